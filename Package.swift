@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// One binary (`sidecar`) built from infrastructure modules that know nothing of
+// transit (HTTPServer, HTTPClient, Database, Crypto and the C shims) and the
+// application module SidecarKit, which holds one folder per feature.
+let package = Package(
+    name: "Sidecar",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "sidecar", targets: ["sidecar"]),
+    ],
+    targets: [
+        // C libraries from Debian, linked through pkg-config.
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+
+        // Infrastructure.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl"]),
+        .target(name: "Database", dependencies: ["CSQLite"]),
+        .target(name: "Crypto", dependencies: ["COpenSSL"]),
+
+        // The application: one folder per feature.
+        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto"]),
+        .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
+
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
+        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

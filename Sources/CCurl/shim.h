@@ -1,0 +1,12 @@
+#ifndef SIDECAR_CCURL_SHIM_H
+#define SIDECAR_CCURL_SHIM_H
+#include <curl/curl.h>
+
+// curl_easy_setopt and curl_easy_getinfo are variadic; Swift needs fixed types.
+static inline CURLcode sidecar_curl_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode sidecar_curl_setopt_string(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode sidecar_curl_setopt_pointer(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+typedef size_t (*sidecar_curl_write_cb)(char *data, size_t size, size_t count, void *userdata);
+static inline CURLcode sidecar_curl_setopt_write(CURL *h, CURLoption o, sidecar_curl_write_cb v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode sidecar_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+#endif

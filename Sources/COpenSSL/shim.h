@@ -1,0 +1,8 @@
+#ifndef SIDECAR_COPENSSL_SHIM_H
+#define SIDECAR_COPENSSL_SHIM_H
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <openssl/hmac.h>
+#include <openssl/err.h>
+#endif

@@ -1,0 +1,84 @@
+import COpenSSL
+
+/// Cryptographic randomness from OpenSSL's CSPRNG.
+public enum SecureRandom {
+    /// `count` random bytes. Traps if the system CSPRNG fails, because
+    /// carrying on would hand out guessable tokens.
+    public static func bytes(_ count: Int) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        let status = buffer.withUnsafeMutableBytes { RAND_bytes($0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(count)) }
+        precondition(status == 1, "RAND_bytes failed; refusing to issue predictable tokens")
+        return buffer
+    }
+}
+
+/// Unguessable resource tokens (spec §2.4).
+public enum SecureToken {
+    /// 128 random bits as 22 URL-safe base64 characters (no padding).
+    public static func urlSafe() -> String { Base64URL.encode(SecureRandom.bytes(16)) }
+
+    /// `bytes` random bytes as lower-case hex (survey responses and ghost-bus
+    /// reports use 10 bytes = 20 hex characters).
+    public static func hex(bytes: Int = 10) -> String { Hex.encode(SecureRandom.bytes(bytes)) }
+}
+
+/// Unpadded base64url (RFC 4648 §5).
+public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            for shift in stride(from: 18, through: 0, by: -6) { output.append(alphabet[Int(chunk >> UInt32(shift) & 63)]) }
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest == 1 {
+            let chunk = UInt32(bytes[index]) << 16
+            output.append(alphabet[Int(chunk >> 18 & 63)])
+            output.append(alphabet[Int(chunk >> 12 & 63)])
+        } else if rest == 2 {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            output.append(alphabet[Int(chunk >> 18 & 63)])
+            output.append(alphabet[Int(chunk >> 12 & 63)])
+            output.append(alphabet[Int(chunk >> 6 & 63)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
+
+/// Lower-case hexadecimal.
+public enum Hex {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var output: [UInt8] = []
+        for byte in bytes {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
+
+/// SHA-256 (OpenSSL EVP).
+public enum SHA256 {
+    public static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        let input = Array(bytes)
+        _ = input.withUnsafeBufferPointer { source in
+            output.withUnsafeMutableBufferPointer { target in
+                EVP_Digest(source.baseAddress, source.count, target.baseAddress, nil, EVP_sha256(), nil)
+            }
+        }
+        return output
+    }
+
+    /// A short, non-reversible fingerprint for logs where an operator needs
+    /// to correlate lines about one secret without ever seeing it.
+    public static func fingerprint(_ text: String) -> String {
+        String(Hex.encode(digest(Array(text.utf8))).prefix(12))
+    }
+}

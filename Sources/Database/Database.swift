@@ -1,0 +1,147 @@
+/// A value bound to or read from SQL. The same five types exist in SQLite and
+/// map onto PostgreSQL (bigint, double precision, text, bytea, NULL).
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+
+    public init(_ value: String?) { self = value.map(SQLValue.text) ?? .null }
+    public init(_ value: Int?) { self = value.map { .integer(Int64($0)) } ?? .null }
+    public init(_ value: Int64?) { self = value.map(SQLValue.integer) ?? .null }
+    public init(_ value: Bool) { self = .integer(value ? 1 : 0) }
+    public init(_ value: Double?) { self = value.map(SQLValue.real) ?? .null }
+}
+
+/// One result row. Columns are looked up by name.
+public struct Row: Sendable {
+    public let columns: [String]
+    public let values: [SQLValue]
+
+    public init(columns: [String], values: [SQLValue]) {
+        self.columns = columns
+        self.values = values
+    }
+
+    public subscript(_ column: String) -> SQLValue {
+        guard let index = columns.firstIndex(of: column) else { return .null }
+        return values[index]
+    }
+
+    public func int(_ column: String) -> Int64? {
+        switch self[column] {
+        case .integer(let value): return value
+        case .real(let value): return Int64(value)
+        case .text(let text): return Int64(text)
+        default: return nil
+        }
+    }
+
+    public func string(_ column: String) -> String? {
+        switch self[column] {
+        case .text(let value): return value
+        case .integer(let value): return String(value)
+        case .real(let value): return String(value)
+        default: return nil
+        }
+    }
+
+    public func bool(_ column: String) -> Bool { (int(column) ?? 0) != 0 }
+
+    public func double(_ column: String) -> Double? {
+        switch self[column] {
+        case .real(let value): return value
+        case .integer(let value): return Double(value)
+        default: return nil
+        }
+    }
+}
+
+/// A connection lent to a `read` or `write` closure. SQL uses `$1`, `$2`, …
+/// placeholders, which both SQLite and PostgreSQL understand.
+public protocol SQLConnection: AnyObject {
+    /// Runs a statement; returns the number of rows changed.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> Int
+    /// Runs a query and returns every row.
+    func query(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> [Row]
+}
+
+extension SQLConnection {
+    /// The first row of a query, if any.
+    public func queryOne(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> Row? {
+        try query(sql, parameters).first
+    }
+}
+
+/// Errors from storage, typed so the HTTP layer can choose a status.
+public enum DatabaseError: Error, Equatable, CustomStringConvertible {
+    /// A UNIQUE, NOT NULL, CHECK or foreign-key constraint refused the write.
+    case constraintViolation(String)
+    /// The database stayed locked past the busy timeout.
+    case busy(String)
+    /// The database was closed.
+    case closed
+    /// The database file could not be opened.
+    case openFailed(path: String, message: String)
+    /// A migration failed; nothing of the run was kept.
+    case migrationFailed(version: Int, name: String, message: String)
+    /// The file has migrations this binary does not know (it is newer).
+    case schemaTooNew(applied: Int, known: Int)
+    /// Any other engine error.
+    case failed(code: Int32, message: String)
+
+    public var description: String {
+        switch self {
+        case .constraintViolation(let message): return "constraint violation: \(message)"
+        case .busy(let message): return "database busy: \(message)"
+        case .closed: return "database is closed"
+        case .openFailed(let path, let message): return "cannot open database \(path): \(message)"
+        case .migrationFailed(let version, let name, let message):
+            return "migration \(version) (\(name)) failed, nothing was applied: \(message)"
+        case .schemaTooNew(let applied, let known):
+            return "database schema version \(applied) is newer than this sidecar knows (\(known)); upgrade the sidecar"
+        case .failed(let code, let message): return "database error \(code): \(message)"
+        }
+    }
+}
+
+/// One versioned schema change. Versions are applied in ascending order,
+/// all pending ones in one transaction.
+public struct Migration: Sendable {
+    public let version: Int
+    public let name: String
+    /// SQLite statements (several allowed, separated by semicolons).
+    public let sql: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+}
+
+/// The storage interface every feature uses. It is deliberately small — run a
+/// closure on a read connection, run a closure in a write transaction,
+/// migrate — so a PostgreSQL backend can implement it without features
+/// changing.
+public protocol Database: Sendable {
+    /// Runs `work` in a read transaction (a consistent snapshot).
+    func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+    /// Runs `work` in a write transaction; returns only after it committed.
+    /// A thrown error rolls back everything `work` did.
+    func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+    /// Applies pending migrations atomically; returns the versions applied.
+    @discardableResult
+    func migrate(_ migrations: [Migration]) async throws -> [Int]
+    /// Finishes queued writes and closes every connection.
+    func close() async
+}
+
+extension Database {
+    /// True when the database answers a trivial query.
+    public func ping() async -> Bool {
+        (try? await read { connection in try connection.queryOne("SELECT 1 AS ok", []) != nil }) ?? false
+    }
+}

@@ -1,0 +1,240 @@
+import CSQLite
+import Dispatch
+import Foundation
+import Synchronization
+
+/// SQLite in WAL mode: one writer connection on its own thread, which commits
+/// queued writes in groups, and a pool of reader connections.
+///
+/// Writes queue to the writer thread; it takes every write waiting, runs each
+/// in its own savepoint inside one transaction and commits once, so a burst
+/// of registrations costs one commit (and with `synchronous=FULL` one fsync)
+/// instead of one each. A failed write rolls back only its own savepoint. A
+/// caller is resumed only after the commit succeeded.
+public final class SQLiteDatabase: Database {
+    /// `PRAGMA synchronous` for every connection: NORMAL is durable against a
+    /// process crash; FULL also against power loss, at a cost per commit.
+    public enum Synchronous: String, Sendable, CaseIterable {
+        case normal, full
+    }
+
+    public let path: String
+    public let synchronous: Synchronous
+    private let readerLimit: Int
+    private let queue = Mutex(WriteQueue())
+    private let wakeWriter = DispatchSemaphore(value: 0)
+    private let readers = Mutex<[ReaderSlot]>([])
+    private let writerStopped = DispatchSemaphore(value: 0)
+
+    private struct WriteQueue {
+        var jobs: [WriteJob] = []
+        var closing = false
+    }
+
+    /// Opens (creating if needed) the database file and starts the writer.
+    /// - Parameters:
+    ///   - readers: reader connections kept open for reuse.
+    public init(path: String, synchronous: Synchronous = .normal, readers: Int = 4) throws {
+        self.path = path
+        self.synchronous = synchronous
+        self.readerLimit = max(readers, 1)
+        let writer = try SQLiteConnection(path: path, readOnly: false, synchronous: synchronous)
+        let box = WriterBox(connection: writer)
+        let thread = Thread { [self] in self.writerLoop(box.connection) }
+        thread.name = "sqlite-writer"
+        thread.start()
+    }
+
+    // MARK: Reads
+
+    public func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        // Reads run on the calling thread: a WAL reader never waits for the
+        // writer, so a point read costs microseconds and needs no hop.
+        let slot = try checkoutReader()
+        defer { checkinReader(slot) }
+        try slot.connection.run("BEGIN")
+        do {
+            let value = try work(slot.connection)
+            try slot.connection.run("COMMIT")
+            return value
+        } catch {
+            try? slot.connection.run("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func checkoutReader() throws -> ReaderSlot {
+        if let slot = readers.withLock({ $0.popLast() }) { return slot }
+        if queue.withLock({ $0.closing }) { throw DatabaseError.closed }
+        return ReaderSlot(connection: try SQLiteConnection(path: path, readOnly: true, synchronous: synchronous))
+    }
+
+    private func checkinReader(_ slot: ReaderSlot) {
+        readers.withLock { pool in
+            if pool.count < readerLimit { pool.append(slot) }
+        }
+    }
+
+    // MARK: Writes
+
+    public func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let result = ResultBox<T>()
+            let job = WriteJob(
+                run: { connection in result.value = try work(connection) },
+                finish: { error in
+                    if let error { continuation.resume(throwing: error) }
+                    else if let value = result.value { continuation.resume(returning: value) }
+                    else { continuation.resume(throwing: DatabaseError.failed(code: SQLITE_MISUSE, message: "write produced no value")) }
+                })
+            let accepted = queue.withLock { state -> Bool in
+                guard !state.closing else { return false }
+                state.jobs.append(job)
+                return true
+            }
+            if accepted { wakeWriter.signal() } else { job.finish(DatabaseError.closed) }
+        }
+    }
+
+    private func writerLoop(_ connection: SQLiteConnection) {
+        while true {
+            wakeWriter.wait()
+            let (batch, closing) = queue.withLock { state -> ([WriteJob], Bool) in
+                let batch = Array(state.jobs.prefix(512))
+                state.jobs.removeFirst(batch.count)
+                return (batch, state.closing)
+            }
+            if !batch.isEmpty { commit(batch, on: connection) }
+            if closing && queue.withLock({ $0.jobs.isEmpty }) { break }
+        }
+        writerStopped.signal()
+    }
+
+    private func commit(_ batch: [WriteJob], on connection: SQLiteConnection) {
+        do {
+            try connection.run("BEGIN IMMEDIATE")
+        } catch {
+            batch.forEach { $0.finish(error) }
+            return
+        }
+        var outcomes: [(any Error)?] = []
+        outcomes.reserveCapacity(batch.count)
+        if batch.count == 1 {
+            do { try batch[0].run(connection); outcomes.append(nil) } catch {
+                try? connection.run("ROLLBACK")
+                batch[0].finish(error)
+                return
+            }
+        } else {
+            for job in batch {
+                do {
+                    try connection.run("SAVEPOINT job")
+                    do {
+                        try job.run(connection)
+                        try connection.run("RELEASE job")
+                        outcomes.append(nil)
+                    } catch {
+                        try connection.run("ROLLBACK TO job")
+                        try connection.run("RELEASE job")
+                        outcomes.append(error)
+                    }
+                } catch {
+                    // The savepoint machinery itself failed: give up on the batch.
+                    try? connection.run("ROLLBACK")
+                    batch.forEach { $0.finish(error) }
+                    return
+                }
+            }
+        }
+        do {
+            try connection.run("COMMIT")
+        } catch {
+            try? connection.run("ROLLBACK")
+            batch.forEach { $0.finish(error) }
+            return
+        }
+        for (job, outcome) in zip(batch, outcomes) { job.finish(outcome) }
+    }
+
+    // MARK: Migrations
+
+    @discardableResult
+    public func migrate(_ migrations: [Migration]) async throws -> [Int] {
+        let ordered = migrations.sorted { $0.version < $1.version }
+        return try await write { connection in
+            guard let sqlite = connection as? SQLiteConnection else { return [] }
+            try sqlite.run("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    applied_at TEXT NOT NULL
+                )
+                """)
+            let applied = Set(try sqlite.query("SELECT version FROM schema_migrations", []).compactMap { $0.int("version") }.map(Int.init))
+            let known = ordered.last?.version ?? 0
+            if let newest = applied.max(), newest > known { throw DatabaseError.schemaTooNew(applied: newest, known: known) }
+            var done: [Int] = []
+            for migration in ordered where !applied.contains(migration.version) {
+                do {
+                    try sqlite.run(migration.sql)
+                    try sqlite.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                                       [.integer(Int64(migration.version)), .text(migration.name),
+                                        .text(Date.now.formatted(.iso8601))])
+                } catch {
+                    throw DatabaseError.migrationFailed(version: migration.version, name: migration.name, message: "\(error)")
+                }
+                done.append(migration.version)
+            }
+            return done
+        }
+    }
+
+    // MARK: Closing
+
+    public func close() async {
+        let alreadyClosing = queue.withLock { state -> Bool in
+            defer { state.closing = true }
+            return state.closing
+        }
+        guard !alreadyClosing else { return }
+        wakeWriter.signal()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // Wait for the writer to drain on a plain thread, not the shared pool.
+            let stopped = writerStopped
+            Thread {
+                stopped.wait()
+                continuation.resume()
+            }.start()
+        }
+        readers.withLock { $0.removeAll() }
+    }
+}
+
+/// A queued write: `run` executes inside the transaction on the writer
+/// thread; `finish` resumes the caller once the outcome is final.
+final class WriteJob: @unchecked Sendable {
+    // Created by the caller, then touched only by the writer thread.
+    let run: (SQLiteConnection) throws -> Void
+    let finish: ((any Error)?) -> Void
+    init(run: @escaping (SQLiteConnection) throws -> Void, finish: @escaping ((any Error)?) -> Void) {
+        self.run = run
+        self.finish = finish
+    }
+}
+
+final class ResultBox<T>: @unchecked Sendable {
+    // Written by the writer thread before `finish`, read inside `finish` on the same thread.
+    var value: T?
+}
+
+final class ReaderSlot: @unchecked Sendable {
+    // A reader connection is used by one borrower at a time (checked out under a mutex).
+    let connection: SQLiteConnection
+    init(connection: SQLiteConnection) { self.connection = connection }
+}
+
+final class WriterBox: @unchecked Sendable {
+    // Handed once to the writer thread, which is its only user.
+    let connection: SQLiteConnection
+    init(connection: SQLiteConnection) { self.connection = connection }
+}

@@ -1,0 +1,281 @@
+import CMicroHTTPD
+import Foundation
+import Synchronization
+
+/// Settings for the HTTP server. Defaults suit a small host behind a proxy.
+public struct ServerConfiguration: Sendable {
+    /// Address to bind (`0.0.0.0`, `::`, `127.0.0.1`, a host name).
+    public var host = "0.0.0.0"
+    /// Port to bind; 0 picks a free one (tests), reported by `start()`.
+    public var port = 8080
+    /// Worker threads in libmicrohttpd's pool (defaults to the core count).
+    public var threads = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+    /// Seconds a connection may sit idle (including a slow header or body)
+    /// before it is closed.
+    public var connectionTimeoutSeconds = 30
+    /// Per-connection memory for the request line and headers; a request
+    /// whose headers do not fit is refused by libmicrohttpd with a 4xx.
+    public var headerLimitBytes = 64 * 1024
+    /// Simultaneous connections accepted.
+    public var connectionLimit = 1024
+    /// Body size accepted when a route does not set its own (413 above).
+    public var defaultBodyLimit = 1 << 20
+    public var listenBacklog = 1024
+
+    public init() {}
+}
+
+/// Errors starting the server.
+public enum ServerError: Error, CustomStringConvertible {
+    case listenFailed(host: String, port: Int, reason: String)
+    case daemonFailed
+
+    public var description: String {
+        switch self {
+        case .listenFailed(let host, let port, let reason): return "cannot listen on \(host):\(port): \(reason)"
+        case .daemonFailed: return "libmicrohttpd failed to start"
+        }
+    }
+}
+
+/// An HTTP/1.1 server on libmicrohttpd (epoll, a thread pool) whose handlers
+/// are `async`: each request's connection is suspended while its Swift task
+/// runs and resumed with the response.
+public final class HTTPServer: Sendable {
+    public let configuration: ServerConfiguration
+    let router: Router
+    let logger: Logger
+    private let daemon = Mutex<DaemonHandle?>(nil)
+    private let boundPort = Atomic<Int>(0)
+    let inFlight = Atomic<Int>(0)
+    /// Exchange states alive right now (allocated per request, freed when
+    /// libmicrohttpd reports the request finished); tests check it returns to 0.
+    public let liveExchanges = Atomic<Int>(0)
+
+    public init(configuration: ServerConfiguration, router: Router, logger: Logger) {
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+    }
+
+    /// The bound port (useful with port 0).
+    public var port: Int { boundPort.load(ordering: .acquiring) }
+
+    /// Requests whose handlers are running now.
+    public var requestsInFlight: Int { inFlight.load(ordering: .acquiring) }
+
+    /// Binds and starts serving; returns the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        var port: Int32 = 0
+        let fd = sidecar_listen(configuration.host, Int32(configuration.port), Int32(configuration.listenBacklog), &port)
+        if fd < 0 {
+            let reason = fd <= -1000 ? String(cString: gai_strerror(-(fd + 1000))) : String(cString: strerror(-fd))
+            throw ServerError.listenFailed(host: configuration.host, port: configuration.port, reason: reason)
+        }
+        // The daemon holds `self` as its callback context until shutdown.
+        let context = Unmanaged.passRetained(self).toOpaque()
+        guard let handle = sidecar_mhd_start(fd, UInt32(configuration.threads), UInt32(configuration.connectionTimeoutSeconds),
+                                             configuration.headerLimitBytes, UInt32(configuration.connectionLimit),
+                                             mhdAccessHandler, context, mhdRequestCompleted, context, mhdRequestStarted, context) else {
+            Unmanaged<HTTPServer>.fromOpaque(context).release()
+            close(fd)
+            throw ServerError.daemonFailed
+        }
+        daemon.withLock { $0 = DaemonHandle(pointer: handle, listenSocket: fd, context: context) }
+        boundPort.store(Int(port), ordering: .releasing)
+        return Int(port)
+    }
+
+    /// Stops accepting connections, waits up to `grace` for running handlers
+    /// to answer, then closes every connection. Returns false when handlers
+    /// were still running at the deadline (the daemon is then left to the
+    /// process exit rather than torn down under them).
+    @discardableResult
+    public func shutdown(grace: Duration = .seconds(10)) async -> Bool {
+        guard let handle = daemon.withLock({ value -> DaemonHandle? in defer { value = nil }; return value }) else { return true }
+        let listenSocket = MHD_quiesce_daemon(handle.pointer)
+        if listenSocket >= 0 { close(listenSocket) }
+        let deadline = ContinuousClock.now + grace
+        while inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let running = inFlight.load(ordering: .acquiring)
+        guard running == 0 else {
+            logger.warning("shutdown deadline passed with requests still running", [("requests", String(running))])
+            return false
+        }
+        // Give the daemon threads a moment to flush the responses just queued.
+        try? await Task.sleep(for: .milliseconds(20))
+        MHD_stop_daemon(handle.pointer)
+        Unmanaged<HTTPServer>.fromOpaque(handle.context).release()
+        return true
+    }
+
+    // MARK: - Request life cycle (called from libmicrohttpd's threads)
+
+    func access(_ connection: OpaquePointer, _ exchange: Exchange, method: UnsafePointer<CChar>?,
+                uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>) -> MHD_Result {
+        switch exchange.phase {
+        case .headers:
+            exchange.method = method.map { String(cString: $0) } ?? "GET"
+            exchange.match = router.match(method: exchange.method, rawPath: exchange.rawPath)
+            if case .route(let route, _, _) = exchange.match, let limit = route.bodyLimit { exchange.bodyLimit = limit }
+            if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+               let length = Int(String(cString: declared)), length > exchange.bodyLimit {
+                // Refuse before reading: libmicrohttpd closes the connection
+                // after this response instead of draining the body.
+                exchange.phase = .responded
+                return queue(tooLarge(exchange), on: connection, exchange: exchange)
+            }
+            exchange.phase = .body
+            return .YES
+        case .body:
+            let size = uploadSize.pointee
+            if size > 0 {
+                if !exchange.overflowed, let uploadData {
+                    if exchange.body.count + size > exchange.bodyLimit {
+                        exchange.overflowed = true
+                        exchange.body = []
+                    } else {
+                        uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                            exchange.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+                        }
+                    }
+                }
+                uploadSize.pointee = 0
+                return .YES
+            }
+            if exchange.overflowed {
+                exchange.phase = .responded
+                return queue(tooLarge(exchange), on: connection, exchange: exchange)
+            }
+            exchange.phase = .dispatched
+            dispatch(connection, exchange)
+            return .YES
+        case .dispatched:
+            guard let response = exchange.takeResponse() else { return .YES }
+            exchange.phase = .responded
+            let result = queue(response, on: connection, exchange: exchange)
+            inFlight.subtract(1, ordering: .releasing)
+            return result
+        case .responded:
+            return .YES
+        }
+    }
+
+    private func dispatch(_ connection: OpaquePointer, _ exchange: Exchange) {
+        let request = Request(method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
+                              headers: Self.headers(of: connection), body: exchange.body,
+                              peerAddress: Self.peerAddress(of: connection))
+        exchange.body = []
+        let match = exchange.match ?? .notFound
+        inFlight.add(1, ordering: .relaxed)
+        MHD_suspend_connection(connection)
+        let handle = ConnectionHandle(pointer: connection)
+        let router = self.router
+        Task {
+            let response = await router.respond(to: request, match: match)
+            exchange.storeResponse(response)
+            MHD_resume_connection(handle.pointer)
+        }
+    }
+
+    private func tooLarge(_ exchange: Exchange) -> Response {
+        let style: ErrorStyle
+        if case .route(let route, _, _) = exchange.match { style = route.errorStyle } else { style = .simple }
+        return style.response(status: 413, error: "Payload Too Large",
+                              messages: ["Request body exceeds \(exchange.bodyLimit) bytes"])
+    }
+
+    private func queue(_ response: Response, on connection: OpaquePointer, exchange: Exchange) -> MHD_Result {
+        let result: MHD_Result = response.body.withUnsafeBytes { bytes in
+            guard let mhdResponse = MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY) else { return .NO }
+            defer { MHD_destroy_response(mhdResponse) }
+            for (name, value) in response.headers {
+                _ = MHD_add_response_header(mhdResponse, name, value)
+            }
+            return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+        }
+        if logger.isEnabled(.info) {
+            var pattern = "unmatched"
+            if case .route(let route, _, _) = exchange.match { pattern = route.pattern }
+            let elapsed = ContinuousClock.now - exchange.started
+            let milliseconds = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+            var fields = [("method", exchange.method), ("route", pattern), ("status", String(response.status)),
+                          ("duration_ms", String(format: "%.2f", milliseconds))]
+            fields.append(contentsOf: response.logFields)
+            logger.info("request", fields)
+        }
+        return result
+    }
+
+    private static func headers(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        let collector = HeaderCollector()
+        let context = Unmanaged.passUnretained(collector).toOpaque()
+        _ = MHD_get_connection_values(connection, .HEADER_KIND, mhdCollectHeader, context)
+        return collector.headers
+    }
+
+    private static func peerAddress(of connection: OpaquePointer) -> String {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            let length = sidecar_mhd_client_ip(connection, buffer.baseAddress, 64)
+            return length == 0 ? "unknown" : String(cString: buffer.baseAddress!)
+        }
+    }
+}
+
+/// The daemon pointer and what must be released with it.
+struct DaemonHandle: @unchecked Sendable {
+    // Only touched under the server's mutex, then by shutdown alone.
+    let pointer: OpaquePointer
+    let listenSocket: Int32
+    let context: UnsafeMutableRawPointer
+}
+
+/// A suspended connection handed to the handler task.
+struct ConnectionHandle: @unchecked Sendable {
+    // The task uses it for exactly one call, MHD_resume_connection, which
+    // libmicrohttpd allows from any thread when inter-thread communication is
+    // on (MHD_ALLOW_SUSPEND_RESUME turns it on).
+    let pointer: OpaquePointer
+}
+
+final class HeaderCollector {
+    var headers: [(name: String, value: String)] = []
+}
+
+/// The state of one request on one connection, from the request line to the
+/// completion notice.
+final class Exchange: @unchecked Sendable {
+    // Every field but `response` is touched only by the daemon thread that owns
+    // the connection (libmicrohttpd calls one connection's callbacks from one
+    // thread at a time); `response` crosses from the handler task under a lock.
+    enum Phase { case headers, body, dispatched, responded }
+
+    let rawPath: String
+    let rawQuery: String
+    let started = ContinuousClock.now
+    var phase = Phase.headers
+    var method = "GET"
+    var match: Router.Match?
+    var bodyLimit: Int
+    var body: [UInt8] = []
+    var overflowed = false
+    private let response = Mutex<Response?>(nil)
+
+    init(rawURI: String, bodyLimit: Int) {
+        if let question = rawURI.firstIndex(of: "?") {
+            rawPath = String(rawURI[..<question])
+            rawQuery = String(rawURI[rawURI.index(after: question)...])
+        } else {
+            rawPath = rawURI
+            rawQuery = ""
+        }
+        self.bodyLimit = bodyLimit
+    }
+
+    func storeResponse(_ value: Response) { response.withLock { $0 = value } }
+    func takeResponse() -> Response? { response.withLock { value in defer { value = nil }; return value } }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// A decoded JSON value. Request bodies decode into this so that the parameter
+/// bag can tell a JSON `null` (absent) from a string, and keep numbers and
+/// booleans as what the client sent.
+public enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// The value as a parameter string, the way a form field would carry it:
+    /// numbers in their shortest decimal form, booleans as `true`/`false`.
+    /// Arrays, objects and `null` have no scalar form and return nil.
+    public var scalarText: String? {
+        switch self {
+        case .string(let text): return text
+        case .integer(let number): return String(number)
+        case .double(let number):
+            if number.rounded(.towardZero) == number, abs(number) < 1e15 {
+                return String(Int64(number)) + ".0"
+            }
+            return String(number)
+        case .bool(let flag): return flag ? "true" : "false"
+        case .null, .array, .object: return nil
+        }
+    }
+}
+
+extension JSONValue: Decodable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Int64.self) {
+            self = .integer(number)
+        } else if let number = try? container.decode(Double.self) {
+            self = .double(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let list = try? container.decode([JSONValue].self) {
+            self = .array(list)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+}
+
+extension JSONValue: Encodable {
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let flag): try container.encode(flag)
+        case .integer(let number): try container.encode(number)
+        case .double(let number): try container.encode(number)
+        case .string(let text): try container.encode(text)
+        case .array(let list): try container.encode(list)
+        case .object(let members): try container.encode(members)
+        }
+    }
+}

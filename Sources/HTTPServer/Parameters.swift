@@ -1,0 +1,171 @@
+import Foundation
+
+/// Why a request's parameters could not be read. Each case becomes a 400 (or
+/// 415) in the route's error shape; none of them is ever a 500.
+public enum ParameterError: Error, Equatable, Sendable {
+    case invalidPercentEncoding
+    case invalidUTF8
+    case invalidJSON(String)
+    case jsonNotAnObject
+    case jsonTooDeep(limit: Int)
+    case tooManyParameters(limit: Int)
+    case unsupportedContentType(String)
+
+    /// The HTTP status this error answers with.
+    public var status: Int {
+        if case .unsupportedContentType = self { return 415 }
+        return 400
+    }
+
+    /// A human-readable sentence for the error body.
+    public var message: String {
+        switch self {
+        case .invalidPercentEncoding: return "Request contains invalid percent-encoding"
+        case .invalidUTF8: return "Request parameters are not valid UTF-8"
+        case .invalidJSON(let detail): return "Request body is not valid JSON: \(detail)"
+        case .jsonNotAnObject: return "JSON request body must be an object"
+        case .jsonTooDeep(let limit): return "JSON request body nests deeper than \(limit) levels"
+        case .tooManyParameters(let limit): return "Request has more than \(limit) parameters"
+        case .unsupportedContentType(let type):
+            return "Unsupported Content-Type \(type); send application/x-www-form-urlencoded or application/json"
+        }
+    }
+}
+
+/// The merged parameter bag of one request (spec §2.2): query string, then the
+/// form or JSON body on top of it, so a body value wins over a query value of
+/// the same name, as Rails merges them. A JSON `null` is absent.
+public struct Parameters: Sendable, Equatable {
+    public private(set) var values: [String: JSONValue]
+
+    public init(_ values: [String: JSONValue] = [:]) {
+        self.values = values.filter { $0.value != .null }
+    }
+
+    /// True when the parameter is present (not absent, not JSON null).
+    public func contains(_ name: String) -> Bool { values[name] != nil }
+
+    /// The parameter as text (numbers and booleans stringified), or nil when
+    /// absent or not a scalar.
+    public subscript(_ name: String) -> String? { values[name]?.scalarText }
+
+    /// The raw JSON value of a parameter, for parameters that may be nested.
+    public func value(_ name: String) -> JSONValue? { values[name] }
+
+    /// Sets (or with nil removes) one parameter.
+    public mutating func set(_ name: String, _ value: JSONValue?) {
+        if let value, value != .null { values[name] = value } else { values.removeValue(forKey: name) }
+    }
+
+    /// Parses a query string or form body strictly: `+` is a space, `%XX`
+    /// must be two hex digits, and the decoded bytes must be UTF-8. Pairs with
+    /// an empty name are skipped; a repeated name keeps its last value.
+    public static func parseURLEncoded(_ bytes: some Collection<UInt8>, limit: Int) throws(ParameterError) -> [(String, String)] {
+        var pairs: [(String, String)] = []
+        var name: [UInt8] = []
+        var value: [UInt8] = []
+        var inValue = false
+        func flush() throws(ParameterError) {
+            defer { name.removeAll(keepingCapacity: true); value.removeAll(keepingCapacity: true); inValue = false }
+            if name.isEmpty && !inValue { return }
+            let decodedName = try PercentEncoding.decode(name, plusAsSpace: true)
+            if decodedName.isEmpty { return }
+            if pairs.count >= limit { throw .tooManyParameters(limit: limit) }
+            pairs.append((decodedName, try PercentEncoding.decode(value, plusAsSpace: true)))
+        }
+        for byte in bytes {
+            if byte == UInt8(ascii: "&") {
+                try flush()
+            } else if byte == UInt8(ascii: "=") && !inValue {
+                inValue = true
+            } else if inValue {
+                value.append(byte)
+            } else {
+                name.append(byte)
+            }
+        }
+        try flush()
+        return pairs
+    }
+
+    /// Parses a JSON body that must be an object, refusing nesting deeper
+    /// than `maxDepth` before the decoder sees it (a deep array bomb must be a
+    /// 400, never a stack overflow).
+    public static func parseJSONObject(_ body: [UInt8], maxDepth: Int = 64) throws(ParameterError) -> [String: JSONValue] {
+        try checkNestingDepth(body, limit: maxDepth)
+        let decoded: JSONValue
+        do {
+            decoded = try JSONDecoder().decode(JSONValue.self, from: Data(body))
+        } catch let error as DecodingError {
+            throw .invalidJSON(Self.describe(error))
+        } catch {
+            throw .invalidJSON("unreadable")
+        }
+        guard case .object(let members) = decoded else { throw .jsonNotAnObject }
+        return members
+    }
+
+    private static func checkNestingDepth(_ body: [UInt8], limit: Int) throws(ParameterError) {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in body {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { throw .jsonTooDeep(limit: limit) }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .dataCorrupted(let context), .typeMismatch(_, let context),
+             .valueNotFound(_, let context), .keyNotFound(_, let context):
+            return context.debugDescription
+        @unknown default:
+            return "unreadable"
+        }
+    }
+}
+
+/// Strict percent-decoding (RFC 3986 with the form encoding's `+`).
+public enum PercentEncoding {
+    /// Decodes `%XX` escapes (and `+` as space when asked); fails on a
+    /// truncated or non-hex escape and on bytes that are not UTF-8.
+    public static func decode(_ bytes: some Collection<UInt8>, plusAsSpace: Bool) throws(ParameterError) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var iterator = bytes.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    throw .invalidPercentEncoding
+                }
+                output.append(high << 4 | low)
+            } else if byte == UInt8(ascii: "+") && plusAsSpace {
+                output.append(UInt8(ascii: " "))
+            } else {
+                output.append(byte)
+            }
+        }
+        guard let text = String(validating: output, as: UTF8.self) else { throw .invalidUTF8 }
+        return text
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

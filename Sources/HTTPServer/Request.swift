@@ -1,0 +1,94 @@
+import Foundation
+
+/// One HTTP request as the application sees it: method, decoded path
+/// segments, the merged parameter bag, headers, raw body and the TCP peer.
+public struct Request: Sendable {
+    /// Upper-case method, e.g. `POST`.
+    public let method: String
+    /// The path exactly as received, without the query string.
+    public let rawPath: String
+    /// The raw query string (after `?`), still percent-encoded; may carry a
+    /// rider's `app_uid`, so it is never logged.
+    public let rawQuery: String
+    /// Header fields with lower-cased names, in arrival order.
+    public let headers: [(name: String, value: String)]
+    /// The request body as received (bounded by the route's body limit).
+    public let body: [UInt8]
+    /// The TCP peer's address (never X-Forwarded-For).
+    public let peerAddress: String
+    /// Values captured by the route pattern, e.g. `region` for `:region`.
+    public internal(set) var pathParameters: [String: String] = [:]
+    /// Query string merged with the form or JSON body (spec §2.2).
+    public internal(set) var parameters = Parameters()
+    /// The route pattern that matched, for logs (never the raw URL).
+    public internal(set) var routePattern: String = "unmatched"
+
+    public init(method: String, rawPath: String, rawQuery: String = "",
+                headers: [(name: String, value: String)] = [], body: [UInt8] = [], peerAddress: String = "") {
+        self.method = method
+        self.rawPath = rawPath
+        self.rawQuery = rawQuery
+        self.headers = headers
+        self.body = body
+        self.peerAddress = peerAddress
+    }
+
+    /// The first header with this (case-insensitive) name.
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name == lowered }?.value
+    }
+
+    /// The media type of the body without parameters, lower-cased
+    /// (`application/json; charset=utf-8` → `application/json`).
+    public var mediaType: String? {
+        guard let raw = header("content-type") else { return nil }
+        let type = raw.split(separator: ";", maxSplits: 1).first.map(String.init) ?? raw
+        let trimmed = type.trimmingCharacters(in: .whitespaces).lowercased()
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    /// Parses query and body into `parameters` (body wins over query). A body
+    /// with no Content-Type is read as a form, as Rack does, unless it is a
+    /// JSON object.
+    public mutating func parseParameters(limit: Int) throws(ParameterError) {
+        var merged: [String: JSONValue] = [:]
+        for (name, value) in try Parameters.parseURLEncoded(rawQuery.utf8, limit: limit) {
+            merged[name] = .string(value)
+        }
+        let queryCount = merged.count
+        if !body.isEmpty {
+            let bodyValues: [String: JSONValue]
+            switch mediaType {
+            case let type? where type == "application/json" || type.hasSuffix("+json"):
+                bodyValues = try Parameters.parseJSONObject(body)
+            case "application/x-www-form-urlencoded":
+                bodyValues = try Self.formValues(body, limit: limit - queryCount)
+            case nil:
+                if Self.looksLikeJSONObject(body) {
+                    bodyValues = try Parameters.parseJSONObject(body)
+                } else {
+                    bodyValues = try Self.formValues(body, limit: limit - queryCount)
+                }
+            case let type?:
+                throw .unsupportedContentType(type)
+            }
+            if queryCount + bodyValues.count > limit { throw .tooManyParameters(limit: limit) }
+            merged.merge(bodyValues) { _, body in body }
+        }
+        parameters = Parameters(merged)
+    }
+
+    private static func formValues(_ body: [UInt8], limit: Int) throws(ParameterError) -> [String: JSONValue] {
+        var values: [String: JSONValue] = [:]
+        for (name, value) in try Parameters.parseURLEncoded(body, limit: max(limit, 0)) {
+            values[name] = .string(value)
+        }
+        return values
+    }
+
+    private static func looksLikeJSONObject(_ body: [UInt8]) -> Bool {
+        let first = body.first { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D) }
+        return first == UInt8(ascii: "{")
+    }
+}

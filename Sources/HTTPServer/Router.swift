@@ -1,0 +1,159 @@
+/// A handler turns a request into a response; it never throws, so every
+/// failure is a response the handler chose.
+public typealias Handler = @Sendable (Request) async -> Response
+
+/// Wraps a handler: runs before (and may answer instead of) the route.
+public typealias Middleware = @Sendable (Request, Handler) async -> Response
+
+/// One route: a method, a path pattern whose `:name` segments capture values,
+/// and what the route allows beyond the default.
+public struct Route: Sendable {
+    public let method: String
+    /// e.g. `/api/v2/regions/:region/push_registrations`.
+    public let pattern: String
+    /// Format suffixes the apps append to the last segment (`.json`, `.pb`).
+    public var suffixes: [String]
+    /// Largest accepted body in bytes (nil = the server's default).
+    public var bodyLimit: Int?
+    /// The error shape this route's clients parse.
+    public var errorStyle: ErrorStyle
+    /// Runs in order before parameters are parsed (throttles, auth).
+    public var middleware: [Middleware]
+    /// Whether to parse query and body into `Request.parameters` first.
+    public var parsesParameters: Bool
+    public let handler: Handler
+
+    let segments: [Segment]
+
+    public init(_ method: String, _ pattern: String, suffixes: [String] = [], bodyLimit: Int? = nil,
+                errorStyle: ErrorStyle = .simple, middleware: [Middleware] = [], parsesParameters: Bool = true,
+                handler: @escaping Handler) {
+        self.method = method
+        self.pattern = pattern
+        self.suffixes = suffixes
+        self.bodyLimit = bodyLimit
+        self.errorStyle = errorStyle
+        self.middleware = middleware
+        self.parsesParameters = parsesParameters
+        self.handler = handler
+        self.segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map { part in
+            part.hasPrefix(":") ? .capture(String(part.dropFirst())) : .literal(String(part))
+        }
+    }
+
+    enum Segment: Sendable {
+        case literal(String)
+        case capture(String)
+    }
+
+    /// Matches decoded path segments; returns captures and the suffix used.
+    func match(_ path: [String]) -> (captures: [String: String], suffix: String?)? {
+        guard path.count == segments.count else { return nil }
+        var captures: [String: String] = [:]
+        var usedSuffix: String?
+        for (index, segment) in segments.enumerated() {
+            var part = path[index]
+            let isLast = index == segments.count - 1
+            switch segment {
+            case .literal(let literal):
+                if part == literal { continue }
+                guard isLast, let suffix = suffixes.first(where: { part == literal + $0 }) else { return nil }
+                usedSuffix = suffix
+            case .capture(let name):
+                if isLast, let suffix = suffixes.first(where: { part.hasSuffix($0) && part.count > $0.count }) {
+                    part.removeLast(suffix.count)
+                    usedSuffix = suffix
+                }
+                captures[name] = part
+            }
+        }
+        return (captures, usedSuffix)
+    }
+}
+
+/// Chooses the route for a request and runs it. Unknown paths answer a JSON
+/// 404, known paths with another method a JSON 405.
+public struct Router: Sendable {
+    public private(set) var routes: [Route] = []
+    /// Most parameters a request may carry (query plus body).
+    public var parameterLimit: Int
+
+    public init(parameterLimit: Int = 1000) {
+        self.parameterLimit = parameterLimit
+    }
+
+    public mutating func add(_ route: Route) { routes.append(route) }
+
+    /// The outcome of matching a request line.
+    public enum Match: Sendable {
+        case route(Route, captures: [String: String], suffix: String?)
+        case methodNotAllowed(allowed: [String])
+        case notFound
+        case badPath(ParameterError)
+    }
+
+    /// Splits and strictly decodes the path; a single trailing slash is
+    /// ignored (the apps call some paths with one).
+    public static func pathSegments(_ rawPath: String) throws(ParameterError) -> [String] {
+        var parts = rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        if parts.count > 1, parts.last == "" { parts.removeLast() }
+        var decoded: [String] = []
+        decoded.reserveCapacity(parts.count)
+        for part in parts {
+            decoded.append(try PercentEncoding.decode(part.utf8, plusAsSpace: false))
+        }
+        return decoded
+    }
+
+    /// Finds the route for a method and raw path.
+    public func match(method: String, rawPath: String) -> Match {
+        let segments: [String]
+        do { segments = try Self.pathSegments(rawPath) } catch { return .badPath(error) }
+        var allowed: [String] = []
+        for route in routes {
+            guard let (captures, suffix) = route.match(segments) else { continue }
+            if route.method == method { return .route(route, captures: captures, suffix: suffix) }
+            allowed.append(route.method)
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
+    }
+
+    /// Runs a matched request through the route's middleware, parameter
+    /// parsing and handler.
+    public func respond(to request: Request, match: Match) async -> Response {
+        var request = request
+        switch match {
+        case .notFound:
+            return .json(404, ["error": "Not Found"])
+        case .badPath(let error):
+            return ErrorStyle.simple.response(status: error.status, error: StatusText.phrase(error.status), messages: [error.message])
+        case .methodNotAllowed(let allowed):
+            return Response.json(405, ["error": "Method Not Allowed"]).adding(header: "Allow", allowed.joined(separator: ", "))
+        case .route(let route, let captures, let suffix):
+            request.routePattern = route.pattern
+            request.pathParameters = captures
+            if let suffix { request.pathParameters["format"] = suffix }
+            let limit = parameterLimit
+            let final: Handler = { request in
+                var request = request
+                if route.parsesParameters {
+                    do throws(ParameterError) {
+                        try request.parseParameters(limit: limit)
+                    } catch {
+                        return route.errorStyle.response(status: error.status, error: StatusText.phrase(error.status), messages: [error.message])
+                    }
+                }
+                return await route.handler(request)
+            }
+            let chain = route.middleware.reversed().reduce(final) { next, middleware in
+                { request in await middleware(request, next) }
+            }
+            return await chain(request)
+        }
+    }
+
+    /// Convenience for tests and in-process callers: match and respond.
+    public func respond(to request: Request) async -> Response {
+        await respond(to: request, match: match(method: request.method, rawPath: request.rawPath))
+    }
+}

@@ -1,0 +1,170 @@
+import Database
+import Foundation
+import HTTPServer
+
+/// What the command line asked for.
+public enum SidecarCommand: Sendable {
+    case serve(SidecarConfiguration)
+    case migrate(SidecarConfiguration)
+    case help(String)
+    case version
+}
+
+/// A command line (or environment variable) that cannot be obeyed: printed
+/// with a hint, exit status 2.
+public struct CommandLineError: Error, Equatable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Parses `sidecar <command> [--flag value | --flag=value]...`. Every flag
+/// can also come from `SIDECAR_<FLAG_IN_UPPER_SNAKE>`; the command line wins.
+public enum CommandLineInterface {
+    public static let version = "0.1.0"
+
+    struct Flag: Sendable {
+        let name: String
+        let valueName: String
+        let help: String
+        let commands: Set<String>
+        let apply: @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
+
+        var environmentName: String { "SIDECAR_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
+    }
+
+    static let flags: [Flag] = [
+        Flag(name: "host", valueName: "ADDRESS", help: "Address to listen on (default 0.0.0.0)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard !value.isEmpty else { throw CommandLineError("--host must not be empty") }
+            config.host = value
+        },
+        Flag(name: "port", valueName: "PORT", help: "TCP port to listen on, 0 for any free port (default 8080)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.port = try integer(value, flag: "port", range: 0...65535)
+        },
+        Flag(name: "database", valueName: "PATH", help: "SQLite database file, created if missing (default sidecar.sqlite3)", commands: ["serve", "migrate"]) { config, value throws(CommandLineError) in
+            guard !value.isEmpty else { throw CommandLineError("--database must not be empty") }
+            config.database = value
+        },
+        Flag(name: "regions", valueName: "PATH|URL", help: "regions-v3.json file or http(s) URL (default: a bundled sample)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.regions = value
+        },
+        Flag(name: "regions-refresh", valueName: "SECONDS", help: "How often a regions URL is re-read (default 3600)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.regionsRefreshSeconds = try integer(value, flag: "regions-refresh", range: 10...604_800)
+        },
+        Flag(name: "public-url", valueName: "URL", help: "Base of URLs handed to apps, e.g. https://sidecar.example.org (default http://localhost:PORT)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard value.hasPrefix("http://") || value.hasPrefix("https://"), URL(string: value)?.host != nil else {
+                throw CommandLineError("--public-url must be an http(s) URL, got \(value)")
+            }
+            config.publicURL = value
+        },
+        Flag(name: "log-level", valueName: "LEVEL", help: "debug, info, warning or error (default info)", commands: ["serve", "migrate"]) { config, value throws(CommandLineError) in
+            guard let level = LogLevel(name: value) else { throw CommandLineError("--log-level must be debug, info, warning or error, got \(value)") }
+            config.logLevel = level
+        },
+        Flag(name: "push-registration-limit", valueName: "N", help: "Push registration requests per minute per client address, 0 disables (default 30)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.pushRegistrationLimit = try integer(value, flag: "push-registration-limit", range: 0...1_000_000)
+        },
+        Flag(name: "sqlite-synchronous", valueName: "MODE", help: "normal (default) or full (survives power loss, slower writes)", commands: ["serve", "migrate"]) { config, value throws(CommandLineError) in
+            guard let mode = SQLiteDatabase.Synchronous(rawValue: value.lowercased()) else {
+                throw CommandLineError("--sqlite-synchronous must be normal or full, got \(value)")
+            }
+            config.sqliteSynchronous = mode
+        },
+        Flag(name: "threads", valueName: "N", help: "HTTP worker threads (default: the number of cores)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.threads = try integer(value, flag: "threads", range: 1...256)
+        },
+        Flag(name: "max-body-size", valueName: "BYTES", help: "Largest request body accepted, 413 above (default 1048576)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.maxBodyBytes = try integer(value, flag: "max-body-size", range: 1024...(64 << 20))
+        },
+        Flag(name: "max-header-size", valueName: "BYTES", help: "Memory for one request's line and headers (default 65536)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.maxHeaderBytes = try integer(value, flag: "max-header-size", range: 4096...(1 << 20))
+        },
+        Flag(name: "connection-timeout", valueName: "SECONDS", help: "Idle seconds before a connection is closed (default 30)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.connectionTimeoutSeconds = try integer(value, flag: "connection-timeout", range: 1...3600)
+        },
+        Flag(name: "max-connections", valueName: "N", help: "Simultaneous client connections (default 1024)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.maxConnections = try integer(value, flag: "max-connections", range: 1...100_000)
+        },
+        Flag(name: "shutdown-timeout", valueName: "SECONDS", help: "Seconds running requests get to finish on SIGTERM/SIGINT (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.shutdownTimeoutSeconds = try integer(value, flag: "shutdown-timeout", range: 0...600)
+        },
+        Flag(name: "locales", valueName: "LIST", help: "Comma-separated languages alert pushes are translated into (default: a list of 23)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            let languages = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            config.locales = LocaleCatalog(languages)
+        },
+    ]
+
+    /// Parses arguments (without the program name) and the environment.
+    public static func parse(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
+        guard let command = arguments.first else { return .help(usage) }
+        switch command {
+        case "--help", "-h", "help": return .help(usage)
+        case "--version", "-V", "version": return .version
+        case "serve", "migrate": break
+        default: throw CommandLineError("unknown command '\(command)'")
+        }
+        let available = flags.filter { $0.commands.contains(command) }
+        var configuration = SidecarConfiguration()
+        for flag in available {
+            if let value = environment[flag.environmentName] {
+                do { try flag.apply(&configuration, value) } catch {
+                    throw CommandLineError("\(flag.environmentName): \(error.description)")
+                }
+            }
+        }
+        var index = 1
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--help" || argument == "-h" { return .help(commandUsage(command)) }
+            guard argument.hasPrefix("--") else { throw CommandLineError("unexpected argument '\(argument)'") }
+            var name = String(argument.dropFirst(2))
+            var value: String?
+            if let equals = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let flag = available.first(where: { $0.name == name }) else {
+                throw CommandLineError("unknown flag --\(name) for '\(command)'")
+            }
+            if value == nil {
+                guard index < arguments.count else { throw CommandLineError("--\(name) needs a value (\(flag.valueName))") }
+                value = arguments[index]
+                index += 1
+            }
+            try flag.apply(&configuration, value ?? "")
+        }
+        return command == "serve" ? .serve(configuration) : .migrate(configuration)
+    }
+
+    static func integer(_ text: String, flag: String, range: ClosedRange<Int>) throws(CommandLineError) -> Int {
+        guard let value = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
+            throw CommandLineError("--\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+        }
+        return value
+    }
+
+    /// Top-level help.
+    public static var usage: String {
+        """
+        sidecar \(version): the OneBusAway sidecar server (alarms, alerts, push registrations, ...)
+
+        Usage:
+          sidecar serve [flags]     Migrate the database and serve the rider API
+          sidecar migrate [flags]   Apply database migrations and exit
+          sidecar --help            This help; 'sidecar serve --help' lists the flags
+          sidecar --version         Print the version
+
+        Every flag can also be set as an environment variable SIDECAR_<FLAG_IN_UPPER_SNAKE>,
+        e.g. --push-registration-limit as SIDECAR_PUSH_REGISTRATION_LIMIT. Flags win.
+        """
+    }
+
+    /// Help for one command, listing its flags and their environment variables.
+    public static func commandUsage(_ command: String) -> String {
+        var text = "Usage: sidecar \(command) [flags]\n\nFlags:\n"
+        for flag in flags where flag.commands.contains(command) {
+            text += "  --\(flag.name) \(flag.valueName)\n      \(flag.help)\n      env: \(flag.environmentName)\n"
+        }
+        return text
+    }
+}

@@ -1,0 +1,54 @@
+import Database
+import Foundation
+import HTTPServer
+
+/// Everything `sidecar serve` can be told. Each field has a flag and an
+/// environment variable (see `CommandLineInterface.flags`).
+public struct SidecarConfiguration: Sendable {
+    public var host = "0.0.0.0"
+    public var port = 8080
+    /// SQLite database file (created if missing).
+    public var database = "sidecar.sqlite3"
+    /// `--regions`: a path or an http(s) URL of regions-v3.json; nil = the bundled sample.
+    public var regions: String?
+    /// How often a URL directory is re-read.
+    public var regionsRefreshSeconds = 3600
+    /// Base of the URLs the server hands out (alarm and Live Activity URLs).
+    public var publicURL: String?
+    public var logLevel = LogLevel.info
+    /// Push-registration requests per minute per TCP peer; 0 disables.
+    public var pushRegistrationLimit = 30
+    public var sqliteSynchronous = SQLiteDatabase.Synchronous.normal
+    public var threads = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+    public var maxBodyBytes = 1 << 20
+    public var maxHeaderBytes = 64 * 1024
+    public var connectionTimeoutSeconds = 30
+    public var maxConnections = 1024
+    /// Seconds to let running requests finish on SIGTERM/SIGINT.
+    public var shutdownTimeoutSeconds = 10
+    /// Languages alert pushes can be localized into (locale normalization target).
+    public var locales = LocaleCatalog.standard
+
+    public init() {}
+
+    /// `--public-url` without a trailing slash, or one derived from host and port.
+    public func effectivePublicURL(boundPort: Int? = nil) -> String {
+        if let publicURL, !publicURL.isEmpty {
+            return publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+        }
+        let shownHost = (host == "0.0.0.0" || host == "::" || host.isEmpty) ? "localhost" : (host.contains(":") ? "[\(host)]" : host)
+        return "http://\(shownHost):\(boundPort ?? port)"
+    }
+
+    var serverConfiguration: ServerConfiguration {
+        var server = ServerConfiguration()
+        server.host = host
+        server.port = port
+        server.threads = threads
+        server.connectionTimeoutSeconds = connectionTimeoutSeconds
+        server.headerLimitBytes = maxHeaderBytes
+        server.connectionLimit = maxConnections
+        server.defaultBodyLimit = maxBodyBytes
+        return server
+    }
+}

@@ -1,0 +1,144 @@
+import Database
+import Foundation
+import HTTPClient
+import HTTPServer
+import Synchronization
+
+/// Why the server could not start; `exitCode` is 2 for configuration the
+/// operator must fix and 1 for everything else.
+public struct StartupError: Error, CustomStringConvertible {
+    public let description: String
+    public let exitCode: Int32
+}
+
+/// The running application: regions, storage, routes and background loops,
+/// wired from one configuration.
+public final class Sidecar: Sendable {
+    public let configuration: SidecarConfiguration
+    public let database: any Database
+    public let regions: RegionDirectory
+    public let server: HTTPServer
+    let clock: any WallClock
+    let logger: Logger
+    let regionRefresher: RegionRefresher
+    let pruner: PushRegistrationPruner
+    private let loops = Mutex<[Task<Void, Never>]>([])
+
+    /// Loads the regions directory, opens and migrates the database and
+    /// builds the routes. Nothing listens until `start()`.
+    public static func prepare(configuration: SidecarConfiguration, clock: any WallClock = SystemClock(),
+                               logger: Logger, httpClient: HTTPClient = HTTPClient()) async throws(StartupError) -> Sidecar {
+        let source = RegionSource(argument: configuration.regions)
+        let regionList: [Region]
+        do { regionList = try await source.load(client: httpClient) } catch {
+            throw StartupError(description: "regions directory \(source.label): \(error.description)", exitCode: 2)
+        }
+        let database: SQLiteDatabase
+        do {
+            database = try SQLiteDatabase(path: configuration.database, synchronous: configuration.sqliteSynchronous,
+                                          readers: configuration.threads + 2)
+        } catch {
+            throw StartupError(description: "\(error)", exitCode: 1)
+        }
+        do {
+            let applied = try await database.migrate(Migrations.all)
+            if !applied.isEmpty { logger.info("applied migrations", [("versions", applied.map(String.init).joined(separator: ","))]) }
+        } catch {
+            await database.close()
+            throw StartupError(description: "\(error)", exitCode: 1)
+        }
+        return Sidecar(configuration: configuration, database: database, regions: RegionDirectory(regionList),
+                       source: source, clock: clock, logger: logger, httpClient: httpClient)
+    }
+
+    init(configuration: SidecarConfiguration, database: any Database, regions: RegionDirectory, source: RegionSource,
+         clock: any WallClock, logger: Logger, httpClient: HTTPClient) {
+        self.configuration = configuration
+        self.database = database
+        self.regions = regions
+        self.clock = clock
+        self.logger = logger
+        let pushStore = PushRegistrationStore(database: database)
+        regionRefresher = RegionRefresher(source: source, directory: regions, client: httpClient,
+                                          intervalSeconds: Double(configuration.regionsRefreshSeconds), clock: clock, logger: logger)
+        pruner = PushRegistrationPruner(store: pushStore, clock: clock, logger: logger)
+
+        let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
+        var router = Router()
+        let features: [[Route]] = [
+            HealthRoutes(database: database).routes,
+            PushRegistrationRoutes(
+                store: pushStore, regions: regions, catalog: configuration.locales, clock: clock, logger: logger,
+                limiter: FixedWindowRateLimiter(limit: configuration.pushRegistrationLimit, windowSeconds: 60, now: now)).routes,
+        ]
+        features.joined().forEach { router.add($0) }
+        server = HTTPServer(configuration: configuration.serverConfiguration, router: router, logger: logger)
+    }
+
+    /// Starts listening and the background loops; returns the bound port.
+    @discardableResult
+    public func start() throws(StartupError) -> Int {
+        let port: Int
+        do { port = try server.start() } catch { throw StartupError(description: "\(error)", exitCode: 1) }
+        let refresher = regionRefresher
+        let pruner = self.pruner
+        loops.withLock {
+            $0.append(Task { await pruner.run() })
+            $0.append(Task { await refresher.run() })
+        }
+        logger.info("sidecar listening", [
+            ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
+            ("public_url", configuration.effectivePublicURL(boundPort: port)),
+            ("regions", String(regions.all.count)), ("database", configuration.database),
+            ("sqlite_synchronous", configuration.sqliteSynchronous.rawValue),
+        ])
+        return port
+    }
+
+    /// Graceful stop: no new connections, running requests finish (bounded
+    /// by `--shutdown-timeout`), loops stop, the database closes.
+    public func shutdown() async {
+        logger.info("shutting down", [("requests_in_flight", String(server.requestsInFlight))])
+        let finished = await server.shutdown(grace: .seconds(configuration.shutdownTimeoutSeconds))
+        loops.withLock { tasks in
+            tasks.forEach { $0.cancel() }
+            tasks.removeAll()
+        }
+        if finished {
+            await database.close()
+            logger.info("stopped")
+        } else {
+            logger.warning("stopped with requests still running; database left to the process exit")
+        }
+    }
+}
+
+/// Waits for SIGTERM or SIGINT (kept out of main.swift so the handler is not
+/// main-actor isolated).
+public enum ShutdownSignal {
+    /// Returns the first of SIGTERM/SIGINT to arrive.
+    public static func wait() async -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        let stream = AsyncStream<Int32> { continuation in
+            var sources: [any DispatchSourceSignal] = []
+            for number in [SIGTERM, SIGINT] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { continuation.yield(number) }
+                source.resume()
+                sources.append(source)
+            }
+            let retained = SignalSources(sources)
+            continuation.onTermination = { _ in retained.cancel() }
+        }
+        for await number in stream { return number }
+        return SIGTERM
+    }
+}
+
+final class SignalSources: @unchecked Sendable {
+    // Held only to keep the sources alive until the stream ends.
+    private let sources: [any DispatchSourceSignal]
+    init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
+    func cancel() { sources.forEach { $0.cancel() } }
+}

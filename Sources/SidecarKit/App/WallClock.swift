@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+
+/// Where time comes from. Injected everywhere a rule or loop depends on the
+/// time, so tests move time forward instead of sleeping.
+public protocol WallClock: Sendable {
+    /// The current time.
+    func now() -> Date
+    /// Suspends until `seconds` of this clock's time have passed.
+    func sleep(seconds: Double) async throws
+}
+
+/// The real clock.
+public struct SystemClock: WallClock {
+    public init() {}
+    public func now() -> Date { Date() }
+    public func sleep(seconds: Double) async throws {
+        try await Task.sleep(for: .milliseconds(Int64(max(seconds, 0) * 1000)))
+    }
+}
+
+/// A clock that only moves when told to; sleepers wake when `advance`
+/// carries the time past their deadline.
+public final class ManualClock: WallClock {
+    private struct Sleeper {
+        let deadline: Date
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+    private struct State {
+        var now: Date
+        var sleepers: [Sleeper] = []
+    }
+    private let state: Mutex<State>
+
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_767_225_600)) {
+        state = Mutex(State(now: start))
+    }
+
+    public func now() -> Date { state.withLock { $0.now } }
+
+    /// Number of tasks currently sleeping on this clock.
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    public func sleep(seconds: Double) async throws {
+        try Task.checkCancellation()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let wakeNow = state.withLock { state -> Bool in
+                let deadline = state.now.addingTimeInterval(seconds)
+                if deadline <= state.now { return true }
+                state.sleepers.append(Sleeper(deadline: deadline, continuation: continuation))
+                return false
+            }
+            if wakeNow { continuation.resume() }
+        }
+    }
+
+    /// Moves time forward and wakes every sleeper whose deadline passed.
+    public func advance(seconds: Double) {
+        let due = state.withLock { state -> [Sleeper] in
+            state.now = state.now.addingTimeInterval(seconds)
+            let now = state.now
+            let due = state.sleepers.filter { $0.deadline <= now }
+            state.sleepers.removeAll { $0.deadline <= now }
+            return due
+        }
+        due.forEach { $0.continuation.resume() }
+    }
+
+    /// Sets the time (only forward moves wake sleepers).
+    public func set(_ date: Date) {
+        let delta = date.timeIntervalSince(now())
+        if delta >= 0 { advance(seconds: delta) } else { state.withLock { $0.now = date } }
+    }
+}

@@ -1,0 +1,79 @@
+import Database
+import Foundation
+import HTTPServer
+
+/// `POST|DELETE /api/v2/regions/{regionId}/push_registrations` (spec §4).
+struct PushRegistrationRoutes: Sendable {
+    static let path = "/api/v2/regions/:region/push_registrations"
+    static let summary = "Unable to register device"
+
+    let store: PushRegistrationStore
+    let regions: RegionDirectory
+    let catalog: LocaleCatalog
+    let clock: any WallClock
+    let logger: Logger
+    /// One bucket for both methods: the reference throttle matches the path
+    /// alone, so opt-out DELETEs share the POST budget.
+    let limiter: FixedWindowRateLimiter
+
+    var routes: [Route] {
+        let throttle = limiter.middleware(errorStyle: .messages)
+        return [
+            Route("POST", Self.path, errorStyle: .messages, middleware: [throttle], handler: register),
+            Route("DELETE", Self.path, errorStyle: .messages, middleware: [throttle], handler: unregister),
+        ]
+    }
+
+    /// Upsert keyed on (region, token); 204 once committed.
+    func register(_ request: Request) async -> Response {
+        guard let region = regions.resolve(request) else { return .regionNotFound }
+        let parsed: PushRegistrationRequest
+        switch PushRegistrationRequest.parse(request.parameters) {
+        case .failure(let failure):
+            return invalid(failure, region: region)
+        case .success(let value):
+            parsed = value
+        }
+        if parsed.apnsSandboxUnrecognized {
+            let raw = String((request.parameters["apns_sandbox"] ?? "").prefix(32))
+            logger.warning("unrecognized apns_sandbox value; routing to production", [("value", raw), ("region", String(region.id))])
+        }
+        // The first registration of a new token can race another request for
+        // the same token; the loser of the unique-constraint race retries and
+        // then finds the winner's row to update.
+        for attempt in 1...3 {
+            do {
+                _ = try await store.register(parsed, regionID: region.id, catalog: catalog, now: clock.now())
+                return Response.empty(204).logging("region", String(region.id))
+            } catch let failure as ValidationFailure {
+                return invalid(failure, region: region)
+            } catch DatabaseError.constraintViolation(_) where attempt < 3 {
+                continue
+            } catch {
+                logger.error("push registration write failed", [("region", String(region.id)), ("error", "\(error)")])
+                return Response.storageUnavailable(.messages, summary: Self.summary).logging("region", String(region.id))
+            }
+        }
+        return Response.storageUnavailable(.messages, summary: Self.summary)
+    }
+
+    /// Opt-out: 204 when a registration was deleted, 404 when there was none.
+    func unregister(_ request: Request) async -> Response {
+        guard let region = regions.resolve(request) else { return .regionNotFound }
+        guard let token = request.parameters["token"]?.presence else {
+            return Response.empty(404).logging("region", String(region.id))
+        }
+        do {
+            let deleted = try await store.delete(regionID: region.id, token: token)
+            return Response.empty(deleted ? 204 : 404).logging("region", String(region.id))
+        } catch {
+            logger.error("push registration delete failed", [("region", String(region.id)), ("error", "\(error)")])
+            return Response.storageUnavailable(.messages, summary: "Unable to unregister device").logging("region", String(region.id))
+        }
+    }
+
+    private func invalid(_ failure: ValidationFailure, region: Region) -> Response {
+        ErrorStyle.messages.response(status: 422, error: Self.summary, messages: failure.messages)
+            .logging("region", String(region.id))
+    }
+}

@@ -1,0 +1,139 @@
+import Database
+import Foundation
+
+/// Storage of push registrations (table `push_registrations`).
+public struct PushRegistrationStore: Sendable {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    static let columns = "region_id, token, operating_system, locale, raw_locale, apns_sandbox, test_device, description, created_at, last_seen_at"
+
+    /// Applies the upsert rule against the stored row inside one write
+    /// transaction and returns what was stored. Throws `ValidationFailure`
+    /// when the merged registration is invalid (nothing is written).
+    public func register(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws -> PushRegistration {
+        try await database.write { connection in
+            let existing = try Self.find(connection, regionID: regionID, token: request.token)
+            let merged = try PushRegistrationRules.merge(existing: existing, request: request, regionID: regionID,
+                                                         catalog: catalog, now: now).get()
+            // ON CONFLICT keeps the write atomic even where two writers race
+            // on a new token (a PostgreSQL backend); the caller also retries.
+            try connection.execute("""
+                INSERT INTO push_registrations (\(Self.columns))
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                ON CONFLICT (region_id, token) DO UPDATE SET
+                    operating_system = excluded.operating_system, locale = excluded.locale,
+                    raw_locale = excluded.raw_locale, apns_sandbox = excluded.apns_sandbox,
+                    test_device = excluded.test_device, description = excluded.description,
+                    last_seen_at = excluded.last_seen_at
+                """, Self.values(merged))
+            return merged
+        }
+    }
+
+    /// Refreshes a registration from a side channel (v2 alarm creation):
+    /// operating system and `last_seen_at` only; sticky fields untouched.
+    public func touch(regionID: Int, token: String, operatingSystem: String, now: Date) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("""
+                INSERT INTO push_registrations (\(Self.columns))
+                VALUES ($1, $2, $3, NULL, NULL, 0, 0, NULL, $4, $4)
+                ON CONFLICT (region_id, token) DO UPDATE SET
+                    operating_system = excluded.operating_system, last_seen_at = excluded.last_seen_at
+                """, [.integer(Int64(regionID)), .text(token), .text(operatingSystem), .integer(Self.millis(now))])
+        }
+    }
+
+    /// The stored registration, if any.
+    public func find(regionID: Int, token: String) async throws -> PushRegistration? {
+        try await database.read { connection in try Self.find(connection, regionID: regionID, token: token) }
+    }
+
+    /// Deletes one region's registration; false when there was none.
+    public func delete(regionID: Int, token: String) async throws -> Bool {
+        try await database.write { connection in
+            try connection.execute("DELETE FROM push_registrations WHERE region_id = $1 AND token = $2",
+                                   [.integer(Int64(regionID)), .text(token)]) > 0
+        }
+    }
+
+    /// Deletes registrations whose `last_seen_at` is at or before `cutoff`,
+    /// in batches so no single transaction holds the writer for long.
+    public func prune(seenAtOrBefore cutoff: Date, batchSize: Int = 1000) async throws -> Int {
+        var total = 0
+        while true {
+            let removed = try await database.write { connection in
+                try connection.execute("""
+                    DELETE FROM push_registrations WHERE id IN (
+                        SELECT id FROM push_registrations WHERE last_seen_at <= $1 LIMIT $2)
+                    """, [.integer(Self.millis(cutoff)), .integer(Int64(batchSize))])
+            }
+            total += removed
+            if removed < batchSize { return total }
+        }
+    }
+
+    /// Number of registrations (all regions, or one).
+    public func count(regionID: Int? = nil) async throws -> Int {
+        try await database.read { connection in
+            let row = if let regionID {
+                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1",
+                                        [.integer(Int64(regionID))])
+            } else {
+                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations", [])
+            }
+            return Int(row?.int("n") ?? 0)
+        }
+    }
+
+    // MARK: Rows
+
+    static func find(_ connection: any SQLConnection, regionID: Int, token: String) throws -> PushRegistration? {
+        try connection.queryOne("SELECT \(columns) FROM push_registrations WHERE region_id = $1 AND token = $2",
+                                [.integer(Int64(regionID)), .text(token)]).map(registration)
+    }
+
+    static func registration(_ row: Row) -> PushRegistration {
+        PushRegistration(
+            regionID: Int(row.int("region_id") ?? 0), token: row.string("token") ?? "",
+            operatingSystem: row.string("operating_system") ?? "ios", locale: row.string("locale"),
+            rawLocale: row.string("raw_locale"), apnsSandbox: row.bool("apns_sandbox"),
+            testDevice: row.bool("test_device"), description: row.string("description"),
+            createdAt: date(row.int("created_at")), lastSeenAt: date(row.int("last_seen_at")))
+    }
+
+    static func values(_ registration: PushRegistration) -> [SQLValue] {
+        [.integer(Int64(registration.regionID)), .text(registration.token), .text(registration.operatingSystem),
+         SQLValue(registration.locale), SQLValue(registration.rawLocale), SQLValue(registration.apnsSandbox),
+         SQLValue(registration.testDevice), SQLValue(registration.description),
+         .integer(millis(registration.createdAt)), .integer(millis(registration.lastSeenAt))]
+    }
+
+    static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ millis: Int64?) -> Date { Date(timeIntervalSince1970: Double(millis ?? 0) / 1000) }
+}
+
+extension PushRegistrationStore {
+    /// Schema of this feature.
+    static let migrations = [
+        Migration(version: 1, name: "create push_registrations", sql: """
+            CREATE TABLE push_registrations (
+                id INTEGER PRIMARY KEY,
+                region_id INTEGER NOT NULL,
+                token TEXT NOT NULL,
+                operating_system TEXT NOT NULL CHECK (operating_system IN ('ios', 'android')),
+                locale TEXT,
+                raw_locale TEXT,
+                apns_sandbox INTEGER NOT NULL DEFAULT 0,
+                test_device INTEGER NOT NULL DEFAULT 0,
+                description TEXT,
+                created_at INTEGER NOT NULL,
+                last_seen_at INTEGER NOT NULL,
+                UNIQUE (region_id, token)
+            );
+            CREATE INDEX push_registrations_last_seen ON push_registrations (last_seen_at);
+            CREATE INDEX push_registrations_audience ON push_registrations (region_id, test_device, id);
+            """),
+    ]
+}

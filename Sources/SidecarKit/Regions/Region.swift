@@ -1,0 +1,67 @@
+import Foundation
+
+/// One region from the regions directory (regions-v3.json). Its integer `id`
+/// is the `{regionId}` of every sidecar path.
+public struct Region: Sendable, Equatable {
+    public let id: Int
+    public let name: String
+    /// Base URL of the region's OneBusAway REST API server.
+    public let obaBaseURL: String?
+    /// Base URL the apps use for this sidecar.
+    public let sidecarBaseURL: String?
+    public let bounds: [Bounds]
+
+    /// One rectangle of the region's coverage.
+    public struct Bounds: Sendable, Equatable, Codable {
+        public let lat: Double
+        public let lon: Double
+        public let latSpan: Double
+        public let lonSpan: Double
+    }
+
+    public init(id: Int, name: String, obaBaseURL: String?, sidecarBaseURL: String?, bounds: [Bounds]) {
+        self.id = id
+        self.name = name
+        self.obaBaseURL = obaBaseURL
+        self.sidecarBaseURL = sidecarBaseURL
+        self.bounds = bounds
+    }
+
+    /// The id-prefixed slug the reference emits in resource URLs
+    /// (`1-puget-sound`); apps replay it verbatim, and `RegionPath` reads the
+    /// id back from its leading integer.
+    public var slug: String {
+        var words: [String] = []
+        var current = ""
+        for character in name.lowercased() {
+            if character.isASCII && (character.isLetter || character.isNumber) {
+                current.append(character)
+            } else if !current.isEmpty {
+                words.append(current)
+                current = ""
+            }
+        }
+        if !current.isEmpty { words.append(current) }
+        return ([String(id)] + words).joined(separator: "-")
+    }
+}
+
+/// Spec §1.2 and §2.4: how a path segment names a region.
+public enum RegionPath {
+    /// The region id a path segment carries: its leading decimal integer
+    /// (`1`, `1-puget-sound`, `01`); nil when the segment does not start with a
+    /// digit (`abc`, `-3`) or the integer overflows.
+    public static func regionID(fromSegment segment: String) -> Int? {
+        var value = 0
+        var sawDigit = false
+        for byte in segment.utf8 {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
+            sawDigit = true
+            let (shifted, overflowA) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowB) = shifted.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            if overflowA || overflowB { return nil }
+            value = sum
+        }
+        return sawDigit ? value : nil
+    }
+}

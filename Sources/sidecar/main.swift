@@ -1,0 +1,48 @@
+import Database
+import Foundation
+import HTTPServer
+import SidecarKit
+
+// Entry point: parse the command line, then serve or migrate. Exit status 2
+// means the command line or configuration must be fixed.
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data("sidecar: error: \(message)\n".utf8))
+    exit(status)
+}
+
+let command: SidecarCommand
+do {
+    command = try CommandLineInterface.parse(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+} catch {
+    fail("\(error.description)\nRun 'sidecar --help' for usage.", status: 2)
+}
+
+switch command {
+case .help(let text):
+    print(text)
+case .version:
+    print("sidecar \(CommandLineInterface.version)")
+case .migrate(let configuration):
+    let logger = Logger(level: configuration.logLevel)
+    do {
+        let database = try SQLiteDatabase(path: configuration.database, synchronous: configuration.sqliteSynchronous)
+        let applied = try await database.migrate(SidecarMigrations.all)
+        await database.close()
+        print(applied.isEmpty ? "database is up to date" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))")
+        logger.debug("migrate finished")
+    } catch {
+        fail("\(error)", status: 1)
+    }
+case .serve(let configuration):
+    let logger = Logger(level: configuration.logLevel)
+    do {
+        let sidecar = try await Sidecar.prepare(configuration: configuration, logger: logger)
+        try sidecar.start()
+        let received = await ShutdownSignal.wait()
+        logger.info("signal received", [("signal", received == SIGTERM ? "SIGTERM" : "SIGINT")])
+        await sidecar.shutdown()
+    } catch {
+        fail(error.description, status: error.exitCode)
+    }
+}
