@@ -31,9 +31,11 @@ let package = Package(
         .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto"]),
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
 
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        // A raw-socket HTTP client for tests that must send malformed bytes.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
-        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto"]),
+        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -131,6 +131,7 @@ public protocol Database: Sendable {
     func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Runs `work` in a write transaction; returns only after it committed.
     /// A thrown error rolls back everything `work` did.
+    @discardableResult
     func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Applies pending migrations atomically; returns the versions applied.
     @discardableResult

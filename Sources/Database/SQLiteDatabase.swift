@@ -77,6 +77,7 @@ public final class SQLiteDatabase: Database {
 
     // MARK: Writes
 
+    @discardableResult
     public func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let result = ResultBox<T>()

@@ -74,7 +74,8 @@ public struct Request: Sendable {
                 throw .unsupportedContentType(type)
             }
             if queryCount + bodyValues.count > limit { throw .tooManyParameters(limit: limit) }
-            merged.merge(bodyValues) { _, body in body }
+            // A JSON null is absent, so it neither sets nor erases a value.
+            merged.merge(bodyValues.filter { $0.value != .null }) { _, body in body }
         }
         parameters = Parameters(merged)
     }

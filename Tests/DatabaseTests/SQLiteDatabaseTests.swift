@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+@testable import Database
+
+@Suite("SQLite database")
+struct SQLiteDatabaseTests {
+    static func withDatabase(synchronous: SQLiteDatabase.Synchronous = .normal, _ body: (SQLiteDatabase, String) async throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-db-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("test.sqlite3").path
+        let database = try SQLiteDatabase(path: path, synchronous: synchronous)
+        do { try await body(database, path) } catch {
+            await database.close()
+            throw error
+        }
+        await database.close()
+    }
+
+    static let schema = [
+        Migration(version: 1, name: "things", sql: "CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"),
+        Migration(version: 2, name: "things index", sql: "CREATE INDEX things_name ON things (name)"),
+    ]
+
+    @Test func migrationsApplyOnceAndInOrder() async throws {
+        try await Self.withDatabase { database, _ in
+            #expect(try await database.migrate(Self.schema.reversed()) == [1, 2])
+            #expect(try await database.migrate(Self.schema) == [])
+            let versions = try await database.read { try $0.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { $0.int("version") } }
+            #expect(versions == [1, 2])
+        }
+    }
+
+    @Test func aFailedMigrationLeavesTheDatabaseAsItWas() async throws {
+        try await Self.withDatabase { database, _ in
+            let broken = Self.schema + [Migration(version: 3, name: "broken", sql: "CREATE TABLE extra (x INTEGER); CREATE TABLE oops (")]
+            await #expect(throws: DatabaseError.self) { try await database.migrate(broken) }
+            let tables = try await database.read { connection in
+                try connection.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []).compactMap { $0.string("name") }
+            }
+            #expect(!tables.contains("things"), "version 1 and 2 ran in the same transaction and were rolled back")
+            #expect(!tables.contains("extra"))
+            // The good migrations still apply afterwards.
+            #expect(try await database.migrate(Self.schema) == [1, 2])
+        }
+    }
+
+    @Test func aNewerSchemaIsRefused() async throws {
+        try await Self.withDatabase { database, _ in
+            try await database.migrate(Self.schema)
+            await #expect(throws: DatabaseError.schemaTooNew(applied: 2, known: 1)) {
+                try await database.migrate(Array(Self.schema.prefix(1)))
+            }
+        }
+    }
+
+    @Test func concurrentWritesAllCommitAndAFailedOneRollsBackAlone() async throws {
+        try await Self.withDatabase { database, _ in
+            try await database.migrate(Self.schema)
+            let outcomes = await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<500 {
+                    group.addTask {
+                        // Every 50th write collides with an earlier name and must fail alone.
+                        let name = index % 50 == 49 ? "thing-0" : "thing-\(index)"
+                        do {
+                            try await database.write { connection in
+                                try connection.execute("INSERT INTO things (name) VALUES ($1)", [.text(name)])
+                                try connection.execute("INSERT INTO things (name) VALUES ($1)", [.text(name + "-twin")])
+                            }
+                            return true
+                        } catch {
+                            return false
+                        }
+                    }
+                }
+                var results: [Bool] = []
+                for await outcome in group { results.append(outcome) }
+                return results
+            }
+            let failures = outcomes.filter { !$0 }.count
+            #expect(failures >= 9 && failures <= 10)
+            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.int("n") }
+            #expect(count == Int64((500 - failures) * 2), "a failed write leaves no half behind")
+        }
+    }
+
+    @Test func constraintViolationsAreTyped() async throws {
+        try await Self.withDatabase { database, _ in
+            try await database.migrate(Self.schema)
+            try await database.write { try $0.execute("INSERT INTO things (name) VALUES ($1)", [.text("a")]) }
+            await #expect {
+                try await database.write { try $0.execute("INSERT INTO things (name) VALUES ($1)", [.text("a")]) }
+            } throws: { error in
+                if case DatabaseError.constraintViolation = error { return true }
+                return false
+            }
+        }
+    }
+
+    @Test func valuesRoundTripAndPlaceholdersMayRepeat() async throws {
+        try await Self.withDatabase { database, _ in
+            try await database.migrate([Migration(version: 1, name: "v", sql: "CREATE TABLE v (i INTEGER, r REAL, t TEXT, b BLOB, n TEXT)")])
+            try await database.write { connection in
+                try connection.execute("INSERT INTO v VALUES ($1, $2, $3, $4, $5)",
+                                       [.integer(1_754_809_200_000), .real(1.5), .text("zh-Hant ✓ \u{0}x"), .blob([0, 1, 255]), .null])
+            }
+            let row = try await database.read { try $0.queryOne("SELECT * FROM v WHERE i = $1 OR i = $1", [.integer(1_754_809_200_000)]) }
+            #expect(row?["i"] == .integer(1_754_809_200_000))
+            #expect(row?["r"] == .real(1.5))
+            #expect(row?["t"] == .text("zh-Hant ✓ \u{0}x"))
+            #expect(row?["b"] == .blob([0, 1, 255]))
+            #expect(row?["n"] == .null)
+        }
+    }
+
+    @Test("synchronous is set on every connection", arguments: [(SQLiteDatabase.Synchronous.normal, Int64(1)), (.full, 2)])
+    func synchronousPragma(mode: SQLiteDatabase.Synchronous, expected: Int64) async throws {
+        try await Self.withDatabase(synchronous: mode) { database, _ in
+            let reader = try await database.read { try $0.queryOne("PRAGMA synchronous", [])?.int("synchronous") }
+            let writer = try await database.write { try $0.queryOne("PRAGMA synchronous", [])?.int("synchronous") }
+            let journal = try await database.write { try $0.queryOne("PRAGMA journal_mode", [])?.string("journal_mode") }
+            #expect(reader == expected)
+            #expect(writer == expected)
+            #expect(journal == "wal")
+        }
+    }
+
+    @Test func writesAfterCloseFail() async throws {
+        try await Self.withDatabase { database, _ in
+            await database.close()
+            await #expect(throws: DatabaseError.closed) { try await database.write { _ in 1 } }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import HTTPServer
+
+/// The libmicrohttpd bridge against real sockets.
+@Suite("HTTP server over real sockets")
+struct ServerTests {
+    /// Starts a server with a few routes on an ephemeral port.
+    static func withServer(bodyLimit: Int = 1024, _ body: (HTTPServer) async throws -> Void) async throws {
+        var router = Router()
+        router.add(Route("POST", "/echo") { request in
+            .json(200, ["bytes": String(request.body.count), "name": request.parameters["name"] ?? ""])
+        })
+        router.add(Route("POST", "/big", bodyLimit: 4096) { request in .json(200, ["bytes": String(request.body.count)]) })
+        router.add(Route("GET", "/slow") { _ in
+            try? await Task.sleep(for: .milliseconds(300))
+            return .json(200, ["slow": "done"])
+        })
+        router.add(Route("GET", "/peer") { request in .json(200, ["peer": request.peerAddress]) })
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.defaultBodyLimit = bodyLimit
+        configuration.headerLimitBytes = 16 * 1024
+        // libmicrohttpd notices some abandoned connections only at the idle timeout.
+        configuration.connectionTimeoutSeconds = 1
+        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
+        try server.start()
+        do {
+            try await body(server)
+        } catch {
+            await server.shutdown(grace: .seconds(2))
+            throw error
+        }
+        await server.shutdown(grace: .seconds(2))
+    }
+
+    @Test func answersAnAsyncHandler() async throws {
+        try await Self.withServer { server in
+            let response = try await RawHTTPClient.postForm(port: server.port, "/echo", [("name", "a b")])
+            #expect(response.status == 200)
+            #expect(response.json?["name"] as? String == "a b")
+            let peer = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/peer"))
+            #expect(peer.json?["peer"] as? String == "127.0.0.1")
+        }
+    }
+
+    @Test func declaredBodyOverTheCapIs413BeforeReading() async throws {
+        try await Self.withServer { server in
+            let response = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request(
+                "POST", "/echo", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: [UInt8](repeating: 0x61, count: 2000)))
+            #expect(response.status == 413)
+            #expect(response.json?["error"] as? String != nil)
+            // A route may allow more.
+            let allowed = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request(
+                "POST", "/big", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: [UInt8](repeating: 0x61, count: 2000)))
+            #expect(allowed.status == 200)
+            #expect(allowed.json?["bytes"] as? String == "2000")
+        }
+    }
+
+    @Test func chunkedBodyOverTheCapIs413() async throws {
+        try await Self.withServer { server in
+            var request = Array("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n".utf8)
+            for _ in 0..<4 {
+                request += Array("200\r\n".utf8) + [UInt8](repeating: 0x61, count: 512) + Array("\r\n".utf8)
+            }
+            request += Array("0\r\n\r\n".utf8)
+            let response = try await RawHTTPClient.send(port: server.port, request)
+            #expect(response.status == 413)
+        }
+    }
+
+    @Test func clientThatVanishesMidBodyLeavesTheServerAnswering() async throws {
+        try await Self.withServer { server in
+            for _ in 0..<5 {
+                var partial = RawHTTPClient.request("POST", "/echo", headers: ["Content-Type": "application/x-www-form-urlencoded"])
+                partial = Array(String(decoding: partial, as: UTF8.self).replacingOccurrences(of: "Content-Length: 0", with: "Content-Length: 900").utf8)
+                partial += Array("name=partial".utf8)
+                try await RawHTTPClient.send(port: server.port, partial, closeAfterSend: true)
+            }
+            let response = try await RawHTTPClient.postForm(port: server.port, "/echo", [("name", "after")])
+            #expect(response.status == 200)
+            #expect(response.json?["name"] as? String == "after")
+            // Every abandoned request's state is freed.
+            for _ in 0..<400 where server.liveExchanges.load(ordering: .acquiring) > 0 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.liveExchanges.load(ordering: .acquiring) == 0)
+        }
+    }
+
+    @Test func oversizedHeadersAreA4xxAndTheServerKeepsAnswering() async throws {
+        try await Self.withServer { server in
+            let query = (0..<10_000).map { "p\($0)=1" }.joined(separator: "&")
+            let response = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/peer?\(query)"))
+            #expect((400..<500).contains(response.status))
+            let after = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/peer"))
+            #expect(after.status == 200)
+        }
+    }
+
+    @Test func shutdownLetsRunningRequestsFinish() async throws {
+        try await Self.withServer { server in
+            async let slow = RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/slow"))
+            for _ in 0..<100 where server.requestsInFlight == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(server.requestsInFlight == 1)
+            let clean = await server.shutdown(grace: .seconds(5))
+            #expect(clean)
+            let response = try await slow
+            #expect(response.status == 200)
+            #expect(response.json?["slow"] as? String == "done")
+            // No longer accepting.
+            await #expect(throws: (any Error).self) {
+                try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/peer"))
+            }
+        }
+    }
+}
