@@ -1,0 +1,60 @@
+import Database
+import Foundation
+import HTTPServer
+import TestSupport
+@testable import SidecarKit
+
+/// A whole sidecar on an ephemeral loopback port with a real SQLite file in a
+/// temporary directory, a manual clock and a log kept in memory.
+struct TestSidecar {
+    let sidecar: Sidecar
+    let clock: ManualClock
+    let log: MemorySink
+    var port: Int { sidecar.server.port }
+    var pushStore: PushRegistrationStore { PushRegistrationStore(database: sidecar.database) }
+
+    static func run(_ configure: (inout SidecarConfiguration) -> Void = { _ in },
+                    _ body: (TestSidecar) async throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = SidecarConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.database = directory.appendingPathComponent("sidecar.sqlite3").path
+        configuration.regions = SharedFixtures.path("ios/regions-v3.json")
+        configuration.shutdownTimeoutSeconds = 5
+        configure(&configuration)
+        let clock = ManualClock()
+        let log = MemorySink()
+        let sidecar = try await Sidecar.prepare(configuration: configuration, clock: clock, logger: Logger(level: .debug, sink: log))
+        try sidecar.start()
+        let harness = TestSidecar(sidecar: sidecar, clock: clock, log: log)
+        do { try await body(harness) } catch {
+            await sidecar.shutdown()
+            throw error
+        }
+        await sidecar.shutdown()
+    }
+
+    func post(_ path: String, _ fields: [(String, String)], source: String? = nil) async throws -> RawResponse {
+        try await RawHTTPClient.postForm(port: port, path, fields, source: source)
+    }
+
+    func postJSON(_ path: String, _ json: String) async throws -> RawResponse {
+        try await RawHTTPClient.postJSON(port: port, path, json)
+    }
+
+    func send(_ method: String, _ target: String, headers: [String: String] = [:], body: [UInt8] = [], source: String? = nil) async throws -> RawResponse {
+        try await RawHTTPClient.send(port: port, RawHTTPClient.request(method, target, headers: headers, body: body), source: source)
+    }
+
+    /// Waits (briefly, on real time) for a background loop to reach a state.
+    func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+        for _ in 0..<200 {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+}
