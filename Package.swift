@@ -22,9 +22,10 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
 
         // Infrastructure.
+        .target(name: "PlatformThreads"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
-        .target(name: "HTTPClient", dependencies: ["CCurl"]),
-        .target(name: "Database", dependencies: ["CSQLite"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformThreads"]),
+        .target(name: "Database", dependencies: ["CSQLite", "PlatformThreads"]),
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
 
         // The application: one folder per feature.

@@ -4,7 +4,14 @@ import CSQLite
 /// thread at a time (opened with SQLITE_OPEN_NOMUTEX).
 final class SQLiteConnection: SQLConnection {
     let handle: OpaquePointer
-    private var statements: [String: OpaquePointer] = [:]
+    /// A prepared statement with what binding and reading it needs, worked
+    /// out once: which value each `$n` slot takes, and the column names.
+    private struct Prepared {
+        let statement: OpaquePointer
+        let slotNumbers: [Int]
+        let columns: [String]
+    }
+    private var statements: [String: Prepared] = [:]
 
     init(path: String, readOnly: Bool, synchronous: SQLiteDatabase.Synchronous) throws(DatabaseError) {
         var pointer: OpaquePointer?
@@ -32,7 +39,7 @@ final class SQLiteConnection: SQLConnection {
     }
 
     deinit {
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for prepared in statements.values { sqlite3_finalize(prepared.statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -49,7 +56,7 @@ final class SQLiteConnection: SQLConnection {
 
     @discardableResult
     func execute(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> Int {
-        let statement = try prepared(sql, parameters)
+        let statement = try prepared(sql, parameters).statement
         defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
         while true {
             let code = sqlite3_step(statement)
@@ -60,10 +67,11 @@ final class SQLiteConnection: SQLConnection {
     }
 
     func query(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> [Row] {
-        let statement = try prepared(sql, parameters)
+        let prepared = try prepared(sql, parameters)
+        let statement = prepared.statement
         defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
-        let count = sqlite3_column_count(statement)
-        let columns = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
+        let columns = prepared.columns
+        let count = Int32(columns.count)
         var rows: [Row] = []
         while true {
             let code = sqlite3_step(statement)
@@ -98,41 +106,53 @@ final class SQLiteConnection: SQLConnection {
     }
 
     /// Prepares (or reuses) a statement and binds `$n` placeholders by number.
-    private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> OpaquePointer {
-        let statement: OpaquePointer
+    private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> Prepared {
+        let prepared: Prepared
         if let cached = statements[sql] {
-            statement = cached
+            prepared = cached
         } else {
             var pointer: OpaquePointer?
             let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &pointer, nil)
             guard code == SQLITE_OK, let pointer else {
                 throw Self.error(code: code, message: String(cString: sqlite3_errmsg(handle)))
             }
-            statements[sql] = pointer
-            statement = pointer
-        }
-        let slots = sqlite3_bind_parameter_count(statement)
-        for slot in 1...max(slots, 1) where slots > 0 {
             // `$3` is a named parameter to SQLite; its number picks the value.
-            guard let name = sqlite3_bind_parameter_name(statement, slot),
-                  let number = Int(String(cString: name).dropFirst()), number >= 1, number <= parameters.count else {
-                throw .failed(code: SQLITE_RANGE, message: "placeholder \(slot) of \(sql) has no value")
+            var numbers: [Int] = []
+            for slot in stride(from: 1, through: sqlite3_bind_parameter_count(pointer), by: 1) {
+                guard let name = sqlite3_bind_parameter_name(pointer, slot), let number = Int(String(cString: name).dropFirst()) else {
+                    sqlite3_finalize(pointer)
+                    throw .failed(code: SQLITE_RANGE, message: "placeholder \(slot) of \(sql) is not of the form $n")
+                }
+                numbers.append(number)
+            }
+            let columns = (0..<sqlite3_column_count(pointer)).map { String(cString: sqlite3_column_name(pointer, $0)) }
+            prepared = Prepared(statement: pointer, slotNumbers: numbers, columns: columns)
+            statements[sql] = prepared
+        }
+        let statement = prepared.statement
+        for (offset, number) in prepared.slotNumbers.enumerated() {
+            let slot = Int32(offset + 1)
+            guard number >= 1, number <= parameters.count else {
+                throw .failed(code: SQLITE_RANGE, message: "placeholder $\(number) of \(sql) has no value")
             }
             let code: Int32
             switch parameters[number - 1] {
             case .null: code = sqlite3_bind_null(statement, slot)
             case .integer(let value): code = sqlite3_bind_int64(statement, slot, value)
             case .real(let value): code = sqlite3_bind_double(statement, slot, value)
-            case .text(let value):
-                code = value.utf8CString.withUnsafeBufferPointer { buffer in
-                    sidecar_sqlite_bind_text(statement, slot, buffer.baseAddress, Int32(buffer.count - 1))
+            case .text(var value):
+                code = value.withUTF8 { buffer in
+                    guard let base = buffer.baseAddress, buffer.count > 0 else { return sidecar_sqlite_bind_text(statement, slot, "", 0) }
+                    return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                        sidecar_sqlite_bind_text(statement, slot, $0, Int32(buffer.count))
+                    }
                 }
             case .blob(let value):
                 code = value.withUnsafeBytes { sidecar_sqlite_bind_blob(statement, slot, $0.baseAddress, Int32($0.count)) }
             }
             if code != SQLITE_OK { throw Self.error(code: code, message: String(cString: sqlite3_errmsg(handle))) }
         }
-        return statement
+        return prepared
     }
 
     static func error(code: Int32, message: String) -> DatabaseError {

@@ -1,6 +1,7 @@
 import CSQLite
 import Dispatch
-import Foundation
+import FoundationEssentials
+import PlatformThreads
 import Synchronization
 
 /// SQLite in WAL mode: one writer connection on its own thread, which commits
@@ -40,9 +41,7 @@ public final class SQLiteDatabase: Database {
         self.readerLimit = max(readers, 1)
         let writer = try SQLiteConnection(path: path, readOnly: false, synchronous: synchronous)
         let box = WriterBox(connection: writer)
-        let thread = Thread { [self] in self.writerLoop(box.connection) }
-        thread.name = "sqlite-writer"
-        thread.start()
+        PlatformThread.detach(name: "sqlite-writer") { [self] in self.writerLoop(box.connection) }
     }
 
     // MARK: Reads
@@ -52,10 +51,10 @@ public final class SQLiteDatabase: Database {
         // writer, so a point read costs microseconds and needs no hop.
         let slot = try checkoutReader()
         defer { checkinReader(slot) }
-        try slot.connection.run("BEGIN")
+        try slot.connection.execute("BEGIN", [])
         do {
             let value = try work(slot.connection)
-            try slot.connection.run("COMMIT")
+            try slot.connection.execute("COMMIT", [])
             return value
         } catch {
             try? slot.connection.run("ROLLBACK")
@@ -113,7 +112,7 @@ public final class SQLiteDatabase: Database {
 
     private func commit(_ batch: [WriteJob], on connection: SQLiteConnection) {
         do {
-            try connection.run("BEGIN IMMEDIATE")
+            try connection.execute("BEGIN IMMEDIATE", [])
         } catch {
             batch.forEach { $0.finish(error) }
             return
@@ -129,14 +128,14 @@ public final class SQLiteDatabase: Database {
         } else {
             for job in batch {
                 do {
-                    try connection.run("SAVEPOINT job")
+                    try connection.execute("SAVEPOINT job", [])
                     do {
                         try job.run(connection)
-                        try connection.run("RELEASE job")
+                        try connection.execute("RELEASE job", [])
                         outcomes.append(nil)
                     } catch {
-                        try connection.run("ROLLBACK TO job")
-                        try connection.run("RELEASE job")
+                        try connection.execute("ROLLBACK TO job", [])
+                        try connection.execute("RELEASE job", [])
                         outcomes.append(error)
                     }
                 } catch {
@@ -148,7 +147,7 @@ public final class SQLiteDatabase: Database {
             }
         }
         do {
-            try connection.run("COMMIT")
+            try connection.execute("COMMIT", [])
         } catch {
             try? connection.run("ROLLBACK")
             batch.forEach { $0.finish(error) }
@@ -202,10 +201,10 @@ public final class SQLiteDatabase: Database {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             // Wait for the writer to drain on a plain thread, not the shared pool.
             let stopped = writerStopped
-            Thread {
+            PlatformThread.detach(name: "sqlite-close") {
                 stopped.wait()
                 continuation.resume()
-            }.start()
+            }
         }
         readers.withLock { $0.removeAll() }
     }

@@ -1,5 +1,6 @@
 import CCurl
-import Foundation
+import FoundationEssentials
+import PlatformThreads
 
 /// A response from an outbound request.
 public struct HTTPClientResponse: Sendable {
@@ -46,9 +47,9 @@ public struct HTTPClient: Sendable {
         let limit = maxBodyBytes
         return try await withCheckedThrowingContinuation { continuation in
             // A blocking transfer must not occupy a thread of the shared pool.
-            Thread {
+            PlatformThread.detach(name: "http-client") {
                 continuation.resume(with: Result { try Self.perform(url: url, headers: headers, timeout: timeout, limit: limit) })
-            }.start()
+            }
         }
     }
 

@@ -44,6 +44,6 @@ func mhdCollectHeader(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
                       _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> MHD_Result {
     guard let cls, let key else { return .YES }
     let collector = Unmanaged<HeaderCollector>.fromOpaque(cls).takeUnretainedValue()
-    collector.headers.append((String(cString: key).lowercased(), value.map { String(cString: $0) } ?? ""))
+    collector.headers.append((String(cString: key).asciiLowercased(), value.map { String(cString: $0) } ?? ""))
     return .YES
 }

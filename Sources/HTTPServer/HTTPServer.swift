@@ -1,5 +1,5 @@
 import CMicroHTTPD
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Settings for the HTTP server. Defaults suit a small host behind a proxy.
@@ -15,7 +15,9 @@ public struct ServerConfiguration: Sendable {
     public var connectionTimeoutSeconds = 30
     /// Per-connection memory for the request line and headers; a request
     /// whose headers do not fit is refused by libmicrohttpd with a 4xx.
-    public var headerLimitBytes = 64 * 1024
+    /// libmicrohttpd clears this pool between requests on a kept-alive
+    /// connection, so a large value costs time on every request.
+    public var headerLimitBytes = 16 * 1024
     /// Simultaneous connections accepted.
     public var connectionLimit = 1024
     /// Body size accepted when a route does not set its own (413 above).
@@ -202,9 +204,10 @@ public final class HTTPServer: Sendable {
             var pattern = "unmatched"
             if case .route(let route, _, _) = exchange.match { pattern = route.pattern }
             let elapsed = ContinuousClock.now - exchange.started
-            let milliseconds = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+            let hundredths = elapsed.components.seconds * 100_000 + elapsed.components.attoseconds / 10_000_000_000_000
+            let fraction = hundredths % 100
             var fields = [("method", exchange.method), ("route", pattern), ("status", String(response.status)),
-                          ("duration_ms", String(format: "%.2f", milliseconds))]
+                          ("duration_ms", "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)")]
             fields.append(contentsOf: response.logFields)
             logger.info("request", fields)
         }
@@ -266,9 +269,10 @@ final class Exchange: @unchecked Sendable {
     private let response = Mutex<Response?>(nil)
 
     init(rawURI: String, bodyLimit: Int) {
-        if let question = rawURI.firstIndex(of: "?") {
-            rawPath = String(rawURI[..<question])
-            rawQuery = String(rawURI[rawURI.index(after: question)...])
+        let bytes = rawURI.utf8
+        if let question = bytes.firstIndex(of: UInt8(ascii: "?")) {
+            rawPath = String(Substring(bytes[..<question]))
+            rawQuery = String(Substring(bytes[bytes.index(after: question)...]))
         } else {
             rawPath = rawURI
             rawQuery = ""

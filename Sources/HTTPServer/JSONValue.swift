@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A decoded JSON value. Request bodies decode into this so that the parameter
 /// bag can tell a JSON `null` (absent) from a string, and keep numbers and

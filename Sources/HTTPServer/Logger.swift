@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// Severity of a log line.
@@ -40,7 +43,7 @@ public struct StandardErrorSink: LogSink {
     public func write(_ line: String) {
         var text = line
         text.append("\n")
-        text.withUTF8 { buffer in _ = Foundation.write(2, buffer.baseAddress, buffer.count) }
+        text.withUTF8 { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
     }
 }
 
@@ -72,7 +75,7 @@ public struct Logger: Sendable {
         line += " \(candidate.label) \(message)"
         for (key, value) in fields {
             line += " \(key)="
-            line += value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) ? "\"\(value.replacingOccurrences(of: "\"", with: "'"))\"" : value
+            line += value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) ? "\"" + String(value.map { $0 == "\"" ? "'" : $0 }) + "\"" : value
         }
         sink.write(line)
     }

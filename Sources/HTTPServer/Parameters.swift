@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Why a request's parameters could not be read. Each case becomes a 400 (or
 /// 415) in the route's error shape; none of them is ever a 500.
@@ -39,7 +39,7 @@ public struct Parameters: Sendable, Equatable {
     public private(set) var values: [String: JSONValue]
 
     public init(_ values: [String: JSONValue] = [:]) {
-        self.values = values.filter { $0.value != .null }
+        self.values = values.values.contains(.null) ? values.filter { $0.value != .null } : values
     }
 
     /// True when the parameter is present (not absent, not JSON null).
@@ -141,6 +141,10 @@ public enum PercentEncoding {
     /// Decodes `%XX` escapes (and `+` as space when asked); fails on a
     /// truncated or non-hex escape and on bytes that are not UTF-8.
     public static func decode(_ bytes: some Collection<UInt8>, plusAsSpace: Bool) throws(ParameterError) -> String {
+        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || ($0 == UInt8(ascii: "+") && plusAsSpace) }) {
+            guard let text = String(validating: bytes, as: UTF8.self) else { throw .invalidUTF8 }
+            return text
+        }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var iterator = bytes.makeIterator()

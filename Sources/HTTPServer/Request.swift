@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One HTTP request as the application sees it: method, decoded path
 /// segments, the merged parameter bag, headers, raw body and the TCP peer.
@@ -35,7 +35,7 @@ public struct Request: Sendable {
 
     /// The first header with this (case-insensitive) name.
     public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
+        let lowered = name.asciiLowercased()
         return headers.first { $0.name == lowered }?.value
     }
 
@@ -43,9 +43,12 @@ public struct Request: Sendable {
     /// (`application/json; charset=utf-8` → `application/json`).
     public var mediaType: String? {
         guard let raw = header("content-type") else { return nil }
-        let type = raw.split(separator: ";", maxSplits: 1).first.map(String.init) ?? raw
-        let trimmed = type.trimmingCharacters(in: .whitespaces).lowercased()
-        return trimmed.isEmpty ? nil : trimmed
+        var bytes = raw.utf8[...]
+        if let semicolon = bytes.firstIndex(of: UInt8(ascii: ";")) { bytes = bytes[..<semicolon] }
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+        guard !bytes.isEmpty else { return nil }
+        return String(Substring(bytes)).asciiLowercased()
     }
 
     /// Parses query and body into `parameters` (body wins over query). A body
@@ -91,5 +94,14 @@ public struct Request: Sendable {
     private static func looksLikeJSONObject(_ body: [UInt8]) -> Bool {
         let first = body.first { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D) }
         return first == UInt8(ascii: "{")
+    }
+}
+
+extension String {
+    /// Lower-cases A-Z only: header names and media types are ASCII, and
+    /// Unicode-aware lower-casing costs far more on a hot path.
+    func asciiLowercased() -> String {
+        guard utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return self }
+        return String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 }

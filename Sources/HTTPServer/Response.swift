@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// An HTTP response. Build one with the static helpers.
 public struct Response: Sendable {

@@ -95,14 +95,21 @@ public struct Router: Sendable {
     /// Splits and strictly decodes the path; a single trailing slash is
     /// ignored (the apps call some paths with one).
     public static func pathSegments(_ rawPath: String) throws(ParameterError) -> [String] {
-        var parts = rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        if parts.count > 1, parts.last == "" { parts.removeLast() }
-        var decoded: [String] = []
-        decoded.reserveCapacity(parts.count)
-        for part in parts {
-            decoded.append(try PercentEncoding.decode(part.utf8, plusAsSpace: false))
+        let bytes = Array(rawPath.utf8)
+        var segments: [String] = []
+        var start = bytes.first == UInt8(ascii: "/") ? 1 : 0
+        var index = start
+        while index <= bytes.count {
+            if index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                let isTrailingSlash = index == bytes.count && start == bytes.count && !segments.isEmpty
+                if !isTrailingSlash {
+                    segments.append(try PercentEncoding.decode(bytes[start..<index], plusAsSpace: false))
+                }
+                start = index + 1
+            }
+            index += 1
         }
-        return decoded
+        return segments
     }
 
     /// Finds the route for a method and raw path.

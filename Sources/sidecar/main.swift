@@ -1,5 +1,8 @@
 import Database
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPServer
 import SidecarKit
 
@@ -7,7 +10,7 @@ import SidecarKit
 // means the command line or configuration must be fixed.
 
 func fail(_ message: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("sidecar: error: \(message)\n".utf8))
+    StandardErrorSink().write("sidecar: error: \(message)")
     exit(status)
 }
 

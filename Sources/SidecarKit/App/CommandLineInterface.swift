@@ -1,5 +1,5 @@
 import Database
-import Foundation
+import FoundationEssentials
 import HTTPServer
 
 /// What the command line asked for.
@@ -29,7 +29,7 @@ public enum CommandLineInterface {
         let commands: Set<String>
         let apply: @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
 
-        var environmentName: String { "SIDECAR_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
+        var environmentName: String { "SIDECAR_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
     }
 
     static let flags: [Flag] = [
@@ -75,7 +75,7 @@ public enum CommandLineInterface {
         Flag(name: "max-body-size", valueName: "BYTES", help: "Largest request body accepted, 413 above (default 1048576)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.maxBodyBytes = try integer(value, flag: "max-body-size", range: 1024...(64 << 20))
         },
-        Flag(name: "max-header-size", valueName: "BYTES", help: "Memory for one request's line and headers (default 65536)", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "max-header-size", valueName: "BYTES", help: "Memory for one request's line and headers (default 16384)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.maxHeaderBytes = try integer(value, flag: "max-header-size", range: 4096...(1 << 20))
         },
         Flag(name: "connection-timeout", valueName: "SECONDS", help: "Idle seconds before a connection is closed (default 30)", commands: ["serve"]) { config, value throws(CommandLineError) in
@@ -88,7 +88,7 @@ public enum CommandLineInterface {
             config.shutdownTimeoutSeconds = try integer(value, flag: "shutdown-timeout", range: 0...600)
         },
         Flag(name: "locales", valueName: "LIST", help: "Comma-separated languages alert pushes are translated into (default: a list of 23)", commands: ["serve"]) { config, value throws(CommandLineError) in
-            let languages = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let languages = value.split(separator: ",").compactMap { String($0).presence }
             config.locales = LocaleCatalog(languages)
         },
     ]
@@ -137,7 +137,7 @@ public enum CommandLineInterface {
     }
 
     static func integer(_ text: String, flag: String, range: ClosedRange<Int>) throws(CommandLineError) -> Int {
-        guard let value = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
+        guard let value = Int(text.trimmingWhitespace()), range.contains(value) else {
             throw CommandLineError("--\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
         }
         return value

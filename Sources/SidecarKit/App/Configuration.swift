@@ -1,5 +1,5 @@
 import Database
-import Foundation
+import FoundationEssentials
 import HTTPServer
 
 /// Everything `sidecar serve` can be told. Each field has a flag and an
@@ -21,7 +21,7 @@ public struct SidecarConfiguration: Sendable {
     public var sqliteSynchronous = SQLiteDatabase.Synchronous.normal
     public var threads = max(ProcessInfo.processInfo.activeProcessorCount, 1)
     public var maxBodyBytes = 1 << 20
-    public var maxHeaderBytes = 64 * 1024
+    public var maxHeaderBytes = 16 * 1024
     public var connectionTimeoutSeconds = 30
     public var maxConnections = 1024
     /// Seconds to let running requests finish on SIGTERM/SIGINT.

@@ -1,5 +1,9 @@
 import Database
-import Foundation
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import HTTPClient
 import HTTPServer
 import Synchronization

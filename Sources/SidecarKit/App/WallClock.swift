@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Where time comes from. Injected everywhere a rule or loop depends on the

@@ -49,6 +49,8 @@ public enum BooleanParameter {
 extension String {
     /// The string without leading and trailing spaces, tabs and newlines.
     func trimmingWhitespace() -> String {
+        // Fast path: printable ASCII at both ends means nothing to trim.
+        if let first = utf8.first, let last = utf8.last, first > 0x20, first < 0x7F, last > 0x20, last < 0x7F { return self }
         var scalars = Substring(self)
         while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
         while let last = scalars.last, last.isWhitespace { scalars.removeLast() }

@@ -1,5 +1,5 @@
 import Database
-import Foundation
+import FoundationEssentials
 import HTTPServer
 
 /// `POST|DELETE /api/v2/regions/{regionId}/push_registrations` (spec §4).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HTTPServer
 
 /// Spec §4, locale normalization: map the tag an app reports onto the
@@ -7,6 +7,8 @@ public struct LocaleCatalog: Sendable, Equatable {
     /// Languages alerts can be translated into, in the catalog's spelling.
     /// English is the source text, so it is not listed: nil means English.
     public let languages: [String]
+    /// Lower-cased tag → the catalog's spelling, so a lookup costs one hash.
+    private let byLowercasedTag: [String: String]
 
     /// The default catalog: the languages US and Canadian transit agencies
     /// most often publish rider information in.
@@ -15,7 +17,12 @@ public struct LocaleCatalog: Sendable, Equatable {
         "uk", "hi", "pa", "ht", "km", "fa", "pl", "it",
     ])
 
-    public init(_ languages: [String]) { self.languages = languages }
+    public init(_ languages: [String]) {
+        self.languages = languages
+        byLowercasedTag = Dictionary(languages.map { ($0.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public static func == (lhs: LocaleCatalog, rhs: LocaleCatalog) -> Bool { lhs.languages == rhs.languages }
 
     /// Known aliases, tried after an exact match fails.
     static let aliases: [String: String] = [
@@ -28,13 +35,12 @@ public struct LocaleCatalog: Sendable, Equatable {
     /// subtag (`es-MX` → `es`), else nil (English copy). Underscores are read
     /// as hyphens (`es_MX`), since some platforms report tags that way.
     public func normalize(_ tag: String?) -> String? {
-        guard let tag = tag?.presence?.replacingOccurrences(of: "_", with: "-") else { return nil }
-        func match(_ candidate: String) -> String? {
-            languages.first { $0.caseInsensitiveCompare(candidate) == .orderedSame }
-        }
-        if let exact = match(tag) { return exact }
-        if let alias = Self.aliases[tag.lowercased()], let aliased = match(alias) { return aliased }
-        if let primary = tag.split(separator: "-").first, primary.count < tag.count, let bare = match(String(primary)) {
+        guard let tag = tag?.presence?.lowercased() else { return nil }
+        let hyphenated = tag.contains("_") ? String(tag.map { $0 == "_" ? "-" : $0 }) : tag
+        if let exact = byLowercasedTag[hyphenated] { return exact }
+        if let alias = Self.aliases[hyphenated], let aliased = byLowercasedTag[alias.lowercased()] { return aliased }
+        if let primary = hyphenated.split(separator: "-").first, primary.count < hyphenated.count,
+           let bare = byLowercasedTag[String(primary)] {
             return bare
         }
         return nil

@@ -1,5 +1,5 @@
 import Database
-import Foundation
+import FoundationEssentials
 
 /// Storage of push registrations (table `push_registrations`).
 public struct PushRegistrationStore: Sendable {

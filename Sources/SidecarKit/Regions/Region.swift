@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One region from the regions directory (regions-v3.json). Its integer `id`
 /// is the `{regionId}` of every sidecar path.
