@@ -9,4 +9,11 @@ static inline CURLcode sidecar_curl_setopt_pointer(CURL *h, CURLoption o, void *
 typedef size_t (*sidecar_curl_write_cb)(char *data, size_t size, size_t count, void *userdata);
 static inline CURLcode sidecar_curl_setopt_write(CURL *h, CURLoption o, sidecar_curl_write_cb v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode sidecar_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode sidecar_curl_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode sidecar_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLMcode sidecar_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+/// The finished transfer and its result from a CURLMsg (a union in C).
+static inline CURL *sidecar_curl_msg_handle(CURLMsg *msg) { return msg->easy_handle; }
+static inline CURLcode sidecar_curl_msg_result(CURLMsg *msg) { return msg->data.result; }
+static inline int sidecar_curl_msg_done(CURLMsg *msg) { return msg->msg == CURLMSG_DONE; }
 #endif

@@ -1,11 +1,44 @@
 import CCurl
 import FoundationEssentials
 import PlatformThreads
+import Synchronization
+
+/// An outbound request.
+public struct HTTPClientRequest: Sendable {
+    public var method: String
+    public var url: String
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Seconds the whole transfer may take (nil = the client's default).
+    public var timeoutSeconds: Int?
+
+    public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+                timeoutSeconds: Int? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeoutSeconds = timeoutSeconds
+    }
+}
 
 /// A response from an outbound request.
 public struct HTTPClientResponse: Sendable {
     public let status: Int
     public let body: [UInt8]
+    /// Response headers with lower-cased names (`apns-id`, `retry-after`, ...).
+    public let headers: [(name: String, value: String)]
+
+    public init(status: Int, body: [UInt8], headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.body = body
+        self.headers = headers
+    }
+
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name == lowered }?.value
+    }
 }
 
 /// Why an outbound request produced no response.
@@ -13,93 +46,303 @@ public enum HTTPClientError: Error, CustomStringConvertible, Equatable {
     case invalidURL(String)
     case transport(code: Int, message: String)
     case bodyTooLarge(limit: Int)
+    case shutDown
 
     public var description: String {
         switch self {
         case .invalidURL(let url): return "invalid URL \(url)"
         case .transport(let code, let message): return "transfer failed (curl \(code)): \(message)"
         case .bodyTooLarge(let limit): return "response body larger than \(limit) bytes"
+        case .shutDown: return "HTTP client is shut down"
         }
+    }
+
+    /// True for a timeout.
+    public var isTimeout: Bool {
+        if case .transport(let code, _) = self { return code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }
+        return false
     }
 }
 
-/// Outbound HTTP on libcurl (not URLSession: see docs/design.md). This first
-/// version runs one blocking transfer per call on its own thread, which suits
-/// infrequent calls such as re-reading the regions directory.
-public struct HTTPClient: Sendable {
-    /// Seconds a whole transfer may take.
-    public var timeoutSeconds: Int
-    /// Largest response body accepted.
-    public var maxBodyBytes: Int
+/// Outbound HTTP/1.1 and HTTP/2 on libcurl's multi interface (not URLSession:
+/// see docs/design.md). One thread drives every transfer; callers await.
+/// Connections are kept and reused per host; HTTP/2 requests to one host are
+/// multiplexed over a connection. At most `maxConcurrentTransfers` run at
+/// once; the rest wait in order.
+public final class HTTPClient: Sendable {
+    public struct Configuration: Sendable {
+        /// Default seconds a whole transfer may take.
+        public var timeoutSeconds = 10
+        public var connectTimeoutSeconds = 5
+        /// Transfers in flight at once (others queue).
+        public var maxConcurrentTransfers = 64
+        /// Connections kept open per host.
+        public var maxConnectionsPerHost = 8
+        /// Largest response body accepted.
+        public var maxBodyBytes = 16 << 20
+        /// Prefer HTTP/2 over TLS (APNs requires it).
+        public var http2 = false
+        /// A CA bundle to trust instead of the system one (tests' private CA).
+        public var caFile: String?
+        public var userAgent = "onebusaway-sidecar"
 
-    public init(timeoutSeconds: Int = 10, maxBodyBytes: Int = 16 << 20) {
-        self.timeoutSeconds = timeoutSeconds
-        self.maxBodyBytes = maxBodyBytes
-        _ = HTTPClient.globalInit
+        public init() {}
     }
+
+    public let configuration: Configuration
+    private let driver: MultiDriver
+
+    public init(configuration: Configuration = Configuration()) {
+        _ = HTTPClient.globalInit
+        self.configuration = configuration
+        driver = MultiDriver(configuration: configuration)
+        let driver = self.driver
+        PlatformThread.detach(name: "curl-multi") { driver.run() }
+    }
+
+    /// A client with a different default timeout (convenience for callers
+    /// that only care about that).
+    public convenience init(timeoutSeconds: Int) {
+        var configuration = Configuration()
+        configuration.timeoutSeconds = timeoutSeconds
+        self.init(configuration: configuration)
+    }
+
+    deinit { driver.stop() }
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    /// GETs `url`, following no redirects beyond 5, and returns status and body.
-    public func get(_ url: String, headers: [String] = []) async throws -> HTTPClientResponse {
-        guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw HTTPClientError.invalidURL(url) }
-        let timeout = timeoutSeconds
-        let limit = maxBodyBytes
+    /// Performs a request and returns its response (any status).
+    public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        guard request.url.hasPrefix("http://") || request.url.hasPrefix("https://") else {
+            throw HTTPClientError.invalidURL(request.url)
+        }
         return try await withCheckedThrowingContinuation { continuation in
-            // A blocking transfer must not occupy a thread of the shared pool.
-            PlatformThread.detach(name: "http-client") {
-                continuation.resume(with: Result { try Self.perform(url: url, headers: headers, timeout: timeout, limit: limit) })
-            }
+            driver.enqueue(Transfer(request: request, configuration: configuration, continuation: continuation))
         }
     }
 
-    private static func perform(url: String, headers: [String], timeout: Int, limit: Int) throws -> HTTPClientResponse {
-        guard let handle = curl_easy_init() else { throw HTTPClientError.transport(code: -1, message: "curl_easy_init failed") }
-        defer { curl_easy_cleanup(handle) }
-        let sink = BodySink(limit: limit)
-        let sinkPointer = Unmanaged.passUnretained(sink).toOpaque()
-        var list: UnsafeMutablePointer<curl_slist>?
-        for header in headers { list = curl_slist_append(list, header) }
-        defer { curl_slist_free_all(list) }
-        _ = sidecar_curl_setopt_string(handle, CURLOPT_URL, url)
-        _ = sidecar_curl_setopt_long(handle, CURLOPT_TIMEOUT, timeout)
-        _ = sidecar_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, min(timeout, 10))
+    /// GETs `url`.
+    public func get(_ url: String, headers: [(name: String, value: String)] = []) async throws -> HTTPClientResponse {
+        try await send(HTTPClientRequest(url: url, headers: headers))
+    }
+
+    /// Stops the driver; queued and running transfers fail with `shutDown`.
+    public func shutdown() { driver.stop() }
+}
+
+/// One transfer: its easy handle, buffers and the caller's continuation.
+final class Transfer: @unchecked Sendable {
+    // Built by the caller, then owned by the driver thread alone.
+    let request: HTTPClientRequest
+    let configuration: HTTPClient.Configuration
+    let continuation: CheckedContinuation<HTTPClientResponse, any Error>
+    var handle: UnsafeMutableRawPointer?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var responseBody: [UInt8] = []
+    var responseHeaders: [(name: String, value: String)] = []
+    var overflowed = false
+    var requestBody: [UInt8]
+
+    init(request: HTTPClientRequest, configuration: HTTPClient.Configuration,
+         continuation: CheckedContinuation<HTTPClientResponse, any Error>) {
+        self.request = request
+        self.configuration = configuration
+        self.continuation = continuation
+        self.requestBody = request.body
+    }
+
+    /// Creates and configures the easy handle.
+    func prepare() -> Bool {
+        guard let handle = curl_easy_init() else { return false }
+        self.handle = handle
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        _ = sidecar_curl_setopt_string(handle, CURLOPT_URL, request.url)
+        _ = sidecar_curl_setopt_long(handle, CURLOPT_TIMEOUT, request.timeoutSeconds ?? configuration.timeoutSeconds)
+        _ = sidecar_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, configuration.connectTimeoutSeconds)
         _ = sidecar_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
-        _ = sidecar_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 1)
-        _ = sidecar_curl_setopt_long(handle, CURLOPT_MAXREDIRS, 5)
         _ = sidecar_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, "")
-        _ = sidecar_curl_setopt_string(handle, CURLOPT_USERAGENT, "onebusaway-sidecar")
-        _ = sidecar_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, list)
+        _ = sidecar_curl_setopt_string(handle, CURLOPT_USERAGENT, configuration.userAgent)
+        _ = sidecar_curl_setopt_pointer(handle, CURLOPT_PRIVATE, context)
         _ = sidecar_curl_setopt_write(handle, CURLOPT_WRITEFUNCTION, curlWriteBody)
-        _ = sidecar_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, sinkPointer)
-        let code = curl_easy_perform(handle)
-        if sink.overflowed { throw HTTPClientError.bodyTooLarge(limit: limit) }
-        guard code == CURLE_OK else {
-            throw HTTPClientError.transport(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code)))
+        _ = sidecar_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
+        _ = sidecar_curl_setopt_write(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader)
+        _ = sidecar_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
+        if configuration.http2 {
+            _ = sidecar_curl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            _ = sidecar_curl_setopt_long(handle, CURLOPT_PIPEWAIT, 1)
+        }
+        if let caFile = configuration.caFile { _ = sidecar_curl_setopt_string(handle, CURLOPT_CAINFO, caFile) }
+        switch request.method {
+        case "GET": break
+        case "POST":
+            _ = sidecar_curl_setopt_long(handle, CURLOPT_POST, 1)
+        default:
+            _ = sidecar_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method)
+        }
+        if request.method != "GET" {
+            requestBody.withUnsafeBufferPointer { buffer in
+                // COPYPOSTFIELDS copies, so the buffer need not outlive the call.
+                _ = sidecar_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(buffer.count))
+                _ = sidecar_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS,
+                                                UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!))
+            }
+        }
+        for (name, value) in request.headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
+        if request.method != "GET" && !request.headers.contains(where: { $0.name.lowercased() == "expect" }) {
+            headerList = curl_slist_append(headerList, "Expect:")
+        }
+        if let headerList { _ = sidecar_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList) }
+        return true
+    }
+
+    func finish(_ code: CURLcode) {
+        defer { cleanup() }
+        if overflowed {
+            continuation.resume(throwing: HTTPClientError.bodyTooLarge(limit: configuration.maxBodyBytes))
+            return
+        }
+        guard code == CURLE_OK, let handle else {
+            continuation.resume(throwing: HTTPClientError.transport(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
+            return
         }
         var status = 0
         _ = sidecar_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return HTTPClientResponse(status: status, body: sink.bytes)
+        continuation.resume(returning: HTTPClientResponse(status: status, body: responseBody, headers: responseHeaders))
+    }
+
+    func fail(_ error: any Error) {
+        cleanup()
+        continuation.resume(throwing: error)
+    }
+
+    private func cleanup() {
+        if let handle { curl_easy_cleanup(handle) }
+        handle = nil
+        curl_slist_free_all(headerList)
+        headerList = nil
     }
 }
 
-final class BodySink {
-    let limit: Int
-    var bytes: [UInt8] = []
-    var overflowed = false
-    init(limit: Int) { self.limit = limit }
+/// Owns the multi handle; every curl call happens on its thread.
+final class MultiDriver: Sendable {
+    private struct Queue {
+        var waiting: [Transfer] = []
+        var stopped = false
+    }
+    private let queue = Mutex(Queue())
+    private let multi: MultiHandle
+    private let maxConcurrent: Int
+
+    init(configuration: HTTPClient.Configuration) {
+        multi = MultiHandle(curl_multi_init())
+        maxConcurrent = max(configuration.maxConcurrentTransfers, 1)
+        _ = sidecar_curl_multi_setopt_long(multi.pointer, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        _ = sidecar_curl_multi_setopt_long(multi.pointer, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        _ = sidecar_curl_multi_setopt_long(multi.pointer, CURLMOPT_MAXCONNECTS, max(configuration.maxConnectionsPerHost * 8, 32))
+    }
+
+    func enqueue(_ transfer: Transfer) {
+        let accepted = queue.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.waiting.append(transfer)
+            return true
+        }
+        if accepted { curl_multi_wakeup(multi.pointer) } else { transfer.fail(HTTPClientError.shutDown) }
+    }
+
+    func stop() {
+        queue.withLock { $0.stopped = true }
+        curl_multi_wakeup(multi.pointer)
+    }
+
+    /// The driver loop: admit waiting transfers up to the limit, run, collect.
+    func run() {
+        var running: [ObjectIdentifier: Transfer] = [:]
+        while true {
+            let (admitted, stopped) = queue.withLock { state -> ([Transfer], Bool) in
+                let room = max(maxConcurrent - running.count, 0)
+                let batch = Array(state.waiting.prefix(room))
+                state.waiting.removeFirst(batch.count)
+                return (batch, state.stopped)
+            }
+            if stopped {
+                for transfer in running.values {
+                    if let handle = transfer.handle { curl_multi_remove_handle(multi.pointer, handle) }
+                    transfer.fail(HTTPClientError.shutDown)
+                }
+                let leftovers = queue.withLock { state -> [Transfer] in defer { state.waiting.removeAll() }; return state.waiting }
+                (admitted + leftovers).forEach { $0.fail(HTTPClientError.shutDown) }
+                curl_multi_cleanup(multi.pointer)
+                return
+            }
+            for transfer in admitted {
+                guard transfer.prepare(), let handle = transfer.handle else {
+                    transfer.fail(HTTPClientError.transport(code: -1, message: "could not create a transfer"))
+                    continue
+                }
+                curl_multi_add_handle(multi.pointer, handle)
+                running[ObjectIdentifier(transfer)] = transfer
+            }
+            var active: Int32 = 0
+            curl_multi_perform(multi.pointer, &active)
+            var remaining: Int32 = 0
+            while let message = curl_multi_info_read(multi.pointer, &remaining) {
+                guard sidecar_curl_msg_done(message) != 0, let handle = sidecar_curl_msg_handle(message) else { continue }
+                let code = sidecar_curl_msg_result(message)
+                var context: UnsafeMutableRawPointer?
+                _ = sidecar_curl_getinfo_pointer(handle, CURLINFO_PRIVATE, &context)
+                curl_multi_remove_handle(multi.pointer, handle)
+                guard let context else { continue }
+                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+                running.removeValue(forKey: ObjectIdentifier(transfer))
+                transfer.finish(code)
+            }
+            if running.isEmpty && queue.withLock({ $0.waiting.isEmpty && !$0.stopped }) {
+                curl_multi_poll(multi.pointer, nil, 0, 1000, nil)
+            } else if queue.withLock({ $0.waiting.isEmpty || running.count >= maxConcurrent }) {
+                curl_multi_poll(multi.pointer, nil, 0, 100, nil)
+            }
+        }
+    }
+}
+
+/// The multi handle pointer, used only on the driver thread (and by
+/// curl_multi_wakeup, which libcurl documents as callable from any thread).
+struct MultiHandle: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+    init(_ pointer: UnsafeMutableRawPointer?) { self.pointer = pointer! }
 }
 
 func curlWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
     guard let data, let context else { return 0 }
-    let sink = Unmanaged<BodySink>.fromOpaque(context).takeUnretainedValue()
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    if sink.bytes.count + length > sink.limit {
-        sink.overflowed = true
+    if transfer.responseBody.count + length > transfer.configuration.maxBodyBytes {
+        transfer.overflowed = true
         return 0
     }
     data.withMemoryRebound(to: UInt8.self, capacity: length) {
-        sink.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+        transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+    }
+    return length
+}
+
+func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    }
+    if line.hasPrefix("HTTP/") {
+        transfer.responseHeaders.removeAll()  // a new response (redirect, 100-continue)
+    } else if let colon = line.firstIndex(of: ":") {
+        let name = line[..<colon].lowercased()
+        var value = Substring(line[line.index(after: colon)...])
+        while let first = value.first, first == " " || first == "\t" { value = value.dropFirst() }
+        while let last = value.last, last.isWhitespace { value = value.dropLast() }  // "\r\n" is one Character
+        transfer.responseHeaders.append((name, String(value)))
     }
     return length
 }
