@@ -23,13 +23,17 @@ let package = Package(
 
         // Infrastructure.
         .target(name: "PlatformThreads"),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        // Logging and JSON values shared by every module.
+        .target(name: "Core"),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Core"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformThreads"]),
         .target(name: "Database", dependencies: ["CSQLite", "PlatformThreads"]),
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        .target(name: "OBA", dependencies: ["HTTPClient", "Core"]),
+        .target(name: "Push", dependencies: ["HTTPClient", "Core"]),
 
         // The application: one folder per feature.
-        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto"]),
+        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push"]),
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
 
         // A raw-socket HTTP client for tests that must send malformed bytes.
@@ -37,7 +41,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer"]),
-        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto", "TestSupport"]),
+        .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),
+        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto", "OBA", "Push", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,132 @@
+import Core
+
+/// One arrival and departure of a trip at a stop, as the OneBusAway REST API
+/// reports it (`arrivalAndDeparture`). Every field is optional: servers
+/// differ, and a missing field must never fail a whole response.
+public struct ArrivalAndDeparture: Decodable, Sendable, Equatable {
+    public var stopId: String?
+    public var tripId: String?
+    public var routeId: String?
+    public var routeShortName: String?
+    public var routeLongName: String?
+    public var tripHeadsign: String?
+    /// Epoch milliseconds of the service day's midnight (OBA convention).
+    public var serviceDate: Int64?
+    public var stopSequence: Int?
+    public var vehicleId: String?
+    public var predicted: Bool?
+    /// Epoch milliseconds; 0 when there is no prediction.
+    public var predictedArrivalTime: Int64?
+    public var predictedDepartureTime: Int64?
+    public var scheduledArrivalTime: Int64?
+    public var scheduledDepartureTime: Int64?
+    /// Epoch milliseconds of the last real-time update.
+    public var lastUpdateTime: Int64?
+    public var tripStatus: TripStatus?
+
+    public init(stopId: String? = nil, tripId: String? = nil, routeId: String? = nil, routeShortName: String? = nil,
+                routeLongName: String? = nil, tripHeadsign: String? = nil, serviceDate: Int64? = nil, stopSequence: Int? = nil,
+                vehicleId: String? = nil, predicted: Bool? = nil, predictedArrivalTime: Int64? = nil,
+                predictedDepartureTime: Int64? = nil, scheduledArrivalTime: Int64? = nil, scheduledDepartureTime: Int64? = nil,
+                lastUpdateTime: Int64? = nil, tripStatus: TripStatus? = nil) {
+        self.stopId = stopId
+        self.tripId = tripId
+        self.routeId = routeId
+        self.routeShortName = routeShortName
+        self.routeLongName = routeLongName
+        self.tripHeadsign = tripHeadsign
+        self.serviceDate = serviceDate
+        self.stopSequence = stopSequence
+        self.vehicleId = vehicleId
+        self.predicted = predicted
+        self.predictedArrivalTime = predictedArrivalTime
+        self.predictedDepartureTime = predictedDepartureTime
+        self.scheduledArrivalTime = scheduledArrivalTime
+        self.scheduledDepartureTime = scheduledDepartureTime
+        self.lastUpdateTime = lastUpdateTime
+        self.tripStatus = tripStatus
+    }
+
+    /// The real-time status of the trip serving this arrival.
+    public struct TripStatus: Decodable, Sendable, Equatable {
+        public var scheduleDeviation: Int?
+        public var predicted: Bool?
+        public var vehicleId: String?
+        public var activeTripId: String?
+
+        public init(scheduleDeviation: Int? = nil, predicted: Bool? = nil, vehicleId: String? = nil, activeTripId: String? = nil) {
+            self.scheduleDeviation = scheduleDeviation
+            self.predicted = predicted
+            self.vehicleId = vehicleId
+            self.activeTripId = activeTripId
+        }
+    }
+
+    /// The departure time the spec's rules use: predicted when the entry is
+    /// predicted and the prediction is positive, else scheduled (ms).
+    public var effectiveDepartureTime: Int64? {
+        if predicted == true, let predicted = predictedDepartureTime, predicted > 0 { return predicted }
+        return scheduledDepartureTime
+    }
+}
+
+/// A route from the response's references.
+public struct RouteReference: Decodable, Sendable, Equatable {
+    public var id: String
+    public var shortName: String?
+    public var longName: String?
+}
+
+/// The `references` block (only what the sidecar reads).
+public struct References: Decodable, Sendable, Equatable {
+    public var routes: [RouteReference]?
+
+    public func route(id: String?) -> RouteReference? {
+        guard let id else { return nil }
+        return routes?.first { $0.id == id }
+    }
+}
+
+/// `arrivals-and-departures-for-stop`'s entry.
+public struct StopArrivals: Decodable, Sendable, Equatable {
+    public var stopId: String?
+    public var arrivalsAndDepartures: [ArrivalAndDeparture]
+
+    enum CodingKeys: String, CodingKey { case stopId, arrivalsAndDepartures }
+
+    public init(stopId: String?, arrivalsAndDepartures: [ArrivalAndDeparture]) {
+        self.stopId = stopId
+        self.arrivalsAndDepartures = arrivalsAndDepartures
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        stopId = try container.decodeIfPresent(String.self, forKey: .stopId)
+        arrivalsAndDepartures = try container.decodeIfPresent([ArrivalAndDeparture].self, forKey: .arrivalsAndDepartures) ?? []
+    }
+}
+
+/// A successful lookup: the entry, the server's clock and the references.
+public struct OBAResponse<Entry: Sendable>: Sendable {
+    /// The OBA server's `currentTime` (epoch ms); rules measure against it,
+    /// not against this machine's clock.
+    public var currentTime: Int64
+    public var entry: Entry
+    public var references: References?
+
+    public init(currentTime: Int64, entry: Entry, references: References? = nil) {
+        self.currentTime = currentTime
+        self.entry = entry
+        self.references = references
+    }
+}
+
+/// Why a lookup produced no entry. The distinction matters: a trip that
+/// aged out of the feed is `notFound` (an alarm on it is eventually reaped),
+/// while a network or server hiccup is `transient` (it must not count).
+public enum OBAError: Error, Equatable, Sendable {
+    /// HTTP 404, envelope code 404, or an empty entry.
+    case notFound
+    /// Timeout, refused connection, 5xx, a malformed body, an unusable key...
+    case transient(String)
+}

@@ -1,0 +1,1 @@
+// Push transports: see PushTransport.swift
