@@ -65,3 +65,12 @@ extension JSONValue: Encodable {
         }
     }
 }
+
+extension JSONValue {
+    /// Compact JSON with sorted keys (stable output for payloads and tests).
+    public func encoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { [UInt8]($0) } ?? Array("null".utf8)
+    }
+}

@@ -91,6 +91,37 @@ public enum CommandLineInterface {
             let languages = value.split(separator: ",").compactMap { String($0).presence }
             config.locales = LocaleCatalog(languages)
         },
+        Flag(name: "oba-api-key", valueName: "KEY", help: "OneBusAway REST API key sent to every region's server", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.obaAPIKey = value.presence
+        },
+        Flag(name: "oba-region-api-keys", valueName: "ID=KEY,...", help: "Per-region OneBusAway API keys, e.g. 1=KEY1,3=KEY3 (override --oba-api-key)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            var keys: [Int: String] = [:]
+            for pair in value.split(separator: ",") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).trimmingWhitespace() }
+                guard parts.count == 2, let id = Int(parts[0]), id >= 0, !parts[1].isEmpty else {
+                    throw CommandLineError("--oba-region-api-keys wants ID=KEY pairs separated by commas, got '\(pair)'")
+                }
+                keys[id] = parts[1]
+            }
+            config.obaRegionAPIKeys = keys
+        },
+        Flag(name: "alarm-check-interval", valueName: "SECONDS", help: "Seconds between alarm checks (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.alarmCheckIntervalSeconds = try integer(value, flag: "alarm-check-interval", range: 5...3600)
+        },
+        Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush when --gorush-url is set, else none), gorush, log or none", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard let choice = SidecarConfiguration.PushTransportChoice(rawValue: value.lowercased()) else {
+                throw CommandLineError("--push-transport must be auto, gorush, log or none, got \(value)")
+            }
+            config.pushTransport = choice
+        },
+        Flag(name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--gorush-url must be an http(s) URL, got \(value)") }
+            config.gorushURL = value
+        },
+        Flag(name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic (default org.onebusaway.iphone)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard !value.isEmpty else { throw CommandLineError("--apns-topic must not be empty") }
+            config.apnsTopic = value
+        },
     ]
 
     /// Parses arguments (without the program name) and the environment.
@@ -132,6 +163,9 @@ public enum CommandLineInterface {
                 index += 1
             }
             try flag.apply(&configuration, value ?? "")
+        }
+        if command == "serve", configuration.pushTransport == .gorush, configuration.gorushURL == nil {
+            throw CommandLineError("--push-transport gorush needs --gorush-url")
         }
         return command == "serve" ? .serve(configuration) : .migrate(configuration)
     }

@@ -28,6 +28,25 @@ public struct SidecarConfiguration: Sendable {
     public var shutdownTimeoutSeconds = 10
     /// Languages alert pushes can be localized into (locale normalization target).
     public var locales = LocaleCatalog.standard
+    /// OneBusAway REST API key for every region (`key=` on each request).
+    public var obaAPIKey: String?
+    /// Per-region API keys overriding `obaAPIKey`.
+    public var obaRegionAPIKeys: [Int: String] = [:]
+    /// Seconds between alarm checker cycles (spec §5.3: once a minute).
+    public var alarmCheckIntervalSeconds = 60
+    /// How pushes are delivered.
+    public var pushTransport = PushTransportChoice.automatic
+    /// gorush's base URL, e.g. http://127.0.0.1:8088.
+    public var gorushURL: String?
+    /// The iOS app's bundle id: the APNs topic.
+    public var apnsTopic = "org.onebusaway.iphone"
+
+    /// Which push transport to build.
+    public enum PushTransportChoice: String, Sendable, CaseIterable {
+        /// gorush when `--gorush-url` is set, else none.
+        case automatic = "auto"
+        case gorush, log, none
+    }
 
     public init() {}
 

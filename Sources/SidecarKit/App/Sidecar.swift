@@ -5,7 +5,10 @@ import Glibc
 #endif
 import FoundationEssentials
 import HTTPClient
+import Crypto
 import HTTPServer
+import OBA
+import Push
 import Synchronization
 
 /// Why the server could not start; `exitCode` is 2 for configuration the
@@ -26,6 +29,11 @@ public final class Sidecar: Sendable {
     let logger: Logger
     let regionRefresher: RegionRefresher
     let pruner: PushRegistrationPruner
+    let alarmChecker: AlarmChecker
+    /// Base of handed-out URLs; known for sure only once the port is bound.
+    let publicURL: PublicBaseURL
+    /// The outbound client for OneBusAway servers and push gateways.
+    let upstream: HTTPClient
     private let loops = Mutex<[Task<Void, Never>]>([])
 
     /// Loads the regions directory, opens and migrates the database and
@@ -66,6 +74,16 @@ public final class Sidecar: Sendable {
         regionRefresher = RegionRefresher(source: source, directory: regions, client: httpClient,
                                           intervalSeconds: Double(configuration.regionsRefreshSeconds), clock: clock, logger: logger)
         pruner = PushRegistrationPruner(store: pushStore, clock: clock, logger: logger)
+        publicURL = PublicBaseURL(configuration.effectivePublicURL())
+        var upstreamConfiguration = HTTPClient.Configuration()
+        upstreamConfiguration.maxConcurrentTransfers = 64
+        upstream = HTTPClient(configuration: upstreamConfiguration)
+        let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
+                             regionKeys: configuration.obaRegionAPIKeys)
+        let transport = Self.pushTransport(configuration, http: upstream, logger: logger)
+        let alarmStore = AlarmStore(database: database)
+        alarmChecker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, clock: clock, logger: logger,
+                                    intervalSeconds: configuration.alarmCheckIntervalSeconds)
 
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         var router = Router()
@@ -74,9 +92,21 @@ public final class Sidecar: Sendable {
             PushRegistrationRoutes(
                 store: pushStore, regions: regions, catalog: configuration.locales, clock: clock, logger: logger,
                 limiter: FixedWindowRateLimiter(limit: configuration.pushRegistrationLimit, windowSeconds: 60, now: now)).routes,
+            AlarmRoutes(store: alarmStore, pushRegistrations: pushStore, regions: regions, oba: oba, clock: clock, logger: logger,
+                        publicURL: publicURL).routes,
         ]
         features.joined().forEach { router.add($0) }
         server = HTTPServer(configuration: configuration.serverConfiguration, router: router, logger: logger)
+    }
+
+    static func pushTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger) -> (any PushTransport)? {
+        switch configuration.pushTransport {
+        case .none: return nil
+        case .log: return LogTransport(logger: logger, fingerprint: SHA256.fingerprint)
+        case .gorush, .automatic:
+            guard let url = configuration.gorushURL else { return nil }
+            return GorushTransport(baseURL: url, apnsTopic: configuration.apnsTopic, http: http)
+        }
     }
 
     /// Starts listening and the background loops; returns the bound port.
@@ -84,11 +114,14 @@ public final class Sidecar: Sendable {
     public func start() throws(StartupError) -> Int {
         let port: Int
         do { port = try server.start() } catch { throw StartupError(description: "\(error)", exitCode: 1) }
+        publicURL.set(configuration.effectivePublicURL(boundPort: port))
         let refresher = regionRefresher
         let pruner = self.pruner
+        let checker = alarmChecker
         loops.withLock {
             $0.append(Task { await pruner.run() })
             $0.append(Task { await refresher.run() })
+            $0.append(Task { await checker.run() })
         }
         logger.info("sidecar listening", [
             ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
@@ -108,6 +141,7 @@ public final class Sidecar: Sendable {
             tasks.forEach { $0.cancel() }
             tasks.removeAll()
         }
+        upstream.shutdown()
         if finished {
             await database.close()
             logger.info("stopped")
@@ -145,4 +179,12 @@ final class SignalSources: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
     init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
     func cancel() { sources.forEach { $0.cancel() } }
+}
+
+/// The public base URL (`--public-url`, or one built from the bound port).
+final class PublicBaseURL: Sendable {
+    private let value: Mutex<String>
+    init(_ initial: String) { value = Mutex(initial) }
+    func set(_ url: String) { value.withLock { $0 = url } }
+    var url: String { value.withLock { $0 } }
 }

@@ -110,8 +110,8 @@ public struct PushRegistrationStore: Sendable {
          .integer(millis(registration.createdAt)), .integer(millis(registration.lastSeenAt))]
     }
 
-    static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-    static func date(_ millis: Int64?) -> Date { Date(timeIntervalSince1970: Double(millis ?? 0) / 1000) }
+    static func millis(_ date: Date) -> Int64 { date.epochMillis }
+    static func date(_ millis: Int64?) -> Date { Date(epochMillis: millis ?? 0) }
 }
 
 extension PushRegistrationStore {

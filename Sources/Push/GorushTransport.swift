@@ -1,0 +1,114 @@
+import Core
+import FoundationEssentials
+import HTTPClient
+
+/// Delivers through a gorush gateway (`POST /api/push`), the transport of
+/// the reference deployments. Each message is one notification in the
+/// batch so every message keeps its own payload.
+public struct GorushTransport: PushTransport {
+    public let name = "gorush"
+    let endpoint: String
+    let apnsTopic: String?
+    let http: HTTPClient
+    /// Notifications per request to gorush.
+    let batchSize: Int
+
+    /// - Parameters:
+    ///   - baseURL: gorush's base URL (`--gorush-url`).
+    ///   - apnsTopic: the iOS app's bundle id (`--apns-topic`).
+    public init(baseURL: String, apnsTopic: String?, http: HTTPClient, batchSize: Int = 100) {
+        endpoint = (baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL) + "/api/push"
+        self.apnsTopic = apnsTopic
+        self.http = http
+        self.batchSize = max(batchSize, 1)
+    }
+
+    /// The gorush request body for a batch.
+    public func requestBody(_ messages: [PushMessage]) -> [UInt8] {
+        let notifications = messages.map { message -> JSONValue in
+            var fields: [String: JSONValue] = [
+                "tokens": .array([.string(message.token)]),
+                "platform": .integer(message.platform == .ios ? 1 : 2),
+            ]
+            if let title = message.title { fields["title"] = .string(title) }
+            if let body = message.body { fields["message"] = .string(body) }
+            if !message.data.isEmpty { fields["data"] = .object(message.data) }
+            if message.platform == .ios {
+                fields["development"] = .bool(message.apnsSandbox)
+                if let apnsTopic { fields["topic"] = .string(apnsTopic) }
+            } else {
+                fields["priority"] = .string("high")
+            }
+            return .object(fields)
+        }
+        return JSONValue.object(["notifications": .array(notifications)]).encoded()
+    }
+
+    public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
+        var outcomes: [PushOutcome] = []
+        outcomes.reserveCapacity(messages.count)
+        var start = 0
+        while start < messages.count {
+            let batch = Array(messages[start..<min(start + batchSize, messages.count)])
+            outcomes += await sendBatch(batch)
+            start += batchSize
+        }
+        return outcomes
+    }
+
+    private func sendBatch(_ batch: [PushMessage]) async -> [PushOutcome] {
+        let response: HTTPClientResponse
+        do {
+            response = try await http.send(HTTPClientRequest(method: "POST", url: endpoint,
+                                                             headers: [("Content-Type", "application/json")], body: requestBody(batch)))
+        } catch {
+            return Array(repeating: .transient(reason: "gorush unreachable: \(error)"), count: batch.count)
+        }
+        guard (200..<300).contains(response.status) else {
+            return Array(repeating: .transient(reason: "gorush answered HTTP \(response.status)"), count: batch.count)
+        }
+        // In sync mode gorush lists each failed token in `logs`.
+        let failures = Self.failedTokens(response.body)
+        return batch.map { message in
+            failures[message.token].map { PushOutcome.classify(failure: $0) } ?? .delivered
+        }
+    }
+
+    /// token → failure reason, from a gorush response's `logs`.
+    static func failedTokens(_ body: [UInt8]) -> [String: String] {
+        guard let decoded = try? JSONDecoder().decode(JSONValue.self, from: Data(body)),
+              case .object(let root) = decoded, case .array(let logs)? = root["logs"] else { return [:] }
+        var failures: [String: String] = [:]
+        for log in logs {
+            guard case .object(let entry) = log, case .string(let token)? = entry["token"] else { continue }
+            let type = entry["type"]?.scalarText ?? ""
+            guard type.contains("fail") else { continue }
+            failures[token] = entry["error"]?.scalarText ?? entry["message"]?.scalarText ?? "failed"
+        }
+        return failures
+    }
+}
+
+/// Prints each payload instead of sending it (development). Tokens are
+/// never printed; a short fingerprint stands in for them.
+public struct LogTransport: PushTransport {
+    public let name = "log"
+    let logger: Logger
+    let fingerprint: @Sendable (String) -> String
+
+    public init(logger: Logger, fingerprint: @escaping @Sendable (String) -> String) {
+        self.logger = logger
+        self.fingerprint = fingerprint
+    }
+
+    public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
+        for message in messages {
+            let data = String(decoding: JSONValue.object(message.data).encoded(), as: UTF8.self)
+            logger.info("push (log transport)", [
+                ("platform", message.platform.rawValue), ("sandbox", String(message.apnsSandbox)),
+                ("device", fingerprint(message.token)), ("title", message.title ?? ""), ("body", message.body ?? ""), ("data", data),
+            ])
+        }
+        return Array(repeating: .delivered, count: messages.count)
+    }
+}

@@ -1,1 +1,0 @@
-// Push transports: see PushTransport.swift

@@ -1,0 +1,57 @@
+import Core
+
+/// The platform a push token belongs to.
+public enum PushPlatform: String, Sendable, Codable {
+    case ios, android
+}
+
+/// One notification to one device.
+public struct PushMessage: Sendable, Equatable {
+    public var token: String
+    public var platform: PushPlatform
+    /// The token came from a debug build: APNs sandbox host (§2.7).
+    public var apnsSandbox: Bool
+    public var title: String?
+    public var body: String?
+    /// Custom keys delivered beside `aps` on iOS and as FCM data on Android.
+    /// Transports deliver them as given; Android data values must already be
+    /// strings (FCM data is a string map).
+    public var data: [String: JSONValue]
+
+    public init(token: String, platform: PushPlatform, apnsSandbox: Bool = false, title: String? = nil, body: String? = nil,
+                data: [String: JSONValue] = [:]) {
+        self.token = token
+        self.platform = platform
+        self.apnsSandbox = platform == .ios && apnsSandbox
+        self.title = title
+        self.body = body
+        self.data = data
+    }
+}
+
+/// What became of one message.
+public enum PushOutcome: Sendable, Equatable {
+    case delivered
+    /// The token is dead (unregistered, malformed, wrong topic): stop using it.
+    case terminal(reason: String)
+    /// Worth trying again later (throttled, provider or network trouble).
+    case transient(reason: String)
+
+    /// Reads a provider's failure reason. Token death is matched by
+    /// substring (spec §6.5); `ExpiredProviderToken` is about our own
+    /// credentials and so transient.
+    public static func classify(failure reason: String) -> PushOutcome {
+        let terminalReasons = ["Unregistered", "BadDeviceToken", "DeviceTokenNotForTopic", "TopicDisallowed",
+                               "NotRegistered", "InvalidRegistration", "UNREGISTERED", "MismatchSenderId"]
+        if terminalReasons.contains(where: { reason.contains($0) }) { return .terminal(reason: reason) }
+        return .transient(reason: reason)
+    }
+}
+
+/// A way to deliver pushes. Implementations return one outcome per message,
+/// in order, and never throw: a failure is an outcome.
+public protocol PushTransport: Sendable {
+    /// A short name for logs (`gorush`, `log`, `apns`).
+    var name: String { get }
+    func send(_ messages: [PushMessage]) async -> [PushOutcome]
+}

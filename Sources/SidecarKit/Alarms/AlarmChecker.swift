@@ -1,0 +1,243 @@
+import Core
+import FoundationEssentials
+import OBA
+import Push
+import Synchronization
+
+/// Spec §5.3 and §12: the alarm checker. Every interval it takes the alarms
+/// due for a check, looks them up stop by stop (one
+/// `arrivals-and-departures-for-stop` request serves every alarm at a stop),
+/// and fires, expires, reaps or reschedules each. Alarms whose departure is
+/// far off are rescheduled several intervals ahead (`AlarmRules.nextCheck`),
+/// so the cost of a cycle follows the stops with alarms near firing, not
+/// the number of alarms.
+struct AlarmChecker: Sendable {
+    let store: AlarmStore
+    let regions: RegionDirectory
+    let oba: OBAGateway
+    let transport: (any PushTransport)?
+    let clock: any WallClock
+    let logger: Logger
+    let intervalSeconds: Int
+    var maxConcurrentStops = 32
+    /// Alarms pushed by this process: if deleting one failed, the next cycle
+    /// retries the delete but never pushes again.
+    let fired = FiredAlarms()
+
+    /// What one cycle did (logged, and read by tests and the benchmark).
+    struct CycleReport: Sendable, Equatable {
+        var checked = 0
+        var stopRequests = 0
+        var tripRequests = 0
+        var fired = 0
+        var expired = 0
+        var reaped = 0
+        var waiting = 0
+        var notFound = 0
+        var transient = 0
+        var pushFailures = 0
+    }
+
+    /// What a lookup said about one alarm.
+    enum Verdict: Sendable {
+        case found(departureMillis: Int64, currentTimeMillis: Int64)
+        case notFound
+        case transient
+    }
+
+    func run() async {
+        if transport == nil {
+            logger.warning("no push transport configured: alarms are checked and reaped but never fired (set --gorush-url or --push-transport)")
+        }
+        while !Task.isCancelled {
+            let started = ContinuousClock.now
+            _ = await runCycle()
+            let elapsed = ContinuousClock.now - started
+            let remaining = Double(intervalSeconds) - Double(elapsed.components.seconds)
+            do { try await clock.sleep(seconds: max(remaining, 1)) } catch { return }
+        }
+    }
+
+    /// One pass over the alarms due now.
+    @discardableResult
+    func runCycle() async -> CycleReport {
+        let now = clock.now().epochMillis
+        let due: [Alarm]
+        do {
+            // Half an interval of tolerance: a cycle that starts a little
+            // early must not skip an alarm scheduled for it.
+            due = try await store.due(atOrBefore: now + Int64(intervalSeconds) * 500)
+        } catch {
+            logger.error("alarm cycle could not read alarms", [("error", "\(error)")])
+            return CycleReport()
+        }
+        var report = CycleReport()
+        report.checked = due.count
+        let groups = Dictionary(grouping: due) { StopKey(regionID: $0.regionID, stopID: $0.stopID) }
+        var verdicts: [(Alarm, Verdict)] = []
+        await withTaskGroup(of: (verdicts: [(Alarm, Verdict)], stopRequests: Int, tripRequests: Int).self) { group in
+            var pending = groups.makeIterator()
+            func addNext() -> Bool {
+                guard let (key, alarms) = pending.next() else { return false }
+                group.addTask { await check(key: key, alarms: alarms, now: now) }
+                return true
+            }
+            for _ in 0..<maxConcurrentStops where !addNext() { break }
+            for await result in group {
+                verdicts += result.verdicts
+                report.stopRequests += result.stopRequests
+                report.tripRequests += result.tripRequests
+                _ = addNext()
+            }
+        }
+        var updates: [AlarmStore.Update] = []
+        var toFire: [Alarm] = []
+        let interval = Int64(intervalSeconds)
+        for (alarm, verdict) in verdicts {
+            switch verdict {
+            case .found(let departure, let currentTime):
+                let seconds = AlarmRules.secondsUntilDeparture(departureMillis: departure, currentTimeMillis: currentTime)
+                switch AlarmRules.decide(secondsUntilDeparture: seconds, secondsBefore: alarm.secondsBefore) {
+                case .wait:
+                    report.waiting += 1
+                    updates.append(.reschedule(id: alarm.id, failureCount: 0,
+                                               nextCheckAt: AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: seconds,
+                                                                                 secondsBefore: alarm.secondsBefore, intervalSeconds: interval),
+                                               departureEstimate: departure))
+                case .expire:
+                    report.expired += 1
+                    updates.append(.delete(id: alarm.id))
+                case .fire:
+                    if fired.contains(alarm.id) {
+                        updates.append(.delete(id: alarm.id))
+                    } else if transport == nil {
+                        // Nothing can deliver it: keep checking until it expires.
+                        updates.append(.reschedule(id: alarm.id, failureCount: 0, nextCheckAt: now + interval * 1000, departureEstimate: departure))
+                    } else {
+                        toFire.append(alarm)
+                    }
+                }
+            case .notFound:
+                report.notFound += 1
+                let streak = AlarmRules.streak(after: .notFound, previous: alarm.failureCount)
+                if streak >= AlarmRules.reapAfterFailures {
+                    report.reaped += 1
+                    updates.append(.delete(id: alarm.id))
+                } else {
+                    updates.append(.reschedule(id: alarm.id, failureCount: streak, nextCheckAt: now + interval * 1000, departureEstimate: nil))
+                }
+            case .transient:
+                report.transient += 1
+                updates.append(.reschedule(id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
+                                           departureEstimate: nil))
+            }
+        }
+        if let transport, !toFire.isEmpty {
+            // Send first, delete after (at-least-once, §12): a crash between
+            // the two re-fires on restart rather than losing the push.
+            let outcomes = await transport.send(toFire.map(AlarmRules.push(for:)))
+            for (alarm, outcome) in zip(toFire, outcomes) {
+                switch outcome {
+                case .delivered:
+                    report.fired += 1
+                    fired.insert(alarm.id)
+                    updates.append(.delete(id: alarm.id))
+                case .terminal:
+                    report.pushFailures += 1
+                    updates.append(.delete(id: alarm.id))
+                case .transient:
+                    report.pushFailures += 1
+                    updates.append(.reschedule(id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
+                                               departureEstimate: nil))
+                }
+            }
+        }
+        do {
+            try await store.apply(updates)
+            fired.forget(updates.compactMap { if case .delete(let id) = $0 { id } else { nil } })
+        } catch {
+            logger.error("alarm cycle could not save its decisions; they are retried next cycle", [("error", "\(error)")])
+        }
+        if report.checked > 0 {
+            logger.info("alarm cycle", [
+                ("checked", String(report.checked)), ("stop_requests", String(report.stopRequests)),
+                ("trip_requests", String(report.tripRequests)), ("fired", String(report.fired)), ("expired", String(report.expired)),
+                ("reaped", String(report.reaped)), ("waiting", String(report.waiting)), ("not_found", String(report.notFound)),
+                ("transient", String(report.transient)), ("push_failures", String(report.pushFailures)),
+            ])
+        }
+        return report
+    }
+
+    struct StopKey: Hashable, Sendable {
+        let regionID: Int
+        let stopID: String?
+    }
+
+    /// Looks up every alarm at one stop: one stop request, and a trip request
+    /// for any alarm the stop's window did not contain.
+    func check(key: StopKey, alarms: [Alarm], now: Int64) async -> (verdicts: [(Alarm, Verdict)], stopRequests: Int, tripRequests: Int) {
+        guard let region = regions.region(id: key.regionID), let stopID = key.stopID else {
+            // No region (it left the directory) or no stop: the lookup can
+            // never succeed, so these count toward reaping.
+            return (alarms.map { ($0, .notFound) }, 0, 0)
+        }
+        let lookupable = alarms.filter { $0.tripID != nil && $0.serviceDate != nil }
+        var verdicts: [(Alarm, Verdict)] = alarms.filter { $0.tripID == nil || $0.serviceDate == nil }.map { ($0, .notFound) }
+        guard !lookupable.isEmpty else { return (verdicts, 0, 0) }
+        let horizon = lookupable.map { ($0.departureEstimate ?? now + 3_600_000) - now }.max() ?? 0
+        let minutesAfter = min(max(Int(horizon / 60_000) + 10, 35), 240)
+        var tripRequests = 0
+        let stopResponse: OBAResponse<StopArrivals>
+        do {
+            stopResponse = try await oba.arrivalsAndDepartures(region: region, stopID: stopID, minutesBefore: 5, minutesAfter: minutesAfter)
+        } catch .notFound {
+            return (verdicts + lookupable.map { ($0, .notFound) }, 1, 0)
+        } catch {
+            return (verdicts + lookupable.map { ($0, .transient) }, 1, 0)
+        }
+        for alarm in lookupable {
+            if let entry = Self.match(alarm, in: stopResponse.entry.arrivalsAndDepartures), let departure = entry.effectiveDepartureTime {
+                verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: stopResponse.currentTime)))
+                continue
+            }
+            // Outside the window (or gone): ask about the trip itself.
+            tripRequests += 1
+            do {
+                let response = try await oba.arrivalAndDeparture(region: region, stopID: stopID, tripID: alarm.tripID!,
+                                                                 serviceDate: alarm.serviceDate!, vehicleID: alarm.vehicleID,
+                                                                 stopSequence: alarm.stopSequence)
+                if let departure = response.entry.effectiveDepartureTime {
+                    verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: response.currentTime)))
+                } else {
+                    verdicts.append((alarm, .notFound))
+                }
+            } catch .notFound {
+                verdicts.append((alarm, .notFound))
+            } catch {
+                verdicts.append((alarm, .transient))
+            }
+        }
+        return (verdicts, 1, tripRequests)
+    }
+
+    /// The stop's entry for an alarm's trip visit: same trip and service
+    /// date, same stop sequence when the alarm has one (a loop route visits
+    /// a stop twice), preferring the alarm's vehicle when several report.
+    static func match(_ alarm: Alarm, in entries: [ArrivalAndDeparture]) -> ArrivalAndDeparture? {
+        let candidates = entries.filter { entry in
+            entry.tripId == alarm.tripID && entry.serviceDate == alarm.serviceDate
+                && (alarm.stopSequence == nil || entry.stopSequence == alarm.stopSequence)
+        }
+        if let vehicle = alarm.vehicleID, let exact = candidates.first(where: { $0.vehicleId == vehicle }) { return exact }
+        return candidates.first
+    }
+}
+
+/// Ids of alarms this process has pushed but not yet seen deleted.
+final class FiredAlarms: Sendable {
+    private let ids = Mutex<Set<Int64>>([])
+    func contains(_ id: Int64) -> Bool { ids.withLock { $0.contains(id) } }
+    func insert(_ id: Int64) { ids.withLock { _ = $0.insert(id) } }
+    func forget(_ deleted: [Int64]) { ids.withLock { $0.subtract(deleted) } }
+}

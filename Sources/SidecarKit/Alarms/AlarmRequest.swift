@@ -1,0 +1,52 @@
+import HTTPServer
+
+/// An alarm creation request after parsing (§5.2 request fields).
+public struct AlarmRequest: Sendable, Equatable {
+    public var userPushID: String
+    public var operatingSystem: String
+    public var apnsSandbox: Bool
+    public var stopID: String?
+    public var tripID: String?
+    public var serviceDate: Int64?
+    public var vehicleID: String?
+    public var stopSequence: Int?
+    public var secondsBefore: Int
+
+    /// §5.2 "what is actually validated": only `user_push_id` (and on v2
+    /// `operating_system`) can fail. Trip fields are stored as sent (a
+    /// non-numeric `service_date` or `stop_sequence` is stored as absent).
+    /// v1 treats a missing or unknown `operating_system` as `ios` and has
+    /// no `apns_sandbox`.
+    public static func parse(_ parameters: Parameters, version: Int) -> Result<AlarmRequest, ValidationFailure> {
+        var messages: [String] = []
+        let userPushID = parameters["user_push_id"]?.presence
+        if userPushID == nil { messages.append("Push identifier can't be blank") }
+        var operatingSystem = parameters["operating_system"]?.presence?.lowercased()
+        if version >= 2 {
+            if operatingSystem == nil {
+                messages.append("Operating system can't be blank")
+            } else if operatingSystem != "ios" && operatingSystem != "android" {
+                messages.append("Operating system is not included in the list")
+            }
+        } else if operatingSystem != "ios" && operatingSystem != "android" {
+            operatingSystem = "ios"
+        }
+        guard messages.isEmpty, let userPushID, let operatingSystem else { return .failure(ValidationFailure(messages)) }
+        return .success(AlarmRequest(
+            userPushID: userPushID, operatingSystem: operatingSystem,
+            apnsSandbox: version >= 2 && ApnsSandbox.flag(parameters["apns_sandbox"], operatingSystem: operatingSystem),
+            stopID: parameters["stop_id"]?.presence, tripID: parameters["trip_id"]?.presence,
+            serviceDate: integer(parameters["service_date"]), vehicleID: parameters["vehicle_id"]?.presence,
+            stopSequence: integer(parameters["stop_sequence"]).flatMap { Int(exactly: $0) },
+            secondsBefore: AlarmRules.secondsBefore(parameters["seconds_before"])))
+    }
+
+    /// An integer parameter: digits, or a number with no fractional part
+    /// ("1754809200000.0"); anything else is absent.
+    static func integer(_ raw: String?) -> Int64? {
+        guard let text = raw?.trimmingWhitespace(), !text.isEmpty else { return nil }
+        if let value = Int64(text) { return value }
+        if let value = Double(text), value.isFinite, value.rounded(.towardZero) == value, abs(value) < 9.0e15 { return Int64(value) }
+        return nil
+    }
+}

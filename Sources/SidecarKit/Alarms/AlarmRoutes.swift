@@ -1,0 +1,125 @@
+import Crypto
+import Database
+import HTTPServer
+import OBA
+
+/// `POST /api/v{1,2}/regions/{id}/alarms` and `DELETE .../alarms/{token}` (spec §5.1, §5.2, §5.5).
+struct AlarmRoutes: Sendable {
+    static let summary = "Unable to register alarm"
+
+    let store: AlarmStore
+    let pushRegistrations: PushRegistrationStore
+    let regions: RegionDirectory
+    let oba: OBAGateway
+    let clock: any WallClock
+    let logger: Logger
+    /// `--public-url`, without a trailing slash.
+    let publicURL: PublicBaseURL
+
+    var routes: [Route] {
+        [1, 2].flatMap { version in
+            [
+                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages) { request in
+                    await create(request, version: version)
+                },
+                Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, parsesParameters: false) { request in
+                    await delete(request)
+                },
+            ]
+        }
+    }
+
+    func url(_ alarm: (version: Int, regionID: Int, token: String)) -> String {
+        "\(publicURL.url)/api/v\(alarm.version)/regions/\(alarm.regionID)/alarms/\(alarm.token)"
+    }
+
+    func create(_ request: Request, version: Int) async -> Response {
+        guard let region = regions.resolve(request) else { return .regionNotFound }
+        let log = ("region", String(region.id))
+        let alarm: AlarmRequest
+        switch AlarmRequest.parse(request.parameters, version: version) {
+        case .failure(let failure):
+            return ErrorStyle.messages.response(status: 422, error: Self.summary, messages: failure.messages).logging(log.0, log.1)
+        case .success(let value):
+            alarm = value
+        }
+        do {
+            // §5.1: v1 re-POSTs of the same alarm return the existing URL unchanged.
+            if version == 1, let existing = try await findV1(alarm, region: region) {
+                return Response.json(201, ["url": url((1, region.id, existing.token))]).logging(log.0, log.1)
+            }
+            let composed = await composeMessage(alarm, region: region)
+            if version == 1, composed.estimate == nil, composed.failure != nil {
+                return ErrorStyle.messages.response(status: 502, error: Self.summary,
+                                                    messages: ["The arrival could not be looked up on the OneBusAway server"])
+                    .logging(log.0, log.1)
+            }
+            let now = clock.now().epochMillis
+            var token = SecureToken.urlSafe()
+            for attempt in 1...3 {
+                do {
+                    try await store.insert(AlarmStore.NewAlarm(
+                        token: token, regionID: region.id, apiVersion: version, userPushID: alarm.userPushID,
+                        operatingSystem: alarm.operatingSystem, apnsSandbox: alarm.apnsSandbox, stopID: alarm.stopID,
+                        tripID: alarm.tripID, serviceDate: alarm.serviceDate, vehicleID: alarm.vehicleID, stopSequence: alarm.stopSequence,
+                        secondsBefore: alarm.secondsBefore, message: composed.message, departureEstimate: composed.estimate, nowMillis: now))
+                    break
+                } catch DatabaseError.constraintViolation(_) where attempt < 3 {
+                    // A concurrent identical v1 POST won: answer with its URL.
+                    if version == 1, let existing = try await findV1(alarm, region: region) {
+                        return Response.json(201, ["url": url((1, region.id, existing.token))]).logging(log.0, log.1)
+                    }
+                    token = SecureToken.urlSafe()
+                }
+            }
+            if version >= 2 {
+                // §5.2 side effect: the device joins the alert audience and its
+                // retention clock restarts (no locale, no apns_sandbox).
+                do {
+                    try await pushRegistrations.touch(regionID: region.id, token: alarm.userPushID,
+                                                      operatingSystem: alarm.operatingSystem, now: clock.now())
+                } catch {
+                    logger.error("push registration refresh after alarm creation failed", [log, ("error", "\(error)")])
+                }
+            }
+            return Response.json(201, ["url": url((version, region.id, token))]).logging(log.0, log.1)
+        } catch {
+            logger.error("alarm creation failed", [log, ("error", "\(error)")])
+            return Response.storageUnavailable(.messages, summary: Self.summary).logging(log.0, log.1)
+        }
+    }
+
+    private func findV1(_ alarm: AlarmRequest, region: Region) async throws -> Alarm? {
+        try await store.findV1(regionID: region.id, userPushID: alarm.userPushID, tripID: alarm.tripID,
+                               stopID: alarm.stopID, serviceDate: alarm.serviceDate)
+    }
+
+    /// §5.2: the message is composed now, from an arrival lookup.
+    private func composeMessage(_ alarm: AlarmRequest, region: Region) async -> (message: String, estimate: Int64?, failure: OBAError?) {
+        guard let stopID = alarm.stopID, let tripID = alarm.tripID, let serviceDate = alarm.serviceDate else {
+            return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, .notFound)
+        }
+        do {
+            let response = try await oba.arrivalAndDeparture(region: region, stopID: stopID, tripID: tripID, serviceDate: serviceDate,
+                                                             vehicleID: alarm.vehicleID, stopSequence: alarm.stopSequence)
+            return (AlarmRules.message(for: response.entry, references: response.references, secondsBefore: alarm.secondsBefore),
+                    response.entry.effectiveDepartureTime, nil)
+        } catch {
+            logger.info("alarm arrival lookup failed at creation", [("region", String(region.id)), ("reason", "\(error)")])
+            return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, error)
+        }
+    }
+
+    /// §5.5: 204 only once the row is gone, 404 when unknown, 5xx on failure.
+    func delete(_ request: Request) async -> Response {
+        guard let region = regions.resolve(request) else { return .regionNotFound }
+        let token = request.pathParameters["token"] ?? ""
+        do {
+            let deleted = try await store.delete(regionID: region.id, token: token)
+            return Response.empty(deleted ? 204 : 404).logging("region", String(region.id))
+        } catch {
+            logger.error("alarm delete failed", [("region", String(region.id)), ("error", "\(error)")])
+            return Response.storageUnavailable(.messages, summary: "Unable to cancel alarm").logging("region", String(region.id))
+        }
+    }
+}

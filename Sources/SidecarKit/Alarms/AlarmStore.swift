@@ -1,0 +1,150 @@
+import Database
+
+/// Storage of alarms (table `alarms`).
+public struct AlarmStore: Sendable {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    static let columns = """
+        id, token, region_id, api_version, user_push_id, operating_system, apns_sandbox, stop_id, trip_id, service_date, \
+        vehicle_id, stop_sequence, seconds_before, message, failure_count, departure_estimate, next_check_at, created_at
+        """
+
+    /// What a new alarm carries (the store assigns the id).
+    public struct NewAlarm: Sendable {
+        public var token: String
+        public var regionID: Int
+        public var apiVersion: Int
+        public var userPushID: String
+        public var operatingSystem: String
+        public var apnsSandbox: Bool
+        public var stopID: String?
+        public var tripID: String?
+        public var serviceDate: Int64?
+        public var vehicleID: String?
+        public var stopSequence: Int?
+        public var secondsBefore: Int
+        public var message: String
+        public var departureEstimate: Int64?
+        public var nowMillis: Int64
+    }
+
+    /// Inserts an alarm; throws `DatabaseError.constraintViolation` when a v1
+    /// alarm with the same identity already exists.
+    public func insert(_ alarm: NewAlarm) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("""
+                INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_system, apns_sandbox, stop_id, trip_id,
+                    service_date, vehicle_id, stop_sequence, seconds_before, message, failure_count, departure_estimate, next_check_at, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14, $15, $15)
+                """, [.text(alarm.token), .integer(Int64(alarm.regionID)), .integer(Int64(alarm.apiVersion)), .text(alarm.userPushID),
+                      .text(alarm.operatingSystem), SQLValue(alarm.apnsSandbox), SQLValue(alarm.stopID), SQLValue(alarm.tripID),
+                      SQLValue(alarm.serviceDate), SQLValue(alarm.vehicleID), SQLValue(alarm.stopSequence),
+                      .integer(Int64(alarm.secondsBefore)), .text(alarm.message), SQLValue(alarm.departureEstimate),
+                      .integer(alarm.nowMillis)])
+        }
+    }
+
+    /// The v1 alarm with this identity (§5.1 idempotency), if any.
+    public func findV1(regionID: Int, userPushID: String, tripID: String?, stopID: String?, serviceDate: Int64?) async throws -> Alarm? {
+        try await database.read { connection in
+            try connection.queryOne("""
+                SELECT \(Self.columns) FROM alarms WHERE api_version = 1 AND region_id = $1 AND user_push_id = $2
+                    AND COALESCE(trip_id, '') = $3 AND COALESCE(stop_id, '') = $4 AND COALESCE(service_date, -1) = $5
+                """, [.integer(Int64(regionID)), .text(userPushID), .text(tripID ?? ""), .text(stopID ?? ""),
+                      .integer(serviceDate ?? -1)]).map(Self.alarm)
+        }
+    }
+
+    /// Deletes one region's alarm by token; false when there was none.
+    public func delete(regionID: Int, token: String) async throws -> Bool {
+        try await database.write { connection in
+            try connection.execute("DELETE FROM alarms WHERE region_id = $1 AND token = $2", [.integer(Int64(regionID)), .text(token)]) > 0
+        }
+    }
+
+    public func find(token: String) async throws -> Alarm? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT \(Self.columns) FROM alarms WHERE token = $1", [.text(token)]).map(Self.alarm)
+        }
+    }
+
+    /// Alarms whose next check is at or before `cutoffMillis`.
+    public func due(atOrBefore cutoffMillis: Int64) async throws -> [Alarm] {
+        try await database.read { connection in
+            try connection.query("SELECT \(Self.columns) FROM alarms WHERE next_check_at <= $1", [.integer(cutoffMillis)]).map(Self.alarm)
+        }
+    }
+
+    public func count() async throws -> Int {
+        try await database.read { connection in Int(try connection.queryOne("SELECT COUNT(*) AS n FROM alarms", [])?.int("n") ?? 0) }
+    }
+
+    /// What one check decided for one alarm.
+    public enum Update: Sendable {
+        /// Keep it: new streak, next check, departure estimate.
+        case reschedule(id: Int64, failureCount: Int, nextCheckAt: Int64, departureEstimate: Int64?)
+        case delete(id: Int64)
+    }
+
+    /// Applies a cycle's decisions in one transaction.
+    public func apply(_ updates: [Update]) async throws {
+        guard !updates.isEmpty else { return }
+        _ = try await database.write { connection in
+            for update in updates {
+                switch update {
+                case .reschedule(let id, let failureCount, let nextCheckAt, let departureEstimate):
+                    try connection.execute("""
+                        UPDATE alarms SET failure_count = $2, next_check_at = $3, departure_estimate = COALESCE($4, departure_estimate)
+                        WHERE id = $1
+                        """, [.integer(id), .integer(Int64(failureCount)), .integer(nextCheckAt), SQLValue(departureEstimate)])
+                case .delete(let id):
+                    try connection.execute("DELETE FROM alarms WHERE id = $1", [.integer(id)])
+                }
+            }
+        }
+    }
+
+    static func alarm(_ row: Row) -> Alarm {
+        Alarm(id: row.int("id") ?? 0, token: row.string("token") ?? "", regionID: Int(row.int("region_id") ?? 0),
+              apiVersion: Int(row.int("api_version") ?? 2), userPushID: row.string("user_push_id") ?? "",
+              operatingSystem: row.string("operating_system") ?? "ios", apnsSandbox: row.bool("apns_sandbox"),
+              stopID: row.string("stop_id"), tripID: row.string("trip_id"), serviceDate: row.int("service_date"),
+              vehicleID: row.string("vehicle_id"), stopSequence: row.int("stop_sequence").map(Int.init),
+              secondsBefore: Int(row.int("seconds_before") ?? Int64(AlarmRules.defaultSecondsBefore)),
+              message: row.string("message") ?? "", failureCount: Int(row.int("failure_count") ?? 0),
+              departureEstimate: row.int("departure_estimate"), nextCheckAt: row.int("next_check_at") ?? 0,
+              createdAt: row.int("created_at") ?? 0)
+    }
+
+    /// Schema of this feature.
+    static let migrations = [
+        Migration(version: 2, name: "create alarms", sql: """
+            CREATE TABLE alarms (
+                id INTEGER PRIMARY KEY,
+                token TEXT NOT NULL UNIQUE,
+                region_id INTEGER NOT NULL,
+                api_version INTEGER NOT NULL,
+                user_push_id TEXT NOT NULL,
+                operating_system TEXT NOT NULL,
+                apns_sandbox INTEGER NOT NULL DEFAULT 0,
+                stop_id TEXT,
+                trip_id TEXT,
+                service_date INTEGER,
+                vehicle_id TEXT,
+                stop_sequence INTEGER,
+                seconds_before INTEGER NOT NULL,
+                message TEXT NOT NULL,
+                failure_count INTEGER NOT NULL DEFAULT 0,
+                departure_estimate INTEGER,
+                next_check_at INTEGER NOT NULL,
+                created_at INTEGER NOT NULL
+            );
+            CREATE INDEX alarms_next_check ON alarms (next_check_at);
+            CREATE INDEX alarms_region_token ON alarms (region_id, token);
+            CREATE UNIQUE INDEX alarms_v1_identity ON alarms (region_id, user_push_id, COALESCE(trip_id, ''), COALESCE(stop_id, ''),
+                COALESCE(service_date, -1)) WHERE api_version = 1;
+            """),
+    ]
+}
