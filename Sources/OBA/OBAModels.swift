@@ -75,11 +75,19 @@ public struct RouteReference: Decodable, Sendable, Equatable {
     public var id: String
     public var shortName: String?
     public var longName: String?
+
+    public init(id: String, shortName: String?, longName: String?) {
+        self.id = id
+        self.shortName = shortName
+        self.longName = longName
+    }
 }
 
 /// The `references` block (only what the sidecar reads).
 public struct References: Decodable, Sendable, Equatable {
     public var routes: [RouteReference]?
+
+    public init(routes: [RouteReference]?) { self.routes = routes }
 
     public func route(id: String?) -> RouteReference? {
         guard let id else { return nil }

@@ -13,7 +13,7 @@ struct TestSidecar {
     var port: Int { sidecar.server.port }
     var pushStore: PushRegistrationStore { PushRegistrationStore(database: sidecar.database) }
 
-    static func run(_ configure: (inout SidecarConfiguration) -> Void = { _ in },
+    static func run(clock: ManualClock = ManualClock(), _ configure: (inout SidecarConfiguration) -> Void = { _ in },
                     _ body: (TestSidecar) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -25,7 +25,6 @@ struct TestSidecar {
         configuration.regions = SharedFixtures.path("ios/regions-v3.json")
         configuration.shutdownTimeoutSeconds = 5
         configure(&configuration)
-        let clock = ManualClock()
         let log = MemorySink()
         let sidecar = try await Sidecar.prepare(configuration: configuration, clock: clock, logger: Logger(level: .debug, sink: log))
         try sidecar.start()

@@ -40,6 +40,9 @@ public struct SidecarConfiguration: Sendable {
     public var gorushURL: String?
     /// The iOS app's bundle id: the APNs topic.
     public var apnsTopic = "org.onebusaway.iphone"
+    /// Whether `start()` runs the alarm checker on its clock (tests that
+    /// drive cycles by hand turn it off; there is no flag).
+    public var runsAlarmChecker = true
 
     /// Which push transport to build.
     public enum PushTransportChoice: String, Sendable, CaseIterable {

@@ -121,7 +121,7 @@ public final class Sidecar: Sendable {
         loops.withLock {
             $0.append(Task { await pruner.run() })
             $0.append(Task { await refresher.run() })
-            $0.append(Task { await checker.run() })
+            if configuration.runsAlarmChecker { $0.append(Task { await checker.run() }) }
         }
         logger.info("sidecar listening", [
             ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
