@@ -290,7 +290,7 @@ struct AlarmRouteTests {
             #expect(try await app.eventually { clock.sleeperCount >= 2 })  // the pruner and the checker
             clock.advance(seconds: 60)
             #expect(try await app.eventually { gorush.notifications.count == 1 })
-            #expect(app.log.lines.contains { $0.contains("alarm cycle") && $0.contains("fired=1") })
+            #expect(try await app.eventually { app.log.lines.contains { $0.contains("alarm cycle") && $0.contains("fired=1") } })
             #expect(!app.log.lines.contains { $0.contains("device-1") }, "push tokens never reach the log")
         }
         await oba.server.shutdown()
