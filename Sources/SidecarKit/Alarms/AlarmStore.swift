@@ -70,6 +70,33 @@ public struct AlarmStore: Sendable {
         }
     }
 
+    /// The stops (region, stop id) with an alarm due at or before `cutoffMillis`.
+    public func dueStops(atOrBefore cutoffMillis: Int64) async throws -> [(regionID: Int, stopID: String?)] {
+        try await database.read { connection in
+            try connection.query("SELECT DISTINCT region_id, stop_id FROM alarms WHERE next_check_at <= $1",
+                                 [.integer(cutoffMillis)]).map { (Int($0.int("region_id") ?? 0), $0.string("stop_id")) }
+        }
+    }
+
+    /// The due alarms at some stops (a page of a cycle).
+    public func due(atOrBefore cutoffMillis: Int64, stops: [(regionID: Int, stopID: String?)]) async throws -> [Alarm] {
+        try await database.read { connection in
+            var alarms: [Alarm] = []
+            for stop in stops {
+                if let stopID = stop.stopID {
+                    alarms += try connection.query("""
+                        SELECT \(Self.columns) FROM alarms WHERE region_id = $1 AND stop_id = $2 AND next_check_at <= $3
+                        """, [.integer(Int64(stop.regionID)), .text(stopID), .integer(cutoffMillis)]).map(Self.alarm)
+                } else {
+                    alarms += try connection.query("""
+                        SELECT \(Self.columns) FROM alarms WHERE region_id = $1 AND stop_id IS NULL AND next_check_at <= $2
+                        """, [.integer(Int64(stop.regionID)), .integer(cutoffMillis)]).map(Self.alarm)
+                }
+            }
+            return alarms
+        }
+    }
+
     /// Alarms whose next check is at or before `cutoffMillis`.
     public func due(atOrBefore cutoffMillis: Int64) async throws -> [Alarm] {
         try await database.read { connection in
@@ -143,6 +170,7 @@ public struct AlarmStore: Sendable {
             );
             CREATE INDEX alarms_next_check ON alarms (next_check_at);
             CREATE INDEX alarms_region_token ON alarms (region_id, token);
+            CREATE INDEX alarms_stop_due ON alarms (region_id, stop_id, next_check_at);
             CREATE UNIQUE INDEX alarms_v1_identity ON alarms (region_id, user_push_id, COALESCE(trip_id, ''), COALESCE(stop_id, ''),
                 COALESCE(service_date, -1)) WHERE api_version = 1;
             """),

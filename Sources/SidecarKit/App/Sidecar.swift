@@ -77,6 +77,8 @@ public final class Sidecar: Sendable {
         publicURL = PublicBaseURL(configuration.effectivePublicURL())
         var upstreamConfiguration = HTTPClient.Configuration()
         upstreamConfiguration.maxConcurrentTransfers = 64
+        // Alarm cycles fan out one request per stop to each region's server.
+        upstreamConfiguration.maxConnectionsPerHost = 16
         upstream = HTTPClient(configuration: upstreamConfiguration)
         let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
                              regionKeys: configuration.obaRegionAPIKeys)

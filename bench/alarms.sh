@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Alarm checker benchmark (issue: alarms). 100,000 pending alarms over 2,000
+# stops, a fake OneBusAway server answering after 20 ms. Reports the first
+# cycle (every alarm due) and the next one (steady state): wall time,
+# upstream requests, sidecar CPU and RSS.
+#
+#   bench/alarms.sh [alarms] [stops]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source script/deps
+sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" sqlite3 python3
+
+ALARMS="${1:-100000}"
+STOPS="${2:-2000}"
+PER_STOP=$(( ALARMS / STOPS ))
+OBA_PORT=18201
+SIDECAR_PORT=18202
+INTERVAL=30
+WORK="$(mktemp -d)"
+trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+swift build -c release --static-swift-stdlib --product sidecar >&2
+BIN=.build/release/sidecar
+
+TRIPS_PER_STOP=$PER_STOP LATENCY_MS=20 python3 bench/fake_oba.py $OBA_PORT & echo $! > "$WORK/oba.pid"
+for _ in $(seq 50); do curl -fs "http://127.0.0.1:$OBA_PORT/stats" >/dev/null && break; sleep 0.1; done
+
+cat > "$WORK/regions.json" <<JSON
+{"data": {"list": [{"id": 1, "regionName": "Bench", "obaBaseUrl": "http://127.0.0.1:$OBA_PORT/", "sidecarBaseUrl": null}]}}
+JSON
+"$BIN" migrate --database "$WORK/bench.sqlite3" >/dev/null
+python3 - "$WORK/bench.sqlite3" "$ALARMS" "$STOPS" "$PER_STOP" <<'PY'
+import sqlite3, sys, time, secrets
+path, alarms, stops, per_stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+now = int(time.time() * 1000)
+db = sqlite3.connect(path)
+rows = []
+for i in range(alarms):
+    stop, k = i % stops, (i // stops) % per_stop
+    departure = now + (5 + (stop * per_stop + k) % 180) * 60_000
+    rows.append((secrets.token_urlsafe(16), 1, 2, f"device-{i}", "ios" if i % 3 else "android", f"s_{stop}", f"t_{stop}_{k}",
+                 1767168000000, f"v_{k}", 4, 600, "The 44 to Ballard leaves in 10 minutes", departure, 0, now))
+db.executemany("""INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_system, stop_id, trip_id, service_date,
+    vehicle_id, stop_sequence, seconds_before, message, departure_estimate, next_check_at, created_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows)
+db.commit()
+PY
+
+"$BIN" serve --host 127.0.0.1 --port $SIDECAR_PORT --database "$WORK/bench.sqlite3" --regions "$WORK/regions.json" \
+  --alarm-check-interval $INTERVAL --push-transport none --log-level info > "$WORK/sidecar.log" 2>&1 &
+echo $! > "$WORK/sidecar.pid"
+PID=$(cat "$WORK/sidecar.pid")
+cpu() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
+kb() { awk -v key="$1" '$1 == key":" {print $2}' "/proc/$PID/status"; }
+
+wait_cycle() {  # wait_cycle N: until the Nth "alarm cycle" line exists
+  for _ in $(seq 600); do
+    [ "$(grep -c 'alarm cycle' "$WORK/sidecar.log" || true)" -ge "$1" ] && return 0
+    sleep 0.2
+  done
+  echo "no alarm cycle $1 in time" >&2; cat "$WORK/sidecar.log" >&2; exit 1
+}
+field() { sed -n "$1p" <(grep 'alarm cycle' "$WORK/sidecar.log") | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k {print $2}'; }
+
+CPU0=$(cpu)
+wait_cycle 1
+CPU1=$(cpu); RSS1=$(kb VmRSS)
+wait_cycle 2
+CPU2=$(cpu); RSS2=$(kb VmRSS); HWM=$(kb VmHWM)
+STATS=$(curl -s "http://127.0.0.1:$OBA_PORT/stats")
+
+mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+secs() { awk -v t="$1" 'BEGIN { printf "%.2f", t / 100 }'; }
+row() {  # row N label cpu_ticks rss_kb
+  echo "| $2 | $(field "$1" checked) | $(field "$1" duration_ms) ms | $(field "$1" stop_requests) | $(field "$1" trip_requests) | $(secs "$3") s | $(mb "$4") MB |"
+}
+cat <<REPORT
+Machine: $(nproc) cores, $(uname -sr); $ALARMS alarms over $STOPS stops ($PER_STOP per stop), fake OBA latency 20 ms; $(date -u +%Y-%m-%dT%H:%MZ)
+
+| cycle | alarms checked | wall time | stop requests | trip requests | sidecar CPU | RSS after |
+|---|---|---|---|---|---|---|
+$(row 1 "first (every alarm due)" $((CPU1 - CPU0)) "$RSS1")
+$(row 2 "next, $INTERVAL s later" $((CPU2 - CPU1)) "$RSS2")
+
+Upstream requests seen by the fake server over both cycles: $STATS. Peak RSS (VmHWM): $(mb "$HWM") MB.
+REPORT
