@@ -60,6 +60,18 @@ struct AlarmRouteTests {
         }
     }
 
+    @Test func theMessageComesFromTheAppsFixture() async throws {
+        try await Self.run { app, _, _ in
+            let response = try await app.post("/api/v2/regions/1/alarms", [
+                ("user_push_id", "d"), ("operating_system", "ios"), ("stop_id", "1_11420"), ("trip_id", "1_40989208"),
+                ("service_date", "1538809200000"), ("stop_sequence", "4"), ("seconds_before", "60")])
+            let token = String((response.json?["url"] as? String ?? "").split(separator: "/").last ?? "")
+            let alarm = try #require(try await AlarmStore(database: app.sidecar.database).find(token: token))
+            #expect(alarm.message == "The 10 to Downtown Seattle leaves in 1 minute")
+            #expect(alarm.departureEstimate == 1_538_844_086_000)
+        }
+    }
+
     @Test func v2FallsBackToAGenericMessageAndStoresTripFieldsAsSent() async throws {
         try await Self.run { app, oba, _ in
             oba.setMode(.serverError)

@@ -49,6 +49,11 @@ final class FakeOBA: Sendable {
             case .notFound: return .json(404, ["code": 404])
             case .normal: break
             }
+            // The iOS app's own fixture answers for its stop and trip.
+            if stop == "1_11420", request.parameters["tripId"] == "1_40989208",
+               let fixture = try? SharedFixtures.bytes("ios/arrival-and-departure-for-stop-1_11420.json") {
+                return .bytes(200, contentType: "application/json", fixture)
+            }
             guard let trip = trips.first(where: { $0.stopID == stop && $0.tripID == request.parameters["tripId"]
                                                     && String($0.serviceDate) == request.parameters["serviceDate"] }) else {
                 return .bytes(200, contentType: "application/json", Array(#"{"code":404,"currentTime":\#(now()),"text":"not found","version":2}"#.utf8))
