@@ -30,10 +30,11 @@ let package = Package(
         .target(name: "Database", dependencies: ["CSQLite", "PlatformThreads"]),
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         .target(name: "OBA", dependencies: ["HTTPClient", "Core"]),
+        .target(name: "GTFSRealtime"),
         .target(name: "Push", dependencies: ["HTTPClient", "Core"]),
 
         // The application: one folder per feature.
-        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push"]),
+        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime"]),
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
 
         // A raw-socket HTTP client for tests that must send malformed bytes.
@@ -41,8 +42,9 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer"]),
+        .testTarget(name: "GTFSRealtimeTests", dependencies: ["GTFSRealtime", "TestSupport"]),
         .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),
-        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto", "OBA", "Push", "TestSupport"]),
+        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,161 @@
+// Field numbers from gtfs-realtime.proto.
+
+extension FeedMessage {
+    /// The binary protobuf encoding.
+    public func encoded() -> [UInt8] {
+        var writer = ProtobufWriter()
+        writer.message(1) { header.write(to: &$0) }
+        for entity in entities { writer.message(2) { entity.write(to: &$0) } }
+        return writer.bytes
+    }
+
+    /// Decodes a binary FeedMessage (unknown fields are skipped).
+    public init(decoding bytes: [UInt8]) throws(ProtobufError) {
+        var reader = ProtobufReader(bytes[...])
+        var header: FeedHeader?
+        var entities: [FeedEntity] = []
+        while let (field, value) = try reader.next() {
+            switch field {
+            case 1: header = try FeedHeader(try value.message())
+            case 2: entities.append(try FeedEntity(try value.message()))
+            default: continue
+            }
+        }
+        guard let header else { throw ProtobufError("FeedMessage without a header") }
+        self.init(header: header, entities: entities)
+    }
+}
+
+extension FeedHeader {
+    func write(to writer: inout ProtobufWriter) {
+        writer.string(1, gtfsRealtimeVersion)
+        writer.uint(2, UInt64(incrementality))
+        if let timestamp { writer.uint(3, timestamp) }
+    }
+
+    init(_ reader: ProtobufReader) throws(ProtobufError) {
+        var reader = reader
+        var version: String?
+        var incrementality = 0
+        var timestamp: UInt64?
+        while let (field, value) = try reader.next() {
+            switch field {
+            case 1: version = try value.string()
+            case 2: incrementality = Int(try value.uint())
+            case 3: timestamp = try value.uint()
+            default: continue
+            }
+        }
+        guard let version else { throw ProtobufError("FeedHeader without gtfs_realtime_version") }
+        self.init(gtfsRealtimeVersion: version, incrementality: incrementality, timestamp: timestamp)
+    }
+}
+
+extension FeedEntity {
+    func write(to writer: inout ProtobufWriter) {
+        writer.string(1, id)
+        if let alert { writer.message(5) { alert.write(to: &$0) } }
+    }
+
+    init(_ reader: ProtobufReader) throws(ProtobufError) {
+        var reader = reader
+        var id: String?
+        var alert: Alert?
+        while let (field, value) = try reader.next() {
+            switch field {
+            case 1: id = try value.string()
+            case 5: alert = try Alert(try value.message())
+            default: continue
+            }
+        }
+        guard let id else { throw ProtobufError("FeedEntity without an id") }
+        self.init(id: id, alert: alert)
+    }
+}
+
+extension Alert {
+    func write(to writer: inout ProtobufWriter) {
+        for period in activePeriods {
+            writer.message(1) { nested in
+                if let start = period.start { nested.uint(1, start) }
+                if let end = period.end { nested.uint(2, end) }
+            }
+        }
+        for selector in informedEntities {
+            writer.message(5) { nested in
+                if let agency = selector.agencyID { nested.string(1, agency) }
+                if let route = selector.routeID { nested.string(2, route) }
+                if let stop = selector.stopID { nested.string(5, stop) }
+            }
+        }
+        if let cause { writer.uint(6, UInt64(cause.rawValue)) }
+        if let effect { writer.uint(7, UInt64(effect.rawValue)) }
+        if let url { writer.message(8) { url.write(to: &$0) } }
+        if let headerText { writer.message(10) { headerText.write(to: &$0) } }
+        if let descriptionText { writer.message(11) { descriptionText.write(to: &$0) } }
+        if let severityLevel { writer.uint(14, UInt64(severityLevel.rawValue)) }
+    }
+
+    init(_ reader: ProtobufReader) throws(ProtobufError) {
+        var reader = reader
+        var alert = Alert()
+        while let (field, value) = try reader.next() {
+            switch field {
+            case 1:
+                var nested = try value.message()
+                var range = TimeRange(start: nil, end: nil)
+                while let (inner, innerValue) = try nested.next() {
+                    if inner == 1 { range.start = try innerValue.uint() } else if inner == 2 { range.end = try innerValue.uint() }
+                }
+                alert.activePeriods.append(range)
+            case 5:
+                var nested = try value.message()
+                var selector = EntitySelector()
+                while let (inner, innerValue) = try nested.next() {
+                    switch inner {
+                    case 1: selector.agencyID = try innerValue.string()
+                    case 2: selector.routeID = try innerValue.string()
+                    case 5: selector.stopID = try innerValue.string()
+                    default: continue
+                    }
+                }
+                alert.informedEntities.append(selector)
+            case 6: alert.cause = Cause(rawValue: Int(try value.uint()))
+            case 7: alert.effect = Effect(rawValue: Int(try value.uint()))
+            case 8: alert.url = try TranslatedString(try value.message())
+            case 10: alert.headerText = try TranslatedString(try value.message())
+            case 11: alert.descriptionText = try TranslatedString(try value.message())
+            case 14: alert.severityLevel = SeverityLevel(rawValue: Int(try value.uint()))
+            default: continue
+            }
+        }
+        self = alert
+    }
+}
+
+extension TranslatedString {
+    func write(to writer: inout ProtobufWriter) {
+        for translation in translations {
+            writer.message(1) { nested in
+                nested.string(1, translation.text)
+                if let language = translation.language { nested.string(2, language) }
+            }
+        }
+    }
+
+    init(_ reader: ProtobufReader) throws(ProtobufError) {
+        var reader = reader
+        var translations: [Translation] = []
+        while let (field, value) = try reader.next() {
+            guard field == 1 else { continue }
+            var nested = try value.message()
+            var text: String?
+            var language: String?
+            while let (inner, innerValue) = try nested.next() {
+                if inner == 1 { text = try innerValue.string() } else if inner == 2 { language = try innerValue.string() }
+            }
+            translations.append(Translation(text: text ?? "", language: language))
+        }
+        self.init(translations)
+    }
+}

@@ -1,0 +1,102 @@
+/// The protobuf JSON mapping of a FeedMessage (lowerCamelCase names, enums
+/// by name, 64-bit integers as strings), for `alerts.pbtext` debugging.
+extension FeedMessage {
+    public func jsonText() -> String {
+        var root: [(String, JSONText)] = [("header", .object(headerFields))]
+        if !entities.isEmpty { root.append(("entity", .array(entities.map { .object($0.jsonFields) }))) }
+        return JSONText.object(root).rendered(indent: "")
+    }
+
+    private var headerFields: [(String, JSONText)] {
+        var fields: [(String, JSONText)] = [("gtfsRealtimeVersion", .string(header.gtfsRealtimeVersion))]
+        fields.append(("incrementality", .string(header.incrementality == 0 ? "FULL_DATASET" : "DIFFERENTIAL")))
+        if let timestamp = header.timestamp { fields.append(("timestamp", .string(String(timestamp)))) }
+        return fields
+    }
+}
+
+extension FeedEntity {
+    var jsonFields: [(String, JSONText)] {
+        var fields: [(String, JSONText)] = [("id", .string(id))]
+        if let alert { fields.append(("alert", .object(alert.jsonFields))) }
+        return fields
+    }
+}
+
+extension Alert {
+    var jsonFields: [(String, JSONText)] {
+        var fields: [(String, JSONText)] = []
+        if !activePeriods.isEmpty {
+            fields.append(("activePeriod", .array(activePeriods.map { period in
+                var range: [(String, JSONText)] = []
+                if let start = period.start { range.append(("start", .string(String(start)))) }
+                if let end = period.end { range.append(("end", .string(String(end)))) }
+                return .object(range)
+            })))
+        }
+        if !informedEntities.isEmpty {
+            fields.append(("informedEntity", .array(informedEntities.map { selector in
+                var entity: [(String, JSONText)] = []
+                if let agency = selector.agencyID { entity.append(("agencyId", .string(agency))) }
+                if let route = selector.routeID { entity.append(("routeId", .string(route))) }
+                if let stop = selector.stopID { entity.append(("stopId", .string(stop))) }
+                return .object(entity)
+            })))
+        }
+        if let cause { fields.append(("cause", .string(cause.name))) }
+        if let effect { fields.append(("effect", .string(effect.name))) }
+        if let url { fields.append(("url", url.json)) }
+        if let headerText { fields.append(("headerText", headerText.json)) }
+        if let descriptionText { fields.append(("descriptionText", descriptionText.json)) }
+        if let severityLevel { fields.append(("severityLevel", .string(severityLevel.name))) }
+        return fields
+    }
+}
+
+extension TranslatedString {
+    var json: JSONText {
+        .object([("translation", .array(translations.map { translation in
+            var fields: [(String, JSONText)] = [("text", .string(translation.text))]
+            if let language = translation.language { fields.append(("language", .string(language))) }
+            return .object(fields)
+        }))])
+    }
+}
+
+/// Ordered JSON for stable, readable output.
+indirect enum JSONText {
+    case string(String)
+    case array([JSONText])
+    case object([(String, JSONText)])
+
+    func rendered(indent: String) -> String {
+        let inner = indent + "  "
+        switch self {
+        case .string(let text): return Self.quote(text)
+        case .array(let items):
+            if items.isEmpty { return "[]" }
+            return "[\n" + items.map { inner + $0.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+        case .object(let fields):
+            if fields.isEmpty { return "{}" }
+            return "{\n" + fields.map { inner + Self.quote($0.0) + ": " + $0.1.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "}"
+        }
+    }
+
+    static func quote(_ text: String) -> String {
+        var output = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output + "\""
+    }
+}
