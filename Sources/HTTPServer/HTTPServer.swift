@@ -152,6 +152,10 @@ public final class HTTPServer: Sendable {
                 exchange.phase = .responded
                 return queue(tooLarge(exchange), on: connection, exchange: exchange)
             }
+            if let response = immediateResponse(connection, exchange) {
+                exchange.phase = .responded
+                return queue(response, on: connection, exchange: exchange)
+            }
             exchange.phase = .dispatched
             dispatch(connection, exchange)
             return .YES
@@ -164,6 +168,14 @@ public final class HTTPServer: Sendable {
         case .responded:
             return .YES
         }
+    }
+
+    /// Answers on this thread when the route can (see `Route.immediate`).
+    private func immediateResponse(_ connection: OpaquePointer, _ exchange: Exchange) -> Response? {
+        guard case .route(let route, _, _) = exchange.match, route.immediate != nil, exchange.body.isEmpty else { return nil }
+        let request = Request(method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
+                              headers: [], body: [], peerAddress: "")
+        return router.respondImmediately(to: request, match: exchange.match ?? .notFound)
     }
 
     private func dispatch(_ connection: OpaquePointer, _ exchange: Exchange) {

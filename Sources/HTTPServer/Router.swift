@@ -22,12 +22,18 @@ public struct Route: Sendable {
     /// Whether to parse query and body into `Request.parameters` first.
     public var parsesParameters: Bool
     public let handler: Handler
+    /// An optional synchronous answer tried first on the server's own thread
+    /// (no task, no suspend/resume): for answers already in memory, such as
+    /// a cached feed. Returning nil falls through to `handler`. Routes with
+    /// middleware never use it.
+    public var immediate: (@Sendable (Request) -> Response?)?
 
     let segments: [Segment]
 
     public init(_ method: String, _ pattern: String, suffixes: [String] = [], bodyLimit: Int? = nil,
                 errorStyle: ErrorStyle = .simple, middleware: [Middleware] = [], parsesParameters: Bool = true,
-                handler: @escaping Handler) {
+                immediate: (@Sendable (Request) -> Response?)? = nil, handler: @escaping Handler) {
+        self.immediate = immediate
         self.method = method
         self.pattern = pattern
         self.suffixes = suffixes
@@ -157,6 +163,22 @@ public struct Router: Sendable {
             }
             return await chain(request)
         }
+    }
+
+    /// The synchronous answer of a route that has one, or nil when the
+    /// request must go through the async path.
+    public func respondImmediately(to request: Request, match: Match) -> Response? {
+        guard case .route(let route, let captures, let suffix) = match, let immediate = route.immediate, route.middleware.isEmpty else {
+            return nil
+        }
+        var request = request
+        request.routePattern = route.pattern
+        request.pathParameters = captures
+        if let suffix { request.pathParameters["format"] = suffix }
+        if route.parsesParameters {
+            do throws(ParameterError) { try request.parseParameters(limit: parameterLimit) } catch { return nil }
+        }
+        return immediate(request)
     }
 
     /// Convenience for tests and in-process callers: match and respond.

@@ -45,15 +45,30 @@ public struct GorushTransport: PushTransport {
     }
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
-        var outcomes: [PushOutcome] = []
-        outcomes.reserveCapacity(messages.count)
-        var start = 0
-        while start < messages.count {
-            let batch = Array(messages[start..<min(start + batchSize, messages.count)])
-            outcomes += await sendBatch(batch)
-            start += batchSize
+        let batches = stride(from: 0, to: messages.count, by: batchSize).map { Array(messages[$0..<min($0 + batchSize, messages.count)]) }
+        if batches.count <= 1 {
+            guard let only = batches.first else { return [] }
+            return await sendBatch(only)
         }
-        return outcomes
+        // A few batches in flight at once; outcomes keep the messages' order.
+        var results = [[PushOutcome]](repeating: [], count: batches.count)
+        await withTaskGroup(of: (Int, [PushOutcome]).self) { group in
+            var next = 0
+            for _ in 0..<min(4, batches.count) {
+                let index = next
+                group.addTask { (index, await sendBatch(batches[index])) }
+                next += 1
+            }
+            for await (index, outcomes) in group {
+                results[index] = outcomes
+                if next < batches.count {
+                    let index = next
+                    group.addTask { (index, await sendBatch(batches[index])) }
+                    next += 1
+                }
+            }
+        }
+        return results.flatMap { $0 }
     }
 
     private func sendBatch(_ batch: [PushMessage]) async -> [PushOutcome] {

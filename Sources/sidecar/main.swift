@@ -26,6 +26,8 @@ case .help(let text):
     print(text)
 case .version:
     print("sidecar \(CommandLineInterface.version)")
+case .admin(let invocation):
+    exit(await AdminCommands.run(invocation))
 case .migrate(let configuration):
     let logger = Logger(level: configuration.logLevel)
     do {

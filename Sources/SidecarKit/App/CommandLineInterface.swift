@@ -1,13 +1,25 @@
 import Database
 import FoundationEssentials
+import GTFSRealtime
 import HTTPServer
 
 /// What the command line asked for.
 public enum SidecarCommand: Sendable {
     case serve(SidecarConfiguration)
     case migrate(SidecarConfiguration)
+    /// An operator command (`region`, `alert`, `apikey`) against the database.
+    case admin(AdminInvocation)
     case help(String)
     case version
+}
+
+/// An operator command: its name (`alert create`), positional arguments,
+/// its own options (dashes turned into underscores) and the shared settings.
+public struct AdminInvocation: Sendable {
+    public var command: String
+    public var positional: [String]
+    public var options: [String: String]
+    public var configuration: SidecarConfiguration
 }
 
 /// A command line (or environment variable) that cannot be obeyed: printed
@@ -40,11 +52,11 @@ public enum CommandLineInterface {
         Flag(name: "port", valueName: "PORT", help: "TCP port to listen on, 0 for any free port (default 8080)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.port = try integer(value, flag: "port", range: 0...65535)
         },
-        Flag(name: "database", valueName: "PATH", help: "SQLite database file, created if missing (default sidecar.sqlite3)", commands: ["serve", "migrate"]) { config, value throws(CommandLineError) in
+        Flag(name: "database", valueName: "PATH", help: "SQLite database file, created if missing (default sidecar.sqlite3)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--database must not be empty") }
             config.database = value
         },
-        Flag(name: "regions", valueName: "PATH|URL", help: "regions-v3.json file or http(s) URL (default: a bundled sample)", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "regions", valueName: "PATH|URL", help: "regions-v3.json file or http(s) URL (default: a bundled sample)", commands: ["serve", "admin"]) { config, value throws(CommandLineError) in
             config.regions = value
         },
         Flag(name: "regions-refresh", valueName: "SECONDS", help: "How often a regions URL is re-read (default 3600)", commands: ["serve"]) { config, value throws(CommandLineError) in
@@ -56,14 +68,14 @@ public enum CommandLineInterface {
             }
             config.publicURL = value
         },
-        Flag(name: "log-level", valueName: "LEVEL", help: "debug, info, warning or error (default info)", commands: ["serve", "migrate"]) { config, value throws(CommandLineError) in
+        Flag(name: "log-level", valueName: "LEVEL", help: "debug, info, warning or error (default info)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard let level = LogLevel(name: value) else { throw CommandLineError("--log-level must be debug, info, warning or error, got \(value)") }
             config.logLevel = level
         },
         Flag(name: "push-registration-limit", valueName: "N", help: "Push registration requests per minute per client address, 0 disables (default 30)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.pushRegistrationLimit = try integer(value, flag: "push-registration-limit", range: 0...1_000_000)
         },
-        Flag(name: "sqlite-synchronous", valueName: "MODE", help: "normal (default) or full (survives power loss, slower writes)", commands: ["serve", "migrate"]) { config, value throws(CommandLineError) in
+        Flag(name: "sqlite-synchronous", valueName: "MODE", help: "normal (default) or full (survives power loss, slower writes)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard let mode = SQLiteDatabase.Synchronous(rawValue: value.lowercased()) else {
                 throw CommandLineError("--sqlite-synchronous must be normal or full, got \(value)")
             }
@@ -87,7 +99,7 @@ public enum CommandLineInterface {
         Flag(name: "shutdown-timeout", valueName: "SECONDS", help: "Seconds running requests get to finish on SIGTERM/SIGINT (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.shutdownTimeoutSeconds = try integer(value, flag: "shutdown-timeout", range: 0...600)
         },
-        Flag(name: "locales", valueName: "LIST", help: "Comma-separated languages alert pushes are translated into (default: a list of 23)", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "locales", valueName: "LIST", help: "Comma-separated languages alert pushes are translated into (default: a list of 23)", commands: ["serve", "admin"]) { config, value throws(CommandLineError) in
             let languages = value.split(separator: ",").compactMap { String($0).presence }
             config.locales = LocaleCatalog(languages)
         },
@@ -108,32 +120,64 @@ public enum CommandLineInterface {
         Flag(name: "alarm-check-interval", valueName: "SECONDS", help: "Seconds between alarm checks (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.alarmCheckIntervalSeconds = try integer(value, flag: "alarm-check-interval", range: 5...3600)
         },
-        Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush when --gorush-url is set, else none), gorush, log or none", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush when --gorush-url is set, else none), gorush, log or none", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
             guard let choice = SidecarConfiguration.PushTransportChoice(rawValue: value.lowercased()) else {
                 throw CommandLineError("--push-transport must be auto, gorush, log or none, got \(value)")
             }
             config.pushTransport = choice
         },
-        Flag(name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
             guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--gorush-url must be an http(s) URL, got \(value)") }
             config.gorushURL = value
         },
-        Flag(name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic (default org.onebusaway.iphone)", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic (default org.onebusaway.iphone)", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--apns-topic must not be empty") }
             config.apnsTopic = value
         },
     ]
 
+    /// Operator commands and the options each takes (beyond the shared
+    /// `--database`, `--regions`, `--log-level`, ...), with how many
+    /// positional arguments (an alert or key id) they need.
+    static let adminCommands: [String: (options: [String], positional: Int, help: String)] = [
+        "region list": ([], 0, "List the regions of the directory with their agency id and time zone"),
+        "region set": (["id", "agency-id", "timezone"], 0, "Set a region's OBA agency id (used in the alerts feed) and time zone"),
+        "alert create": (["region"] + authoringOptions, 0, "Create a draft alert (times need a UTC offset)"),
+        "alert list": (["region"], 0, "List a region's alerts"),
+        "alert show": ([], 1, "Show an alert, its translations and its sends"),
+        "alert edit": (authoringOptions, 1, "Change an alert's fields"),
+        "alert publish": ([], 1, "Publish an alert (it appears in the feed)"),
+        "alert unpublish": ([], 1, "Withdraw an alert from the feed"),
+        "alert delete": ([], 1, "Delete an alert"),
+        "alert translate": (["language", "header", "description"], 1, "Add or replace a translation of the current English text"),
+        "alert send": (["audience"], 1, "Push a published alert to the region's registrations (all|test), resuming an unfinished send"),
+        "apikey create": (["name"], 0, "Create an admin API key (printed once, stored hashed)"),
+        "apikey list": ([], 0, "List admin API keys"),
+        "apikey revoke": ([], 1, "Revoke an admin API key by id"),
+    ]
+
+    static let authoringOptions = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test", "agency-id"]
+
     /// Parses arguments (without the program name) and the environment.
     public static func parse(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
-        guard let command = arguments.first else { return .help(usage) }
-        switch command {
+        guard let first = arguments.first else { return .help(usage) }
+        var command = first
+        var rest = Array(arguments.dropFirst())
+        switch first {
         case "--help", "-h", "help": return .help(usage)
         case "--version", "-V", "version": return .version
         case "serve", "migrate": break
-        default: throw CommandLineError("unknown command '\(command)'")
+        case "region", "alert", "apikey":
+            guard let sub = rest.first, !sub.hasPrefix("-") else {
+                return .help(adminUsage(group: first))
+            }
+            command = "\(first) \(sub)"
+            rest.removeFirst()
+            guard adminCommands[command] != nil else { throw CommandLineError("unknown command '\(command)'") }
+        default: throw CommandLineError("unknown command '\(first)'")
         }
-        let available = flags.filter { $0.commands.contains(command) }
+        let admin = adminCommands[command]
+        let available = flags.filter { $0.commands.contains(command) || (admin != nil && $0.commands.contains("admin")) }
         var configuration = SidecarConfiguration()
         for flag in available {
             if let value = environment[flag.environmentName] {
@@ -142,32 +186,64 @@ public enum CommandLineInterface {
                 }
             }
         }
-        var index = 1
-        while index < arguments.count {
-            let argument = arguments[index]
+        var options: [String: String] = [:]
+        var positional: [String] = []
+        var index = 0
+        while index < rest.count {
+            let argument = rest[index]
             index += 1
-            if argument == "--help" || argument == "-h" { return .help(commandUsage(command)) }
-            guard argument.hasPrefix("--") else { throw CommandLineError("unexpected argument '\(argument)'") }
+            if argument == "--help" || argument == "-h" { return .help(admin == nil ? commandUsage(command) : adminUsage(group: String(command.split(separator: " ")[0]))) }
+            guard argument.hasPrefix("--") else {
+                guard let admin, positional.count < admin.positional else { throw CommandLineError("unexpected argument '\(argument)'") }
+                positional.append(argument)
+                continue
+            }
             var name = String(argument.dropFirst(2))
             var value: String?
             if let equals = name.firstIndex(of: "=") {
                 value = String(name[name.index(after: equals)...])
                 name = String(name[..<equals])
             }
-            guard let flag = available.first(where: { $0.name == name }) else {
-                throw CommandLineError("unknown flag --\(name) for '\(command)'")
-            }
+            let flag = available.first { $0.name == name }
+            let isOption = admin?.options.contains(name) ?? false
+            guard flag != nil || isOption else { throw CommandLineError("unknown flag --\(name) for '\(command)'") }
             if value == nil {
-                guard index < arguments.count else { throw CommandLineError("--\(name) needs a value (\(flag.valueName))") }
-                value = arguments[index]
+                guard index < rest.count else { throw CommandLineError("--\(name) needs a value (\(flag?.valueName ?? "VALUE"))") }
+                value = rest[index]
                 index += 1
             }
-            try flag.apply(&configuration, value ?? "")
+            if let flag { try flag.apply(&configuration, value ?? "") } else {
+                options[String(name.map { $0 == "-" ? "_" : $0 })] = value ?? ""
+            }
+        }
+        if let admin {
+            guard positional.count == admin.positional else { throw CommandLineError("'\(command)' needs an id, e.g. sidecar \(command) 12") }
+            return .admin(AdminInvocation(command: command, positional: positional, options: options, configuration: configuration))
         }
         if command == "serve", configuration.pushTransport == .gorush, configuration.gorushURL == nil {
             throw CommandLineError("--push-transport gorush needs --gorush-url")
         }
         return command == "serve" ? .serve(configuration) : .migrate(configuration)
+    }
+
+    /// Help for one group of operator commands.
+    public static func adminUsage(group: String) -> String {
+        var text = "Usage: sidecar \(group) <command> [options] [--database PATH] [--regions PATH|URL]\n\nCommands:\n"
+        for (name, spec) in adminCommands.sorted(by: { $0.key < $1.key }) where name.hasPrefix(group + " ") {
+            let id = spec.positional > 0 ? " ID" : ""
+            let options = spec.options.map { "[--\($0) VALUE]" }.joined(separator: " ")
+            text += "  sidecar \(name)\(id) \(options)\n      \(spec.help)\n"
+        }
+        if group == "alert" {
+            text += """
+
+            Enums: --cause \(Cause.allCases.map(\.name).joined(separator: "|"))
+                   --effect \(Effect.allCases.map(\.name).joined(separator: "|"))
+                   --severity \(SeverityLevel.allCases.map(\.name).joined(separator: "|"))
+            Times: ISO 8601 with a UTC offset, e.g. --start 2026-12-01T08:00:00-08:00 (--end none clears the end)
+            """
+        }
+        return text
     }
 
     static func integer(_ text: String, flag: String, range: ClosedRange<Int>) throws(CommandLineError) -> Int {
@@ -185,6 +261,9 @@ public enum CommandLineInterface {
         Usage:
           sidecar serve [flags]     Migrate the database and serve the rider API
           sidecar migrate [flags]   Apply database migrations and exit
+          sidecar region ...        List regions, set a region's agency id and time zone
+          sidecar alert ...         Author, publish, translate and push service alerts
+          sidecar apikey ...        Create, list and revoke admin API keys
           sidecar --help            This help; 'sidecar serve --help' lists the flags
           sidecar --version         Print the version
 

@@ -30,6 +30,9 @@ public final class Sidecar: Sendable {
     let regionRefresher: RegionRefresher
     let pruner: PushRegistrationPruner
     let alarmChecker: AlarmChecker
+    let alertFeedCache = AlertFeedCache()
+    let alertFeedWatcher: AlertFeedVersionWatcher
+    let pushTransport: (any PushTransport)?
     /// Base of handed-out URLs; known for sure only once the port is bound.
     let publicURL: PublicBaseURL
     /// The outbound client for OneBusAway servers and push gateways.
@@ -83,6 +86,10 @@ public final class Sidecar: Sendable {
         let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
                              regionKeys: configuration.obaRegionAPIKeys)
         let transport = Self.pushTransport(configuration, http: upstream, logger: logger)
+        pushTransport = transport
+        let alertStore = AlertStore(database: database)
+        alertFeedWatcher = AlertFeedVersionWatcher(store: alertStore, cache: alertFeedCache, clock: clock)
+        let administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
         let alarmStore = AlarmStore(database: database)
         alarmChecker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, clock: clock, logger: logger,
                                     intervalSeconds: configuration.alarmCheckIntervalSeconds)
@@ -96,6 +103,9 @@ public final class Sidecar: Sendable {
                 limiter: FixedWindowRateLimiter(limit: configuration.pushRegistrationLimit, windowSeconds: 60, now: now)).routes,
             AlarmRoutes(store: alarmStore, pushRegistrations: pushStore, regions: regions, oba: oba, clock: clock, logger: logger,
                         publicURL: publicURL).routes,
+            AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, logger: logger).routes,
+            AdminRoutes(administration: administration, keys: ApiKeyStore(database: database), store: alertStore, transport: transport,
+                        clock: clock, logger: logger).routes,
         ]
         features.joined().forEach { router.add($0) }
         server = HTTPServer(configuration: configuration.serverConfiguration, router: router, logger: logger)
@@ -120,7 +130,9 @@ public final class Sidecar: Sendable {
         let refresher = regionRefresher
         let pruner = self.pruner
         let checker = alarmChecker
+        let watcher = alertFeedWatcher
         loops.withLock {
+            $0.append(Task { await watcher.run() })
             $0.append(Task { await pruner.run() })
             $0.append(Task { await refresher.run() })
             if configuration.runsAlarmChecker { $0.append(Task { await checker.run() }) }

@@ -1,0 +1,228 @@
+import Core
+import FoundationEssentials
+import HTTPServer
+import Push
+import Synchronization
+
+/// The admin HTTP API under `/admin/api/`, for the same operations as the
+/// CLI. Every request needs `Authorization: Bearer <key>` with a key from
+/// `sidecar apikey create`.
+struct AdminRoutes: Sendable {
+    let administration: AlertAdministration
+    let keys: ApiKeyStore
+    let store: AlertStore
+    let transport: (any PushTransport)?
+    let clock: any WallClock
+    let logger: Logger
+    let runningSends = RunningSends()
+
+    var routes: [Route] {
+        let auth: Middleware = { request, next in await authenticate(request, next) }
+        func route(_ method: String, _ path: String, _ handler: @escaping Handler) -> Route {
+            Route(method, "/admin/api" + path, errorStyle: .messages, middleware: [auth]) { request in
+                await handler(request)
+            }
+        }
+        return [
+            route("GET", "/regions") { _ in await regions() },
+            route("PUT", "/regions/:id") { request in await setRegion(request) },
+            route("GET", "/regions/:id/alerts") { request in await listAlerts(request) },
+            route("POST", "/regions/:id/alerts") { request in await createAlert(request) },
+            route("GET", "/alerts/:id") { request in await showAlert(request) },
+            route("PATCH", "/alerts/:id") { request in await editAlert(request) },
+            route("PUT", "/alerts/:id") { request in await editAlert(request) },
+            route("DELETE", "/alerts/:id") { request in await deleteAlert(request) },
+            route("POST", "/alerts/:id/publish") { request in await publish(request, true) },
+            route("POST", "/alerts/:id/unpublish") { request in await publish(request, false) },
+            route("PUT", "/alerts/:id/translations/:language") { request in await translate(request) },
+            route("POST", "/alerts/:id/sends") { request in await send(request) },
+            route("GET", "/alerts/:id/sends") { request in await sends(request) },
+        ]
+    }
+
+    func authenticate(_ request: Request, _ next: Handler) async -> Response {
+        let header = request.header("authorization") ?? ""
+        let presented = header.hasPrefix("Bearer ") ? String(header.dropFirst(7)).trimmingWhitespace() : ""
+        let valid = presented.isEmpty ? nil : try? await keys.verify(presented, now: clock.now().epochMillis / 1000)
+        guard valid != nil else {
+            return ErrorStyle.messages.response(status: 401, error: "Unauthorized", messages: ["Send Authorization: Bearer <api key>"])
+                .adding(header: "WWW-Authenticate", "Bearer")
+        }
+        return await next(request)
+    }
+
+    static let authoringFields = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test", "agency_id"]
+
+    static func fields(_ request: Request, _ names: [String]) -> [String: String] {
+        var fields: [String: String] = [:]
+        for name in names {
+            if let value = request.parameters[name] { fields[name] = value }
+        }
+        return fields
+    }
+
+    func failure(_ error: any Error) -> Response {
+        switch error {
+        case let error as AdministrationError:
+            if case .notFound = error { return ErrorStyle.messages.response(status: 404, error: "Not Found", messages: error.messages) }
+            return ErrorStyle.messages.response(status: 422, error: "Invalid", messages: error.messages)
+        case AlertStoreError.notFound:
+            return ErrorStyle.messages.response(status: 404, error: "Not Found", messages: ["No such alert"])
+        case AlertStoreError.busy(let retryAfter):
+            return ErrorStyle.messages.response(status: 409, error: "Busy", messages: ["This send is running elsewhere; retry in \(retryAfter) s"])
+                .adding(header: "Retry-After", String(max(retryAfter, 1)))
+        default:
+            logger.error("admin request failed", [("error", "\(error)")])
+            return Response.storageUnavailable(.messages, summary: "Unavailable")
+        }
+    }
+
+    func id(_ request: Request) -> Int64? { request.pathParameters["id"].flatMap { Int64($0) } }
+
+    func regions() async -> Response {
+        do {
+            let list = try await administration.regionList()
+            return .json(200, JSONValue.array(list.map { AdminJSON.region($0.region, $0.settings) }))
+        } catch { return failure(error) }
+    }
+
+    func setRegion(_ request: Request) async -> Response {
+        guard let id = request.pathParameters["id"].flatMap({ Int($0) }) else { return failure(AdministrationError.notFound("No such region")) }
+        do {
+            let settings = try await administration.setRegion(id: id, agencyID: request.parameters["agency_id"], timezone: request.parameters["timezone"])
+            return .json(200, AdminJSON.region(try administration.region(id), settings))
+        } catch { return failure(error) }
+    }
+
+    func listAlerts(_ request: Request) async -> Response {
+        guard let regionID = request.pathParameters["id"].flatMap({ Int($0) }) else { return failure(AdministrationError.notFound("No such region")) }
+        do {
+            _ = try administration.region(regionID)
+            return .json(200, JSONValue.array(try await store.alerts(regionID: regionID).map { AdminJSON.alert($0) }))
+        } catch { return failure(error) }
+    }
+
+    func createAlert(_ request: Request) async -> Response {
+        guard let regionID = request.pathParameters["id"].flatMap({ Int($0) }) else { return failure(AdministrationError.notFound("No such region")) }
+        do {
+            let alert = try await administration.create(regionID: regionID, fields: Self.fields(request, Self.authoringFields))
+            return .json(201, AdminJSON.alert(alert))
+        } catch { return failure(error) }
+    }
+
+    func showAlert(_ request: Request) async -> Response {
+        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+        do {
+            let alert = try await administration.alert(id: id)
+            return .json(200, AdminJSON.alert(alert, translations: try await store.translations(alertID: id), sends: try await store.sends(alertID: id)))
+        } catch { return failure(error) }
+    }
+
+    func editAlert(_ request: Request) async -> Response {
+        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+        do { return .json(200, AdminJSON.alert(try await administration.edit(id: id, fields: Self.fields(request, Self.authoringFields)))) } catch {
+            return failure(error)
+        }
+    }
+
+    func deleteAlert(_ request: Request) async -> Response {
+        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+        do {
+            try await administration.delete(id: id)
+            return .empty(204)
+        } catch { return failure(error) }
+    }
+
+    func publish(_ request: Request, _ published: Bool) async -> Response {
+        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+        do { return .json(200, AdminJSON.alert(try await administration.setPublished(id: id, published))) } catch { return failure(error) }
+    }
+
+    func translate(_ request: Request) async -> Response {
+        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+        do {
+            let translation = try await administration.translate(id: id, language: request.pathParameters["language"] ?? "",
+                                                                 header: request.parameters["header"], description: request.parameters["description"])
+            return .json(200, AdminJSON.translation(translation, current: translation.sourceVersion))
+        } catch { return failure(error) }
+    }
+
+    /// Starts (or resumes) a send in the background; 202 with its state.
+    func send(_ request: Request) async -> Response {
+        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+        guard let transport else {
+            return failure(AdministrationError.invalid(["No push transport is configured (--gorush-url or --push-transport)"]))
+        }
+        guard let audience = AlertSend.Audience(rawValue: request.parameters["audience"]?.presence ?? "all") else {
+            return failure(AdministrationError.invalid(["audience must be all or test"]))
+        }
+        do {
+            let (send, alert) = try await administration.startSend(id: id, audience: audience)
+            let translations = try await store.translations(alertID: id)
+            let sender = AlertSender(store: store, transport: transport, clock: clock, logger: logger)
+            let running = runningSends
+            if running.begin(send.id) {
+                Task {
+                    defer { running.end(send.id) }
+                    do { try await sender.run(send, alert: alert, translations: translations) } catch {
+                        logger.error("alert send stopped; it resumes when started again", [("alert", String(id)), ("error", "\(error)")])
+                    }
+                }
+            }
+            return .json(202, AdminJSON.send(send))
+        } catch { return failure(error) }
+    }
+
+    func sends(_ request: Request) async -> Response {
+        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+        do {
+            _ = try await administration.alert(id: id)
+            return .json(200, JSONValue.array(try await store.sends(alertID: id).map(AdminJSON.send)))
+        } catch { return failure(error) }
+    }
+}
+
+/// Send ids being run by this process.
+final class RunningSends: Sendable {
+    private let ids = Mutex<Set<Int64>>([])
+    func begin(_ id: Int64) -> Bool { ids.withLock { $0.insert(id).inserted } }
+    func end(_ id: Int64) { ids.withLock { _ = $0.remove(id) } }
+}
+
+/// JSON shapes of the admin API (and `--json` CLI output).
+enum AdminJSON {
+    static func time(_ seconds: Int64?) -> JSONValue {
+        guard let seconds else { return .null }
+        return .string(Date(timeIntervalSince1970: Double(seconds)).formatted(.iso8601))
+    }
+
+    static func region(_ region: Region, _ settings: RegionSettings?) -> JSONValue {
+        .object(["id": .integer(Int64(region.id)), "name": .string(region.name),
+                 "agency_id": settings?.agencyID.map(JSONValue.string) ?? .null, "timezone": settings?.timezone.map(JSONValue.string) ?? .null])
+    }
+
+    static func alert(_ alert: ServiceAlert, translations: [AlertTranslation]? = nil, sends: [AlertSend]? = nil) -> JSONValue {
+        var fields: [String: JSONValue] = [
+            "id": .integer(alert.id), "region_id": .integer(Int64(alert.regionID)), "agency_id": .string(alert.agencyID),
+            "header": .string(alert.header), "description": .string(alert.description), "url": alert.url.map(JSONValue.string) ?? .null,
+            "cause": .string(alert.cause.name), "effect": .string(alert.effect.name), "severity": .string(alert.severity.name),
+            "start": time(alert.startsAt), "end": time(alert.endsAt), "published": .bool(alert.published), "test": .bool(alert.test),
+            "source_version": .integer(Int64(alert.sourceVersion)), "updated_at": time(alert.updatedAt),
+        ]
+        if let translations { fields["translations"] = .array(translations.map { translation($0, current: alert.sourceVersion) }) }
+        if let sends { fields["sends"] = .array(sends.map(send)) }
+        return .object(fields)
+    }
+
+    static func translation(_ translation: AlertTranslation, current: Int) -> JSONValue {
+        .object(["language": .string(translation.language), "header": .string(translation.header),
+                 "description": .string(translation.description), "stale": .bool(translation.sourceVersion != current)])
+    }
+
+    static func send(_ send: AlertSend) -> JSONValue {
+        .object(["id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.status),
+                 "targeted": .integer(Int64(send.targeted)), "delivered": .integer(Int64(send.delivered)),
+                 "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)),
+                 "started_at": time(send.startedAt), "finished_at": time(send.finishedAt)])
+    }
+}

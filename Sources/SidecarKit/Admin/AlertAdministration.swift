@@ -1,0 +1,133 @@
+import Core
+import GTFSRealtime
+
+/// What an administrator asked for that cannot be done.
+public enum AdministrationError: Error, Equatable {
+    case notFound(String)
+    case invalid([String])
+
+    public var messages: [String] {
+        switch self {
+        case .notFound(let message): return [message]
+        case .invalid(let messages): return messages
+        }
+    }
+}
+
+/// The authoring operations, shared by the CLI and the admin HTTP API so
+/// both validate the same way.
+public struct AlertAdministration: Sendable {
+    let store: AlertStore
+    let regions: RegionDirectory
+    let clock: any WallClock
+    /// Set in the server process so its feed changes at once.
+    let cache: AlertFeedCache?
+
+    var now: Int64 { clock.now().epochMillis / 1000 }
+
+    func region(_ id: Int) throws(AdministrationError) -> Region {
+        guard let region = regions.region(id: id) else { throw .notFound("No region \(id) in the regions directory") }
+        return region
+    }
+
+    /// Regions from the directory with their settings.
+    public func regionList() async throws -> [(region: Region, settings: RegionSettings?)] {
+        let settings = try await store.regionSettings()
+        return regions.all.map { ($0, settings[$0.id]) }
+    }
+
+    public func setRegion(id: Int, agencyID: String?, timezone: String?) async throws -> RegionSettings {
+        _ = try region(id)
+        var messages: [String] = []
+        if let timezone, !Self.looksLikeTimeZone(timezone) { messages.append("timezone must be an IANA zone name such as America/Los_Angeles") }
+        if let agencyID, agencyID.presence == nil { messages.append("agency id can't be blank") }
+        guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
+        var settings = try await store.regionSettings()[id] ?? RegionSettings(regionID: id, agencyID: nil, timezone: nil)
+        if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
+        if let timezone { settings.timezone = timezone }
+        try await store.setRegionSettings(settings)
+        return settings
+    }
+
+    static func looksLikeTimeZone(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/_+-".contains($0)) }
+            && !name.hasPrefix("/") && !name.hasSuffix("/")
+    }
+
+    /// Creates a draft alert from authoring fields (`header`, `description`,
+    /// `url`, `cause`, `effect`, `severity`, `start`, `end`, `test`, `agency_id`).
+    public func create(regionID: Int, fields: [String: String]) async throws -> ServiceAlert {
+        _ = try region(regionID)
+        var messages: [String] = []
+        if fields["header"]?.presence == nil { messages.append("Header can't be blank") }
+        if fields["start"]?.presence == nil { messages.append("start is required (ISO 8601 with a UTC offset)") }
+        let regionAgency = try await store.regionSettings()[regionID]?.agencyID
+        let agency = fields["agency_id"]?.presence ?? regionAgency
+        if agency == nil {
+            messages.append("agency_id is required: set the region's with 'sidecar region set --id \(regionID) --agency-id ID' or give one")
+        }
+        var alert = ServiceAlert(id: 0, regionID: regionID, agencyID: agency ?? "", header: "", description: "", url: nil,
+                                 cause: .unknownCause, effect: .unknownEffect, severity: .unknownSeverity, startsAt: 0, endsAt: nil,
+                                 published: false, test: false, sourceVersion: 1, createdAt: now, updatedAt: now)
+        messages += AlertInputRules.apply(fields, to: &alert).filter { !messages.contains($0) }
+        guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
+        let created = try await store.create(alert)
+        cache?.invalidate(regionID: regionID)
+        return created
+    }
+
+    public func alert(id: Int64) async throws -> ServiceAlert {
+        guard let alert = try await store.find(id: id) else { throw AdministrationError.notFound("No alert \(id)") }
+        return alert
+    }
+
+    public func edit(id: Int64, fields: [String: String]) async throws -> ServiceAlert {
+        var alert = try await alert(id: id)
+        let messages = AlertInputRules.apply(fields, to: &alert)
+        guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
+        return try await save(alert)
+    }
+
+    public func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {
+        var alert = try await alert(id: id)
+        alert.published = published
+        return try await save(alert)
+    }
+
+    private func save(_ alert: ServiceAlert) async throws -> ServiceAlert {
+        let saved = try await store.update(alert, now: now)
+        cache?.invalidate(regionID: saved.regionID)
+        return saved
+    }
+
+    public func delete(id: Int64) async throws {
+        let alert = try await alert(id: id)
+        guard try await store.delete(id: id, now: now) else { throw AdministrationError.notFound("No alert \(id)") }
+        cache?.invalidate(regionID: alert.regionID)
+    }
+
+    public func translate(id: Int64, language: String, header: String?, description: String?) async throws -> AlertTranslation {
+        let alert = try await alert(id: id)
+        var messages: [String] = []
+        let languageTag = language.trimmingWhitespace()
+        if languageTag.isEmpty || languageTag.count > 16 || !languageTag.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) {
+            messages.append("language must be a BCP-47 tag such as es or zh-Hant")
+        }
+        if languageTag.lowercased() == "en" { messages.append("English is the alert's own text; edit the alert instead") }
+        guard let header = header?.presence else { throw AdministrationError.invalid(messages + ["Header can't be blank"]) }
+        guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
+        let translation = try await store.translate(alertID: id, language: languageTag, header: header,
+                                                    description: description?.trimmingWhitespace() ?? "", now: now)
+        cache?.invalidate(regionID: alert.regionID)
+        return translation
+    }
+
+    /// The unfinished send for this alert and audience, or a new one.
+    /// Only published alerts are sent, and test alerts only to test devices.
+    public func startSend(id: Int64, audience: AlertSend.Audience) async throws -> (AlertSend, ServiceAlert) {
+        let alert = try await alert(id: id)
+        guard alert.published else { throw AdministrationError.invalid(["Publish the alert before sending it"]) }
+        guard !alert.test || audience == .test else { throw AdministrationError.invalid(["A test alert can only be sent to the test audience"]) }
+        return (try await store.startSend(alertID: id, audience: audience, now: now), alert)
+    }
+}

@@ -1,0 +1,64 @@
+import Crypto
+import Database
+
+/// Bearer keys for the admin API. A key is shown once, at creation; only
+/// its SHA-256 is stored, so a copy of the database yields no usable key.
+public struct ApiKeyStore: Sendable {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    /// A stored key (never the key itself).
+    public struct Record: Sendable, Equatable {
+        public var id: Int64
+        public var name: String
+        /// The key's first characters, to tell keys apart in listings.
+        public var prefix: String
+        public var createdAt: Int64
+        public var lastUsedAt: Int64?
+        public var revokedAt: Int64?
+    }
+
+    static func hash(_ key: String) -> String { Hex.encode(SHA256.digest(Array(key.utf8))) }
+
+    /// Creates a key and returns it in clear, once.
+    public func create(name: String, now: Int64) async throws -> (key: String, record: Record) {
+        let key = "sidecar_" + Base64URL.encode(SecureRandom.bytes(32))
+        let prefix = String(key.prefix(14))
+        let id = try await database.write { connection in
+            try connection.queryOne("""
+                INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id
+                """, [.text(name), .text(prefix), .text(Self.hash(key)), .integer(now)])?.int("id") ?? 0
+        }
+        return (key, Record(id: id, name: name, prefix: prefix, createdAt: now, lastUsedAt: nil, revokedAt: nil))
+    }
+
+    /// The live key matching a presented bearer token, if any.
+    public func verify(_ presented: String, now: Int64) async throws -> Record? {
+        let digest = Self.hash(presented)
+        guard let record = try await database.read({ connection in
+            try connection.queryOne("SELECT * FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL", [.text(digest)]).map(Self.record)
+        }) else { return nil }
+        if (record.lastUsedAt ?? 0) < now - 60 {
+            _ = try? await database.write { connection in
+                try connection.execute("UPDATE api_keys SET last_used_at = $2 WHERE id = $1", [.integer(record.id), .integer(now)])
+            }
+        }
+        return record
+    }
+
+    public func list() async throws -> [Record] {
+        try await database.read { connection in try connection.query("SELECT * FROM api_keys ORDER BY id", []).map(Self.record) }
+    }
+
+    public func revoke(id: Int64, now: Int64) async throws -> Bool {
+        try await database.write { connection in
+            try connection.execute("UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL", [.integer(id), .integer(now)]) > 0
+        }
+    }
+
+    static func record(_ row: Row) -> Record {
+        Record(id: row.int("id") ?? 0, name: row.string("name") ?? "", prefix: row.string("prefix") ?? "",
+               createdAt: row.int("created_at") ?? 0, lastUsedAt: row.int("last_used_at"), revokedAt: row.int("revoked_at"))
+    }
+}

@@ -1,0 +1,69 @@
+import GTFSRealtime
+
+/// An authored service alert (spec §3), as stored.
+public struct ServiceAlert: Sendable, Equatable {
+    public var id: Int64
+    public var regionID: Int
+    /// The `agency_id` apps match alerts against (the region's OBA agency).
+    public var agencyID: String
+    /// English source text.
+    public var header: String
+    public var description: String
+    public var url: String?
+    public var cause: Cause
+    public var effect: Effect
+    public var severity: SeverityLevel
+    /// Epoch seconds.
+    public var startsAt: Int64
+    public var endsAt: Int64?
+    public var published: Bool
+    /// Shown only to feeds requested with `?test=` and pushed only to test devices.
+    public var test: Bool
+    /// Increases whenever the English header or description changes, so a
+    /// translation made from an older text can be recognised as stale.
+    public var sourceVersion: Int
+    public var createdAt: Int64
+    public var updatedAt: Int64
+}
+
+/// A translation of an alert's header and description.
+public struct AlertTranslation: Sendable, Equatable {
+    public var language: String
+    public var header: String
+    public var description: String
+    /// The alert's `sourceVersion` this translation was made from.
+    public var sourceVersion: Int
+
+    public init(language: String, header: String, description: String, sourceVersion: Int) {
+        self.language = language
+        self.header = header
+        self.description = description
+        self.sourceVersion = sourceVersion
+    }
+}
+
+/// One push send of an alert to an audience, resumable from its cursor.
+public struct AlertSend: Sendable, Equatable {
+    public enum Audience: String, Sendable, CaseIterable { case all, test }
+    public var id: Int64
+    public var alertID: Int64
+    public var audience: Audience
+    /// `running` or `done`.
+    public var status: String
+    /// The last push registration id already sent (pages are by id).
+    public var cursor: Int64
+    public var targeted: Int
+    public var delivered: Int
+    public var failed: Int
+    /// Registrations deleted because the provider called their token dead.
+    public var pruned: Int
+    public var startedAt: Int64
+    public var finishedAt: Int64?
+}
+
+/// Per-region settings the regions directory does not carry.
+public struct RegionSettings: Sendable, Equatable {
+    public var regionID: Int
+    public var agencyID: String?
+    public var timezone: String?
+}

@@ -1,0 +1,348 @@
+import Database
+import GTFSRealtime
+
+/// Storage of alerts, their translations and push sends, and region settings.
+public struct AlertStore: Sendable {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    static let columns = """
+        id, region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at, published, test, \
+        source_version, created_at, updated_at
+        """
+
+    // MARK: Region settings
+
+    public func regionSettings() async throws -> [Int: RegionSettings] {
+        try await database.read { connection in
+            var settings: [Int: RegionSettings] = [:]
+            for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings", []) {
+                let id = Int(row.int("region_id") ?? 0)
+                settings[id] = RegionSettings(regionID: id, agencyID: row.string("agency_id"), timezone: row.string("timezone"))
+            }
+            return settings
+        }
+    }
+
+    public func setRegionSettings(_ settings: RegionSettings) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("""
+                INSERT INTO region_settings (region_id, agency_id, timezone) VALUES ($1, $2, $3)
+                ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id, timezone = excluded.timezone
+                """, [.integer(Int64(settings.regionID)), SQLValue(settings.agencyID), SQLValue(settings.timezone)])
+        }
+    }
+
+    // MARK: Alerts
+
+    /// Inserts a new alert and returns it with its id.
+    public func create(_ alert: ServiceAlert) async throws -> ServiceAlert {
+        try await database.write { connection in
+            let row = try connection.queryOne("""
+                INSERT INTO alerts (region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at,
+                    published, test, source_version, created_at, updated_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $13) RETURNING id
+                """, Self.values(alert) + [.integer(alert.createdAt)])
+            var created = alert
+            created.id = row?.int("id") ?? 0
+            created.sourceVersion = 1
+            try Self.bumpFeed(connection, regionID: alert.regionID, now: alert.createdAt)
+            return created
+        }
+    }
+
+    /// Saves an edited alert; a changed English header or description bumps
+    /// its source version, which makes older translations stale.
+    public func update(_ alert: ServiceAlert, now: Int64) async throws -> ServiceAlert {
+        try await database.write { connection in
+            guard let previous = try connection.queryOne("SELECT \(Self.columns) FROM alerts WHERE id = $1", [.integer(alert.id)]).map(Self.alert) else {
+                throw AlertStoreError.notFound
+            }
+            var saved = alert
+            saved.sourceVersion = previous.sourceVersion + (previous.header != alert.header || previous.description != alert.description ? 1 : 0)
+            saved.updatedAt = now
+            try connection.execute("""
+                UPDATE alerts SET region_id = $1, agency_id = $2, header = $3, description = $4, url = $5, cause = $6, effect = $7,
+                    severity = $8, starts_at = $9, ends_at = $10, published = $11, test = $12, source_version = $13, updated_at = $14
+                WHERE id = $15
+                """, Self.values(saved) + [.integer(Int64(saved.sourceVersion)), .integer(now), .integer(saved.id)])
+            try Self.bumpFeed(connection, regionID: saved.regionID, now: now)
+            return saved
+        }
+    }
+
+    public func delete(id: Int64, now: Int64) async throws -> Bool {
+        try await database.write { connection in
+            guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = $1", [.integer(id)]) else { return false }
+            try connection.execute("DELETE FROM alert_translations WHERE alert_id = $1", [.integer(id)])
+            try connection.execute("DELETE FROM alert_sends WHERE alert_id = $1", [.integer(id)])
+            try connection.execute("DELETE FROM alerts WHERE id = $1", [.integer(id)])
+            try Self.bumpFeed(connection, regionID: Int(row.int("region_id") ?? 0), now: now)
+            return true
+        }
+    }
+
+    public func find(id: Int64) async throws -> ServiceAlert? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT \(Self.columns) FROM alerts WHERE id = $1", [.integer(id)]).map(Self.alert)
+        }
+    }
+
+    /// Alerts of a region, newest start first (all, or only published ones).
+    public func alerts(regionID: Int, publishedOnly: Bool = false) async throws -> [ServiceAlert] {
+        try await database.read { connection in
+            try connection.query("""
+                SELECT \(Self.columns) FROM alerts WHERE region_id = $1 AND ($2 = 0 OR published = 1) ORDER BY starts_at DESC, id DESC
+                """, [.integer(Int64(regionID)), SQLValue(publishedOnly)]).map(Self.alert)
+        }
+    }
+
+    /// What the feed needs in one read: published alerts, their
+    /// translations, and when the region's alerts last changed.
+    public func feedSnapshot(regionID: Int) async throws -> (alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64, version: Int64) {
+        try await database.read { connection in
+            let alerts = try connection.query("SELECT \(Self.columns) FROM alerts WHERE region_id = $1 AND published = 1",
+                                              [.integer(Int64(regionID))]).map(Self.alert)
+            var translations: [Int64: [AlertTranslation]] = [:]
+            for row in try connection.query("""
+                SELECT t.alert_id, t.language, t.header, t.description, t.source_version FROM alert_translations t
+                JOIN alerts a ON a.id = t.alert_id WHERE a.region_id = $1 AND a.published = 1
+                """, [.integer(Int64(regionID))]) {
+                translations[row.int("alert_id") ?? 0, default: []].append(Self.translation(row))
+            }
+            let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = $1",
+                                              [.integer(Int64(regionID))])
+            return (alerts, translations, row?.int("changed_at") ?? 0, row?.int("version") ?? 0)
+        }
+    }
+
+    /// Every region's feed version (the server polls this to notice edits
+    /// made by other processes, such as the CLI).
+    public func feedVersions() async throws -> [Int: Int64] {
+        try await database.read { connection in
+            Dictionary(try connection.query("SELECT region_id, version FROM alert_feed_versions", []).map {
+                (Int($0.int("region_id") ?? 0), $0.int("version") ?? 0)
+            }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    // MARK: Translations
+
+    public func translations(alertID: Int64) async throws -> [AlertTranslation] {
+        try await database.read { connection in
+            try connection.query("SELECT alert_id, language, header, description, source_version FROM alert_translations WHERE alert_id = $1 ORDER BY language",
+                                 [.integer(alertID)]).map(Self.translation)
+        }
+    }
+
+    /// Stores a translation made from the alert's current English text.
+    public func translate(alertID: Int64, language: String, header: String, description: String, now: Int64) async throws -> AlertTranslation {
+        try await database.write { connection in
+            guard let alert = try connection.queryOne("SELECT \(Self.columns) FROM alerts WHERE id = $1", [.integer(alertID)]).map(Self.alert) else {
+                throw AlertStoreError.notFound
+            }
+            try connection.execute("""
+                INSERT INTO alert_translations (alert_id, language, header, description, source_version) VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (alert_id, language) DO UPDATE SET header = excluded.header, description = excluded.description,
+                    source_version = excluded.source_version
+                """, [.integer(alertID), .text(language), .text(header), .text(description), .integer(Int64(alert.sourceVersion))])
+            try Self.bumpFeed(connection, regionID: alert.regionID, now: now)
+            return AlertTranslation(language: language, header: header, description: description, sourceVersion: alert.sourceVersion)
+        }
+    }
+
+    // MARK: Sends
+
+    /// How long a runner holds a send without recording progress before
+    /// another process may resume it (a killed run's lease lapses).
+    public static let sendLeaseSeconds: Int64 = 60
+
+    /// Claims the unfinished send of this alert to this audience (resuming
+    /// it) or a new one. Throws `AlertStoreError.busy` while another runner
+    /// holds the lease, so two processes never push the same pages.
+    public func startSend(alertID: Int64, audience: AlertSend.Audience, now: Int64) async throws -> AlertSend {
+        try await database.write { connection in
+            if let running = try connection.queryOne("""
+                SELECT * FROM alert_sends WHERE alert_id = $1 AND audience = $2 AND status = 'running' ORDER BY id LIMIT 1
+                """, [.integer(alertID), .text(audience.rawValue)]) {
+                let lease = running.int("lease_until") ?? 0
+                guard lease <= now else { throw AlertStoreError.busy(retryAfter: lease - now) }
+                let claimed = try connection.queryOne("UPDATE alert_sends SET lease_until = $2 WHERE id = $1 RETURNING *",
+                                                      [.integer(running.int("id") ?? 0), .integer(now + Self.sendLeaseSeconds)])
+                return Self.send(claimed!)
+            }
+            let row = try connection.queryOne("""
+                INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until)
+                VALUES ($1, $2, 'running', 0, 0, 0, 0, 0, $3, $4) RETURNING *
+                """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + Self.sendLeaseSeconds)])
+            return Self.send(row!)
+        }
+    }
+
+    /// Gives up a send's lease (a run that stopped early).
+    public func releaseSend(id: Int64) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("UPDATE alert_sends SET lease_until = NULL WHERE id = $1", [.integer(id)])
+        }
+    }
+
+    /// The number of registrations a send to this audience targets.
+    public func audienceCount(regionID: Int, audience: AlertSend.Audience) async throws -> Int {
+        try await database.read { connection in
+            Int(try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1 AND ($2 = 0 OR test_device = 1)",
+                                        [.integer(Int64(regionID)), SQLValue(audience == .test)])?.int("n") ?? 0)
+        }
+    }
+
+    public func sends(alertID: Int64) async throws -> [AlertSend] {
+        try await database.read { connection in
+            try connection.query("SELECT * FROM alert_sends WHERE alert_id = $1 ORDER BY id", [.integer(alertID)]).map(Self.send)
+        }
+    }
+
+    /// A page of the audience after `cursor`, by registration id.
+    public func audiencePage(regionID: Int, audience: AlertSend.Audience, after cursor: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
+        try await database.read { connection in
+            try connection.query("""
+                SELECT id, \(PushRegistrationStore.columns) FROM push_registrations
+                WHERE region_id = $1 AND id > $2 AND ($3 = 0 OR test_device = 1) ORDER BY id LIMIT $4
+                """, [.integer(Int64(regionID)), .integer(cursor), SQLValue(audience == .test), .integer(Int64(limit))]).map {
+                ($0.int("id") ?? 0, PushRegistrationStore.registration($0))
+            }
+        }
+    }
+
+    /// Records a sent page in one transaction: counts, the new cursor, and
+    /// the deletion of registrations whose tokens the provider called dead.
+    public func recordPage(sendID: Int64, cursor: Int64, targeted: Int, delivered: Int, failed: Int, deadTokens: [(regionID: Int, token: String)],
+                           finished: Bool, now: Int64) async throws -> AlertSend {
+        try await database.write { connection in
+            var pruned = 0
+            for dead in deadTokens {
+                pruned += try connection.execute("DELETE FROM push_registrations WHERE region_id = $1 AND token = $2",
+                                                 [.integer(Int64(dead.regionID)), .text(dead.token)])
+            }
+            let row = try connection.queryOne("""
+                UPDATE alert_sends SET cursor = $2, targeted = targeted + $3, delivered = delivered + $4, failed = failed + $5,
+                    pruned = pruned + $6, status = CASE WHEN $7 = 1 THEN 'done' ELSE status END,
+                    finished_at = CASE WHEN $7 = 1 THEN $8 ELSE finished_at END,
+                    lease_until = CASE WHEN $7 = 1 THEN NULL ELSE $8 + $9 END
+                WHERE id = $1 RETURNING *
+                """, [.integer(sendID), .integer(cursor), .integer(Int64(targeted)), .integer(Int64(delivered)), .integer(Int64(failed)),
+                      .integer(Int64(pruned)), SQLValue(finished), .integer(now), .integer(Self.sendLeaseSeconds)])
+            return Self.send(row!)
+        }
+    }
+
+    // MARK: Rows
+
+    static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: Int64) throws {
+        try connection.execute("""
+            INSERT INTO alert_feed_versions (region_id, version, changed_at) VALUES ($1, 1, $2)
+            ON CONFLICT (region_id) DO UPDATE SET version = version + 1, changed_at = excluded.changed_at
+            """, [.integer(Int64(regionID)), .integer(now)])
+    }
+
+    static func values(_ alert: ServiceAlert) -> [SQLValue] {
+        [.integer(Int64(alert.regionID)), .text(alert.agencyID), .text(alert.header), .text(alert.description), SQLValue(alert.url),
+         .text(alert.cause.name), .text(alert.effect.name), .text(alert.severity.name), .integer(alert.startsAt), SQLValue(alert.endsAt),
+         SQLValue(alert.published), SQLValue(alert.test)]
+    }
+
+    static func alert(_ row: Row) -> ServiceAlert {
+        ServiceAlert(id: row.int("id") ?? 0, regionID: Int(row.int("region_id") ?? 0), agencyID: row.string("agency_id") ?? "",
+                     header: row.string("header") ?? "", description: row.string("description") ?? "", url: row.string("url"),
+                     cause: Cause(name: row.string("cause") ?? "") ?? .unknownCause,
+                     effect: Effect(name: row.string("effect") ?? "") ?? .unknownEffect,
+                     severity: SeverityLevel(name: row.string("severity") ?? "") ?? .unknownSeverity,
+                     startsAt: row.int("starts_at") ?? 0, endsAt: row.int("ends_at"), published: row.bool("published"),
+                     test: row.bool("test"), sourceVersion: Int(row.int("source_version") ?? 1),
+                     createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0)
+    }
+
+    static func translation(_ row: Row) -> AlertTranslation {
+        AlertTranslation(language: row.string("language") ?? "", header: row.string("header") ?? "",
+                         description: row.string("description") ?? "", sourceVersion: Int(row.int("source_version") ?? 0))
+    }
+
+    static func send(_ row: Row) -> AlertSend {
+        AlertSend(id: row.int("id") ?? 0, alertID: row.int("alert_id") ?? 0,
+                  audience: AlertSend.Audience(rawValue: row.string("audience") ?? "") ?? .all, status: row.string("status") ?? "running",
+                  cursor: row.int("cursor") ?? 0, targeted: Int(row.int("targeted") ?? 0), delivered: Int(row.int("delivered") ?? 0),
+                  failed: Int(row.int("failed") ?? 0), pruned: Int(row.int("pruned") ?? 0), startedAt: row.int("started_at") ?? 0,
+                  finishedAt: row.int("finished_at"))
+    }
+
+    static let migrations = [
+        Migration(version: 3, name: "create alerts", sql: """
+            CREATE TABLE region_settings (
+                region_id INTEGER PRIMARY KEY,
+                agency_id TEXT,
+                timezone TEXT
+            );
+            CREATE TABLE alerts (
+                id INTEGER PRIMARY KEY,
+                region_id INTEGER NOT NULL,
+                agency_id TEXT NOT NULL,
+                header TEXT NOT NULL,
+                description TEXT NOT NULL DEFAULT '',
+                url TEXT,
+                cause TEXT NOT NULL,
+                effect TEXT NOT NULL,
+                severity TEXT NOT NULL,
+                starts_at INTEGER NOT NULL,
+                ends_at INTEGER,
+                published INTEGER NOT NULL DEFAULT 0,
+                test INTEGER NOT NULL DEFAULT 0,
+                source_version INTEGER NOT NULL DEFAULT 1,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE INDEX alerts_region ON alerts (region_id, published, starts_at);
+            CREATE TABLE alert_translations (
+                alert_id INTEGER NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
+                language TEXT NOT NULL,
+                header TEXT NOT NULL,
+                description TEXT NOT NULL DEFAULT '',
+                source_version INTEGER NOT NULL,
+                PRIMARY KEY (alert_id, language)
+            );
+            CREATE TABLE alert_sends (
+                id INTEGER PRIMARY KEY,
+                alert_id INTEGER NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
+                audience TEXT NOT NULL CHECK (audience IN ('all', 'test')),
+                status TEXT NOT NULL,
+                cursor INTEGER NOT NULL DEFAULT 0,
+                targeted INTEGER NOT NULL DEFAULT 0,
+                delivered INTEGER NOT NULL DEFAULT 0,
+                failed INTEGER NOT NULL DEFAULT 0,
+                pruned INTEGER NOT NULL DEFAULT 0,
+                started_at INTEGER NOT NULL,
+                finished_at INTEGER,
+                lease_until INTEGER
+            );
+            CREATE TABLE alert_feed_versions (
+                region_id INTEGER PRIMARY KEY,
+                version INTEGER NOT NULL,
+                changed_at INTEGER NOT NULL
+            );
+            CREATE TABLE api_keys (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL,
+                prefix TEXT NOT NULL,
+                key_hash TEXT NOT NULL UNIQUE,
+                created_at INTEGER NOT NULL,
+                last_used_at INTEGER,
+                revoked_at INTEGER
+            );
+            """),
+    ]
+}
+
+/// Storage outcomes a caller answers with a 4xx.
+public enum AlertStoreError: Error, Equatable {
+    case notFound
+    /// Another runner holds the send's lease for this many more seconds.
+    case busy(retryAfter: Int64)
+}
