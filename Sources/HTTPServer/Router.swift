@@ -6,27 +6,28 @@ public typealias Handler = @Sendable (Request) async -> Response
 public typealias Middleware = @Sendable (Request, Handler) async -> Response
 
 /// One route: a method, a path pattern whose `:name` segments capture values,
-/// and what the route allows beyond the default.
-public struct Route: Sendable {
+/// and what the route allows beyond the default. A class, so matching a
+/// request against many routes copies nothing.
+public final class Route: Sendable {
     public let method: String
     /// e.g. `/api/v2/regions/:region/push_registrations`.
     public let pattern: String
     /// Format suffixes the apps append to the last segment (`.json`, `.pb`).
-    public var suffixes: [String]
+    public let suffixes: [String]
     /// Largest accepted body in bytes (nil = the server's default).
-    public var bodyLimit: Int?
+    public let bodyLimit: Int?
     /// The error shape this route's clients parse.
-    public var errorStyle: ErrorStyle
+    public let errorStyle: ErrorStyle
     /// Runs in order before parameters are parsed (throttles, auth).
-    public var middleware: [Middleware]
+    public let middleware: [Middleware]
     /// Whether to parse query and body into `Request.parameters` first.
-    public var parsesParameters: Bool
+    public let parsesParameters: Bool
     public let handler: Handler
     /// An optional synchronous answer tried first on the server's own thread
     /// (no task, no suspend/resume): for answers already in memory, such as
     /// a cached feed. Returning nil falls through to `handler`. Routes with
     /// middleware never use it.
-    public var immediate: (@Sendable (Request) -> Response?)?
+    public let immediate: (@Sendable (Request) -> Response?)?
 
     let segments: [Segment]
 
@@ -81,6 +82,9 @@ public struct Route: Sendable {
 /// 404, known paths with another method a JSON 405.
 public struct Router: Sendable {
     public private(set) var routes: [Route] = []
+    /// Routes by their number of path segments, so a request is compared
+    /// only with routes of its own length.
+    private var routesBySegmentCount: [Int: [Route]] = [:]
     /// Most parameters a request may carry (query plus body).
     public var parameterLimit: Int
 
@@ -88,7 +92,10 @@ public struct Router: Sendable {
         self.parameterLimit = parameterLimit
     }
 
-    public mutating func add(_ route: Route) { routes.append(route) }
+    public mutating func add(_ route: Route) {
+        routes.append(route)
+        routesBySegmentCount[route.segments.count, default: []].append(route)
+    }
 
     /// The outcome of matching a request line.
     public enum Match: Sendable {
@@ -123,7 +130,7 @@ public struct Router: Sendable {
         let segments: [String]
         do { segments = try Self.pathSegments(rawPath) } catch { return .badPath(error) }
         var allowed: [String] = []
-        for route in routes {
+        for route in routesBySegmentCount[segments.count] ?? [] {
             guard let (captures, suffix) = route.match(segments) else { continue }
             if route.method == method { return .route(route, captures: captures, suffix: suffix) }
             allowed.append(route.method)

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Alerts benchmark (issue: service alerts).
+#  1. Fan-out of one alert to 100,000 registrations through a gorush stand-in
+#     (nginx answering POST /api/push with gorush's success body): wall time,
+#     pushes/s, CPU and peak RSS of `sidecar alert send`.
+#  2. GET alerts.pb served from the feed cache, against nginx serving a
+#     static 204 in the same run: req/s (wrk -t2 -c64 -d10s).
+#
+#   bench/alerts.sh [registrations] [duration_seconds]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source script/deps
+sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" wrk nginx-light python3 time
+
+REGISTRATIONS="${1:-100000}"
+DURATION="${2:-10}"
+NGINX_PORT=18401
+SIDECAR_PORT=18402
+WORK="$(mktemp -d)"
+trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+swift build -c release --static-swift-stdlib --product sidecar >&2
+BIN=.build/release/sidecar
+DB="$WORK/bench.sqlite3"
+
+cat > "$WORK/nginx.conf" <<NGINX
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $WORK;
+  proxy_temp_path $WORK;
+  fastcgi_temp_path $WORK;
+  uwsgi_temp_path $WORK;
+  scgi_temp_path $WORK;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    client_max_body_size 10m;
+    location = /api/push { default_type application/json; return 200 '{"counts":0,"logs":[],"success":"ok"}'; }
+    location / { return 204; }
+  }
+}
+NGINX
+nginx -c "$WORK/nginx.conf"
+
+"$BIN" region set --id 1 --agency-id 1 --database "$DB" >/dev/null
+python3 - "$DB" "$REGISTRATIONS" <<'PY'
+import sqlite3, sys, time
+path, count = sys.argv[1], int(sys.argv[2])
+now = int(time.time() * 1000)
+locales = [("es", "es-MX"), (None, "en-US"), ("zh-Hant", "zh-TW"), ("vi", "vi-VN"), (None, None)]
+db = sqlite3.connect(path)
+db.executemany("""INSERT INTO push_registrations (region_id, token, operating_system, locale, raw_locale, apns_sandbox, test_device,
+    description, created_at, last_seen_at) VALUES (1, ?, ?, ?, ?, ?, 0, NULL, ?, ?)""",
+    [(f"{i:064x}", "android" if i % 3 == 0 else "ios", locales[i % 5][0], locales[i % 5][1], 1 if i % 50 == 0 else 0, now, now)
+     for i in range(count)])
+db.commit()
+PY
+ID=$("$BIN" alert create --region 1 --header "Route 44 detoured this weekend between Ballard and the U District" \
+  --description "Buses skip NW 45th St; use stops on NW Market St." --cause CONSTRUCTION --effect DETOUR --severity WARNING \
+  --start 2026-12-01T08:00:00-08:00 --database "$DB" | awk '{print $3}')
+"$BIN" alert translate "$ID" --language es --header "Ruta 44 desviada" --description "Use las paradas de NW Market St." --database "$DB" >/dev/null
+"$BIN" alert publish "$ID" --database "$DB" >/dev/null
+for i in $(seq 2 20); do
+  N=$("$BIN" alert create --region 1 --header "Alert $i" --start "2026-12-0${i:0:1}T0$((i % 10)):00:00Z" --database "$DB" 2>/dev/null | awk '{print $3}') || true
+  [ -n "${N:-}" ] && "$BIN" alert publish "$N" --database "$DB" >/dev/null
+done
+
+START=$(date +%s.%N)
+/usr/bin/time -v "$BIN" alert send "$ID" --gorush-url "http://127.0.0.1:$NGINX_PORT" --database "$DB" \
+  > "$WORK/send.out" 2> "$WORK/send.err"
+END=$(date +%s.%N)
+WALL=$(awk -v a="$START" -v b="$END" 'BEGIN { printf "%.2f", b - a }')
+RESULT=$(tail -1 "$WORK/send.out")
+CPU=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f", u + s}' "$WORK/send.err")
+PEAK=$(awk -F': ' '/Maximum resident/ {printf "%.1f", $2 / 1024}' "$WORK/send.err")
+RATE=$(awk -v n="$REGISTRATIONS" -v t="$WALL" 'BEGIN { printf "%.0f", n / t }')
+
+"$BIN" serve --host 127.0.0.1 --port $SIDECAR_PORT --database "$DB" --log-level warning > "$WORK/sidecar.log" 2>&1 &
+echo $! > "$WORK/sidecar.pid"
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$SIDECAR_PORT/healthz" >/dev/null && break; sleep 0.1; done
+FEED_BYTES=$(curl -s "http://127.0.0.1:$SIDECAR_PORT/api/v1/regions/1/alerts.pb" | wc -c)
+
+rps() { wrk -t2 -c64 -d"${DURATION}s" --latency "$1" | awk '/^Requests\/sec/ {r=$2} $1 == "99%" {p=$2} END {print r, p}'; }
+read -r NGINX_RPS NGINX_P99 <<<"$(rps "http://127.0.0.1:$NGINX_PORT/")"
+read -r FEED_RPS FEED_P99 <<<"$(rps "http://127.0.0.1:$SIDECAR_PORT/api/v1/regions/1/alerts.pb")"
+RSS=$(awk '/^VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$(cat "$WORK/sidecar.pid")/status")
+
+cat <<REPORT
+Machine: $(nproc) cores, $(uname -sr); $(date -u +%Y-%m-%dT%H:%MZ)
+
+Fan-out of one alert to $REGISTRATIONS registrations (5 locale groups x 2 platforms, 2% sandbox) through a gorush stand-in:
+
+| wall time | pushes/s | CPU (user+sys) | peak RSS | result |
+|---|---|---|---|---|
+| $WALL s | $RATE | $CPU s | $PEAK MB | $RESULT |
+
+GET /api/v1/regions/1/alerts.pb from the cache ($FEED_BYTES bytes, 20 alerts), wrk -t2 -c64 -d${DURATION}s:
+
+| target | req/s | vs nginx | p99 |
+|---|---|---|---|
+| nginx static 204 (ceiling) | $NGINX_RPS | 1.00 | $NGINX_P99 |
+| alerts.pb | $FEED_RPS | $(awk -v a="$FEED_RPS" -v b="$NGINX_RPS" 'BEGIN { printf "%.2f", a / b }') | $FEED_P99 |
+
+Sidecar peak RSS during the feed run: $RSS MB.
+REPORT
