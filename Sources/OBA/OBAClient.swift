@@ -33,6 +33,36 @@ public struct OBAClient: Sendable {
         return try await fetch(baseURL: baseURL, method: "trip-details", id: tripID, apiKey: apiKey, query: query, as: JSONValue.self)
     }
 
+    /// `agencies-with-coverage`: the agencies the server covers, with names.
+    public func agenciesWithCoverage(baseURL: String, apiKey: String?) async throws(OBAError) -> [AgencyCoverage] {
+        let (list, references) = try await fetchList(baseURL: baseURL, path: "agencies-with-coverage.json", apiKey: apiKey, as: CoverageItem.self)
+        let names = Dictionary((references?.agencies ?? []).map { ($0.id, $0.name ?? $0.id) }, uniquingKeysWith: { first, _ in first })
+        return list.compactMap { $0.agencyId }.map { AgencyCoverage(id: $0, name: names[$0] ?? $0) }
+    }
+
+    /// `vehicles-for-agency`: the ids of an agency's vehicles.
+    public func vehicleIDs(baseURL: String, apiKey: String?, agencyID: String) async throws(OBAError) -> [String] {
+        let (list, _) = try await fetchList(baseURL: baseURL, path: "vehicles-for-agency/\(Self.escape(agencyID)).json", apiKey: apiKey,
+                                            as: VehicleStatus.self)
+        return list.compactMap(\.vehicleId)
+    }
+
+    private func fetchList<Item: Decodable>(baseURL: String, path: String, apiKey: String?, as: Item.Type) async throws(OBAError) -> ([Item], AgencyReferences?) {
+        var url = (baseURL.hasSuffix("/") ? baseURL : baseURL + "/") + "api/where/" + path
+        if let apiKey, !apiKey.isEmpty { url += "?key=" + Self.escape(apiKey) }
+        let response: HTTPClientResponse
+        do { response = try await http.get(url) } catch { throw .transient("\(error)") }
+        if response.status == 404 { throw .notFound }
+        guard (200..<300).contains(response.status) else { throw .transient("HTTP \(response.status)") }
+        let envelope: ListEnvelope<Item>
+        do { envelope = try JSONDecoder().decode(ListEnvelope<Item>.self, from: Data(response.body)) } catch {
+            throw .transient("malformed response: \(error)")
+        }
+        if envelope.code == 404 { throw .notFound }
+        guard envelope.code == 200 || envelope.code == nil else { throw .transient("OBA code \(envelope.code ?? 0): \(envelope.text ?? "")") }
+        return (envelope.data?.list ?? [], envelope.data?.references)
+    }
+
     /// The URL of one API method: `<base>/api/where/<method>/<id>.json?key=...`.
     public static func url(baseURL: String, method: String, id: String, apiKey: String?, query: [(String, String)]) -> String {
         var url = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"

@@ -138,3 +138,37 @@ public enum OBAError: Error, Equatable, Sendable {
     /// Timeout, refused connection, 5xx, a malformed body, an unusable key...
     case transient(String)
 }
+
+/// An agency from `agencies-with-coverage` (id from the list, name from references).
+public struct AgencyCoverage: Sendable, Equatable {
+    public var id: String
+    public var name: String
+    public init(id: String, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// `vehicles-for-agency` list entries (only the id is used).
+public struct VehicleStatus: Decodable, Sendable, Equatable {
+    public var vehicleId: String?
+}
+
+/// A list-shaped response (`data.list`).
+struct ListPayload<Item: Decodable>: Decodable {
+    var list: [Item]?
+    var references: AgencyReferences?
+}
+
+struct AgencyReferences: Decodable {
+    struct Agency: Decodable { var id: String; var name: String? }
+    var agencies: [Agency]?
+}
+
+struct CoverageItem: Decodable { var agencyId: String? }
+
+struct ListEnvelope<Item: Decodable>: Decodable {
+    var code: Int?
+    var text: String?
+    var data: ListPayload<Item>?
+}

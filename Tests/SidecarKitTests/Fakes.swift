@@ -27,6 +27,9 @@ final class FakeOBA: Sendable {
         var stopRequests = 0
         var tripRequests = 0
         var keys: [String] = []
+        var vehicles: [String: [String]] = [:]
+        var fleetRequests = 0
+        var tripDetailRequests = 0
     }
 
     let state = Locked(State())
@@ -77,6 +80,26 @@ final class FakeOBA: Sendable {
             let list = visible.map { String(decoding: FakeOBA.entry($0), as: UTF8.self) }.joined(separator: ",")
             let entry = #"{"stopId":"\#(stop)","arrivalsAndDepartures":[\#(list)]}"#
             return .bytes(200, contentType: "application/json", FakeOBA.envelope(entry: Array(entry.utf8), now: now()))
+        })
+        router.add(Route("GET", "/api/where/agencies-with-coverage.json") { _ in
+            let mode = state.withLock { value -> Mode in value.fleetRequests += 1; return value.mode }
+            if mode == .serverError { return .json(500, ["error": "boom"]) }
+            return .bytes(200, contentType: "application/json", (try? SharedFixtures.bytes("ios/2_agencies_with_coverage.json")) ?? [])
+        })
+        router.add(Route("GET", "/api/where/vehicles-for-agency/:agency") { request in
+            let agency = String(request.pathParameters["agency"]!.dropLast(5))
+            let ids = state.withLock { value -> [String] in value.fleetRequests += 1; return value.vehicles[agency] ?? [] }
+            let list = ids.map { #"{"vehicleId":"\#($0)","status":"SCHEDULED"}"# }.joined(separator: ",")
+            return .bytes(200, contentType: "application/json",
+                          Array(#"{"code":200,"currentTime":1,"text":"OK","version":2,"data":{"list":[\#(list)],"references":{}}}"#.utf8))
+        })
+        router.add(Route("GET", "/api/where/trip-details/:trip") { request in
+            let mode = state.withLock { value -> Mode in value.tripDetailRequests += 1; return value.mode }
+            switch mode {
+            case .serverError: return .json(500, ["error": "boom"])
+            case .notFound: return .json(404, ["code": 404])
+            case .normal: return .bytes(200, contentType: "application/json", (try? SharedFixtures.bytes("ios/trip_details_1_18196913.json")) ?? [])
+            }
         })
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"

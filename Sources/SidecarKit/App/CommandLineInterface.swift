@@ -130,6 +130,13 @@ public enum CommandLineInterface {
             guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--gorush-url must be an http(s) URL, got \(value)") }
             config.gorushURL = value
         },
+        Flag(name: "pirate-weather-key", valueName: "KEY", help: "Pirate Weather API key for the weather route (without it, weather answers 403)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.pirateWeatherKey = value.presence
+        },
+        Flag(name: "pirate-weather-url", valueName: "URL", help: "Pirate Weather base URL (default https://api.pirateweather.net)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--pirate-weather-url must be an http(s) URL, got \(value)") }
+            config.pirateWeatherURL = value
+        },
         Flag(name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic (default org.onebusaway.iphone)", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--apns-topic must not be empty") }
             config.apnsTopic = value

@@ -40,6 +40,9 @@ public struct SidecarConfiguration: Sendable {
     public var gorushURL: String?
     /// The iOS app's bundle id: the APNs topic.
     public var apnsTopic = "org.onebusaway.iphone"
+    /// Pirate Weather API key; without one the weather route answers 403.
+    public var pirateWeatherKey: String?
+    public var pirateWeatherURL = "https://api.pirateweather.net"
     /// Whether `start()` runs the alarm checker on its clock (tests that
     /// drive cycles by hand turn it off; there is no flag).
     public var runsAlarmChecker = true

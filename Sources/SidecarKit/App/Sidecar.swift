@@ -104,6 +104,10 @@ public final class Sidecar: Sendable {
             AlarmRoutes(store: alarmStore, pushRegistrations: pushStore, regions: regions, oba: oba, clock: clock, logger: logger,
                         publicURL: publicURL).routes,
             AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, logger: logger).routes,
+            WeatherRoutes(regions: regions, http: upstream, apiKey: configuration.pirateWeatherKey, baseURL: configuration.pirateWeatherURL,
+                          cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
+            VehicleRoutes(regions: regions, oba: oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: now),
+                          results: TimedCache(lifetimeSeconds: 5 * 60, now: now), logger: logger).routes,
             AdminRoutes(administration: administration, keys: ApiKeyStore(database: database), store: alertStore, transport: transport,
                         clock: clock, logger: logger).routes,
         ]

@@ -1,3 +1,4 @@
+import Core
 import OBA
 
 /// The OneBusAway REST API of each region: base URL from the regions
@@ -24,6 +25,18 @@ public struct OBAGateway: Sendable {
                                     stopSequence: Int?) async throws(OBAError) -> OBAResponse<ArrivalAndDeparture> {
         try await client.arrivalAndDeparture(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID, tripID: tripID,
                                              serviceDate: serviceDate, vehicleID: vehicleID, stopSequence: stopSequence)
+    }
+
+    public func agenciesWithCoverage(region: Region) async throws(OBAError) -> [AgencyCoverage] {
+        try await client.agenciesWithCoverage(baseURL: try baseURL(region), apiKey: key(for: region))
+    }
+
+    public func vehicleIDs(region: Region, agencyID: String) async throws(OBAError) -> [String] {
+        try await client.vehicleIDs(baseURL: try baseURL(region), apiKey: key(for: region), agencyID: agencyID)
+    }
+
+    public func tripDetails(region: Region, tripID: String, serviceDate: Int64?) async throws(OBAError) -> OBAResponse<JSONValue> {
+        try await client.tripDetails(baseURL: try baseURL(region), apiKey: key(for: region), tripID: tripID, serviceDate: serviceDate)
     }
 
     public func arrivalsAndDepartures(region: Region, stopID: String, minutesBefore: Int,
