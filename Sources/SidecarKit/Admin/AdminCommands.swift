@@ -30,7 +30,7 @@ public enum AdminCommands {
         let http = HTTPClient()
         defer { http.shutdown() }
         var directory = RegionDirectory([])
-        if invocation.command.hasPrefix("region") || invocation.command.hasPrefix("alert") {
+        if invocation.command.hasPrefix("region") || invocation.command.hasPrefix("alert") || invocation.command.hasPrefix("ghostbus") {
             do { directory = RegionDirectory(try await RegionSource(argument: configuration.regions).load(client: http)) } catch {
                 errors("sidecar: error: regions directory: \(error.description)")
                 return 2
@@ -101,6 +101,11 @@ public enum AdminCommands {
                     errors(progressBar(progress, total: total))
                 }
                 output("send \(finished.id) \(finished.status): targeted \(finished.targeted), delivered \(finished.delivered), failed \(finished.failed), pruned \(finished.pruned)")
+            case "ghostbus export":
+                let regionID = try regionOption()
+                _ = try administration.region(regionID)
+                let csv = try await GhostBusStore(database: database).exportCSV(regionID: regionID)
+                output(String(csv.dropLast()))
             case "apikey create":
                 guard let name = options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
                 let (key, record) = try await ApiKeyStore(database: database).create(name: name, now: now)

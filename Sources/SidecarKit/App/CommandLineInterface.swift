@@ -130,6 +130,12 @@ public enum CommandLineInterface {
             guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--gorush-url must be an http(s) URL, got \(value)") }
             config.gorushURL = value
         },
+        Flag(name: "ghost-bus-ip-limit", valueName: "N", help: "Ghost-bus reports per hour per client address, 0 disables (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.ghostBusPeerLimit = try integer(value, flag: "ghost-bus-ip-limit", range: 0...1_000_000)
+        },
+        Flag(name: "ghost-bus-user-limit", valueName: "N", help: "Ghost-bus reports per day per user_identifier, 0 disables (default 20)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.ghostBusUserLimit = try integer(value, flag: "ghost-bus-user-limit", range: 0...1_000_000)
+        },
         Flag(name: "pirate-weather-key", valueName: "KEY", help: "Pirate Weather API key for the weather route (without it, weather answers 403)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.pirateWeatherKey = value.presence
         },
@@ -158,6 +164,7 @@ public enum CommandLineInterface {
         "alert delete": ([], 1, "Delete an alert"),
         "alert translate": (["language", "header", "description"], 1, "Add or replace a translation of the current English text"),
         "alert send": (["audience"], 1, "Push a published alert to the region's registrations (all|test), resuming an unfinished send"),
+        "ghostbus export": (["region"], 0, "Write a region's ghost-bus reports as CSV to standard output"),
         "apikey create": (["name"], 0, "Create an admin API key (printed once, stored hashed)"),
         "apikey list": ([], 0, "List admin API keys"),
         "apikey revoke": ([], 1, "Revoke an admin API key by id"),
@@ -174,7 +181,7 @@ public enum CommandLineInterface {
         case "--help", "-h", "help": return .help(usage)
         case "--version", "-V", "version": return .version
         case "serve", "migrate": break
-        case "region", "alert", "apikey":
+        case "region", "alert", "apikey", "ghostbus":
             guard let sub = rest.first, !sub.hasPrefix("-") else {
                 return .help(adminUsage(group: first))
             }

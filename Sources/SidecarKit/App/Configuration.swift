@@ -40,6 +40,10 @@ public struct SidecarConfiguration: Sendable {
     public var gorushURL: String?
     /// The iOS app's bundle id: the APNs topic.
     public var apnsTopic = "org.onebusaway.iphone"
+    /// Ghost-bus reports per hour per TCP peer; 0 disables.
+    public var ghostBusPeerLimit = 10
+    /// Ghost-bus reports per day per `user_identifier`; 0 disables.
+    public var ghostBusUserLimit = 20
     /// Pirate Weather API key; without one the weather route answers 403.
     public var pirateWeatherKey: String?
     public var pirateWeatherURL = "https://api.pirateweather.net"

@@ -1,0 +1,89 @@
+import Core
+import HTTPServer
+import OBA
+
+/// `POST /api/v2/regions/{id}/ghost_bus_reports` (spec §8).
+struct GhostBusRoutes: Sendable {
+    static let summary = "Unable to save report"
+
+    let store: GhostBusStore
+    let regions: RegionDirectory
+    let oba: OBAGateway
+    let clock: any WallClock
+    let logger: Logger
+    /// 10 per hour per TCP peer.
+    let peerLimiter: FixedWindowRateLimiter
+    /// 20 per day per `user_identifier`.
+    let userLimiter: FixedWindowRateLimiter
+    /// Seconds between snapshot attempts (tests shorten nothing: the clock is manual).
+    var snapshotRetrySeconds: Double = 10
+
+    var routes: [Route] {
+        let capAndThrottle: Middleware = { request, next in await throttle(request, next) }
+        return [Route("POST", "/api/v2/regions/:region/ghost_bus_reports", errorStyle: .messages, middleware: [capAndThrottle], handler: create)]
+    }
+
+    func throttle(_ request: Request, _ next: Handler) async -> Response {
+        // The identifier read runs before anything is validated, so it is
+        // capped; a JSON body over the cap would otherwise go uncounted.
+        if GhostBusRules.jsonBodyTooLarge(request) {
+            return ErrorStyle.messages.response(status: 403, error: "Forbidden", messages: ["Report bodies are limited to 8 KB"])
+        }
+        let limited = ErrorStyle.messages.response(status: 429, error: "Rate limit exceeded", messages: ["Too many reports; try again later"])
+        if case .limited(let retryAfter) = peerLimiter.hit(request.peerAddress) {
+            return limited.adding(header: "Retry-After", String(retryAfter))
+        }
+        if let user = GhostBusRules.throttleIdentifier(request), case .limited(let retryAfter) = userLimiter.hit(user) {
+            return limited.adding(header: "Retry-After", String(retryAfter))
+        }
+        return await next(request)
+    }
+
+    func create(_ request: Request) async -> Response {
+        guard let region = regions.resolve(request) else { return .regionNotFound }
+        let log = ("region", String(region.id))
+        let report: GhostBusReport
+        switch GhostBusRules.parse(request.parameters) {
+        case .failure(let failure):
+            return ErrorStyle.messages.response(status: 422, error: Self.summary, messages: failure.messages).logging(log.0, log.1)
+        case .success(let value):
+            report = value
+        }
+        do {
+            switch try await store.insert(report, regionID: region.id, now: clock.now().epochMillis) {
+            case .duplicate:
+                return ErrorStyle.messages.response(status: 422, error: "already_reported", messages: ["User identifier has already been taken"])
+                    .logging(log.0, log.1)
+            case .duplicateRace:
+                return ErrorStyle.messages.response(status: 422, error: "already_reported", messages: ["User has already reported this trip"])
+                    .logging(log.0, log.1)
+            case .created(let publicID):
+                let enrich = self
+                // After the 201: the rider never waits on the OBA server.
+                Task { await enrich.captureSnapshot(publicID: publicID, report: report, region: region) }
+                return Response.json(201, ["id": publicID]).logging(log.0, log.1)
+            }
+        } catch {
+            logger.error("ghost bus report write failed", [log, ("error", "\(error)")])
+            return Response.storageUnavailable(.messages, summary: Self.summary).logging(log.0, log.1)
+        }
+    }
+
+    /// Captures the trip's real-time status, up to 3 attempts.
+    func captureSnapshot(publicID: String, report: GhostBusReport, region: Region) async {
+        var snapshot: String?
+        var attempts = 0
+        while attempts < 3 && snapshot == nil {
+            attempts += 1
+            do {
+                let response = try await oba.tripDetails(region: region, tripID: report.tripIdentifier, serviceDate: report.serviceDate)
+                snapshot = String(decoding: response.entry.encoded(), as: UTF8.self)
+            } catch .notFound {
+                break
+            } catch {
+                if attempts < 3 { try? await clock.sleep(seconds: snapshotRetrySeconds * Double(attempts)) }
+            }
+        }
+        try? await store.recordSnapshot(publicID: publicID, snapshot: snapshot, attempts: attempts)
+    }
+}

@@ -1,0 +1,118 @@
+import HTTPServer
+
+/// A ghost-bus report after validation (spec §8).
+public struct GhostBusReport: Sendable, Equatable {
+    public var userIdentifier: String
+    public var tripIdentifier: String
+    /// Epoch ms; part of the dedupe key.
+    public var serviceDate: Int64
+    public var routeIdentifier: String?
+    public var stopIdentifier: String?
+    public var vehicleIdentifier: String?
+    public var stopSequence: Int64?
+    public var predicted: Bool?
+    public var scheduleDeviationMinutes: Int64?
+    public var waitDurationMinutes: Int64
+    public var comment: String?
+    public var userLatitude: Double?
+    public var userLongitude: Double?
+    public var scheduledArrivalAt: Int64?
+    public var predictedArrivalAt: Int64?
+    public var predictionLastUpdatedAt: Int64?
+}
+
+/// Spec §8 rules.
+public enum GhostBusRules {
+    public static let waitDurations: Set<Int64> = [5, 10, 15, 20, 30]
+    public static let maxCommentLength = 1000
+    /// The throttle reads at most this much of a body for `user_identifier`;
+    /// a JSON body declaring more is refused outright.
+    public static let identifierReadCap = 8 * 1024
+
+    /// An integer and nothing else: an ISO date or a decimal is absent, never
+    /// fuzzily converted (`service_date` is in the dedupe key, so its stored
+    /// value must be deterministic).
+    public static func strictInteger(_ raw: String?) -> Int64? {
+        guard let text = raw?.trimmingWhitespace(), !text.isEmpty else { return nil }
+        return Int64(text)
+    }
+
+    static func number(_ raw: String?) -> (value: Double?, malformed: Bool) {
+        guard let text = raw?.trimmingWhitespace(), !text.isEmpty else { return (nil, false) }
+        guard let value = Double(text), value.isFinite else { return (nil, true) }
+        return (value, false)
+    }
+
+    public static func parse(_ parameters: Parameters) -> Result<GhostBusReport, ValidationFailure> {
+        var messages: [String] = []
+        let user = parameters["user_identifier"]?.presence
+        if user == nil { messages.append("User identifier can't be blank") }
+        let trip = parameters["trip_identifier"]?.presence
+        if trip == nil { messages.append("Trip identifier can't be blank") }
+        let serviceDate = strictInteger(parameters["service_date"])
+        if serviceDate == nil { messages.append("Service date can't be blank") }
+        let wait = strictInteger(parameters["wait_duration_minutes"])
+        if wait.map({ !waitDurations.contains($0) }) ?? true { messages.append("Wait duration minutes is not included in the list") }
+        let comment = parameters["comment"]?.presence
+        if let comment, comment.count > maxCommentLength { messages.append("Comment is too long (maximum is \(maxCommentLength) characters)") }
+        let latitude = number(parameters["user_latitude"])
+        if latitude.malformed { messages.append("User latitude is not a number") }
+        if let value = latitude.value, !(-90...90).contains(value) { messages.append("User latitude must be between -90 and 90") }
+        let longitude = number(parameters["user_longitude"])
+        if longitude.malformed { messages.append("User longitude is not a number") }
+        if let value = longitude.value, !(-180...180).contains(value) { messages.append("User longitude must be between -180 and 180") }
+        guard messages.isEmpty, let user, let trip, let serviceDate, let wait else { return .failure(ValidationFailure(messages)) }
+        return .success(GhostBusReport(
+            userIdentifier: user, tripIdentifier: trip, serviceDate: serviceDate, routeIdentifier: parameters["route_identifier"]?.presence,
+            stopIdentifier: parameters["stop_identifier"]?.presence, vehicleIdentifier: parameters["vehicle_identifier"]?.presence,
+            stopSequence: strictInteger(parameters["stop_sequence"]), predicted: BooleanParameter.read(parameters["predicted"]),
+            scheduleDeviationMinutes: strictInteger(parameters["schedule_deviation_minutes"]), waitDurationMinutes: wait, comment: comment,
+            userLatitude: latitude.value, userLongitude: longitude.value,
+            scheduledArrivalAt: strictInteger(parameters["scheduled_arrival_at"]), predictedArrivalAt: strictInteger(parameters["predicted_arrival_at"]),
+            predictionLastUpdatedAt: strictInteger(parameters["prediction_last_updated_at"])))
+    }
+
+    /// The `user_identifier` the per-user throttle counts, read the way the
+    /// handler will read it: body first (JSON or form), then the query.
+    /// Returns nil when there is none.
+    public static func throttleIdentifier(_ request: Request) -> String? {
+        let body = request.body.prefix(identifierReadCap)
+        var fromBody: String?
+        let type = request.mediaType
+        if type == "application/json" || (type?.hasSuffix("+json") ?? false) || (type == nil && body.first == UInt8(ascii: "{")) {
+            if let object = try? Parameters.parseJSONObject(Array(body)) { fromBody = object["user_identifier"]?.scalarText }
+        } else if type == nil || type == "application/x-www-form-urlencoded" {
+            fromBody = (try? Parameters.parseURLEncoded(body, limit: 1000))?.last { $0.0 == "user_identifier" }?.1
+        }
+        if let fromBody = fromBody?.presence { return fromBody }
+        return (try? Parameters.parseURLEncoded(request.rawQuery.utf8, limit: 1000))?.last { $0.0 == "user_identifier" }?.1.presence
+    }
+
+    /// True when a JSON body declares (or has) more than the read cap.
+    public static func jsonBodyTooLarge(_ request: Request) -> Bool {
+        let type = request.mediaType
+        guard type == "application/json" || (type?.hasSuffix("+json") ?? false) else { return false }
+        let declared = request.header("content-length").flatMap { Int($0.trimmingWhitespace()) } ?? 0
+        return declared > identifierReadCap || request.body.count > identifierReadCap
+    }
+}
+
+/// Spreadsheet-safe CSV: quoted cells, and a cell a spreadsheet would run as
+/// a formula (`=`, `+`, `-`, `@`, tab, carriage return) prefixed with `'`.
+public enum CSV {
+    public static func cell(_ text: String?) -> String {
+        guard var text else { return "" }
+        if let first = text.first, "=+-@\t\r".contains(first) { text = "'" + text }
+        return "\"" + text.replacingQuotes() + "\""
+    }
+
+    public static func line(_ cells: [String?]) -> String { cells.map(cell).joined(separator: ",") }
+}
+
+extension String {
+    fileprivate func replacingQuotes() -> String {
+        var output = ""
+        for character in self { output += character == "\"" ? "\"\"" : String(character) }
+        return output
+    }
+}

@@ -1,0 +1,108 @@
+import Crypto
+import Database
+
+/// Storage of ghost-bus reports (table `ghost_bus_reports`).
+public struct GhostBusStore: Sendable {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    public enum InsertOutcome: Equatable, Sendable {
+        case created(publicID: String)
+        /// Caught by the check before inserting.
+        case duplicate
+        /// Caught by the unique index (a concurrent identical report won).
+        case duplicateRace
+    }
+
+    /// Inserts unless this user already reported this trip on this service
+    /// date in this region.
+    /// - Parameter checkFirst: false skips the check, leaving the unique
+    ///   index to catch a duplicate (how a race between two writers ends).
+    public func insert(_ report: GhostBusReport, regionID: Int, now: Int64, checkFirst: Bool = true) async throws -> InsertOutcome {
+        let publicID = SecureToken.hex(bytes: 10)
+        do {
+            return try await database.write { connection in
+                if checkFirst, try connection.queryOne("""
+                    SELECT 1 AS found FROM ghost_bus_reports
+                    WHERE region_id = $1 AND user_identifier = $2 AND trip_identifier = $3 AND service_date = $4
+                    """, [.integer(Int64(regionID)), .text(report.userIdentifier), .text(report.tripIdentifier), .integer(report.serviceDate)]) != nil {
+                    return .duplicate
+                }
+                try connection.execute("""
+                    INSERT INTO ghost_bus_reports (public_id, region_id, user_identifier, trip_identifier, service_date, route_identifier,
+                        stop_identifier, vehicle_identifier, stop_sequence, predicted, schedule_deviation_minutes, wait_duration_minutes,
+                        comment, user_latitude, user_longitude, scheduled_arrival_at, predicted_arrival_at, prediction_last_updated_at, created_at)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+                    """, [.text(publicID), .integer(Int64(regionID)), .text(report.userIdentifier), .text(report.tripIdentifier),
+                          .integer(report.serviceDate), SQLValue(report.routeIdentifier), SQLValue(report.stopIdentifier),
+                          SQLValue(report.vehicleIdentifier), SQLValue(report.stopSequence), report.predicted.map(SQLValue.init) ?? .null,
+                          SQLValue(report.scheduleDeviationMinutes), .integer(report.waitDurationMinutes), SQLValue(report.comment),
+                          SQLValue(report.userLatitude), SQLValue(report.userLongitude), SQLValue(report.scheduledArrivalAt),
+                          SQLValue(report.predictedArrivalAt), SQLValue(report.predictionLastUpdatedAt), .integer(now)])
+                return .created(publicID: publicID)
+            }
+        } catch DatabaseError.constraintViolation(let message) where message.contains("ghost_bus_reports.region_id") {
+            return .duplicateRace
+        }
+    }
+
+    /// Stores the trip's real-time status captured after the report.
+    public func recordSnapshot(publicID: String, snapshot: String?, attempts: Int) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("UPDATE ghost_bus_reports SET trip_snapshot = $2, snapshot_attempts = $3 WHERE public_id = $1",
+                                   [.text(publicID), SQLValue(snapshot), .integer(Int64(attempts))])
+        }
+    }
+
+    public func report(publicID: String) async throws -> Row? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT * FROM ghost_bus_reports WHERE public_id = $1", [.text(publicID)])
+        }
+    }
+
+    static let exportColumns = ["public_id", "created_at", "user_identifier", "trip_identifier", "service_date", "route_identifier",
+                                "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted", "schedule_deviation_minutes",
+                                "wait_duration_minutes", "comment", "user_latitude", "user_longitude", "scheduled_arrival_at",
+                                "predicted_arrival_at", "prediction_last_updated_at", "trip_snapshot"]
+
+    /// The region's reports as CSV (spreadsheet-safe), oldest first.
+    public func exportCSV(regionID: Int) async throws -> String {
+        let rows = try await database.read { connection in
+            try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = $1 ORDER BY id", [.integer(Int64(regionID))])
+        }
+        var lines = [CSV.line(Self.exportColumns)]
+        for row in rows { lines.append(CSV.line(Self.exportColumns.map { row.string($0) })) }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static let migrations = [
+        Migration(version: 4, name: "create ghost_bus_reports", sql: """
+            CREATE TABLE ghost_bus_reports (
+                id INTEGER PRIMARY KEY,
+                public_id TEXT NOT NULL UNIQUE,
+                region_id INTEGER NOT NULL,
+                user_identifier TEXT NOT NULL,
+                trip_identifier TEXT NOT NULL,
+                service_date INTEGER NOT NULL,
+                route_identifier TEXT,
+                stop_identifier TEXT,
+                vehicle_identifier TEXT,
+                stop_sequence INTEGER,
+                predicted INTEGER,
+                schedule_deviation_minutes INTEGER,
+                wait_duration_minutes INTEGER NOT NULL,
+                comment TEXT,
+                user_latitude REAL,
+                user_longitude REAL,
+                scheduled_arrival_at INTEGER,
+                predicted_arrival_at INTEGER,
+                prediction_last_updated_at INTEGER,
+                trip_snapshot TEXT,
+                snapshot_attempts INTEGER NOT NULL DEFAULT 0,
+                created_at INTEGER NOT NULL,
+                UNIQUE (region_id, user_identifier, trip_identifier, service_date)
+            );
+            """),
+    ]
+}
