@@ -74,3 +74,12 @@ extension JSONValue {
         return (try? encoder.encode(self)).map { [UInt8]($0) } ?? Array("null".utf8)
     }
 }
+
+extension JSONValue {
+    /// Indented JSON with sorted keys, for people to read and edit.
+    public func prettyEncoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+        return (try? encoder.encode(self)).map { [UInt8]($0) } ?? Array("null".utf8)
+    }
+}

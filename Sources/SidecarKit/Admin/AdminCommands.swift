@@ -30,7 +30,7 @@ public enum AdminCommands {
         let http = HTTPClient()
         defer { http.shutdown() }
         var directory = RegionDirectory([])
-        if invocation.command.hasPrefix("region") || invocation.command.hasPrefix("alert") || invocation.command.hasPrefix("ghostbus") {
+        if !invocation.command.hasPrefix("apikey") {
             do { directory = RegionDirectory(try await RegionSource(argument: configuration.regions).load(client: http)) } catch {
                 errors("sidecar: error: regions directory: \(error.description)")
                 return 2
@@ -106,6 +106,57 @@ public enum AdminCommands {
                 _ = try administration.region(regionID)
                 let csv = try await GhostBusStore(database: database).exportCSV(regionID: regionID)
                 output(String(csv.dropLast()))
+            case "study create":
+                let regionID = try regionOption()
+                _ = try administration.region(regionID)
+                guard let name = options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
+                let study = try await SurveyStore(database: database).createStudy(regionID: regionID, name: name,
+                                                                                  description: options["description"]?.presence, now: now)
+                output("created study \(study.id)")
+            case "study list":
+                for study in try await SurveyStore(database: database).studies(regionID: options["region"].flatMap { Int($0) }) {
+                    output("\(study.id)\tregion \(study.regionID)\t\(study.name)")
+                }
+            case "survey create", "survey edit":
+                let surveys = SurveyStore(database: database)
+                var survey: Survey
+                if invocation.command == "survey edit" {
+                    guard let existing = try await surveys.survey(id: try alertID()) else { throw AdministrationError.notFound("No survey \(try alertID())") }
+                    survey = existing
+                } else {
+                    survey = Survey(id: 0, regionID: 0, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
+                                    showOnStops: false, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
+                                    visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: now, updatedAt: now)
+                }
+                let document = try readDocument(options["file"])
+                var messages = SurveyRules.parse(document: document, into: &survey)
+                if directory.region(id: survey.regionID) == nil { messages.append("region_id \(survey.regionID) is not in the regions directory") }
+                guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
+                do {
+                    let saved = try await surveys.save(survey, now: now)
+                    output("\(invocation.command == "survey edit" ? "updated" : "created") survey \(saved.id)")
+                } catch let error as SurveyStoreError {
+                    throw AdministrationError.invalid([error.message])
+                }
+            case "survey list":
+                for survey in try await SurveyStore(database: database).surveys(regionID: options["region"].flatMap { Int($0) }) {
+                    let active = SurveyRules.isActive(survey, now: now) ? "active" : "inactive"
+                    output("\(survey.id)\tregion \(survey.regionID)\t\(active)\t\(survey.questions.count) questions\t\(survey.name)")
+                }
+            case "survey show":
+                guard let survey = try await SurveyStore(database: database).survey(id: try alertID()) else {
+                    throw AdministrationError.notFound("No survey \(try alertID())")
+                }
+                output(String(decoding: SurveyRules.document(survey).prettyEncoded(), as: UTF8.self))
+            case "survey delete":
+                do { try await SurveyStore(database: database).delete(id: try alertID()) } catch let error as SurveyStoreError {
+                    throw error == .notFound ? AdministrationError.notFound(error.message) : AdministrationError.invalid([error.message])
+                }
+                output("deleted survey \(try alertID())")
+            case "survey responses":
+                let surveys = SurveyStore(database: database)
+                guard let survey = try await surveys.survey(id: try alertID()) else { throw AdministrationError.notFound("No survey \(try alertID())") }
+                output(String(try await surveys.responsesCSV(survey: survey).dropLast()))
             case "apikey create":
                 guard let name = options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
                 let (key, record) = try await ApiKeyStore(database: database).create(name: name, now: now)
@@ -135,6 +186,22 @@ public enum AdminCommands {
             errors("sidecar: error: \(error)")
             return 1
         }
+    }
+
+    /// A JSON document from a file or standard input (`-`).
+    static func readDocument(_ path: String?) throws -> JSONValue {
+        guard let path = path?.presence else { throw AdministrationError.invalid(["--file PATH is required (or - for standard input)"]) }
+        var bytes: [UInt8] = []
+        if path == "-" {
+            while let line = readLine(strippingNewline: false) { bytes += Array(line.utf8) }
+        } else {
+            guard let data = FileManager.default.contents(atPath: path) else { throw AdministrationError.invalid(["cannot read \(path)"]) }
+            bytes = [UInt8](data)
+        }
+        guard let document = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
+            throw AdministrationError.invalid(["\(path) is not valid JSON"])
+        }
+        return document
     }
 
     static func format(_ seconds: Int64) -> String {

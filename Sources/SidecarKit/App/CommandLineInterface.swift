@@ -130,6 +130,9 @@ public enum CommandLineInterface {
             guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--gorush-url must be an http(s) URL, got \(value)") }
             config.gorushURL = value
         },
+        Flag(name: "survey-response-limit", valueName: "N", help: "Survey-response writes per minute per client address, 0 disables (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.surveyResponseLimit = try integer(value, flag: "survey-response-limit", range: 0...1_000_000)
+        },
         Flag(name: "ghost-bus-ip-limit", valueName: "N", help: "Ghost-bus reports per hour per client address, 0 disables (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.ghostBusPeerLimit = try integer(value, flag: "ghost-bus-ip-limit", range: 0...1_000_000)
         },
@@ -165,6 +168,14 @@ public enum CommandLineInterface {
         "alert translate": (["language", "header", "description"], 1, "Add or replace a translation of the current English text"),
         "alert send": (["audience"], 1, "Push a published alert to the region's registrations (all|test), resuming an unfinished send"),
         "ghostbus export": (["region"], 0, "Write a region's ghost-bus reports as CSV to standard output"),
+        "study create": (["region", "name", "description"], 0, "Create a study (surveys belong to one)"),
+        "study list": (["region"], 0, "List studies"),
+        "survey create": (["file"], 0, "Create a survey from a JSON document (--file PATH, or - for standard input)"),
+        "survey list": (["region"], 0, "List surveys"),
+        "survey show": ([], 1, "Print a survey's JSON document (edit it and pass it to survey edit)"),
+        "survey edit": (["file"], 1, "Replace a survey from a JSON document; questions are frozen once it has responses"),
+        "survey delete": ([], 1, "Delete a survey that has no responses"),
+        "survey responses": ([], 1, "Write a survey's responses as CSV to standard output"),
         "apikey create": (["name"], 0, "Create an admin API key (printed once, stored hashed)"),
         "apikey list": ([], 0, "List admin API keys"),
         "apikey revoke": ([], 1, "Revoke an admin API key by id"),
@@ -181,7 +192,7 @@ public enum CommandLineInterface {
         case "--help", "-h", "help": return .help(usage)
         case "--version", "-V", "version": return .version
         case "serve", "migrate": break
-        case "region", "alert", "apikey", "ghostbus":
+        case "region", "alert", "apikey", "ghostbus", "study", "survey":
             guard let sub = rest.first, !sub.hasPrefix("-") else {
                 return .help(adminUsage(group: first))
             }
@@ -278,6 +289,9 @@ public enum CommandLineInterface {
           sidecar region ...        List regions, set a region's agency id and time zone
           sidecar alert ...         Author, publish, translate and push service alerts
           sidecar apikey ...        Create, list and revoke admin API keys
+          sidecar study ...         Create and list studies
+          sidecar survey ...        Author surveys from JSON documents; export responses as CSV
+          sidecar ghostbus export   Export ghost-bus reports as CSV
           sidecar --help            This help; 'sidecar serve --help' lists the flags
           sidecar --version         Print the version
 

@@ -40,6 +40,8 @@ public struct SidecarConfiguration: Sendable {
     public var gorushURL: String?
     /// The iOS app's bundle id: the APNs topic.
     public var apnsTopic = "org.onebusaway.iphone"
+    /// Survey-response writes per minute per TCP peer; 0 disables.
+    public var surveyResponseLimit = 60
     /// Ghost-bus reports per hour per TCP peer; 0 disables.
     public var ghostBusPeerLimit = 10
     /// Ghost-bus reports per day per `user_identifier`; 0 disables.

@@ -104,6 +104,8 @@ public final class Sidecar: Sendable {
             AlarmRoutes(store: alarmStore, pushRegistrations: pushStore, regions: regions, oba: oba, clock: clock, logger: logger,
                         publicURL: publicURL).routes,
             AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, logger: logger).routes,
+            SurveyRoutes(store: SurveyStore(database: database), regions: regions, clock: clock, logger: logger,
+                         limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, now: now)).routes,
             GhostBusRoutes(store: GhostBusStore(database: database), regions: regions, oba: oba, clock: clock, logger: logger,
                            peerLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusPeerLimit, windowSeconds: 3600, now: now),
                            userLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, now: now)).routes,

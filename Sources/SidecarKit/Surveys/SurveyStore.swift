@@ -1,0 +1,295 @@
+import Core
+import Crypto
+import Database
+import FoundationEssentials
+
+/// Storage of studies, surveys, their questions and responses.
+public struct SurveyStore: Sendable {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    // MARK: Studies
+
+    public func createStudy(regionID: Int, name: String, description: String?, now: Int64) async throws -> Study {
+        let id = try await database.write { connection in
+            try connection.queryOne("INSERT INTO studies (region_id, name, description, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
+                                    [.integer(Int64(regionID)), .text(name), SQLValue(description), .integer(now)])?.int("id") ?? 0
+        }
+        return Study(id: id, regionID: regionID, name: name, description: description)
+    }
+
+    public func studies(regionID: Int? = nil) async throws -> [Study] {
+        try await database.read { connection in
+            try connection.query("SELECT * FROM studies WHERE $1 < 0 OR region_id = $1 ORDER BY id", [.integer(Int64(regionID ?? -1))]).map(Self.study)
+        }
+    }
+
+    static func study(_ row: Row) -> Study {
+        Study(id: row.int("id") ?? 0, regionID: Int(row.int("region_id") ?? 0), name: row.string("name") ?? "", description: row.string("description"))
+    }
+
+    // MARK: Surveys
+
+    /// Surveys of a region (or all) with their questions.
+    public func surveys(regionID: Int? = nil) async throws -> [Survey] {
+        try await database.read { connection in
+            let rows = try connection.query("SELECT * FROM surveys WHERE $1 < 0 OR region_id = $1 ORDER BY id", [.integer(Int64(regionID ?? -1))])
+            return try rows.map { try Self.survey($0, connection) }
+        }
+    }
+
+    public func survey(id: Int64) async throws -> Survey? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT * FROM surveys WHERE id = $1", [.integer(id)]).map { try Self.survey($0, connection) }
+        }
+    }
+
+    public func study(id: Int64) async throws -> Study? {
+        try await database.read { connection in try connection.queryOne("SELECT * FROM studies WHERE id = $1", [.integer(id)]).map(Self.study) }
+    }
+
+    /// Inserts or replaces a survey. Questions with an id keep it; new ones
+    /// get one. A survey with responses keeps its questions: changing them
+    /// throws `SurveyStoreError.questionsFrozen`.
+    public func save(_ survey: Survey, now: Int64) async throws -> Survey {
+        try await database.write { connection in
+            guard try connection.queryOne("SELECT 1 AS ok FROM studies WHERE id = $1", [.integer(survey.studyID)]) != nil else {
+                throw SurveyStoreError.unknownStudy(survey.studyID)
+            }
+            var saved = survey
+            saved.updatedAt = now
+            let values: [SQLValue] = [.integer(Int64(survey.regionID)), .integer(survey.studyID), .text(survey.name), SQLValue(survey.available),
+                                      SQLValue(survey.startDate), SQLValue(survey.endDate), SQLValue(survey.showOnMap), SQLValue(survey.showOnStops),
+                                      SQLValue(survey.alwaysVisible), SQLValue(survey.allowsMultipleResponses), Self.encode(survey.visibleStopList),
+                                      Self.encode(survey.visibleRouteList), SQLValue(survey.requireStopIDInResponse), .integer(now)]
+            if survey.id == 0 {
+                saved.createdAt = now
+                saved.id = try connection.queryOne("""
+                    INSERT INTO surveys (region_id, study_id, name, available, start_date, end_date, show_on_map, show_on_stops, always_visible,
+                        allows_multiple_responses, visible_stop_list, visible_route_list, require_stop_id_in_response, updated_at, created_at)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14) RETURNING id
+                    """, values)?.int("id") ?? 0
+            } else {
+                let existing = try connection.queryOne("SELECT * FROM surveys WHERE id = $1", [.integer(survey.id)]).map { try Self.survey($0, connection) }
+                guard let existing else { throw SurveyStoreError.notFound }
+                let responses = try Self.responseCount(connection, surveyID: survey.id)
+                if responses > 0 && !Self.sameQuestions(existing.questions, survey.questions) {
+                    throw SurveyStoreError.questionsFrozen(responses: responses)
+                }
+                saved.createdAt = existing.createdAt
+                try connection.execute("""
+                    UPDATE surveys SET region_id = $1, study_id = $2, name = $3, available = $4, start_date = $5, end_date = $6, show_on_map = $7,
+                        show_on_stops = $8, always_visible = $9, allows_multiple_responses = $10, visible_stop_list = $11, visible_route_list = $12,
+                        require_stop_id_in_response = $13, updated_at = $14 WHERE id = $15
+                    """, values + [.integer(survey.id)])
+                if responses > 0 { return saved }
+                let kept = survey.questions.map(\.id).filter { $0 != 0 }
+                for old in existing.questions where !kept.contains(old.id) {
+                    try connection.execute("DELETE FROM survey_questions WHERE id = $1", [.integer(old.id)])
+                }
+            }
+            var questions: [SurveyQuestion] = []
+            for question in survey.questions {
+                var stored = question
+                let content = String(decoding: JSONValue.object(question.content).encoded(), as: UTF8.self)
+                if question.id != 0, try connection.execute("UPDATE survey_questions SET position = $2, required = $3, content = $4 WHERE id = $1 AND survey_id = $5",
+                                                             [.integer(question.id), .integer(Int64(question.position)), SQLValue(question.required),
+                                                              .text(content), .integer(saved.id)]) > 0 {
+                    questions.append(stored)
+                    continue
+                }
+                stored.id = try connection.queryOne("INSERT INTO survey_questions (survey_id, position, required, content) VALUES ($1, $2, $3, $4) RETURNING id",
+                                                    [.integer(saved.id), .integer(Int64(question.position)), SQLValue(question.required),
+                                                     .text(content)])?.int("id") ?? 0
+                questions.append(stored)
+            }
+            saved.questions = questions
+            return saved
+        }
+    }
+
+    /// Deletes a survey that has no responses.
+    public func delete(id: Int64) async throws {
+        _ = try await database.write { connection in
+            guard try connection.queryOne("SELECT 1 AS ok FROM surveys WHERE id = $1", [.integer(id)]) != nil else { throw SurveyStoreError.notFound }
+            let responses = try Self.responseCount(connection, surveyID: id)
+            guard responses == 0 else { throw SurveyStoreError.hasResponses(responses) }
+            try connection.execute("DELETE FROM survey_questions WHERE survey_id = $1", [.integer(id)])
+            try connection.execute("DELETE FROM surveys WHERE id = $1", [.integer(id)])
+        }
+    }
+
+    static func sameQuestions(_ lhs: [SurveyQuestion], _ rhs: [SurveyQuestion]) -> Bool {
+        lhs.count == rhs.count && zip(lhs.sorted { $0.id < $1.id }, rhs.sorted { $0.id < $1.id }).allSatisfy { $0 == $1 }
+    }
+
+    static func responseCount(_ connection: any SQLConnection, surveyID: Int64) throws -> Int {
+        Int(try connection.queryOne("SELECT COUNT(*) AS n FROM survey_responses WHERE survey_id = $1", [.integer(surveyID)])?.int("n") ?? 0)
+    }
+
+    static func encode(_ list: [String]?) -> SQLValue {
+        list.map { .text(String(decoding: JSONValue.array($0.map(JSONValue.string)).encoded(), as: UTF8.self)) } ?? .null
+    }
+
+    static func decodeList(_ text: String?) -> [String]? {
+        guard let text, case .array(let items)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return nil }
+        return items.compactMap { $0.scalarText }
+    }
+
+    static func survey(_ row: Row, _ connection: any SQLConnection) throws -> Survey {
+        let id = row.int("id") ?? 0
+        let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = $1 ORDER BY position, id", [.integer(id)]).map { question in
+            let content: [String: JSONValue]
+            if case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data((question.string("content") ?? "{}").utf8)) {
+                content = object
+            } else {
+                content = [:]
+            }
+            return SurveyQuestion(id: question.int("id") ?? 0, position: Int(question.int("position") ?? 0), required: question.bool("required"), content: content)
+        }
+        return Survey(id: id, regionID: Int(row.int("region_id") ?? 0), studyID: row.int("study_id") ?? 0, name: row.string("name") ?? "",
+                      available: row.bool("available"), startDate: row.int("start_date"), endDate: row.int("end_date"),
+                      showOnMap: row.bool("show_on_map"), showOnStops: row.bool("show_on_stops"), alwaysVisible: row.bool("always_visible"),
+                      allowsMultipleResponses: row.bool("allows_multiple_responses"), visibleStopList: decodeList(row.string("visible_stop_list")),
+                      visibleRouteList: decodeList(row.string("visible_route_list")), requireStopIDInResponse: row.bool("require_stop_id_in_response"),
+                      questions: questions, createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0)
+    }
+
+    // MARK: Responses
+
+    /// A stored response.
+    public struct StoredResponse: Sendable {
+        public var publicID: String
+        public var surveyID: Int64
+        public var userIdentifier: String
+        public var answers: [[String: JSONValue]]
+    }
+
+    public func createResponse(surveyID: Int64, userIdentifier: String, stopIdentifier: String?, stopLatitude: Double?, stopLongitude: Double?,
+                               answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse {
+        let publicID = SecureToken.hex(bytes: 10)
+        _ = try await database.write { connection in
+            try connection.execute("""
+                INSERT INTO survey_responses (public_id, survey_id, user_identifier, stop_identifier, stop_latitude, stop_longitude, responses, created_at, updated_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+                """, [.text(publicID), .integer(surveyID), .text(userIdentifier), SQLValue(stopIdentifier), SQLValue(stopLatitude),
+                      SQLValue(stopLongitude), .text(Self.encode(answers)), .integer(now)])
+        }
+        return StoredResponse(publicID: publicID, surveyID: surveyID, userIdentifier: userIdentifier, answers: answers)
+    }
+
+    /// Merges answers into a stored response by `question_id`; nil when unknown.
+    public func amendResponse(publicID: String, answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse? {
+        try await database.write { connection in
+            guard let row = try connection.queryOne("SELECT * FROM survey_responses WHERE public_id = $1", [.text(publicID)]) else { return nil }
+            let merged = SurveyRules.merge(stored: Self.decodeAnswers(row.string("responses")), incoming: answers)
+            try connection.execute("UPDATE survey_responses SET responses = $2, updated_at = $3 WHERE public_id = $1",
+                                   [.text(publicID), .text(Self.encode(merged)), .integer(now)])
+            return StoredResponse(publicID: publicID, surveyID: row.int("survey_id") ?? 0, userIdentifier: row.string("user_identifier") ?? "", answers: merged)
+        }
+    }
+
+    public func responses(surveyID: Int64) async throws -> [Row] {
+        try await database.read { connection in
+            try connection.query("SELECT * FROM survey_responses WHERE survey_id = $1 ORDER BY id", [.integer(surveyID)])
+        }
+    }
+
+    static func encode(_ answers: [[String: JSONValue]]) -> String {
+        String(decoding: JSONValue.array(answers.map(JSONValue.object)).encoded(), as: UTF8.self)
+    }
+
+    static func decodeAnswers(_ text: String?) -> [[String: JSONValue]] {
+        guard let text, case .array(let items)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return [] }
+        return items.compactMap { if case .object(let answer) = $0 { answer } else { nil } }
+    }
+
+    /// A survey's responses as CSV (spreadsheet-safe): one row per
+    /// response, one column per question.
+    public func responsesCSV(survey: Survey) async throws -> String {
+        let questions = survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.filter { $0.type != "label" }
+        var lines = [CSV.line(["response_id", "created_at", "updated_at", "user_identifier", "stop_identifier", "stop_latitude", "stop_longitude"]
+                              + questions.map { $0.content["label_text"]?.scalarText ?? "question \($0.id)" })]
+        for row in try await responses(surveyID: survey.id) {
+            let answers = Self.decodeAnswers(row.string("responses"))
+            let byQuestion = Dictionary(answers.compactMap { answer -> (Int64, String)? in
+                guard case .integer(let id)? = answer["question_id"] else { return nil }
+                let value = answer["answer"].map { $0.scalarText ?? String(decoding: $0.encoded(), as: UTF8.self) }
+                return (id, value ?? "")
+            }, uniquingKeysWith: { _, last in last })
+            lines.append(CSV.line([row.string("public_id"), row.string("created_at"), row.string("updated_at"), row.string("user_identifier"),
+                                   row.string("stop_identifier"), row.string("stop_latitude"), row.string("stop_longitude")]
+                                  + questions.map { byQuestion[$0.id] }))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static let migrations = [
+        Migration(version: 5, name: "create surveys", sql: """
+            CREATE TABLE studies (
+                id INTEGER PRIMARY KEY,
+                region_id INTEGER NOT NULL,
+                name TEXT NOT NULL,
+                description TEXT,
+                created_at INTEGER NOT NULL
+            );
+            CREATE TABLE surveys (
+                id INTEGER PRIMARY KEY,
+                region_id INTEGER NOT NULL,
+                study_id INTEGER NOT NULL REFERENCES studies (id),
+                name TEXT NOT NULL,
+                available INTEGER NOT NULL DEFAULT 1,
+                start_date INTEGER,
+                end_date INTEGER,
+                show_on_map INTEGER NOT NULL DEFAULT 0,
+                show_on_stops INTEGER NOT NULL DEFAULT 0,
+                always_visible INTEGER NOT NULL DEFAULT 0,
+                allows_multiple_responses INTEGER NOT NULL DEFAULT 0,
+                visible_stop_list TEXT,
+                visible_route_list TEXT,
+                require_stop_id_in_response INTEGER NOT NULL DEFAULT 0,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE INDEX surveys_region ON surveys (region_id);
+            CREATE TABLE survey_questions (
+                id INTEGER PRIMARY KEY,
+                survey_id INTEGER NOT NULL REFERENCES surveys (id),
+                position INTEGER NOT NULL,
+                required INTEGER NOT NULL DEFAULT 0,
+                content TEXT NOT NULL
+            );
+            CREATE INDEX survey_questions_survey ON survey_questions (survey_id);
+            CREATE TABLE survey_responses (
+                id INTEGER PRIMARY KEY,
+                public_id TEXT NOT NULL UNIQUE,
+                survey_id INTEGER NOT NULL REFERENCES surveys (id),
+                user_identifier TEXT NOT NULL,
+                stop_identifier TEXT,
+                stop_latitude REAL,
+                stop_longitude REAL,
+                responses TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE INDEX survey_responses_survey ON survey_responses (survey_id);
+            """),
+    ]
+}
+
+public enum SurveyStoreError: Error, Equatable {
+    case notFound
+    case unknownStudy(Int64)
+    case questionsFrozen(responses: Int)
+    case hasResponses(Int)
+
+    public var message: String {
+        switch self {
+        case .notFound: return "No such survey"
+        case .unknownStudy(let id): return "No study \(id) (create one with: sidecar study create)"
+        case .questionsFrozen(let count): return "The survey has \(count) responses, so its questions are frozen"
+        case .hasResponses(let count): return "The survey has \(count) responses and cannot be deleted"
+        }
+    }
+}
