@@ -110,3 +110,26 @@ struct HealthAndStartupTests {
         }
     }
 }
+
+@Suite("Bad inputs against the rider services")
+struct RiderServiceBadInputTests {
+    @Test func malformedAndOversizedBodiesAreClear4xxInEachRoutesShape() async throws {
+        try await TestSidecar.run { (app: TestSidecar) async throws in
+            let json = ["Content-Type": "application/json"]
+            let survey = try await app.send("POST", "/api/v1/survey_responses", headers: json, body: Array(#"{"survey_id": "#.utf8))
+            #expect(survey.status == 400)
+            #expect(survey.json?["errors"] != nil, "the survey routes' shape")
+            let ghost = try await app.send("POST", "/api/v2/regions/1/ghost_bus_reports", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                           body: [UInt8](repeating: 0x61, count: (1 << 20) + 10))
+            #expect(ghost.status == 413)
+            let badForm = try await app.send("POST", "/api/v2/regions/1/ghost_bus_reports", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                             body: Array("user_identifier=%GG".utf8))
+            #expect(badForm.status == 400)
+            #expect(badForm.json?["messages"] != nil)
+            #expect(try await app.send("GET", "/api/v1/regions/abc/surveys?user_id=x").status == 404)
+            #expect(try await app.send("GET", "/api/v1/regions/-3/weather").status == 404)
+            #expect(try await app.send("GET", "/api/v1/regions/99999999999999999999/vehicles?query=abc").status == 404)
+            #expect(try await app.send("GET", "/healthz").status == 200)
+        }
+    }
+}

@@ -139,6 +139,19 @@ public enum CommandLineInterface {
         Flag(name: "ghost-bus-user-limit", valueName: "N", help: "Ghost-bus reports per day per user_identifier, 0 disables (default 20)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.ghostBusUserLimit = try integer(value, flag: "ghost-bus-user-limit", range: 0...1_000_000)
         },
+        Flag(name: "stripe-secret-key", valueName: "KEY", help: "Stripe secret key for donations (without one, donations answer 404)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.stripeSecretKey = value.presence
+        },
+        Flag(name: "stripe-test-secret-key", valueName: "KEY", help: "Stripe test-mode secret key, used when an app sends test_mode \"1\"", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.stripeTestSecretKey = value.presence
+        },
+        Flag(name: "stripe-url", valueName: "URL", help: "Stripe API base URL (default https://api.stripe.com)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--stripe-url must be an http(s) URL, got \(value)") }
+            config.stripeURL = value
+        },
+        Flag(name: "stripe-product", valueName: "ID", help: "Stripe product for monthly donations (default: created on first use)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.stripeProduct = value.presence
+        },
         Flag(name: "pirate-weather-key", valueName: "KEY", help: "Pirate Weather API key for the weather route (without it, weather answers 403)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.pirateWeatherKey = value.presence
         },

@@ -46,6 +46,12 @@ public struct SidecarConfiguration: Sendable {
     public var ghostBusPeerLimit = 10
     /// Ghost-bus reports per day per `user_identifier`; 0 disables.
     public var ghostBusUserLimit = 20
+    /// Stripe secret keys; without them the donation route answers 404.
+    public var stripeSecretKey: String?
+    public var stripeTestSecretKey: String?
+    public var stripeURL = "https://api.stripe.com"
+    /// The Stripe product monthly donations are priced against (created on first use when unset).
+    public var stripeProduct: String?
     /// Pirate Weather API key; without one the weather route answers 403.
     public var pirateWeatherKey: String?
     public var pirateWeatherURL = "https://api.pirateweather.net"
