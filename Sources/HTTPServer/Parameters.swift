@@ -11,11 +11,10 @@ public enum ParameterError: Error, Equatable, Sendable {
     case tooManyParameters(limit: Int)
     case unsupportedContentType(String)
 
-    /// The HTTP status this error answers with.
-    public var status: Int {
-        if case .unsupportedContentType = self { return 415 }
-        return 400
-    }
+    /// The HTTP status this error answers with: 422, the status the
+    /// contract documents for unusable input on every route that takes
+    /// parameters, in the route's error shape.
+    public var status: Int { 422 }
 
     /// A human-readable sentence for the error body.
     public var message: String {
@@ -48,6 +47,13 @@ public struct Parameters: Sendable, Equatable {
     /// The parameter as text (numbers and booleans stringified), or nil when
     /// absent or not a scalar.
     public subscript(_ name: String) -> String? { values[name]?.scalarText }
+
+    /// The parameter as an identifier: only a string (from a form, a query
+    /// or a JSON string); `"token": false` or `"user_push_id": 0` is no id.
+    public func identifier(_ name: String) -> String? {
+        if case .string(let text)? = values[name] { return text }
+        return nil
+    }
 
     /// The raw JSON value of a parameter, for parameters that may be nested.
     public func value(_ name: String) -> JSONValue? { values[name] }
@@ -86,6 +92,13 @@ public struct Parameters: Sendable, Equatable {
         }
         try flush()
         return pairs
+    }
+
+    /// Parses a JSON body for the parameter bag: an object's members; any
+    /// other valid JSON (an array, a string) carries no parameters, as Rails
+    /// files it under `_json`, so validation then says what is missing.
+    public static func parseJSONBody(_ body: [UInt8], maxDepth: Int = 64) throws(ParameterError) -> [String: JSONValue] {
+        do { return try parseJSONObject(body, maxDepth: maxDepth) } catch .jsonNotAnObject { return [:] }
     }
 
     /// Parses a JSON body that must be an object, refusing nesting deeper

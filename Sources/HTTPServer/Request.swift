@@ -64,12 +64,12 @@ public struct Request: Sendable {
             let bodyValues: [String: JSONValue]
             switch mediaType {
             case let type? where type == "application/json" || type.hasSuffix("+json"):
-                bodyValues = try Parameters.parseJSONObject(body)
+                bodyValues = try Parameters.parseJSONBody(body)
             case "application/x-www-form-urlencoded":
                 bodyValues = try Self.formValues(body, limit: limit - queryCount)
             case nil:
                 if Self.looksLikeJSONObject(body) {
-                    bodyValues = try Parameters.parseJSONObject(body)
+                    bodyValues = try Parameters.parseJSONBody(body)
                 } else {
                     bodyValues = try Self.formValues(body, limit: limit - queryCount)
                 }

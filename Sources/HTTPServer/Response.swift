@@ -88,6 +88,7 @@ enum StatusText {
         case 405: return "Method Not Allowed"
         case 413: return "Payload Too Large"
         case 415: return "Unsupported Media Type"
+        case 422: return "Unprocessable Content"
         case 429: return "Too Many Requests"
         case 500: return "Internal Server Error"
         case 503: return "Service Unavailable"

@@ -146,7 +146,8 @@ public struct Router: Sendable {
         case .notFound:
             return .json(404, ["error": "Not Found"])
         case .badPath(let error):
-            return ErrorStyle.simple.response(status: error.status, error: StatusText.phrase(error.status), messages: [error.message])
+            // No route was found for an undecodable path: a plain 400.
+            return ErrorStyle.simple.response(status: 400, error: StatusText.phrase(400), messages: [error.message])
         case .methodNotAllowed(let allowed):
             return Response.json(405, ["error": "Method Not Allowed"]).adding(header: "Allow", allowed.joined(separator: ", "))
         case .route(let route, let captures, let suffix):

@@ -49,7 +49,7 @@ struct RouterTests {
     @Test func parameterErrorsUseTheRoutesErrorShape() async {
         let response = await router().respond(to: Request(method: "POST", rawPath: "/api/v1/survey_responses",
                                                           headers: [("content-type", "application/json")], body: Array("{".utf8)))
-        #expect(response.status == 400)
+        #expect(response.status == 422)
         #expect(body(response).hasPrefix(#"{"errors":["#))
     }
 

@@ -23,30 +23,33 @@ struct BadInputTests {
             let form = ["Content-Type": "application/x-www-form-urlencoded"]
 
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: json, body: Array(#"{"token": "abc", "#.utf8)),
-                                     status: 400, mentioning: "not valid JSON")
+                                     status: 422, mentioning: "not valid JSON")
+            // Valid JSON that is not an object carries no parameters (Rails' _json).
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: json, body: Array(#"["token"]"#.utf8)),
-                                     status: 400, mentioning: "must be an object")
+                                     status: 422, mentioning: "Token can't be blank")
+            Self.expectMessagesShape(try await app.send("POST", Self.path, headers: json, body: Array(#"{"token": false, "operating_system": "ios"}"#.utf8)),
+                                     status: 422, mentioning: "Token can't be blank")
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: ["Content-Type": "text/plain"],
                                                         body: Array(#"{"token":"abc","operating_system":"ios"}"#.utf8)),
-                                     status: 415, mentioning: "Unsupported Content-Type")
+                                     status: 422, mentioning: "Unsupported Content-Type")
             // JSON sent as a form is read as a form: nothing it meant arrives.
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: form, body: Array(#"{"token":"abc","operating_system":"ios"}"#.utf8)),
                                      status: 422, mentioning: "can't be blank")
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: form, body: Array("token=%zz&operating_system=ios".utf8)),
-                                     status: 400, mentioning: "percent-encoding")
+                                     status: 422, mentioning: "percent-encoding")
             Self.expectMessagesShape(try await app.send("POST", Self.path + "?token=%E0%A4%A&operating_system=ios"),
-                                     status: 400, mentioning: "percent-encoding")
+                                     status: 422, mentioning: "percent-encoding")
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: form, body: Array("token=%FF%FE&operating_system=ios".utf8)),
-                                     status: 400, mentioning: "UTF-8")
+                                     status: 422, mentioning: "UTF-8")
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: form, body: Array("token=".utf8) + [0xC3, 0x28] + Array("&operating_system=ios".utf8)),
-                                     status: 400, mentioning: "UTF-8")
+                                     status: 422, mentioning: "UTF-8")
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: json, body: Array(#"{"token":""#.utf8) + [0xFF] + Array(#"","operating_system":"ios"}"#.utf8)),
-                                     status: 400, mentioning: "JSON")
+                                     status: 422, mentioning: "JSON")
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: form, body: [UInt8](repeating: 0x61, count: (1 << 20) + 1)),
                                      status: 413, mentioning: "exceeds")
             let tenThousand = (0..<10_000).map { "p\($0)=1" }.joined(separator: "&") + "&token=t&operating_system=ios"
             Self.expectMessagesShape(try await app.send("POST", Self.path, headers: form, body: Array(tenThousand.utf8)),
-                                     status: 400, mentioning: "more than 1000 parameters")
+                                     status: 422, mentioning: "more than 1000 parameters")
             let queryFlood = try await app.send("POST", Self.path + "?" + (0..<10_000).map { "q\($0)=1" }.joined(separator: "&"))
             #expect((400..<500).contains(queryFlood.status))
             Self.expectMessagesShape(try await app.post(Self.path, [("token", String(repeating: "a", count: 5000)), ("operating_system", "ios")]),
@@ -117,14 +120,14 @@ struct RiderServiceBadInputTests {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             let json = ["Content-Type": "application/json"]
             let survey = try await app.send("POST", "/api/v1/survey_responses", headers: json, body: Array(#"{"survey_id": "#.utf8))
-            #expect(survey.status == 400)
+            #expect(survey.status == 422)
             #expect(survey.json?["errors"] != nil, "the survey routes' shape")
             let ghost = try await app.send("POST", "/api/v2/regions/1/ghost_bus_reports", headers: ["Content-Type": "application/x-www-form-urlencoded"],
                                            body: [UInt8](repeating: 0x61, count: (1 << 20) + 10))
             #expect(ghost.status == 413)
             let badForm = try await app.send("POST", "/api/v2/regions/1/ghost_bus_reports", headers: ["Content-Type": "application/x-www-form-urlencoded"],
                                              body: Array("user_identifier=%GG".utf8))
-            #expect(badForm.status == 400)
+            #expect(badForm.status == 422)
             #expect(badForm.json?["messages"] != nil)
             #expect(try await app.send("GET", "/api/v1/regions/abc/surveys?user_id=x").status == 404)
             #expect(try await app.send("GET", "/api/v1/regions/-3/weather").status == 404)

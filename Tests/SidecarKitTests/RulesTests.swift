@@ -166,13 +166,13 @@ struct PushRegistrationRuleTests {
 @Suite("Spec §1.2 and §2.4 region path segments")
 struct RegionPathTests {
     @Test("leading integer", arguments: [
-        ("1", 1), ("0", 0), ("1-puget-sound", 1), ("12-x", 12), ("01", 1), ("7abc", 7), ("42.json", 42),
+        ("1", 1), ("0", 0), ("1-puget-sound", 1), ("12-x", 12), ("01", 1), ("7-", 7), ("3--", 3),
     ])
     func parses(segment: String, expected: Int) {
         #expect(RegionPath.regionID(fromSegment: segment) == expected)
     }
 
-    @Test("not a region id", arguments: ["abc", "-3", "", "99999999999999999999", "+1", " 1", "puget-1"])
+    @Test("not a region id", arguments: ["abc", "-3", "", "99999999999999999999", "+1", " 1", "puget-1", "0.5", "7abc", "42.json", "1_2"])
     func refuses(segment: String) {
         #expect(RegionPath.regionID(fromSegment: segment) == nil)
     }

@@ -19,7 +19,7 @@ public struct AlarmRequest: Sendable, Equatable {
     /// no `apns_sandbox`.
     public static func parse(_ parameters: Parameters, version: Int) -> Result<AlarmRequest, ValidationFailure> {
         var messages: [String] = []
-        let userPushID = parameters["user_push_id"]?.presence
+        let userPushID = parameters.identifier("user_push_id")?.presence
         if userPushID == nil { messages.append("Push identifier can't be blank") }
         var operatingSystem = parameters["operating_system"]?.presence?.lowercased()
         if version >= 2 {
@@ -35,8 +35,8 @@ public struct AlarmRequest: Sendable, Equatable {
         return .success(AlarmRequest(
             userPushID: userPushID, operatingSystem: operatingSystem,
             apnsSandbox: version >= 2 && ApnsSandbox.flag(parameters["apns_sandbox"], operatingSystem: operatingSystem),
-            stopID: parameters["stop_id"]?.presence, tripID: parameters["trip_id"]?.presence,
-            serviceDate: integer(parameters["service_date"]), vehicleID: parameters["vehicle_id"]?.presence,
+            stopID: parameters.identifier("stop_id")?.presence, tripID: parameters.identifier("trip_id")?.presence,
+            serviceDate: integer(parameters["service_date"]), vehicleID: parameters.identifier("vehicle_id")?.presence,
             stopSequence: integer(parameters["stop_sequence"]).flatMap { Int(exactly: $0) },
             secondsBefore: AlarmRules.secondsBefore(parameters["seconds_before"])))
     }

@@ -45,9 +45,9 @@ public enum GhostBusRules {
 
     public static func parse(_ parameters: Parameters) -> Result<GhostBusReport, ValidationFailure> {
         var messages: [String] = []
-        let user = parameters["user_identifier"]?.presence
+        let user = parameters.identifier("user_identifier")?.presence
         if user == nil { messages.append("User identifier can't be blank") }
-        let trip = parameters["trip_identifier"]?.presence
+        let trip = parameters.identifier("trip_identifier")?.presence
         if trip == nil { messages.append("Trip identifier can't be blank") }
         let serviceDate = strictInteger(parameters["service_date"])
         if serviceDate == nil { messages.append("Service date can't be blank") }

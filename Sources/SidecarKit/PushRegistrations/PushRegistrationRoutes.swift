@@ -60,7 +60,7 @@ struct PushRegistrationRoutes: Sendable {
     /// Opt-out: 204 when a registration was deleted, 404 when there was none.
     func unregister(_ request: Request) async -> Response {
         guard let region = regions.resolve(request) else { return .regionNotFound }
-        guard let token = request.parameters["token"]?.presence else {
+        guard let token = request.parameters.identifier("token")?.presence else {
             return Response.empty(404).logging("region", String(region.id))
         }
         do {

@@ -68,7 +68,7 @@ public struct PushRegistrationRequest: Sendable, Equatable {
     /// Reads and validates the parameter bag; the messages say every problem.
     public static func parse(_ parameters: Parameters) -> Result<PushRegistrationRequest, ValidationFailure> {
         var messages: [String] = []
-        let token = parameters["token"]?.presence
+        let token = parameters.identifier("token")?.presence
         if token == nil { messages.append("Token can't be blank") }
         if let token, token.count > maxTokenLength {
             messages.append("Token is too long (maximum is \(maxTokenLength) characters)")

@@ -48,14 +48,18 @@ public struct Region: Sendable, Equatable {
 
 /// Spec §1.2 and §2.4: how a path segment names a region.
 public enum RegionPath {
-    /// The region id a path segment carries: its leading decimal integer
-    /// (`1`, `1-puget-sound`, `01`); nil when the segment does not start with a
-    /// digit (`abc`, `-3`) or the integer overflows.
+    /// The region id a path segment carries: its leading decimal integer,
+    /// alone or followed by `-` and anything (`1`, `1-puget-sound`, `01`), the
+    /// contract's `^[0-9]+(-.*)?$`; nil for `abc`, `-3`, `0.5`, `7abc` or an
+    /// integer that overflows.
     public static func regionID(fromSegment segment: String) -> Int? {
         var value = 0
         var sawDigit = false
         for byte in segment.utf8 {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                break
+            }
             sawDigit = true
             let (shifted, overflowA) = value.multipliedReportingOverflow(by: 10)
             let (sum, overflowB) = shifted.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))

@@ -57,7 +57,7 @@ struct SurveyRoutes: Sendable {
         do {
             guard let survey = try await store.survey(id: surveyID) else { return .json(404, ["error": "Couldn't find Survey"]) }
             var messages: [String] = []
-            let user = parameters["user_identifier"]?.presence
+            let user = parameters.identifier("user_identifier")?.presence
             if user == nil { messages.append("User identifier can't be blank") }
             let stop = parameters["stop_identifier"]?.presence
             let latitude = parameters["stop_latitude"].flatMap { Double($0.trimmingWhitespace()) }
@@ -91,7 +91,10 @@ struct SurveyRoutes: Sendable {
         let answers: [[String: JSONValue]]
         switch SurveyRules.answers(request.parameters.value("responses")) {
         case .success(let value): answers = value
-        case .failure(let failure): return Self.invalid(failure.messages)
+        case .failure(let failure):
+            // An unknown response is a 404 whatever was sent.
+            guard (try? await store.responseExists(publicID: publicID)) == true else { return .json(404, ["error": "Couldn't find SurveyResponse"]) }
+            return Self.invalid(failure.messages)
         }
         do {
             guard let amended = try await store.amendResponse(publicID: publicID, answers: answers, now: clock.now().epochMillis / 1000) else {

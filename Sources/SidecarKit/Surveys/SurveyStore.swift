@@ -190,6 +190,12 @@ public struct SurveyStore: Sendable {
         }
     }
 
+    public func responseExists(publicID: String) async throws -> Bool {
+        try await database.read { connection in
+            try connection.queryOne("SELECT 1 AS ok FROM survey_responses WHERE public_id = $1", [.text(publicID)]) != nil
+        }
+    }
+
     public func responses(surveyID: Int64) async throws -> [Row] {
         try await database.read { connection in
             try connection.query("SELECT * FROM survey_responses WHERE survey_id = $1 ORDER BY id", [.integer(surveyID)])
