@@ -139,6 +139,9 @@ public enum CommandLineInterface {
         Flag(name: "ghost-bus-user-limit", valueName: "N", help: "Ghost-bus reports per day per user_identifier, 0 disables (default 20)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.ghostBusUserLimit = try integer(value, flag: "ghost-bus-user-limit", range: 0...1_000_000)
         },
+        Flag(name: "donation-limit", valueName: "N", help: "Donation requests per minute per client address, 0 disables (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.donationLimit = try integer(value, flag: "donation-limit", range: 0...1_000_000)
+        },
         Flag(name: "stripe-secret-key", valueName: "KEY", help: "Stripe secret key for donations (without one, donations answer 404)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.stripeSecretKey = value.presence
         },

@@ -46,6 +46,8 @@ public struct SidecarConfiguration: Sendable {
     public var ghostBusPeerLimit = 10
     /// Ghost-bus reports per day per `user_identifier`; 0 disables.
     public var ghostBusUserLimit = 20
+    /// Donation requests per minute per TCP peer; 0 disables.
+    public var donationLimit = 10
     /// Stripe secret keys; without them the donation route answers 404.
     public var stripeSecretKey: String?
     public var stripeTestSecretKey: String?

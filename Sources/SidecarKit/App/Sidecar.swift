@@ -98,6 +98,7 @@ public final class Sidecar: Sendable {
         var router = Router()
         let features: [[Route]] = [
             HealthRoutes(database: database).routes,
+            OpenAPIDocument.routes,
             PushRegistrationRoutes(
                 store: pushStore, regions: regions, catalog: configuration.locales, clock: clock, logger: logger,
                 limiter: FixedWindowRateLimiter(limit: configuration.pushRegistrationLimit, windowSeconds: 60, now: now)).routes,
@@ -111,7 +112,7 @@ public final class Sidecar: Sendable {
                            userLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, now: now)).routes,
             DonationRoutes(stripe: StripeClient(http: upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
                            testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
-                           limiter: FixedWindowRateLimiter(limit: 10, windowSeconds: 60, now: now), logger: logger).routes,
+                           limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, now: now), logger: logger).routes,
             WeatherRoutes(regions: regions, http: upstream, apiKey: configuration.pirateWeatherKey, baseURL: configuration.pirateWeatherURL,
                           cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
             VehicleRoutes(regions: regions, oba: oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: now),
