@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         .target(name: "OBA", dependencies: ["HTTPClient", "Core"]),
         .target(name: "GTFSRealtime"),
-        .target(name: "Push", dependencies: ["HTTPClient", "Core"]),
+        .target(name: "Push", dependencies: ["HTTPClient", "Core", "Crypto"]),
 
         // The application: one folder per feature.
         .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime"]),
@@ -41,6 +41,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
+        .testTarget(name: "PushTests", dependencies: ["Push", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer"]),
         .testTarget(name: "GTFSRealtimeTests", dependencies: ["GTFSRealtime", "TestSupport"]),
         .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),

@@ -5,4 +5,8 @@
 #include <openssl/sha.h>
 #include <openssl/hmac.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ecdsa.h>
+#include <openssl/bn.h>
+#include <openssl/bio.h>
 #endif

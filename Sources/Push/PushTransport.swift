@@ -36,6 +36,9 @@ public enum PushOutcome: Sendable, Equatable {
     case terminal(reason: String)
     /// Worth trying again later (throttled, provider or network trouble).
     case transient(reason: String)
+    /// Refused for the message itself (too large, malformed): retrying will
+    /// not help, and the token is not to blame.
+    case rejected(reason: String)
 
     /// Reads a provider's failure reason. Token death is matched by
     /// substring (spec §6.5); `ExpiredProviderToken` is about our own

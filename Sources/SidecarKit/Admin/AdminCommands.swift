@@ -30,7 +30,7 @@ public enum AdminCommands {
         let http = HTTPClient()
         defer { http.shutdown() }
         var directory = RegionDirectory([])
-        if !invocation.command.hasPrefix("apikey") {
+        if !invocation.command.hasPrefix("apikey") && !invocation.command.hasPrefix("push") {
             do { directory = RegionDirectory(try await RegionSource(argument: configuration.regions).load(client: http)) } catch {
                 errors("sidecar: error: regions directory: \(error.description)")
                 return 2
@@ -87,7 +87,7 @@ public enum AdminCommands {
                                                                      header: options["header"], description: options["description"])
                 output("saved the \(translation.language) translation of alert \(try alertID())")
             case "alert send":
-                guard let transport = Sidecar.pushTransport(configuration, http: http, logger: logger) else {
+                guard let transport = try Sidecar.pushTransport(configuration, http: http, logger: logger) else {
                     throw AdministrationError.invalid(["no push transport: pass --gorush-url URL (or --push-transport log)"])
                 }
                 guard let audience = AlertSend.Audience(rawValue: options["audience"] ?? "all") else {
@@ -157,6 +157,25 @@ public enum AdminCommands {
                 let surveys = SurveyStore(database: database)
                 guard let survey = try await surveys.survey(id: try alertID()) else { throw AdministrationError.notFound("No survey \(try alertID())") }
                 output(String(try await surveys.responsesCSV(survey: survey).dropLast()))
+            case "push test":
+                guard let transport = try Sidecar.pushTransport(configuration, http: http, logger: logger) else {
+                    throw AdministrationError.invalid(["no push transport: pass --gorush-url, or --apns-key-file/--fcm-service-account"])
+                }
+                guard let platform = PushPlatform(rawValue: options["platform"] ?? ""), let token = options["token"]?.presence else {
+                    throw AdministrationError.invalid(["--platform ios|android and --token are required"])
+                }
+                let sandbox = ApnsSandbox.read(options["sandbox"]) == .sandbox
+                let message = PushMessage(token: token, platform: platform, apnsSandbox: sandbox, title: "OneBusAway",
+                                          body: "Test notification from your sidecar")
+                let outcome = await transport.send([message]).first ?? .transient(reason: "no answer")
+                let environment = platform == .ios ? (sandbox ? " (APNs sandbox)" : " (APNs production)") : ""
+                switch outcome {
+                case .delivered:
+                    output("delivered through \(transport.name)\(environment)")
+                case .terminal(let reason), .transient(let reason), .rejected(let reason):
+                    output("not delivered through \(transport.name)\(environment): \(reason) (\(Self.kind(outcome)))")
+                    return 1
+                }
             case "apikey create":
                 guard let name = options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
                 let (key, record) = try await ApiKeyStore(database: database).create(name: name, now: now)
@@ -179,6 +198,9 @@ public enum AdminCommands {
         } catch let error as AdministrationError {
             error.messages.forEach { errors("sidecar: error: \($0)") }
             return 1
+        } catch let error as StartupError {
+            errors("sidecar: error: \(error.description)")
+            return error.exitCode
         } catch AlertStoreError.busy(let retryAfter) {
             errors("sidecar: error: this send is running in another process; if that process died, retry in \(retryAfter) s")
             return 1
@@ -202,6 +224,15 @@ public enum AdminCommands {
             throw AdministrationError.invalid(["\(path) is not valid JSON"])
         }
         return document
+    }
+
+    static func kind(_ outcome: PushOutcome) -> String {
+        switch outcome {
+        case .delivered: return "delivered"
+        case .terminal: return "the token is dead"
+        case .transient: return "temporary; try again"
+        case .rejected: return "the message was refused"
+        }
     }
 
     static func format(_ seconds: Int64) -> String {

@@ -16,6 +16,8 @@ struct AlarmChecker: Sendable {
     let regions: RegionDirectory
     let oba: OBAGateway
     let transport: (any PushTransport)?
+    /// Where dead tokens are removed from the alert audience (§6.5).
+    var pushRegistrations: PushRegistrationStore? = nil
     let clock: any WallClock
     let logger: Logger
     let intervalSeconds: Int
@@ -158,6 +160,7 @@ struct AlarmChecker: Sendable {
                                            departureEstimate: nil))
             }
         }
+        var deadTokens: [String] = []
         if let transport, !toFire.isEmpty {
             // Send first, delete after (at-least-once, §12): a crash between
             // the two re-fires on restart rather than losing the push.
@@ -170,6 +173,11 @@ struct AlarmChecker: Sendable {
                     updates.append(.delete(id: alarm.id))
                 case .terminal:
                     report.pushFailures += 1
+                    deadTokens.append(alarm.userPushID)
+                    updates.append(.delete(id: alarm.id))
+                case .rejected:
+                    // The message itself was refused: retrying cannot help.
+                    report.pushFailures += 1
                     updates.append(.delete(id: alarm.id))
                 case .transient:
                     report.pushFailures += 1
@@ -180,6 +188,8 @@ struct AlarmChecker: Sendable {
         }
         do {
             try await store.apply(updates)
+            // §6.5: a dead token leaves the alert audience too.
+            for token in deadTokens { _ = try? await pushRegistrations?.deleteEverywhere(token: token) }
             fired.forget(updates.compactMap { if case .delete(let id) = $0 { id } else { nil } })
         } catch {
             logger.error("alarm cycle could not save its decisions; they are retried next cycle", [("error", "\(error)")])

@@ -61,7 +61,7 @@ public struct AlertSender: Sendable {
                 case .terminal:
                     failed += 1
                     dead.append((entry.registration.regionID, entry.registration.token))
-                case .transient: failed += 1
+                case .transient, .rejected: failed += 1
                 }
             }
             current = try await store.recordPage(sendID: send.id, cursor: last.id, targeted: page.count, delivered: delivered, failed: failed,

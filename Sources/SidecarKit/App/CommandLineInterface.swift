@@ -120,13 +120,13 @@ public enum CommandLineInterface {
         Flag(name: "alarm-check-interval", valueName: "SECONDS", help: "Seconds between alarm checks (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.alarmCheckIntervalSeconds = try integer(value, flag: "alarm-check-interval", range: 5...3600)
         },
-        Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush when --gorush-url is set, else none), gorush, log or none", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
+        Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush with --gorush-url, else direct with an APNs key or FCM account, else none), gorush, direct, log or none", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             guard let choice = SidecarConfiguration.PushTransportChoice(rawValue: value.lowercased()) else {
-                throw CommandLineError("--push-transport must be auto, gorush, log or none, got \(value)")
+                throw CommandLineError("--push-transport must be auto, gorush, direct, log or none, got \(value)")
             }
             config.pushTransport = choice
         },
-        Flag(name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
+        Flag(name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--gorush-url must be an http(s) URL, got \(value)") }
             config.gorushURL = value
         },
@@ -155,6 +155,33 @@ public enum CommandLineInterface {
         Flag(name: "stripe-product", valueName: "ID", help: "Stripe product for monthly donations (default: created on first use)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.stripeProduct = value.presence
         },
+        Flag(name: "apns-key-file", valueName: "PATH", help: "APNs auth key (.p8) for direct delivery", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.apnsKeyFile = value.presence
+        },
+        Flag(name: "apns-key-id", valueName: "ID", help: "The .p8 key's id (10 characters)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.apnsKeyID = value.presence
+        },
+        Flag(name: "apns-team-id", valueName: "ID", help: "The Apple developer team id", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.apnsTeamID = value.presence
+        },
+        Flag(name: "apns-url", valueName: "URL", help: "APNs production base URL (default https://api.push.apple.com)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.apnsURL = value
+        },
+        Flag(name: "apns-sandbox-url", valueName: "URL", help: "APNs sandbox base URL (default https://api.sandbox.push.apple.com)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.apnsSandboxURL = value
+        },
+        Flag(name: "apns-ca-file", valueName: "PATH", help: "CA bundle to trust for APNs instead of the system's (testing)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.apnsCAFile = value.presence
+        },
+        Flag(name: "fcm-service-account", valueName: "PATH", help: "Firebase service-account JSON for direct FCM delivery", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.fcmServiceAccount = value.presence
+        },
+        Flag(name: "fcm-url", valueName: "URL", help: "FCM base URL (default https://fcm.googleapis.com)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.fcmURL = value
+        },
+        Flag(name: "gorush-webhook-secret", valueName: "SECRET", help: "Bearer secret gorush's feedback hook sends to /webhooks/gorush", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.gorushWebhookSecret = value.presence
+        },
         Flag(name: "pirate-weather-key", valueName: "KEY", help: "Pirate Weather API key for the weather route (without it, weather answers 403)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.pirateWeatherKey = value.presence
         },
@@ -162,7 +189,7 @@ public enum CommandLineInterface {
             guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--pirate-weather-url must be an http(s) URL, got \(value)") }
             config.pirateWeatherURL = value
         },
-        Flag(name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic (default org.onebusaway.iphone)", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
+        Flag(name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic (default org.onebusaway.iphone)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--apns-topic must not be empty") }
             config.apnsTopic = value
         },
@@ -192,6 +219,7 @@ public enum CommandLineInterface {
         "survey edit": (["file"], 1, "Replace a survey from a JSON document; questions are frozen once it has responses"),
         "survey delete": ([], 1, "Delete a survey that has no responses"),
         "survey responses": ([], 1, "Write a survey's responses as CSV to standard output"),
+        "push test": (["platform", "token", "sandbox"], 0, "Send one test notification (--platform ios|android --token T [--sandbox true]) and print the provider's answer"),
         "apikey create": (["name"], 0, "Create an admin API key (printed once, stored hashed)"),
         "apikey list": ([], 0, "List admin API keys"),
         "apikey revoke": ([], 1, "Revoke an admin API key by id"),
@@ -208,7 +236,7 @@ public enum CommandLineInterface {
         case "--help", "-h", "help": return .help(usage)
         case "--version", "-V", "version": return .version
         case "serve", "migrate": break
-        case "region", "alert", "apikey", "ghostbus", "study", "survey":
+        case "region", "alert", "apikey", "ghostbus", "study", "survey", "push":
             guard let sub = rest.first, !sub.hasPrefix("-") else {
                 return .help(adminUsage(group: first))
             }

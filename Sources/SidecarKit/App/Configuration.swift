@@ -61,11 +61,26 @@ public struct SidecarConfiguration: Sendable {
     /// drive cycles by hand turn it off; there is no flag).
     public var runsAlarmChecker = true
 
+    /// Direct APNs: the `.p8` key file, its key id and the team id.
+    public var apnsKeyFile: String?
+    public var apnsKeyID: String?
+    public var apnsTeamID: String?
+    public var apnsURL = "https://api.push.apple.com"
+    public var apnsSandboxURL = "https://api.sandbox.push.apple.com"
+    /// A CA bundle to trust for APNs instead of the system's (tests).
+    public var apnsCAFile: String?
+    /// Direct FCM: the service-account JSON file.
+    public var fcmServiceAccount: String?
+    public var fcmURL = "https://fcm.googleapis.com"
+    /// Bearer secret gorush's feedback hook must present at /webhooks/gorush.
+    public var gorushWebhookSecret: String?
+
     /// Which push transport to build.
     public enum PushTransportChoice: String, Sendable, CaseIterable {
-        /// gorush when `--gorush-url` is set, else none.
+        /// gorush when `--gorush-url` is set, else direct when an APNs key or
+        /// an FCM service account is set, else none.
         case automatic = "auto"
-        case gorush, log, none
+        case gorush, direct, log, none
     }
 
     public init() {}

@@ -62,12 +62,27 @@ public final class Sidecar: Sendable {
             await database.close()
             throw StartupError(description: "\(error)", exitCode: 1)
         }
+        let upstream = Self.upstreamClient()
+        let transport: (any PushTransport)?
+        do { transport = try pushTransport(configuration, http: upstream, logger: logger) } catch {
+            await database.close()
+            throw error
+        }
         return Sidecar(configuration: configuration, database: database, regions: RegionDirectory(regionList),
-                       source: source, clock: clock, logger: logger, httpClient: httpClient)
+                       source: source, clock: clock, logger: logger, httpClient: httpClient, upstream: upstream, transport: transport)
+    }
+
+    /// The outbound client for OneBusAway servers, gorush, weather and Stripe.
+    static func upstreamClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConcurrentTransfers = 64
+        // Alarm cycles fan out one request per stop to each region's server.
+        configuration.maxConnectionsPerHost = 16
+        return HTTPClient(configuration: configuration)
     }
 
     init(configuration: SidecarConfiguration, database: any Database, regions: RegionDirectory, source: RegionSource,
-         clock: any WallClock, logger: Logger, httpClient: HTTPClient) {
+         clock: any WallClock, logger: Logger, httpClient: HTTPClient, upstream: HTTPClient, transport: (any PushTransport)?) {
         self.configuration = configuration
         self.database = database
         self.regions = regions
@@ -78,21 +93,16 @@ public final class Sidecar: Sendable {
                                           intervalSeconds: Double(configuration.regionsRefreshSeconds), clock: clock, logger: logger)
         pruner = PushRegistrationPruner(store: pushStore, clock: clock, logger: logger)
         publicURL = PublicBaseURL(configuration.effectivePublicURL())
-        var upstreamConfiguration = HTTPClient.Configuration()
-        upstreamConfiguration.maxConcurrentTransfers = 64
-        // Alarm cycles fan out one request per stop to each region's server.
-        upstreamConfiguration.maxConnectionsPerHost = 16
-        upstream = HTTPClient(configuration: upstreamConfiguration)
+        self.upstream = upstream
         let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
                              regionKeys: configuration.obaRegionAPIKeys)
-        let transport = Self.pushTransport(configuration, http: upstream, logger: logger)
         pushTransport = transport
         let alertStore = AlertStore(database: database)
         alertFeedWatcher = AlertFeedVersionWatcher(store: alertStore, cache: alertFeedCache, clock: clock)
         let administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
         let alarmStore = AlarmStore(database: database)
-        alarmChecker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, clock: clock, logger: logger,
-                                    intervalSeconds: configuration.alarmCheckIntervalSeconds)
+        alarmChecker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, pushRegistrations: pushStore,
+                                    clock: clock, logger: logger, intervalSeconds: configuration.alarmCheckIntervalSeconds)
 
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         var router = Router()
@@ -113,6 +123,8 @@ public final class Sidecar: Sendable {
             DonationRoutes(stripe: StripeClient(http: upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
                            testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
                            limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, now: now), logger: logger).routes,
+            GorushWebhookRoutes(registrations: pushStore, secret: configuration.gorushWebhookSecret,
+                                limiter: FixedWindowRateLimiter(limit: 120, windowSeconds: 60, now: now), logger: logger).routes,
             WeatherRoutes(regions: regions, http: upstream, apiKey: configuration.pirateWeatherKey, baseURL: configuration.pirateWeatherURL,
                           cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
             VehicleRoutes(regions: regions, oba: oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: now),
@@ -124,14 +136,63 @@ public final class Sidecar: Sendable {
         server = HTTPServer(configuration: configuration.serverConfiguration, router: router, logger: logger)
     }
 
-    static func pushTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger) -> (any PushTransport)? {
+    /// Builds the configured push transport; a key or account file that
+    /// cannot be read is an error the operator must fix.
+    static func pushTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger) throws(StartupError) -> (any PushTransport)? {
+        let direct = configuration.apnsKeyFile != nil || configuration.fcmServiceAccount != nil
         switch configuration.pushTransport {
         case .none: return nil
         case .log: return LogTransport(logger: logger, fingerprint: SHA256.fingerprint)
-        case .gorush, .automatic:
-            guard let url = configuration.gorushURL else { return nil }
-            return GorushTransport(baseURL: url, apnsTopic: configuration.apnsTopic, http: http)
+        case .gorush:
+            return configuration.gorushURL.map { GorushTransport(baseURL: $0, apnsTopic: configuration.apnsTopic, http: http) }
+        case .automatic where configuration.gorushURL != nil:
+            return GorushTransport(baseURL: configuration.gorushURL!, apnsTopic: configuration.apnsTopic, http: http)
+        case .automatic where !direct:
+            return nil
+        case .direct, .automatic:
+            return try directTransport(configuration)
         }
+    }
+
+    /// APNs for iOS and FCM for Android, each over its own HTTP/2 client.
+    static func directTransport(_ configuration: SidecarConfiguration) throws(StartupError) -> any PushTransport {
+        var ios: any PushTransport = UnavailableTransport(name: "APNs")
+        var android: any PushTransport = UnavailableTransport(name: "FCM")
+        if let path = configuration.apnsKeyFile {
+            guard let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID else {
+                throw StartupError(description: "--apns-key-file needs --apns-key-id and --apns-team-id", exitCode: 2)
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw StartupError(description: "cannot read the APNs key \(path)", exitCode: 2)
+            }
+            let key: PrivateKey
+            do { key = try PrivateKey(pem: String(decoding: data, as: UTF8.self)) } catch {
+                throw StartupError(description: "APNs key \(path): \(error)", exitCode: 2)
+            }
+            var http = HTTPClient.Configuration()
+            http.http2 = true
+            http.maxConcurrentTransfers = 1000
+            http.maxConnectionsPerHost = 4
+            http.caFile = configuration.apnsCAFile
+            var apns = APNsTransport.Configuration(keyID: keyID, teamID: teamID, topic: configuration.apnsTopic)
+            apns.productionURL = configuration.apnsURL
+            apns.sandboxURL = configuration.apnsSandboxURL
+            ios = APNsTransport(configuration: apns, key: key, http: HTTPClient(configuration: http))
+        }
+        if let path = configuration.fcmServiceAccount {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw StartupError(description: "cannot read the FCM service account \(path)", exitCode: 2)
+            }
+            let account: FCMTransport.ServiceAccount
+            do { account = try FCMTransport.ServiceAccount(json: [UInt8](data)) } catch {
+                throw StartupError(description: "FCM service account \(path): \(error)", exitCode: 2)
+            }
+            var http = HTTPClient.Configuration()
+            http.http2 = true
+            http.maxConcurrentTransfers = 200
+            android = FCMTransport(account: account, http: HTTPClient(configuration: http), baseURL: configuration.fcmURL)
+        }
+        return PlatformRouter(ios: ios, android: android)
     }
 
     /// Starts listening and the background loops; returns the bound port.

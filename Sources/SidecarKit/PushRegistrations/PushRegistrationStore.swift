@@ -58,6 +58,14 @@ public struct PushRegistrationStore: Sendable {
         }
     }
 
+    /// Deletes a token in every region (terminal provider feedback is not
+    /// region-scoped); returns how many registrations were removed.
+    public func deleteEverywhere(token: String) async throws -> Int {
+        try await database.write { connection in
+            try connection.execute("DELETE FROM push_registrations WHERE token = $1", [.text(token)])
+        }
+    }
+
     /// Deletes registrations whose `last_seen_at` is at or before `cutoff`,
     /// in batches so no single transaction holds the writer for long.
     public func prune(seenAtOrBefore cutoff: Date, batchSize: Int = 1000) async throws -> Int {

@@ -1,0 +1,154 @@
+import Core
+import Crypto
+import FoundationEssentials
+import HTTPClient
+import Synchronization
+
+/// Delivers straight to Apple's Push Notification service over HTTP/2
+/// (libcurl multiplexes the requests over a few kept-open connections per
+/// host), authenticated with an ES256 provider token from a `.p8` key.
+public final class APNsTransport: PushTransport {
+    public let name = "apns"
+
+    public struct Configuration: Sendable {
+        public var keyID: String
+        public var teamID: String
+        /// The app's bundle id.
+        public var topic: String
+        public var productionURL = "https://api.push.apple.com"
+        public var sandboxURL = "https://api.sandbox.push.apple.com"
+        /// Re-sign the provider token after this long (Apple accepts 20–60 minutes).
+        public var tokenLifetimeSeconds: Double = 40 * 60
+        /// Attempts for a transient failure (429, 500, 503, network).
+        public var maxAttempts = 3
+        /// First backoff; doubled per attempt.
+        public var backoffSeconds: Double = 0.5
+
+        public init(keyID: String, teamID: String, topic: String) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.topic = topic
+        }
+    }
+
+    /// The largest payload APNs accepts for an alert push.
+    public static let maxPayloadBytes = 4096
+
+    let configuration: Configuration
+    let key: PrivateKey
+    let http: HTTPClient
+    let now: @Sendable () -> Double
+    let sleep: @Sendable (Double) async -> Void
+    private let token = Mutex<(value: String, issuedAt: Double)?>(nil)
+    /// In-flight sends at once per call (each is a stream on a shared connection).
+    let concurrency: Int
+
+    public init(configuration: Configuration, key: PrivateKey, http: HTTPClient, concurrency: Int = 200,
+                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }) {
+        self.configuration = configuration
+        self.key = key
+        self.http = http
+        self.concurrency = max(concurrency, 1)
+        self.now = now
+        self.sleep = sleep
+    }
+
+    /// The cached provider token, re-signed when old or when APNs rejected it.
+    func providerToken(forceNew: Bool = false) throws -> String {
+        let time = now()
+        if !forceNew, let cached = token.withLock({ $0 }), time - cached.issuedAt < configuration.tokenLifetimeSeconds { return cached.value }
+        let value = try JWT.sign(header: [("kid", configuration.keyID)],
+                                 claims: [("iss", .string(configuration.teamID)), ("iat", .integer(Int64(time)))], key: key)
+        token.withLock { $0 = (value, time) }
+        return value
+    }
+
+    /// The JSON body: `aps.alert` with title and body, then the custom keys.
+    public static func payload(_ message: PushMessage) -> [UInt8] {
+        var alert: [String: JSONValue] = [:]
+        if let title = message.title { alert["title"] = .string(title) }
+        if let body = message.body { alert["body"] = .string(body) }
+        var root = message.data
+        root["aps"] = .object(["alert": .object(alert), "sound": .string("default")])
+        return JSONValue.object(root).encoded()
+    }
+
+    public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
+        var results = [PushOutcome](repeating: .transient(reason: "not sent"), count: messages.count)
+        await withTaskGroup(of: (Int, PushOutcome).self) { group in
+            var next = 0
+            func add() {
+                guard next < messages.count else { return }
+                let index = next
+                next += 1
+                group.addTask { (index, await self.deliver(messages[index])) }
+            }
+            for _ in 0..<min(concurrency, messages.count) { add() }
+            for await (index, outcome) in group {
+                results[index] = outcome
+                add()
+            }
+        }
+        return results
+    }
+
+    func deliver(_ message: PushMessage) async -> PushOutcome {
+        guard message.platform == .ios else { return .rejected(reason: "not an iOS token") }
+        let body = Self.payload(message)
+        guard body.count <= Self.maxPayloadBytes else { return .rejected(reason: "PayloadTooLarge") }
+        let base = message.apnsSandbox ? configuration.sandboxURL : configuration.productionURL
+        var forceNewToken = false
+        var attempt = 0
+        var refreshed = false
+        while true {
+            attempt += 1
+            let provider: String
+            do { provider = try providerToken(forceNew: forceNewToken) } catch { return .transient(reason: "cannot sign the provider token") }
+            forceNewToken = false
+            let request = HTTPClientRequest(method: "POST", url: "\(base)/3/device/\(message.token)", headers: [
+                ("authorization", "bearer \(provider)"), ("apns-topic", configuration.topic), ("apns-push-type", "alert"),
+                ("apns-priority", "10"), ("apns-expiration", "0"), ("content-type", "application/json"),
+            ], body: body)
+            let outcome: PushOutcome
+            do {
+                let response = try await http.send(request)
+                outcome = Self.outcome(status: response.status, body: response.body)
+            } catch {
+                outcome = .transient(reason: "network: \(error)")
+            }
+            switch outcome {
+            case .transient(let reason) where reason.contains("ProviderToken") && !refreshed:
+                // Our credentials, not the device: sign a new token and retry once.
+                refreshed = true
+                forceNewToken = true
+                attempt -= 1
+                continue
+            case .transient where attempt < configuration.maxAttempts:
+                await sleep(configuration.backoffSeconds * Double(1 << (attempt - 1)))
+                continue
+            default:
+                return outcome
+            }
+        }
+    }
+
+    /// Reads APNs' answer: 200 delivered; 410 and dead-token reasons terminal;
+    /// 429, 5xx and provider-token problems transient; other 4xx rejected.
+    public static func outcome(status: Int, body: [UInt8]) -> PushOutcome {
+        if status == 200 { return .delivered }
+        var reason = "HTTP \(status)"
+        if case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), let text = object["reason"]?.scalarText {
+            reason = text
+        }
+        if status == 410 { return .terminal(reason: reason == "HTTP 410" ? "Unregistered" : reason) }
+        switch PushOutcome.classify(failure: reason) {
+        case .terminal(let text): return .terminal(reason: text)
+        default: break
+        }
+        if status == 429 || status >= 500 || reason.contains("ProviderToken") || reason == "Shutdown" || reason == "ServiceUnavailable" {
+            return .transient(reason: reason)
+        }
+        return .rejected(reason: reason)
+    }
+}
