@@ -64,14 +64,30 @@ public final class APNsTransport: PushTransport {
         return value
     }
 
-    /// The JSON body: `aps.alert` with title and body, then the custom keys.
+    /// The JSON body: `aps.alert` with title and body (or, for a Live
+    /// Activity, its `aps` members), then the custom keys.
     public static func payload(_ message: PushMessage) -> [UInt8] {
-        var alert: [String: JSONValue] = [:]
-        if let title = message.title { alert["title"] = .string(title) }
-        if let body = message.body { alert["body"] = .string(body) }
         var root = message.data
-        root["aps"] = .object(["alert": .object(alert), "sound": .string("default")])
+        if let liveActivity = message.liveActivity {
+            root["aps"] = .object(liveActivity)
+        } else {
+            var alert: [String: JSONValue] = [:]
+            if let title = message.title { alert["title"] = .string(title) }
+            if let body = message.body { alert["body"] = .string(body) }
+            root["aps"] = .object(["alert": .object(alert), "sound": .string("default")])
+        }
         return JSONValue.object(root).encoded()
+    }
+
+    /// The request headers for a message.
+    func headers(_ message: PushMessage, provider: String) -> [(name: String, value: String)] {
+        let topic = message.kind == .liveActivity ? configuration.topic + ".push-type.liveactivity" : configuration.topic
+        var headers: [(name: String, value: String)] = [
+            ("authorization", "bearer \(provider)"), ("apns-topic", topic), ("apns-push-type", message.kind.rawValue),
+            ("apns-priority", String(message.priority)), ("apns-expiration", String(message.expiration)), ("content-type", "application/json"),
+        ]
+        if let collapseID = message.collapseID { headers.append(("apns-collapse-id", collapseID)) }
+        return headers
     }
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
@@ -106,10 +122,8 @@ public final class APNsTransport: PushTransport {
             let provider: String
             do { provider = try providerToken(forceNew: forceNewToken) } catch { return .transient(reason: "cannot sign the provider token") }
             forceNewToken = false
-            let request = HTTPClientRequest(method: "POST", url: "\(base)/3/device/\(message.token)", headers: [
-                ("authorization", "bearer \(provider)"), ("apns-topic", configuration.topic), ("apns-push-type", "alert"),
-                ("apns-priority", "10"), ("apns-expiration", "0"), ("content-type", "application/json"),
-            ], body: body)
+            let request = HTTPClientRequest(method: "POST", url: "\(base)/3/device/\(message.token)",
+                                            headers: headers(message, provider: provider), body: body)
             let outcome: PushOutcome
             do {
                 let response = try await http.send(request)

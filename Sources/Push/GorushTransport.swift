@@ -35,7 +35,19 @@ public struct GorushTransport: PushTransport {
             if !message.data.isEmpty { fields["data"] = .object(message.data) }
             if message.platform == .ios {
                 fields["development"] = .bool(message.apnsSandbox)
-                if let apnsTopic { fields["topic"] = .string(apnsTopic) }
+                if let apnsTopic {
+                    fields["topic"] = .string(message.kind == .liveActivity ? apnsTopic + ".push-type.liveactivity" : apnsTopic)
+                }
+                if let collapseID = message.collapseID { fields["collapse_id"] = .string(collapseID) }
+                if message.kind == .liveActivity, let liveActivity = message.liveActivity {
+                    // gorush reads these hyphenated keys at the top level (and
+                    // drops snake_case spellings silently).
+                    fields["push_type"] = .string("liveactivity")
+                    fields["priority"] = .string(message.priority >= 10 ? "high" : "normal")
+                    fields.removeValue(forKey: "title")
+                    fields.removeValue(forKey: "message")
+                    for (key, value) in liveActivity { fields[key] = value }
+                }
             } else {
                 fields["priority"] = .string("high")
             }

@@ -17,6 +17,21 @@ public struct PushMessage: Sendable, Equatable {
     /// Transports deliver them as given; Android data values must already be
     /// strings (FCM data is a string map).
     public var data: [String: JSONValue]
+    /// What kind of APNs push this is.
+    public var kind: Kind = .alert
+    /// APNs priority: 10 delivers at once, 5 when convenient.
+    public var priority = 10
+    /// Epoch seconds after which APNs may drop it (0 = try once, now).
+    public var expiration: Int64 = 0
+    /// Lets a newer push replace an undelivered older one on the device.
+    public var collapseID: String?
+    /// For Live Activities: the `aps` members (`event`, `content-state`,
+    /// `timestamp`, `stale-date`, `dismissal-date`) sent instead of an alert.
+    public var liveActivity: [String: JSONValue]?
+
+    /// `alert` pushes go to the bundle id; Live Activity pushes to
+    /// `<bundle id>.push-type.liveactivity` with `apns-push-type: liveactivity`.
+    public enum Kind: String, Sendable, Equatable { case alert, liveActivity = "liveactivity" }
 
     public init(token: String, platform: PushPlatform, apnsSandbox: Bool = false, title: String? = nil, body: String? = nil,
                 data: [String: JSONValue] = [:]) {

@@ -108,6 +108,26 @@ struct PushTransportTests {
         await peer.server.shutdown()
     }
 
+    @Test func liveActivityPushesUseTheirTopicTypeAndPayload() async throws {
+        let peer = try ProviderPeer()
+        let transport = try Self.apns(peer, time: FakeTime())
+        var message = PushMessage(token: "activity-token", platform: .ios)
+        message.kind = .liveActivity
+        message.collapseID = "stop-1_570"
+        message.liveActivity = ["event": .string("update"), "timestamp": .integer(1_800_000_000),
+                                "content-state": .object(["arrivals": .array([])]), "stale-date": .integer(1_800_000_600)]
+        #expect(await transport.send([message]) == [.delivered])
+        let seen = try #require(peer.seen.value.first)
+        #expect(seen.headers["apns-topic"] == "org.onebusaway.iphone.push-type.liveactivity")
+        #expect(seen.headers["apns-push-type"] == "liveactivity")
+        #expect(seen.headers["apns-priority"] == "10")
+        #expect(seen.headers["apns-collapse-id"] == "stop-1_570")
+        let payload = try JSONSerialization.jsonObject(with: Data(seen.body)) as? [String: Any]
+        let aps = try #require(payload?["aps"] as? [String: Any])
+        #expect(Set(aps.keys) == ["event", "timestamp", "content-state", "stale-date"])
+        await peer.server.shutdown()
+    }
+
     @Test("APNs answers", arguments: [
         (410, #"{"reason":"Unregistered"}"#, "terminal"), (400, #"{"reason":"BadDeviceToken"}"#, "terminal"),
         (400, #"{"reason":"DeviceTokenNotForTopic"}"#, "terminal"), (400, #"{"reason":"TopicDisallowed"}"#, "terminal"),
