@@ -97,15 +97,16 @@ struct GhostBusTests {
     }
 
     @Test func enrichmentRetriesThreeTimesWithoutMakingTheRiderWait() async throws {
-        try await Self.run { app, oba in
+        try await Self.run({ $0.runsAlarmChecker = false; $0.runsLiveActivityUpdater = false }) { app, oba in
+            // Only the pruner and the alert feed watcher sleep on the clock now.
+            #expect(try await app.eventually { app.clock.sleeperCount == 2 })
             oba.setMode(.serverError)
             let created = try await app.post(Self.path, Self.valid.map { ($0.key, $0.value) })
             #expect(created.status == 201)
             let id = try #require(created.json?["id"] as? String)
             let store = GhostBusStore(database: app.sidecar.database)
             for _ in 0..<2 {
-                // The pruner, the alarm checker and the feed watcher sleep too.
-                #expect(try await app.eventually { app.clock.sleeperCount >= 4 })
+                #expect(try await app.eventually { app.clock.sleeperCount >= 3 }, "the enrichment waits to retry")
                 app.clock.advance(seconds: 30)
             }
             #expect(try await app.eventually { try await store.report(publicID: id)?.int("snapshot_attempts") == 3 })

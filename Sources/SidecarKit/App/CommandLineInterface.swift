@@ -120,6 +120,9 @@ public enum CommandLineInterface {
         Flag(name: "alarm-check-interval", valueName: "SECONDS", help: "Seconds between alarm checks (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.alarmCheckIntervalSeconds = try integer(value, flag: "alarm-check-interval", range: 5...3600)
         },
+        Flag(name: "live-activity-interval", valueName: "SECONDS", help: "Seconds between Live Activity updates (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.liveActivityIntervalSeconds = try integer(value, flag: "live-activity-interval", range: 5...3600)
+        },
         Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush with --gorush-url, else direct with an APNs key or FCM account, else none), gorush, direct, log or none", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             guard let choice = SidecarConfiguration.PushTransportChoice(rawValue: value.lowercased()) else {
                 throw CommandLineError("--push-transport must be auto, gorush, direct, log or none, got \(value)")

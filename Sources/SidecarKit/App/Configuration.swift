@@ -34,6 +34,10 @@ public struct SidecarConfiguration: Sendable {
     public var obaRegionAPIKeys: [Int: String] = [:]
     /// Seconds between alarm checker cycles (spec §5.3: once a minute).
     public var alarmCheckIntervalSeconds = 60
+    /// Seconds between Live Activity update cycles (spec §6.3: once a minute).
+    public var liveActivityIntervalSeconds = 60
+    /// Whether `start()` runs the Live Activity updater (tests drive it by hand).
+    public var runsLiveActivityUpdater = true
     /// How pushes are delivered.
     public var pushTransport = PushTransportChoice.automatic
     /// gorush's base URL, e.g. http://127.0.0.1:8088.

@@ -30,6 +30,7 @@ public final class Sidecar: Sendable {
     let regionRefresher: RegionRefresher
     let pruner: PushRegistrationPruner
     let alarmChecker: AlarmChecker
+    let liveActivityUpdater: LiveActivityUpdater
     let alertFeedCache = AlertFeedCache()
     let alertFeedWatcher: AlertFeedVersionWatcher
     let pushTransport: (any PushTransport)?
@@ -99,6 +100,10 @@ public final class Sidecar: Sendable {
         pushTransport = transport
         let alertStore = AlertStore(database: database)
         alertFeedWatcher = AlertFeedVersionWatcher(store: alertStore, cache: alertFeedCache, clock: clock)
+        let liveActivityStore = LiveActivityStore(database: database)
+        liveActivityUpdater = LiveActivityUpdater(store: liveActivityStore, regions: regions, oba: oba, transport: transport, clock: clock,
+                                                  logger: logger, intervalSeconds: configuration.liveActivityIntervalSeconds,
+                                                  stopCache: TimedCache(lifetimeSeconds: 55, now: { clock.now().timeIntervalSince1970 }))
         let administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
         let alarmStore = AlarmStore(database: database)
         alarmChecker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, pushRegistrations: pushStore,
@@ -114,6 +119,7 @@ public final class Sidecar: Sendable {
                 limiter: FixedWindowRateLimiter(limit: configuration.pushRegistrationLimit, windowSeconds: 60, now: now)).routes,
             AlarmRoutes(store: alarmStore, pushRegistrations: pushStore, regions: regions, oba: oba, clock: clock, logger: logger,
                         publicURL: publicURL).routes,
+            LiveActivityRoutes(store: liveActivityStore, regions: regions, clock: clock, logger: logger, publicURL: publicURL).routes,
             AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, logger: logger).routes,
             SurveyRoutes(store: SurveyStore(database: database), regions: regions, clock: clock, logger: logger,
                          limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, now: now)).routes,
@@ -123,7 +129,7 @@ public final class Sidecar: Sendable {
             DonationRoutes(stripe: StripeClient(http: upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
                            testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
                            limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, now: now), logger: logger).routes,
-            GorushWebhookRoutes(registrations: pushStore, secret: configuration.gorushWebhookSecret,
+            GorushWebhookRoutes(registrations: pushStore, liveActivities: liveActivityStore, secret: configuration.gorushWebhookSecret,
                                 limiter: FixedWindowRateLimiter(limit: 120, windowSeconds: 60, now: now), logger: logger).routes,
             WeatherRoutes(regions: regions, http: upstream, apiKey: configuration.pirateWeatherKey, baseURL: configuration.pirateWeatherURL,
                           cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
@@ -205,7 +211,9 @@ public final class Sidecar: Sendable {
         let pruner = self.pruner
         let checker = alarmChecker
         let watcher = alertFeedWatcher
+        let updater = liveActivityUpdater
         loops.withLock {
+            if configuration.runsLiveActivityUpdater { $0.append(Task { await updater.run() }) }
             $0.append(Task { await watcher.run() })
             $0.append(Task { await pruner.run() })
             $0.append(Task { await refresher.run() })

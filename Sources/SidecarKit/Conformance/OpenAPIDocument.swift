@@ -311,7 +311,7 @@ paths:
   /api/v2/regions/{regionId}/live_activities:
     post:
       operationId: registerLiveActivity
-      summary: Live Activity registration (not served by this version; answers 404)
+      summary: Register or refresh a Live Activity (upsert on activity_id; the first URL is kept; expires 8 hours after the first registration)
       parameters:
         - $ref: '#/components/parameters/RegionId'
       requestBody:
@@ -332,7 +332,7 @@ paths:
   /api/v2/regions/{regionId}/live_activities/{activityToken}:
     delete:
       operationId: unregisterLiveActivity
-      summary: End a Live Activity subscription (not served by this version; answers 404)
+      summary: End a Live Activity subscription (no end push)
       parameters:
         - $ref: '#/components/parameters/RegionId'
         - name: activityToken
@@ -342,6 +342,7 @@ paths:
       responses:
         '204': {description: Deleted.}
         '404': {description: No such subscription.}
+        '503': {description: The delete failed; nothing changed.}
   /api/v2/regions/{regionId}/push_registrations:
     post:
       operationId: registerPushToken
@@ -472,7 +473,7 @@ webhooks:
   liveActivityPush:
     post:
       operationId: liveActivityPushPayload
-      summary: Live Activity update and end pushes (not sent by this version)
+      summary: Live Activity update and end pushes (apns-push-type liveactivity, topic <bundle id>.push-type.liveactivity, priority 10)
       requestBody:
         content:
           application/json:

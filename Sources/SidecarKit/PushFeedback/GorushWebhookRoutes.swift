@@ -9,6 +9,7 @@ import Push
 /// the hook is rate limited instead.
 struct GorushWebhookRoutes: Sendable {
     let registrations: PushRegistrationStore
+    let liveActivities: LiveActivityStore
     let secret: String?
     let limiter: FixedWindowRateLimiter
     let logger: Logger
@@ -44,7 +45,10 @@ struct GorushWebhookRoutes: Sendable {
         var deleted = 0
         for failure in Self.failures(request.body) {
             guard case .terminal = PushOutcome.classify(failure: failure.reason) else { continue }
-            do { deleted += try await registrations.deleteEverywhere(token: failure.token) } catch {
+            do {
+                deleted += try await registrations.deleteEverywhere(token: failure.token)
+                deleted += try await liveActivities.deleteByPushToken(failure.token)
+            } catch {
                 logger.error("gorush feedback could not delete a registration", [("error", "\(error)")])
                 return Response.storageUnavailable(.simple, summary: "Unavailable")
             }

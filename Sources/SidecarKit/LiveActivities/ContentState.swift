@@ -1,0 +1,120 @@
+import Core
+import OBA
+
+/// The Live Activity content state (spec §6.2): a strict wire contract with
+/// the iOS widget. No timestamp or other always-changing field belongs here:
+/// consecutive states are compared to decide whether to push.
+public struct ContentState: Sendable, Equatable {
+    public struct Arrival: Sendable, Equatable {
+        /// Epoch seconds.
+        public var departureTime: Int64
+        /// `early`, `on_time`, `delayed` or `unknown` (schedule only).
+        public var scheduleStatus: String
+        /// Seconds; 0 when schedule-only.
+        public var scheduleDeviation: Int64
+        public var isArrival: Bool
+    }
+    public var arrivals: [Arrival]
+
+    public var json: JSONValue {
+        .object(["arrivals": .array(arrivals.map { arrival in
+            .object(["departure_time": .integer(arrival.departureTime), "schedule_status": .string(arrival.scheduleStatus),
+                     "schedule_deviation": .integer(arrival.scheduleDeviation), "is_arrival": .bool(arrival.isArrival)])
+        })])
+    }
+
+    public init(arrivals: [Arrival]) { self.arrivals = arrivals }
+
+    /// Reads a stored state back.
+    public init?(json: JSONValue) {
+        guard case .object(let root) = json, case .array(let items)? = root["arrivals"] else { return nil }
+        var arrivals: [Arrival] = []
+        for item in items {
+            guard case .object(let fields) = item, case .integer(let time)? = fields["departure_time"],
+                  case .string(let status)? = fields["schedule_status"], case .integer(let deviation)? = fields["schedule_deviation"],
+                  case .bool(let isArrival)? = fields["is_arrival"] else { return nil }
+            arrivals.append(Arrival(departureTime: time, scheduleStatus: status, scheduleDeviation: deviation, isArrival: isArrival))
+        }
+        self.arrivals = arrivals
+    }
+}
+
+/// Spec §6.2: building the content state from `arrivals-and-departures-for-stop`.
+public enum ContentStateBuilder {
+    public static let maxArrivals = 3
+    /// The window the stop is asked for.
+    public static let minutesBefore = 5
+    public static let minutesAfter = 120
+
+    /// The visit identity duplicates are collapsed on; nil when any part is missing.
+    struct VisitKey: Hashable {
+        let stopID: String
+        let tripID: String
+        let routeID: String
+        let serviceDate: Int64
+        let stopSequence: Int
+    }
+
+    static func key(_ entry: ArrivalAndDeparture) -> VisitKey? {
+        guard let stop = entry.stopId, let trip = entry.tripId, let route = entry.routeId, let date = entry.serviceDate,
+              let sequence = entry.stopSequence else { return nil }
+        return VisitKey(stopID: stop, tripID: trip, routeID: route, serviceDate: date, stopSequence: sequence)
+    }
+
+    /// Step 2: one entry per visit, the newest `lastUpdateTime` winning (ties:
+    /// the first in response order); entries missing an identity part stay.
+    /// A port of the app's own dedupe, so both sides pick the same survivor.
+    public static func collapseDuplicates(_ entries: [ArrivalAndDeparture]) -> [ArrivalAndDeparture] {
+        var survivorIndex: [VisitKey: Int] = [:]
+        var kept: [ArrivalAndDeparture?] = []
+        for entry in entries {
+            guard let key = key(entry) else {
+                kept.append(entry)
+                continue
+            }
+            if let index = survivorIndex[key], let current = kept[index] {
+                if (entry.lastUpdateTime ?? 0) > (current.lastUpdateTime ?? 0) { kept[index] = entry }
+            } else {
+                survivorIndex[key] = kept.count
+                kept.append(entry)
+            }
+        }
+        return kept.compactMap { $0 }
+    }
+
+    /// `schedule_status` from a deviation in seconds, half-open on the late
+    /// side: < −90 s early, −90 s (inclusive) to +90 s (exclusive) on time,
+    /// ≥ +90 s delayed.
+    public static func status(deviationSeconds: Int64) -> String {
+        if deviationSeconds < -90 { return "early" }
+        if deviationSeconds >= 90 { return "delayed" }
+        return "on_time"
+    }
+
+    /// Step 3 for one entry: arrival times at any stop but the trip's first
+    /// (`stopSequence != 0`), falling back to departure times when the feed
+    /// omits arrival times; the prediction when predicted and positive.
+    public static func arrival(for entry: ArrivalAndDeparture) -> (timeMillis: Int64, arrival: ContentState.Arrival)? {
+        let isArrival = entry.stopSequence != 0
+        var scheduled = isArrival ? entry.scheduledArrivalTime : entry.scheduledDepartureTime
+        var predicted = isArrival ? entry.predictedArrivalTime : entry.predictedDepartureTime
+        if isArrival && (scheduled ?? 0) <= 0 {
+            scheduled = entry.scheduledDepartureTime
+            predicted = entry.predictedDepartureTime
+        }
+        let usePrediction = entry.predicted == true && (predicted ?? 0) > 0
+        guard let time = usePrediction ? predicted : scheduled, time > 0 else { return nil }
+        let deviation = usePrediction ? ((predicted ?? 0) - (scheduled ?? predicted ?? 0)) / 1000 : 0
+        return (time, ContentState.Arrival(departureTime: time / 1000, scheduleStatus: usePrediction ? status(deviationSeconds: deviation) : "unknown",
+                                           scheduleDeviation: deviation, isArrival: isArrival))
+    }
+
+    /// Steps 1–4: filter to the route and headsign, collapse duplicates,
+    /// choose times, drop the past, sort, keep 3.
+    public static func build(_ entries: [ArrivalAndDeparture], routeShortName: String, tripHeadsign: String, currentTimeMillis: Int64) -> ContentState {
+        let matching = entries.filter { $0.routeShortName == routeShortName && $0.tripHeadsign == tripHeadsign }
+        let chosen = collapseDuplicates(matching).compactMap(arrival(for:)).filter { $0.timeMillis >= currentTimeMillis }
+        let sorted = chosen.enumerated().sorted { ($0.element.timeMillis, $0.offset) < ($1.element.timeMillis, $1.offset) }.map(\.element.arrival)
+        return ContentState(arrivals: Array(sorted.prefix(maxArrivals)))
+    }
+}

@@ -1,0 +1,176 @@
+import Core
+import Crypto
+import Database
+import FoundationEssentials
+
+/// A Live Activity subscription as stored.
+public struct LiveActivity: Sendable, Equatable {
+    public var id: Int64
+    public var token: String
+    public var regionID: Int
+    public var activityID: String
+    public var pushToken: String
+    public var stopID: String
+    public var routeShortName: String
+    public var tripHeadsign: String
+    public var apnsSandbox: Bool
+    /// Epoch seconds: 8 hours after the first registration.
+    public var expiresAt: Int64
+    public var failureCount: Int
+    /// The last state pushed, as JSON text.
+    public var lastState: String?
+    /// Epoch ms of the last push.
+    public var lastPushedAt: Int64?
+}
+
+/// Storage of Live Activity subscriptions (table `live_activities`).
+public struct LiveActivityStore: Sendable {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    /// Spec §6.1: an activity lives at most 8 hours (Apple's ceiling).
+    public static let lifetimeSeconds: Int64 = 8 * 3600
+
+    public struct Registration: Sendable {
+        public var activityID: String
+        public var pushToken: String
+        public var stopID: String
+        public var routeShortName: String
+        public var tripHeadsign: String
+        public var tripID: String?
+        public var serviceDate: Int64?
+        public var vehicleID: String?
+        public var stopSequence: Int64?
+        public var apnsSandbox: Bool
+    }
+
+    /// Upserts on (region, activity_id): a re-registration (a rotated push
+    /// token) rewrites every field but keeps the URL token and the expiry of
+    /// the first registration. Atomic, so concurrent first registrations end
+    /// with one row. Returns the URL token.
+    public func register(_ registration: Registration, regionID: Int, nowSeconds: Int64) async throws -> String {
+        let token = SecureToken.urlSafe()
+        return try await database.write { connection in
+            try connection.queryOne("""
+                INSERT INTO live_activities (token, region_id, activity_id, push_token, stop_id, route_short_name, trip_headsign, trip_id,
+                    service_date, vehicle_id, stop_sequence, apns_sandbox, expires_at, failure_count, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14)
+                ON CONFLICT (region_id, activity_id) DO UPDATE SET push_token = excluded.push_token, stop_id = excluded.stop_id,
+                    route_short_name = excluded.route_short_name, trip_headsign = excluded.trip_headsign, trip_id = excluded.trip_id,
+                    service_date = excluded.service_date, vehicle_id = excluded.vehicle_id, stop_sequence = excluded.stop_sequence,
+                    apns_sandbox = excluded.apns_sandbox
+                RETURNING token
+                """, [.text(token), .integer(Int64(regionID)), .text(registration.activityID), .text(registration.pushToken),
+                      .text(registration.stopID), .text(registration.routeShortName), .text(registration.tripHeadsign),
+                      SQLValue(registration.tripID), SQLValue(registration.serviceDate), SQLValue(registration.vehicleID),
+                      SQLValue(registration.stopSequence), SQLValue(registration.apnsSandbox), .integer(nowSeconds + Self.lifetimeSeconds),
+                      .integer(nowSeconds)])?.string("token") ?? token
+        }
+    }
+
+    public func delete(regionID: Int, token: String) async throws -> Bool {
+        try await database.write { connection in
+            try connection.execute("DELETE FROM live_activities WHERE region_id = $1 AND token = $2", [.integer(Int64(regionID)), .text(token)]) > 0
+        }
+    }
+
+    /// Deletes every subscription using a dead push token (§6.5).
+    public func deleteByPushToken(_ pushToken: String) async throws -> Int {
+        try await database.write { connection in
+            try connection.execute("DELETE FROM live_activities WHERE push_token = $1", [.text(pushToken)])
+        }
+    }
+
+    public func find(token: String) async throws -> LiveActivity? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT * FROM live_activities WHERE token = $1", [.text(token)]).map(Self.activity)
+        }
+    }
+
+    public func count() async throws -> Int {
+        try await database.read { connection in Int(try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities", [])?.int("n") ?? 0) }
+    }
+
+    /// The stops with subscriptions.
+    public func stops() async throws -> [(regionID: Int, stopID: String)] {
+        try await database.read { connection in
+            try connection.query("SELECT DISTINCT region_id, stop_id FROM live_activities", []).map {
+                (Int($0.int("region_id") ?? 0), $0.string("stop_id") ?? "")
+            }
+        }
+    }
+
+    public func activities(regionID: Int, stops: [String]) async throws -> [LiveActivity] {
+        try await database.read { connection in
+            var found: [LiveActivity] = []
+            for stop in stops {
+                found += try connection.query("SELECT * FROM live_activities WHERE region_id = $1 AND stop_id = $2 ORDER BY id",
+                                              [.integer(Int64(regionID)), .text(stop)]).map(Self.activity)
+            }
+            return found
+        }
+    }
+
+    public enum Update: Sendable {
+        case pushed(id: Int64, state: String, at: Int64)
+        case failure(id: Int64, count: Int)
+        case succeeded(id: Int64)
+        case delete(id: Int64)
+    }
+
+    public func apply(_ updates: [Update]) async throws {
+        guard !updates.isEmpty else { return }
+        _ = try await database.write { connection in
+            for update in updates {
+                switch update {
+                case .pushed(let id, let state, let at):
+                    try connection.execute("UPDATE live_activities SET last_state = $2, last_pushed_at = $3, failure_count = 0 WHERE id = $1",
+                                           [.integer(id), .text(state), .integer(at)])
+                case .failure(let id, let count):
+                    try connection.execute("UPDATE live_activities SET failure_count = $2 WHERE id = $1", [.integer(id), .integer(Int64(count))])
+                case .succeeded(let id):
+                    try connection.execute("UPDATE live_activities SET failure_count = 0 WHERE id = $1", [.integer(id)])
+                case .delete(let id):
+                    try connection.execute("DELETE FROM live_activities WHERE id = $1", [.integer(id)])
+                }
+            }
+        }
+    }
+
+    static func activity(_ row: Row) -> LiveActivity {
+        LiveActivity(id: row.int("id") ?? 0, token: row.string("token") ?? "", regionID: Int(row.int("region_id") ?? 0),
+                     activityID: row.string("activity_id") ?? "", pushToken: row.string("push_token") ?? "", stopID: row.string("stop_id") ?? "",
+                     routeShortName: row.string("route_short_name") ?? "", tripHeadsign: row.string("trip_headsign") ?? "",
+                     apnsSandbox: row.bool("apns_sandbox"), expiresAt: row.int("expires_at") ?? 0, failureCount: Int(row.int("failure_count") ?? 0),
+                     lastState: row.string("last_state"), lastPushedAt: row.int("last_pushed_at"))
+    }
+
+    static let migrations = [
+        Migration(version: 6, name: "create live_activities", sql: """
+            CREATE TABLE live_activities (
+                id INTEGER PRIMARY KEY,
+                token TEXT NOT NULL UNIQUE,
+                region_id INTEGER NOT NULL,
+                activity_id TEXT NOT NULL,
+                push_token TEXT NOT NULL,
+                stop_id TEXT NOT NULL,
+                route_short_name TEXT NOT NULL,
+                trip_headsign TEXT NOT NULL,
+                trip_id TEXT,
+                service_date INTEGER,
+                vehicle_id TEXT,
+                stop_sequence INTEGER,
+                apns_sandbox INTEGER NOT NULL DEFAULT 0,
+                expires_at INTEGER NOT NULL,
+                failure_count INTEGER NOT NULL DEFAULT 0,
+                last_state TEXT,
+                last_pushed_at INTEGER,
+                created_at INTEGER NOT NULL,
+                UNIQUE (region_id, activity_id)
+            );
+            CREATE INDEX live_activities_stop ON live_activities (region_id, stop_id);
+            CREATE INDEX live_activities_push_token ON live_activities (push_token);
+            """),
+    ]
+}

@@ -1,0 +1,204 @@
+import Core
+import FoundationEssentials
+import OBA
+import Push
+
+/// Spec §6.3 and §6.4: every interval, for each subscription: end it when
+/// expired; build its content state from its stop's arrivals (one request
+/// per stop, through a cache of about 55 s shared by every subscription on
+/// the stop); count a failure on an error or an empty state (three in a row
+/// end it); push an update when the state changed or 55 s passed since the
+/// last push.
+struct LiveActivityUpdater: Sendable {
+    let store: LiveActivityStore
+    let regions: RegionDirectory
+    let oba: OBAGateway
+    let transport: (any PushTransport)?
+    let clock: any WallClock
+    let logger: Logger
+    let intervalSeconds: Int
+    /// Per (region, stop): the last arrivals response, for ~55 s.
+    let stopCache: TimedCache<String, OBAResponse<StopArrivals>>
+    var maxConcurrentStops = 32
+    var stopsPerPage = 500
+
+    static let keepaliveSeconds: Int64 = 55
+    static let failuresBeforeEnd = 3
+    static let staleAfterSeconds: Int64 = 600
+    static let dismissAfterSeconds: Int64 = 900
+
+    struct CycleReport: Sendable, Equatable {
+        var subscriptions = 0
+        var stopRequests = 0
+        var updates = 0
+        var ended = 0
+        var failures = 0
+        var pushFailures = 0
+    }
+
+    func run() async {
+        while !Task.isCancelled {
+            _ = await runCycle()
+            do { try await clock.sleep(seconds: Double(intervalSeconds)) } catch { return }
+        }
+    }
+
+    @discardableResult
+    func runCycle() async -> CycleReport {
+        var report = CycleReport()
+        let started = ContinuousClock.now
+        do {
+            let stops = try await store.stops()
+            let byRegion = Dictionary(grouping: stops, by: \.regionID)
+            for (regionID, regionStops) in byRegion {
+                var start = 0
+                while start < regionStops.count {
+                    let page = regionStops[start..<min(start + stopsPerPage, regionStops.count)].map(\.stopID)
+                    start += stopsPerPage
+                    let activities = try await store.activities(regionID: regionID, stops: page)
+                    await process(activities, regionID: regionID, report: &report)
+                }
+            }
+        } catch {
+            logger.error("live activity cycle could not read subscriptions", [("error", "\(error)")])
+        }
+        if report.subscriptions > 0 {
+            let elapsed = ContinuousClock.now - started
+            logger.info("live activity cycle", [
+                ("subscriptions", String(report.subscriptions)), ("stop_requests", String(report.stopRequests)),
+                ("updates", String(report.updates)), ("ended", String(report.ended)), ("failures", String(report.failures)),
+                ("push_failures", String(report.pushFailures)),
+                ("duration_ms", String(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)),
+            ])
+        }
+        return report
+    }
+
+    /// What a push will do for one subscription.
+    enum Plan { case update(LiveActivity, ContentState), end(LiveActivity, ContentState) }
+
+    private func process(_ activities: [LiveActivity], regionID: Int, report: inout CycleReport) async {
+        report.subscriptions += activities.count
+        let nowMillis = clock.now().epochMillis
+        let nowSeconds = nowMillis / 1000
+        var updates: [LiveActivityStore.Update] = []
+        var plans: [Plan] = []
+        let byStop = Dictionary(grouping: activities, by: \.stopID)
+        var responses: [String: OBAResponse<StopArrivals>?] = [:]
+        let region = regions.region(id: regionID)
+        await withTaskGroup(of: (String, OBAResponse<StopArrivals>?, Bool).self) { group in
+            var pending = byStop.keys.makeIterator()
+            func addNext() -> Bool {
+                guard let stop = pending.next() else { return false }
+                let needed = byStop[stop]!.contains { $0.expiresAt >= nowSeconds }
+                group.addTask { needed ? await self.arrivals(region: region, stopID: stop) : (stop, nil, false) }
+                return true
+            }
+            for _ in 0..<maxConcurrentStops where !addNext() { break }
+            for await (stop, response, fetched) in group {
+                responses[stop] = response
+                if fetched { report.stopRequests += 1 }
+                _ = addNext()
+            }
+        }
+        for activity in activities {
+            let last = activity.lastState.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }.flatMap(ContentState.init(json:))
+            if activity.expiresAt < nowSeconds {
+                plans.append(.end(activity, last ?? ContentState(arrivals: [])))
+                continue
+            }
+            guard let response = responses[activity.stopID] ?? nil else {
+                report.failures += 1
+                failure(activity, last: last, updates: &updates, plans: &plans)
+                continue
+            }
+            let state = ContentStateBuilder.build(response.entry.arrivalsAndDepartures, routeShortName: activity.routeShortName,
+                                                  tripHeadsign: activity.tripHeadsign, currentTimeMillis: response.currentTime)
+            guard !state.arrivals.isEmpty else {
+                // Night headways and feed gaps: one empty cycle is not an end.
+                report.failures += 1
+                failure(activity, last: last, updates: &updates, plans: &plans)
+                continue
+            }
+            let keepaliveDue = nowMillis - (activity.lastPushedAt ?? 0) >= Self.keepaliveSeconds * 1000
+            if state != last || keepaliveDue {
+                plans.append(.update(activity, state))
+            } else if activity.failureCount > 0 {
+                updates.append(.succeeded(id: activity.id))
+            }
+        }
+        guard !plans.isEmpty else {
+            try? await store.apply(updates)
+            return
+        }
+        let messages = plans.map { plan -> PushMessage in
+            switch plan {
+            case .update(let activity, let state): return message(activity, state: state, event: "update", nowSeconds: nowSeconds)
+            case .end(let activity, let state): return message(activity, state: state, event: "end", nowSeconds: nowSeconds)
+            }
+        }
+        let outcomes = await transport?.send(messages) ?? messages.map { _ in .rejected(reason: "no push transport") }
+        for (plan, outcome) in zip(plans, outcomes) {
+            switch (plan, outcome) {
+            case (.update(let activity, let state), .delivered):
+                report.updates += 1
+                let text = String(decoding: state.json.encoded(), as: UTF8.self)
+                // Stamped after the push returns (the 55 s keepalive allows for it).
+                updates.append(.pushed(id: activity.id, state: text, at: clock.now().epochMillis))
+            case (.update(let activity, _), .terminal), (.end(let activity, _), .terminal):
+                // A dead token: delete, and no end push could reach it anyway.
+                report.pushFailures += 1
+                report.ended += 1
+                updates.append(.delete(id: activity.id))
+            case (.update, _):
+                report.pushFailures += 1
+            case (.end(let activity, _), _):
+                // Best effort: the end push may fail, the row goes anyway.
+                report.ended += 1
+                updates.append(.delete(id: activity.id))
+            }
+        }
+        do { try await store.apply(updates) } catch {
+            logger.error("live activity cycle could not save its decisions", [("error", "\(error)")])
+        }
+    }
+
+    private func failure(_ activity: LiveActivity, last: ContentState?, updates: inout [LiveActivityStore.Update], plans: inout [Plan]) {
+        let count = activity.failureCount + 1
+        if count >= Self.failuresBeforeEnd {
+            plans.append(.end(activity, last ?? ContentState(arrivals: [])))
+        } else {
+            updates.append(.failure(id: activity.id, count: count))
+        }
+    }
+
+    private func arrivals(region: Region?, stopID: String) async -> (String, OBAResponse<StopArrivals>?, Bool) {
+        guard let region else { return (stopID, nil, false) }
+        let key = "\(region.id)\u{0}\(stopID)"
+        if let cached = stopCache.value(key) { return (stopID, cached, false) }
+        do {
+            let response = try await oba.arrivalsAndDepartures(region: region, stopID: stopID, minutesBefore: ContentStateBuilder.minutesBefore,
+                                                               minutesAfter: ContentStateBuilder.minutesAfter)
+            stopCache.store(response, for: key)
+            return (stopID, response, true)
+        } catch {
+            return (stopID, nil, true)
+        }
+    }
+
+    /// Spec §6.6: a liveactivity push at priority 10 with `event`,
+    /// `content-state`, a timestamp that advances every push, and a
+    /// stale-date (update) or dismissal-date (end).
+    func message(_ activity: LiveActivity, state: ContentState, event: String, nowSeconds: Int64) -> PushMessage {
+        var message = PushMessage(token: activity.pushToken, platform: .ios, apnsSandbox: activity.apnsSandbox)
+        message.kind = .liveActivity
+        message.priority = 10
+        let timestamp = max(nowSeconds, (activity.lastPushedAt ?? 0) / 1000 + 1)
+        var aps: [String: JSONValue] = ["event": .string(event), "content-state": state.json, "timestamp": .integer(timestamp)]
+        if event == "end" { aps["dismissal-date"] = .integer(nowSeconds + Self.dismissAfterSeconds) } else {
+            aps["stale-date"] = .integer(nowSeconds + Self.staleAfterSeconds)
+        }
+        message.liveActivity = aps
+        return message
+    }
+}
