@@ -28,9 +28,9 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Core"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformThreads"]),
         .target(name: "Database", dependencies: ["CSQLite", "PlatformThreads"]),
-        .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "Core"]),
         .target(name: "OBA", dependencies: ["HTTPClient", "Core"]),
-        .target(name: "GTFSRealtime"),
+        .target(name: "GTFSRealtime", dependencies: ["Core"]),
         .target(name: "Push", dependencies: ["HTTPClient", "Core", "Crypto"]),
 
         // The application: one folder per feature.
@@ -38,11 +38,11 @@ let package = Package(
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
 
         // A raw-socket HTTP client for tests that must send malformed bytes.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["HTTPServer"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
         .testTarget(name: "PushTests", dependencies: ["Push", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"]),
-        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "GTFSRealtimeTests", dependencies: ["GTFSRealtime", "TestSupport"]),
         .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "TestSupport"]),

@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
+source bench/lib.sh
 sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" wrk nginx-light python3 time
 
 REGISTRATIONS="${1:-100000}"
@@ -23,27 +24,7 @@ swift build -c release --static-swift-stdlib --product sidecar >&2
 BIN=.build/release/sidecar
 DB="$WORK/bench.sqlite3"
 
-cat > "$WORK/nginx.conf" <<NGINX
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $WORK;
-  proxy_temp_path $WORK;
-  fastcgi_temp_path $WORK;
-  uwsgi_temp_path $WORK;
-  scgi_temp_path $WORK;
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    client_max_body_size 10m;
-    location = /api/push { default_type application/json; return 200 '{"counts":0,"logs":[],"success":"ok"}'; }
-    location / { return 204; }
-  }
-}
-NGINX
-nginx -c "$WORK/nginx.conf"
+start_nginx "$WORK" "$NGINX_PORT" "location = /api/push { default_type application/json; return 200 '{\"counts\":0,\"logs\":[],\"success\":\"ok\"}'; }"
 
 "$BIN" region set --id 1 --agency-id 1 --database "$DB" >/dev/null
 python3 - "$DB" "$REGISTRATIONS" <<'PY'

@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
+source bench/lib.sh
 sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" wrk nginx-light
 
 DURATION="${1:-10}"
@@ -19,22 +20,7 @@ trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"'
 swift build -c release --static-swift-stdlib --product sidecar >&2
 BIN=.build/release/sidecar
 
-cat > "$WORK/nginx.conf" <<NGINX
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $WORK;
-  proxy_temp_path $WORK;
-  fastcgi_temp_path $WORK;
-  uwsgi_temp_path $WORK;
-  scgi_temp_path $WORK;
-  server { listen 127.0.0.1:$NGINX_PORT; location / { return 204; } }
-}
-NGINX
-nginx -c "$WORK/nginx.conf"
+start_nginx "$WORK" "$NGINX_PORT"
 
 "$BIN" serve --host 127.0.0.1 --port "$SIDECAR_PORT" --database "$WORK/bench.sqlite3" \
   --push-registration-limit 0 --log-level warning > "$WORK/sidecar.log" 2>&1 &

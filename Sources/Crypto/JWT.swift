@@ -1,4 +1,5 @@
 import COpenSSL
+import Core
 import FoundationEssentials
 
 /// Why a key could not be used.
@@ -89,20 +90,7 @@ public enum JWT {
         "{" + members.map { "\(quote($0.0)):\($0.1.json)" }.joined(separator: ",") + "}"
     }
 
-    static func quote(_ text: String) -> String {
-        var output = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output + "\""
-    }
+    static func quote(_ text: String) -> String { jsonQuoted(text) }
 }
 
 /// A claim value.

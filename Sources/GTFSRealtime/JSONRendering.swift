@@ -1,3 +1,5 @@
+import Core
+
 /// The protobuf JSON mapping of a FeedMessage (lowerCamelCase names, enums
 /// by name, 64-bit integers as strings), for `alerts.pbtext` debugging.
 extension FeedMessage {
@@ -82,21 +84,5 @@ indirect enum JSONText {
         }
     }
 
-    static func quote(_ text: String) -> String {
-        var output = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output + "\""
-    }
+    static func quote(_ text: String) -> String { jsonQuoted(text) }
 }

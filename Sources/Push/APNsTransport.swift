@@ -91,22 +91,7 @@ public final class APNsTransport: PushTransport {
     }
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
-        var results = [PushOutcome](repeating: .transient(reason: "not sent"), count: messages.count)
-        await withTaskGroup(of: (Int, PushOutcome).self) { group in
-            var next = 0
-            func add() {
-                guard next < messages.count else { return }
-                let index = next
-                next += 1
-                group.addTask { (index, await self.deliver(messages[index])) }
-            }
-            for _ in 0..<min(concurrency, messages.count) { add() }
-            for await (index, outcome) in group {
-                results[index] = outcome
-                add()
-            }
-        }
-        return results
+        await boundedMap(messages, limit: concurrency) { await self.deliver($0) }
     }
 
     func deliver(_ message: PushMessage) async -> PushOutcome {

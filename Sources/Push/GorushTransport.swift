@@ -63,24 +63,7 @@ public struct GorushTransport: PushTransport {
             return await sendBatch(only)
         }
         // A few batches in flight at once; outcomes keep the messages' order.
-        var results = [[PushOutcome]](repeating: [], count: batches.count)
-        await withTaskGroup(of: (Int, [PushOutcome]).self) { group in
-            var next = 0
-            for _ in 0..<min(4, batches.count) {
-                let index = next
-                group.addTask { (index, await sendBatch(batches[index])) }
-                next += 1
-            }
-            for await (index, outcomes) in group {
-                results[index] = outcomes
-                if next < batches.count {
-                    let index = next
-                    group.addTask { (index, await sendBatch(batches[index])) }
-                    next += 1
-                }
-            }
-        }
-        return results.flatMap { $0 }
+        return await boundedMap(batches, limit: 4) { await self.sendBatch($0) }.flatMap { $0 }
     }
 
     private func sendBatch(_ batch: [PushMessage]) async -> [PushOutcome] {

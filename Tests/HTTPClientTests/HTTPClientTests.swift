@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Synchronization
 import Testing
+import TestSupport
 @testable import HTTPClient
 
 @Suite("libcurl multi HTTP client against a local server")
@@ -34,11 +35,8 @@ struct HTTPClientTests {
         })
         router.add(Route("GET", "/big") { _ in .bytes(200, contentType: "text/plain", [UInt8](repeating: 0x61, count: 200_000)) })
         router.add(Route("GET", "/missing") { _ in .json(404, ["error": "nope"]) })
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-        let port = try server.start()
+        let server = try startLocalServer(router)
+        let port = server.port
         do { try await body(port, counter) } catch {
             await server.shutdown()
             throw error

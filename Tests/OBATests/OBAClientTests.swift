@@ -97,11 +97,8 @@ struct OBAClientLiveTests {
                   request.pathParameters["stop"] == "1_11420.json" else { return .json(400, ["error": "bad"]) }
             return .bytes(200, contentType: "application/json", (try? SharedFixtures.bytes("ios/arrival-and-departure-for-stop-1_11420.json")) ?? [])
         })
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-        let port = try server.start()
+        let server = try startLocalServer(router)
+        let port = server.port
         let client = OBAClient(http: HTTPClient(timeoutSeconds: 2))
         let response = try await client.arrivalAndDeparture(baseURL: "http://127.0.0.1:\(port)/", apiKey: "K", stopID: "1_11420",
                                                             tripID: "1_40989208", serviceDate: 1_538_809_200_000, vehicleID: nil, stopSequence: 4)

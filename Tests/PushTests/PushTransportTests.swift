@@ -36,11 +36,7 @@ final class ProviderPeer: Sendable {
             return .json(200, ["access_token": "ya29.test", "expires_in": "3600", "token_type": "Bearer"])
         })
         router.add(Route("POST", "/v1/projects/:project/messages:send", parsesParameters: false, handler: handler))
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-        try server.start()
+        server = try startLocalServer(router)
     }
 
     var url: String { "http://127.0.0.1:\(server.port)" }

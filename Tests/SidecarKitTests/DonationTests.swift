@@ -52,11 +52,7 @@ final class FakeStripe: Sendable {
             answer(record(request), #"{"id":"sub_1","latest_invoice":{"id":"in_1","payment_intent":{"id":"pi_2","client_secret":"pi_2_secret_def"}}}"#)
         })
         router.add(Route("POST", "/v1/ephemeral_keys", parsesParameters: false) { request in answer(record(request), #"{"id":"ephkey_1","secret":"ek_secret"}"#) })
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-        try server.start()
+        server = try startLocalServer(router)
     }
 
     var url: String { "http://127.0.0.1:\(server.port)" }

@@ -101,11 +101,7 @@ final class FakeOBA: Sendable {
             case .normal: return .bytes(200, contentType: "application/json", (try? SharedFixtures.bytes("ios/trip_details_1_18196913.json")) ?? [])
             }
         })
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-        try server.start()
+        server = try startLocalServer(router)
     }
 
     var baseURL: String { "http://127.0.0.1:\(server.port)/" }
@@ -164,11 +160,7 @@ final class FakeGorush: Sendable {
             return .bytes(200, contentType: "application/json",
                           Array(#"{"counts":\#(notifications.count),"logs":[\#(logs.joined(separator: ","))],"success":"ok"}"#.utf8))
         })
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-        try server.start()
+        server = try startLocalServer(router)
     }
 
     var url: String { "http://127.0.0.1:\(server.port)" }

@@ -25,11 +25,7 @@ struct RegionRefreshTests {
                 let current = document.current.withLock { $0 }
                 return .bytes(current.status, contentType: "application/json", Array(current.body.utf8))
             })
-            var configuration = ServerConfiguration()
-            configuration.host = "127.0.0.1"
-            configuration.port = 0
-            server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-            try server.start()
+            server = try startLocalServer(router)
         }
 
         var url: String { "http://127.0.0.1:\(server.port)/regions-v3.json" }

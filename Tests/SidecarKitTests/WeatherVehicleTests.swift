@@ -20,11 +20,7 @@ final class FakePirateWeather: Sendable {
             guard code == 200 else { return .json(code, ["error": "nope"]) }
             return .bytes(200, contentType: "application/json", (try? SharedFixtures.bytes("sidecar/pirate.json")) ?? [])
         })
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-        try server.start()
+        server = try startLocalServer(router)
     }
 
     var url: String { "http://127.0.0.1:\(server.port)" }

@@ -102,22 +102,12 @@ struct AlarmChecker: Sendable {
     private func process(_ due: [Alarm], now: Int64, report: inout CycleReport) async {
         report.checked += due.count
         let groups = Dictionary(grouping: due) { StopKey(regionID: $0.regionID, stopID: $0.stopID) }
-        var verdicts: [(Alarm, Verdict)] = []
-        await withTaskGroup(of: (verdicts: [(Alarm, Verdict)], stopRequests: Int, tripRequests: Int).self) { group in
-            var pending = groups.makeIterator()
-            func addNext() -> Bool {
-                guard let (key, alarms) = pending.next() else { return false }
-                group.addTask { await check(key: key, alarms: alarms, now: now) }
-                return true
-            }
-            for _ in 0..<maxConcurrentStops where !addNext() { break }
-            for await result in group {
-                verdicts += result.verdicts
-                report.stopRequests += result.stopRequests
-                report.tripRequests += result.tripRequests
-                _ = addNext()
-            }
+        let checked = await boundedMap(Array(groups), limit: maxConcurrentStops) { key, alarms in
+            await check(key: key, alarms: alarms, now: now)
         }
+        let verdicts = checked.flatMap(\.verdicts)
+        report.stopRequests += checked.reduce(0) { $0 + $1.stopRequests }
+        report.tripRequests += checked.reduce(0) { $0 + $1.tripRequests }
         var updates: [AlarmStore.Update] = []
         var toFire: [Alarm] = []
         let interval = Int64(intervalSeconds)

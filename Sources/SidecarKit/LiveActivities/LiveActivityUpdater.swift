@@ -84,22 +84,14 @@ struct LiveActivityUpdater: Sendable {
         var updates: [LiveActivityStore.Update] = []
         var plans: [Plan] = []
         let byStop = Dictionary(grouping: activities, by: \.stopID)
-        var responses: [String: OBAResponse<StopArrivals>?] = [:]
         let region = regions.region(id: regionID)
-        await withTaskGroup(of: (String, OBAResponse<StopArrivals>?, Bool).self) { group in
-            var pending = byStop.keys.makeIterator()
-            func addNext() -> Bool {
-                guard let stop = pending.next() else { return false }
-                let needed = byStop[stop]!.contains { $0.expiresAt >= nowSeconds }
-                group.addTask { needed ? await self.arrivals(region: region, stopID: stop) : (stop, nil, false) }
-                return true
-            }
-            for _ in 0..<maxConcurrentStops where !addNext() { break }
-            for await (stop, response, fetched) in group {
-                responses[stop] = response
-                if fetched { report.stopRequests += 1 }
-                _ = addNext()
-            }
+        let fetched = await boundedMap(Array(byStop), limit: maxConcurrentStops) { stop, subscriptions in
+            subscriptions.contains { $0.expiresAt >= nowSeconds } ? await self.arrivals(region: region, stopID: stop) : (stop, nil, false)
+        }
+        var responses: [String: OBAResponse<StopArrivals>?] = [:]
+        for (stop, response, requested) in fetched {
+            responses[stop] = response
+            if requested { report.stopRequests += 1 }
         }
         for activity in activities {
             let last = activity.lastState.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }.flatMap(ContentState.init(json:))

@@ -1,0 +1,44 @@
+/// Runs `body` for every element with at most `limit` running at once and
+/// returns the results in the elements' order. Used wherever work fans out
+/// to the network (stops in a cycle, pushes in a batch) so one slow peer
+/// cannot be asked for everything at once.
+public func boundedMap<Element: Sendable, Result: Sendable>(
+    _ elements: [Element], limit: Int, _ body: @escaping @Sendable (Element) async -> Result
+) async -> [Result] {
+    guard !elements.isEmpty else { return [] }
+    var results = [Result?](repeating: nil, count: elements.count)
+    await withTaskGroup(of: (Int, Result).self) { group in
+        var next = 0
+        func addNext() {
+            guard next < elements.count else { return }
+            let index = next
+            next += 1
+            group.addTask { (index, await body(elements[index])) }
+        }
+        for _ in 0..<min(max(limit, 1), elements.count) { addNext() }
+        for await (index, result) in group {
+            results[index] = result
+            addNext()
+        }
+    }
+    return results.map { $0! }
+}
+
+/// JSON string quoting (RFC 8259): quotes, backslashes and control characters escaped.
+public func jsonQuoted(_ text: String) -> String {
+    var output = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": output += "\\\""
+        case "\\": output += "\\\\"
+        case "\n": output += "\\n"
+        case "\r": output += "\\r"
+        case "\t": output += "\\t"
+        case _ where scalar.value < 0x20:
+            let hex = String(scalar.value, radix: 16)
+            output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        default: output.unicodeScalars.append(scalar)
+        }
+    }
+    return output + "\""
+}
