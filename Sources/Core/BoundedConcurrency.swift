@@ -42,3 +42,15 @@ public func jsonQuoted(_ text: String) -> String {
     }
     return output + "\""
 }
+
+extension Array {
+    /// Consecutive slices of at most `size` elements (pages of work).
+    public func pages(of size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: Swift.max(size, 1)).map { self[$0..<Swift.min($0 + Swift.max(size, 1), count)] }
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, for log lines.
+    public var wholeMilliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}

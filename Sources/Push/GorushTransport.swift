@@ -57,7 +57,7 @@ public struct GorushTransport: PushTransport {
     }
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
-        let batches = stride(from: 0, to: messages.count, by: batchSize).map { Array(messages[$0..<min($0 + batchSize, messages.count)]) }
+        let batches = messages.pages(of: batchSize).map(Array.init)
         if batches.count <= 1 {
             guard let only = batches.first else { return [] }
             return await sendBatch(only)

@@ -74,11 +74,8 @@ struct AlarmChecker: Sendable {
         var report = CycleReport()
         do {
             let stops = try await store.dueStops(atOrBefore: cutoff)
-            var start = 0
-            while start < stops.count {
-                let page = Array(stops[start..<min(start + stopsPerPage, stops.count)])
-                start += stopsPerPage
-                let alarms = try await store.due(atOrBefore: cutoff, stops: page)
+            for page in stops.pages(of: stopsPerPage) {
+                let alarms = try await store.due(atOrBefore: cutoff, stops: Array(page))
                 await process(alarms, now: now, report: &report)
             }
         } catch {
@@ -91,7 +88,7 @@ struct AlarmChecker: Sendable {
                 ("trip_requests", String(report.tripRequests)), ("fired", String(report.fired)), ("expired", String(report.expired)),
                 ("reaped", String(report.reaped)), ("waiting", String(report.waiting)), ("not_found", String(report.notFound)),
                 ("transient", String(report.transient)), ("push_failures", String(report.pushFailures)),
-                ("duration_ms", String(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)),
+                ("duration_ms", String(elapsed.wholeMilliseconds)),
             ])
         }
         return report

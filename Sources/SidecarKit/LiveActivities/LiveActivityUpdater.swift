@@ -51,11 +51,8 @@ struct LiveActivityUpdater: Sendable {
             let stops = try await store.stops()
             let byRegion = Dictionary(grouping: stops, by: \.regionID)
             for (regionID, regionStops) in byRegion {
-                var start = 0
-                while start < regionStops.count {
-                    let page = regionStops[start..<min(start + stopsPerPage, regionStops.count)].map(\.stopID)
-                    start += stopsPerPage
-                    let activities = try await store.activities(regionID: regionID, stops: page)
+                for page in regionStops.pages(of: stopsPerPage) {
+                    let activities = try await store.activities(regionID: regionID, stops: page.map(\.stopID))
                     await process(activities, regionID: regionID, report: &report)
                 }
             }
@@ -68,7 +65,7 @@ struct LiveActivityUpdater: Sendable {
                 ("subscriptions", String(report.subscriptions)), ("stop_requests", String(report.stopRequests)),
                 ("updates", String(report.updates)), ("ended", String(report.ended)), ("failures", String(report.failures)),
                 ("push_failures", String(report.pushFailures)),
-                ("duration_ms", String(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)),
+                ("duration_ms", String(elapsed.wholeMilliseconds)),
             ])
         }
         return report
