@@ -51,13 +51,7 @@ struct AlarmChecker: Sendable {
         if transport == nil {
             logger.warning("no push transport configured: alarms are checked and reaped but never fired (set --gorush-url or --push-transport)")
         }
-        while !Task.isCancelled {
-            let started = ContinuousClock.now
-            _ = await runCycle()
-            let elapsed = ContinuousClock.now - started
-            let remaining = Double(intervalSeconds) - Double(elapsed.components.seconds)
-            do { try await clock.sleep(seconds: max(remaining, 1)) } catch { return }
-        }
+        await clock.repeatEvery(seconds: Double(intervalSeconds)) { _ = await runCycle() }
     }
 
     /// One pass over the alarms due now.

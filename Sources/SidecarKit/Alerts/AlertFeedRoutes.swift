@@ -82,10 +82,7 @@ struct AlertFeedVersionWatcher: Sendable {
     var intervalSeconds: Double = 1
 
     func run() async {
-        while !Task.isCancelled {
-            await refresh()
-            do { try await clock.sleep(seconds: intervalSeconds) } catch { return }
-        }
+        await clock.repeatEvery(seconds: intervalSeconds) { await refresh() }
     }
 
     func refresh() async {

@@ -10,6 +10,23 @@ public protocol WallClock: Sendable {
     func sleep(seconds: Double) async throws
 }
 
+extension WallClock {
+    /// Runs `cycle` now and then once per `seconds` until the task is
+    /// cancelled. The period counts from the start of each cycle, so a slow
+    /// cycle does not push every later one back (alarms and Live Activities
+    /// are promised per minute); at least `min(seconds, 1)` separates two
+    /// cycles so one that overran cannot spin.
+    func repeatEvery(seconds: Double, _ cycle: () async -> Void) async {
+        while !Task.isCancelled {
+            let started = now()
+            await cycle()
+            // Clamped: a wall clock stepped backwards must not stretch the pause.
+            let elapsed = min(max(now().timeIntervalSince(started), 0), seconds)
+            do { try await sleep(seconds: max(seconds - elapsed, min(seconds, 1))) } catch { return }
+        }
+    }
+}
+
 /// The real clock.
 public struct SystemClock: WallClock {
     public init() {}

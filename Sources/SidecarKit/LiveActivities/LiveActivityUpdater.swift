@@ -37,10 +37,7 @@ struct LiveActivityUpdater: Sendable {
     }
 
     func run() async {
-        while !Task.isCancelled {
-            _ = await runCycle()
-            do { try await clock.sleep(seconds: Double(intervalSeconds)) } catch { return }
-        }
+        await clock.repeatEvery(seconds: Double(intervalSeconds)) { _ = await runCycle() }
     }
 
     @discardableResult

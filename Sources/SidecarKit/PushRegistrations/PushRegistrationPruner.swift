@@ -24,9 +24,6 @@ struct PushRegistrationPruner: Sendable {
 
     /// Prunes at start and then every interval until cancelled.
     func run() async {
-        while !Task.isCancelled {
-            await pruneOnce()
-            do { try await clock.sleep(seconds: intervalSeconds) } catch { return }
-        }
+        await clock.repeatEvery(seconds: intervalSeconds) { _ = await pruneOnce() }
     }
 }
