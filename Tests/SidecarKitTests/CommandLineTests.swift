@@ -53,6 +53,8 @@ struct CommandLineTests {
         (["serve", "--log-level", "loud"], "--log-level must be"),
         (["serve", "--sqlite-synchronous", "off"], "normal or full"),
         (["serve", "--public-url", "sidecar.example.org"], "--public-url must be an http(s) URL"),
+        (["serve", "--apns-url", "ftp://api.push.apple.com"], "--apns-url must be an http(s) URL"),
+        (["serve", "--gorush-url", "http://"], "--gorush-url must be an http(s) URL"),
         (["serve", "stray"], "unexpected argument 'stray'"),
         (["launch"], "unknown command 'launch'"),
         (["migrate", "--port", "1"], "unknown flag --port for 'migrate'"),

@@ -59,10 +59,8 @@ struct AlarmRoutes: Sendable {
             for attempt in 1...3 {
                 do {
                     try await store.insert(AlarmStore.NewAlarm(
-                        token: token, regionID: region.id, apiVersion: version, userPushID: alarm.userPushID,
-                        operatingSystem: alarm.operatingSystem, apnsSandbox: alarm.apnsSandbox, stopID: alarm.stopID,
-                        tripID: alarm.tripID, serviceDate: alarm.serviceDate, vehicleID: alarm.vehicleID, stopSequence: alarm.stopSequence,
-                        secondsBefore: alarm.secondsBefore, message: composed.message, departureEstimate: composed.estimate, nowMillis: now))
+                        token: token, regionID: region.id, apiVersion: version, request: alarm,
+                        message: composed.message, departureEstimate: composed.estimate, nowMillis: now))
                     break
                 } catch DatabaseError.constraintViolation(_) where attempt < 3 {
                     // A concurrent identical v1 POST won: answer with its URL.

@@ -11,20 +11,13 @@ public struct AlarmStore: Sendable {
         vehicle_id, stop_sequence, seconds_before, message, failure_count, departure_estimate, next_check_at, created_at
         """
 
-    /// What a new alarm carries (the store assigns the id).
+    /// What a new alarm carries: the rider's parsed request plus what the
+    /// server decided (the store assigns the id).
     public struct NewAlarm: Sendable {
         public var token: String
         public var regionID: Int
         public var apiVersion: Int
-        public var userPushID: String
-        public var operatingSystem: String
-        public var apnsSandbox: Bool
-        public var stopID: String?
-        public var tripID: String?
-        public var serviceDate: Int64?
-        public var vehicleID: String?
-        public var stopSequence: Int?
-        public var secondsBefore: Int
+        public var request: AlarmRequest
         public var message: String
         public var departureEstimate: Int64?
         public var nowMillis: Int64
@@ -33,15 +26,16 @@ public struct AlarmStore: Sendable {
     /// Inserts an alarm; throws `DatabaseError.constraintViolation` when a v1
     /// alarm with the same identity already exists.
     public func insert(_ alarm: NewAlarm) async throws {
+        let request = alarm.request
         _ = try await database.write { connection in
             try connection.execute("""
                 INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_system, apns_sandbox, stop_id, trip_id,
                     service_date, vehicle_id, stop_sequence, seconds_before, message, failure_count, departure_estimate, next_check_at, created_at)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14, $15, $15)
-                """, [.text(alarm.token), .integer(Int64(alarm.regionID)), .integer(Int64(alarm.apiVersion)), .text(alarm.userPushID),
-                      .text(alarm.operatingSystem), SQLValue(alarm.apnsSandbox), SQLValue(alarm.stopID), SQLValue(alarm.tripID),
-                      SQLValue(alarm.serviceDate), SQLValue(alarm.vehicleID), SQLValue(alarm.stopSequence),
-                      .integer(Int64(alarm.secondsBefore)), .text(alarm.message), SQLValue(alarm.departureEstimate),
+                """, [.text(alarm.token), .integer(Int64(alarm.regionID)), .integer(Int64(alarm.apiVersion)), .text(request.userPushID),
+                      .text(request.operatingSystem), SQLValue(request.apnsSandbox), SQLValue(request.stopID), SQLValue(request.tripID),
+                      SQLValue(request.serviceDate), SQLValue(request.vehicleID), SQLValue(request.stopSequence),
+                      .integer(Int64(request.secondsBefore)), .text(alarm.message), SQLValue(alarm.departureEstimate),
                       .integer(alarm.nowMillis)])
         }
     }

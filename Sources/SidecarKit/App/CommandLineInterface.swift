@@ -63,10 +63,7 @@ public enum CommandLineInterface {
             config.regionsRefreshSeconds = try integer(value, flag: "regions-refresh", range: 10...604_800)
         },
         Flag(name: "public-url", valueName: "URL", help: "Base of URLs handed to apps, e.g. https://sidecar.example.org (default http://localhost:PORT)", commands: ["serve"]) { config, value throws(CommandLineError) in
-            guard value.hasPrefix("http://") || value.hasPrefix("https://"), URL(string: value)?.host != nil else {
-                throw CommandLineError("--public-url must be an http(s) URL, got \(value)")
-            }
-            config.publicURL = value
+            config.publicURL = try httpURL(value, flag: "public-url")
         },
         Flag(name: "log-level", valueName: "LEVEL", help: "debug, info, warning or error (default info)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard let level = LogLevel(name: value) else { throw CommandLineError("--log-level must be debug, info, warning or error, got \(value)") }
@@ -130,8 +127,7 @@ public enum CommandLineInterface {
             config.pushTransport = choice
         },
         Flag(name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
-            guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--gorush-url must be an http(s) URL, got \(value)") }
-            config.gorushURL = value
+            config.gorushURL = try httpURL(value, flag: "gorush-url")
         },
         Flag(name: "survey-response-limit", valueName: "N", help: "Survey-response writes per minute per client address, 0 disables (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.surveyResponseLimit = try integer(value, flag: "survey-response-limit", range: 0...1_000_000)
@@ -152,8 +148,7 @@ public enum CommandLineInterface {
             config.stripeTestSecretKey = value.presence
         },
         Flag(name: "stripe-url", valueName: "URL", help: "Stripe API base URL (default https://api.stripe.com)", commands: ["serve"]) { config, value throws(CommandLineError) in
-            guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--stripe-url must be an http(s) URL, got \(value)") }
-            config.stripeURL = value
+            config.stripeURL = try httpURL(value, flag: "stripe-url")
         },
         Flag(name: "stripe-product", valueName: "ID", help: "Stripe product for monthly donations (default: created on first use)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.stripeProduct = value.presence
@@ -168,10 +163,10 @@ public enum CommandLineInterface {
             config.apnsTeamID = value.presence
         },
         Flag(name: "apns-url", valueName: "URL", help: "APNs production base URL (default https://api.push.apple.com)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
-            config.apnsURL = value
+            config.apnsURL = try httpURL(value, flag: "apns-url")
         },
         Flag(name: "apns-sandbox-url", valueName: "URL", help: "APNs sandbox base URL (default https://api.sandbox.push.apple.com)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
-            config.apnsSandboxURL = value
+            config.apnsSandboxURL = try httpURL(value, flag: "apns-sandbox-url")
         },
         Flag(name: "apns-ca-file", valueName: "PATH", help: "CA bundle to trust for APNs instead of the system's (testing)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             config.apnsCAFile = value.presence
@@ -180,7 +175,7 @@ public enum CommandLineInterface {
             config.fcmServiceAccount = value.presence
         },
         Flag(name: "fcm-url", valueName: "URL", help: "FCM base URL (default https://fcm.googleapis.com)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
-            config.fcmURL = value
+            config.fcmURL = try httpURL(value, flag: "fcm-url")
         },
         Flag(name: "gorush-webhook-secret", valueName: "SECRET", help: "Bearer secret gorush's feedback hook sends to /webhooks/gorush", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.gorushWebhookSecret = value.presence
@@ -189,8 +184,7 @@ public enum CommandLineInterface {
             config.pirateWeatherKey = value.presence
         },
         Flag(name: "pirate-weather-url", valueName: "URL", help: "Pirate Weather base URL (default https://api.pirateweather.net)", commands: ["serve"]) { config, value throws(CommandLineError) in
-            guard value.hasPrefix("http://") || value.hasPrefix("https://") else { throw CommandLineError("--pirate-weather-url must be an http(s) URL, got \(value)") }
-            config.pirateWeatherURL = value
+            config.pirateWeatherURL = try httpURL(value, flag: "pirate-weather-url")
         },
         Flag(name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic (default org.onebusaway.iphone)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--apns-topic must not be empty") }
@@ -314,6 +308,15 @@ public enum CommandLineInterface {
                    --severity \(SeverityLevel.allCases.map(\.name).joined(separator: "|"))
             Times: ISO 8601 with a UTC offset, e.g. --start 2026-12-01T08:00:00-08:00 (--end none clears the end)
             """
+        }
+        return text
+    }
+
+    /// An http(s) URL with a host, for the flags that name an upstream or
+    /// the server's own public base.
+    static func httpURL(_ text: String, flag: String) throws(CommandLineError) -> String {
+        guard text.hasPrefix("http://") || text.hasPrefix("https://"), URL(string: text)?.host != nil else {
+            throw CommandLineError("--\(flag) must be an http(s) URL, got \(text)")
         }
         return text
     }
