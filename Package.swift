@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "PlatformThreads"),
         // Logging and JSON values shared by every module.
         .target(name: "Core"),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Core"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Core", "PlatformThreads"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformThreads"]),
         .target(name: "Database", dependencies: ["CSQLite", "PlatformThreads"]),
         .target(name: "Crypto", dependencies: ["COpenSSL", "Core"]),

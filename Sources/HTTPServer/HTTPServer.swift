@@ -23,6 +23,17 @@ public struct ServerConfiguration: Sendable {
     /// Body size accepted when a route does not set its own (413 above).
     public var defaultBodyLimit = 1 << 20
     public var listenBacklog = 1024
+    /// Seconds from a request's first byte to the end of its head (request
+    /// line and headers); slower clients are disconnected (slowloris).
+    public var headerTimeoutSeconds = 10
+    /// After a grace of `headerTimeoutSeconds`, a body must arrive at this
+    /// average rate (bytes per second) or the client is disconnected.
+    public var minimumBodyBytesPerSecond = 1024
+    /// Open connections one client may hold (an IPv4 address, or an IPv6
+    /// /64); 0 = no limit. Exempt addresses (trusted proxies) have none.
+    public var connectionsPerClient = 64
+    /// Addresses the per-client connection limit does not apply to.
+    public var connectionLimitExempt: @Sendable (String) -> Bool = { _ in false }
 
     public init() {}
 }
@@ -47,24 +58,50 @@ public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
     let router: Router
     let logger: Logger
+    let connectionGuard: ConnectionGuard
     private let daemon = Mutex<DaemonHandle?>(nil)
     private let boundPort = Atomic<Int>(0)
-    let inFlight = Atomic<Int>(0)
+    /// Handlers running now (suspended connections), plus `gateClosed` once
+    /// shutdown forbids new ones: libmicrohttpd aborts the process if it is
+    /// stopped with a connection suspended, so no handler may start after
+    /// the count was seen at zero.
+    private let gate = Atomic<Int>(0)
+    private static let gateClosed = 1 << 40
+    /// Set when shutdown begins: every response closes its connection.
+    private let draining = Atomic<Bool>(false)
     /// Exchange states alive right now (allocated per request, freed when
     /// libmicrohttpd reports the request finished); tests check it returns to 0.
     public let liveExchanges = Atomic<Int>(0)
+    /// Whether the NUL checks that depend on libmicrohttpd's buffer layout
+    /// are on (only for the version they were written against).
+    let checksHeadLayout: Bool
+
+    /// The libmicrohttpd version whose head layout the NUL checks rely on.
+    static let layoutCheckedVersion = "0.9.75"
 
     public init(configuration: ServerConfiguration, router: Router, logger: Logger) {
         self.configuration = configuration
         self.router = router
         self.logger = logger
+        checksHeadLayout = String(cString: MHD_get_version()) == Self.layoutCheckedVersion
+        connectionGuard = ConnectionGuard(settings: ConnectionGuard.Settings(
+            perClientLimit: configuration.connectionsPerClient, headerTimeoutSeconds: configuration.headerTimeoutSeconds,
+            minimumBodyBytesPerSecond: configuration.minimumBodyBytesPerSecond, connectionLimit: configuration.connectionLimit,
+            isExempt: configuration.connectionLimitExempt), logger: logger)
     }
 
     /// The bound port (useful with port 0).
     public var port: Int { boundPort.load(ordering: .acquiring) }
 
     /// Requests whose handlers are running now.
-    public var requestsInFlight: Int { inFlight.load(ordering: .acquiring) }
+    public var requestsInFlight: Int { gate.load(ordering: .acquiring) & (Self.gateClosed - 1) }
+
+    /// Open client connections.
+    public var openConnections: Int { connectionGuard.openConnections }
+
+    /// Connections closed for being slow, idle near the limit, or over the
+    /// per-client limit.
+    public var connectionsClosedByGuard: Int { connectionGuard.closedTotal.load(ordering: .relaxed) }
 
     /// Binds and starts serving; returns the bound port.
     @discardableResult
@@ -79,30 +116,47 @@ public final class HTTPServer: Sendable {
         let context = Unmanaged.passRetained(self).toOpaque()
         guard let handle = sidecar_mhd_start(fd, UInt32(configuration.threads), UInt32(configuration.connectionTimeoutSeconds),
                                              configuration.headerLimitBytes, UInt32(configuration.connectionLimit),
-                                             mhdAccessHandler, context, mhdRequestCompleted, context, mhdRequestStarted, context) else {
+                                             mhdAccessHandler, context, mhdRequestCompleted, context, mhdRequestStarted, context,
+                                             mhdConnectionNotice, context, mhdAcceptPolicy, context) else {
             Unmanaged<HTTPServer>.fromOpaque(context).release()
             close(fd)
             throw ServerError.daemonFailed
         }
         daemon.withLock { $0 = DaemonHandle(pointer: handle, listenSocket: fd, context: context) }
         boundPort.store(Int(port), ordering: .releasing)
+        connectionGuard.start()
+        if !checksHeadLayout {
+            logger.warning("NUL bytes in request heads are not detected with this libmicrohttpd; keep a proxy in front",
+                           [("libmicrohttpd", String(cString: MHD_get_version())), ("checked", Self.layoutCheckedVersion)])
+        }
         return Int(port)
     }
 
-    /// Stops accepting connections, waits up to `grace` for running handlers
-    /// to answer, then closes every connection. Returns false when handlers
-    /// were still running at the deadline (the daemon is then left to the
-    /// process exit rather than torn down under them).
+    /// Graceful stop: stops accepting connections, lets every request that
+    /// has begun finish (each response then closes its connection, so
+    /// keep-alive clients go elsewhere), and closes what remains. Returns
+    /// false when `grace` ran out first: requests still being received were
+    /// cut off, or handlers are still running, in which case the daemon is
+    /// left to the process exit rather than stopped under them (that would
+    /// abort the process).
     @discardableResult
     public func shutdown(grace: Duration = .seconds(10)) async -> Bool {
         guard let handle = daemon.withLock({ value -> DaemonHandle? in defer { value = nil }; return value }) else { return true }
         let listenSocket = MHD_quiesce_daemon(handle.pointer)
         if listenSocket >= 0 { close(listenSocket) }
+        draining.store(true, ordering: .releasing)
         let deadline = ContinuousClock.now + grace
-        while inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+        while liveExchanges.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
-        let running = inFlight.load(ordering: .acquiring)
+        let unfinished = liveExchanges.load(ordering: .acquiring)
+        // From here no handler starts: a request arriving now is refused
+        // without suspending its connection.
+        gate.bitwiseOr(Self.gateClosed, ordering: .acquiringAndReleasing)
+        while requestsInFlight > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let running = requestsInFlight
         guard running == 0 else {
             logger.warning("shutdown deadline passed with requests still running", [("requests", String(running))])
             return false
@@ -110,17 +164,29 @@ public final class HTTPServer: Sendable {
         // Give the daemon threads a moment to flush the responses just queued.
         try? await Task.sleep(for: .milliseconds(20))
         MHD_stop_daemon(handle.pointer)
+        connectionGuard.stop()
         Unmanaged<HTTPServer>.fromOpaque(handle.context).release()
+        if unfinished > 0 {
+            logger.warning("shutdown deadline cut off requests still being received", [("requests", String(unfinished))])
+            return false
+        }
         return true
     }
 
     // MARK: - Request life cycle (called from libmicrohttpd's threads)
 
-    func access(_ connection: OpaquePointer, _ exchange: Exchange, method: UnsafePointer<CChar>?,
+    func access(_ connection: OpaquePointer, _ exchange: Exchange, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
                 uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>) -> MHD_Result {
         switch exchange.phase {
         case .headers:
             exchange.method = method.map { String(cString: $0) } ?? "GET"
+            if let problem = headProblem(connection, exchange, method: method, version: version) {
+                exchange.phase = .responded
+                let response = ErrorStyle.simple.response(status: 400, error: "Bad Request", messages: [problem])
+                    .adding(header: "Connection", "close")
+                return queue(response, on: connection, exchange: exchange)
+            }
+            if let tracked = exchange.tracked { connectionGuard.headersComplete(tracked) }
             exchange.match = router.match(method: exchange.method, rawPath: exchange.rawPath)
             if case .route(let route, _, _) = exchange.match, let limit = route.bodyLimit { exchange.bodyLimit = limit }
             if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
@@ -135,6 +201,7 @@ public final class HTTPServer: Sendable {
         case .body:
             let size = uploadSize.pointee
             if size > 0 {
+                if let tracked = exchange.tracked { connectionGuard.bodyReceived(tracked, bytes: size) }
                 if !exchange.overflowed, let uploadData {
                     if exchange.body.count + size > exchange.bodyLimit {
                         exchange.overflowed = true
@@ -152,9 +219,16 @@ public final class HTTPServer: Sendable {
                 exchange.phase = .responded
                 return queue(tooLarge(exchange), on: connection, exchange: exchange)
             }
+            if let tracked = exchange.tracked { connectionGuard.busy(tracked) }
             if let response = immediateResponse(connection, exchange) {
                 exchange.phase = .responded
                 return queue(response, on: connection, exchange: exchange)
+            }
+            guard enterGate() else {
+                exchange.phase = .responded
+                let refusal = Response.json(503, ["error": "Service Unavailable: the server is shutting down"])
+                    .adding(header: "Retry-After", "1")
+                return queue(refusal, on: connection, exchange: exchange)
             }
             exchange.phase = .dispatched
             dispatch(connection, exchange)
@@ -163,10 +237,55 @@ public final class HTTPServer: Sendable {
             guard let response = exchange.takeResponse() else { return .YES }
             exchange.phase = .responded
             let result = queue(response, on: connection, exchange: exchange)
-            inFlight.subtract(1, ordering: .releasing)
+            gate.subtract(1, ordering: .releasing)
             return result
         case .responded:
             return .YES
+        }
+    }
+
+    /// The request is over (answered, or the connection failed). A request
+    /// whose handler ran but whose connection broke before the answer was
+    /// queued (the client hung up while it was suspended: libmicrohttpd then
+    /// closes it on resume without calling back) still leaves the gate here.
+    func requestEnded(_ exchange: Exchange) {
+        if exchange.phase == .dispatched {
+            exchange.phase = .responded
+            gate.subtract(1, ordering: .releasing)
+        }
+        if let tracked = exchange.tracked { connectionGuard.requestFinished(tracked) }
+        liveExchanges.subtract(1, ordering: .relaxed)
+    }
+
+    /// Counts a handler in, unless shutdown has closed the gate.
+    private func enterGate() -> Bool {
+        var current = gate.load(ordering: .acquiring)
+        while current & Self.gateClosed == 0 {
+            let (exchanged, original) = gate.compareExchange(expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Strict framing (see the shim): what is wrong with the request head,
+    /// or nil. Checked before any body byte is read.
+    private func headProblem(_ connection: OpaquePointer, _ exchange: Exchange, method: UnsafePointer<CChar>?,
+                             version: UnsafePointer<CChar>?) -> String? {
+        guard let method else { return "missing method" }
+        if !exchange.targetIsWhole { return "the request line contains a NUL, CR or control byte" }
+        let http10 = version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false
+        let problem = exchange.targetStart.map {
+            sidecar_mhd_check_head(connection, method, $0, exchange.targetLength, http10 ? 1 : 0, checksHeadLayout ? 1 : 0)
+        } ?? Int32(SIDECAR_HEAD_BAD_REQUEST_LINE.rawValue)
+        switch UInt32(problem) {
+        case SIDECAR_HEAD_CLEAN.rawValue: return nil
+        case SIDECAR_HEAD_BAD_REQUEST_LINE.rawValue: return "the request line contains a NUL, CR or control byte"
+        case SIDECAR_HEAD_BAD_HEADER.rawValue: return "a header name is not a token, or a header value contains NUL, CR or a control byte"
+        case SIDECAR_HEAD_FOLDED_OR_NUL.rawValue: return "a header line is folded or contains a NUL byte"
+        case SIDECAR_HEAD_CONFLICTING_LENGTH.rawValue: return "Content-Length headers differ or are not a number"
+        case SIDECAR_HEAD_LENGTH_AND_CODING.rawValue: return "Content-Length and Transfer-Encoding must not both be sent"
+        default: return "the only transfer coding accepted is a single chunked"
         }
     }
 
@@ -184,7 +303,6 @@ public final class HTTPServer: Sendable {
                               peerAddress: Self.peerAddress(of: connection))
         exchange.body = []
         let match = exchange.match ?? .notFound
-        inFlight.add(1, ordering: .relaxed)
         MHD_suspend_connection(connection)
         let handle = ConnectionHandle(pointer: connection)
         let router = self.router
@@ -209,6 +327,9 @@ public final class HTTPServer: Sendable {
             defer { MHD_destroy_response(mhdResponse) }
             for (name, value) in response.headers {
                 _ = MHD_add_response_header(mhdResponse, name, value)
+            }
+            if draining.load(ordering: .relaxed) && !response.headers.contains(where: { $0.name == "Connection" }) {
+                _ = MHD_add_response_header(mhdResponse, "Connection", "close")
             }
             return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         }
@@ -271,6 +392,14 @@ final class Exchange: @unchecked Sendable {
 
     let rawPath: String
     let rawQuery: String
+    /// The request target as libmicrohttpd's URI callback saw it (valid
+    /// until the request completes), its length in bytes, and whether it was
+    /// followed by the HTTP version (a NUL inside ends it early).
+    let targetStart: UnsafePointer<CChar>?
+    let targetLength: Int
+    let targetIsWhole: Bool
+    /// The connection's state in the guard (nil when the notice was missed).
+    let tracked: ConnectionGuard.Tracked?
     let started = ContinuousClock.now
     var phase = Phase.headers
     var method = "GET"
@@ -280,7 +409,12 @@ final class Exchange: @unchecked Sendable {
     var overflowed = false
     private let response = Mutex<Response?>(nil)
 
-    init(rawURI: String, bodyLimit: Int) {
+    init(rawURI: String, bodyLimit: Int, targetStart: UnsafePointer<CChar>? = nil, targetLength: Int = 0, targetIsWhole: Bool = true,
+         tracked: ConnectionGuard.Tracked? = nil) {
+        self.targetStart = targetStart
+        self.targetLength = targetLength
+        self.targetIsWhole = targetIsWhole
+        self.tracked = tracked
         let bytes = rawURI.utf8
         if let question = bytes.firstIndex(of: UInt8(ascii: "?")) {
             rawPath = String(Substring(bytes[..<question]))

@@ -51,7 +51,7 @@ public final class FixedWindowRateLimiter: Sendable {
 
     /// A middleware answering 429 with `Retry-After` once `key(request)` is
     /// over the limit, in the route's error shape.
-    public func middleware(errorStyle: ErrorStyle, key: @escaping @Sendable (Request) -> String = { $0.peerAddress }) -> Middleware {
+    public func middleware(errorStyle: ErrorStyle, key: @escaping @Sendable (Request) -> String = { $0.clientKey }) -> Middleware {
         { request, next in
             switch self.hit(key(request)) {
             case .allowed:

@@ -16,6 +16,13 @@ public struct Request: Sendable {
     public let body: [UInt8]
     /// The TCP peer's address (never X-Forwarded-For).
     public let peerAddress: String
+    /// The client's address: the TCP peer, unless the application resolved
+    /// another from a trusted proxy's headers. Throttles and logs use it.
+    public var clientAddress: String
+    /// What per-client limits count under: the client's IPv4 address, or its
+    /// IPv6 /64 (one subscriber's allocation, so address hopping within it
+    /// does not multiply a limit).
+    public var clientKey: String { ClientAddress.limitKey(clientAddress) }
     /// Values captured by the route pattern, e.g. `region` for `:region`.
     public internal(set) var pathParameters: [String: String] = [:]
     /// Query string merged with the form or JSON body (spec §2.2).
@@ -31,6 +38,7 @@ public struct Request: Sendable {
         self.headers = headers
         self.body = body
         self.peerAddress = peerAddress
+        self.clientAddress = peerAddress
     }
 
     /// The first header with this (case-insensitive) name.

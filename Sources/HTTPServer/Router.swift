@@ -130,10 +130,13 @@ public struct Router: Sendable {
         let segments: [String]
         do { segments = try Self.pathSegments(rawPath) } catch { return .badPath(error) }
         var allowed: [String] = []
+        // HEAD is answered wherever GET is (libmicrohttpd drops the body).
+        let wanted = method == "HEAD" ? "GET" : method
         for route in routesBySegmentCount[segments.count] ?? [] {
             guard let (captures, suffix) = route.match(segments) else { continue }
-            if route.method == method { return .route(route, captures: captures, suffix: suffix) }
+            if route.method == wanted { return .route(route, captures: captures, suffix: suffix) }
             allowed.append(route.method)
+            if route.method == "GET" { allowed.append("HEAD") }
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
     }

@@ -46,7 +46,9 @@ case .serve(let configuration):
         try sidecar.start()
         let received = await ShutdownSignal.wait()
         logger.info("signal received", [("signal", received == SIGTERM ? "SIGTERM" : "SIGINT")])
-        await sidecar.shutdown()
+        // Exit at once, without further teardown, when the deadline cut work
+        // off: libmicrohttpd must not be stopped under running handlers.
+        if !(await sidecar.shutdown()) { exit(1) }
     } catch {
         fail(error.description, status: error.exitCode)
     }

@@ -24,6 +24,7 @@ struct TestSidecar {
         configuration.database = directory.appendingPathComponent("sidecar.sqlite3").path
         configuration.regions = SharedFixtures.path("ios/regions-v3.json")
         configuration.shutdownTimeoutSeconds = 5
+        configuration.sendRetry = .immediate
         configure(&configuration)
         let log = MemorySink()
         let sidecar = try await Sidecar.prepare(configuration: configuration, clock: clock, logger: Logger(level: .debug, sink: log))

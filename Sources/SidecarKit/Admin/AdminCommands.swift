@@ -96,11 +96,17 @@ public enum AdminCommands {
                 let (send, alert) = try await administration.startSend(id: try alertID(), audience: audience)
                 let total = try await store.audienceCount(regionID: alert.regionID, audience: audience)
                 if send.cursor > 0 { output("resuming send \(send.id) after \(send.targeted) registrations") }
-                let sender = AlertSender(store: store, transport: transport, clock: clock, logger: Logger(level: .warning))
+                let sender = AlertSender(store: store, transport: transport, clock: clock, logger: Logger(level: .error), retry: configuration.sendRetry)
                 let finished = try await sender.run(send, alert: alert, translations: try await store.translations(alertID: alert.id)) { progress in
                     errors(progressBar(progress, total: total))
                 }
-                output("send \(finished.id) \(finished.status): targeted \(finished.targeted), delivered \(finished.delivered), failed \(finished.failed), pruned \(finished.pruned)")
+                output("send \(finished.id) \(finished.status): \(counts(finished))")
+                if finished.status == "failed" {
+                    let untried = try await store.audienceCount(regionID: alert.regionID, audience: audience, after: finished.cursor)
+                    errors("sidecar: error: \(finished.pending + untried) pushes were not delivered (\(finished.lastError ?? "the provider kept failing")); "
+                           + "run 'sidecar alert send \(alert.id)\(audience == .test ? " --audience test" : "")' again to retry only those")
+                    return 1
+                }
             case "ghostbus export":
                 let regionID = try regionOption()
                 _ = try administration.region(regionID)
@@ -255,9 +261,14 @@ public enum AdminCommands {
             lines.append("  translation \(translation.language)\(stale): \(translation.header)")
         }
         for send in sends {
-            lines.append("  send \(send.id) to \(send.audience.rawValue): \(send.status), targeted \(send.targeted), delivered \(send.delivered), failed \(send.failed), pruned \(send.pruned)")
+            lines.append("  send \(send.id) to \(send.audience.rawValue): \(send.status), \(counts(send))"
+                         + (send.status == "failed" ? " (\(send.lastError ?? "provider failing"))" : ""))
         }
         return lines.joined(separator: "\n")
+    }
+
+    static func counts(_ send: AlertSend) -> String {
+        "targeted \(send.targeted), delivered \(send.delivered), failed \(send.failed), pruned \(send.pruned), pending \(send.pending)"
     }
 
     static func progressBar(_ send: AlertSend, total: Int) -> String {

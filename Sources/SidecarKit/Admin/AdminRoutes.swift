@@ -11,10 +11,9 @@ struct AdminRoutes: Sendable {
     let administration: AlertAdministration
     let keys: ApiKeyStore
     let store: AlertStore
-    let transport: (any PushTransport)?
+    let sends: AlertSendRunner
     let clock: any WallClock
     let logger: Logger
-    let runningSends = RunningSends()
 
     var routes: [Route] {
         let auth: Middleware = { request, next in await authenticate(request, next) }
@@ -36,7 +35,7 @@ struct AdminRoutes: Sendable {
             route("POST", "/alerts/:id/unpublish") { request in await publish(request, false) },
             route("PUT", "/alerts/:id/translations/:language") { request in await translate(request) },
             route("POST", "/alerts/:id/sends") { request in await send(request) },
-            route("GET", "/alerts/:id/sends") { request in await sends(request) },
+            route("GET", "/alerts/:id/sends") { request in await listSends(request) },
         ]
     }
 
@@ -150,43 +149,26 @@ struct AdminRoutes: Sendable {
     /// Starts (or resumes) a send in the background; 202 with its state.
     func send(_ request: Request) async -> Response {
         guard let id = id(request) else { return failure(AlertStoreError.notFound) }
-        guard let transport else {
+        guard sends.transport != nil else {
             return failure(AdministrationError.invalid(["No push transport is configured (--gorush-url or --push-transport)"]))
         }
         guard let audience = AlertSend.Audience(rawValue: request.parameters["audience"]?.presence ?? "all") else {
             return failure(AdministrationError.invalid(["audience must be all or test"]))
         }
         do {
-            let (send, alert) = try await administration.startSend(id: id, audience: audience)
-            let translations = try await store.translations(alertID: id)
-            let sender = AlertSender(store: store, transport: transport, clock: clock, logger: logger)
-            let running = runningSends
-            if running.begin(send.id) {
-                Task {
-                    defer { running.end(send.id) }
-                    do { try await sender.run(send, alert: alert, translations: translations) } catch {
-                        logger.error("alert send stopped; it resumes when started again", [("alert", String(id)), ("error", "\(error)")])
-                    }
-                }
-            }
+            let (send, _) = try await administration.startSend(id: id, audience: audience)
+            sends.launch(send)
             return .json(202, AdminJSON.send(send))
         } catch { return failure(error) }
     }
 
-    func sends(_ request: Request) async -> Response {
+    func listSends(_ request: Request) async -> Response {
         guard let id = id(request) else { return failure(AlertStoreError.notFound) }
         do {
             _ = try await administration.alert(id: id)
             return .json(200, JSONValue.array(try await store.sends(alertID: id).map(AdminJSON.send)))
         } catch { return failure(error) }
     }
-}
-
-/// Send ids being run by this process.
-final class RunningSends: Sendable {
-    private let ids = Mutex<Set<Int64>>([])
-    func begin(_ id: Int64) -> Bool { ids.withLock { $0.insert(id).inserted } }
-    func end(_ id: Int64) { ids.withLock { _ = $0.remove(id) } }
 }
 
 /// JSON shapes of the admin API (and `--json` CLI output).
@@ -222,7 +204,8 @@ enum AdminJSON {
     static func send(_ send: AlertSend) -> JSONValue {
         .object(["id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.status),
                  "targeted": .integer(Int64(send.targeted)), "delivered": .integer(Int64(send.delivered)),
-                 "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)),
+                 "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)), "pending": .integer(Int64(send.pending)),
+                 "last_error": send.lastError.map(JSONValue.string) ?? .null,
                  "started_at": time(send.startedAt), "finished_at": time(send.finishedAt)])
     }
 }

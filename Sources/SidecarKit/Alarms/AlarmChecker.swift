@@ -25,6 +25,9 @@ struct AlarmChecker: Sendable {
     /// Alarms pushed by this process: if deleting one failed, the next cycle
     /// retries the delete but never pushes again.
     let fired = FiredAlarms()
+    /// Graceful stop: the page under way is pushed and committed, then the
+    /// cycle ends (no alarm of it is pushed again after a restart).
+    var stop: StopSignal? = nil
 
     /// What one cycle did (logged, and read by tests and the benchmark).
     struct CycleReport: Sendable, Equatable {
@@ -51,7 +54,7 @@ struct AlarmChecker: Sendable {
         if transport == nil {
             logger.warning("no push transport configured: alarms are checked and reaped but never fired (set --gorush-url or --push-transport)")
         }
-        await clock.repeatEvery(seconds: Double(intervalSeconds)) { _ = await runCycle() }
+        await clock.repeatEvery(seconds: Double(intervalSeconds), stop: stop) { _ = await runCycle() }
     }
 
     /// One pass over the alarms due now.
@@ -69,6 +72,7 @@ struct AlarmChecker: Sendable {
         do {
             let stops = try await store.dueStops(atOrBefore: cutoff)
             for page in stops.pages(of: stopsPerPage) {
+                if stop?.isStopping == true { break }
                 let alarms = try await store.due(atOrBefore: cutoff, stops: Array(page))
                 await process(alarms, now: now, report: &report)
             }

@@ -81,8 +81,8 @@ struct AlertFeedVersionWatcher: Sendable {
     let clock: any WallClock
     var intervalSeconds: Double = 1
 
-    func run() async {
-        await clock.repeatEvery(seconds: intervalSeconds) { await refresh() }
+    func run(stop: StopSignal? = nil) async {
+        await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { await refresh() }
     }
 
     func refresh() async {

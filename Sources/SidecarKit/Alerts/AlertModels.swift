@@ -48,7 +48,8 @@ public struct AlertSend: Sendable, Equatable {
     public var id: Int64
     public var alertID: Int64
     public var audience: Audience
-    /// `running` or `done`.
+    /// `running`, `done`, or `failed` (pushes failed for a passing reason
+    /// after every retry; starting the send again retries only those).
     public var status: String
     /// The last push registration id already sent (pages are by id).
     public var cursor: Int64
@@ -57,8 +58,12 @@ public struct AlertSend: Sendable, Equatable {
     public var failed: Int
     /// Registrations deleted because the provider called their token dead.
     public var pruned: Int
+    /// Registrations whose push failed for a passing reason, still to retry.
+    public var pending: Int
     public var startedAt: Int64
     public var finishedAt: Int64?
+    /// The provider's last passing failure, e.g. "gorush answered HTTP 500".
+    public var lastError: String?
 }
 
 /// Per-region settings the regions directory does not carry.

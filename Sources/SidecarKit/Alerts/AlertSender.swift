@@ -1,28 +1,76 @@
 import Core
 import Push
 
+/// How a send retries pushes that failed for a passing reason (a provider
+/// or gateway answering 5xx or 429, a network error): exponential backoff
+/// with jitter, `attempts` tries in all.
+public struct SendRetryPolicy: Sendable {
+    /// Tries per message, the first included.
+    public var attempts = 6
+    public var firstDelaySeconds = 1.0
+    public var maxDelaySeconds = 30.0
+    /// A number in 0..<1 for the jitter (injected so tests are exact).
+    public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+
+    public init() {}
+
+    /// A policy that retries at once (tests that must not wait).
+    public static var immediate: SendRetryPolicy {
+        var policy = SendRetryPolicy()
+        policy.firstDelaySeconds = 0
+        policy.maxDelaySeconds = 0
+        return policy
+    }
+
+    /// Seconds to wait before try `attempt` (2, 3, ...): the first delay
+    /// doubled per try, capped, then spread ±20% so many senders retrying
+    /// at once do not arrive together.
+    public func delay(beforeAttempt attempt: Int) -> Double {
+        let doubled = firstDelaySeconds * Double(1 << min(max(attempt - 2, 0), 20))
+        return min(doubled, maxDelaySeconds) * (0.8 + 0.4 * random())
+    }
+}
+
 /// Spec §4 "What gets pushed": fans an alert out to a region's
 /// registrations, page by page in registration-id order. Each page is
 /// grouped by (platform, locale, APNs environment) so every group gets its
 /// language's copy, sent, and recorded with the cursor in one transaction,
 /// so a send that is killed resumes after the last recorded page instead of
 /// pushing the whole audience again.
+///
+/// Passing failures are retried with backoff (`SendRetryPolicy`). What still
+/// fails is kept as the send's *pending* registrations: a page where nothing
+/// got through means the provider is down, and the send stops there as
+/// `failed`; otherwise the send goes on and retries the pending ones once
+/// more at the end. A send that ends `failed` holds exactly what was not
+/// delivered (its pending registrations and the audience after its
+/// cursor), so starting it again pushes only those.
 public struct AlertSender: Sendable {
     let store: AlertStore
     let transport: any PushTransport
     let clock: any WallClock
     let logger: Logger
     var pageSize = 1000
+    var retry: SendRetryPolicy
+    /// Stops between pages (graceful shutdown); the lease is released.
+    var stop: StopSignal?
 
-    public init(store: AlertStore, transport: any PushTransport, clock: any WallClock, logger: Logger, pageSize: Int = 1000) {
+    public init(store: AlertStore, transport: any PushTransport, clock: any WallClock, logger: Logger, pageSize: Int = 1000,
+                retry: SendRetryPolicy = SendRetryPolicy(), stop: StopSignal? = nil) {
         self.store = store
         self.transport = transport
         self.clock = clock
         self.logger = logger
         self.pageSize = max(pageSize, 1)
+        self.retry = retry
+        self.stop = stop
     }
 
-    /// Runs a send from its cursor to the end of the audience.
+    private var stopping: Bool { stop?.isStopping ?? false }
+    private var nowSeconds: Int64 { clock.now().epochMillis / 1000 }
+
+    /// Runs a send: its pending registrations first, then the audience from
+    /// its cursor, then one more round for what became pending meanwhile.
     /// - Parameters:
     ///   - progress: called after each recorded page.
     ///   - stopAfterPages: stop early (as a killed process would), for tests.
@@ -32,46 +80,127 @@ public struct AlertSender: Sendable {
         var current = send
         var pages = 0
         var copies: [AlertPushRules.Group: (title: String, body: String)] = [:]
-        while current.status != "done" {
-            if let stopAfterPages, pages >= stopAfterPages {
-                // Stopping early leaves the lease to lapse, as a killed process would.
-                return current
-            }
-            let page = try await store.audiencePage(regionID: alert.regionID, audience: send.audience, after: current.cursor, limit: pageSize)
-            let now = clock.now().epochMillis / 1000
-            guard let last = page.last else {
-                current = try await store.recordPage(sendID: send.id, cursor: current.cursor, targeted: 0, delivered: 0, failed: 0,
-                                                     deadTokens: [], finished: true, now: now)
-                break
-            }
-            let messages = page.map { entry -> PushMessage in
+        var audiencePagesLeftPending = false
+        func messages(for page: [(id: Int64, registration: PushRegistration)]) -> [PushMessage] {
+            page.map { entry -> PushMessage in
                 let group = AlertPushRules.group(of: entry.registration)
                 let copy = copies[group] ?? AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
                 copies[group] = copy
                 return PushMessage(token: entry.registration.token, platform: group.platform, apnsSandbox: group.apnsSandbox,
                                    title: copy.title, body: copy.body)
             }
-            let outcomes = await transport.send(messages)
-            var delivered = 0
-            var failed = 0
-            var dead: [(regionID: Int, token: String)] = []
+        }
+        /// Sends one page and records it; returns false when the send must stop.
+        func deliver(_ page: [(id: Int64, registration: PushRegistration)], fromPending: Bool, cursor: Int64, lastPage: Bool) async throws -> Bool {
+            let outcomes = await sendWithRetries(messages(for: page), sendID: send.id)
+            var record = AlertStore.PageRecord(sendID: send.id, cursor: cursor, now: nowSeconds)
             for (entry, outcome) in zip(page, outcomes) {
+                if !fromPending { record.targeted += 1 }
                 switch outcome {
-                case .delivered: delivered += 1
+                case .delivered:
+                    record.delivered += 1
+                    if fromPending { record.resolved.append(entry.id) }
                 case .terminal:
-                    failed += 1
-                    dead.append((entry.registration.regionID, entry.registration.token))
-                case .transient, .rejected: failed += 1
+                    record.failed += 1
+                    record.deadTokens.append((entry.registration.regionID, entry.registration.token))
+                    if fromPending { record.resolved.append(entry.id) }
+                case .rejected:
+                    record.failed += 1
+                    if fromPending { record.resolved.append(entry.id) }
+                case .transient(let reason):
+                    record.lastError = reason
+                    if !fromPending { record.stillPending.append(entry.id) }
                 }
             }
-            current = try await store.recordPage(sendID: send.id, cursor: last.id, targeted: page.count, delivered: delivered, failed: failed,
-                                                 deadTokens: dead, finished: page.count < pageSize, now: now)
+            let stillPending = fromPending ? page.count - record.resolved.count : record.stillPending.count
+            // A page of the audience where nothing got through and nothing
+            // was settled: the provider is down, so the send stops here
+            // rather than churn through every page. (A few stubborn pending
+            // tokens retried alone say nothing about the provider.)
+            let providerDown = !fromPending && stillPending == page.count && !page.isEmpty && !stopping
+            if providerDown { record.status = "failed" } else if lastPage { record.status = "done" }
+            if !fromPending && stillPending > 0 { audiencePagesLeftPending = true }
+            current = try await store.recordPage(record)
             pages += 1
             progress(current)
+            return !providerDown
         }
-        logger.info("alert send finished", [("alert", String(alert.id)), ("audience", send.audience.rawValue),
-                                            ("targeted", String(current.targeted)), ("delivered", String(current.delivered)),
-                                            ("failed", String(current.failed)), ("pruned", String(current.pruned))])
+
+        /// Pages through the send's pending registrations once.
+        func retryPending() async throws {
+            guard current.pending > 0 else { return }
+            var after: Int64 = 0
+            while !stopping {
+                let page = try await store.pendingPage(sendID: current.id, after: after, limit: pageSize)
+                guard let last = page.last else { break }
+                _ = try await deliver(page, fromPending: true, cursor: current.cursor, lastPage: false)
+                after = last.id
+                if page.count < pageSize { break }
+            }
+            current = try await store.send(id: current.id) ?? current
+        }
+
+        // 1. What an earlier run left pending.
+        try await retryPending()
+        // 2. The audience after the cursor.
+        while true {
+            if let stopAfterPages, pages >= stopAfterPages {
+                // Stopping early leaves the lease to lapse, as a killed process would.
+                return current
+            }
+            if stopping { return try await pause(current) }
+            let page = try await store.audiencePage(regionID: alert.regionID, audience: send.audience, after: current.cursor, limit: pageSize)
+            guard let last = page.last else { break }
+            guard try await deliver(page, fromPending: false, cursor: last.id, lastPage: false) else {
+                return try await finish(current, alert: alert)
+            }
+            if page.count < pageSize { break }
+        }
+        // 3. One more round for what became pending during this run.
+        if audiencePagesLeftPending { try await retryPending() }
+        if stopping { return try await pause(current) }
+        current = try await store.recordPage(AlertStore.PageRecord(sendID: send.id, cursor: current.cursor, now: nowSeconds,
+                                                                   status: current.pending > 0 ? "failed" : "done"))
+        return try await finish(current, alert: alert)
+    }
+
+    /// Graceful stop between pages: give the lease back so any running
+    /// server (this one after a restart, or another) resumes at once.
+    private func pause(_ current: AlertSend) async throws -> AlertSend {
+        try await store.releaseSend(id: current.id)
+        logger.info("alert send paused for shutdown; it resumes on the next start", [("send", String(current.id))])
         return current
+    }
+
+    private func finish(_ current: AlertSend, alert: ServiceAlert) async throws -> AlertSend {
+        let fields = [("alert", String(alert.id)), ("send", String(current.id)), ("audience", current.audience.rawValue),
+                      ("status", current.status), ("targeted", String(current.targeted)), ("delivered", String(current.delivered)),
+                      ("failed", String(current.failed)), ("pruned", String(current.pruned)), ("pending", String(current.pending))]
+        if current.status == "failed" {
+            logger.warning("alert send stopped with pushes not delivered; start it again to retry them",
+                           fields + [("reason", current.lastError ?? "unknown")])
+        } else {
+            logger.info("alert send finished", fields)
+        }
+        return current
+    }
+
+    /// Sends a batch and retries its passing failures with backoff,
+    /// renewing the lease while it waits. Returns one outcome per message.
+    func sendWithRetries(_ messages: [PushMessage], sendID: Int64) async -> [PushOutcome] {
+        var outcomes = await transport.send(messages)
+        var attempt = 2
+        while attempt <= retry.attempts && !stopping {
+            let retrying = outcomes.indices.filter { if case .transient = outcomes[$0] { true } else { false } }
+            guard !retrying.isEmpty else { break }
+            try? await store.renewLease(sendID: sendID, now: nowSeconds)
+            let delay = retry.delay(beforeAttempt: attempt)
+            if delay > 0 { try? await clock.sleep(seconds: delay) }
+            if stopping { break }
+            let again = await transport.send(retrying.map { messages[$0] })
+            for (index, outcome) in zip(retrying, again) { outcomes[index] = outcome }
+            attempt += 1
+        }
+        return outcomes
     }
 }

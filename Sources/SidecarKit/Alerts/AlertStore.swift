@@ -158,18 +158,20 @@ public struct AlertStore: Sendable {
     /// another process may resume it (a killed run's lease lapses).
     public static let sendLeaseSeconds: Int64 = 60
 
-    /// Claims the unfinished send of this alert to this audience (resuming
-    /// it) or a new one. Throws `AlertStoreError.busy` while another runner
-    /// holds the lease, so two processes never push the same pages.
+    /// Claims the unfinished (running or failed) send of this alert to this
+    /// audience, resuming it, or starts a new one. Throws
+    /// `AlertStoreError.busy` while another runner holds the lease, so two
+    /// processes never push the same pages.
     public func startSend(alertID: Int64, audience: AlertSend.Audience, now: Int64) async throws -> AlertSend {
         try await database.write { connection in
-            if let running = try connection.queryOne("""
-                SELECT * FROM alert_sends WHERE alert_id = $1 AND audience = $2 AND status = 'running' ORDER BY id LIMIT 1
+            if let unfinished = try connection.queryOne("""
+                SELECT * FROM alert_sends WHERE alert_id = $1 AND audience = $2 AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
                 """, [.integer(alertID), .text(audience.rawValue)]) {
-                let lease = running.int("lease_until") ?? 0
-                guard lease <= now else { throw AlertStoreError.busy(retryAfter: lease - now) }
-                let claimed = try connection.queryOne("UPDATE alert_sends SET lease_until = $2 WHERE id = $1 RETURNING *",
-                                                      [.integer(running.int("id") ?? 0), .integer(now + Self.sendLeaseSeconds)])
+                let lease = unfinished.int("lease_until") ?? 0
+                guard unfinished.string("status") == "failed" || lease <= now else { throw AlertStoreError.busy(retryAfter: lease - now) }
+                let claimed = try connection.queryOne("""
+                    UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = $2 WHERE id = $1 RETURNING *
+                    """, [.integer(unfinished.int("id") ?? 0), .integer(now + Self.sendLeaseSeconds)])
                 return Self.send(claimed!)
             }
             let row = try connection.queryOne("""
@@ -180,6 +182,25 @@ public struct AlertStore: Sendable {
         }
     }
 
+    /// Claims every running send whose lease lapsed (its runner died or
+    /// stopped): any running server resumes them.
+    public func claimLapsedSends(now: Int64) async throws -> [AlertSend] {
+        try await database.write { connection in
+            try connection.query("""
+                UPDATE alert_sends SET lease_until = $2
+                WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= $1) RETURNING *
+                """, [.integer(now), .integer(now + Self.sendLeaseSeconds)]).map(Self.send)
+        }
+    }
+
+    /// Extends a send's lease while its runner waits to retry.
+    public func renewLease(sendID: Int64, now: Int64) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("UPDATE alert_sends SET lease_until = $2 WHERE id = $1 AND status = 'running'",
+                                   [.integer(sendID), .integer(now + Self.sendLeaseSeconds)])
+        }
+    }
+
     /// Gives up a send's lease (a run that stopped early).
     public func releaseSend(id: Int64) async throws {
         _ = try await database.write { connection in
@@ -187,11 +208,33 @@ public struct AlertStore: Sendable {
         }
     }
 
-    /// The number of registrations a send to this audience targets.
-    public func audienceCount(regionID: Int, audience: AlertSend.Audience) async throws -> Int {
+    public func send(id: Int64) async throws -> AlertSend? {
         try await database.read { connection in
-            Int(try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1 AND ($2 = 0 OR test_device = 1)",
-                                        [.integer(Int64(regionID)), SQLValue(audience == .test)])?.int("n") ?? 0)
+            try connection.queryOne("SELECT * FROM alert_sends WHERE id = $1", [.integer(id)]).map(Self.send)
+        }
+    }
+
+    /// A page of a send's pending registrations (pushes that failed for a
+    /// passing reason), by registration id.
+    public func pendingPage(sendID: Int64, after registrationID: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
+        try await database.read { connection in
+            try connection.query("""
+                SELECT r.id, \(PushRegistrationStore.columns(qualifiedBy: "r"))
+                FROM alert_send_pending p JOIN push_registrations r ON r.id = p.registration_id
+                WHERE p.send_id = $1 AND r.id > $2 ORDER BY r.id LIMIT $3
+                """, [.integer(sendID), .integer(registrationID), .integer(Int64(limit))]).map {
+                ($0.int("id") ?? 0, PushRegistrationStore.registration($0))
+            }
+        }
+    }
+
+    /// The number of registrations a send to this audience targets (those
+    /// after a cursor: still to try).
+    public func audienceCount(regionID: Int, audience: AlertSend.Audience, after cursor: Int64 = 0) async throws -> Int {
+        try await database.read { connection in
+            Int(try connection.queryOne("""
+                SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1 AND ($2 = 0 OR test_device = 1) AND id > $3
+                """, [.integer(Int64(regionID)), SQLValue(audience == .test), .integer(cursor)])?.int("n") ?? 0)
         }
     }
 
@@ -213,25 +256,69 @@ public struct AlertStore: Sendable {
         }
     }
 
-    /// Records a sent page in one transaction: counts, the new cursor, and
-    /// the deletion of registrations whose tokens the provider called dead.
-    public func recordPage(sendID: Int64, cursor: Int64, targeted: Int, delivered: Int, failed: Int, deadTokens: [(regionID: Int, token: String)],
-                           finished: Bool, now: Int64) async throws -> AlertSend {
+    /// What one page of a send did, recorded in one transaction.
+    public struct PageRecord: Sendable {
+        public var sendID: Int64
+        /// The last registration id of the audience handled.
+        public var cursor: Int64
+        public var now: Int64
+        public var targeted = 0
+        public var delivered = 0
+        public var failed = 0
+        /// Tokens the provider called dead: their registrations are deleted.
+        public var deadTokens: [(regionID: Int, token: String)] = []
+        /// Registration ids whose push failed for a passing reason.
+        public var stillPending: [Int64] = []
+        /// Pending registration ids now settled (delivered, dead or refused).
+        public var resolved: [Int64] = []
+        /// `done` or `failed` to end the send; nil keeps it running (and renews the lease).
+        public var status: String?
+        public var lastError: String?
+
+        public init(sendID: Int64, cursor: Int64, now: Int64, status: String? = nil) {
+            self.sendID = sendID
+            self.cursor = cursor
+            self.now = now
+            self.status = status
+        }
+    }
+
+    /// Records a sent page in one transaction: counts, the new cursor, the
+    /// pending set, and the deletion of registrations whose tokens the
+    /// provider called dead.
+    public func recordPage(_ record: PageRecord) async throws -> AlertSend {
         try await database.write { connection in
             var pruned = 0
-            for dead in deadTokens {
+            for dead in record.deadTokens {
                 pruned += try connection.execute("DELETE FROM push_registrations WHERE region_id = $1 AND token = $2",
                                                  [.integer(Int64(dead.regionID)), .text(dead.token)])
             }
+            for id in record.stillPending {
+                try connection.execute("""
+                    INSERT INTO alert_send_pending (send_id, registration_id) VALUES ($1, $2) ON CONFLICT (send_id, registration_id) DO NOTHING
+                    """, [.integer(record.sendID), .integer(id)])
+            }
+            for id in record.resolved {
+                try connection.execute("DELETE FROM alert_send_pending WHERE send_id = $1 AND registration_id = $2",
+                                       [.integer(record.sendID), .integer(id)])
+            }
+            // Pending registrations deleted meanwhile (pruned, opted out) no longer count.
+            let pending = try connection.queryOne("""
+                SELECT COUNT(*) AS n FROM alert_send_pending p JOIN push_registrations r ON r.id = p.registration_id WHERE p.send_id = $1
+                """, [.integer(record.sendID)])?.int("n") ?? 0
+            let ending = record.status != nil
             let row = try connection.queryOne("""
                 UPDATE alert_sends SET cursor = $2, targeted = targeted + $3, delivered = delivered + $4, failed = failed + $5,
-                    pruned = pruned + $6, status = CASE WHEN $7 = 1 THEN 'done' ELSE status END,
-                    finished_at = CASE WHEN $7 = 1 THEN $8 ELSE finished_at END,
-                    lease_until = CASE WHEN $7 = 1 THEN NULL ELSE $8 + $9 END
+                    pruned = pruned + $6, pending = $7, status = COALESCE($8, status),
+                    finished_at = CASE WHEN $9 = 1 THEN $10 ELSE finished_at END,
+                    lease_until = CASE WHEN $9 = 1 THEN NULL ELSE $10 + $11 END,
+                    last_error = CASE WHEN $8 = 'done' THEN NULL ELSE COALESCE($12, last_error) END
                 WHERE id = $1 RETURNING *
-                """, [.integer(sendID), .integer(cursor), .integer(Int64(targeted)), .integer(Int64(delivered)), .integer(Int64(failed)),
-                      .integer(Int64(pruned)), SQLValue(finished), .integer(now), .integer(Self.sendLeaseSeconds)])
-            return Self.send(row!)
+                """, [.integer(record.sendID), .integer(record.cursor), .integer(Int64(record.targeted)), .integer(Int64(record.delivered)),
+                      .integer(Int64(record.failed)), .integer(Int64(pruned)), .integer(pending), SQLValue(record.status),
+                      SQLValue(ending), .integer(record.now), .integer(Self.sendLeaseSeconds), SQLValue(record.lastError)])
+            guard let row else { throw AlertStoreError.notFound }
+            return Self.send(row)
         }
     }
 
@@ -270,8 +357,8 @@ public struct AlertStore: Sendable {
         AlertSend(id: row.int("id") ?? 0, alertID: row.int("alert_id") ?? 0,
                   audience: AlertSend.Audience(rawValue: row.string("audience") ?? "") ?? .all, status: row.string("status") ?? "running",
                   cursor: row.int("cursor") ?? 0, targeted: Int(row.int("targeted") ?? 0), delivered: Int(row.int("delivered") ?? 0),
-                  failed: Int(row.int("failed") ?? 0), pruned: Int(row.int("pruned") ?? 0), startedAt: row.int("started_at") ?? 0,
-                  finishedAt: row.int("finished_at"))
+                  failed: Int(row.int("failed") ?? 0), pruned: Int(row.int("pruned") ?? 0), pending: Int(row.int("pending") ?? 0),
+                  startedAt: row.int("started_at") ?? 0, finishedAt: row.int("finished_at"), lastError: row.string("last_error"))
     }
 
     static let migrations = [
@@ -336,6 +423,16 @@ public struct AlertStore: Sendable {
                 last_used_at INTEGER,
                 revoked_at INTEGER
             );
+            """),
+        Migration(version: 7, name: "alert sends keep pushes to retry", sql: """
+            ALTER TABLE alert_sends ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE alert_sends ADD COLUMN last_error TEXT;
+            CREATE TABLE alert_send_pending (
+                send_id INTEGER NOT NULL REFERENCES alert_sends (id) ON DELETE CASCADE,
+                registration_id INTEGER NOT NULL,
+                PRIMARY KEY (send_id, registration_id)
+            );
+            CREATE INDEX alert_sends_lease ON alert_sends (status, lease_until);
             """),
     ]
 }

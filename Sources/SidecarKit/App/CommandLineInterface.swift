@@ -93,6 +93,15 @@ public enum CommandLineInterface {
         Flag(name: "max-connections", valueName: "N", help: "Simultaneous client connections (default 1024)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.maxConnections = try integer(value, flag: "max-connections", range: 1...100_000)
         },
+        Flag(name: "header-timeout", valueName: "SECONDS", help: "Seconds a client has from the first byte of a request to the end of its headers (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.headerTimeoutSeconds = try integer(value, flag: "header-timeout", range: 1...600)
+        },
+        Flag(name: "min-body-rate", valueName: "BYTES", help: "Slowest average upload, in bytes per second, accepted after --header-timeout seconds (default 1024)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.minimumBodyBytesPerSecond = try integer(value, flag: "min-body-rate", range: 1...1_000_000_000)
+        },
+        Flag(name: "max-connections-per-client", valueName: "N", help: "Open connections one client address (IPv6: one /64) may hold, 0 disables (default 64)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.maxConnectionsPerClient = try integer(value, flag: "max-connections-per-client", range: 0...100_000)
+        },
         Flag(name: "shutdown-timeout", valueName: "SECONDS", help: "Seconds running requests get to finish on SIGTERM/SIGINT (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.shutdownTimeoutSeconds = try integer(value, flag: "shutdown-timeout", range: 0...600)
         },

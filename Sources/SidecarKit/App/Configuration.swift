@@ -24,6 +24,12 @@ public struct SidecarConfiguration: Sendable {
     public var maxHeaderBytes = 16 * 1024
     public var connectionTimeoutSeconds = 30
     public var maxConnections = 1024
+    /// Seconds from a request's first byte to the end of its head.
+    public var headerTimeoutSeconds = 10
+    /// Slowest average body rate (bytes per second) after that grace.
+    public var minimumBodyBytesPerSecond = 1024
+    /// Open connections per client address (IPv6: per /64); 0 = no limit.
+    public var maxConnectionsPerClient = 64
     /// Seconds to let running requests finish on SIGTERM/SIGINT.
     public var shutdownTimeoutSeconds = 10
     /// Languages alert pushes can be localized into (locale normalization target).
@@ -61,6 +67,8 @@ public struct SidecarConfiguration: Sendable {
     /// Pirate Weather API key; without one the weather route answers 403.
     public var pirateWeatherKey: String?
     public var pirateWeatherURL = "https://api.pirateweather.net"
+    /// How alert sends retry passing push failures (tests shorten it).
+    public var sendRetry = SendRetryPolicy()
     /// Whether `start()` runs the alarm checker on its clock (tests that
     /// drive cycles by hand turn it off; there is no flag).
     public var runsAlarmChecker = true
@@ -107,6 +115,9 @@ public struct SidecarConfiguration: Sendable {
         server.headerLimitBytes = maxHeaderBytes
         server.connectionLimit = maxConnections
         server.defaultBodyLimit = maxBodyBytes
+        server.headerTimeoutSeconds = headerTimeoutSeconds
+        server.minimumBodyBytesPerSecond = minimumBodyBytesPerSecond
+        server.connectionsPerClient = maxConnectionsPerClient
         return server
     }
 }

@@ -33,12 +33,14 @@ public final class Sidecar: Sendable {
     let liveActivityUpdater: LiveActivityUpdater
     let alertFeedCache = AlertFeedCache()
     let alertFeedWatcher: AlertFeedVersionWatcher
+    let alertSends: AlertSendRunner
     let pushTransport: (any PushTransport)?
     /// Base of handed-out URLs; known for sure only once the port is bound.
     let publicURL: PublicBaseURL
     /// The outbound client for OneBusAway servers and push gateways.
     let upstream: HTTPClient
-    private let loops = Mutex<[Task<Void, Never>]>([])
+    /// Background loops and sends, and the stop signal they obey.
+    let work = BackgroundWork()
 
     /// Loads the regions directory, opens and migrates the database and
     /// builds the routes. Nothing listens until `start()`.
@@ -101,13 +103,19 @@ public final class Sidecar: Sendable {
         let alertStore = AlertStore(database: database)
         alertFeedWatcher = AlertFeedVersionWatcher(store: alertStore, cache: alertFeedCache, clock: clock)
         let liveActivityStore = LiveActivityStore(database: database)
-        liveActivityUpdater = LiveActivityUpdater(store: liveActivityStore, regions: regions, oba: oba, transport: transport, clock: clock,
-                                                  logger: logger, intervalSeconds: configuration.liveActivityIntervalSeconds,
-                                                  stopCache: TimedCache(lifetimeSeconds: 55, now: { clock.now().timeIntervalSince1970 }))
+        var updater = LiveActivityUpdater(store: liveActivityStore, regions: regions, oba: oba, transport: transport, clock: clock,
+                                          logger: logger, intervalSeconds: configuration.liveActivityIntervalSeconds,
+                                          stopCache: TimedCache(lifetimeSeconds: 55, now: { clock.now().timeIntervalSince1970 }))
+        updater.stop = work.stop
+        liveActivityUpdater = updater
         let administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
         let alarmStore = AlarmStore(database: database)
-        alarmChecker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, pushRegistrations: pushStore,
-                                    clock: clock, logger: logger, intervalSeconds: configuration.alarmCheckIntervalSeconds)
+        var checker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, pushRegistrations: pushStore,
+                                   clock: clock, logger: logger, intervalSeconds: configuration.alarmCheckIntervalSeconds)
+        checker.stop = work.stop
+        alarmChecker = checker
+        alertSends = AlertSendRunner(store: alertStore, transport: transport, clock: clock, logger: logger, work: work,
+                                     retry: configuration.sendRetry)
 
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         var router = Router()
@@ -135,7 +143,7 @@ public final class Sidecar: Sendable {
                           cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
             VehicleRoutes(regions: regions, oba: oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: now),
                           results: TimedCache(lifetimeSeconds: 5 * 60, now: now), logger: logger).routes,
-            AdminRoutes(administration: administration, keys: ApiKeyStore(database: database), store: alertStore, transport: transport,
+            AdminRoutes(administration: administration, keys: ApiKeyStore(database: database), store: alertStore, sends: alertSends,
                         clock: clock, logger: logger).routes,
         ]
         features.joined().forEach { router.add($0) }
@@ -212,13 +220,14 @@ public final class Sidecar: Sendable {
         let checker = alarmChecker
         let watcher = alertFeedWatcher
         let updater = liveActivityUpdater
-        loops.withLock {
-            if configuration.runsLiveActivityUpdater { $0.append(Task { await updater.run() }) }
-            $0.append(Task { await watcher.run() })
-            $0.append(Task { await pruner.run() })
-            $0.append(Task { await refresher.run() })
-            if configuration.runsAlarmChecker { $0.append(Task { await checker.run() }) }
-        }
+        let sends = alertSends
+        let stop = work.stop
+        if configuration.runsLiveActivityUpdater { work.run { await updater.run() } }
+        work.run { await watcher.run(stop: stop) }
+        work.run { await pruner.run(stop: stop) }
+        work.run { await refresher.run(stop: stop) }
+        work.run { await sends.run() }
+        if configuration.runsAlarmChecker { work.run { await checker.run() } }
         logger.info("sidecar listening", [
             ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
             ("public_url", configuration.effectivePublicURL(boundPort: port)),
@@ -228,22 +237,30 @@ public final class Sidecar: Sendable {
         return port
     }
 
-    /// Graceful stop: no new connections, running requests finish (bounded
-    /// by `--shutdown-timeout`), loops stop, the database closes.
-    public func shutdown() async {
-        logger.info("shutting down", [("requests_in_flight", String(server.requestsInFlight))])
-        let finished = await server.shutdown(grace: .seconds(configuration.shutdownTimeoutSeconds))
-        loops.withLock { tasks in
-            tasks.forEach { $0.cancel() }
-            tasks.removeAll()
-        }
+    /// Graceful stop, bounded by `--shutdown-timeout`: no new connections;
+    /// requests under way are answered (keep-alive connections close after
+    /// them); each background loop finishes and commits the page it is
+    /// pushing and sends give back their leases; then the database closes.
+    /// Returns false when the deadline cut work off (the database is then
+    /// left to the process exit: every commit so far is durable).
+    @discardableResult
+    public func shutdown() async -> Bool {
+        logger.info("shutting down", [("requests_in_flight", String(server.requestsInFlight)),
+                                      ("background_tasks", String(work.runningCount))])
+        let grace = Duration.seconds(configuration.shutdownTimeoutSeconds)
+        let deadline = ContinuousClock.now + grace
+        async let serverStopped = server.shutdown(grace: grace)
+        let workStopped = await work.stopAndWait(until: deadline)
+        let requestsFinished = await serverStopped
         upstream.shutdown()
-        if finished {
-            await database.close()
-            logger.info("stopped")
-        } else {
-            logger.warning("stopped with requests still running; database left to the process exit")
+        guard requestsFinished && workStopped else {
+            logger.warning("stopped at the shutdown deadline with work unfinished", [
+                ("requests_finished", String(requestsFinished)), ("background_tasks_left", String(work.runningCount))])
+            return false
         }
+        await database.close()
+        logger.info("stopped")
+        return true
     }
 }
 

@@ -12,12 +12,12 @@ public protocol WallClock: Sendable {
 
 extension WallClock {
     /// Runs `cycle` now and then once per `seconds` until the task is
-    /// cancelled. The period counts from the start of each cycle, so a slow
+    /// cancelled or `stop` is signalled (a cycle under way always finishes). The period counts from the start of each cycle, so a slow
     /// cycle does not push every later one back (alarms and Live Activities
     /// are promised per minute); at least `min(seconds, 1)` separates two
     /// cycles so one that overran cannot spin.
-    func repeatEvery(seconds: Double, _ cycle: () async -> Void) async {
-        while !Task.isCancelled {
+    func repeatEvery(seconds: Double, stop: StopSignal? = nil, _ cycle: () async -> Void) async {
+        while !Task.isCancelled && !(stop?.isStopping ?? false) {
             let started = now()
             await cycle()
             // Clamped: a wall clock stepped backwards must not stretch the pause.
@@ -40,12 +40,14 @@ public struct SystemClock: WallClock {
 /// carries the time past their deadline.
 public final class ManualClock: WallClock {
     private struct Sleeper {
+        let id: Int
         let deadline: Date
         let continuation: CheckedContinuation<Void, any Error>
     }
     private struct State {
         var now: Date
         var sleepers: [Sleeper] = []
+        var nextID = 0
     }
     private let state: Mutex<State>
 
@@ -58,16 +60,28 @@ public final class ManualClock: WallClock {
     /// Number of tasks currently sleeping on this clock.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// Sleeps until `advance` passes the deadline; a cancelled task wakes at
+    /// once with `CancellationError`, as `Task.sleep` does.
     public func sleep(seconds: Double) async throws {
         try Task.checkCancellation()
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let wakeNow = state.withLock { state -> Bool in
-                let deadline = state.now.addingTimeInterval(seconds)
-                if deadline <= state.now { return true }
-                state.sleepers.append(Sleeper(deadline: deadline, continuation: continuation))
-                return false
+        let id = state.withLock { state -> Int in defer { state.nextID += 1 }; return state.nextID }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    let deadline = state.now.addingTimeInterval(seconds)
+                    if deadline <= state.now { return .success(()) }
+                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
             }
-            if wakeNow { continuation.resume() }
+        } onCancel: {
+            let sleeper = state.withLock { state -> Sleeper? in
+                guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.sleepers.remove(at: index)
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
         }
     }
 

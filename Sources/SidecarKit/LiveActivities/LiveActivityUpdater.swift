@@ -21,6 +21,8 @@ struct LiveActivityUpdater: Sendable {
     let stopCache: TimedCache<String, OBAResponse<StopArrivals>>
     var maxConcurrentStops = 32
     var stopsPerPage = 500
+    /// Graceful stop: the page under way finishes, then the cycle ends.
+    var stop: StopSignal? = nil
 
     static let keepaliveSeconds: Int64 = 55
     static let failuresBeforeEnd = 3
@@ -37,7 +39,7 @@ struct LiveActivityUpdater: Sendable {
     }
 
     func run() async {
-        await clock.repeatEvery(seconds: Double(intervalSeconds)) { _ = await runCycle() }
+        await clock.repeatEvery(seconds: Double(intervalSeconds), stop: stop) { _ = await runCycle() }
     }
 
     @discardableResult
@@ -49,6 +51,7 @@ struct LiveActivityUpdater: Sendable {
             let byRegion = Dictionary(grouping: stops, by: \.regionID)
             for (regionID, regionStops) in byRegion {
                 for page in regionStops.pages(of: stopsPerPage) {
+                    if stop?.isStopping == true { break }
                     let activities = try await store.activities(regionID: regionID, stops: page.map(\.stopID))
                     await process(activities, regionID: regionID, report: &report)
                 }

@@ -22,8 +22,8 @@ struct PushRegistrationPruner: Sendable {
         }
     }
 
-    /// Prunes at start and then every interval until cancelled.
-    func run() async {
-        await clock.repeatEvery(seconds: intervalSeconds) { _ = await pruneOnce() }
+    /// Prunes at start and then every interval until stopped.
+    func run(stop: StopSignal? = nil) async {
+        await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { _ = await pruneOnce() }
     }
 }

@@ -9,6 +9,11 @@ public struct PushRegistrationStore: Sendable {
 
     static let columns = "region_id, token, operating_system, locale, raw_locale, apns_sandbox, test_device, description, created_at, last_seen_at"
 
+    /// The columns prefixed with a table alias, for joins.
+    static func columns(qualifiedBy alias: String) -> String {
+        columns.split(separator: ",").map { "\(alias).\($0.trimmingPrefix(" "))" }.joined(separator: ", ")
+    }
+
     /// Applies the upsert rule against the stored row inside one write
     /// transaction and returns what was stored. Throws `ValidationFailure`
     /// when the merged registration is invalid (nothing is written).

@@ -58,10 +58,10 @@ struct RegionRefresher: Sendable {
     let clock: any WallClock
     let logger: Logger
 
-    /// Runs until cancelled.
-    func run() async {
+    /// Runs until cancelled or stopped.
+    func run(stop: StopSignal? = nil) async {
         guard case .url = source, intervalSeconds > 0 else { return }
-        while !Task.isCancelled {
+        while !Task.isCancelled && !(stop?.isStopping ?? false) {
             do { try await clock.sleep(seconds: intervalSeconds) } catch { return }
             await refreshOnce()
         }
