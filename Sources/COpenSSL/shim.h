@@ -9,4 +9,5 @@
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
 #endif

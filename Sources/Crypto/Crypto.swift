@@ -82,3 +82,16 @@ public enum SHA256 {
         String(Hex.encode(digest(Array(text.utf8))).prefix(12))
     }
 }
+
+/// Comparing secrets without leaking, through timing, how much of a guess
+/// was right.
+public enum SecureCompare {
+    /// True when both strings are equal; the time taken does not depend on
+    /// where they differ (their SHA-256 digests are compared with
+    /// `CRYPTO_memcmp`, which also hides the lengths).
+    public static func equal(_ presented: String, _ expected: String) -> Bool {
+        let left = SHA256.digest(Array(presented.utf8))
+        let right = SHA256.digest(Array(expected.utf8))
+        return left.withUnsafeBytes { l in right.withUnsafeBytes { r in CRYPTO_memcmp(l.baseAddress, r.baseAddress, l.count) == 0 } }
+    }
+}

@@ -89,6 +89,9 @@ public enum DatabaseError: Error, Equatable, CustomStringConvertible {
     case migrationFailed(version: Int, name: String, message: String)
     /// The file has migrations this binary does not know (it is newer).
     case schemaTooNew(applied: Int, known: Int)
+    /// Storage cannot be trusted with writes now (the database file was
+    /// deleted or replaced while open); nothing was written.
+    case unavailable(String)
     /// Any other engine error.
     case failed(code: Int32, message: String)
 
@@ -102,6 +105,7 @@ public enum DatabaseError: Error, Equatable, CustomStringConvertible {
             return "migration \(version) (\(name)) failed, nothing was applied: \(message)"
         case .schemaTooNew(let applied, let known):
             return "database schema version \(applied) is newer than this sidecar knows (\(known)); upgrade the sidecar"
+        case .unavailable(let reason): return "database unavailable: \(reason)"
         case .failed(let code, let message): return "database error \(code): \(message)"
         }
     }
@@ -138,11 +142,18 @@ public protocol Database: Sendable {
     func migrate(_ migrations: [Migration]) async throws -> [Int]
     /// Finishes queued writes and closes every connection.
     func close() async
+    /// What is wrong with storage now (empty when healthy): checked with a
+    /// real read and a real write, not a cached answer.
+    func healthProblems() async -> [String]
 }
 
 extension Database {
     /// True when the database answers a trivial query.
     public func ping() async -> Bool {
         (try? await read { connection in try connection.queryOne("SELECT 1 AS ok", []) != nil }) ?? false
+    }
+
+    public func healthProblems() async -> [String] {
+        await ping() ? [] : ["the database does not answer"]
     }
 }

@@ -34,7 +34,9 @@ final class SQLiteConnection: SQLConnection {
             try run("PRAGMA foreign_keys = ON")
         } catch {
             sqlite3_close_v2(handle)
-            throw error
+            // Name the file: "unable to open database file" alone does not
+            // say which, and a read-only file or directory is the usual cause.
+            throw .openFailed(path: path, message: "\(error)")
         }
     }
 

@@ -1,5 +1,8 @@
 import CSQLite
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import PlatformThreads
 import Synchronization
@@ -22,6 +25,9 @@ public final class SQLiteDatabase: Database {
     public let path: String
     public let synchronous: Synchronous
     private let readerLimit: Int
+    /// The file opened at start (device and inode), to notice it being
+    /// deleted or replaced under the running server; nil for in-memory.
+    private let openedFile: FileIdentity?
     private let queue = Mutex(WriteQueue())
     private let wakeWriter = DispatchSemaphore(value: 0)
     private let readers = Mutex<[ReaderSlot]>([])
@@ -40,6 +46,7 @@ public final class SQLiteDatabase: Database {
         self.synchronous = synchronous
         self.readerLimit = max(readers, 1)
         let writer = try SQLiteConnection(path: path, readOnly: false, synchronous: synchronous)
+        openedFile = FileIdentity(path: path)
         let box = WriterBox(connection: writer)
         PlatformThread.detach(name: "sqlite-writer") { [self] in self.writerLoop(box.connection) }
     }
@@ -111,6 +118,12 @@ public final class SQLiteDatabase: Database {
     }
 
     private func commit(_ batch: [WriteJob], on connection: SQLiteConnection) {
+        // A write to a file no longer at its path would be acknowledged and
+        // then lost (nothing reads it back after a restart): refuse instead.
+        if let problem = fileProblem() {
+            batch.forEach { $0.finish(DatabaseError.unavailable(problem)) }
+            return
+        }
         do {
             try connection.execute("BEGIN IMMEDIATE", [])
         } catch {
@@ -189,6 +202,66 @@ public final class SQLiteDatabase: Database {
         }
     }
 
+    // MARK: Health
+
+    /// Databases up to this size get a whole `quick_check` in each health check.
+    static let wholeCheckBytes: Int64 = 8 << 20
+
+    /// Why the file at `path` is not the database this object has open:
+    /// deleted, or replaced by another file. Nil when it still is.
+    public func fileProblem() -> String? {
+        guard let openedFile else { return nil }
+        guard let current = FileIdentity(path: path) else {
+            return "the database file \(path) was deleted while the server was running"
+        }
+        return current == openedFile ? nil : "the database file \(path) was replaced while the server was running"
+    }
+
+    /// Checks storage for real: the file is still the one open; a fresh
+    /// connection (no cached pages) reads the first page of every table; a
+    /// row is written and committed; the disk has room.
+    public func healthProblems() async -> [String] {
+        if let problem = fileProblem() { return [problem] }
+        var problems: [String] = []
+        do {
+            let connection = try SQLiteConnection(path: path, readOnly: true, synchronous: synchronous)
+            try connection.execute("BEGIN", [])
+            for table in try connection.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []) {
+                guard let name = table.string("name"), !name.contains("\"") else { continue }
+                _ = try connection.query("SELECT * FROM \"\(name)\" LIMIT 1", [])
+            }
+            // A small database is checked whole (a few milliseconds); a large
+            // one only by the reads above, so a probe never stalls.
+            let pages = try connection.queryOne("PRAGMA page_count", [])?.int("page_count") ?? 0
+            let pageSize = try connection.queryOne("PRAGMA page_size", [])?.int("page_size") ?? 4096
+            if pages * pageSize <= Self.wholeCheckBytes,
+               let verdict = try connection.queryOne("PRAGMA quick_check(1)", [])?.string("quick_check"), verdict != "ok" {
+                problems.append("the database is corrupt: \(verdict)")
+            }
+            try connection.execute("COMMIT", [])
+        } catch {
+            problems.append("reading the database failed: \(error)")
+        }
+        do {
+            let now = Int64(Date.now.timeIntervalSince1970)
+            try await write { connection in
+                try connection.execute("CREATE TABLE IF NOT EXISTS sidecar_health (id INTEGER PRIMARY KEY CHECK (id = 1), checked_at INTEGER NOT NULL)", [])
+                try connection.execute("""
+                    INSERT INTO sidecar_health (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at
+                    """, [.integer(now)])
+            }
+        } catch {
+            problems.append("writing to the database failed: \(error)")
+        }
+        if openedFile != nil, access(path, W_OK) != 0 {
+            problems.append("the database file \(path) is not writable (\(String(cString: strerror(errno))))")
+        }
+        if let space = DiskSpace(path: path), space.isLow {
+            problems.append("the disk holding the database is full (\(space.availableBytes) bytes free)")
+        }
+        return problems
+    }
+
     // MARK: Closing
 
     public func close() async {
@@ -237,4 +310,38 @@ final class WriterBox: @unchecked Sendable {
     // Handed once to the writer thread, which is its only user.
     let connection: SQLiteConnection
     init(connection: SQLiteConnection) { self.connection = connection }
+}
+
+/// A file's device and inode: equal for the same file, different for a
+/// new file at the same path.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(path: String) {
+        guard path != ":memory:", !path.isEmpty else { return nil }
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}
+
+/// Free space on the file system holding a path.
+struct DiskSpace {
+    let availableBytes: UInt64
+    let totalBytes: UInt64
+
+    init?(path: String) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return nil }
+        availableBytes = UInt64(info.f_bavail) * UInt64(info.f_frsize)
+        totalBytes = UInt64(info.f_blocks) * UInt64(info.f_frsize)
+    }
+
+    /// Under 16 MiB, or under 5% of a small file system: writes are about
+    /// to fail (SQLite needs room to grow its journal).
+    var isLow: Bool { availableBytes < min(16 << 20, totalBytes / 20) }
 }

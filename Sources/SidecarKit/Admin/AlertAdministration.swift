@@ -41,6 +41,7 @@ public struct AlertAdministration: Sendable {
         var messages: [String] = []
         if let timezone, !Self.looksLikeTimeZone(timezone) { messages.append("timezone must be an IANA zone name such as America/Los_Angeles") }
         if let agencyID, agencyID.presence == nil { messages.append("agency id can't be blank") }
+        messages += FieldLimits.check([("agency id", agencyID, FieldLimits.identifier)])
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         var settings = try await store.regionSettings()[id] ?? RegionSettings(regionID: id, agencyID: nil, timezone: nil)
         if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
@@ -114,6 +115,7 @@ public struct AlertAdministration: Sendable {
             messages.append("language must be a BCP-47 tag such as es or zh-Hant")
         }
         if languageTag.lowercased() == "en" { messages.append("English is the alert's own text; edit the alert instead") }
+        messages += FieldLimits.check([("Header", header, FieldLimits.alertHeader), ("Description", description, FieldLimits.alertDescription)])
         guard let header = header?.presence else { throw AdministrationError.invalid(messages + ["Header can't be blank"]) }
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         let translation = try await store.translate(alertID: id, language: languageTag, header: header,

@@ -31,6 +31,10 @@ public struct AlarmRequest: Sendable, Equatable {
         } else if operatingSystem != "ios" && operatingSystem != "android" {
             operatingSystem = "ios"
         }
+        messages += FieldLimits.check([
+            ("Push identifier", userPushID, FieldLimits.token), ("Stop", parameters.identifier("stop_id"), FieldLimits.identifier),
+            ("Trip", parameters.identifier("trip_id"), FieldLimits.identifier), ("Vehicle", parameters.identifier("vehicle_id"), FieldLimits.identifier),
+        ])
         guard messages.isEmpty, let userPushID, let operatingSystem else { return .failure(ValidationFailure(messages)) }
         return .success(AlarmRequest(
             userPushID: userPushID, operatingSystem: operatingSystem,

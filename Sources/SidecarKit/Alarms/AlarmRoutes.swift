@@ -15,14 +15,18 @@ struct AlarmRoutes: Sendable {
     let logger: Logger
     /// `--public-url`, without a trailing slash.
     let publicURL: PublicBaseURL
+    let limits: RiderLimits
 
     var routes: [Route] {
-        [1, 2].flatMap { version in
+        // One budget for both versions and both methods.
+        let throttle = limits.alarms.middleware(errorStyle: .messages)
+        return [1, 2].flatMap { version in
             [
-                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages) { request in
+                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages, middleware: [throttle]) { request in
                     await create(request, version: version)
                 },
-                Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, parsesParameters: false) { request in
+                Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, middleware: [throttle],
+                      parsesParameters: false) { request in
                     await delete(request)
                 },
             ]
@@ -48,6 +52,10 @@ struct AlarmRoutes: Sendable {
             if version == 1, let existing = try await findV1(alarm, region: region) {
                 return Response.json(201, ["url": url((1, region.id, existing.token))]).logging(log.0, log.1)
             }
+            // The lookup below costs the agency's OneBusAway server a request.
+            if case .limited(let retryAfter) = limits.upstreamLookups.hit(request.clientKey) {
+                return RiderLimits.tooMany(.messages, retryAfter: retryAfter, what: "lookups").logging(log.0, log.1)
+            }
             let composed = await composeMessage(alarm, region: region)
             if version == 1, composed.estimate == nil, composed.failure != nil {
                 return ErrorStyle.messages.response(status: 502, error: Self.summary,
@@ -60,8 +68,12 @@ struct AlarmRoutes: Sendable {
                 do {
                     try await store.insert(AlarmStore.NewAlarm(
                         token: token, regionID: region.id, apiVersion: version, request: alarm,
-                        message: composed.message, departureEstimate: composed.estimate, nowMillis: now))
+                        message: composed.message, departureEstimate: composed.estimate, nowMillis: now),
+                                           maxPerDevice: limits.maxAlarmsPerDevice)
                     break
+                } catch AlarmStoreError.tooManyPending(let limit) {
+                    return ErrorStyle.messages.response(status: 422, error: Self.summary,
+                                                        messages: ["This device already has \(limit) alarms waiting"]).logging(log.0, log.1)
                 } catch DatabaseError.constraintViolation(_) where attempt < 3 {
                     // A concurrent identical v1 POST won: answer with its URL.
                     if version == 1, let existing = try await findV1(alarm, region: region) {
@@ -70,9 +82,12 @@ struct AlarmRoutes: Sendable {
                     token = SecureToken.urlSafe()
                 }
             }
-            if version >= 2 {
+            if version >= 2, limits.pushRegistrations.hit(request.clientKey) == .allowed {
                 // §5.2 side effect: the device joins the alert audience and its
-                // retention clock restarts (no locale, no apns_sandbox).
+                // retention clock restarts (no locale, no apns_sandbox). It
+                // draws on the push-registration budget, so alarms cannot be
+                // used to register devices faster than that route allows; over
+                // budget, the alarm is still created.
                 do {
                     try await pushRegistrations.touch(regionID: region.id, token: alarm.userPushID,
                                                       operatingSystem: alarm.operatingSystem, now: clock.now())

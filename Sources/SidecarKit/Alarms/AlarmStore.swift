@@ -24,10 +24,17 @@ public struct AlarmStore: Sendable {
     }
 
     /// Inserts an alarm; throws `DatabaseError.constraintViolation` when a v1
-    /// alarm with the same identity already exists.
-    public func insert(_ alarm: NewAlarm) async throws {
+    /// alarm with the same identity already exists, and
+    /// `AlarmStoreError.tooManyPending` when the device already has
+    /// `maxPerDevice` alarms waiting (checked in the same transaction).
+    public func insert(_ alarm: NewAlarm, maxPerDevice: Int = 0) async throws {
         let request = alarm.request
         _ = try await database.write { connection in
+            if maxPerDevice > 0 {
+                let pending = try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE user_push_id = $1",
+                                                      [.text(request.userPushID)])?.int("n") ?? 0
+                if pending >= maxPerDevice { throw AlarmStoreError.tooManyPending(limit: maxPerDevice) }
+            }
             try connection.execute("""
                 INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_system, apns_sandbox, stop_id, trip_id,
                     service_date, vehicle_id, stop_sequence, seconds_before, message, failure_count, departure_estimate, next_check_at, created_at)
@@ -168,5 +175,14 @@ public struct AlarmStore: Sendable {
             CREATE UNIQUE INDEX alarms_v1_identity ON alarms (region_id, user_push_id, COALESCE(trip_id, ''), COALESCE(stop_id, ''),
                 COALESCE(service_date, -1)) WHERE api_version = 1;
             """),
+        Migration(version: 8, name: "alarms counted per device", sql: """
+            CREATE INDEX alarms_user_push_id ON alarms (user_push_id);
+            """),
     ]
+}
+
+/// Storage outcomes the alarm routes answer with a 4xx.
+public enum AlarmStoreError: Error, Equatable {
+    /// The device already has this many alarms waiting to fire.
+    case tooManyPending(limit: Int)
 }

@@ -169,7 +169,10 @@ public enum AlertInputRules {
     /// API parameters). Absent fields stay as they are; `end` may be blank
     /// or "none" to clear it.
     public static func apply(_ fields: [String: String], to alert: inout ServiceAlert) -> [String] {
-        var messages: [String] = []
+        var messages = FieldLimits.check([
+            ("Header", fields["header"], FieldLimits.alertHeader), ("Description", fields["description"], FieldLimits.alertDescription),
+            ("Url", fields["url"], FieldLimits.url), ("Agency id", fields["agency_id"], FieldLimits.identifier),
+        ])
         if let header = fields["header"] {
             if let text = header.presence { alert.header = text } else { messages.append("Header can't be blank") }
         }

@@ -72,6 +72,24 @@ public enum CommandLineInterface {
         Flag(name: "push-registration-limit", valueName: "N", help: "Push registration requests per minute per client address, 0 disables (default 30)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.pushRegistrationLimit = try integer(value, flag: "push-registration-limit", range: 0...1_000_000)
         },
+        Flag(name: "alarm-limit", valueName: "N", help: "Alarm creations and deletions per minute per client address, 0 disables (default 30)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.alarmLimit = try integer(value, flag: "alarm-limit", range: 0...1_000_000)
+        },
+        Flag(name: "live-activity-limit", valueName: "N", help: "Live Activity registrations and deletions per minute per client address, 0 disables (default 30)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.liveActivityLimit = try integer(value, flag: "live-activity-limit", range: 0...1_000_000)
+        },
+        Flag(name: "upstream-lookup-limit", valueName: "N", help: "OneBusAway lookups one client's requests may cause per minute, 0 disables (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.upstreamLookupLimit = try integer(value, flag: "upstream-lookup-limit", range: 0...1_000_000)
+        },
+        Flag(name: "max-alarms-per-device", valueName: "N", help: "Alarms waiting to fire per device (user_push_id), 0 disables (default 20)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.maxAlarmsPerDevice = try integer(value, flag: "max-alarms-per-device", range: 0...1_000_000)
+        },
+        Flag(name: "max-live-activities-per-token", valueName: "N", help: "Live Activities per push token, 0 disables (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.maxLiveActivitiesPerPushToken = try integer(value, flag: "max-live-activities-per-token", range: 0...1_000_000)
+        },
+        Flag(name: "webhook-limit", valueName: "N", help: "gorush feedback posts per minute per client address, 0 disables (default 600)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.webhookLimit = try integer(value, flag: "webhook-limit", range: 0...1_000_000)
+        },
         Flag(name: "sqlite-synchronous", valueName: "MODE", help: "normal (default) or full (survives power loss, slower writes)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard let mode = SQLiteDatabase.Synchronous(rawValue: value.lowercased()) else {
                 throw CommandLineError("--sqlite-synchronous must be normal or full, got \(value)")

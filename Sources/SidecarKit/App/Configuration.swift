@@ -16,8 +16,20 @@ public struct SidecarConfiguration: Sendable {
     /// Base of the URLs the server hands out (alarm and Live Activity URLs).
     public var publicURL: String?
     public var logLevel = LogLevel.info
-    /// Push-registration requests per minute per TCP peer; 0 disables.
+    /// Push-registration requests per minute per client; 0 disables.
     public var pushRegistrationLimit = 30
+    /// Alarm creations and deletions (v1 and v2) per minute per client; 0 disables.
+    public var alarmLimit = 30
+    /// Live Activity registrations and deletions per minute per client; 0 disables.
+    public var liveActivityLimit = 30
+    /// OneBusAway lookups a client's requests may cause per minute; 0 disables.
+    public var upstreamLookupLimit = 60
+    /// Alarms waiting to fire per device (`user_push_id`); 0 = no cap.
+    public var maxAlarmsPerDevice = 20
+    /// Live Activities per push token; 0 = no cap.
+    public var maxLiveActivitiesPerPushToken = 10
+    /// gorush feedback posts per minute per client; 0 disables.
+    public var webhookLimit = 600
     public var sqliteSynchronous = SQLiteDatabase.Synchronous.normal
     public var threads = max(ProcessInfo.processInfo.activeProcessorCount, 1)
     public var maxBodyBytes = 1 << 20
@@ -67,6 +79,8 @@ public struct SidecarConfiguration: Sendable {
     /// Pirate Weather API key; without one the weather route answers 403.
     public var pirateWeatherKey: String?
     public var pirateWeatherURL = "https://api.pirateweather.net"
+    /// Seconds a `/healthz` verdict is reused (tests set 0).
+    public var healthCacheSeconds = 1.0
     /// How alert sends retry passing push failures (tests shorten it).
     public var sendRetry = SendRetryPolicy()
     /// Whether `start()` runs the alarm checker on its clock (tests that

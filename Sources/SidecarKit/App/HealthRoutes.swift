@@ -1,13 +1,64 @@
+import Core
 import Database
+import FoundationEssentials
 import HTTPServer
+import Synchronization
 
-/// `GET /healthz`: 200 when the database answers, 503 when it does not.
+/// `GET /healthz` for load balancers and supervisors: 200 `{"status":"ok"}`
+/// when storage really works (a fresh read of every table, a committed
+/// write, the database file still the one open, room on the disk), else 503
+/// `{"status":"unavailable","reason":...,"problems":[...]}`. The verdict is
+/// kept for a second, so frequent probes cost one check a second.
 struct HealthRoutes: Sendable {
     let database: any Database
+    let logger: Logger
+    /// How long an answer is reused (monotonic time: a cache, not a rule).
+    var freshSeconds = 1.0
+    let verdict = HealthVerdictCache()
 
     var routes: [Route] {
-        [Route("GET", "/healthz", parsesParameters: false) { _ in
-            await database.ping() ? .json(200, ["status": "ok"]) : .json(503, ["status": "database unavailable"])
+        [Route("GET", "/healthz", parsesParameters: false, immediate: { _ in
+            verdict.fresh(maxAge: freshSeconds)
+        }) { _ in
+            await check()
         }]
+    }
+
+    func check() async -> Response {
+        let problems = await database.healthProblems()
+        let response: Response = problems.isEmpty
+            ? .json(200, ["status": "ok"])
+            : .json(503, JSONValue.object(["status": .string("unavailable"), "reason": .string(problems.joined(separator: "; ")),
+                                           "problems": .array(problems.map(JSONValue.string))]))
+        if verdict.store(response, healthy: problems.isEmpty) {
+            if problems.isEmpty {
+                logger.info("storage is healthy again")
+            } else {
+                logger.error("storage is unhealthy", [("reason", problems.joined(separator: "; "))])
+            }
+        }
+        return response
+    }
+}
+
+/// The last health answer and when it was made.
+final class HealthVerdictCache: Sendable {
+    private struct Entry { var response: Response; var healthy: Bool; var at: ContinuousClock.Instant }
+    private let entry = Mutex<Entry?>(nil)
+
+    func fresh(maxAge: Double) -> Response? {
+        entry.withLock { entry in
+            guard let entry, ContinuousClock.now - entry.at < .milliseconds(Int64(maxAge * 1000)) else { return nil }
+            return entry.response
+        }
+    }
+
+    /// Keeps the answer; true when health changed (worth a log line).
+    func store(_ response: Response, healthy: Bool) -> Bool {
+        entry.withLock { entry in
+            let changed = entry.map { $0.healthy != healthy } ?? !healthy
+            entry = Entry(response: response, healthy: healthy, at: .now)
+            return changed
+        }
     }
 }

@@ -118,16 +118,18 @@ public final class Sidecar: Sendable {
                                      retry: configuration.sendRetry)
 
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
+        let limits = RiderLimits(configuration, now: now)
         var router = Router()
         let features: [[Route]] = [
-            HealthRoutes(database: database).routes,
+            HealthRoutes(database: database, logger: logger, freshSeconds: configuration.healthCacheSeconds).routes,
             OpenAPIDocument.routes,
             PushRegistrationRoutes(
                 store: pushStore, regions: regions, catalog: configuration.locales, clock: clock, logger: logger,
-                limiter: FixedWindowRateLimiter(limit: configuration.pushRegistrationLimit, windowSeconds: 60, now: now)).routes,
+                limiter: limits.pushRegistrations).routes,
             AlarmRoutes(store: alarmStore, pushRegistrations: pushStore, regions: regions, oba: oba, clock: clock, logger: logger,
-                        publicURL: publicURL).routes,
-            LiveActivityRoutes(store: liveActivityStore, regions: regions, clock: clock, logger: logger, publicURL: publicURL).routes,
+                        publicURL: publicURL, limits: limits).routes,
+            LiveActivityRoutes(store: liveActivityStore, regions: regions, clock: clock, logger: logger, publicURL: publicURL,
+                               limits: limits).routes,
             AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, logger: logger).routes,
             SurveyRoutes(store: SurveyStore(database: database), regions: regions, clock: clock, logger: logger,
                          limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, now: now)).routes,
@@ -138,11 +140,11 @@ public final class Sidecar: Sendable {
                            testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
                            limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, now: now), logger: logger).routes,
             GorushWebhookRoutes(registrations: pushStore, liveActivities: liveActivityStore, secret: configuration.gorushWebhookSecret,
-                                limiter: FixedWindowRateLimiter(limit: 120, windowSeconds: 60, now: now), logger: logger).routes,
+                                limiter: FixedWindowRateLimiter(limit: configuration.webhookLimit, windowSeconds: 60, now: now), logger: logger).routes,
             WeatherRoutes(regions: regions, http: upstream, apiKey: configuration.pirateWeatherKey, baseURL: configuration.pirateWeatherURL,
                           cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
             VehicleRoutes(regions: regions, oba: oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: now),
-                          results: TimedCache(lifetimeSeconds: 5 * 60, now: now), logger: logger).routes,
+                          results: TimedCache(lifetimeSeconds: 5 * 60, now: now), lookups: limits.upstreamLookups, logger: logger).routes,
             AdminRoutes(administration: administration, keys: ApiKeyStore(database: database), store: alertStore, sends: alertSends,
                         clock: clock, logger: logger).routes,
         ]

@@ -26,6 +26,8 @@ struct DonationRequest: Sendable, Equatable {
         guard let email = object["email"]?.scalarText?.presence, email.contains("@") else {
             return .failure(ValidationFailure(["email is required"]))
         }
+        let tooLong = FieldLimits.check([("email", email, FieldLimits.email), ("name", object["name"]?.scalarText, FieldLimits.name)])
+        guard tooLong.isEmpty else { return .failure(ValidationFailure(tooLong)) }
         return .success(DonationRequest(amountInCents: amount, recurring: object["donation_frequency"]?.scalarText == "recurring",
                                         name: object["name"]?.scalarText?.presence, email: email,
                                         testMode: object["test_mode"]?.scalarText == "1"))

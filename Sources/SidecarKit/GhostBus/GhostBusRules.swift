@@ -61,6 +61,12 @@ public enum GhostBusRules {
         let longitude = number(parameters["user_longitude"])
         if longitude.malformed { messages.append("User longitude is not a number") }
         if let value = longitude.value, !(-180...180).contains(value) { messages.append("User longitude must be between -180 and 180") }
+        messages += FieldLimits.check([
+            ("User identifier", user, FieldLimits.identifier), ("Trip identifier", trip, FieldLimits.identifier),
+            ("Route identifier", parameters["route_identifier"]?.presence, FieldLimits.identifier),
+            ("Stop identifier", parameters["stop_identifier"]?.presence, FieldLimits.identifier),
+            ("Vehicle identifier", parameters["vehicle_identifier"]?.presence, FieldLimits.identifier),
+        ])
         guard messages.isEmpty, let user, let trip, let serviceDate, let wait else { return .failure(ValidationFailure(messages)) }
         return .success(GhostBusReport(
             userIdentifier: user, tripIdentifier: trip, serviceDate: serviceDate, routeIdentifier: parameters["route_identifier"]?.presence,

@@ -10,11 +10,14 @@ struct LiveActivityRoutes: Sendable {
     let clock: any WallClock
     let logger: Logger
     let publicURL: PublicBaseURL
+    let limits: RiderLimits
 
     var routes: [Route] {
-        [
-            Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, handler: register),
-            Route("DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, parsesParameters: false, handler: unregister),
+        let throttle = limits.liveActivities.middleware(errorStyle: .messages)
+        return [
+            Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, middleware: [throttle], handler: register),
+            Route("DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, middleware: [throttle],
+                  parsesParameters: false, handler: unregister),
         ]
     }
 
@@ -30,6 +33,11 @@ struct LiveActivityRoutes: Sendable {
         let stop = required("stop_id", "Stop")
         let route = required("route_short_name", "Route short name")
         let headsign = required("trip_headsign", "Trip headsign")
+        messages += FieldLimits.check([
+            ("Activity", activity, FieldLimits.identifier), ("Push token", push, FieldLimits.token), ("Stop", stop, FieldLimits.identifier),
+            ("Route short name", route, FieldLimits.name), ("Trip headsign", headsign, FieldLimits.name),
+            ("Trip", parameters.identifier("trip_id"), FieldLimits.identifier), ("Vehicle", parameters.identifier("vehicle_id"), FieldLimits.identifier),
+        ])
         guard messages.isEmpty, let activity, let push, let stop, let route, let headsign else { return .failure(ValidationFailure(messages)) }
         return .success(LiveActivityStore.Registration(
             activityID: activity, pushToken: push, stopID: stop, routeShortName: route, tripHeadsign: headsign,
@@ -51,8 +59,12 @@ struct LiveActivityRoutes: Sendable {
         }
         for attempt in 1...2 {
             do {
-                let token = try await store.register(registration, regionID: region.id, nowSeconds: clock.now().epochMillis / 1000)
+                let token = try await store.register(registration, regionID: region.id, nowSeconds: clock.now().epochMillis / 1000,
+                                                     maxPerPushToken: limits.maxLiveActivitiesPerPushToken)
                 return Response.json(201, ["url": "\(publicURL.url)/api/v2/regions/\(region.id)/live_activities/\(token)"]).logging(log.0, log.1)
+            } catch LiveActivityStoreError.tooManyForPushToken(let limit) {
+                return ErrorStyle.messages.response(status: 422, error: Self.summary,
+                                                    messages: ["Push token already has \(limit) live activities"]).logging(log.0, log.1)
             } catch where attempt < 2 {
                 // The concurrent first-registration race: retry once.
                 continue

@@ -23,6 +23,12 @@ public struct LiveActivity: Sendable, Equatable {
     public var lastPushedAt: Int64?
 }
 
+/// Storage outcomes the Live Activity routes answer with a 4xx.
+public enum LiveActivityStoreError: Error, Equatable {
+    /// This push token already carries this many other activities.
+    case tooManyForPushToken(limit: Int)
+}
+
 /// Storage of Live Activity subscriptions (table `live_activities`).
 public struct LiveActivityStore: Sendable {
     let database: any Database
@@ -49,10 +55,17 @@ public struct LiveActivityStore: Sendable {
     /// token) rewrites every field but keeps the URL token and the expiry of
     /// the first registration. Atomic, so concurrent first registrations end
     /// with one row. Returns the URL token.
-    public func register(_ registration: Registration, regionID: Int, nowSeconds: Int64) async throws -> String {
+    public func register(_ registration: Registration, regionID: Int, nowSeconds: Int64, maxPerPushToken: Int = 0) async throws -> String {
         let token = SecureToken.urlSafe()
         return try await database.write { connection in
-            try connection.queryOne("""
+            if maxPerPushToken > 0 {
+                // Re-registering the same activity never counts against the cap.
+                let others = try connection.queryOne("""
+                    SELECT COUNT(*) AS n FROM live_activities WHERE push_token = $1 AND NOT (region_id = $2 AND activity_id = $3)
+                    """, [.text(registration.pushToken), .integer(Int64(regionID)), .text(registration.activityID)])?.int("n") ?? 0
+                if others >= maxPerPushToken { throw LiveActivityStoreError.tooManyForPushToken(limit: maxPerPushToken) }
+            }
+            return try connection.queryOne("""
                 INSERT INTO live_activities (token, region_id, activity_id, push_token, stop_id, route_short_name, trip_headsign, trip_id,
                     service_date, vehicle_id, stop_sequence, apns_sandbox, expires_at, failure_count, created_at)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14)

@@ -1,12 +1,14 @@
 import Core
+import Crypto
 import FoundationEssentials
 import HTTPServer
 import Push
 
 /// `POST /webhooks/gorush`: gorush's asynchronous delivery feedback (spec
 /// §6.5). A token the provider calls dead leaves the alert audience at once.
-/// Authenticated by `--gorush-webhook-secret` (Bearer); without a secret
-/// the hook is rate limited instead.
+/// The route exists only with `--gorush-webhook-secret` (without one, anyone
+/// could delete any rider's registration by naming its token): gorush must
+/// send it as a Bearer token. Each client is rate limited as well.
 struct GorushWebhookRoutes: Sendable {
     let registrations: PushRegistrationStore
     let liveActivities: LiveActivityStore
@@ -15,15 +17,15 @@ struct GorushWebhookRoutes: Sendable {
     let logger: Logger
 
     var routes: [Route] {
-        var middleware: [Middleware] = []
-        if secret == nil { middleware.append(limiter.middleware(errorStyle: .simple)) }
-        return [Route("POST", "/webhooks/gorush", bodyLimit: 4 << 20, middleware: middleware, parsesParameters: false, handler: feedback)]
+        guard secret != nil else { return [] }
+        return [Route("POST", "/webhooks/gorush", bodyLimit: 4 << 20, middleware: [limiter.middleware(errorStyle: .simple)],
+                      parsesParameters: false, handler: feedback)]
     }
 
     /// The failed tokens in a gorush feedback body: one log entry, a list of
-    /// them, or `{"logs": [...]}`.
-    static func failures(_ body: [UInt8]) -> [(token: String, reason: String)] {
-        guard let decoded = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else { return [] }
+    /// them, or `{"logs": [...]}`; nil when the body is not JSON.
+    static func failures(_ body: [UInt8]) -> [(token: String, reason: String)]? {
+        guard let decoded = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else { return nil }
         var entries: [JSONValue] = []
         switch decoded {
         case .array(let list): entries = list
@@ -38,12 +40,15 @@ struct GorushWebhookRoutes: Sendable {
     }
 
     func feedback(_ request: Request) async -> Response {
-        if let secret {
-            let presented = request.header("authorization").map { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : "" } ?? ""
-            guard presented == secret else { return Response.json(401, ["error": "Unauthorized"]).adding(header: "WWW-Authenticate", "Bearer") }
+        let presented = request.header("authorization").map { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : "" } ?? ""
+        guard let secret, SecureCompare.equal(presented, secret) else {
+            return Response.json(401, ["error": "Unauthorized"]).adding(header: "WWW-Authenticate", "Bearer")
+        }
+        guard let failures = Self.failures(request.body) else {
+            return Response.json(400, ["error": "Bad Request: the body is not JSON"])
         }
         var deleted = 0
-        for failure in Self.failures(request.body) {
+        for failure in failures.prefix(10_000) {
             guard case .terminal = PushOutcome.classify(failure: failure.reason) else { continue }
             do {
                 deleted += try await registrations.deleteEverywhere(token: failure.token)

@@ -83,6 +83,7 @@ public struct PushRegistrationRequest: Sendable, Equatable {
         if let description, description.count > maxDescriptionLength {
             messages.append("Description is too long (maximum is \(maxDescriptionLength) characters)")
         }
+        messages += FieldLimits.check([("Locale", parameters["locale"]?.presence, FieldLimits.locale)])
         guard messages.isEmpty, let token, let operatingSystem else { return .failure(ValidationFailure(messages)) }
         let sandbox = ApnsSandbox.read(parameters["apns_sandbox"])
         return .success(PushRegistrationRequest(

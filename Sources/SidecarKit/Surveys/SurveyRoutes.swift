@@ -68,6 +68,7 @@ struct SurveyRoutes: Sendable {
             } else if survey.requireStopIDInResponse {
                 messages.append("Stop identifier can't be blank")
             }
+            messages += FieldLimits.check([("User identifier", user, FieldLimits.identifier), ("Stop identifier", stop, FieldLimits.identifier)])
             let answers: [[String: JSONValue]]
             switch SurveyRules.answers(parameters.value("responses")) {
             case .success(let value): answers = value
@@ -101,6 +102,8 @@ struct SurveyRoutes: Sendable {
                 return .json(404, ["error": "Couldn't find SurveyResponse"])
             }
             return .json(200, Self.responseBody(amended))
+        } catch let failure as ValidationFailure {
+            return Self.invalid(failure.messages)
         } catch {
             logger.error("survey response amend failed", [("error", "\(error)")])
             return Response.storageUnavailable(.legacy, summary: "Unavailable")

@@ -206,6 +206,7 @@ public enum SurveyRules {
         default: return .failure(ValidationFailure(["Responses can't be blank"]))
         }
         guard case .array(let items) = decoded else { return .failure(ValidationFailure(["Responses must be a JSON array"])) }
+        if let problem = answersTooLarge(items) { return .failure(ValidationFailure([problem])) }
         var answers: [[String: JSONValue]] = []
         for item in items {
             guard case .object(let answer) = item, case .integer? = answer["question_id"] else {
@@ -214,6 +215,20 @@ public enum SurveyRules {
             answers.append(answer)
         }
         return .success(answers)
+    }
+
+    /// Why a list of answers is too large to store, or nil: at most
+    /// `FieldLimits.surveyAnswerCount` answers and
+    /// `FieldLimits.surveyAnswerBytes` bytes once encoded (amending merges
+    /// into the stored answers, so the merged list is checked too).
+    public static func answersTooLarge(_ answers: [JSONValue]) -> String? {
+        if answers.count > FieldLimits.surveyAnswerCount {
+            return "Responses has too many answers (maximum is \(FieldLimits.surveyAnswerCount))"
+        }
+        if JSONValue.array(answers).encoded().count > FieldLimits.surveyAnswerBytes {
+            return "Responses is too long (maximum is \(FieldLimits.surveyAnswerBytes) bytes)"
+        }
+        return nil
     }
 
     /// Amending merges by `question_id`: an incoming answer replaces the

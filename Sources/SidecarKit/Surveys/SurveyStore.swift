@@ -184,6 +184,7 @@ public struct SurveyStore: Sendable {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT * FROM survey_responses WHERE public_id = $1", [.text(publicID)]) else { return nil }
             let merged = SurveyRules.merge(stored: Self.decodeAnswers(row.string("responses")), incoming: answers)
+            if let problem = SurveyRules.answersTooLarge(merged.map(JSONValue.object)) { throw ValidationFailure([problem]) }
             try connection.execute("UPDATE survey_responses SET responses = $2, updated_at = $3 WHERE public_id = $1",
                                    [.text(publicID), .text(Self.encode(merged)), .integer(now)])
             return StoredResponse(publicID: publicID, surveyID: row.int("survey_id") ?? 0, userIdentifier: row.string("user_identifier") ?? "", answers: merged)

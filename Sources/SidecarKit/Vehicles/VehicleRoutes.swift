@@ -35,6 +35,9 @@ struct VehicleRoutes: Sendable {
     let fleets: TimedCache<Int, [VehicleMatch]>
     /// Per (region, query), 5 minutes.
     let results: TimedCache<String, [VehicleMatch]>
+    /// Loading a fleet costs the OneBusAway server a request per agency:
+    /// each client may cause only so many.
+    let lookups: FixedWindowRateLimiter
     let logger: Logger
 
     var routes: [Route] {
@@ -52,6 +55,9 @@ struct VehicleRoutes: Sendable {
         if let cached = fleets.value(region.id) {
             fleet = cached
         } else {
+            if case .limited(let retryAfter) = lookups.hit(request.clientKey) {
+                return RiderLimits.tooMany(.simple, retryAfter: retryAfter, what: "lookups").logging("region", String(region.id))
+            }
             do {
                 var loaded: [VehicleMatch] = []
                 for agency in try await oba.agenciesWithCoverage(region: region) {
