@@ -310,10 +310,9 @@ static inline int sidecar_mhd_check_head(struct MHD_Connection *connection, cons
     if (walk.coding_count > 0) {
         if (walk.length_count > 0) return SIDECAR_HEAD_LENGTH_AND_CODING;
         if (walk.coding_count > 1 || http_1_0) return SIDECAR_HEAD_UNSUPPORTED_CODING;
-        const char *value = walk.coding_value;
-        size_t size = walk.coding_size;
-        while (size > 0 && (value[size - 1] == ' ' || value[size - 1] == '\t')) size--;
-        if (!sidecar_equal_caseless(value, size, "chunked")) return SIDECAR_HEAD_UNSUPPORTED_CODING;
+        /* Exactly what libmicrohttpd reads as chunked (it compares the whole
+           value, so "chunked " would leave it reading until the peer closes). */
+        if (!sidecar_equal_caseless(walk.coding_value, walk.coding_size, "chunked")) return SIDECAR_HEAD_UNSUPPORTED_CODING;
     }
     return SIDECAR_HEAD_CLEAN;
 }

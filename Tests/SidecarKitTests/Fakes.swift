@@ -138,13 +138,22 @@ final class FakeGorush: Sendable {
     let bodies = Locked<[[UInt8]]>([])
     /// Tokens to report as failed (token → gorush error text).
     let failures = Locked<[String: String]>([:])
+    /// Requests still to answer with HTTP 500 (a gateway that is down); -1 = every one.
+    let outage = Locked(0)
     let server: HTTPServer
 
     init() throws {
         var router = Router()
         let bodies = self.bodies
         let failures = self.failures
+        let outage = self.outage
         router.add(Route("POST", "/api/push", parsesParameters: false) { request in
+            let down = outage.withLock { remaining -> Bool in
+                guard remaining != 0 else { return false }
+                if remaining > 0 { remaining -= 1 }
+                return true
+            }
+            if down { return .json(500, ["error": "gorush is down"]) }
             let json = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any] ?? [:]
             bodies.withLock { $0.append(request.body) }
             let failing = failures.value

@@ -105,7 +105,7 @@ public enum RawHTTPClient {
         return try parse(received)
     }
 
-    static func parse(_ bytes: [UInt8]) throws -> RawResponse {
+    public static func parse(_ bytes: [UInt8]) throws -> RawResponse {
         let separator: [UInt8] = [13, 10, 13, 10]
         guard let split = (0..<max(bytes.count - 3, 0)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) else {
             throw RawHTTPError.noResponse(String(decoding: bytes, as: UTF8.self))
@@ -123,5 +123,85 @@ public enum RawHTTPClient {
             body = Array(body.prefix(length))
         }
         return RawResponse(status: status, headers: headers, body: body)
+    }
+}
+
+/// A blocking TCP connection kept open across steps of a test (a slow or
+/// idle client). Used from plain threads or short calls only.
+public final class RawSocket: @unchecked Sendable {
+    // Used by one test at a time; the descriptor is only read after init.
+    public let fd: Int32
+
+    /// Connects to 127.0.0.1:`port`, optionally from another loopback address.
+    public init(port: Int, source: String? = nil) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawHTTPError.connectFailed(errno) }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            _ = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw RawHTTPError.connectFailed(code)
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Writes bytes; false when the server has closed the connection.
+    @discardableResult
+    public func send(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Reads what arrives within `timeoutSeconds` (stopping early at end of
+    /// stream); `closed` tells whether the server closed the connection.
+    public func read(timeoutSeconds: Double) -> (bytes: [UInt8], closed: Bool) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        while Date() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let remaining = Int32(max(deadline.timeIntervalSinceNow * 1000, 0))
+            guard poll(&poller, 1, remaining) > 0 else { break }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return (received, true) }
+            received.append(contentsOf: buffer[0..<count])
+        }
+        return (received, false)
+    }
+
+    /// True when the server has closed the connection (end of stream or reset).
+    public var isClosedByServer: Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 0) > 0 else { return false }
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) <= 0
+    }
+
+    /// `read` on a plain thread, so waiting never holds one of the few
+    /// threads of the shared concurrency pool (the server's handlers run there).
+    public func readOffPool(timeoutSeconds: Double) async -> (bytes: [UInt8], closed: Bool) {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.read(timeoutSeconds: timeoutSeconds)) }.start()
+        }
+    }
+
+    /// The response read (status and headers), or nil.
+    public func response(timeoutSeconds: Double = 3) async -> (response: RawResponse?, closed: Bool) {
+        let (bytes, closed) = await readOffPool(timeoutSeconds: timeoutSeconds)
+        return (try? RawHTTPClient.parse(bytes), closed)
     }
 }

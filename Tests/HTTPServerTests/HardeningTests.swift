@@ -1,0 +1,218 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import HTTPServer
+
+/// What an attacker on the open internet tries against the server itself:
+/// smuggling-shaped framing, slow and idle clients, one client hoarding
+/// connections, and stops under load.
+@Suite("HTTP server hardening over real sockets")
+struct HardeningTests {
+    static func withServer(_ configure: (inout ServerConfiguration) -> Void = { _ in },
+                           _ body: (HTTPServer) async throws -> Void) async throws {
+        var router = Router()
+        router.add(Route("POST", "/echo") { request in .json(200, ["bytes": String(request.body.count)]) })
+        router.add(Route("GET", "/hello") { _ in .json(200, ["hello": "world"]) })
+        router.add(Route("GET", "/slow") { _ in
+            try? await Task.sleep(for: .milliseconds(200))
+            return .json(200, ["slow": "done"])
+        })
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.headerTimeoutSeconds = 1
+        configuration.connectionTimeoutSeconds = 30
+        configure(&configuration)
+        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
+        try server.start()
+        do { try await body(server) } catch {
+            await server.shutdown(grace: .seconds(2))
+            throw error
+        }
+        await server.shutdown(grace: .seconds(2))
+    }
+
+    /// Sends raw bytes on a kept-alive connection and reads the answer.
+    static func exchange(_ port: Int, _ request: String) async throws -> (status: Int?, closedPromptly: Bool, response: RawResponse?) {
+        let socket = try RawSocket(port: port)
+        socket.send(Array(request.utf8))
+        let started = Date()
+        let (response, closed) = await socket.response(timeoutSeconds: 3)
+        return (response?.status, closed && Date().timeIntervalSince(started) < 2, response)
+    }
+
+    static let framingCases: [(name: String, request: String)] = [
+        ("two different Content-Length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef"),
+        ("Content-Length with Transfer-Encoding", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("a coding besides chunked", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),
+        ("an unknown coding", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n"),
+        ("chunked with trailing space", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked \r\n\r\n0\r\n\r\n"),
+        ("two Transfer-Encoding headers", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("chunked on HTTP/1.0", "POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("a Content-Length that is not a number", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: +5\r\n\r\nabcde"),
+        ("NUL in the path", "GET /hel\u{0}lo HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("NUL in the method", "GE\u{0}T /hello HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("NUL inside a header value", "GET /hello HTTP/1.1\r\nHost: x\r\nX-A: ab\u{0}cd\r\n\r\n"),
+        ("NUL ending the last header value", "GET /hello HTTP/1.1\r\nHost: x\r\nX-A: ab\u{0}\r\n\r\n"),
+        ("NUL ending a header value", "GET /hello HTTP/1.1\r\nX-A: ab\u{0}\r\nHost: x\r\n\r\n"),
+        ("bare CR in a header value", "GET /hello HTTP/1.1\r\nHost: x\r\nX-A: ab\rcd\r\n\r\n"),
+        ("bare CR in the path", "GET /hel\rlo HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("a folded header line", "GET /hello HTTP/1.1\r\nHost: x\r\nX-A: ab\r\n cd\r\n\r\n"),
+        ("a control byte in a header value", "GET /hello HTTP/1.1\r\nHost: x\r\nX-A: a\u{1}b\r\n\r\n"),
+        ("a header name that is not a token", "GET /hello HTTP/1.1\r\nHost: x\r\nX(A): b\r\n\r\n"),
+    ]
+
+    @Test func malformedFramingIsA400AndTheConnectionCloses() async throws {
+        try await Self.withServer { server in
+            for (name, request) in Self.framingCases {
+                let (status, closedPromptly, response) = try await Self.exchange(server.port, request)
+                #expect(status == 400, "\(name)")
+                #expect(closedPromptly, "\(name): the connection closes at once")
+                #expect(response?.header("Connection")?.lowercased() == "close", "\(name)")
+            }
+            // Still answering, and clean requests of the same shapes pass.
+            let clean: [String] = [
+                "GET /hello HTTP/1.1\r\nHost: x\r\nX-A:\r\nX-B:   spaced  \r\nConnection: close\r\n\r\n",
+                "GET /hello HTTP/1.1\nHost: x\nConnection: close\n\n",
+                "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                "GET /hello?x=%00y&a=b HTTP/1.1\r\nHost: x\r\nCookie: a=b; c=d\r\nConnection: close\r\n\r\n",
+            ]
+            for request in clean {
+                #expect(try await Self.exchange(server.port, request).status == 200, "\(request.debugDescription)")
+            }
+        }
+    }
+
+    @Test func headWorksWhereverGetDoes() async throws {
+        try await Self.withServer { server in
+            let socket = try RawSocket(port: server.port)
+            socket.send(Array("HEAD /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            let (bytes, _) = await socket.readOffPool(timeoutSeconds: 2)
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 200"))
+            #expect(text.contains("Content-Length: 17"), "the length GET would send")
+            #expect(text.hasSuffix("\r\n\r\n"), "no body")
+            let post = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("HEAD", "/echo"))
+            #expect(post.status == 405)
+            let allowed = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("DELETE", "/hello"))
+            #expect(allowed.header("Allow")?.contains("HEAD") == true)
+        }
+    }
+
+    @Test func aSlowlorisFromOneAddressDoesNotDelayAnother() async throws {
+        try await Self.withServer({ $0.connectionsPerClient = 16 }) { server in
+            // 200 sockets from 127.0.0.2, each trickling a head that never ends.
+            var slow: [RawSocket] = []
+            for _ in 0..<200 {
+                guard let socket = try? RawSocket(port: server.port, source: "127.0.0.2") else { continue }
+                socket.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n".utf8))
+                slow.append(socket)
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let started = Date()
+            let response = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/hello"), source: "127.0.0.1")
+            #expect(response.status == 200)
+            #expect(Date().timeIntervalSince(started) < 1, "127.0.0.1 is served at once")
+            #expect(server.openConnections <= 17, "127.0.0.2 holds at most its share")
+            // Another header line every half second does not keep them alive:
+            // the head must be complete a second after it began.
+            for _ in 0..<4 {
+                slow.forEach { $0.send(Array("X-Slow: 1\r\n".utf8)) }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            #expect(slow.allSatisfy { $0.isClosedByServer }, "every slow head was cut off")
+            #expect(server.openConnections == 0)
+        }
+    }
+
+    @Test func aSlowBodyIsCutOffAndAVanishedClientIsNoticed() async throws {
+        try await Self.withServer({ $0.minimumBodyBytesPerSecond = 1000 }) { server in
+            let slow = try RawSocket(port: server.port)
+            slow.send(Array("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n".utf8))
+            for _ in 0..<8 {
+                slow.send([0x61])
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            #expect(slow.isClosedByServer, "a body of a few bytes a second is cut off after the grace")
+            // A client that hangs up mid-body is freed within a second, not at the idle timeout.
+            let gone = try RawSocket(port: server.port)
+            gone.send(Array("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\nabc".utf8))
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(server.liveExchanges.load(ordering: .acquiring) == 1)
+            shutdown(gone.fd, Int32(SHUT_WR))
+            var freed = false
+            for _ in 0..<30 where !freed {
+                try await Task.sleep(for: .milliseconds(100))
+                freed = server.liveExchanges.load(ordering: .acquiring) == 0
+            }
+            #expect(freed)
+        }
+    }
+
+    @Test func idleConnectionsGiveWayNearTheLimit() async throws {
+        try await Self.withServer({ $0.connectionLimit = 40; $0.connectionsPerClient = 0; $0.threads = 1 }) { server in
+            var idle: [RawSocket] = []
+            for _ in 0..<40 { if let socket = try? RawSocket(port: server.port, source: "127.0.0.3") { idle.append(socket) } }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(server.openConnections <= 36, "the longest-idle ones were closed to keep room")
+            let response = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/hello"))
+            #expect(response.status == 200)
+        }
+    }
+
+    @Test func aStopUnderKeepAliveLoadAnswersEveryRequestAndNeverAborts() async throws {
+        for _ in 0..<5 {
+            var router = Router()
+            router.add(Route("GET", "/slow") { _ in
+                try? await Task.sleep(for: .milliseconds(30))
+                return .json(200, ["slow": "done"])
+            })
+            var configuration = ServerConfiguration()
+            configuration.host = "127.0.0.1"
+            configuration.port = 0
+            let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
+            try server.start()
+            let port = server.port
+            let answered = Locked(0)
+            let broken = Locked(0)
+            // 50 keep-alive clients, each sending request after request.
+            let clients = (0..<50).map { _ in
+                Thread.detachedLoop {
+                    guard let socket = try? RawSocket(port: port) else { return }
+                    while true {
+                        guard socket.send(Array("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) else { return }
+                        let (bytes, closed) = socket.read(timeoutSeconds: 0.5)
+                        let text = String(decoding: bytes, as: UTF8.self)
+                        if text.hasPrefix("HTTP/1.1 200") { answered.withLock { $0 += 1 } } else if !text.isEmpty { broken.withLock { $0 += 1 } }
+                        if closed || text.lowercased().contains("connection: close") { return }
+                    }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(150))
+            let clean = await server.shutdown(grace: .seconds(5))
+            clients.forEach { $0.wait() }
+            #expect(clean)
+            #expect(server.requestsInFlight == 0)
+            #expect(answered.value > 0)
+            #expect(broken.value == 0, "every request begun was answered in full")
+        }
+    }
+}
+
+extension Thread {
+    /// Runs `body` on a new thread; `wait()` on the result joins it.
+    static func detachedLoop(_ body: @escaping @Sendable () -> Void) -> Joinable {
+        let joinable = Joinable()
+        Thread {
+            body()
+            joinable.done.signal()
+        }.start()
+        return joinable
+    }
+
+    final class Joinable: Sendable {
+        let done = DispatchSemaphore(value: 0)
+        func wait() { done.wait() }
+    }
+}
