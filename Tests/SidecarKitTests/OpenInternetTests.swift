@@ -233,7 +233,7 @@ struct OpenInternetTests {
             _ = try await dying.run(send, alert: alert, translations: [], stopAfterPages: 1)
             await app.sidecar.alertSends.resumeLapsed()
             #expect(try await store.send(id: send.id)?.status == "running", "not while the lease holds")
-            app.clock.advance(seconds: Double(AlertStore.sendLeaseSeconds + 1))
+            app.clock.advance(seconds: Double(AlertStore.defaultSendLeaseSeconds + 1))
             await app.sidecar.alertSends.resumeLapsed()
             #expect(try await app.eventually { try await store.send(id: send.id)?.status == "done" })
             #expect(Self.tokens(gorush).count == 250)

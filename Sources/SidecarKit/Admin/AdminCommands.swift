@@ -36,7 +36,7 @@ public enum AdminCommands {
                 return 2
             }
         }
-        let store = AlertStore(database: database)
+        let store = AlertStore(database: database, sendLeaseSeconds: Int64(configuration.sendLeaseSeconds))
         let administration = AlertAdministration(store: store, regions: directory, clock: clock, cache: nil)
         let options = invocation.options
         let now = clock.now().epochMillis / 1000

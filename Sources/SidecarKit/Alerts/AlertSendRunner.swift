@@ -12,8 +12,10 @@ struct AlertSendRunner: Sendable {
     let logger: Logger
     let work: BackgroundWork
     var retry = SendRetryPolicy()
-    /// How often lapsed sends are looked for (and once at start).
-    var resumeIntervalSeconds: Double = 15
+    /// How often lapsed sends are looked for (and once at start): half a
+    /// lease, at most 15 s, so a dead runner's send resumes soon after its
+    /// lease lapses.
+    var resumeIntervalSeconds: Double { min(15, max(1, Double(store.sendLeaseSeconds) / 2)) }
     let running = RunningSends()
 
     /// Runs a send this process has claimed, unless it already runs it.

@@ -4,8 +4,15 @@ import GTFSRealtime
 /// Storage of alerts, their translations and push sends, and region settings.
 public struct AlertStore: Sendable {
     let database: any Database
+    /// How long a runner holds a send without recording progress before
+    /// another runner (another process, or this one after a restart) may
+    /// resume it: a killed run's lease lapses.
+    public let sendLeaseSeconds: Int64
 
-    public init(database: any Database) { self.database = database }
+    public init(database: any Database, sendLeaseSeconds: Int64 = AlertStore.defaultSendLeaseSeconds) {
+        self.database = database
+        self.sendLeaseSeconds = sendLeaseSeconds
+    }
 
     static let columns = """
         id, region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at, published, test, \
@@ -154,9 +161,8 @@ public struct AlertStore: Sendable {
 
     // MARK: Sends
 
-    /// How long a runner holds a send without recording progress before
-    /// another process may resume it (a killed run's lease lapses).
-    public static let sendLeaseSeconds: Int64 = 60
+    /// `--send-lease-seconds` by default.
+    public static let defaultSendLeaseSeconds: Int64 = 30
 
     /// Claims the unfinished (running or failed) send of this alert to this
     /// audience, resuming it, or starts a new one. Throws
@@ -171,13 +177,13 @@ public struct AlertStore: Sendable {
                 guard unfinished.string("status") == "failed" || lease <= now else { throw AlertStoreError.busy(retryAfter: lease - now) }
                 let claimed = try connection.queryOne("""
                     UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = $2 WHERE id = $1 RETURNING *
-                    """, [.integer(unfinished.int("id") ?? 0), .integer(now + Self.sendLeaseSeconds)])
+                    """, [.integer(unfinished.int("id") ?? 0), .integer(now + sendLeaseSeconds)])
                 return Self.send(claimed!)
             }
             let row = try connection.queryOne("""
                 INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until)
                 VALUES ($1, $2, 'running', 0, 0, 0, 0, 0, $3, $4) RETURNING *
-                """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + Self.sendLeaseSeconds)])
+                """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + sendLeaseSeconds)])
             return Self.send(row!)
         }
     }
@@ -189,7 +195,7 @@ public struct AlertStore: Sendable {
             try connection.query("""
                 UPDATE alert_sends SET lease_until = $2
                 WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= $1) RETURNING *
-                """, [.integer(now), .integer(now + Self.sendLeaseSeconds)]).map(Self.send)
+                """, [.integer(now), .integer(now + sendLeaseSeconds)]).map(Self.send)
         }
     }
 
@@ -197,7 +203,7 @@ public struct AlertStore: Sendable {
     public func renewLease(sendID: Int64, now: Int64) async throws {
         _ = try await database.write { connection in
             try connection.execute("UPDATE alert_sends SET lease_until = $2 WHERE id = $1 AND status = 'running'",
-                                   [.integer(sendID), .integer(now + Self.sendLeaseSeconds)])
+                                   [.integer(sendID), .integer(now + sendLeaseSeconds)])
         }
     }
 
@@ -316,7 +322,7 @@ public struct AlertStore: Sendable {
                 WHERE id = $1 RETURNING *
                 """, [.integer(record.sendID), .integer(record.cursor), .integer(Int64(record.targeted)), .integer(Int64(record.delivered)),
                       .integer(Int64(record.failed)), .integer(Int64(pruned)), .integer(pending), SQLValue(record.status),
-                      SQLValue(ending), .integer(record.now), .integer(Self.sendLeaseSeconds), SQLValue(record.lastError)])
+                      SQLValue(ending), .integer(record.now), .integer(sendLeaseSeconds), SQLValue(record.lastError)])
             guard let row else { throw AlertStoreError.notFound }
             return Self.send(row)
         }

@@ -90,6 +90,9 @@ public enum CommandLineInterface {
         Flag(name: "webhook-limit", valueName: "N", help: "gorush feedback posts per minute per client address, 0 disables (default 600)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.webhookLimit = try integer(value, flag: "webhook-limit", range: 0...1_000_000)
         },
+        Flag(name: "send-lease-seconds", valueName: "SECONDS", help: "How long an alert send stays claimed by a server that stopped making progress before another resumes it (default 30)", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
+            config.sendLeaseSeconds = try integer(value, flag: "send-lease-seconds", range: 5...3600)
+        },
         Flag(name: "sqlite-synchronous", valueName: "MODE", help: "normal (default) or full (survives power loss, slower writes)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard let mode = SQLiteDatabase.Synchronous(rawValue: value.lowercased()) else {
                 throw CommandLineError("--sqlite-synchronous must be normal or full, got \(value)")

@@ -79,6 +79,9 @@ public struct SidecarConfiguration: Sendable {
     /// Pirate Weather API key; without one the weather route answers 403.
     public var pirateWeatherKey: String?
     public var pirateWeatherURL = "https://api.pirateweather.net"
+    /// Seconds a send stays claimed by a runner that stopped recording
+    /// progress (it died); then any running server resumes it.
+    public var sendLeaseSeconds = Int(AlertStore.defaultSendLeaseSeconds)
     /// Seconds a `/healthz` verdict is reused (tests set 0).
     public var healthCacheSeconds = 1.0
     /// How alert sends retry passing push failures (tests shorten it).

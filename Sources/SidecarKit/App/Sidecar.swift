@@ -100,7 +100,7 @@ public final class Sidecar: Sendable {
         let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
                              regionKeys: configuration.obaRegionAPIKeys)
         pushTransport = transport
-        let alertStore = AlertStore(database: database)
+        let alertStore = AlertStore(database: database, sendLeaseSeconds: Int64(configuration.sendLeaseSeconds))
         alertFeedWatcher = AlertFeedVersionWatcher(store: alertStore, cache: alertFeedCache, clock: clock)
         let liveActivityStore = LiveActivityStore(database: database)
         var updater = LiveActivityUpdater(store: liveActivityStore, regions: regions, oba: oba, transport: transport, clock: clock,
