@@ -32,15 +32,24 @@ paths:
   /healthz:
     get:
       operationId: health
-      summary: Liveness and database check
+      summary: Storage check (file still the one open, a fresh read, a committed write, disk room); also HEAD
       responses:
         '200':
-          description: The database answers.
+          description: Storage works.
           content:
             application/json:
               schema: {type: object, required: [status], properties: {status: {type: string}}}
         '503':
-          description: The database does not answer.
+          description: Storage is failing; the reason is given.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status, reason, problems]
+                properties:
+                  status: {type: string}
+                  reason: {type: string}
+                  problems: {type: array, items: {type: string}}
   /openapi.yaml:
     get:
       operationId: openAPIDocument
@@ -213,6 +222,7 @@ paths:
           content:
             application/json:
               schema: {$ref: '#/components/schemas/SimpleError'}
+        '429': {description: Too many fleet lookups caused by this client address; see Retry-After.}
   /api/v1/regions/{regionId}/alarms:
     post:
       operationId: createAlarmV1
@@ -235,6 +245,7 @@ paths:
           content:
             application/json:
               schema: {$ref: '#/components/schemas/ErrorWithMessages'}
+        '429': {description: Too many alarm writes or lookups from this client address; see Retry-After.}
         '500':
           description: Never sent here; listed because the contract documents it for v1.
         '502':
@@ -253,6 +264,7 @@ paths:
       responses:
         '204': {description: Deleted; the row is gone.}
         '404': {description: No such alarm. Empty body.}
+        '429': {description: Too many writes from this client address; see Retry-After.}
         '503': {description: The delete failed; nothing changed.}
   /api/v1/payment_intents:
     post:
@@ -293,10 +305,11 @@ paths:
         '201': {$ref: '#/components/responses/ResourceUrlCreated'}
         '404': {$ref: '#/components/responses/RegionNotFound'}
         '422':
-          description: Invalid input.
+          description: Invalid input, a field over its length cap, or too many alarms waiting for this device.
           content:
             application/json:
               schema: {$ref: '#/components/schemas/ErrorWithMessages'}
+        '429': {description: Too many alarm writes or lookups from this client address; see Retry-After.}
   /api/v2/regions/{regionId}/alarms/{alarmToken}:
     delete:
       operationId: deleteAlarmV2
@@ -307,6 +320,7 @@ paths:
       responses:
         '204': {description: Deleted; the row is gone.}
         '404': {description: No such alarm. Empty body.}
+        '429': {description: Too many writes from this client address; see Retry-After.}
         '503': {description: The delete failed; nothing changed.}
   /api/v2/regions/{regionId}/live_activities:
     post:
@@ -325,10 +339,11 @@ paths:
         '201': {$ref: '#/components/responses/ResourceUrlCreated'}
         '404': {$ref: '#/components/responses/RegionNotFound'}
         '422':
-          description: Invalid input.
+          description: Invalid input, a field over its length cap, or too many activities for this push token.
           content:
             application/json:
               schema: {$ref: '#/components/schemas/ErrorWithMessages'}
+        '429': {description: Too many writes from this client address; see Retry-After.}
   /api/v2/regions/{regionId}/live_activities/{activityToken}:
     delete:
       operationId: unregisterLiveActivity
@@ -342,6 +357,7 @@ paths:
       responses:
         '204': {description: Deleted.}
         '404': {description: No such subscription.}
+        '429': {description: Too many writes from this client address; see Retry-After.}
         '503': {description: The delete failed; nothing changed.}
   /api/v2/regions/{regionId}/push_registrations:
     post:
