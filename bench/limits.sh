@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The cost of the open-internet protections (issue 11) on the hottest write:
+# POST push_registrations with unique tokens, wrk -t2 -c64, in one run:
+#   - nginx static 204 (the ceiling),
+#   - a baseline binary built before the protections (optional),
+#   - this build with every per-client limit off,
+#   - this build with every protection on and the registration throttle set
+#     out of reach (so every request pays for the limiter, the connection
+#     guard and the framing checks, and none is refused).
+# Rounds are interleaved and the median of each is reported, with server CPU
+# per request from /proc.
+#
+#   bench/limits.sh [duration_seconds] [rounds] [baseline_binary]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source script/deps
+source bench/lib.sh
+sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" wrk nginx-light
+
+DURATION="${1:-10}"
+ROUNDS="${2:-3}"
+BASELINE="${3:-}"
+PORT=18090
+NGINX_PORT=18091
+WORK="$(mktemp -d)"
+trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+swift build -c release --static-swift-stdlib --product sidecar >&2
+BIN=.build/release/sidecar
+start_nginx "$WORK" "$NGINX_PORT"
+
+# measure NAME BINARY ARGS...: one wrk run; appends "rps p50 p99 cpu_us" to WORK/NAME.
+measure() {
+  local name="$1" binary="$2"; shift 2
+  rm -f "$WORK/db.sqlite3"*
+  "$binary" serve --host 127.0.0.1 --port "$PORT" --database "$WORK/db.sqlite3" --log-level warning "$@" > "$WORK/server.log" 2>&1 &
+  local pid=$!
+  echo $pid > "$WORK/server.pid"
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+  local before after
+  kill -0 $pid 2>/dev/null || { echo "$name: the server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+  before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  wrk -t2 -c64 -d"${DURATION}s" --latency -s bench/push_registrations.lua "http://127.0.0.1:$PORT/" > "$WORK/wrk.out"
+  after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  kill -TERM $pid; wait $pid || true
+  local rps requests errors
+  rps=$(awk '/^Requests\/sec/ {print $2}' "$WORK/wrk.out")
+  requests=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
+  errors=$(awk '/Non-2xx or 3xx responses/ {print $5}' "$WORK/wrk.out")
+  [ -z "$errors" ] || { echo "$name: $errors non-2xx answers" >&2; exit 1; }
+  local ticks; ticks=$(getconf CLK_TCK)
+  echo "$rps $(awk '$1 == "50%" {print $2}' "$WORK/wrk.out") $(awk '$1 == "99%" {print $2}' "$WORK/wrk.out") \
+    $(awk -v t=$((after - before)) -v r="$requests" -v k="$ticks" 'BEGIN { printf "%.1f", t / k / r * 1e6 }')" >> "$WORK/$name"
+}
+
+nginx_rps() {
+  wrk -t2 -c64 -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/" | awk '/^Requests\/sec/ {print $2}' >> "$WORK/nginx"
+}
+
+OFF=(--push-registration-limit 0 --max-connections-per-client 0)
+ON=(--push-registration-limit 1000000)
+for _ in $(seq "$ROUNDS"); do
+  nginx_rps
+  [ -n "$BASELINE" ] && measure baseline "$BASELINE" --push-registration-limit 0
+  measure off "$BIN" "${OFF[@]}"
+  measure on "$BIN" "${ON[@]}"
+done
+
+median() { sort -n -k1,1 "$1" | awk '{ rows[NR] = $0 } END { print rows[int((NR + 1) / 2)] }'; }
+NGINX=$(sort -n "$WORK/nginx" | awk '{ rows[NR] = $0 } END { print rows[int((NR + 1) / 2)] }')
+row() {
+  local label="$1" file="$WORK/$2"
+  [ -f "$file" ] || return 0
+  read -r rps p50 p99 cpu <<<"$(median "$file")"
+  echo "| $label | $rps | $(awk -v a="$rps" -v b="$NGINX" 'BEGIN { printf "%.2f", a / b }') | $p50 | $p99 | $cpu µs |"
+}
+
+cat <<REPORT
+Machine: $(nproc) cores, $(uname -sr); wrk -t2 -c64 -d${DURATION}s, median of $ROUNDS interleaved rounds; $(date -u +%Y-%m-%dT%H:%MZ)
+
+| POST push_registrations (unique tokens) | req/s | vs nginx | p50 | p99 | server CPU per request |
+|---|---|---|---|---|---|
+| nginx static 204 (ceiling) | $NGINX | 1.00 | | | |
+$(row "before the protections (baseline binary)" baseline)
+$(row "limits off (--push-registration-limit 0 --max-connections-per-client 0)" off)
+$(row "every protection on, throttle out of reach" on)
+REPORT
