@@ -116,6 +116,8 @@ public enum AdminCommands {
                 let regionID = try regionOption()
                 _ = try administration.region(regionID)
                 guard let name = options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
+                let tooLong = FieldLimits.check([("--name", name, FieldLimits.name), ("--description", options["description"], FieldLimits.alertDescription)])
+                guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
                 let study = try await SurveyStore(database: database).createStudy(regionID: regionID, name: name,
                                                                                   description: options["description"]?.presence, now: now)
                 output("created study \(study.id)")
@@ -184,6 +186,8 @@ public enum AdminCommands {
                 }
             case "apikey create":
                 guard let name = options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
+                let tooLong = FieldLimits.check([("--name", name, FieldLimits.name)])
+                guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
                 let (key, record) = try await ApiKeyStore(database: database).create(name: name, now: now)
                 output("created API key \(record.id) (\(name)). It is shown only now; store it safely:\n\(key)")
             case "apikey list":

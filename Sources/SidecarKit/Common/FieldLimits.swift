@@ -17,6 +17,9 @@ public enum FieldLimits {
     /// Answers in one survey response: how many, and their encoded size.
     public static let surveyAnswerCount = 200
     public static let surveyAnswerBytes = 64 * 1024
+    /// Survey authoring: questions per survey, and one question's content encoded.
+    public static let surveyQuestionCount = 200
+    public static let surveyQuestionBytes = 16 * 1024
     /// Alert text (per language) and links.
     public static let alertHeader = 500
     public static let alertDescription = 10_000

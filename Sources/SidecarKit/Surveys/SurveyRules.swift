@@ -122,6 +122,7 @@ public enum SurveyRules {
         }
         if let name = fields["name"] {
             if let text = name.scalarText?.presence { survey.name = text } else { messages.append("name can't be blank") }
+            messages += FieldLimits.check([("name", name.scalarText, FieldLimits.name)])
         } else if survey.name.isEmpty {
             messages.append("name can't be blank")
         }
@@ -140,6 +141,9 @@ public enum SurveyRules {
         if let start = survey.startDate, let end = survey.endDate, end < start { messages.append("end_date must not be before start_date") }
         if let questions = fields["questions"] {
             guard case .array(let items) = questions else { return messages + ["questions must be a list"] }
+            if items.count > FieldLimits.surveyQuestionCount {
+                return messages + ["a survey has at most \(FieldLimits.surveyQuestionCount) questions"]
+            }
             var parsed: [SurveyQuestion] = []
             for (index, item) in items.enumerated() {
                 switch question(item, index: index) {
@@ -163,6 +167,10 @@ public enum SurveyRules {
             messages.append("\(where_): type must be one of \(SurveyQuestion.types.sorted().joined(separator: ", ")) (got '\(type)')")
         }
         if content["label_text"]?.scalarText?.presence == nil { messages.append("\(where_): label_text can't be blank") }
+        // Authored by staff, served to every rider: bounded all the same.
+        if content.encodedSize > FieldLimits.surveyQuestionBytes {
+            messages.append("\(where_): the question is too long (maximum is \(FieldLimits.surveyQuestionBytes) bytes)")
+        }
         if type == "radio" || type == "checkbox" {
             guard case .array(let options)? = content["options"], !options.isEmpty, options.allSatisfy({ if case .string = $0 { true } else { false } }) else {
                 return .failure(ValidationFailure(messages + ["\(where_): a \(type) question needs options, a list of strings"]))
@@ -240,4 +248,9 @@ public enum SurveyRules {
         }
         return merged
     }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// Bytes of this object encoded as JSON.
+    var encodedSize: Int { JSONValue.object(self).encoded().count }
 }
