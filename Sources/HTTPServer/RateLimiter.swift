@@ -13,6 +13,10 @@ public final class FixedWindowRateLimiter: Sendable {
 
     public let limit: Int
     public let windowSeconds: Int
+    /// Names the limiter in debug lines ("throttled limiter=alarms ...").
+    public let name: String
+    private let logger: Logger?
+    private let keyForLogs: @Sendable (String) -> String
     private let now: @Sendable () -> Double
     private struct Counter { var window: Int64; var hits: Int }
     private struct State { var counters: [String: Counter] = [:]; var sweptWindow: Int64 = .min }
@@ -21,9 +25,16 @@ public final class FixedWindowRateLimiter: Sendable {
     /// - Parameters:
     ///   - limit: hits allowed per window; 0 or less disables the limiter.
     ///   - now: seconds since the epoch.
-    public init(limit: Int, windowSeconds: Int, now: @escaping @Sendable () -> Double) {
+    ///   - name, logger: at `debug`, each refusal is logged with the
+    ///     limiter's name and its key as `keyForLogs` shows it (a key that
+    ///     identifies a rider rather than an address must be hashed there).
+    public init(limit: Int, windowSeconds: Int, name: String = "throttle", logger: Logger? = nil,
+                keyForLogs: @escaping @Sendable (String) -> String = { $0 }, now: @escaping @Sendable () -> Double) {
         self.limit = limit
         self.windowSeconds = max(windowSeconds, 1)
+        self.name = name
+        self.logger = logger
+        self.keyForLogs = keyForLogs
         self.now = now
     }
 
@@ -32,7 +43,7 @@ public final class FixedWindowRateLimiter: Sendable {
         guard limit > 0 else { return .allowed }
         let seconds = now()
         let window = Int64((seconds / Double(windowSeconds)).rounded(.down))
-        return state.withLock { state in
+        let decision: Decision = state.withLock { state in
             if state.sweptWindow != window {
                 // Forget earlier windows once per window so memory tracks only
                 // the peers active in the current one.
@@ -47,6 +58,11 @@ public final class FixedWindowRateLimiter: Sendable {
             let windowEnd = Double(window + 1) * Double(windowSeconds)
             return .limited(retryAfter: max(1, Int((windowEnd - seconds).rounded(.up))))
         }
+        if case .limited(let retryAfter) = decision, let logger, logger.isEnabled(.debug) {
+            logger.debug("throttled", [("limiter", name), ("key", keyForLogs(key)), ("limit", "\(limit)/\(windowSeconds)s"),
+                                       ("retry_after", String(retryAfter))])
+        }
+        return decision
     }
 
     /// A middleware answering 429 with `Retry-After` once `key(request)` is

@@ -64,7 +64,8 @@ public final class APNsTransport: PushTransport {
         return value
     }
 
-    /// The JSON body: `aps.alert` with title and body (or, for a Live
+    /// The JSON body: `aps.alert` with title and body, the default sound and,
+    /// for a time-sensitive push, `interruption-level` (or, for a Live
     /// Activity, its `aps` members), then the custom keys.
     public static func payload(_ message: PushMessage) -> [UInt8] {
         var root = message.data
@@ -74,7 +75,9 @@ public final class APNsTransport: PushTransport {
             var alert: [String: JSONValue] = [:]
             if let title = message.title { alert["title"] = .string(title) }
             if let body = message.body { alert["body"] = .string(body) }
-            root["aps"] = .object(["alert": .object(alert), "sound": .string("default")])
+            var aps: [String: JSONValue] = ["alert": .object(alert), "sound": .string("default")]
+            if message.attention == .timeSensitive { aps["interruption-level"] = .string(PushMessage.Attention.timeSensitive.rawValue) }
+            root["aps"] = .object(aps)
         }
         return JSONValue.object(root).encoded()
     }

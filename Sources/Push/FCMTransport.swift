@@ -92,13 +92,22 @@ public final class FCMTransport: PushTransport {
         return (value, time + lifetime)
     }
 
-    /// The v1 message: notification title and body, string data, high priority.
+    /// The v1 message: notification title and body, string data, high
+    /// delivery priority, and the default sound (at the highest display
+    /// priority for a time-sensitive push).
     public static func body(_ message: PushMessage) -> [UInt8] {
-        var fields: [String: JSONValue] = ["token": .string(message.token), "android": .object(["priority": .string("high")])]
+        var android: [String: JSONValue] = ["priority": .string("high")]
+        var fields: [String: JSONValue] = ["token": .string(message.token)]
         var notification: [String: JSONValue] = [:]
         if let title = message.title { notification["title"] = .string(title) }
         if let body = message.body { notification["body"] = .string(body) }
-        if !notification.isEmpty { fields["notification"] = .object(notification) }
+        if !notification.isEmpty {
+            fields["notification"] = .object(notification)
+            var display: [String: JSONValue] = ["sound": .string("default")]
+            if message.attention == .timeSensitive { display["notification_priority"] = .string("PRIORITY_MAX") }
+            android["notification"] = .object(display)
+        }
+        fields["android"] = .object(android)
         if !message.data.isEmpty {
             fields["data"] = .object(message.data.mapValues { .string($0.scalarText ?? String(decoding: $0.encoded(), as: UTF8.self)) })
         }

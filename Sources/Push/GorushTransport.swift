@@ -33,6 +33,14 @@ public struct GorushTransport: PushTransport {
             if let title = message.title { fields["title"] = .string(title) }
             if let body = message.body { fields["message"] = .string(body) }
             if !message.data.isEmpty { fields["data"] = .object(message.data) }
+            if message.title != nil || message.body != nil {
+                // gorush sends `sound` as aps.sound on iOS and the notification's sound on Android.
+                fields["sound"] = .string("default")
+                if message.attention == .timeSensitive {
+                    fields["priority"] = .string("high")
+                    if message.platform == .ios { fields["interruption_level"] = .string(PushMessage.Attention.timeSensitive.rawValue) }
+                }
+            }
             if message.platform == .ios {
                 fields["development"] = .bool(message.apnsSandbox)
                 if let apnsTopic {

@@ -28,6 +28,18 @@ public struct PushMessage: Sendable, Equatable {
     /// For Live Activities: the `aps` members (`event`, `content-state`,
     /// `timestamp`, `stale-date`, `dismissal-date`) sent instead of an alert.
     public var liveActivity: [String: JSONValue]?
+    /// How a visible notification announces itself on the device.
+    public var attention: Attention = .ordinary
+
+    /// How loudly a notification asks for the rider's attention.
+    public enum Attention: String, Sendable, Equatable {
+        /// The default sound at the ordinary level (service alerts).
+        case ordinary
+        /// The default sound, iOS's `time-sensitive` interruption level (it
+        /// breaks through Focus and scheduled summaries) and high priority on
+        /// Android: a departure alarm wakes the rider whose phone is in a pocket.
+        case timeSensitive = "time-sensitive"
+    }
 
     /// `alert` pushes go to the bundle id; Live Activity pushes to
     /// `<bundle id>.push-type.liveactivity` with `apns-push-type: liveactivity`.

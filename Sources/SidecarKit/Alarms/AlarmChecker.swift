@@ -43,9 +43,10 @@ struct AlarmChecker: Sendable {
         var pushFailures = 0
     }
 
-    /// What a lookup said about one alarm.
+    /// What a lookup said about one alarm (the route and headsign name the
+    /// bus in the text pushed when it fires).
     enum Verdict: Sendable {
-        case found(departureMillis: Int64, currentTimeMillis: Int64)
+        case found(departureMillis: Int64, currentTimeMillis: Int64, route: String?, headsign: String?)
         case notFound
         case transient
     }
@@ -104,13 +105,21 @@ struct AlarmChecker: Sendable {
         report.stopRequests += checked.reduce(0) { $0 + $1.stopRequests }
         report.tripRequests += checked.reduce(0) { $0 + $1.tripRequests }
         var updates: [AlarmStore.Update] = []
-        var toFire: [Alarm] = []
+        var toFire: [(alarm: Alarm, text: String)] = []
         let interval = Int64(intervalSeconds)
+        // Per stop, what was decided (logged at debug).
+        let debugging = logger.isEnabled(.debug)
+        var decisions: [StopKey: [String: Int]] = [:]
+        func note(_ alarm: Alarm, _ decision: String) {
+            if debugging { decisions[StopKey(regionID: alarm.regionID, stopID: alarm.stopID), default: [:]][decision, default: 0] += 1 }
+        }
         for (alarm, verdict) in verdicts {
             switch verdict {
-            case .found(let departure, let currentTime):
+            case .found(let departure, let currentTime, let route, let headsign):
                 let seconds = AlarmRules.secondsUntilDeparture(departureMillis: departure, currentTimeMillis: currentTime)
-                switch AlarmRules.decide(secondsUntilDeparture: seconds, secondsBefore: alarm.secondsBefore) {
+                let decision = AlarmRules.decide(secondsUntilDeparture: seconds, secondsBefore: alarm.secondsBefore)
+                note(alarm, "\(decision)")
+                switch decision {
                 case .wait:
                     report.waiting += 1
                     updates.append(.reschedule(id: alarm.id, failureCount: 0,
@@ -127,11 +136,13 @@ struct AlarmChecker: Sendable {
                         // Nothing can deliver it: keep checking until it expires.
                         updates.append(.reschedule(id: alarm.id, failureCount: 0, nextCheckAt: now + interval * 1000, departureEstimate: departure))
                     } else {
-                        toFire.append(alarm)
+                        toFire.append((alarm, AlarmRules.firingMessage(route: route, headsign: headsign, secondsUntilDeparture: seconds,
+                                                                       stored: alarm.message)))
                     }
                 }
             case .notFound:
                 report.notFound += 1
+                note(alarm, "not_found")
                 let streak = AlarmRules.streak(after: .notFound, previous: alarm.failureCount)
                 if streak >= AlarmRules.reapAfterFailures {
                     report.reaped += 1
@@ -141,16 +152,21 @@ struct AlarmChecker: Sendable {
                 }
             case .transient:
                 report.transient += 1
+                note(alarm, "transient")
                 updates.append(.reschedule(id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
                                            departureEstimate: nil))
             }
+        }
+        for (stop, counts) in decisions {
+            logger.debug("alarm stop checked", [("region", String(stop.regionID)), ("stop", stop.stopID ?? "-")]
+                         + counts.sorted { $0.key < $1.key }.map { ($0.key, String($0.value)) })
         }
         var deadTokens: [String] = []
         if let transport, !toFire.isEmpty {
             // Send first, delete after (at-least-once, §12): a crash between
             // the two re-fires on restart rather than losing the push.
-            let outcomes = await transport.send(toFire.map(AlarmRules.push(for:)))
-            for (alarm, outcome) in zip(toFire, outcomes) {
+            let outcomes = await transport.send(toFire.map { AlarmRules.push(for: $0.alarm, text: $0.text) })
+            for ((alarm, _), outcome) in zip(toFire, outcomes) {
                 switch outcome {
                 case .delivered:
                     report.fired += 1
@@ -210,7 +226,9 @@ struct AlarmChecker: Sendable {
         }
         for alarm in lookupable {
             if let entry = Self.match(alarm, in: stopResponse.entry.arrivalsAndDepartures), let departure = entry.effectiveDepartureTime {
-                verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: stopResponse.currentTime)))
+                verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: stopResponse.currentTime,
+                                               route: AlarmRules.routeName(of: entry, references: stopResponse.references),
+                                               headsign: entry.tripHeadsign)))
                 continue
             }
             // Outside the window (or gone): ask about the trip itself.
@@ -220,7 +238,9 @@ struct AlarmChecker: Sendable {
                                                                  serviceDate: alarm.serviceDate!, vehicleID: alarm.vehicleID,
                                                                  stopSequence: alarm.stopSequence)
                 if let departure = response.entry.effectiveDepartureTime {
-                    verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: response.currentTime)))
+                    verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: response.currentTime,
+                                                   route: AlarmRules.routeName(of: response.entry, references: response.references),
+                                                   headsign: response.entry.tripHeadsign)))
                 } else {
                     verdicts.append((alarm, .notFound))
                 }

@@ -47,6 +47,11 @@ struct AlarmRoutes: Sendable {
         case .success(let value):
             alarm = value
         }
+        if version == 1, let missing = AlarmRules.missingTripIdentity(alarm) {
+            // Nothing to look up: say what is missing rather than blame the
+            // OneBusAway server, which is not asked.
+            return ErrorStyle.messages.response(status: 422, error: Self.summary, messages: missing).logging(log.0, log.1)
+        }
         do {
             // §5.1: v1 re-POSTs of the same alarm return the existing URL unchanged.
             if version == 1, let existing = try await findV1(alarm, region: region) {

@@ -45,10 +45,48 @@ public enum AlarmRules {
     /// The message for a looked-up arrival: route short name (from the entry,
     /// else the route reference, else its long name) and headsign.
     public static func message(for arrival: ArrivalAndDeparture, references: References?, secondsBefore: Int) -> String {
+        message(route: routeName(of: arrival, references: references), headsign: arrival.tripHeadsign, secondsBefore: secondsBefore)
+    }
+
+    /// The name riders know a route by: the entry's short name, else the
+    /// route reference's, else a long name; nil when none is known.
+    public static func routeName(of arrival: ArrivalAndDeparture, references: References?) -> String? {
         let reference = references?.route(id: arrival.routeId)
-        let route = arrival.routeShortName?.presence ?? reference?.shortName?.presence
+        return arrival.routeShortName?.presence ?? reference?.shortName?.presence
             ?? arrival.routeLongName?.presence ?? reference?.longName?.presence
-        return message(route: route, headsign: arrival.tripHeadsign, secondsBefore: secondsBefore)
+    }
+
+    /// "leaves now" under a minute, else "leaves in 1 minute" / "leaves in N
+    /// minutes", whole minutes rounded down (a rider told 4 minutes when 4:59
+    /// remain is early, never late).
+    public static func departurePhrase(secondsUntilDeparture: Int64) -> String {
+        let minutes = max(secondsUntilDeparture, 0) / 60
+        switch minutes {
+        case 0: return "leaves now"
+        case 1: return "leaves in 1 minute"
+        default: return "leaves in \(minutes) minutes"
+        }
+    }
+
+    /// The text pushed when an alarm fires, from the lookup that decided to
+    /// fire it: "The 44 to Ballard leaves in 5 minutes" with the minutes
+    /// remaining now (the route alone when the headsign is blank). When the
+    /// lookup did not name the route, the text stored at creation is kept.
+    public static func firingMessage(route: String?, headsign: String?, secondsUntilDeparture: Int64, stored: String) -> String {
+        guard let route = route?.presence else { return stored }
+        let subject = headsign?.presence.map { "The \(route) to \($0)" } ?? "The \(route)"
+        return "\(subject) \(departurePhrase(secondsUntilDeparture: secondsUntilDeparture))"
+    }
+
+    /// A v1 alarm is the arrival of one trip at one stop on one service
+    /// day: the messages naming each of `stop_id`, `trip_id` and
+    /// `service_date` that is missing, or nil when all three are there.
+    public static func missingTripIdentity(_ request: AlarmRequest) -> [String]? {
+        var messages: [String] = []
+        if request.stopID == nil { messages.append("Stop can't be blank") }
+        if request.tripID == nil { messages.append("Trip can't be blank") }
+        if request.serviceDate == nil { messages.append("Service date can't be blank") }
+        return messages.isEmpty ? nil : messages
     }
 
     /// §5.3 steps 2-5.
@@ -117,7 +155,7 @@ public enum AlarmRules {
     /// The push for a fired alarm. iOS data is exactly
     /// `{"arrival_and_departure": {...}}` beside `aps`; Android (FCM data is
     /// a string map) carries the same object as a JSON string.
-    public static func push(for alarm: Alarm) -> PushMessage {
+    public static func push(for alarm: Alarm, text: String? = nil) -> PushMessage {
         let payload = JSONValue.object([
             "region_id": .integer(Int64(alarm.regionID)),
             "stop_id": alarm.stopID.map(JSONValue.string) ?? .null,
@@ -128,8 +166,11 @@ public enum AlarmRules {
         ])
         let platform: PushPlatform = alarm.operatingSystem == "android" ? .android : .ios
         let data: JSONValue = platform == .ios ? payload : .string(String(decoding: payload.encoded(), as: UTF8.self))
-        return PushMessage(token: alarm.userPushID, platform: platform, apnsSandbox: alarm.apnsSandbox,
-                           title: "OneBusAway", body: alarm.message, data: ["arrival_and_departure": data])
+        var message = PushMessage(token: alarm.userPushID, platform: platform, apnsSandbox: alarm.apnsSandbox,
+                                  title: "OneBusAway", body: text ?? alarm.message, data: ["arrival_and_departure": data])
+        // The rider asked to be woken for the bus: sound, and through Focus.
+        message.attention = .timeSensitive
+        return message
     }
 }
 
@@ -151,7 +192,8 @@ public struct Alarm: Sendable, Equatable {
     public var vehicleID: String?
     public var stopSequence: Int?
     public var secondsBefore: Int
-    /// Composed at creation; what the push says.
+    /// Composed at creation from the lead time; what the push says when the
+    /// lookup at firing time does not name the route.
     public var message: String
     /// Consecutive not-found lookups.
     public var failureCount: Int

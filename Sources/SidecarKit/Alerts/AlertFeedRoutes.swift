@@ -34,6 +34,8 @@ struct AlertFeedRoutes: Sendable {
     let regions: RegionDirectory
     let cache: AlertFeedCache
     let logger: Logger
+    /// Epoch seconds the server started: an untouched region's feed time.
+    let serverStart: Int64
 
     static let contentType = "application/octet-stream"
 
@@ -58,7 +60,8 @@ struct AlertFeedRoutes: Sendable {
             do {
                 let snapshot = try await store.feedSnapshot(regionID: region.id)
                 let message = AlertFeedRules.feed(snapshot.alerts, translations: snapshot.translations, includeTest: key.includeTest,
-                                                  timestamp: snapshot.changedAt)
+                                                  timestamp: AlertFeedRules.headerTimestamp(lastChange: snapshot.changedAt,
+                                                                                            serverStart: serverStart))
                 entry = AlertFeedCache.Entry(version: snapshot.version, message: message, bytes: message.encoded())
                 cache.store(entry, for: key)
             } catch {

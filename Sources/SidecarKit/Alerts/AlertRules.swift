@@ -47,6 +47,15 @@ public enum AlertFeedRules {
             severityLevel: alert.severity))
     }
 
+    /// The feed header's timestamp: when the region's feed content last
+    /// changed, or the server's start when it never did. Never 0, which
+    /// GTFS-realtime consumers read as 1970 and flag as stale; and stable
+    /// between requests, so the cached bytes are too.
+    public static func headerTimestamp(lastChange: Int64?, serverStart: Int64) -> Int64 {
+        guard let lastChange, lastChange > 0 else { return serverStart }
+        return lastChange
+    }
+
     /// The whole feed; the header is always present so the body is never
     /// empty (the iOS app reads an empty 200 as an error).
     public static func feed(_ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], includeTest: Bool,

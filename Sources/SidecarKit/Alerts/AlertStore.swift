@@ -107,7 +107,7 @@ public struct AlertStore: Sendable {
 
     /// What the feed needs in one read: published alerts, their
     /// translations, and when the region's alerts last changed.
-    public func feedSnapshot(regionID: Int) async throws -> (alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64, version: Int64) {
+    public func feedSnapshot(regionID: Int) async throws -> (alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64?, version: Int64) {
         try await database.read { connection in
             let alerts = try connection.query("SELECT \(Self.columns) FROM alerts WHERE region_id = $1 AND published = 1",
                                               [.integer(Int64(regionID))]).map(Self.alert)
@@ -120,7 +120,7 @@ public struct AlertStore: Sendable {
             }
             let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = $1",
                                               [.integer(Int64(regionID))])
-            return (alerts, translations, row?.int("changed_at") ?? 0, row?.int("version") ?? 0)
+            return (alerts, translations, row?.int("changed_at"), row?.int("version") ?? 0)
         }
     }
 

@@ -44,7 +44,32 @@ public enum CommandLineInterface {
         var environmentName: String { "SIDECAR_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
     }
 
-    static let flags: [Flag] = [
+    /// Every flag: the plain ones, and a `--NAME-file PATH` form of each
+    /// secret (so it stays out of the process list, where every local user
+    /// can read arguments; `SIDECAR_NAME_FILE` works too).
+    static let flags: [Flag] = plainFlags.flatMap { flag in secretFlags.contains(flag.name) ? [flag, fileForm(flag)] : [flag] }
+
+    /// Flags whose value is a secret.
+    static let secretFlags: Set<String> = ["oba-api-key", "oba-region-api-keys", "stripe-secret-key", "stripe-test-secret-key",
+                                           "pirate-weather-key", "gorush-webhook-secret"]
+
+    /// `--NAME-file PATH`: reads the file (a trailing newline dropped) and
+    /// sets `--NAME` from it. The error names the file, never its content.
+    static func fileForm(_ flag: Flag) -> Flag {
+        Flag(name: flag.name + "-file", valueName: "PATH", help: "Read --\(flag.name) from this file (preferred: keeps the secret out of the process list)",
+             commands: flag.commands) { config, path throws(CommandLineError) in
+            guard !path.isEmpty, let data = FileManager.default.contents(atPath: path) else {
+                throw CommandLineError("--\(flag.name)-file: cannot read \(path)")
+            }
+            let secret = String(decoding: data, as: UTF8.self).trimmingWhitespace()
+            guard !secret.isEmpty else { throw CommandLineError("--\(flag.name)-file: \(path) is empty") }
+            do { try flag.apply(&config, secret) } catch {
+                throw CommandLineError("--\(flag.name)-file: the content of \(path) is not a valid --\(flag.name)")
+            }
+        }
+    }
+
+    static let plainFlags: [Flag] = [
         Flag(name: "host", valueName: "ADDRESS", help: "Address to listen on (default 0.0.0.0)", commands: ["serve"]) { config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--host must not be empty") }
             config.host = value
@@ -130,10 +155,10 @@ public enum CommandLineInterface {
             let languages = value.split(separator: ",").compactMap { String($0).presence }
             config.locales = LocaleCatalog(languages)
         },
-        Flag(name: "oba-api-key", valueName: "KEY", help: "OneBusAway REST API key sent to every region's server", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "oba-api-key", valueName: "KEY", help: "OneBusAway REST API key sent to every region's server (prefer --oba-api-key-file)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.obaAPIKey = value.presence
         },
-        Flag(name: "oba-region-api-keys", valueName: "ID=KEY,...", help: "Per-region OneBusAway API keys, e.g. 1=KEY1,3=KEY3 (override --oba-api-key)", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "oba-region-api-keys", valueName: "ID=KEY,...", help: "Per-region OneBusAway API keys, e.g. 1=KEY1,3=KEY3, overriding --oba-api-key (prefer --oba-region-api-keys-file)", commands: ["serve"]) { config, value throws(CommandLineError) in
             var keys: [Int: String] = [:]
             for pair in value.split(separator: ",") {
                 let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).trimmingWhitespace() }
@@ -145,10 +170,10 @@ public enum CommandLineInterface {
             config.obaRegionAPIKeys = keys
         },
         Flag(name: "alarm-check-interval", valueName: "SECONDS", help: "Seconds between alarm checks (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
-            config.alarmCheckIntervalSeconds = try integer(value, flag: "alarm-check-interval", range: 5...3600)
+            config.alarmCheckIntervalSeconds = try integer(value, flag: "alarm-check-interval", range: 1...3600)
         },
         Flag(name: "live-activity-interval", valueName: "SECONDS", help: "Seconds between Live Activity updates (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
-            config.liveActivityIntervalSeconds = try integer(value, flag: "live-activity-interval", range: 5...3600)
+            config.liveActivityIntervalSeconds = try integer(value, flag: "live-activity-interval", range: 1...3600)
         },
         Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush with --gorush-url, else direct with an APNs key or FCM account, else none), gorush, direct, log or none", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             guard let choice = SidecarConfiguration.PushTransportChoice(rawValue: value.lowercased()) else {
@@ -171,10 +196,10 @@ public enum CommandLineInterface {
         Flag(name: "donation-limit", valueName: "N", help: "Donation requests per minute per client address, 0 disables (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.donationLimit = try integer(value, flag: "donation-limit", range: 0...1_000_000)
         },
-        Flag(name: "stripe-secret-key", valueName: "KEY", help: "Stripe secret key for donations (without one, donations answer 404)", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "stripe-secret-key", valueName: "KEY", help: "Stripe secret key for donations; without one, donations answer 404 (prefer --stripe-secret-key-file)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.stripeSecretKey = value.presence
         },
-        Flag(name: "stripe-test-secret-key", valueName: "KEY", help: "Stripe test-mode secret key, used when an app sends test_mode \"1\"", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "stripe-test-secret-key", valueName: "KEY", help: "Stripe test-mode secret key, used when an app sends test_mode \"1\" (prefer --stripe-test-secret-key-file)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.stripeTestSecretKey = value.presence
         },
         Flag(name: "stripe-url", valueName: "URL", help: "Stripe API base URL (default https://api.stripe.com)", commands: ["serve"]) { config, value throws(CommandLineError) in
@@ -207,10 +232,10 @@ public enum CommandLineInterface {
         Flag(name: "fcm-url", valueName: "URL", help: "FCM base URL (default https://fcm.googleapis.com)", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             config.fcmURL = try httpURL(value, flag: "fcm-url")
         },
-        Flag(name: "gorush-webhook-secret", valueName: "SECRET", help: "Bearer secret gorush's feedback hook sends to /webhooks/gorush", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "gorush-webhook-secret", valueName: "SECRET", help: "Bearer secret gorush's feedback hook sends to /webhooks/gorush; without it the route does not exist (prefer --gorush-webhook-secret-file)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.gorushWebhookSecret = value.presence
         },
-        Flag(name: "pirate-weather-key", valueName: "KEY", help: "Pirate Weather API key for the weather route (without it, weather answers 403)", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "pirate-weather-key", valueName: "KEY", help: "Pirate Weather API key; without it, weather answers 403 (prefer --pirate-weather-key-file)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.pirateWeatherKey = value.presence
         },
         Flag(name: "pirate-weather-url", valueName: "URL", help: "Pirate Weather base URL (default https://api.pirateweather.net)", commands: ["serve"]) { config, value throws(CommandLineError) in

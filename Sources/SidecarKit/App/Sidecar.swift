@@ -98,7 +98,7 @@ public final class Sidecar: Sendable {
         publicURL = PublicBaseURL(configuration.effectivePublicURL())
         self.upstream = upstream
         let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
-                             regionKeys: configuration.obaRegionAPIKeys)
+                             regionKeys: configuration.obaRegionAPIKeys, logger: logger)
         pushTransport = transport
         let alertStore = AlertStore(database: database, sendLeaseSeconds: Int64(configuration.sendLeaseSeconds))
         alertFeedWatcher = AlertFeedVersionWatcher(store: alertStore, cache: alertFeedCache, clock: clock)
@@ -118,7 +118,7 @@ public final class Sidecar: Sendable {
                                      retry: configuration.sendRetry)
 
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
-        let limits = RiderLimits(configuration, now: now)
+        let limits = RiderLimits(configuration, logger: logger, now: now)
         var router = Router()
         let features: [[Route]] = [
             HealthRoutes(database: database, logger: logger, freshSeconds: configuration.healthCacheSeconds).routes,
@@ -130,17 +130,21 @@ public final class Sidecar: Sendable {
                         publicURL: publicURL, limits: limits).routes,
             LiveActivityRoutes(store: liveActivityStore, regions: regions, clock: clock, logger: logger, publicURL: publicURL,
                                limits: limits).routes,
-            AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, logger: logger).routes,
+            AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, logger: logger,
+                            serverStart: clock.now().epochMillis / 1000).routes,
             SurveyRoutes(store: SurveyStore(database: database), regions: regions, clock: clock, logger: logger,
-                         limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, now: now)).routes,
+                         limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, name: "survey_responses",
+                                                         logger: logger, now: now)).routes,
             GhostBusRoutes(store: GhostBusStore(database: database), regions: regions, oba: oba, clock: clock, logger: logger,
-                           peerLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusPeerLimit, windowSeconds: 3600, now: now),
-                           userLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, now: now)).routes,
+                           peerLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusPeerLimit, windowSeconds: 3600, name: "ghost_bus_ip",
+                                                                logger: logger, now: now),
+                           userLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, name: "ghost_bus_user",
+                                                                logger: logger, keyForLogs: SHA256.fingerprint, now: now)).routes,
             DonationRoutes(stripe: StripeClient(http: upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
                            testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
-                           limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, now: now), logger: logger).routes,
+                           limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, name: "donations", logger: logger, now: now), logger: logger).routes,
             GorushWebhookRoutes(registrations: pushStore, liveActivities: liveActivityStore, secret: configuration.gorushWebhookSecret,
-                                limiter: FixedWindowRateLimiter(limit: configuration.webhookLimit, windowSeconds: 60, now: now), logger: logger).routes,
+                                limiter: FixedWindowRateLimiter(limit: configuration.webhookLimit, windowSeconds: 60, name: "webhook", logger: logger, now: now), logger: logger).routes,
             WeatherRoutes(regions: regions, http: upstream, apiKey: configuration.pirateWeatherKey, baseURL: configuration.pirateWeatherURL,
                           cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
             VehicleRoutes(regions: regions, oba: oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: now),

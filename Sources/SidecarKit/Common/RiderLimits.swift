@@ -17,11 +17,14 @@ struct RiderLimits: Sendable {
     /// Live Activities per push token; 0 = no cap.
     let maxLiveActivitiesPerPushToken: Int
 
-    init(_ configuration: SidecarConfiguration, now: @escaping @Sendable () -> Double) {
-        pushRegistrations = FixedWindowRateLimiter(limit: configuration.pushRegistrationLimit, windowSeconds: 60, now: now)
-        alarms = FixedWindowRateLimiter(limit: configuration.alarmLimit, windowSeconds: 60, now: now)
-        liveActivities = FixedWindowRateLimiter(limit: configuration.liveActivityLimit, windowSeconds: 60, now: now)
-        upstreamLookups = FixedWindowRateLimiter(limit: configuration.upstreamLookupLimit, windowSeconds: 60, now: now)
+    init(_ configuration: SidecarConfiguration, logger: Logger, now: @escaping @Sendable () -> Double) {
+        func minute(_ limit: Int, _ name: String) -> FixedWindowRateLimiter {
+            FixedWindowRateLimiter(limit: limit, windowSeconds: 60, name: name, logger: logger, now: now)
+        }
+        pushRegistrations = minute(configuration.pushRegistrationLimit, "push_registrations")
+        alarms = minute(configuration.alarmLimit, "alarms")
+        liveActivities = minute(configuration.liveActivityLimit, "live_activities")
+        upstreamLookups = minute(configuration.upstreamLookupLimit, "upstream_lookups")
         maxAlarmsPerDevice = configuration.maxAlarmsPerDevice
         maxLiveActivitiesPerPushToken = configuration.maxLiveActivitiesPerPushToken
     }

@@ -89,6 +89,10 @@ struct LiveActivityUpdater: Sendable {
         for (stop, response, requested) in fetched {
             responses[stop] = response
             if requested { report.stopRequests += 1 }
+            if logger.isEnabled(.debug) {
+                logger.debug("live activity stop", [("region", String(regionID)), ("stop", stop), ("subscriptions", String(byStop[stop]?.count ?? 0)),
+                                                    ("arrivals", response == nil ? "unavailable" : requested ? "fetched" : "cached")])
+            }
         }
         for activity in activities {
             let last = activity.lastState.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }.flatMap(ContentState.init(json:))

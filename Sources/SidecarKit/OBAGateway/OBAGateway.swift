@@ -7,11 +7,35 @@ public struct OBAGateway: Sendable {
     let client: OBAClient
     let defaultKey: String?
     let regionKeys: [Int: String]
+    /// At `debug`, one line per request: method, id, outcome, time (never
+    /// the URL, whose query carries the API key).
+    let logger: Logger
 
-    public init(client: OBAClient, defaultKey: String?, regionKeys: [Int: String]) {
+    public init(client: OBAClient, defaultKey: String?, regionKeys: [Int: String], logger: Logger = Logger(level: .error)) {
         self.client = client
         self.defaultKey = defaultKey
         self.regionKeys = regionKeys
+        self.logger = logger
+    }
+
+    /// Runs one request, logging its outcome and duration at debug.
+    private func timed<Result>(_ method: String, _ id: String, region: Region,
+                               _ call: () async throws(OBAError) -> Result) async throws(OBAError) -> Result {
+        guard logger.isEnabled(.debug) else { return try await call() }
+        let started = ContinuousClock.now
+        let outcome: String
+        defer {
+            logger.debug("upstream request", [("upstream", "oba"), ("region", String(region.id)), ("method", method), ("id", id),
+                                              ("outcome", outcome), ("duration_ms", String((ContinuousClock.now - started).wholeMilliseconds))])
+        }
+        do {
+            let result = try await call()
+            outcome = "ok"
+            return result
+        } catch {
+            outcome = error == .notFound ? "not found" : "failed: \(error)"
+            throw error
+        }
     }
 
     func key(for region: Region) -> String? { regionKeys[region.id] ?? defaultKey }
@@ -23,25 +47,35 @@ public struct OBAGateway: Sendable {
 
     public func arrivalAndDeparture(region: Region, stopID: String, tripID: String, serviceDate: Int64, vehicleID: String?,
                                     stopSequence: Int?) async throws(OBAError) -> OBAResponse<ArrivalAndDeparture> {
-        try await client.arrivalAndDeparture(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID, tripID: tripID,
-                                             serviceDate: serviceDate, vehicleID: vehicleID, stopSequence: stopSequence)
+        try await timed("arrival-and-departure-for-stop", stopID, region: region) { () async throws(OBAError) in
+            try await client.arrivalAndDeparture(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID, tripID: tripID,
+                                                 serviceDate: serviceDate, vehicleID: vehicleID, stopSequence: stopSequence)
+        }
     }
 
     public func agenciesWithCoverage(region: Region) async throws(OBAError) -> [AgencyCoverage] {
-        try await client.agenciesWithCoverage(baseURL: try baseURL(region), apiKey: key(for: region))
+        try await timed("agencies-with-coverage", "", region: region) { () async throws(OBAError) in
+            try await client.agenciesWithCoverage(baseURL: try baseURL(region), apiKey: key(for: region))
+        }
     }
 
     public func vehicleIDs(region: Region, agencyID: String) async throws(OBAError) -> [String] {
-        try await client.vehicleIDs(baseURL: try baseURL(region), apiKey: key(for: region), agencyID: agencyID)
+        try await timed("vehicles-for-agency", agencyID, region: region) { () async throws(OBAError) in
+            try await client.vehicleIDs(baseURL: try baseURL(region), apiKey: key(for: region), agencyID: agencyID)
+        }
     }
 
     public func tripDetails(region: Region, tripID: String, serviceDate: Int64?) async throws(OBAError) -> OBAResponse<JSONValue> {
-        try await client.tripDetails(baseURL: try baseURL(region), apiKey: key(for: region), tripID: tripID, serviceDate: serviceDate)
+        try await timed("trip-details", tripID, region: region) { () async throws(OBAError) in
+            try await client.tripDetails(baseURL: try baseURL(region), apiKey: key(for: region), tripID: tripID, serviceDate: serviceDate)
+        }
     }
 
     public func arrivalsAndDepartures(region: Region, stopID: String, minutesBefore: Int,
                                       minutesAfter: Int) async throws(OBAError) -> OBAResponse<StopArrivals> {
-        try await client.arrivalsAndDepartures(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID,
-                                               minutesBefore: minutesBefore, minutesAfter: minutesAfter)
+        try await timed("arrivals-and-departures-for-stop", stopID, region: region) { () async throws(OBAError) in
+            try await client.arrivalsAndDepartures(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID,
+                                                   minutesBefore: minutesBefore, minutesAfter: minutesAfter)
+        }
     }
 }
