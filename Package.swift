@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "GTFSRealtimeTests", dependencies: ["GTFSRealtime", "TestSupport"]),
         .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),
-        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "TestSupport"]),
+        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -30,6 +30,7 @@ BIN=.build/release/sidecar
 start_nginx "$WORK" "$NGINX_PORT"
 
 # measure NAME BINARY ARGS...: one wrk run; appends "rps p50 p99 cpu_us" to WORK/NAME.
+# Runs whose name starts with "refused" expect every answer to be a 429.
 measure() {
   local name="$1" binary="$2"; shift 2
   rm -f "$WORK/db.sqlite3"*
@@ -47,7 +48,10 @@ measure() {
   rps=$(awk '/^Requests\/sec/ {print $2}' "$WORK/wrk.out")
   requests=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
   errors=$(awk '/Non-2xx or 3xx responses/ {print $5}' "$WORK/wrk.out")
-  [ -z "$errors" ] || { echo "$name: $errors non-2xx answers" >&2; exit 1; }
+  case "$name" in
+    refused*) [ -n "$errors" ] || { echo "$name: expected refusals" >&2; exit 1; } ;;
+    *) [ -z "$errors" ] || { echo "$name: $errors non-2xx answers" >&2; exit 1; } ;;
+  esac
   local ticks; ticks=$(getconf CLK_TCK)
   echo "$rps $(awk '$1 == "50%" {print $2}' "$WORK/wrk.out") $(awk '$1 == "99%" {print $2}' "$WORK/wrk.out") \
     $(awk -v t=$((after - before)) -v r="$requests" -v k="$ticks" 'BEGIN { printf "%.1f", t / k / r * 1e6 }')" >> "$WORK/$name"
@@ -64,6 +68,9 @@ for _ in $(seq "$ROUNDS"); do
   [ -n "$BASELINE" ] && measure baseline "$BASELINE" --push-registration-limit 0
   measure off "$BIN" "${OFF[@]}"
   measure on "$BIN" "${ON[@]}"
+  # A flood the throttle refuses (one registration a minute allowed).
+  [ -n "$BASELINE" ] && measure refused-baseline "$BASELINE" --push-registration-limit 1
+  measure refused "$BIN" --push-registration-limit 1
 done
 
 median() { sort -n -k1,1 "$1" | awk '{ rows[NR] = $0 } END { print rows[int((NR + 1) / 2)] }'; }
@@ -84,4 +91,6 @@ Machine: $(nproc) cores, $(uname -sr); wrk -t2 -c64 -d${DURATION}s, median of $R
 $(row "before the protections (baseline binary)" baseline)
 $(row "limits off (--push-registration-limit 0 --max-connections-per-client 0)" off)
 $(row "every protection on, throttle out of reach" on)
+$(row "refused by the throttle (429), baseline binary" refused-baseline)
+$(row "refused by the throttle (429), this build" refused)
 REPORT

@@ -220,19 +220,25 @@ public final class HTTPServer: Sendable {
                 return queue(tooLarge(exchange), on: connection, exchange: exchange)
             }
             if let tracked = exchange.tracked { connectionGuard.busy(tracked) }
-            if let response = immediateResponse(connection, exchange) {
+            let request = Request(method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
+                                  headers: Self.headers(of: connection), body: exchange.body,
+                                  peerAddress: Self.peerAddress(of: connection))
+            exchange.body = []
+            switch router.prepare(request, match: exchange.match ?? .notFound) {
+            case .answered(let response):
                 exchange.phase = .responded
                 return queue(response, on: connection, exchange: exchange)
+            case .dispatch(let prepared, let route):
+                guard enterGate() else {
+                    exchange.phase = .responded
+                    let refusal = Response.json(503, ["error": "Service Unavailable: the server is shutting down"])
+                        .adding(header: "Retry-After", "1")
+                    return queue(refusal, on: connection, exchange: exchange)
+                }
+                exchange.phase = .dispatched
+                dispatch(connection, exchange, prepared, route)
+                return .YES
             }
-            guard enterGate() else {
-                exchange.phase = .responded
-                let refusal = Response.json(503, ["error": "Service Unavailable: the server is shutting down"])
-                    .adding(header: "Retry-After", "1")
-                return queue(refusal, on: connection, exchange: exchange)
-            }
-            exchange.phase = .dispatched
-            dispatch(connection, exchange)
-            return .YES
         case .dispatched:
             guard let response = exchange.takeResponse() else { return .YES }
             exchange.phase = .responded
@@ -289,25 +295,14 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Answers on this thread when the route can (see `Route.immediate`).
-    private func immediateResponse(_ connection: OpaquePointer, _ exchange: Exchange) -> Response? {
-        guard case .route(let route, _, _) = exchange.match, route.immediate != nil, exchange.body.isEmpty else { return nil }
-        let request = Request(method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
-                              headers: [], body: [], peerAddress: "")
-        return router.respondImmediately(to: request, match: exchange.match ?? .notFound)
-    }
-
-    private func dispatch(_ connection: OpaquePointer, _ exchange: Exchange) {
-        let request = Request(method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
-                              headers: Self.headers(of: connection), body: exchange.body,
-                              peerAddress: Self.peerAddress(of: connection))
-        exchange.body = []
-        let match = exchange.match ?? .notFound
+    /// Hands a prepared request to a task; the connection is suspended
+    /// until the task has its response.
+    private func dispatch(_ connection: OpaquePointer, _ exchange: Exchange, _ request: Request, _ route: Route) {
         MHD_suspend_connection(connection)
         let handle = ConnectionHandle(pointer: connection)
         let router = self.router
         Task {
-            let response = await router.respond(to: request, match: match)
+            let response = await router.run(request, route: route)
             exchange.storeResponse(response)
             MHD_resume_connection(handle.pointer)
         }

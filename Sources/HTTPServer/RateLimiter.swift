@@ -65,18 +65,14 @@ public final class FixedWindowRateLimiter: Sendable {
         return decision
     }
 
-    /// A middleware answering 429 with `Retry-After` once `key(request)` is
-    /// over the limit, in the route's error shape.
-    public func middleware(errorStyle: ErrorStyle, key: @escaping @Sendable (Request) -> String = { $0.clientKey }) -> Middleware {
-        { request, next in
-            switch self.hit(key(request)) {
-            case .allowed:
-                return await next(request)
-            case .limited(let retryAfter):
-                return errorStyle.response(status: 429, error: "Rate limit exceeded",
-                                           messages: ["Too many requests; retry in \(retryAfter) seconds"])
-                    .adding(header: "Retry-After", String(retryAfter))
-            }
+    /// A precheck answering 429 with `Retry-After` once `key(request)` is
+    /// over the limit, in the route's error shape (on the server's thread:
+    /// a flood of refused requests costs no task).
+    public func precheck(errorStyle: ErrorStyle, key: @escaping @Sendable (Request) -> String = { $0.clientKey }) -> Precheck {
+        { request in
+            guard case .limited(let retryAfter) = self.hit(key(request)) else { return nil }
+            return errorStyle.response(status: 429, error: "Rate limit exceeded", messages: ["Too many requests; retry in \(retryAfter) seconds"])
+                .adding(header: "Retry-After", String(retryAfter))
         }
     }
 }

@@ -5,6 +5,11 @@ public typealias Handler = @Sendable (Request) async -> Response
 /// Wraps a handler: runs before (and may answer instead of) the route.
 public typealias Middleware = @Sendable (Request, Handler) async -> Response
 
+/// A check that needs no I/O (a throttle, a size cap): run on the server's
+/// own thread before the request is handed to a task; a response answers
+/// the request there and then, nil lets it through.
+public typealias Precheck = @Sendable (Request) -> Response?
+
 /// One route: a method, a path pattern whose `:name` segments capture values,
 /// and what the route allows beyond the default. A class, so matching a
 /// request against many routes copies nothing.
@@ -18,7 +23,11 @@ public final class Route: Sendable {
     public let bodyLimit: Int?
     /// The error shape this route's clients parse.
     public let errorStyle: ErrorStyle
-    /// Runs in order before parameters are parsed (throttles, auth).
+    /// Run in order on the server's thread before parameters are parsed;
+    /// the first answer wins (throttles).
+    public let prechecks: [Precheck]
+    /// Runs in order after parameters are parsed, in the request's task
+    /// (checks that need I/O, such as an API key lookup).
     public let middleware: [Middleware]
     /// Whether to parse query and body into `Request.parameters` first.
     public let parsesParameters: Bool
@@ -32,9 +41,10 @@ public final class Route: Sendable {
     let segments: [Segment]
 
     public init(_ method: String, _ pattern: String, suffixes: [String] = [], bodyLimit: Int? = nil,
-                errorStyle: ErrorStyle = .simple, middleware: [Middleware] = [], parsesParameters: Bool = true,
+                errorStyle: ErrorStyle = .simple, prechecks: [Precheck] = [], middleware: [Middleware] = [], parsesParameters: Bool = true,
                 immediate: (@Sendable (Request) -> Response?)? = nil, handler: @escaping Handler) {
         self.immediate = immediate
+        self.prechecks = prechecks
         self.method = method
         self.pattern = pattern
         self.suffixes = suffixes
@@ -141,55 +151,64 @@ public struct Router: Sendable {
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
     }
 
-    /// Runs a matched request through the route's middleware, parameter
-    /// parsing and handler.
-    public func respond(to request: Request, match: Match) async -> Response {
+    /// What to do with a request once everything that needs no I/O is done.
+    public enum Preparation: Sendable {
+        /// Answered without I/O: an unknown path, a throttle, unusable
+        /// parameters, or an answer the route holds in memory.
+        case answered(Response)
+        /// Parameters parsed; the route's middleware and handler must run.
+        case dispatch(Request, Route)
+    }
+
+    /// The part of answering that needs no I/O, run on the server's own
+    /// thread: match outcomes, the route's prechecks, parameter parsing and
+    /// its `immediate` answer. Refusals (404, 405, 422, 429) therefore never
+    /// cost a task or a suspend/resume round trip.
+    public func prepare(_ request: Request, match: Match) -> Preparation {
         var request = request
         switch match {
         case .notFound:
-            return .json(404, ["error": "Not Found"])
+            return .answered(.json(404, ["error": "Not Found"]))
         case .badPath(let error):
             // No route was found for an undecodable path: a plain 400.
-            return ErrorStyle.simple.response(status: 400, error: StatusText.phrase(400), messages: [error.message])
+            return .answered(ErrorStyle.simple.response(status: 400, error: StatusText.phrase(400), messages: [error.message]))
         case .methodNotAllowed(let allowed):
-            return Response.json(405, ["error": "Method Not Allowed"]).adding(header: "Allow", allowed.joined(separator: ", "))
+            return .answered(Response.json(405, ["error": "Method Not Allowed"]).adding(header: "Allow", allowed.joined(separator: ", ")))
         case .route(let route, let captures, let suffix):
             request.routePattern = route.pattern
             request.pathParameters = captures
             if let suffix { request.pathParameters["format"] = suffix }
-            let limit = parameterLimit
-            let final: Handler = { request in
-                var request = request
-                if route.parsesParameters {
-                    do throws(ParameterError) {
-                        try request.parseParameters(limit: limit)
-                    } catch {
-                        return route.errorStyle.response(status: error.status, error: StatusText.phrase(error.status), messages: [error.message])
-                    }
+            for precheck in route.prechecks {
+                if let answer = precheck(request) { return .answered(answer) }
+            }
+            if route.parsesParameters {
+                do throws(ParameterError) {
+                    try request.parseParameters(limit: parameterLimit)
+                } catch {
+                    return .answered(route.errorStyle.response(status: error.status, error: StatusText.phrase(error.status), messages: [error.message]))
                 }
-                return await route.handler(request)
             }
-            let chain = route.middleware.reversed().reduce(final) { next, middleware in
-                { request in await middleware(request, next) }
+            if route.middleware.isEmpty, let immediate = route.immediate, let answer = immediate(request) {
+                return .answered(answer)
             }
-            return await chain(request)
+            return .dispatch(request, route)
         }
     }
 
-    /// The synchronous answer of a route that has one, or nil when the
-    /// request must go through the async path.
-    public func respondImmediately(to request: Request, match: Match) -> Response? {
-        guard case .route(let route, let captures, let suffix) = match, let immediate = route.immediate, route.middleware.isEmpty else {
-            return nil
+    /// Runs a prepared request through the route's middleware and handler.
+    public func run(_ request: Request, route: Route) async -> Response {
+        let chain = route.middleware.reversed().reduce(route.handler) { next, middleware in
+            { request in await middleware(request, next) }
         }
-        var request = request
-        request.routePattern = route.pattern
-        request.pathParameters = captures
-        if let suffix { request.pathParameters["format"] = suffix }
-        if route.parsesParameters {
-            do throws(ParameterError) { try request.parseParameters(limit: parameterLimit) } catch { return nil }
+        return await chain(request)
+    }
+
+    /// Prepares and runs a matched request.
+    public func respond(to request: Request, match: Match) async -> Response {
+        switch prepare(request, match: match) {
+        case .answered(let response): return response
+        case .dispatch(let prepared, let route): return await run(prepared, route: route)
         }
-        return immediate(request)
     }
 
     /// Convenience for tests and in-process callers: match and respond.

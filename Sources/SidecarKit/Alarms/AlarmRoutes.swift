@@ -19,13 +19,13 @@ struct AlarmRoutes: Sendable {
 
     var routes: [Route] {
         // One budget for both versions and both methods.
-        let throttle = limits.alarms.middleware(errorStyle: .messages)
+        let throttle = limits.alarms.precheck(errorStyle: .messages)
         return [1, 2].flatMap { version in
             [
-                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages, middleware: [throttle]) { request in
+                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages, prechecks: [throttle]) { request in
                     await create(request, version: version)
                 },
-                Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, middleware: [throttle],
+                Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, prechecks: [throttle],
                       parsesParameters: false) { request in
                     await delete(request)
                 },

@@ -117,7 +117,7 @@ struct DonationRoutes: Sendable {
     static let ephemeralKeyVersion = "2024-06-20"
 
     var routes: [Route] {
-        [Route("POST", "/api/v1/payment_intents", suffixes: [".json"], middleware: [limiter.middleware(errorStyle: .simple)],
+        [Route("POST", "/api/v1/payment_intents", suffixes: [".json"], prechecks: [limiter.precheck(errorStyle: .simple)],
                parsesParameters: false, handler: donate)]
     }
 

@@ -19,24 +19,25 @@ struct GhostBusRoutes: Sendable {
     var snapshotRetrySeconds: Double = 10
 
     var routes: [Route] {
-        let capAndThrottle: Middleware = { request, next in await throttle(request, next) }
-        return [Route("POST", "/api/v2/regions/:region/ghost_bus_reports", errorStyle: .messages, middleware: [capAndThrottle], handler: create)]
+        [Route("POST", "/api/v2/regions/:region/ghost_bus_reports", errorStyle: .messages, prechecks: [{ request in capAndThrottle(request) }],
+               handler: create)]
     }
 
-    func throttle(_ request: Request, _ next: Handler) async -> Response {
+    /// The body cap and both throttles, on the server's thread.
+    func capAndThrottle(_ request: Request) -> Response? {
         // The identifier read runs before anything is validated, so it is
         // capped; a JSON body over the cap would otherwise go uncounted.
         if GhostBusRules.jsonBodyTooLarge(request) {
             return ErrorStyle.messages.response(status: 403, error: "Forbidden", messages: ["Report bodies are limited to 8 KB"])
         }
         let limited = ErrorStyle.messages.response(status: 429, error: "Rate limit exceeded", messages: ["Too many reports; try again later"])
-        if case .limited(let retryAfter) = peerLimiter.hit(request.peerAddress) {
+        if case .limited(let retryAfter) = peerLimiter.hit(request.clientKey) {
             return limited.adding(header: "Retry-After", String(retryAfter))
         }
         if let user = GhostBusRules.throttleIdentifier(request), case .limited(let retryAfter) = userLimiter.hit(user) {
             return limited.adding(header: "Retry-After", String(retryAfter))
         }
-        return await next(request)
+        return nil
     }
 
     func create(_ request: Request) async -> Response {

@@ -13,10 +13,10 @@ struct LiveActivityRoutes: Sendable {
     let limits: RiderLimits
 
     var routes: [Route] {
-        let throttle = limits.liveActivities.middleware(errorStyle: .messages)
+        let throttle = limits.liveActivities.precheck(errorStyle: .messages)
         return [
-            Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, middleware: [throttle], handler: register),
-            Route("DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, middleware: [throttle],
+            Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, prechecks: [throttle], handler: register),
+            Route("DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, prechecks: [throttle],
                   parsesParameters: false, handler: unregister),
         ]
     }

@@ -17,10 +17,10 @@ struct PushRegistrationRoutes: Sendable {
     let limiter: FixedWindowRateLimiter
 
     var routes: [Route] {
-        let throttle = limiter.middleware(errorStyle: .messages)
+        let throttle = limiter.precheck(errorStyle: .messages)
         return [
-            Route("POST", Self.path, errorStyle: .messages, middleware: [throttle], handler: register),
-            Route("DELETE", Self.path, errorStyle: .messages, middleware: [throttle], handler: unregister),
+            Route("POST", Self.path, errorStyle: .messages, prechecks: [throttle], handler: register),
+            Route("DELETE", Self.path, errorStyle: .messages, prechecks: [throttle], handler: unregister),
         ]
     }
 

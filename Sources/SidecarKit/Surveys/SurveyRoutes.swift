@@ -11,13 +11,13 @@ struct SurveyRoutes: Sendable {
     let limiter: FixedWindowRateLimiter
 
     var routes: [Route] {
-        let throttle = limiter.middleware(errorStyle: .legacy)
+        let throttle = limiter.precheck(errorStyle: .legacy)
         var routes = [
             Route("GET", "/api/v1/regions/:region/surveys", suffixes: [".json"], errorStyle: .legacy, handler: list),
-            Route("POST", "/api/v1/survey_responses", suffixes: [".json"], errorStyle: .legacy, middleware: [throttle], handler: create),
+            Route("POST", "/api/v1/survey_responses", suffixes: [".json"], errorStyle: .legacy, prechecks: [throttle], handler: create),
         ]
         for method in ["POST", "PUT", "PATCH"] {
-            routes.append(Route(method, "/api/v1/survey_responses/:id", suffixes: [".json"], errorStyle: .legacy, middleware: [throttle], handler: amend))
+            routes.append(Route(method, "/api/v1/survey_responses/:id", suffixes: [".json"], errorStyle: .legacy, prechecks: [throttle], handler: amend))
         }
         return routes
     }
