@@ -88,9 +88,9 @@ Machine: $(nproc) cores, $(uname -sr); wrk -t2 -c64 -d${DURATION}s, median of $R
 | POST push_registrations (unique tokens) | req/s | vs nginx | p50 | p99 | server CPU per request |
 |---|---|---|---|---|---|
 | nginx static 204 (ceiling) | $NGINX | 1.00 | | | |
-$(row "before the protections (baseline binary)" baseline)
+$(row "the baseline binary given" baseline)
 $(row "limits off (--push-registration-limit 0 --max-connections-per-client 0)" off)
 $(row "every protection on, throttle out of reach" on)
-$(row "refused by the throttle (429), baseline binary" refused-baseline)
+$(row "refused by the throttle (429), the baseline binary" refused-baseline)
 $(row "refused by the throttle (429), this build" refused)
 REPORT
