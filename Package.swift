@@ -2,7 +2,8 @@
 import PackageDescription
 
 // One binary (`sidecar`) built from infrastructure modules that know nothing of
-// transit (HTTPServer, HTTPClient, Database, Crypto and the C shims) and the
+// transit (HTTPServer, HTTPClient, Database on SQLite or PostgreSQL, Crypto and
+// the C shims) and the
 // application module SidecarKit, which holds one folder per feature.
 let package = Package(
     name: "Sidecar",
@@ -20,6 +21,8 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
 
         // Infrastructure.
         .target(name: "PlatformThreads"),
@@ -27,7 +30,7 @@ let package = Package(
         .target(name: "Core"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Core", "PlatformThreads"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformThreads"]),
-        .target(name: "Database", dependencies: ["CSQLite", "PlatformThreads"]),
+        .target(name: "Database", dependencies: ["CSQLite", "CPostgres", "PlatformThreads"]),
         .target(name: "Crypto", dependencies: ["COpenSSL", "Core"]),
         .target(name: "OBA", dependencies: ["HTTPClient", "Core"]),
         .target(name: "GTFSRealtime", dependencies: ["Core"]),

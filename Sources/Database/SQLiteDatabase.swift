@@ -24,6 +24,7 @@ public final class SQLiteDatabase: Database {
 
     public let path: String
     public let synchronous: Synchronous
+    public var dialect: SQLDialect { .sqlite }
     private let readerLimit: Int
     /// The file opened at start (device and inode), to notice it being
     /// deleted or replaced under the running server; nil for in-memory.

@@ -5,6 +5,9 @@ import FoundationEssentials
 public enum ParameterError: Error, Equatable, Sendable {
     case invalidPercentEncoding
     case invalidUTF8
+    /// A NUL character: no identifier or text field has a use for one, and
+    /// PostgreSQL cannot store it in text.
+    case nulCharacter
     case invalidJSON(String)
     case jsonNotAnObject
     case jsonTooDeep(limit: Int)
@@ -21,6 +24,7 @@ public enum ParameterError: Error, Equatable, Sendable {
         switch self {
         case .invalidPercentEncoding: return "Request contains invalid percent-encoding"
         case .invalidUTF8: return "Request parameters are not valid UTF-8"
+        case .nulCharacter: return "Request parameters contain a NUL character"
         case .invalidJSON(let detail): return "Request body is not valid JSON: \(detail)"
         case .jsonNotAnObject: return "JSON request body must be an object"
         case .jsonTooDeep(let limit): return "JSON request body nests deeper than \(limit) levels"
@@ -115,7 +119,18 @@ public struct Parameters: Sendable, Equatable {
             throw .invalidJSON("unreadable")
         }
         guard case .object(let members) = decoded else { throw .jsonNotAnObject }
+        if containsNul(decoded) { throw .nulCharacter }
         return members
+    }
+
+    /// Whether any string (or key) in a JSON value holds U+0000.
+    static func containsNul(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): return text.utf8.contains(0)
+        case .array(let items): return items.contains(where: containsNul)
+        case .object(let members): return members.contains { $0.key.utf8.contains(0) || containsNul($0.value) }
+        default: return false
+        }
     }
 
     private static func checkNestingDepth(_ body: [UInt8], limit: Int) throws(ParameterError) {
@@ -154,7 +169,7 @@ public enum PercentEncoding {
     /// Decodes `%XX` escapes (and `+` as space when asked); fails on a
     /// truncated or non-hex escape and on bytes that are not UTF-8.
     public static func decode(_ bytes: some Collection<UInt8>, plusAsSpace: Bool) throws(ParameterError) -> String {
-        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || ($0 == UInt8(ascii: "+") && plusAsSpace) }) {
+        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || ($0 == UInt8(ascii: "+") && plusAsSpace) || $0 == 0 }) {
             guard let text = String(validating: bytes, as: UTF8.self) else { throw .invalidUTF8 }
             return text
         }
@@ -167,12 +182,15 @@ public enum PercentEncoding {
                     throw .invalidPercentEncoding
                 }
                 output.append(high << 4 | low)
+            } else if byte == 0 {
+                throw .nulCharacter
             } else if byte == UInt8(ascii: "+") && plusAsSpace {
                 output.append(UInt8(ascii: " "))
             } else {
                 output.append(byte)
             }
         }
+        if output.contains(0) { throw .nulCharacter }
         guard let text = String(validating: output, as: UTF8.self) else { throw .invalidUTF8 }
         return text
     }

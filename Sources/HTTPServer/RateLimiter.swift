@@ -1,5 +1,13 @@
 import Synchronization
 
+/// Counters kept outside the process (a database several instances share),
+/// so a limit holds across all of them.
+public protocol SharedWindowCounter: Sendable {
+    /// Counts one hit for `key` in the window starting at `windowStart`
+    /// (epoch seconds) and returns the window's count so far.
+    func increment(key: String, windowStart: Int64) async throws -> Int
+}
+
 /// A fixed-window request counter (the Rack::Attack model the reference
 /// throttles use): at most `limit` hits per key in each aligned window of
 /// `windowSeconds`. Time comes from an injected clock so tests never sleep.
@@ -15,6 +23,8 @@ public final class FixedWindowRateLimiter: Sendable {
     public let windowSeconds: Int
     /// Names the limiter in debug lines ("throttled limiter=alarms ...").
     public let name: String
+    /// When set, counts live there instead of in this process.
+    public let shared: SharedWindowCounter?
     private let logger: Logger?
     private let keyForLogs: @Sendable (String) -> String
     private let now: @Sendable () -> Double
@@ -28,11 +38,14 @@ public final class FixedWindowRateLimiter: Sendable {
     ///   - name, logger: at `debug`, each refusal is logged with the
     ///     limiter's name and its key as `keyForLogs` shows it (a key that
     ///     identifies a rider rather than an address must be hashed there).
+    ///   - shared: counters several instances share (nil: this process's memory).
     public init(limit: Int, windowSeconds: Int, name: String = "throttle", logger: Logger? = nil,
-                keyForLogs: @escaping @Sendable (String) -> String = { $0 }, now: @escaping @Sendable () -> Double) {
+                keyForLogs: @escaping @Sendable (String) -> String = { $0 }, shared: SharedWindowCounter? = nil,
+                now: @escaping @Sendable () -> Double) {
         self.limit = limit
         self.windowSeconds = max(windowSeconds, 1)
         self.name = name
+        self.shared = shared
         self.logger = logger
         self.keyForLogs = keyForLogs
         self.now = now
@@ -65,14 +78,50 @@ public final class FixedWindowRateLimiter: Sendable {
         return decision
     }
 
+    /// Counts one hit wherever the counts live: shared counters when set
+    /// (failing open, with a warning, when they cannot be reached: storage
+    /// that is down refuses the request's write anyway), else this process.
+    public func check(_ key: String) async -> Decision {
+        guard limit > 0 else { return .allowed }
+        guard let shared else { return hit(key) }
+        let seconds = now()
+        let window = Int64((seconds / Double(windowSeconds)).rounded(.down)) * Int64(windowSeconds)
+        do {
+            let hits = try await shared.increment(key: name + ":" + key, windowStart: window)
+            if hits <= limit { return .allowed }
+            let retryAfter = max(1, Int((Double(window + Int64(windowSeconds)) - seconds).rounded(.up)))
+            if let logger, logger.isEnabled(.debug) {
+                logger.debug("throttled", [("limiter", name), ("key", keyForLogs(key)), ("limit", "\(limit)/\(windowSeconds)s"),
+                                           ("retry_after", String(retryAfter))])
+            }
+            return .limited(retryAfter: retryAfter)
+        } catch {
+            logger?.warning("shared throttle counters unavailable; allowing the request", [("limiter", name), ("error", "\(error)")])
+            return .allowed
+        }
+    }
+
     /// A precheck answering 429 with `Retry-After` once `key(request)` is
     /// over the limit, in the route's error shape (on the server's thread:
-    /// a flood of refused requests costs no task).
+    /// a flood of refused requests costs no task). With shared counters it
+    /// lets everything through to `middleware`, which asks them.
     public func precheck(errorStyle: ErrorStyle, key: @escaping @Sendable (Request) -> String = { $0.clientKey }) -> Precheck {
         { request in
-            guard case .limited(let retryAfter) = self.hit(key(request)) else { return nil }
-            return errorStyle.response(status: 429, error: "Rate limit exceeded", messages: ["Too many requests; retry in \(retryAfter) seconds"])
-                .adding(header: "Retry-After", String(retryAfter))
+            guard self.shared == nil, case .limited(let retryAfter) = self.hit(key(request)) else { return nil }
+            return Self.refusal(errorStyle, retryAfter: retryAfter)
         }
+    }
+
+    /// The shared-counter half of `precheck` (a no-op without shared counters).
+    public func middleware(errorStyle: ErrorStyle, key: @escaping @Sendable (Request) -> String = { $0.clientKey }) -> Middleware {
+        { request, next in
+            guard self.shared != nil, case .limited(let retryAfter) = await self.check(key(request)) else { return await next(request) }
+            return Self.refusal(errorStyle, retryAfter: retryAfter)
+        }
+    }
+
+    static func refusal(_ errorStyle: ErrorStyle, retryAfter: Int) -> Response {
+        errorStyle.response(status: 429, error: "Rate limit exceeded", messages: ["Too many requests; retry in \(retryAfter) seconds"])
+            .adding(header: "Retry-After", String(retryAfter))
     }
 }

@@ -31,11 +31,13 @@ case .admin(let invocation):
 case .migrate(let configuration):
     let logger = Logger(level: configuration.logLevel)
     do {
-        let database = try SQLiteDatabase(path: configuration.database, synchronous: configuration.sqliteSynchronous)
+        let database = try configuration.openDatabase(readers: 1)
         let applied = try await database.migrate(SidecarMigrations.all)
         await database.close()
         print(applied.isEmpty ? "database is up to date" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))")
         logger.debug("migrate finished")
+    } catch let error as StartupError {
+        fail(error.description, status: error.exitCode)
     } catch {
         fail("\(error)", status: 1)
     }

@@ -10,7 +10,8 @@ struct AlertRouteTests {
     /// A sidecar with a fake gorush, region 1 with agency "1", and an API key.
     static func run(_ body: (TestSidecar, FakeGorush, String) async throws -> Void) async throws {
         let gorush = try FakeGorush()
-        try await TestSidecar.run({ $0.gorushURL = gorush.url }) { app in
+        // Sends are driven by hand here; the background resumer would race them.
+        try await TestSidecar.run({ $0.gorushURL = gorush.url; $0.runsSendResumer = false }) { app in
             _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles")
             let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", now: 0)
             try await body(app, gorush, key)

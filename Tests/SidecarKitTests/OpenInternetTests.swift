@@ -126,7 +126,7 @@ struct OpenInternetTests {
         }
     }
 
-    @Test func healthzTellsTheTruthWhenTheDatabaseFileIsDeleted() async throws {
+    @Test(.enabled(if: TestBackend.isSQLite, "a SQLite file")) func healthzTellsTheTruthWhenTheDatabaseFileIsDeleted() async throws {
         try await TestSidecar.run({ $0.healthCacheSeconds = 0 }) { app in
             #expect(try await app.send("GET", "/healthz").status == 200)
             #expect(try await app.send("HEAD", "/healthz").status == 200)
@@ -140,7 +140,7 @@ struct OpenInternetTests {
         }
     }
 
-    @Test func healthzNoticesACorruptDatabase() async throws {
+    @Test(.enabled(if: TestBackend.isSQLite, "a SQLite file")) func healthzNoticesACorruptDatabase() async throws {
         try await TestSidecar.run({ $0.healthCacheSeconds = 0 }) { app in
             for index in 0..<200 { _ = try await app.pushStore.register(
                 PushRegistrationRequest(token: "device-\(index)-" + String(repeating: "z", count: 200), operatingSystem: "ios", locale: nil,
@@ -282,13 +282,13 @@ struct OpenInternetTests {
             let checker = AlarmChecker(store: base.store, regions: base.regions, oba: base.oba,
                                        transport: StoppingTransport(inner: try #require(app.sidecar.pushTransport), stop: stop),
                                        pushRegistrations: base.pushRegistrations, clock: base.clock, logger: base.logger,
-                                       intervalSeconds: base.intervalSeconds, stop: stop, stopsPerPage: 10)
+                                       intervalSeconds: base.intervalSeconds, stop: stop, alarmsPerPage: 10)
             let first = await checker.runCycle()
             #expect(first.fired == 10, "the page under way was pushed and committed, later pages left")
             #expect(try await AlarmStore(database: app.sidecar.database).count() == 20)
             // After the restart the rest fire, and nothing fires twice.
             var restarted = app.sidecar.alarmChecker
-            restarted.stopsPerPage = 10
+            restarted.alarmsPerPage = 10
             let second = await restarted.runCycle()
             #expect(second.fired == 20)
             let pushed = Self.tokens(gorush)

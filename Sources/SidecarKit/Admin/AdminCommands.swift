@@ -18,10 +18,13 @@ public enum AdminCommands {
                            errors: @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
         let configuration = invocation.configuration
         let logger = Logger(level: configuration.logLevel)
-        let database: SQLiteDatabase
+        let database: any Database
         do {
-            database = try SQLiteDatabase(path: configuration.database, synchronous: configuration.sqliteSynchronous, readers: 2)
+            database = try configuration.openDatabase(readers: 2)
             try await database.migrate(Migrations.all)
+        } catch let error as StartupError {
+            errors("sidecar: error: \(error.description)")
+            return error.exitCode
         } catch {
             errors("sidecar: error: \(error)")
             return 1

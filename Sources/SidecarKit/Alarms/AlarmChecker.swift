@@ -58,9 +58,9 @@ struct AlarmChecker: Sendable {
         await clock.repeatEvery(seconds: Double(intervalSeconds), stop: stop) { _ = await runCycle() }
     }
 
-    /// One pass over the alarms due now.
-    /// Stops handled per page: bounds memory whatever the number of alarms.
-    var stopsPerPage = 200
+    /// Alarms claimed per page: bounds memory whatever their number, and is
+    /// the most a dying instance can leave to be pushed again.
+    var alarmsPerPage = 2000
 
     @discardableResult
     func runCycle() async -> CycleReport {
@@ -71,10 +71,11 @@ struct AlarmChecker: Sendable {
         let cutoff = now + Int64(intervalSeconds) * 500
         var report = CycleReport()
         do {
-            let stops = try await store.dueStops(atOrBefore: cutoff)
-            for page in stops.pages(of: stopsPerPage) {
-                if stop?.isStopping == true { break }
-                let alarms = try await store.due(atOrBefore: cutoff, stops: Array(page))
+            // Page by page, each claimed for this instance: instances sharing
+            // a database split the cycle between them.
+            while stop?.isStopping != true {
+                let alarms = try await store.claimDue(atOrBefore: cutoff, nowMillis: clock.now().epochMillis, limit: alarmsPerPage)
+                if alarms.isEmpty { break }
                 await process(alarms, now: now, report: &report)
             }
         } catch {

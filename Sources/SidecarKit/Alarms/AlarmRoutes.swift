@@ -20,12 +20,15 @@ struct AlarmRoutes: Sendable {
     var routes: [Route] {
         // One budget for both versions and both methods.
         let throttle = limits.alarms.precheck(errorStyle: .messages)
+        let sharedThrottle = limits.alarms.middleware(errorStyle: .messages)
         return [1, 2].flatMap { version in
             [
-                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages, prechecks: [throttle]) { request in
+                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages, prechecks: [throttle],
+                      middleware: [sharedThrottle]) { request in
                     await create(request, version: version)
                 },
                 Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, prechecks: [throttle],
+                      middleware: [sharedThrottle],
                       parsesParameters: false) { request in
                     await delete(request)
                 },
@@ -58,7 +61,7 @@ struct AlarmRoutes: Sendable {
                 return Response.json(201, ["url": url((1, region.id, existing.token))]).logging(log.0, log.1)
             }
             // The lookup below costs the agency's OneBusAway server a request.
-            if case .limited(let retryAfter) = limits.upstreamLookups.hit(request.clientKey) {
+            if case .limited(let retryAfter) = await limits.upstreamLookups.check(request.clientKey) {
                 return RiderLimits.tooMany(.messages, retryAfter: retryAfter, what: "lookups").logging(log.0, log.1)
             }
             let composed = await composeMessage(alarm, region: region)
@@ -87,7 +90,7 @@ struct AlarmRoutes: Sendable {
                     token = SecureToken.urlSafe()
                 }
             }
-            if version >= 2, limits.pushRegistrations.hit(request.clientKey) == .allowed {
+            if version >= 2, await limits.pushRegistrations.check(request.clientKey) == .allowed {
                 // §5.2 side effect: the device joins the alert audience and its
                 // retention clock restarts (no locale, no apns_sandbox). It
                 // draws on the push-registration budget, so alarms cannot be

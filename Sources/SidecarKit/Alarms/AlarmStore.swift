@@ -71,6 +71,28 @@ public struct AlarmStore: Sendable {
         }
     }
 
+    /// How long a claimed page belongs to the instance that claimed it: if
+    /// that instance dies mid-page, another takes the page over after this.
+    public static let claimMillis: Int64 = 30_000
+
+    /// Claims a page of alarms due at or before `cutoffMillis` that no
+    /// instance holds (ordered by stop, so a stop's alarms travel together):
+    /// several instances sharing a database split a cycle, each alarm in one
+    /// page. On PostgreSQL rows another instance is claiming are skipped,
+    /// not waited for.
+    public func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [Alarm] {
+        let skipLocked = database.dialect.skipLocked
+        return try await database.write { connection in
+            try connection.query("""
+                UPDATE alarms SET claimed_until = $3 WHERE id IN (
+                    SELECT id FROM alarms WHERE next_check_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $2)
+                    ORDER BY region_id, stop_id, id LIMIT $4\(skipLocked))
+                RETURNING \(Self.columns)
+                """, [.integer(cutoffMillis), .integer(nowMillis), .integer(nowMillis + Self.claimMillis), .integer(Int64(limit))])
+                .map(Self.alarm)
+        }
+    }
+
     /// The stops (region, stop id) with an alarm due at or before `cutoffMillis`.
     public func dueStops(atOrBefore cutoffMillis: Int64) async throws -> [(regionID: Int, stopID: String?)] {
         try await database.read { connection in
@@ -124,7 +146,8 @@ public struct AlarmStore: Sendable {
                 switch update {
                 case .reschedule(let id, let failureCount, let nextCheckAt, let departureEstimate):
                     try connection.execute("""
-                        UPDATE alarms SET failure_count = $2, next_check_at = $3, departure_estimate = COALESCE($4, departure_estimate)
+                        UPDATE alarms SET failure_count = $2, next_check_at = $3, departure_estimate = COALESCE($4, departure_estimate),
+                            claimed_until = NULL
                         WHERE id = $1
                         """, [.integer(id), .integer(Int64(failureCount)), .integer(nextCheckAt), SQLValue(departureEstimate)])
                 case .delete(let id):
@@ -177,6 +200,10 @@ public struct AlarmStore: Sendable {
             """),
         Migration(version: 8, name: "alarms counted per device", sql: """
             CREATE INDEX alarms_user_push_id ON alarms (user_push_id);
+            """),
+        Migration(version: 9, name: "alarm pages claimed by one instance", sql: """
+            ALTER TABLE alarms ADD COLUMN claimed_until INTEGER;
+            CREATE INDEX alarms_due_unclaimed ON alarms (next_check_at, region_id, stop_id);
             """),
     ]
 }

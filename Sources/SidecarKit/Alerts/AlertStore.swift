@@ -174,17 +174,28 @@ public struct AlertStore: Sendable {
                 SELECT * FROM alert_sends WHERE alert_id = $1 AND audience = $2 AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
                 """, [.integer(alertID), .text(audience.rawValue)]) {
                 let lease = unfinished.int("lease_until") ?? 0
-                guard unfinished.string("status") == "failed" || lease <= now else { throw AlertStoreError.busy(retryAfter: lease - now) }
-                let claimed = try connection.queryOne("""
-                    UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = $2 WHERE id = $1 RETURNING *
-                    """, [.integer(unfinished.int("id") ?? 0), .integer(now + sendLeaseSeconds)])
-                return Self.send(claimed!)
+                // The condition is repeated in the UPDATE: with several
+                // instances, two may read the same lapsed lease, and only the
+                // one whose UPDATE still finds it lapsed gets the send.
+                guard let claimed = try connection.queryOne("""
+                    UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = $2
+                    WHERE id = $1 AND (status = 'failed' OR lease_until IS NULL OR lease_until <= $3) RETURNING *
+                    """, [.integer(unfinished.int("id") ?? 0), .integer(now + sendLeaseSeconds), .integer(now)]) else {
+                    throw AlertStoreError.busy(retryAfter: max(lease - now, 1))
+                }
+                return Self.send(claimed)
             }
-            let row = try connection.queryOne("""
-                INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until)
-                VALUES ($1, $2, 'running', 0, 0, 0, 0, 0, $3, $4) RETURNING *
-                """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + sendLeaseSeconds)])
-            return Self.send(row!)
+            // Two instances starting the same send at once: the unique index
+            // on unfinished sends lets one insert; the other is told to wait.
+            do {
+                let row = try connection.queryOne("""
+                    INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until)
+                    VALUES ($1, $2, 'running', 0, 0, 0, 0, 0, $3, $4) RETURNING *
+                    """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + sendLeaseSeconds)])
+                return Self.send(row!)
+            } catch DatabaseError.constraintViolation(_) {
+                throw AlertStoreError.busy(retryAfter: 1)
+            }
         }
     }
 
@@ -333,7 +344,7 @@ public struct AlertStore: Sendable {
     static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: Int64) throws {
         try connection.execute("""
             INSERT INTO alert_feed_versions (region_id, version, changed_at) VALUES ($1, 1, $2)
-            ON CONFLICT (region_id) DO UPDATE SET version = version + 1, changed_at = excluded.changed_at
+            ON CONFLICT (region_id) DO UPDATE SET version = alert_feed_versions.version + 1, changed_at = excluded.changed_at
             """, [.integer(Int64(regionID)), .integer(now)])
     }
 
@@ -439,6 +450,9 @@ public struct AlertStore: Sendable {
                 PRIMARY KEY (send_id, registration_id)
             );
             CREATE INDEX alert_sends_lease ON alert_sends (status, lease_until);
+            """),
+        Migration(version: 11, name: "one unfinished send per alert and audience", sql: """
+            CREATE UNIQUE INDEX alert_sends_one_unfinished ON alert_sends (alert_id, audience) WHERE status IN ('running', 'failed');
             """),
     ]
 }

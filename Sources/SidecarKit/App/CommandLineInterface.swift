@@ -77,7 +77,7 @@ public enum CommandLineInterface {
         Flag(name: "port", valueName: "PORT", help: "TCP port to listen on, 0 for any free port (default 8080)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.port = try integer(value, flag: "port", range: 0...65535)
         },
-        Flag(name: "database", valueName: "PATH", help: "SQLite database file, created if missing (default sidecar.sqlite3)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
+        Flag(name: "database", valueName: "PATH", help: "SQLite database file, created if missing (default sidecar.sqlite3), or a postgres:// URL (several instances share one PostgreSQL)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--database must not be empty") }
             config.database = value
         },
@@ -117,6 +117,9 @@ public enum CommandLineInterface {
         },
         Flag(name: "send-lease-seconds", valueName: "SECONDS", help: "How long an alert send stays claimed by a server that stopped making progress before another resumes it (default 30)", commands: ["serve", "alert send"]) { config, value throws(CommandLineError) in
             config.sendLeaseSeconds = try integer(value, flag: "send-lease-seconds", range: 5...3600)
+        },
+        Flag(name: "database-connections", valueName: "N", help: "PostgreSQL connections this instance may open (default: 4 per --threads, at least 4)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.postgresConnections = try integer(value, flag: "database-connections", range: 1...512)
         },
         Flag(name: "sqlite-synchronous", valueName: "MODE", help: "normal (default) or full (survives power loss, slower writes)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard let mode = SQLiteDatabase.Synchronous(rawValue: value.lowercased()) else {

@@ -82,10 +82,16 @@ public struct SidecarConfiguration: Sendable {
     /// Seconds a send stays claimed by a runner that stopped recording
     /// progress (it died); then any running server resumes it.
     public var sendLeaseSeconds = Int(AlertStore.defaultSendLeaseSeconds)
+    /// PostgreSQL connections this instance may open (nil: four per thread,
+    /// at least four). Each is opened when first needed.
+    public var postgresConnections: Int?
     /// Seconds a `/healthz` verdict is reused (tests set 0).
     public var healthCacheSeconds = 1.0
     /// How alert sends retry passing push failures (tests shorten it).
     public var sendRetry = SendRetryPolicy()
+    /// Whether `start()` runs the loop that resumes lapsed alert sends
+    /// (tests that drive sends by hand turn it off; there is no flag).
+    public var runsSendResumer = true
     /// Whether `start()` runs the alarm checker on its clock (tests that
     /// drive cycles by hand turn it off; there is no flag).
     public var runsAlarmChecker = true

@@ -4,7 +4,8 @@ import Database
 /// adds its migrations with the next free version numbers.
 enum Migrations {
     static var all: [Migration] {
-        PushRegistrationStore.migrations + AlarmStore.migrations + AlertStore.migrations + GhostBusStore.migrations + SurveyStore.migrations + LiveActivityStore.migrations
+        PushRegistrationStore.migrations + AlarmStore.migrations + AlertStore.migrations + GhostBusStore.migrations + SurveyStore.migrations
+            + LiveActivityStore.migrations + CoordinationStore.migrations
     }
 }
 

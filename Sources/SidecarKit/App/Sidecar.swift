@@ -51,13 +51,7 @@ public final class Sidecar: Sendable {
         do { regionList = try await source.load(client: httpClient) } catch {
             throw StartupError(description: "regions directory \(source.label): \(error.description)", exitCode: 2)
         }
-        let database: SQLiteDatabase
-        do {
-            database = try SQLiteDatabase(path: configuration.database, synchronous: configuration.sqliteSynchronous,
-                                          readers: configuration.threads + 2)
-        } catch {
-            throw StartupError(description: "\(error)", exitCode: 1)
-        }
+        let database = try configuration.openDatabase(readers: configuration.threads + 2)
         do {
             let applied = try await database.migrate(Migrations.all)
             if !applied.isEmpty { logger.info("applied migrations", [("versions", applied.map(String.init).joined(separator: ","))]) }
@@ -92,9 +86,17 @@ public final class Sidecar: Sendable {
         self.clock = clock
         self.logger = logger
         let pushStore = PushRegistrationStore(database: database)
-        regionRefresher = RegionRefresher(source: source, directory: regions, client: httpClient,
-                                          intervalSeconds: Double(configuration.regionsRefreshSeconds), clock: clock, logger: logger)
-        pruner = PushRegistrationPruner(store: pushStore, clock: clock, logger: logger)
+        // On PostgreSQL several instances may share the database: singleton
+        // jobs take a lease there, and one instance fetches for all.
+        let coordination = database.dialect == .postgresql ? CoordinationStore(database: database) : nil
+        var refresher = RegionRefresher(source: source, directory: regions, client: httpClient,
+                                        intervalSeconds: Double(configuration.regionsRefreshSeconds), clock: clock, logger: logger)
+        refresher.coordination = coordination
+        regionRefresher = refresher
+        var pruner = PushRegistrationPruner(store: pushStore, clock: clock, logger: logger)
+        pruner.coordination = coordination
+        pruner.sharedCounters = coordination.map { _ in DatabaseWindowCounter(database: database) }
+        self.pruner = pruner
         publicURL = PublicBaseURL(configuration.effectivePublicURL())
         self.upstream = upstream
         let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
@@ -118,7 +120,10 @@ public final class Sidecar: Sendable {
                                      retry: configuration.sendRetry)
 
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
-        let limits = RiderLimits(configuration, logger: logger, now: now)
+        // On PostgreSQL several instances may share the work: throttle counts
+        // live in the database so a limit holds across all of them.
+        let shared: SharedWindowCounter? = database.dialect == .postgresql ? DatabaseWindowCounter(database: database) : nil
+        let limits = RiderLimits(configuration, logger: logger, shared: shared, now: now)
         var router = Router()
         let features: [[Route]] = [
             HealthRoutes(database: database, logger: logger, freshSeconds: configuration.healthCacheSeconds).routes,
@@ -134,17 +139,19 @@ public final class Sidecar: Sendable {
                             serverStart: clock.now().epochMillis / 1000).routes,
             SurveyRoutes(store: SurveyStore(database: database), regions: regions, clock: clock, logger: logger,
                          limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, name: "survey_responses",
-                                                         logger: logger, now: now)).routes,
+                                                         logger: logger, shared: shared, now: now)).routes,
             GhostBusRoutes(store: GhostBusStore(database: database), regions: regions, oba: oba, clock: clock, logger: logger,
                            peerLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusPeerLimit, windowSeconds: 3600, name: "ghost_bus_ip",
-                                                                logger: logger, now: now),
+                                                                logger: logger, shared: shared, now: now),
                            userLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, name: "ghost_bus_user",
-                                                                logger: logger, keyForLogs: SHA256.fingerprint, now: now)).routes,
+                                                                logger: logger, keyForLogs: SHA256.fingerprint, shared: shared, now: now)).routes,
             DonationRoutes(stripe: StripeClient(http: upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
                            testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
-                           limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, name: "donations", logger: logger, now: now), logger: logger).routes,
+                           limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, name: "donations", logger: logger,
+                                                   shared: shared, now: now), logger: logger).routes,
             GorushWebhookRoutes(registrations: pushStore, liveActivities: liveActivityStore, secret: configuration.gorushWebhookSecret,
-                                limiter: FixedWindowRateLimiter(limit: configuration.webhookLimit, windowSeconds: 60, name: "webhook", logger: logger, now: now), logger: logger).routes,
+                                limiter: FixedWindowRateLimiter(limit: configuration.webhookLimit, windowSeconds: 60, name: "webhook", logger: logger,
+                                                          shared: shared, now: now), logger: logger).routes,
             WeatherRoutes(regions: regions, http: upstream, apiKey: configuration.pirateWeatherKey, baseURL: configuration.pirateWeatherURL,
                           cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
             VehicleRoutes(regions: regions, oba: oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: now),
@@ -232,7 +239,7 @@ public final class Sidecar: Sendable {
         work.run { await watcher.run(stop: stop) }
         work.run { await pruner.run(stop: stop) }
         work.run { await refresher.run(stop: stop) }
-        work.run { await sends.run() }
+        if configuration.runsSendResumer { work.run { await sends.run() } }
         if configuration.runsAlarmChecker { work.run { await checker.run() } }
         logger.info("sidecar listening", [
             ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),

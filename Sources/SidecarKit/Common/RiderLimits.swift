@@ -17,9 +17,9 @@ struct RiderLimits: Sendable {
     /// Live Activities per push token; 0 = no cap.
     let maxLiveActivitiesPerPushToken: Int
 
-    init(_ configuration: SidecarConfiguration, logger: Logger, now: @escaping @Sendable () -> Double) {
+    init(_ configuration: SidecarConfiguration, logger: Logger, shared: SharedWindowCounter? = nil, now: @escaping @Sendable () -> Double) {
         func minute(_ limit: Int, _ name: String) -> FixedWindowRateLimiter {
-            FixedWindowRateLimiter(limit: limit, windowSeconds: 60, name: name, logger: logger, now: now)
+            FixedWindowRateLimiter(limit: limit, windowSeconds: 60, name: name, logger: logger, shared: shared, now: now)
         }
         pushRegistrations = minute(configuration.pushRegistrationLimit, "push_registrations")
         alarms = minute(configuration.alarmLimit, "alarms")

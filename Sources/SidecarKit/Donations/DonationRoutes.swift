@@ -118,6 +118,7 @@ struct DonationRoutes: Sendable {
 
     var routes: [Route] {
         [Route("POST", "/api/v1/payment_intents", suffixes: [".json"], prechecks: [limiter.precheck(errorStyle: .simple)],
+               middleware: [limiter.middleware(errorStyle: .simple)],
                parsesParameters: false, handler: donate)]
     }
 

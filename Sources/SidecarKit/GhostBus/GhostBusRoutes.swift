@@ -20,7 +20,20 @@ struct GhostBusRoutes: Sendable {
 
     var routes: [Route] {
         [Route("POST", "/api/v2/regions/:region/ghost_bus_reports", errorStyle: .messages, prechecks: [{ request in capAndThrottle(request) }],
-               handler: create)]
+               middleware: [{ request, next in await sharedThrottles(request, next) }], handler: create)]
+    }
+
+    /// The throttles again when their counts are shared between instances.
+    func sharedThrottles(_ request: Request, _ next: Handler) async -> Response {
+        guard peerLimiter.shared != nil else { return await next(request) }
+        let limited = ErrorStyle.messages.response(status: 429, error: "Rate limit exceeded", messages: ["Too many reports; try again later"])
+        if case .limited(let retryAfter) = await peerLimiter.check(request.clientKey) {
+            return limited.adding(header: "Retry-After", String(retryAfter))
+        }
+        if let user = GhostBusRules.throttleIdentifier(request), case .limited(let retryAfter) = await userLimiter.check(user) {
+            return limited.adding(header: "Retry-After", String(retryAfter))
+        }
+        return await next(request)
     }
 
     /// The body cap and both throttles, on the server's thread.
@@ -30,6 +43,7 @@ struct GhostBusRoutes: Sendable {
         if GhostBusRules.jsonBodyTooLarge(request) {
             return ErrorStyle.messages.response(status: 403, error: "Forbidden", messages: ["Report bodies are limited to 8 KB"])
         }
+        guard peerLimiter.shared == nil else { return nil }
         let limited = ErrorStyle.messages.response(status: 429, error: "Rate limit exceeded", messages: ["Too many reports; try again later"])
         if case .limited(let retryAfter) = peerLimiter.hit(request.clientKey) {
             return limited.adding(header: "Retry-After", String(retryAfter))

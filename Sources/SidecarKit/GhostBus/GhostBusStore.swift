@@ -42,7 +42,9 @@ public struct GhostBusStore: Sendable {
                           SQLValue(report.predictedArrivalAt), SQLValue(report.predictionLastUpdatedAt), .integer(now)])
                 return .created(publicID: publicID)
             }
-        } catch DatabaseError.constraintViolation(let message) where message.contains("ghost_bus_reports.region_id") {
+        } catch DatabaseError.constraintViolation(let message) where !message.contains("public_id") {
+            // The dedupe key's unique index caught a concurrent duplicate
+            // (the public id is random, so that is the only other cause).
             return .duplicateRace
         }
     }

@@ -14,10 +14,12 @@ struct LiveActivityRoutes: Sendable {
 
     var routes: [Route] {
         let throttle = limits.liveActivities.precheck(errorStyle: .messages)
+        let sharedThrottle = limits.liveActivities.middleware(errorStyle: .messages)
         return [
-            Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, prechecks: [throttle], handler: register),
+            Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, prechecks: [throttle], middleware: [sharedThrottle],
+                  handler: register),
             Route("DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, prechecks: [throttle],
-                  parsesParameters: false, handler: unregister),
+                  middleware: [sharedThrottle], parsesParameters: false, handler: unregister),
         ]
     }
 

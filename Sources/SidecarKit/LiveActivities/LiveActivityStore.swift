@@ -125,6 +125,33 @@ public struct LiveActivityStore: Sendable {
         }
     }
 
+    /// Claims a page of subscriptions due for an update that no instance
+    /// holds, for `AlarmStore.claimMillis` (see `AlarmStore.claimDue`).
+    public func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [LiveActivity] {
+        let skipLocked = database.dialect.skipLocked
+        return try await database.write { connection in
+            try connection.query("""
+                UPDATE live_activities SET claimed_until = $3 WHERE id IN (
+                    SELECT id FROM live_activities WHERE (next_update_at IS NULL OR next_update_at <= $1)
+                        AND (claimed_until IS NULL OR claimed_until <= $2)
+                    ORDER BY region_id, stop_id, id LIMIT $4\(skipLocked))
+                RETURNING *
+                """, [.integer(cutoffMillis), .integer(nowMillis), .integer(nowMillis + AlarmStore.claimMillis), .integer(Int64(limit))])
+                .map(Self.activity)
+        }
+    }
+
+    /// Gives a processed page back, due again at `nextUpdateAt` (epoch ms).
+    public func release(_ ids: [Int64], nextUpdateAt: Int64) async throws {
+        guard !ids.isEmpty else { return }
+        _ = try await database.write { connection in
+            for id in ids {
+                try connection.execute("UPDATE live_activities SET claimed_until = NULL, next_update_at = $2 WHERE id = $1",
+                                       [.integer(id), .integer(nextUpdateAt)])
+            }
+        }
+    }
+
     public enum Update: Sendable {
         case pushed(id: Int64, state: String, at: Int64)
         case failure(id: Int64, count: Int)
@@ -184,6 +211,11 @@ public struct LiveActivityStore: Sendable {
             );
             CREATE INDEX live_activities_stop ON live_activities (region_id, stop_id);
             CREATE INDEX live_activities_push_token ON live_activities (push_token);
+            """),
+        Migration(version: 10, name: "live activity pages claimed by one instance", sql: """
+            ALTER TABLE live_activities ADD COLUMN next_update_at INTEGER;
+            ALTER TABLE live_activities ADD COLUMN claimed_until INTEGER;
+            CREATE INDEX live_activities_due ON live_activities (next_update_at);
             """),
     ]
 }

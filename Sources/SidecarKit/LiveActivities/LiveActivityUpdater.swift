@@ -20,7 +20,8 @@ struct LiveActivityUpdater: Sendable {
     /// Per (region, stop): the last arrivals response, for ~55 s.
     let stopCache: TimedCache<String, OBAResponse<StopArrivals>>
     var maxConcurrentStops = 32
-    var stopsPerPage = 500
+    /// Subscriptions claimed per page.
+    var activitiesPerPage = 2000
     /// Graceful stop: the page under way finishes, then the cycle ends.
     var stop: StopSignal? = nil
 
@@ -46,15 +47,18 @@ struct LiveActivityUpdater: Sendable {
     func runCycle() async -> CycleReport {
         var report = CycleReport()
         let started = ContinuousClock.now
+        let cycleStart = clock.now().epochMillis
+        // A subscription is updated once per interval, in a page claimed
+        // for this instance: instances sharing a database split the cycle.
+        let cutoff = cycleStart + Int64(intervalSeconds) * 500
         do {
-            let stops = try await store.stops()
-            let byRegion = Dictionary(grouping: stops, by: \.regionID)
-            for (regionID, regionStops) in byRegion {
-                for page in regionStops.pages(of: stopsPerPage) {
-                    if stop?.isStopping == true { break }
-                    let activities = try await store.activities(regionID: regionID, stops: page.map(\.stopID))
+            while stop?.isStopping != true {
+                let page = try await store.claimDue(atOrBefore: cutoff, nowMillis: clock.now().epochMillis, limit: activitiesPerPage)
+                if page.isEmpty { break }
+                for (regionID, activities) in Dictionary(grouping: page, by: \.regionID) {
                     await process(activities, regionID: regionID, report: &report)
                 }
+                try await store.release(page.map(\.id), nextUpdateAt: cycleStart + Int64(intervalSeconds) * 1000)
             }
         } catch {
             logger.error("live activity cycle could not read subscriptions", [("error", "\(error)")])

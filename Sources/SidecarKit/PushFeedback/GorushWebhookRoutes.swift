@@ -19,6 +19,7 @@ struct GorushWebhookRoutes: Sendable {
     var routes: [Route] {
         guard secret != nil else { return [] }
         return [Route("POST", "/webhooks/gorush", bodyLimit: 4 << 20, prechecks: [limiter.precheck(errorStyle: .simple)],
+                      middleware: [limiter.middleware(errorStyle: .simple)],
                       parsesParameters: false, handler: feedback)]
     }
 

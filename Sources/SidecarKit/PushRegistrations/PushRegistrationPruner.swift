@@ -7,6 +7,11 @@ struct PushRegistrationPruner: Sendable {
     let clock: any WallClock
     let logger: Logger
     var intervalSeconds: Double = 24 * 60 * 60
+    /// With several instances on one database: only the holder of the
+    /// daily lease prunes (the others try every hour).
+    var coordination: CoordinationStore? = nil
+    /// Throttle counters kept in the database: old windows are dropped too.
+    var sharedCounters: DatabaseWindowCounter? = nil
 
     /// Prunes now; returns how many registrations were removed.
     @discardableResult
@@ -24,6 +29,15 @@ struct PushRegistrationPruner: Sendable {
 
     /// Prunes at start and then every interval until stopped.
     func run(stop: StopSignal? = nil) async {
-        await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { _ = await pruneOnce() }
+        guard let coordination else {
+            await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { _ = await pruneOnce() }
+            return
+        }
+        await clock.repeatEvery(seconds: min(intervalSeconds, 3600), stop: stop) {
+            let now = clock.now().epochMillis / 1000
+            guard (try? await coordination.acquire("daily-prune", ttlSeconds: Int64(intervalSeconds) - 60, nowSeconds: now)) == true else { return }
+            _ = await pruneOnce()
+            try? await sharedCounters?.prune(endedBefore: now - 2 * 86_400)
+        }
     }
 }

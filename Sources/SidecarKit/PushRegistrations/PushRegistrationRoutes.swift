@@ -18,9 +18,10 @@ struct PushRegistrationRoutes: Sendable {
 
     var routes: [Route] {
         let throttle = limiter.precheck(errorStyle: .messages)
+        let sharedThrottle = limiter.middleware(errorStyle: .messages)
         return [
-            Route("POST", Self.path, errorStyle: .messages, prechecks: [throttle], handler: register),
-            Route("DELETE", Self.path, errorStyle: .messages, prechecks: [throttle], handler: unregister),
+            Route("POST", Self.path, errorStyle: .messages, prechecks: [throttle], middleware: [sharedThrottle], handler: register),
+            Route("DELETE", Self.path, errorStyle: .messages, prechecks: [throttle], middleware: [sharedThrottle], handler: unregister),
         ]
     }
 

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import HTTPClient
 import HTTPServer
+import Synchronization
 
 /// Where the regions directory comes from: `--regions` as a file path or an
 /// http(s) URL, or the bundled sample when none is given.
@@ -27,6 +28,11 @@ public enum RegionSource: Sendable, Equatable {
 
     /// Fetches and parses the directory.
     public func load(client: HTTPClient) async throws(RegionsDocumentError) -> [Region] {
+        try RegionsDocument.parse(try await fetch(client: client))
+    }
+
+    /// The directory's bytes, unparsed.
+    public func fetch(client: HTTPClient) async throws(RegionsDocumentError) -> [UInt8] {
         let bytes: [UInt8]
         switch self {
         case .bundledSample:
@@ -44,7 +50,7 @@ public enum RegionSource: Sendable, Equatable {
             guard response.status == 200 else { throw RegionsDocumentError("fetching \(url) answered HTTP \(response.status)") }
             bytes = response.body
         }
-        return try RegionsDocument.parse(bytes)
+        return bytes
     }
 }
 
@@ -67,12 +73,39 @@ struct RegionRefresher: Sendable {
         }
     }
 
+    /// With several instances on one database: one instance at a time (the
+    /// holder of a lease) fetches the URL and stores what it read; every
+    /// instance applies the stored copy.
+    var coordination: CoordinationStore? = nil
+    /// When the stored copy this instance applied was fetched.
+    let applied = RefreshMark()
+    static let documentName = "regions-directory"
+
     /// One refresh; returns true when the directory was replaced.
     @discardableResult
     func refreshOnce() async -> Bool {
+        guard let coordination else { return await fetchAndApply() }
+        let now = clock.now().epochMillis / 1000
+        if (try? await coordination.acquire("regions-refresh", ttlSeconds: max(Int64(intervalSeconds) - 1, 1), nowSeconds: now)) == true {
+            return await fetchAndApply(storingIn: coordination, now: now)
+        }
+        guard let stored = try? await coordination.document(Self.documentName), stored.fetchedAt > applied.value,
+              let regions = try? RegionsDocument.parse(stored.body) else { return false }
+        directory.replace(with: regions)
+        applied.set(stored.fetchedAt)
+        logger.info("regions directory refreshed from the copy another instance fetched", [("regions", String(regions.count))])
+        return true
+    }
+
+    private func fetchAndApply(storingIn coordination: CoordinationStore? = nil, now: Int64 = 0) async -> Bool {
         do {
-            let regions = try await source.load(client: client)
+            let bytes = try await source.fetch(client: client)
+            let regions = try RegionsDocument.parse(bytes)
             directory.replace(with: regions)
+            if let coordination {
+                try? await coordination.storeDocument(Self.documentName, body: bytes, nowSeconds: now)
+                applied.set(now)
+            }
             logger.info("regions directory refreshed", [("regions", String(regions.count))])
             return true
         } catch {
@@ -80,4 +113,11 @@ struct RegionRefresher: Sendable {
             return false
         }
     }
+}
+
+/// A number one loop updates and reads (when a shared copy was applied).
+final class RefreshMark: Sendable {
+    private let mark = Mutex<Int64>(0)
+    var value: Int64 { mark.withLock { $0 } }
+    func set(_ value: Int64) { mark.withLock { $0 = value } }
 }

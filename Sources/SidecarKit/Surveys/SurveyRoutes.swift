@@ -12,12 +12,15 @@ struct SurveyRoutes: Sendable {
 
     var routes: [Route] {
         let throttle = limiter.precheck(errorStyle: .legacy)
+        let sharedThrottle = limiter.middleware(errorStyle: .legacy)
         var routes = [
             Route("GET", "/api/v1/regions/:region/surveys", suffixes: [".json"], errorStyle: .legacy, handler: list),
-            Route("POST", "/api/v1/survey_responses", suffixes: [".json"], errorStyle: .legacy, prechecks: [throttle], handler: create),
+            Route("POST", "/api/v1/survey_responses", suffixes: [".json"], errorStyle: .legacy, prechecks: [throttle],
+                  middleware: [sharedThrottle], handler: create),
         ]
         for method in ["POST", "PUT", "PATCH"] {
-            routes.append(Route(method, "/api/v1/survey_responses/:id", suffixes: [".json"], errorStyle: .legacy, prechecks: [throttle], handler: amend))
+            routes.append(Route(method, "/api/v1/survey_responses/:id", suffixes: [".json"], errorStyle: .legacy, prechecks: [throttle],
+                                middleware: [sharedThrottle], handler: amend))
         }
         return routes
     }

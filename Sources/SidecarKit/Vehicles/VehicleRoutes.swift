@@ -55,7 +55,7 @@ struct VehicleRoutes: Sendable {
         if let cached = fleets.value(region.id) {
             fleet = cached
         } else {
-            if case .limited(let retryAfter) = lookups.hit(request.clientKey) {
+            if case .limited(let retryAfter) = await lookups.check(request.clientKey) {
                 return RiderLimits.tooMany(.simple, retryAfter: retryAfter, what: "lookups").logging("region", String(region.id))
             }
             do {

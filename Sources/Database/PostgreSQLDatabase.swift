@@ -1,0 +1,258 @@
+import CPostgres
+import Dispatch
+import FoundationEssentials
+import PlatformThreads
+import Synchronization
+
+/// PostgreSQL behind the same interface as SQLite, for several sidecar
+/// instances sharing one database.
+///
+/// A fixed pool of worker threads each owns one connection (libpq calls
+/// block, so they stay off the shared concurrency pool). A read runs alone on
+/// a worker; writes queued together are committed by one worker in one
+/// transaction, each in its own savepoint, as the SQLite writer does, so a
+/// burst of writes shares commits. While PostgreSQL cannot be reached every
+/// call fails at once with `DatabaseError.unavailable` (a reconnect is tried
+/// at most once a second), so nothing queues up; the pool recovers by itself
+/// when the server is back. A write's caller resumes only after `COMMIT`.
+public final class PostgreSQLDatabase: Database {
+    public let location: PostgresLocation
+    public var dialect: SQLDialect { .postgresql }
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let workerCount: Int
+    private let stopped = DispatchSemaphore(value: 0)
+    /// When a connection attempt last failed (monotonic ns), and why.
+    private let lastFailure = Mutex<(at: UInt64, reason: String)?>(nil)
+
+    private struct State {
+        var jobs: [PostgresJob] = []
+        var closing = false
+    }
+
+    /// Writes one worker commits together, at most.
+    static let batchLimit = 64
+
+    /// Checks the URL, connects once (so a wrong host, password or database
+    /// is reported at start, naming the host and never the password), and
+    /// starts `connections` workers.
+    public init(url: String, connections: Int) throws(DatabaseError) {
+        location = try PostgresLocation(url: url)
+        _ = try PostgreSQLConnection(location)
+        workerCount = max(connections, 1)
+        for number in 0..<workerCount {
+            PlatformThread.detach(name: "postgres-\(number)") { [self] in workerLoop() }
+        }
+    }
+
+    // MARK: The interface
+
+    public func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await submit(isWrite: false, work)
+    }
+
+    @discardableResult
+    public func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await submit(isWrite: true, work)
+    }
+
+    private func submit<T: Sendable>(isWrite: Bool, _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let result = PostgresResultBox<T>()
+            let job = PostgresJob(isWrite: isWrite, run: { connection in result.value = try work(connection) }, finish: { error in
+                if let error { continuation.resume(throwing: error) }
+                else if let value = result.value { continuation.resume(returning: value) }
+                else { continuation.resume(throwing: DatabaseError.failed(code: 0, message: "the database call produced no value")) }
+            })
+            let accepted = state.withLock { state -> Bool in
+                guard !state.closing else { return false }
+                state.jobs.append(job)
+                return true
+            }
+            if accepted { wake.signal() } else { job.finish(DatabaseError.closed) }
+        }
+    }
+
+    @discardableResult
+    public func migrate(_ migrations: [Migration]) async throws -> [Int] {
+        let ordered = migrations.sorted { $0.version < $1.version }
+        return try await write { connection in
+            guard let postgres = connection as? PostgreSQLConnection else { return [] }
+            // Instances starting together migrate one at a time.
+            _ = try postgres.query("SELECT pg_advisory_xact_lock(727161010)", [])
+            try postgres.run("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)
+                """)
+            let applied = Set(try postgres.query("SELECT version FROM schema_migrations", []).compactMap { $0.int("version") }.map(Int.init))
+            let known = ordered.last?.version ?? 0
+            if let newest = applied.max(), newest > known { throw DatabaseError.schemaTooNew(applied: newest, known: known) }
+            var done: [Int] = []
+            for migration in ordered where !applied.contains(migration.version) {
+                do {
+                    try postgres.run(SQLDialect.postgresql.schema(migration.sql))
+                    try postgres.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                                         [.integer(Int64(migration.version)), .text(migration.name), .text(Date.now.formatted(.iso8601))])
+                } catch {
+                    throw DatabaseError.migrationFailed(version: migration.version, name: migration.name, message: "\(error)")
+                }
+                done.append(migration.version)
+            }
+            return done
+        }
+    }
+
+    /// Reachable, answering a read, and committing a write.
+    public func healthProblems() async -> [String] {
+        do {
+            try await write { connection in
+                try connection.execute("""
+                    CREATE TABLE IF NOT EXISTS sidecar_health (id BIGINT PRIMARY KEY CHECK (id = 1), checked_at BIGINT NOT NULL)
+                    """, [])
+                try connection.execute("""
+                    INSERT INTO sidecar_health (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at
+                    """, [.integer(Int64(Date.now.timeIntervalSince1970))])
+            }
+            _ = try await read { connection in try connection.query("SELECT checked_at FROM sidecar_health", []) }
+            return []
+        } catch {
+            return ["\(error)"]
+        }
+    }
+
+    public func close() async {
+        let alreadyClosing = state.withLock { state -> Bool in
+            defer { state.closing = true }
+            return state.closing
+        }
+        guard !alreadyClosing else { return }
+        for _ in 0..<workerCount { wake.signal() }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let stopped = self.stopped
+            let count = workerCount
+            PlatformThread.detach(name: "postgres-close") {
+                for _ in 0..<count { stopped.wait() }
+                continuation.resume()
+            }
+        }
+    }
+
+    // MARK: Workers
+
+    private func workerLoop() {
+        var connection: PostgreSQLConnection?
+        while true {
+            wake.wait()
+            let (jobs, closing) = state.withLock { state -> ([PostgresJob], Bool) in
+                guard let first = state.jobs.first else { return ([], state.closing) }
+                if !first.isWrite {
+                    state.jobs.removeFirst()
+                    return ([first], state.closing)
+                }
+                // Every queued write, in order, up to the batch limit.
+                var batch: [PostgresJob] = []
+                var index = 0
+                while index < state.jobs.count && batch.count < Self.batchLimit {
+                    if state.jobs[index].isWrite { batch.append(state.jobs.remove(at: index)) } else { index += 1 }
+                }
+                return (batch, state.closing)
+            }
+            if jobs.isEmpty {
+                if closing { break }
+                continue
+            }
+            do {
+                if connection?.isUsable != true { connection = try connect() }
+                if let connection { run(jobs, on: connection) }
+            } catch {
+                jobs.forEach { $0.finish(error) }
+            }
+        }
+        connection = nil
+        stopped.signal()
+    }
+
+    /// A new connection, unless one failed within the last second (then
+    /// the last reason again: callers fail fast while the server is down).
+    private func connect() throws -> PostgreSQLConnection {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let failure = lastFailure.withLock({ $0 }), now - failure.at < 1_000_000_000 {
+            throw DatabaseError.unavailable(failure.reason)
+        }
+        do {
+            let connection = try PostgreSQLConnection(location)
+            lastFailure.withLock { $0 = nil }
+            return connection
+        } catch {
+            lastFailure.withLock { $0 = (DispatchTime.now().uptimeNanoseconds, error.description) }
+            throw error
+        }
+    }
+
+    private func run(_ jobs: [PostgresJob], on connection: PostgreSQLConnection) {
+        guard jobs.first?.isWrite == true else {
+            // A read: each statement on its own (no transaction to open).
+            for job in jobs {
+                do { try job.run(connection); job.finish(nil) } catch { job.finish(error) }
+            }
+            return
+        }
+        do { try connection.run("BEGIN") } catch {
+            jobs.forEach { $0.finish(error) }
+            return
+        }
+        var outcomes: [(any Error)?] = []
+        if jobs.count == 1 {
+            do { try jobs[0].run(connection); outcomes.append(nil) } catch {
+                try? connection.run("ROLLBACK")
+                jobs[0].finish(error)
+                return
+            }
+        } else {
+            for job in jobs {
+                do {
+                    try connection.run("SAVEPOINT job")
+                    do {
+                        try job.run(connection)
+                        try connection.run("RELEASE SAVEPOINT job")
+                        outcomes.append(nil)
+                    } catch {
+                        if connection.broken { throw error }
+                        try connection.run("ROLLBACK TO SAVEPOINT job")
+                        try connection.run("RELEASE SAVEPOINT job")
+                        outcomes.append(error)
+                    }
+                } catch {
+                    try? connection.run("ROLLBACK")
+                    jobs.forEach { $0.finish(error) }
+                    return
+                }
+            }
+        }
+        do { try connection.run("COMMIT") } catch {
+            try? connection.run("ROLLBACK")
+            jobs.forEach { $0.finish(error) }
+            return
+        }
+        for (job, outcome) in zip(jobs, outcomes) { job.finish(outcome) }
+    }
+}
+
+/// A queued call: `run` executes on a worker's connection; `finish`
+/// resumes the caller once the outcome is final.
+final class PostgresJob: @unchecked Sendable {
+    // Created by the caller, then used only by the worker that takes it
+    // from the queue (under the queue's lock).
+    let isWrite: Bool
+    let run: (PostgreSQLConnection) throws -> Void
+    let finish: ((any Error)?) -> Void
+    init(isWrite: Bool, run: @escaping (PostgreSQLConnection) throws -> Void, finish: @escaping ((any Error)?) -> Void) {
+        self.isWrite = isWrite
+        self.run = run
+        self.finish = finish
+    }
+}
+
+final class PostgresResultBox<T>: @unchecked Sendable {
+    // Written by the worker before `finish`, read inside `finish` on the same thread.
+    var value: T?
+}

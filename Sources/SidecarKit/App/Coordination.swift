@@ -1,0 +1,98 @@
+import Crypto
+import Database
+import HTTPServer
+
+/// What several instances sharing one database coordinate through it:
+/// singleton leases (one instance at a time runs the daily prune or fetches
+/// the regions directory), documents one instance fetched for all, and
+/// throttle counters that hold across instances on PostgreSQL.
+public struct CoordinationStore: Sendable {
+    let database: any Database
+    /// This process, as lease holders are named (random per start).
+    public let instance: String
+
+    public init(database: any Database, instance: String = "sidecar-" + SecureToken.hex(bytes: 6)) {
+        self.database = database
+        self.instance = instance
+    }
+
+    /// Takes or renews the lease `name` for `ttlSeconds`; true when this
+    /// instance holds it now. Atomic on both backends: the upsert only
+    /// overwrites a lapsed lease or this instance's own.
+    public func acquire(_ name: String, ttlSeconds: Int64, nowSeconds: Int64) async throws -> Bool {
+        try await database.write { connection in
+            try connection.queryOne("""
+                INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3)
+                ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+                WHERE leases.expires_at <= $4 OR leases.holder = excluded.holder
+                RETURNING holder
+                """, [.text(name), .text(instance), .integer(nowSeconds + ttlSeconds), .integer(nowSeconds)]) != nil
+        }
+    }
+
+    /// Stores a document fetched once for every instance.
+    public func storeDocument(_ name: String, body: [UInt8], nowSeconds: Int64) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("""
+                INSERT INTO shared_documents (name, body, fetched_at) VALUES ($1, $2, $3)
+                ON CONFLICT (name) DO UPDATE SET body = excluded.body, fetched_at = excluded.fetched_at
+                """, [.text(name), .blob(body), .integer(nowSeconds)])
+        }
+    }
+
+    /// A shared document and when it was fetched.
+    public func document(_ name: String) async throws -> (body: [UInt8], fetchedAt: Int64)? {
+        try await database.read { connection in
+            guard let row = try connection.queryOne("SELECT body, fetched_at FROM shared_documents WHERE name = $1", [.text(name)]) else {
+                return nil
+            }
+            guard case .blob(let body) = row["body"] else { return nil }
+            return (body, row.int("fetched_at") ?? 0)
+        }
+    }
+
+    static let migrations = [
+        Migration(version: 12, name: "coordination between instances", sql: """
+            CREATE TABLE leases (
+                name TEXT PRIMARY KEY,
+                holder TEXT NOT NULL,
+                expires_at INTEGER NOT NULL
+            );
+            CREATE TABLE shared_documents (
+                name TEXT PRIMARY KEY,
+                body BLOB NOT NULL,
+                fetched_at INTEGER NOT NULL
+            );
+            CREATE TABLE rate_limits (
+                key TEXT NOT NULL,
+                window_start INTEGER NOT NULL,
+                hits INTEGER NOT NULL,
+                PRIMARY KEY (key, window_start)
+            );
+            """),
+    ]
+}
+
+/// Throttle counters in the database, so a limit holds across every
+/// instance sharing it: "30 a minute per client" is 30 in total. Each check
+/// is one atomic upsert that returns the new count.
+struct DatabaseWindowCounter: SharedWindowCounter {
+    let database: any Database
+
+    func increment(key: String, windowStart: Int64) async throws -> Int {
+        try await database.write { connection in
+            Int(try connection.queryOne("""
+                INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, 1)
+                ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1
+                RETURNING hits
+                """, [.text(key), .integer(windowStart)])?.int("hits") ?? 1)
+        }
+    }
+
+    /// Forgets windows that ended before `cutoff` (epoch seconds).
+    func prune(endedBefore cutoff: Int64) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("DELETE FROM rate_limits WHERE window_start < $1", [.integer(cutoff)])
+        }
+    }
+}
