@@ -41,6 +41,23 @@ case .migrate(let configuration):
     } catch {
         fail("\(error)", status: 1)
     }
+case .copyDatabase(let from, let to, let replace, let base):
+    var sourceConfiguration = base
+    sourceConfiguration.database = from
+    var targetConfiguration = base
+    targetConfiguration.database = to
+    do {
+        let source = try sourceConfiguration.openDatabase(readers: 2)
+        let target = try targetConfiguration.openDatabase(readers: 2)
+        let counts = try await DatabaseCopy.run(from: source, to: target, replace: replace) { print($0) }
+        await source.close()
+        await target.close()
+        print("copied \(counts.reduce(0) { $0 + $1.rows }) rows in \(counts.count) tables; every count matches")
+    } catch let error as StartupError {
+        fail(error.description, status: error.exitCode)
+    } catch {
+        fail("\(error)", status: 1)
+    }
 case .serve(let configuration):
     let logger = Logger(level: configuration.logLevel)
     do {

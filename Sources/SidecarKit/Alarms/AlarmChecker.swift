@@ -60,7 +60,7 @@ struct AlarmChecker: Sendable {
 
     /// Alarms claimed per page: bounds memory whatever their number, and is
     /// the most a dying instance can leave to be pushed again.
-    var alarmsPerPage = 2000
+    var alarmsPerPage = 500
 
     @discardableResult
     func runCycle() async -> CycleReport {

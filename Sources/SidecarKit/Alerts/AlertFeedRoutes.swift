@@ -82,7 +82,9 @@ struct AlertFeedVersionWatcher: Sendable {
     let store: AlertStore
     let cache: AlertFeedCache
     let clock: any WallClock
-    var intervalSeconds: Double = 1
+    // Four times a second: an edit through any instance (or the CLI) is in
+    // every instance's feed well within a second.
+    var intervalSeconds: Double = 0.25
 
     func run(stop: StopSignal? = nil) async {
         await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { await refresh() }

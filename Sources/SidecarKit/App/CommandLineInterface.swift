@@ -7,6 +7,8 @@ import HTTPServer
 public enum SidecarCommand: Sendable {
     case serve(SidecarConfiguration)
     case migrate(SidecarConfiguration)
+    /// `copy-database`: every row from one database to another.
+    case copyDatabase(from: String, to: String, replace: Bool, configuration: SidecarConfiguration)
     /// An operator command (`region`, `alert`, `apikey`) against the database.
     case admin(AdminInvocation)
     case help(String)
@@ -290,6 +292,7 @@ public enum CommandLineInterface {
         switch first {
         case "--help", "-h", "help": return .help(usage)
         case "--version", "-V", "version": return .version
+        case "copy-database": return try parseCopy(rest, environment: environment)
         case "serve", "migrate": break
         case "region", "alert", "apikey", "ghostbus", "study", "survey", "push":
             guard let sub = rest.first, !sub.hasPrefix("-") else {
@@ -350,6 +353,48 @@ public enum CommandLineInterface {
         return command == "serve" ? .serve(configuration) : .migrate(configuration)
     }
 
+    static let copyUsage = """
+        Usage: sidecar copy-database --from PATH|URL --to PATH|URL [--replace]
+
+        Copies every row of a sidecar database to another: registrations, alarms, Live
+        Activities, alerts with their translations and sends, surveys with questions and
+        responses, ghost-bus reports and API keys, keeping their ids, then checks that each
+        table holds as many rows on both sides. Each side is a SQLite file or a postgres://
+        URL; both are migrated first. This is how an install moves from one machine to
+        several instances on PostgreSQL:
+
+          sidecar copy-database --from sidecar.sqlite3 --to postgres://sidecar:PASSWORD@db.example.org/sidecar
+
+        Stop the server first (rows written meanwhile would not be copied). A target that
+        already holds data is refused; --replace empties it first.
+        """
+
+    static func parseCopy(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
+        var from: String?
+        var to: String?
+        var replace = false
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            switch argument {
+            case "--help", "-h": return .help(copyUsage)
+            case "--replace": replace = true
+            case "--from", "--to":
+                guard index < arguments.count, !arguments[index].isEmpty else { throw CommandLineError("\(argument) needs a value (PATH|URL)") }
+                if argument == "--from" { from = arguments[index] } else { to = arguments[index] }
+                index += 1
+            default: throw CommandLineError("unknown argument '\(argument)' for 'copy-database'")
+            }
+        }
+        guard let from, let to else { throw CommandLineError("copy-database needs --from and --to") }
+        guard from != to else { throw CommandLineError("--from and --to name the same database") }
+        var configuration = SidecarConfiguration()
+        configuration.logLevel = .warning
+        _ = environment
+        return .copyDatabase(from: from, to: to, replace: replace, configuration: configuration)
+    }
+
     /// Help for one group of operator commands.
     public static func adminUsage(group: String) -> String {
         var text = "Usage: sidecar \(group) <command> [options] [--database PATH] [--regions PATH|URL]\n\nCommands:\n"
@@ -394,6 +439,7 @@ public enum CommandLineInterface {
         Usage:
           sidecar serve [flags]     Migrate the database and serve the rider API
           sidecar migrate [flags]   Apply database migrations and exit
+          sidecar copy-database     Copy every row to another database (SQLite to PostgreSQL)
           sidecar region ...        List regions, set a region's agency id and time zone
           sidecar alert ...         Author, publish, translate and push service alerts
           sidecar apikey ...        Create, list and revoke admin API keys

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Several sidecar instances on one PostgreSQL, against the real binary.
+
+    scale_out.py BIN ADMIN_URL PG_DATA_DIR [check ...]
+
+ADMIN_URL is a postgres:// URL whose role may create databases; PG_DATA_DIR
+is the cluster's data directory (the outage check stops and starts it with
+pg_ctl as the postgres user). Each check gets its own database.
+
+  alarms     two instances, 2000 alarms due in one cycle: each fires exactly once
+  kill       kill -9 one instance mid-cycle: every alarm fires, twice only within
+             the killed instance's page
+  send       a send started on A, A killed: B finishes it
+  throttle   30 registrations a minute per client across both instances
+  feed       an alert edited through A is in B's feed within a second
+  outage     PostgreSQL stopped while serving: 503s, no false 2xx, no crash;
+             started again: full recovery without a restart
+  copy       copy-database round trip of a populated SQLite file
+"""
+import glob
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stops_and_faults as base  # noqa: E402  (the stand-ins and the process wrapper)
+
+BIN, ADMIN, PG_DATA = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
+CHECKS = sys.argv[4:] or ["alarms", "kill", "send", "throttle", "feed", "outage", "copy"]
+base.BIN = BIN
+WORK = tempfile.mkdtemp(prefix="sidecar-scale-")
+base.WORK = WORK
+PG_BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+check = base.check
+
+
+def psql(sql, database="sidecar"):
+    url = ADMIN.rsplit("/", 1)[0] + "/" + database
+    subprocess.run(["psql", url, "-q", "-v", "ON_ERROR_STOP=1"], input=sql.encode(), check=True, capture_output=True)
+
+
+def new_database(name):
+    psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    psql(f"CREATE DATABASE {name}")
+    return ADMIN.rsplit("/", 1)[0] + "/" + name
+
+
+def pg_ctl(action):
+    command = [f"{PG_BIN}/pg_ctl", "-D", PG_DATA, "-w", "-l", os.path.join(os.path.dirname(PG_DATA), "server.log")]
+    command += ["-m", "fast", action] if action == "stop" else [action]
+    if os.geteuid() == 0:
+        command = ["runuser", "-u", "postgres", "--"] + command
+    subprocess.run(command, check=True, capture_output=True)
+
+
+def rows(url, sql):
+    done = subprocess.run(["psql", url, "-tA", "-c", sql], check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def create_alarms(url, regions, count):
+    """Alarms due at once, made through an instance that fires nothing."""
+    making = base.Sidecar(url, "--regions", regions, "--push-transport", "none", "--alarm-check-interval", "3600",
+                          "--alarm-limit", "0", "--upstream-lookup-limit", "0", "--push-registration-limit", "0",
+                          "--max-alarms-per-device", "0")
+    def make(start):
+        for number in range(start, count, 8):
+            status, _ = making.request("POST", "/api/v2/regions/1/alarms", body=json.dumps({
+                "user_push_id": f"alarm-{number}", "operating_system": "ios", "stop_id": f"s{number % 400}",
+                "trip_id": f"t{number % 400}", "service_date": base.SERVICE_DATE, "seconds_before": 600}),
+                headers={"Content-Type": "application/json"})
+            check(status == 201, f"alarm creation answered {status}")
+    threads = [threading.Thread(target=make, args=(start,)) for start in range(8)]
+    [thread.start() for thread in threads]
+    [thread.join() for thread in threads]
+    check(making.stop() == 0, "the creating instance did not stop cleanly")
+
+
+def alarms(gorush, oba, kill=False):
+    url = new_database("scale_kill" if kill else "scale_alarms")
+    regions = base.regions_file(oba)
+    create_alarms(url, regions, 2000)
+    gorush.reset()
+    gorush.delay = 0.3
+    flags = ["--regions", regions, "--gorush-url", gorush.url, "--alarm-check-interval", "2"]
+    a, b = base.Sidecar(url, *flags), base.Sidecar(url, *flags)
+    if kill:
+        base.wait_for(lambda: gorush.requests >= 3, 30, "no push arrived")
+        a.process.kill()
+        a.process.wait()
+    base.wait_for(lambda: rows(url, "SELECT COUNT(*) FROM alarms") == "0", 120, "alarms were left unfired")
+    check(b.stop() == 0, "instance B did not stop cleanly")
+    if not kill:
+        check(a.stop() == 0, "instance A did not stop cleanly")
+    pushes = dict(gorush.pushes)
+    lost = [n for n in range(2000) if f"alarm-{n}" not in pushes]
+    twice = sum(1 for count in pushes.values() if count > 1)
+    check(not lost, f"{len(lost)} alarms never fired")
+    fired_by_a = a.text().count("alarm cycle")
+    fired_by_b = b.text().count("alarm cycle")
+    if kill:
+        check(twice <= 500, f"{twice} alarms fired twice: more than the killed instance's page of 500")
+        print(f"kill: kill -9 on one of two instances mid-cycle; all 2000 alarms fired, {twice} twice (a page is 500)")
+    else:
+        check(twice == 0, f"{twice} alarms fired twice with two instances")
+        check(fired_by_a > 0 and fired_by_b > 0, "one instance did all the work")
+        print("alarms: two instances, one PostgreSQL: 2000 alarms due in one cycle fired exactly once in total, both instances firing")
+
+
+def send(gorush):
+    url = new_database("scale_send")
+    base.cli(url, "region", "set", "--id", "1", "--agency-id", "1")
+    alert = base.cli(url, "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--start",
+                     "2026-12-01T08:00:00-08:00").split()[2]
+    base.cli(url, "alert", "publish", alert)
+    key = base.cli(url, "apikey", "create", "--name", "test").strip().splitlines()[-1]
+    now = int(time.time() * 1000)
+    values = ",".join(f"(1, 'device-{n}', 'ios', 0, 0, {now}, {now})" for n in range(5000))
+    psql("INSERT INTO push_registrations (region_id, token, operating_system, apns_sandbox, test_device, created_at, last_seen_at) "
+         f"VALUES {values}", database="scale_send")
+    gorush.reset()
+    gorush.delay = 0.3
+    flags = ["--gorush-url", gorush.url, "--send-lease-seconds", "5"]
+    a, b = base.Sidecar(url, *flags), base.Sidecar(url, *flags)
+    status, _ = a.request("POST", f"/admin/api/alerts/{alert}/sends", body="audience=all",
+                          headers={"Authorization": f"Bearer {key}", "Content-Type": "application/x-www-form-urlencoded"})
+    check(status == 202, f"starting the send on A answered {status}")
+    base.wait_for(lambda: gorush.requests > 0, 20, "no alert push arrived")
+    a.process.kill()
+    a.process.wait()
+    gorush.delay = 0.0
+    base.wait_for(lambda: rows(url, "SELECT status FROM alert_sends") == "done", 90, "B did not finish the send")
+    check(b.stop() == 0, "instance B did not stop cleanly")
+    pushes = dict(gorush.pushes)
+    twice = sum(1 for count in pushes.values() if count > 1)
+    check(len(pushes) == 5000, f"{5000 - len(pushes)} registrations never got the alert")
+    check(twice <= 1000, f"{twice} pushed twice (more than A's page of 1000)")
+    print(f"send: a send started on A, A killed; B finished it by itself: 5000 delivered, {twice} twice")
+
+
+def throttle():
+    url = new_database("scale_throttle")
+    a, b = base.Sidecar(url), base.Sidecar(url)
+    if time.time() % 60 > 50:  # keep the 40 requests inside one minute window
+        time.sleep(61 - time.time() % 60)
+    statuses = []
+    for number in range(40):
+        sidecar = a if number % 2 == 0 else b
+        statuses.append(sidecar.request("POST", "/api/v2/regions/1/push_registrations", body=f"token=t{number}&operating_system=ios",
+                                         headers={"Content-Type": "application/x-www-form-urlencoded"})[0])
+    allowed = statuses.count(204)
+    check(statuses[:30] == [204] * 30 and statuses[30:] == [429] * 10, f"across two instances: {statuses}")
+    check(a.stop() == 0 and b.stop() == 0, "an instance did not stop cleanly")
+    print(f"throttle: 40 registrations from one client alternating between two instances: {allowed} allowed, the rest 429")
+
+
+def feed():
+    url = new_database("scale_feed")
+    base.cli(url, "region", "set", "--id", "1", "--agency-id", "1")
+    key = base.cli(url, "apikey", "create", "--name", "test").strip().splitlines()[-1]
+    a, b = base.Sidecar(url), base.Sidecar(url)
+    status, body = b.request("GET", "/api/v1/regions/1/alerts")
+    check(status == 200 and b"Elevator out" not in body, "B's feed before the edit")
+    auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/x-www-form-urlencoded"}
+    status, body = a.request("POST", "/admin/api/regions/1/alerts", body="header=Elevator out at Westlake&start=2026-12-01T08:00:00Z",
+                             headers=auth)
+    check(status == 201, f"creating through A answered {status}")
+    alert = json.loads(body)["id"]
+    status, _ = a.request("POST", f"/admin/api/alerts/{alert}/publish", headers=auth)
+    published = time.time()
+    seen = None
+    while time.time() - published < 3:
+        if b"Elevator out at Westlake" in b.request("GET", "/api/v1/regions/1/alerts")[1]:
+            seen = time.time() - published
+            break
+        time.sleep(0.05)
+    check(seen is not None and seen <= 1.0, f"B's feed showed the edit after {seen} s")
+    check(a.stop() == 0 and b.stop() == 0, "an instance did not stop cleanly")
+    print(f"feed: an alert published through A was in B's feed after {seen * 1000:.0f} ms")
+
+
+def outage():
+    url = new_database("scale_outage")
+    sidecar = base.Sidecar(url, "--push-registration-limit", "0")
+    acknowledged = []
+
+    def register(token):
+        status, _ = sidecar.request("POST", "/api/v2/regions/1/push_registrations", body=f"token={token}&operating_system=ios",
+                                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+        if status == 204:
+            acknowledged.append(token)
+        return status
+
+    check(register("before") == 204, "a registration before the outage failed")
+    pg_ctl("stop")
+    try:
+        time.sleep(0.5)
+        statuses = [register(f"during-{n}") for n in range(20)]
+        check(all(status == 503 for status in statuses), f"writes while PostgreSQL is down answered {set(statuses)}")
+        time.sleep(1.1)
+        check(sidecar.request("GET", "/healthz")[0] == 503, "healthz was not 503 while PostgreSQL was down")
+        check(sidecar.process.poll() is None, "the sidecar died during the outage")
+    finally:
+        pg_ctl("start")
+    recovered = None
+    started = time.time()
+    while time.time() - started < 20:
+        time.sleep(0.5)
+        if sidecar.request("GET", "/healthz")[0] == 200 and register(f"after-{int(time.time() * 1000)}") == 204:
+            recovered = time.time() - started
+            break
+    check(recovered is not None, "the sidecar did not recover after PostgreSQL came back")
+    stored = set(rows(url, "SELECT token FROM push_registrations").split())
+    check(set(acknowledged) <= stored, "an acknowledged registration was lost")
+    check(not any(token.startswith("during-") for token in stored), "a write refused during the outage was stored")
+    check(sidecar.stop() == 0, "the sidecar did not stop cleanly")
+    print(f"outage: PostgreSQL stopped while serving: every write 503, /healthz 503, no crash; "
+          f"recovered {recovered:.1f} s after it came back, without a restart")
+
+
+def copy():
+    source = os.path.join(WORK, "source.sqlite3")
+    sidecar = base.Sidecar(source, "--push-registration-limit", "0", "--alarm-limit", "0", "--live-activity-limit", "0")
+    for number in range(250):
+        sidecar.request("POST", "/api/v2/regions/1/push_registrations", body=f"token=t{number}&operating_system=ios&locale=es-MX",
+                        headers={"Content-Type": "application/x-www-form-urlencoded"})
+        sidecar.request("POST", "/api/v2/regions/1/live_activities",
+                        body=f"activity_id=a{number}&push_token=p{number}&stop_id=1_1&route_short_name=44&trip_headsign=Ballard",
+                        headers={"Content-Type": "application/x-www-form-urlencoded"})
+        sidecar.request("POST", "/api/v2/regions/1/ghost_bus_reports",
+                        body=f"user_identifier=u{number}&trip_identifier=t&service_date=1&wait_duration_minutes=5",
+                        headers={"Content-Type": "application/x-www-form-urlencoded"})
+    sidecar.stop()
+    base.cli(source, "region", "set", "--id", "1", "--agency-id", "1")
+    alert = base.cli(source, "alert", "create", "--region", "1", "--header", "Detour", "--start", "2026-12-01T08:00:00Z").split()[2]
+    base.cli(source, "alert", "translate", alert, "--language", "es", "--header", "Desvío")
+    base.cli(source, "apikey", "create", "--name", "copy")
+    url = new_database("scale_copy")
+    done = subprocess.run([BIN, "copy-database", "--from", source, "--to", url], capture_output=True, text=True)
+    check(done.returncode == 0, f"copy-database failed: {done.stderr}")
+    again = subprocess.run([BIN, "copy-database", "--from", source, "--to", url], capture_output=True, text=True)
+    check(again.returncode == 1 and "not empty" in again.stderr, "a non-empty target was not refused")
+    back = os.path.join(WORK, "back.sqlite3")
+    done = subprocess.run([BIN, "copy-database", "--from", url, "--to", back], capture_output=True, text=True)
+    check(done.returncode == 0, f"copying back failed: {done.stderr}")
+    for table in ["push_registrations", "live_activities", "ghost_bus_reports", "alerts", "alert_translations", "api_keys"]:
+        original = sqlite3.connect(source).execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+        returned = sqlite3.connect(back).execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+        check(original == returned, f"{table} changed in the round trip")
+    # The copy is a working database: a new alert gets the next id.
+    created = base.cli(url, "alert", "create", "--region", "1", "--header", "After", "--start", "2026-12-01T08:00:00Z").split()[2]
+    check(int(created) == int(alert) + 1, f"the new alert got id {created}")
+    print("copy: a populated SQLite file copied to PostgreSQL and back, every row identical; a non-empty target refused")
+
+
+def main():
+    gorush, oba = base.Gorush(), base.OBA()
+    for name in CHECKS:
+        if name == "alarms":
+            alarms(gorush, oba)
+        elif name == "kill":
+            alarms(gorush, oba, kill=True)
+        elif name in ("send", "throttle", "feed", "outage", "copy"):
+            {"send": lambda: send(gorush), "throttle": throttle, "feed": feed, "outage": outage, "copy": copy}[name]()
+        else:
+            base.fail(f"unknown check {name}")
+
+
+if __name__ == "__main__":
+    main()
