@@ -279,8 +279,10 @@ def alarms(gorush, oba, sig):
     if sig == signal.SIGTERM:
         check(code == 0, f"SIGTERM while firing: exit status {code}\n{firing.text()[-2000:]}")
     gorush.delay = 0.0
-    finishing = Sidecar(database, "--regions", regions, "--gorush-url", gorush.url, "--alarm-check-interval", "3600")
-    wait_for(lambda: sqlite3.connect(database).execute("SELECT COUNT(*) FROM alarms").fetchone()[0] == 0, 60,
+    # After kill -9 the page the killed process claimed is taken over once
+    # its claim lapses (30 s), by a later cycle.
+    finishing = Sidecar(database, "--regions", regions, "--gorush-url", gorush.url, "--alarm-check-interval", "5")
+    wait_for(lambda: sqlite3.connect(database).execute("SELECT COUNT(*) FROM alarms").fetchone()[0] == 0, 90,
              "alarms were left unfired after the restart")
     check(finishing.stop() == 0, "the restarted server did not stop cleanly")
     pushes = dict(gorush.pushes)
@@ -290,7 +292,7 @@ def alarms(gorush, oba, sig):
     if sig == signal.SIGTERM:
         check(twice == 0, f"{twice} alarms were pushed twice after SIGTERM")
     else:
-        check(twice <= 200, f"{twice} alarms pushed twice after kill -9 (more than the page in flight)")
+        check(twice <= 500, f"{twice} alarms pushed twice after kill -9 (more than the page of 500 in flight)")
     check(integrity(database) == "ok", "integrity_check failed")
     name = "SIGTERM" if sig == signal.SIGTERM else "kill -9"
     print(f"alarms: {name} while 600 alarms fired; all 600 pushed after the restart, {twice} twice; integrity_check ok")
