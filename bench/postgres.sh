@@ -57,6 +57,9 @@ stop sqlite
 serve postgres "$PORT_A" "$PG" --push-registration-limit 0
 read -r PG_RPS PG_P50 PG_P99 <<<"$(post postgres "$PORT_A")"
 stop postgres
+serve postgres16 "$PORT_A" "$PG" --push-registration-limit 0 --database-connections 16
+read -r PG16_RPS PG16_P50 PG16_P99 <<<"$(post postgres16 "$PORT_A")"
+stop postgres16
 
 # The alarm cycle.
 TRIPS_PER_STOP=$PER_STOP LATENCY_MS=20 python3 bench/fake_oba.py $OBA_PORT & echo $! > "$WORK/oba.pid"
@@ -73,7 +76,7 @@ INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_syste
                     stop_sequence, seconds_before, message, departure_estimate, next_check_at, created_at)
 SELECT md5(i::text), 1, 2, 'device-' || i, 'ios', 's_' || (i % $STOPS), 't_' || (i % $STOPS) || '_' || ((i / $STOPS) % $PER_STOP),
        1767168000000, 'v_' || ((i / $STOPS) % $PER_STOP), 4, 600, 'The 44 to Ballard leaves in 10 minutes',
-       $(date +%s%3N) + 3600000, 0, 0
+       $(date +%s%3N) + (5 + ((i % $STOPS) * $PER_STOP + (i / $STOPS) % $PER_STOP) % 180) * 60000, 0, 0
 FROM generate_series(0, $ALARMS - 1) AS i;
 SQL
 }
@@ -85,7 +88,7 @@ cycle() {
   local started; started=$(date +%s%N)
   serve one "$PORT_A" "$PG" --regions "$WORK/regions.json" --alarm-check-interval 3600 --push-transport none
   [ "$1" -ge 2 ] && serve two "$PORT_B" "$PG" --regions "$WORK/regions.json" --alarm-check-interval 3600 --push-transport none
-  for _ in $(seq 1200); do
+  for _ in $(seq 3000); do
     [ "$(psql "$PG" -tA -c "SELECT COUNT(*) FROM alarms WHERE next_check_at = 0")" = "0" ] && break
     sleep 0.1
   done
@@ -110,7 +113,8 @@ Machine: $(nproc) cores, $(uname -sr); PostgreSQL $(psql "$ADMIN" -tA -c "SHOW s
 | POST push_registrations (unique tokens, throttle off) | req/s | vs SQLite | p50 | p99 |
 |---|---|---|---|---|
 | SQLite | $SQLITE_RPS | 1.00 | $SQLITE_P50 | $SQLITE_P99 |
-| PostgreSQL | $PG_RPS | $(ratio "$PG_RPS" "$SQLITE_RPS") | $PG_P50 | $PG_P99 |
+| PostgreSQL (8 connections, the default on 2 threads) | $PG_RPS | $(ratio "$PG_RPS" "$SQLITE_RPS") | $PG_P50 | $PG_P99 |
+| PostgreSQL, \`--database-connections 16\` | $PG16_RPS | $(ratio "$PG16_RPS" "$SQLITE_RPS") | $PG16_P50 | $PG16_P99 |
 
 | one alarm cycle: $ALARMS alarms on $STOPS stops, fake OBA at 20 ms | wall time | stop requests | trip requests |
 |---|---|---|---|
