@@ -16,6 +16,8 @@ pg_ctl as the postgres user). Each check gets its own database.
   outage     PostgreSQL stopped while serving: 503s, no false 2xx, no crash;
              started again: full recovery without a restart
   copy       copy-database round trip of a populated SQLite file
+  urls       unreachable, wrong password, missing database: exit 1 naming the
+             host, never the password; unknown sslmode or a malformed URL: exit 2
 """
 import glob
 import json
@@ -32,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stops_and_faults as base  # noqa: E402  (the stand-ins and the process wrapper)
 
 BIN, ADMIN, PG_DATA = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
-CHECKS = sys.argv[4:] or ["alarms", "kill", "send", "throttle", "feed", "outage", "copy"]
+CHECKS = sys.argv[4:] or ["urls", "alarms", "kill", "send", "throttle", "feed", "outage", "copy"]
 base.BIN = BIN
 WORK = tempfile.mkdtemp(prefix="sidecar-scale-")
 base.WORK = WORK
@@ -259,6 +261,27 @@ def copy():
     print("copy: a populated SQLite file copied to PostgreSQL and back, every row identical; a non-empty target refused")
 
 
+def urls():
+    server = ADMIN.split("@", 1)[1].split("/", 1)[0]  # host:port
+    user = ADMIN.split("://", 1)[1].split(":", 1)[0]
+    cases = [
+        (f"postgres://{user}:not-the-password@{server}/sidecar", 1, "password authentication failed"),
+        (f"postgres://{user}:secret-word@{server}/no_such_database", 1, "does not exist"),
+        ("postgres://nobody:secret-word@127.0.0.1:1/sidecar", 1, "Connection refused"),
+        (f"postgres://{user}:secret-word@{server}/sidecar?sslmode=sometimes", 2, "unknown sslmode"),
+        ("postgresql://[not a url", 2, "cannot be read"),
+    ]
+    for url, status, message in cases:
+        done = subprocess.run([BIN, "serve", "--database", url, "--port", "0"], capture_output=True, text=True, timeout=30)
+        check(done.returncode == status, f"{url}: exit status {done.returncode}, wanted {status}: {done.stderr}")
+        check(message in done.stderr, f"{url}: {done.stderr}")
+        check("not-the-password" not in done.stderr and "secret-word" not in done.stderr, f"the password was printed: {done.stderr}")
+        if status == 1:
+            check(server.split(":")[0] in done.stderr, f"the host is not named: {done.stderr}")
+    print("urls: a wrong password, a missing database and a closed port exit 1 naming the host (never the password); "
+          "an unknown sslmode and a malformed URL exit 2")
+
+
 def main():
     gorush, oba = base.Gorush(), base.OBA()
     for name in CHECKS:
@@ -266,8 +289,8 @@ def main():
             alarms(gorush, oba)
         elif name == "kill":
             alarms(gorush, oba, kill=True)
-        elif name in ("send", "throttle", "feed", "outage", "copy"):
-            {"send": lambda: send(gorush), "throttle": throttle, "feed": feed, "outage": outage, "copy": copy}[name]()
+        elif name in ("send", "throttle", "feed", "outage", "copy", "urls"):
+            {"send": lambda: send(gorush), "throttle": throttle, "feed": feed, "outage": outage, "copy": copy, "urls": urls}[name]()
         else:
             base.fail(f"unknown check {name}")
 
