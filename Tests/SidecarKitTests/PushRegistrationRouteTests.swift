@@ -180,8 +180,15 @@ struct PushRegistrationRouteTests {
 
     @Test func dailyPruneDropsRegistrationsUnseenFor180Days() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
+            // Each advance waits for the loop's previous cycle to finish, so
+            // the next advance finds it asleep rather than mid-cycle.
+            func prunes() -> Int { app.log.lines.filter { $0.contains("pruned stale push registrations") }.count }
+            #expect(try await app.eventually { prunes() >= 1 })
+            try await Task.sleep(for: .milliseconds(100))
+            let loopsAsleep = app.clock.sleeperCount
             _ = try await app.post(Self.path, [("token", "old"), ("operating_system", "ios")])
             app.clock.advance(seconds: 100 * 86_400)
+            #expect(try await app.eventually { prunes() >= 2 && app.clock.sleeperCount >= loopsAsleep })
             _ = try await app.post(Self.path, [("token", "recent"), ("operating_system", "android")])
             // Exactly 180 days after "old" was last seen; the daily loop wakes.
             app.clock.advance(seconds: 80 * 86_400)
