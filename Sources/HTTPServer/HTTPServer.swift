@@ -32,8 +32,10 @@ public struct ServerConfiguration: Sendable {
     /// Open connections one client may hold (an IPv4 address, or an IPv6
     /// /64); 0 = no limit. Exempt addresses (trusted proxies) have none.
     public var connectionsPerClient = 64
-    /// Addresses the per-client connection limit does not apply to.
-    public var connectionLimitExempt: @Sendable (String) -> Bool = { _ in false }
+    /// Proxies whose forwarding headers name the client (nil: trust none,
+    /// the client is always the TCP peer). Their own connections are exempt
+    /// from the per-client connection limit: they carry many clients.
+    public var trustedProxies: TrustedProxies?
 
     public init() {}
 }
@@ -87,7 +89,7 @@ public final class HTTPServer: Sendable {
         connectionGuard = ConnectionGuard(settings: ConnectionGuard.Settings(
             perClientLimit: configuration.connectionsPerClient, headerTimeoutSeconds: configuration.headerTimeoutSeconds,
             minimumBodyBytesPerSecond: configuration.minimumBodyBytesPerSecond, connectionLimit: configuration.connectionLimit,
-            isExempt: configuration.connectionLimitExempt), logger: logger)
+            isExempt: { [trusted = configuration.trustedProxies] address in trusted?.contains(address) ?? false }), logger: logger)
     }
 
     /// The bound port (useful with port 0).
@@ -220,9 +222,13 @@ public final class HTTPServer: Sendable {
                 return queue(tooLarge(exchange), on: connection, exchange: exchange)
             }
             if let tracked = exchange.tracked { connectionGuard.busy(tracked) }
-            let request = Request(method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
+            var request = Request(method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
                                   headers: Self.headers(of: connection), body: exchange.body,
                                   peerAddress: Self.peerAddress(of: connection))
+            if let trusted = configuration.trustedProxies {
+                request.clientAddress = trusted.clientAddress(peer: request.peerAddress, headers: request.headers)
+            }
+            exchange.client = request.clientAddress
             exchange.body = []
             switch router.prepare(request, match: exchange.match ?? .notFound) {
             case .answered(let response):
@@ -336,6 +342,7 @@ public final class HTTPServer: Sendable {
             let fraction = hundredths % 100
             var fields = [("method", exchange.method), ("route", pattern), ("status", String(response.status)),
                           ("duration_ms", "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)")]
+            if let client = exchange.client { fields.append(("client", client)) }
             fields.append(contentsOf: response.logFields)
             logger.info("request", fields)
         }
@@ -402,6 +409,8 @@ final class Exchange: @unchecked Sendable {
     var bodyLimit: Int
     var body: [UInt8] = []
     var overflowed = false
+    /// The client's address once resolved (for the access log).
+    var client: String?
     private let response = Mutex<Response?>(nil)
 
     init(rawURI: String, bodyLimit: Int, targetStart: UnsafePointer<CChar>? = nil, targetLength: Int = 0, targetIsWhole: Bool = true,
@@ -423,4 +432,10 @@ final class Exchange: @unchecked Sendable {
 
     func storeResponse(_ value: Response) { response.withLock { $0 = value } }
     func takeResponse() -> Response? { response.withLock { value in defer { value = nil }; return value } }
+}
+
+/// RFC 9110 tokens (header names, methods), as the strict framing checks them.
+public enum HeaderToken {
+    /// Whether `byte` may appear in a token.
+    public static func isTokenByte(_ byte: UInt8) -> Bool { sidecar_is_tchar(byte) != 0 }
 }

@@ -153,6 +153,17 @@ public enum CommandLineInterface {
         Flag(name: "max-connections-per-client", valueName: "N", help: "Open connections one client address (IPv6: one /64) may hold, 0 disables (default 64)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.maxConnectionsPerClient = try integer(value, flag: "max-connections-per-client", range: 0...100_000)
         },
+        Flag(name: "trusted-proxies", valueName: "CIDR,...", help: "Proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client; others' headers are ignored (default: none)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            do throws(TrustedProxies.ParseError) { config.trustedProxies = value.trimmingWhitespace().isEmpty ? nil : try TrustedProxies(value) } catch {
+                throw CommandLineError("--trusted-proxies: \(error.description)")
+            }
+        },
+        Flag(name: "client-ip-header", valueName: "NAME", help: "Read the client address from this header of a trusted proxy instead of X-Forwarded-For, e.g. CF-Connecting-IP", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard !value.isEmpty, value.utf8.allSatisfy({ HeaderToken.isTokenByte($0) }) else {
+                throw CommandLineError("--client-ip-header must be a header name, got '\(value)'")
+            }
+            config.clientIPHeader = value
+        },
         Flag(name: "shutdown-timeout", valueName: "SECONDS", help: "Seconds running requests get to finish on SIGTERM/SIGINT (default 10)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.shutdownTimeoutSeconds = try integer(value, flag: "shutdown-timeout", range: 0...600)
         },
@@ -346,6 +357,9 @@ public enum CommandLineInterface {
         if let admin {
             guard positional.count == admin.positional else { throw CommandLineError("'\(command)' needs an id, e.g. sidecar \(command) 12") }
             return .admin(AdminInvocation(command: command, positional: positional, options: options, configuration: configuration))
+        }
+        if command == "serve", configuration.clientIPHeader != nil, configuration.trustedProxies == nil {
+            throw CommandLineError("--client-ip-header needs --trusted-proxies (only a trusted proxy's header is believed)")
         }
         if command == "serve", configuration.pushTransport == .gorush, configuration.gorushURL == nil {
             throw CommandLineError("--push-transport gorush needs --gorush-url")

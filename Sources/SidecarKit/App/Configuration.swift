@@ -42,6 +42,11 @@ public struct SidecarConfiguration: Sendable {
     public var minimumBodyBytesPerSecond = 1024
     /// Open connections per client address (IPv6: per /64); 0 = no limit.
     public var maxConnectionsPerClient = 64
+    /// `--trusted-proxies`: proxies whose forwarding headers name the client.
+    public var trustedProxies: TrustedProxies?
+    /// `--client-ip-header`: a header naming the client (e.g. `CF-Connecting-IP`)
+    /// to read instead of `X-Forwarded-For` from a trusted proxy.
+    public var clientIPHeader: String?
     /// Seconds to let running requests finish on SIGTERM/SIGINT.
     public var shutdownTimeoutSeconds = 10
     /// Languages alert pushes can be localized into (locale normalization target).
@@ -141,6 +146,7 @@ public struct SidecarConfiguration: Sendable {
         server.headerTimeoutSeconds = headerTimeoutSeconds
         server.minimumBodyBytesPerSecond = minimumBodyBytesPerSecond
         server.connectionsPerClient = maxConnectionsPerClient
+        server.trustedProxies = trustedProxies?.readingClient(from: clientIPHeader)
         return server
     }
 }
