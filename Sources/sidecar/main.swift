@@ -29,7 +29,7 @@ case .version:
 case .admin(let invocation):
     exit(await AdminCommands.run(invocation))
 case .migrate(let configuration):
-    let logger = Logger(level: configuration.logLevel)
+    let logger = configuration.makeLogger()
     do {
         let database = try configuration.openDatabase(readers: 1)
         let applied = try await database.migrate(SidecarMigrations.all)
@@ -59,7 +59,7 @@ case .copyDatabase(let from, let to, let replace, let base):
         fail("\(error)", status: 1)
     }
 case .serve(let configuration):
-    let logger = Logger(level: configuration.logLevel)
+    let logger = configuration.makeLogger()
     do {
         let sidecar = try await Sidecar.prepare(configuration: configuration, logger: logger)
         try sidecar.start()

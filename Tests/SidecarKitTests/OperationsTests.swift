@@ -49,4 +49,48 @@ struct OperationsTests {
             try CommandLineInterface.parse(["serve", "--trusted-proxies", "::1", "--client-ip-header", "Bad Header"], environment: [:])
         }
     }
+
+    static let hostileValues: [(name: String, value: String)] = [
+        ("plain", "abc"), ("spaces", "a b"), ("quotes", "say \"hi\""), ("a newline forging a line", "x\n2026-01-01 ERROR forged"),
+        ("carriage return", "x\ry"), ("tab", "a\tb"), ("control bytes", "\u{01}\u{1F}\u{7F}"), ("backslash", #"C:\path"#),
+        ("unicode", "Zürich ✓ 東京"), ("equals", "a=b"), ("empty", ""),
+    ]
+
+    @Test(arguments: hostileValues)
+    func aLogLineIsOneLineInEitherFormat(_ example: (name: String, value: String)) throws {
+        let sink = MemorySink()
+        Logger(level: .info, format: .json, sink: sink).info("event", [("value", example.value), ("level", "shadow"), ("value", "again")])
+        Logger(level: .info, format: .text, sink: sink).info("event", [("value", example.value)])
+        let (json, text) = (sink.lines[0], sink.lines[1])
+        #expect(!json.contains("\n") && !json.contains("\r") && !text.contains("\n") && !text.contains("\r"), "\(example.name)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: String])
+        #expect(object["value"] == example.value, "\(example.name)")
+        #expect(object["level"] == "info" && object["field_level"] == "shadow" && object["value_"] == "again" && object["message"] == "event")
+        #expect(object["time"]?.hasSuffix("Z") == true)
+        #expect(Array(object.keys).sorted() == ["field_level", "level", "message", "time", "value", "value_"])
+    }
+
+    @Test func jsonLogsCarryNoSecretsAtDebug() async throws {
+        try await TestSidecar.run({ configuration in
+            configuration.logFormat = .json
+            configuration.gorushWebhookSecret = "WEBHOOK-SECRET-1"
+        }) { (app: TestSidecar) async throws in
+            let token = "a1b2c3SECRETTOKEN"
+            _ = try await app.post(Self.registrations + "?app_uid=RIDER-UID-123&key=org.example", [("token", token), ("operating_system", "ios")])
+            _ = try await app.send("DELETE", Self.registrations + "?token=\(token)&app_uid=RIDER-UID-123")
+            _ = try await app.send("GET", "/admin/api/regions", headers: ["Authorization": "Bearer ADMIN-KEY-GUESS"])
+            _ = try await app.send("POST", "/webhooks/gorush", headers: ["Authorization": "Bearer WEBHOOK-SECRET-1", "Content-Type": "application/json"],
+                                   body: Array(#"{"logs":[{"type":"failed-push","token":"a1b2c3SECRETTOKEN","error":"Unregistered"}]}"#.utf8))
+            let lines = app.log.lines
+            #expect(lines.count > 5)
+            for line in lines {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(object?["message"] is String && object?["level"] is String, "\(line)")
+                for secret in [token, "RIDER-UID", "org.example", "ADMIN-KEY-GUESS", "WEBHOOK-SECRET-1"] {
+                    #expect(!line.contains(secret), "\(line)")
+                }
+            }
+            #expect(lines.contains { $0.contains(#""route":"/api/v2/regions/:region/push_registrations""#) && $0.contains(#""client":"127.0.0.1""#) })
+        }
+    }
 }

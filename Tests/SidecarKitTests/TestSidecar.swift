@@ -33,7 +33,7 @@ struct TestSidecar {
         configuration.sendRetry = .immediate
         configure(&configuration)
         let log = MemorySink()
-        let sidecar = try await Sidecar.prepare(configuration: configuration, clock: clock, logger: Logger(level: .debug, sink: log))
+        let sidecar = try await Sidecar.prepare(configuration: configuration, clock: clock, logger: Logger(level: .debug, format: configuration.logFormat, sink: log))
         try sidecar.start()
         let harness = TestSidecar(sidecar: sidecar, clock: clock, log: log)
         do { try await body(harness) } catch {

@@ -17,7 +17,7 @@ public enum AdminCommands {
                            output: @Sendable (String) -> Void = { print($0) },
                            errors: @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
         let configuration = invocation.configuration
-        let logger = Logger(level: configuration.logLevel)
+        let logger = configuration.makeLogger()
         let database: any Database
         do {
             database = try configuration.openDatabase(readers: 2)

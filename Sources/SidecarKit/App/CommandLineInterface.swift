@@ -96,6 +96,10 @@ public enum CommandLineInterface {
             guard let level = LogLevel(name: value) else { throw CommandLineError("--log-level must be debug, info, warning or error, got \(value)") }
             config.logLevel = level
         },
+        Flag(name: "log-format", valueName: "FORMAT", help: "text (default) or json: one JSON object a line with time, level, message and the fields", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
+            guard let format = LogFormat(rawValue: value.lowercased()) else { throw CommandLineError("--log-format must be text or json, got \(value)") }
+            config.logFormat = format
+        },
         Flag(name: "push-registration-limit", valueName: "N", help: "Push registration requests per minute per client address, 0 disables (default 30)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.pushRegistrationLimit = try integer(value, flag: "push-registration-limit", range: 0...1_000_000)
         },

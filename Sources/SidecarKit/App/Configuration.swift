@@ -16,6 +16,8 @@ public struct SidecarConfiguration: Sendable {
     /// Base of the URLs the server hands out (alarm and Live Activity URLs).
     public var publicURL: String?
     public var logLevel = LogLevel.info
+    /// `--log-format`: text for people, json (one object a line) for collectors.
+    public var logFormat = LogFormat.text
     /// Push-registration requests per minute per client; 0 disables.
     public var pushRegistrationLimit = 30
     /// Alarm creations and deletions (v1 and v2) per minute per client; 0 disables.
@@ -124,6 +126,9 @@ public struct SidecarConfiguration: Sendable {
     }
 
     public init() {}
+
+    /// The logger these settings ask for, writing to standard error.
+    public func makeLogger() -> Logger { Logger(level: logLevel, format: logFormat) }
 
     /// `--public-url` without a trailing slash, or one derived from host and port.
     public func effectivePublicURL(boundPort: Int? = nil) -> String {
