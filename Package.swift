@@ -34,10 +34,12 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL", "Core"]),
         .target(name: "OBA", dependencies: ["HTTPClient", "Core"]),
         .target(name: "GTFSRealtime", dependencies: ["Core"]),
+        // Counters, gauges and histograms in Prometheus's text format.
+        .target(name: "Metrics"),
         .target(name: "Push", dependencies: ["HTTPClient", "Core", "Crypto"]),
 
         // The application: one folder per feature.
-        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime"]),
+        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics"]),
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
 
         // A raw-socket HTTP client for tests that must send malformed bytes.
@@ -48,7 +50,7 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "GTFSRealtimeTests", dependencies: ["GTFSRealtime", "TestSupport"]),
         .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),
-        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "TestSupport"]),
+        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

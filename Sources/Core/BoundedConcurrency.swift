@@ -54,3 +54,8 @@ extension Duration {
     /// Whole milliseconds, for log lines.
     public var wholeMilliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }
+
+extension Duration {
+    /// The duration in seconds, with its fraction.
+    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}

@@ -11,14 +11,18 @@ public struct HTTPClientRequest: Sendable {
     public var body: [UInt8]
     /// Seconds the whole transfer may take (nil = the client's default).
     public var timeoutSeconds: Int?
+    /// Which upstream this is (`oba`, `apns`, ...), for the client's
+    /// observer; never a URL, so it cannot carry a key or a token.
+    public var upstream: String
 
     public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-                timeoutSeconds: Int? = nil) {
+                timeoutSeconds: Int? = nil, upstream: String = "other") {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeoutSeconds = timeoutSeconds
+        self.upstream = upstream
     }
 }
 
@@ -91,6 +95,13 @@ public final class HTTPClient: Sendable {
 
     public let configuration: Configuration
     private let driver: MultiDriver
+    /// Told of every request's outcome: its upstream and its status
+    /// (`200`, ...) or `timeout` / `error` when no response came.
+    public typealias Observer = @Sendable (_ upstream: String, _ outcome: String) -> Void
+    private let observer = Mutex<Observer?>(nil)
+
+    /// Sets the observer (metrics); nil removes it.
+    public func observe(_ observer: Observer?) { self.observer.withLock { $0 = observer } }
 
     public init(configuration: Configuration = Configuration()) {
         _ = HTTPClient.globalInit
@@ -117,14 +128,22 @@ public final class HTTPClient: Sendable {
         guard request.url.hasPrefix("http://") || request.url.hasPrefix("https://") else {
             throw HTTPClientError.invalidURL(request.url)
         }
-        return try await withCheckedThrowingContinuation { continuation in
-            driver.enqueue(Transfer(request: request, configuration: configuration, continuation: continuation))
+        let observer = self.observer.withLock { $0 }
+        do {
+            let response = try await withCheckedThrowingContinuation { continuation in
+                driver.enqueue(Transfer(request: request, configuration: configuration, continuation: continuation))
+            }
+            observer?(request.upstream, String(response.status))
+            return response
+        } catch {
+            observer?(request.upstream, (error as? HTTPClientError)?.isTimeout == true ? "timeout" : "error")
+            throw error
         }
     }
 
     /// GETs `url`.
-    public func get(_ url: String, headers: [(name: String, value: String)] = []) async throws -> HTTPClientResponse {
-        try await send(HTTPClientRequest(url: url, headers: headers))
+    public func get(_ url: String, headers: [(name: String, value: String)] = [], upstream: String = "other") async throws -> HTTPClientResponse {
+        try await send(HTTPClientRequest(url: url, headers: headers, upstream: upstream))
     }
 
     /// Stops the driver; queued and running transfers fail with `shutDown`.

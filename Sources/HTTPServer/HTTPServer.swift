@@ -36,6 +36,10 @@ public struct ServerConfiguration: Sendable {
     /// the client is always the TCP peer). Their own connections are exempt
     /// from the per-client connection limit: they carry many clients.
     public var trustedProxies: TrustedProxies?
+    /// Told of every answer (metrics): the method as sent, the route
+    /// pattern (`unmatched` when none), the status and the seconds from the
+    /// first byte to the queued response.
+    public var onAnswer: (@Sendable (_ method: String, _ route: String, _ status: Int, _ seconds: Double) -> Void)?
 
     public init() {}
 }
@@ -334,10 +338,14 @@ public final class HTTPServer: Sendable {
             }
             return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         }
+        let onAnswer = configuration.onAnswer
+        guard onAnswer != nil || logger.isEnabled(.info) else { return result }
+        var pattern = "unmatched"
+        if case .route(let route, _, _) = exchange.match { pattern = route.pattern }
+        let elapsed = ContinuousClock.now - exchange.started
+        onAnswer?(exchange.method, pattern, response.status,
+                  elapsed.seconds)
         if logger.isEnabled(.info) {
-            var pattern = "unmatched"
-            if case .route(let route, _, _) = exchange.match { pattern = route.pattern }
-            let elapsed = ContinuousClock.now - exchange.started
             let hundredths = elapsed.components.seconds * 100_000 + elapsed.components.attoseconds / 10_000_000_000_000
             let fraction = hundredths % 100
             var fields = [("method", exchange.method), ("route", pattern), ("status", String(response.status)),

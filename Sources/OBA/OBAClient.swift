@@ -51,7 +51,7 @@ public struct OBAClient: Sendable {
         var url = (baseURL.hasSuffix("/") ? baseURL : baseURL + "/") + "api/where/" + path
         if let apiKey, !apiKey.isEmpty { url += "?key=" + Self.escape(apiKey) }
         let response: HTTPClientResponse
-        do { response = try await http.get(url) } catch { throw .transient("\(error)") }
+        do { response = try await http.get(url, upstream: "oba") } catch { throw .transient("\(error)") }
         if response.status == 404 { throw .notFound }
         guard (200..<300).contains(response.status) else { throw .transient("HTTP \(response.status)") }
         let envelope: ListEnvelope<Item>
@@ -92,7 +92,7 @@ public struct OBAClient: Sendable {
                                                     query: [(String, String)], as: Entry.Type) async throws(OBAError) -> OBAResponse<Entry> {
         let response: HTTPClientResponse
         do {
-            response = try await http.get(Self.url(baseURL: baseURL, method: method, id: id, apiKey: apiKey, query: query))
+            response = try await http.get(Self.url(baseURL: baseURL, method: method, id: id, apiKey: apiKey, query: query), upstream: "oba")
         } catch {
             throw .transient("\(error)")
         }

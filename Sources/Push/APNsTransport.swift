@@ -111,7 +111,7 @@ public final class APNsTransport: PushTransport {
             do { provider = try providerToken(forceNew: forceNewToken) } catch { return .transient(reason: "cannot sign the provider token") }
             forceNewToken = false
             let request = HTTPClientRequest(method: "POST", url: "\(base)/3/device/\(message.token)",
-                                            headers: headers(message, provider: provider), body: body)
+                                            headers: headers(message, provider: provider), body: body, upstream: "apns")
             let outcome: PushOutcome
             do {
                 let response = try await http.send(request)

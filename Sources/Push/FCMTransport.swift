@@ -83,7 +83,8 @@ public final class FCMTransport: PushTransport {
         ], key: account.key)
         let body = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
         let response = try await http.send(HTTPClientRequest(method: "POST", url: account.tokenURI,
-                                                             headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8)))
+                                                             headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8),
+                                                             upstream: "fcm_oauth"))
         guard response.status == 200, case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)),
               let value = fields["access_token"]?.scalarText else {
             throw CryptoError("the token endpoint answered HTTP \(response.status)")
@@ -130,7 +131,8 @@ public final class FCMTransport: PushTransport {
             do {
                 let response = try await http.send(HTTPClientRequest(
                     method: "POST", url: "\(baseURL)/v1/projects/\(account.projectID)/messages:send",
-                    headers: [("Authorization", "Bearer \(access)"), ("Content-Type", "application/json")], body: Self.body(message)))
+                    headers: [("Authorization", "Bearer \(access)"), ("Content-Type", "application/json")], body: Self.body(message),
+                    upstream: "fcm"))
                 if response.status == 401 && !refreshed {
                     refreshed = true
                     attempt = 0

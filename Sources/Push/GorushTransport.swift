@@ -78,7 +78,8 @@ public struct GorushTransport: PushTransport {
         let response: HTTPClientResponse
         do {
             response = try await http.send(HTTPClientRequest(method: "POST", url: endpoint,
-                                                             headers: [("Content-Type", "application/json")], body: requestBody(batch)))
+                                                             headers: [("Content-Type", "application/json")], body: requestBody(batch),
+                                                             upstream: "gorush"))
         } catch {
             return Array(repeating: .transient(reason: "gorush unreachable: \(error)"), count: batch.count)
         }

@@ -9,7 +9,8 @@ struct AlarmRouteTests {
     static let serviceDate: Int64 = 1_767_168_000_000
 
     /// A sidecar wired to a fake OBA server (region 1) and a fake gorush.
-    static func run(transport: Bool = true, _ body: (TestSidecar, FakeOBA, FakeGorush) async throws -> Void) async throws {
+    static func run(transport: Bool = true, configure: (inout SidecarConfiguration) -> Void = { _ in },
+                    _ body: (TestSidecar, FakeOBA, FakeGorush) async throws -> Void) async throws {
         let clock = ManualClock()
         let oba = try FakeOBA { clock.now().epochMillis }
         let gorush = try FakeGorush()
@@ -22,6 +23,7 @@ struct AlarmRouteTests {
             $0.obaAPIKey = "TEST-KEY"
             $0.runsAlarmChecker = false
             if transport { $0.gorushURL = gorush.url }
+            configure(&$0)
         }) { app in try await body(app, oba, gorush) }
         await oba.server.shutdown()
         await gorush.server.shutdown()

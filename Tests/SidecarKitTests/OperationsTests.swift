@@ -93,4 +93,79 @@ struct OperationsTests {
             #expect(lines.contains { $0.contains(#""route":"/api/v2/regions/:region/push_registrations""#) && $0.contains(#""client":"127.0.0.1""#) })
         }
     }
+
+    /// The exposition as `series -> value` (series written as exposed).
+    static func scrape(_ app: TestSidecar) async throws -> (text: String, values: [String: Double]) {
+        let port = try #require(app.sidecar.metricsServer?.port)
+        let response = try await RawHTTPClient.send(port: port, RawHTTPClient.request("GET", "/metrics"))
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8")
+        var values: [String: Double] = [:]
+        for line in response.text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " ") else { continue }
+            values[String(line[..<space])] = Double(line[line.index(after: space)...])
+        }
+        return (response.text, values)
+    }
+
+    @Test func metricsCountAKnownSequence() async throws {
+        try await AlarmRouteTests.run(configure: { $0.metricsListen = .init(host: "127.0.0.1", port: 0) }) { app, oba, gorush in
+            oba.set([AlarmRouteTests.trip("t1", departsIn: 900, clock: app.clock), AlarmRouteTests.trip("t2", departsIn: 900, clock: app.clock)])
+            #expect(try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "ios-device")).status == 201)
+            #expect(try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t2", push: "android-device", os: "android")).status == 201)
+            #expect(try await app.post(Self.registrations, [("token", "r1"), ("operating_system", "ios")]).status == 204)
+            #expect(try await app.post(Self.registrations, [("token", "r2"), ("operating_system", "android")]).status == 204)
+            #expect(try await app.post(Self.registrations, [("token", "r3")]).status == 422)
+            #expect(try await app.send("GET", "/no/such/page").status == 404)
+            #expect(try await app.send("BREW", "/healthz").status == 405)
+            let checker = app.sidecar.alarmChecker
+            _ = await checker.runCycle()
+            app.clock.advance(seconds: 600)
+            // t2's bus left early: its alarm expires instead of firing.
+            oba.update("t2") { $0.departure = app.clock.now().epochMillis - 120_000 }
+            let report = await checker.runCycle()
+            #expect(report.fired == 1 && report.expired == 1)
+            #expect(gorush.notifications.count == 1)
+
+            let (text, values) = try await Self.scrape(app)
+            let route = "/api/v2/regions/:region/push_registrations"
+            #expect(values["sidecar_http_requests_total{route=\"\(route)\",method=\"POST\",status=\"204\"}"] == 2)
+            #expect(values["sidecar_http_requests_total{route=\"\(route)\",method=\"POST\",status=\"422\"}"] == 1)
+            #expect(values["sidecar_http_requests_total{route=\"/api/v2/regions/:region/alarms\",method=\"POST\",status=\"201\"}"] == 2)
+            #expect(values["sidecar_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"}"] == 1)
+            #expect(values["sidecar_http_requests_total{route=\"unmatched\",method=\"other\",status=\"405\"}"] == 1, "a made-up method makes no new series")
+            #expect(values["sidecar_http_request_duration_seconds_count{route=\"\(route)\",method=\"POST\"}"] == 3)
+            #expect(values["sidecar_http_request_duration_seconds_bucket{route=\"\(route)\",method=\"POST\",le=\"+Inf\"}"] == 3)
+            #expect(values["sidecar_alarms_fired_total"] == 1)
+            #expect(values["sidecar_alarms_expired_total"] == 1)
+            #expect(values["sidecar_alarms_reaped_total"] == 0)
+            #expect(values["sidecar_alarm_cycle_duration_seconds_count"] == 2)
+            #expect(values["sidecar_alarm_cycle_upstream_requests_sum"] == 2, "one stop request per cycle")
+            #expect(values["sidecar_pushes_total{transport=\"gorush\",platform=\"ios\",outcome=\"delivered\"}"] == 1)
+            #expect((values["sidecar_upstream_requests_total{upstream=\"oba\",status=\"200\"}"] ?? 0) >= 4)
+            #expect(values["sidecar_upstream_requests_total{upstream=\"gorush\",status=\"200\"}"] == 1)
+            #expect(values["sidecar_push_registrations{region=\"1\",platform=\"ios\"}"] == 2, "r1 and the alarm's ios-device")
+            #expect(values["sidecar_push_registrations{region=\"1\",platform=\"android\"}"] == 2)
+            #expect(values["sidecar_alert_sends_in_progress"] == 0)
+            #expect(values["sidecar_build_info{version=\"\(CommandLineInterface.version)\"}"] == 1)
+            #expect((values["sidecar_process_resident_memory_bytes"] ?? 0) > 1_000_000)
+            #expect((values["sidecar_process_open_fds"] ?? 0) > 3)
+            #expect(values["sidecar_process_cpu_seconds_total"] != nil && values["sidecar_process_start_time_seconds"] != nil)
+            // Every family announces its help and type, and every name is ours.
+            for line in text.split(separator: "\n") {
+                #expect(line.hasPrefix("sidecar_") || line.hasPrefix("# HELP sidecar_") || line.hasPrefix("# TYPE sidecar_"), "\(line)")
+            }
+            // The metrics listener is not the rider API, and the rider API has no metrics.
+            #expect(try await app.send("GET", "/metrics").status == 404)
+        }
+    }
+
+    @Test func metricsListenFlag() throws {
+        #expect(SidecarConfiguration.ListenAddress("127.0.0.1:9464") == .init(host: "127.0.0.1", port: 9464))
+        #expect(SidecarConfiguration.ListenAddress("[::1]:9464") == .init(host: "::1", port: 9464))
+        for bad in ["9464", ":9464", "::1:9464", "host:99999", "host:", "a b:1"] {
+            #expect(SidecarConfiguration.ListenAddress(bad) == nil, "\(bad)")
+        }
+        #expect(throws: CommandLineError.self) { try CommandLineInterface.parse(["serve", "--metrics-listen", "9464"], environment: [:]) }
+    }
 }

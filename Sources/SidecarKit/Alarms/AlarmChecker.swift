@@ -28,6 +28,8 @@ struct AlarmChecker: Sendable {
     /// Graceful stop: the page under way is pushed and committed, then the
     /// cycle ends (no alarm of it is pushed again after a restart).
     var stop: StopSignal? = nil
+    /// Told of every cycle's report and its seconds (metrics).
+    var onCycle: (@Sendable (CycleReport, Double) -> Void)? = nil
 
     /// What one cycle did (logged, and read by tests and the benchmark).
     struct CycleReport: Sendable, Equatable {
@@ -81,8 +83,9 @@ struct AlarmChecker: Sendable {
         } catch {
             logger.error("alarm cycle could not read alarms", [("error", "\(error)")])
         }
+        let elapsed = ContinuousClock.now - started
+        onCycle?(report, elapsed.seconds)
         if report.checked > 0 {
-            let elapsed = ContinuousClock.now - started
             logger.info("alarm cycle", [
                 ("checked", String(report.checked)), ("stop_requests", String(report.stopRequests)),
                 ("trip_requests", String(report.tripRequests)), ("fired", String(report.fired)), ("expired", String(report.expired)),

@@ -96,6 +96,12 @@ public enum CommandLineInterface {
             guard let level = LogLevel(name: value) else { throw CommandLineError("--log-level must be debug, info, warning or error, got \(value)") }
             config.logLevel = level
         },
+        Flag(name: "metrics-listen", valueName: "HOST:PORT", help: "Serve Prometheus metrics at http://HOST:PORT/metrics on a listener of their own, e.g. 127.0.0.1:9464 (default: off)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard let address = SidecarConfiguration.ListenAddress(value) else {
+                throw CommandLineError("--metrics-listen must be HOST:PORT, e.g. 127.0.0.1:9464 or [::1]:9464, got '\(value)'")
+            }
+            config.metricsListen = address
+        },
         Flag(name: "log-format", valueName: "FORMAT", help: "text (default) or json: one JSON object a line with time, level, message and the fields", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard let format = LogFormat(rawValue: value.lowercased()) else { throw CommandLineError("--log-format must be text or json, got \(value)") }
             config.logFormat = format

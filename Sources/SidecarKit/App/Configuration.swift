@@ -49,6 +49,10 @@ public struct SidecarConfiguration: Sendable {
     /// `--client-ip-header`: a header naming the client (e.g. `CF-Connecting-IP`)
     /// to read instead of `X-Forwarded-For` from a trusted proxy.
     public var clientIPHeader: String?
+    /// `--metrics-listen`: where Prometheus scrapes `/metrics` (a listener
+    /// of its own, so it never faces the internet with the rider API); nil
+    /// = no metrics, and nothing is counted.
+    public var metricsListen: ListenAddress?
     /// Seconds to let running requests finish on SIGTERM/SIGINT.
     public var shutdownTimeoutSeconds = 10
     /// Languages alert pushes can be localized into (locale normalization target).
@@ -116,6 +120,28 @@ public struct SidecarConfiguration: Sendable {
     public var fcmURL = "https://fcm.googleapis.com"
     /// Bearer secret gorush's feedback hook must present at /webhooks/gorush.
     public var gorushWebhookSecret: String?
+
+    /// A host and port to listen on, as `HOST:PORT` or `[IPv6]:PORT`.
+    public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// Parses `127.0.0.1:9464`, `[::1]:9464` or `0.0.0.0:9464`.
+        public init?(_ text: String) {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else { return nil }
+            var host = String(text[..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) } else if host.contains(":") { return nil }
+            guard !host.isEmpty, !host.contains(" ") else { return nil }
+            self.init(host: host, port: port)
+        }
+
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
 
     /// Which push transport to build.
     public enum PushTransportChoice: String, Sendable, CaseIterable {

@@ -41,17 +41,23 @@ public final class Sidecar: Sendable {
     let upstream: HTTPClient
     /// Background loops and sends, and the stop signal they obey.
     let work = BackgroundWork()
+    /// Metrics and their own listener (`--metrics-listen`), or nil.
+    let metrics: SidecarMetrics?
+    let metricsServer: HTTPServer?
 
     /// Loads the regions directory, opens and migrates the database and
     /// builds the routes. Nothing listens until `start()`.
     public static func prepare(configuration: SidecarConfiguration, clock: any WallClock = SystemClock(),
                                logger: Logger, httpClient: HTTPClient = HTTPClient()) async throws(StartupError) -> Sidecar {
+        let metrics = configuration.metricsListen != nil ? SidecarMetrics() : nil
+        if let metrics { httpClient.observe(metrics.observeUpstream) }
         let source = RegionSource(argument: configuration.regions)
         let regionList: [Region]
         do { regionList = try await source.load(client: httpClient) } catch {
             throw StartupError(description: "regions directory \(source.label): \(error.description)", exitCode: 2)
         }
-        let database = try configuration.openDatabase(readers: configuration.threads + 2)
+        let opened = try configuration.openDatabase(readers: configuration.threads + 2)
+        let database: any Database = metrics.map { MeasuredDatabase(inner: opened, metrics: $0) } ?? opened
         do {
             let applied = try await database.migrate(Migrations.all)
             if !applied.isEmpty { logger.info("applied migrations", [("versions", applied.map(String.init).joined(separator: ","))]) }
@@ -60,13 +66,16 @@ public final class Sidecar: Sendable {
             throw StartupError(description: "\(error)", exitCode: 1)
         }
         let upstream = Self.upstreamClient()
-        let transport: (any PushTransport)?
-        do { transport = try pushTransport(configuration, http: upstream, logger: logger) } catch {
+        if let metrics { upstream.observe(metrics.observeUpstream) }
+        var transport: (any PushTransport)?
+        do { transport = try pushTransport(configuration, http: upstream, logger: logger, observer: metrics?.observeUpstream) } catch {
             await database.close()
             throw error
         }
+        if let metrics, let inner = transport { transport = MeasuredTransport(inner: inner, metrics: metrics) }
         return Sidecar(configuration: configuration, database: database, regions: RegionDirectory(regionList),
-                       source: source, clock: clock, logger: logger, httpClient: httpClient, upstream: upstream, transport: transport)
+                       source: source, clock: clock, logger: logger, httpClient: httpClient, upstream: upstream, transport: transport,
+                       metrics: metrics)
     }
 
     /// The outbound client for OneBusAway servers, gorush, weather and Stripe.
@@ -79,8 +88,10 @@ public final class Sidecar: Sendable {
     }
 
     init(configuration: SidecarConfiguration, database: any Database, regions: RegionDirectory, source: RegionSource,
-         clock: any WallClock, logger: Logger, httpClient: HTTPClient, upstream: HTTPClient, transport: (any PushTransport)?) {
+         clock: any WallClock, logger: Logger, httpClient: HTTPClient, upstream: HTTPClient, transport: (any PushTransport)?,
+         metrics: SidecarMetrics? = nil) {
         self.configuration = configuration
+        self.metrics = metrics
         self.database = database
         self.regions = regions
         self.clock = clock
@@ -109,12 +120,14 @@ public final class Sidecar: Sendable {
                                           logger: logger, intervalSeconds: configuration.liveActivityIntervalSeconds,
                                           stopCache: TimedCache(lifetimeSeconds: 55, now: { clock.now().timeIntervalSince1970 }))
         updater.stop = work.stop
+        if let metrics { updater.onCycle = { report, seconds in metrics.observe(liveActivityCycle: report, seconds: seconds) } }
         liveActivityUpdater = updater
         let administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
         let alarmStore = AlarmStore(database: database)
         var checker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, pushRegistrations: pushStore,
                                    clock: clock, logger: logger, intervalSeconds: configuration.alarmCheckIntervalSeconds)
         checker.stop = work.stop
+        if let metrics { checker.onCycle = { report, seconds in metrics.observe(alarmCycle: report, seconds: seconds) } }
         alarmChecker = checker
         alertSends = AlertSendRunner(store: alertStore, transport: transport, clock: clock, logger: logger, work: work,
                                      retry: configuration.sendRetry)
@@ -160,12 +173,26 @@ public final class Sidecar: Sendable {
                         clock: clock, logger: logger).routes,
         ]
         features.joined().forEach { router.add($0) }
-        server = HTTPServer(configuration: configuration.serverConfiguration, router: router, logger: logger)
+        var serverConfiguration = configuration.serverConfiguration
+        if let metrics {
+            serverConfiguration.onAnswer = { method, route, status, seconds in
+                metrics.observeAnswer(method: method, route: route, status: status, seconds: seconds)
+            }
+        }
+        server = HTTPServer(configuration: serverConfiguration, router: router, logger: logger)
+        if let metrics, let listen = configuration.metricsListen {
+            metrics.watch(server: server)
+            metrics.watch(storage: database, now: now)
+            metricsServer = MetricsRoutes.server(metrics: metrics, listen: listen, logger: logger)
+        } else {
+            metricsServer = nil
+        }
     }
 
     /// Builds the configured push transport; a key or account file that
     /// cannot be read is an error the operator must fix.
-    static func pushTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger) throws(StartupError) -> (any PushTransport)? {
+    static func pushTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger,
+                              observer: HTTPClient.Observer? = nil) throws(StartupError) -> (any PushTransport)? {
         let direct = configuration.apnsKeyFile != nil || configuration.fcmServiceAccount != nil
         switch configuration.pushTransport {
         case .none: return nil
@@ -177,12 +204,12 @@ public final class Sidecar: Sendable {
         case .automatic where !direct:
             return nil
         case .direct, .automatic:
-            return try directTransport(configuration)
+            return try directTransport(configuration, observer: observer)
         }
     }
 
     /// APNs for iOS and FCM for Android, each over its own HTTP/2 client.
-    static func directTransport(_ configuration: SidecarConfiguration) throws(StartupError) -> any PushTransport {
+    static func directTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> any PushTransport {
         var ios: any PushTransport = UnavailableTransport(name: "APNs")
         var android: any PushTransport = UnavailableTransport(name: "FCM")
         if let path = configuration.apnsKeyFile {
@@ -204,7 +231,9 @@ public final class Sidecar: Sendable {
             var apns = APNsTransport.Configuration(keyID: keyID, teamID: teamID, topic: configuration.apnsTopic)
             apns.productionURL = configuration.apnsURL
             apns.sandboxURL = configuration.apnsSandboxURL
-            ios = APNsTransport(configuration: apns, key: key, http: HTTPClient(configuration: http))
+            let client = HTTPClient(configuration: http)
+            client.observe(observer)
+            ios = APNsTransport(configuration: apns, key: key, http: client)
         }
         if let path = configuration.fcmServiceAccount {
             guard let data = FileManager.default.contents(atPath: path) else {
@@ -217,7 +246,9 @@ public final class Sidecar: Sendable {
             var http = HTTPClient.Configuration()
             http.http2 = true
             http.maxConcurrentTransfers = 200
-            android = FCMTransport(account: account, http: HTTPClient(configuration: http), baseURL: configuration.fcmURL)
+            let client = HTTPClient(configuration: http)
+            client.observe(observer)
+            android = FCMTransport(account: account, http: client, baseURL: configuration.fcmURL)
         }
         return PlatformRouter(ios: ios, android: android)
     }
@@ -227,6 +258,15 @@ public final class Sidecar: Sendable {
     public func start() throws(StartupError) -> Int {
         let port: Int
         do { port = try server.start() } catch { throw StartupError(description: "\(error)", exitCode: 1) }
+        if let metricsServer {
+            do {
+                let metricsPort = try metricsServer.start()
+                logger.info("metrics listening", [("address", "http://\(SidecarConfiguration.ListenAddress(host: metricsServer.configuration.host, port: metricsPort))/metrics")])
+            } catch {
+                Task { [server] in await server.shutdown(grace: .zero) }
+                throw StartupError(description: "metrics: \(error)", exitCode: 1)
+            }
+        }
         publicURL.set(configuration.effectivePublicURL(boundPort: port))
         let refresher = regionRefresher
         let pruner = self.pruner
@@ -263,8 +303,10 @@ public final class Sidecar: Sendable {
         let grace = Duration.seconds(configuration.shutdownTimeoutSeconds)
         let deadline = ContinuousClock.now + grace
         async let serverStopped = server.shutdown(grace: grace)
+        async let metricsStopped = metricsServer?.shutdown(grace: .seconds(1)) ?? true
         let workStopped = await work.stopAndWait(until: deadline)
         let requestsFinished = await serverStopped
+        _ = await metricsStopped
         upstream.shutdown()
         guard requestsFinished && workStopped else {
             logger.warning("stopped at the shutdown deadline with work unfinished", [

@@ -75,7 +75,7 @@ final class StripeClient: Sendable {
         }
         let response = try await http.send(HTTPClientRequest(method: method, url: url,
                                                              headers: [("Authorization", "Bearer \(key)"), ("Content-Type", "application/x-www-form-urlencoded")] + extraHeaders,
-                                                             body: body))
+                                                             body: body, upstream: "stripe"))
         guard (200..<300).contains(response.status), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)) else {
             throw Failure(detail: "\(method) \(path) answered HTTP \(response.status)")
         }

@@ -24,6 +24,8 @@ struct LiveActivityUpdater: Sendable {
     var activitiesPerPage = 2000
     /// Graceful stop: the page under way finishes, then the cycle ends.
     var stop: StopSignal? = nil
+    /// Told of every cycle's report and its seconds (metrics).
+    var onCycle: (@Sendable (CycleReport, Double) -> Void)? = nil
 
     static let keepaliveSeconds: Int64 = 55
     static let failuresBeforeEnd = 3
@@ -63,8 +65,9 @@ struct LiveActivityUpdater: Sendable {
         } catch {
             logger.error("live activity cycle could not read subscriptions", [("error", "\(error)")])
         }
+        let elapsed = ContinuousClock.now - started
+        onCycle?(report, elapsed.seconds)
         if report.subscriptions > 0 {
-            let elapsed = ContinuousClock.now - started
             logger.info("live activity cycle", [
                 ("subscriptions", String(report.subscriptions)), ("stop_requests", String(report.stopRequests)),
                 ("updates", String(report.updates)), ("ended", String(report.ended)), ("failures", String(report.failures)),

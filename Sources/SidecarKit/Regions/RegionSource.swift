@@ -44,7 +44,7 @@ public enum RegionSource: Sendable, Equatable {
             bytes = [UInt8](data)
         case .url(let url):
             let response: HTTPClientResponse
-            do { response = try await client.get(url) } catch {
+            do { response = try await client.get(url, upstream: "regions") } catch {
                 throw RegionsDocumentError("cannot fetch \(url): \(error)")
             }
             guard response.status == 200 else { throw RegionsDocumentError("fetching \(url) answered HTTP \(response.status)") }

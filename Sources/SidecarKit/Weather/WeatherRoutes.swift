@@ -107,7 +107,7 @@ struct WeatherRoutes: Sendable {
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         let url = "\(base)/forecast/\(apiKey)/\(center.latitude),\(center.longitude)?units=\(WeatherRules.units)&exclude=minutely,alerts"
         do {
-            let response = try await http.get(url)
+            let response = try await http.get(url, upstream: "pirate_weather")
             guard response.status == 200,
                   let forecast = WeatherRules.forecast(pirate: response.body, region: region, latitude: center.latitude,
                                                        longitude: center.longitude, retrievedAt: clock.now()) else {
