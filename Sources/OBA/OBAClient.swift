@@ -66,7 +66,8 @@ public struct OBAClient: Sendable {
     /// The URL of one API method: `<base>/api/where/<method>/<id>.json?key=...`.
     public static func url(baseURL: String, method: String, id: String, apiKey: String?, query: [(String, String)]) -> String {
         var url = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
-        url += "api/where/\(method)/\(escape(id)).json"
+        // Methods without an id (`current-time`) are `<method>.json`.
+        url += id.isEmpty ? "api/where/\(method).json" : "api/where/\(method)/\(escape(id)).json"
         var pairs = query
         if let apiKey, !apiKey.isEmpty { pairs.insert(("key", apiKey), at: 0) }
         if !pairs.isEmpty { url += "?" + pairs.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&") }

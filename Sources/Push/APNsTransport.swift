@@ -54,8 +54,9 @@ public final class APNsTransport: PushTransport {
         self.sleep = sleep
     }
 
-    /// The cached provider token, re-signed when old or when APNs rejected it.
-    func providerToken(forceNew: Bool = false) throws -> String {
+    /// The signed provider token (ES256 JWT) requests carry: cached, and
+    /// re-signed when old or when APNs rejected it.
+    public func providerToken(forceNew: Bool = false) throws -> String {
         let time = now()
         if !forceNew, let cached = token.withLock({ $0 }), time - cached.issuedAt < configuration.tokenLifetimeSeconds { return cached.value }
         let value = try JWT.sign(header: [("kid", configuration.keyID)],

@@ -32,7 +32,7 @@ public final class FCMTransport: PushTransport {
         }
     }
 
-    let account: ServiceAccount
+    public let account: ServiceAccount
     let http: HTTPClient
     /// `https://fcm.googleapis.com` (overridable for tests).
     let baseURL: String
@@ -56,7 +56,9 @@ public final class FCMTransport: PushTransport {
 
     /// A cached access token, renewed five minutes before it expires; one
     /// exchange at a time, however many sends are waiting.
-    func token(forceNew: Bool = false) async throws -> String {
+    /// An OAuth access token from the service account's token endpoint
+    /// (cached until shortly before it expires).
+    public func token(forceNew: Bool = false) async throws -> String {
         let time = now()
         if !forceNew, let cached = accessToken.withLock({ $0 }), cached.expires - 300 > time { return cached.value }
         let task = pendingExchange.withLock { pending -> Task<(String, Double), any Error> in

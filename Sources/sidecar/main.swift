@@ -58,6 +58,19 @@ case .copyDatabase(let from, let to, let replace, let base):
     } catch {
         fail("\(error)", status: 1)
     }
+case .backup(let database, let target, let replace):
+    let started = ContinuousClock.now
+    do {
+        let summary = try SQLiteBackup.copy(from: database, to: target, replace: replace)
+        let mebibytes = (Double(summary.bytes) / 1_048_576 * 10).rounded() / 10
+        print("backed up \(database) to \(target): \(summary.pages) pages (\(mebibytes) MiB) in \((ContinuousClock.now - started).wholeMilliseconds) ms; integrity_check ok")
+    } catch {
+        fail("backup: \(error)", status: 1)
+    }
+case .doctor(let configuration, let offline):
+    exit(await Doctor.run(configuration, offline: offline))
+case .healthcheck(let url):
+    exit(await HealthCheck.run(url: url))
 case .serve(let configuration):
     let logger = configuration.makeLogger()
     do {

@@ -3,17 +3,12 @@
 
     packaging.py BIN [systemd|nginx|docker ...]
 
-  systemd  deploy/sidecar.service passes `systemd-analyze verify`, keeps its
-           hardening and its offline exposure score, and the binary serves
-           under the kernel's write-xor-execute lock (MemoryDenyWriteExecute=)
-  nginx    deploy/nginx-sidecar.conf, run by the real nginx with a test
-           certificate in front of the binary: TLS with SNI and HTTP/2, the
-           port-80 redirect, and per-client throttling through the proxy that
-           a forged X-Forwarded-For cannot escape
-  docker   deploy/Dockerfile's runtime stage installs a Debian package for
-           every shared library the binary links, runs as a non-root user
-           with a HEALTHCHECK and a VOLUME, and ships no compilers or headers
-           (no Docker engine is needed: the image is not built)
+  systemd  the unit passes `systemd-analyze verify`, keeps its hardening, and
+           the binary serves under MemoryDenyWriteExecute='s rule
+  nginx    the real nginx runs the sample in front of the binary: TLS, HTTP/2,
+           the redirect, per-client throttles a forged X-Forwarded-For cannot escape
+  docker   the runtime stage installs a package for every library the binary
+           links, runs unprivileged, ships no compilers (the image is not built)
 """
 import ctypes
 import http.client
@@ -74,12 +69,11 @@ def start_sidecar(work, processes, *flags, preexec_fn=None):
 
 def plain_request(port, method, path, body=None, headers=None):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        conn.close()
+    conn.request(method, path, body=body, headers=headers or {})
+    response = conn.getresponse()
+    result = response.status, dict(response.getheaders()), response.read()
+    conn.close()
+    return result
 
 
 # MARK: systemd
@@ -158,8 +152,7 @@ def check_nginx(work, processes):
     import trustme  # from the peer venv
     check(shutil.which("nginx"), "nginx is missing (script/peer-checks installs it)")
     os.chmod(work, 0o755)  # nginx as root runs its workers as nobody
-    ca = trustme.CA()
-    cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+    ca, cert, key = trustme.CA(), os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
     server_cert = ca.issue_cert(HOST)
     server_cert.private_key_pem.write_to_path(key)
     server_cert.cert_chain_pems[0].write_to_path(cert)
@@ -179,12 +172,14 @@ def check_nginx(work, processes):
         processes.append(subprocess.Popen(["nginx", "-e", f"{work}/error.log", "-c", conf, "-g", "daemon off;"],
                                           stdout=errors, stderr=errors))
     for _ in range(100):
-        check(processes[-1].poll() is None, f"nginx exited:\n{read(work + '/error.log')}")
+        check(processes[-1].poll() is None, f"nginx exited ({processes[-1].returncode}):\n{read(work + '/error.log')}")
         try:
             socket.create_connection(("127.0.0.1", ports["https"]), timeout=1).close()
             break
         except OSError:
             time.sleep(0.05)
+    else:
+        fail(f"nginx did not listen:\n{read(work + '/error.log')}")
 
     context = ssl.create_default_context()
     ca.configure_trust(context)  # verifies the chain and the name sidecar.example.org
@@ -197,19 +192,14 @@ def check_nginx(work, processes):
 
     def request(source, method, path, body=None, headers=None):
         conn = Connection("127.0.0.1", ports["https"], timeout=10, source_address=(source, 0))
-        try:
-            conn.request(method, path, body=body, headers={"Host": HOST, **(headers or {})})
-            response = conn.getresponse()
-            response.read()
-            return response.status
-        finally:
-            conn.close()
+        conn.request(method, path, body=body, headers={"Host": HOST, **(headers or {})})
+        status = conn.getresponse().status
+        conn.close()
+        return status
 
     tokens = iter(range(1000))
     def register(source, forwarded=None):
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
-        if forwarded is not None:
-            headers["X-Forwarded-For"] = forwarded
+        headers = {"Content-Type": "application/x-www-form-urlencoded", **({"X-Forwarded-For": forwarded} if forwarded else {})}
         return request(source, "POST", REGISTER, f"token=0a0b{next(tokens):04d}&operating_system=ios", headers)
 
     check(request("127.0.0.2", "GET", "/healthz") == 200, "/healthz through nginx")
@@ -302,27 +292,27 @@ def check_docker(work, processes):
           "the build stage does not link the Swift runtime statically")
     installed = apt_installs(runtime)
 
-    # Direct dependencies only (DT_NEEDED): apt brings each package's own.
+    # Every library the loader maps (ldd), by package. The Swift toolchain's
+    # runtime (libswiftCore.so and co., dynamic in a debug build) is no
+    # Debian package; --static-swift-stdlib puts it into the release binary.
+    ldd = subprocess.run(["ldd", BIN], capture_output=True, text=True, check=True).stdout
+    check("not found" not in ldd, f"ldd cannot find a library:\n{ldd}")
+    paths = dict(re.findall(r"^\s*(\S+) => (\S+)", ldd, re.M))
+    swift = [name for name, path in paths.items() if "/lib/swift/" in path]
+    owners = {name: debian_package(path) for name, path in paths.items() if name not in swift}
+    # The binary's own (DT_NEEDED) libraries must be named in the stage...
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]",
                         subprocess.run(["readelf", "-d", BIN], capture_output=True, text=True, check=True).stdout)
-    paths = dict(re.findall(r"^\s*(\S+) => (\S+)", subprocess.run(["ldd", BIN], capture_output=True, text=True).stdout, re.M))
-    required, swift = {}, []
-    for soname in needed:
-        if soname.startswith("ld-linux"):
-            continue  # the loader, from libc6
-        path = paths.get(soname)
-        check(path and path != "not", f"ldd cannot find {soname}")
-        if "/lib/swift/" in path:
-            # The Swift toolchain's runtime (a debug build links it
-            # dynamically); --static-swift-stdlib puts it into the release
-            # binary, so the image needs no package for it.
-            swift.append(soname)
-            continue
-        package = debian_package(path)
-        if package not in IN_BASE_IMAGE:
-            required.setdefault(package, soname)
+    required = {owners[n]: n for n in reversed(needed) if n in owners and owners[n] not in IN_BASE_IMAGE}
     missing = sorted(set(required) - set(installed))
     check(not missing, f"the runtime stage does not install {missing} (for {[required[p] for p in missing]})")
+    # ...and theirs must come with those packages' dependencies.
+    closure = subprocess.run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
+                              "--no-breaks", "--no-replaces", "--no-enhances", *installed],
+                             capture_output=True, text=True, check=True).stdout
+    closure = {line.strip() for line in closure.splitlines() if not line.startswith(" ")} | IN_BASE_IMAGE
+    stray = {n: p for n, p in owners.items() if p not in closure}
+    check(not stray, f"libraries from packages the image would lack: {stray}")
 
     unknown = [p for p in installed if subprocess.run(["apt-cache", "show", "--no-all-versions", p],
                                                       capture_output=True).returncode != 0]
@@ -338,8 +328,9 @@ def check_docker(work, processes):
     check(last("ENTRYPOINT")[0] == '["/usr/local/bin/sidecar"]', "ENTRYPOINT is not the sidecar binary")
     check(".build" in read(os.path.join(DEPLOY, "Dockerfile.dockerignore")).split(), "the build context would carry .build")
     print(f"docker: the runtime stage installs {', '.join(f'{p} ({s})' for p, s in sorted(required.items()))} "
-          f"for the binary's direct libraries ({len(swift)} Swift runtime libraries skipped: linked statically by "
-          f"--static-swift-stdlib); all {len(installed)} packages exist in Debian")
+          f"for the binary's own libraries, and their dependencies bring the packages of all {len(owners)} libraries "
+          f"ldd lists ({len(swift)} Swift runtime libraries skipped: static with --static-swift-stdlib); "
+          f"all {len(installed)} packages exist in Debian")
     print(f"docker: runtime runs as USER {user}, HEALTHCHECK {health.split('CMD', 1)[1].strip()}, "
           f"VOLUME {last('VOLUME')[0]}, no compilers or -dev packages")
 

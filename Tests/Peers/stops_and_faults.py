@@ -22,6 +22,7 @@ import json
 import os
 import pwd
 import random
+import re
 import resource
 import shutil
 import signal
@@ -156,8 +157,10 @@ class Sidecar:
         self.port = None
         for _ in range(200):
             text = open(self.log_path).read()
-            if "sidecar listening" in text:
-                self.port = int(text.split("sidecar listening", 1)[1].split(" port=", 1)[1].split()[0])
+            # Text (`port=8080`) or JSON (`"port":"8080"`) log lines.
+            found = re.search(r'sidecar listening.*?\bport(?:=|":")(\d+)', text)
+            if found:
+                self.port = int(found.group(1))
                 return
             if self.process.poll() is not None:
                 break

@@ -115,6 +115,34 @@ public enum AdminCommands {
                 _ = try administration.region(regionID)
                 let csv = try await GhostBusStore(database: database).exportCSV(regionID: regionID)
                 output(String(csv.dropLast()))
+            case "export":
+                let regionID = try regionOption()
+                _ = try administration.region(regionID)
+                let document = try await RegionExchange.export(regionID: regionID, database: database, nowMillis: clock.now().epochMillis)
+                let text = String(decoding: document.prettyEncoded(), as: UTF8.self) + "\n"
+                if let path = options["to"], path != "-" {
+                    guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else {
+                        throw AdministrationError.invalid(["cannot write \(path)"])
+                    }
+                    errors("wrote region \(regionID) to \(path)")
+                } else {
+                    output(String(text.dropLast()))
+                }
+            case "import":
+                let document: RegionExchange.Document
+                do { document = try RegionExchange.parse(try readDocument(options["file"]), regions: directory) } catch let failure as RegionExchange.Failure {
+                    throw AdministrationError.invalid(["import: \(failure.description)"])
+                }
+                let dryRun = options["dry_run"].map { $0 != "false" } ?? false
+                let summary: RegionExchange.Summary
+                do {
+                    summary = try await RegionExchange.importDocument(document, database: database, dryRun: dryRun, nowSeconds: now)
+                } catch let failure as RegionExchange.Failure {
+                    throw AdministrationError.invalid(["import: \(failure.description); nothing was imported"])
+                }
+                output(dryRun ? "dry run: importing into region \(document.regionID) would do this (nothing was changed):"
+                              : "imported into region \(document.regionID):")
+                summary.lines.forEach(output)
             case "study create":
                 let regionID = try regionOption()
                 _ = try administration.region(regionID)

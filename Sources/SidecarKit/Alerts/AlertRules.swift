@@ -113,59 +113,7 @@ public enum AlertInputRules {
     /// A time without an offset is refused: it would mean different instants
     /// to an operator and to the server.
     public static func parseTime(_ text: String) -> Int64? {
-        let bytes = Array(text.trimmingWhitespace().utf8)
-        func number(_ range: Range<Int>) -> Int? {
-            guard range.upperBound <= bytes.count, range.allSatisfy({ bytes[$0] >= 0x30 && bytes[$0] <= 0x39 }) else { return nil }
-            return range.reduce(0) { $0 * 10 + Int(bytes[$1] - 0x30) }
-        }
-        guard bytes.count >= 17, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: " "), bytes[13] == UInt8(ascii: ":"),
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16) else { return nil }
-        var index = 16
-        var second = 0
-        if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
-            guard let value = number(index + 1..<index + 3) else { return nil }
-            second = value
-            index += 3
-            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-                index += 1
-                while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
-            }
-        }
-        guard index < bytes.count else { return nil }
-        var offsetSeconds = 0
-        if bytes[index] == UInt8(ascii: "Z") || bytes[index] == UInt8(ascii: "z") {
-            guard index + 1 == bytes.count else { return nil }
-        } else {
-            guard bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-"), let hours = number(index + 1..<index + 3) else { return nil }
-            var minutes = 0
-            if index + 3 < bytes.count {
-                let colon = bytes[index + 3] == UInt8(ascii: ":") ? 1 : 0
-                guard let value = number(index + 3 + colon..<index + 5 + colon), index + 5 + colon == bytes.count else { return nil }
-                minutes = value
-            }
-            offsetSeconds = (hours * 3600 + minutes * 60) * (bytes[index] == UInt8(ascii: "-") ? -1 : 1)
-        }
-        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61,
-              day <= daysInMonth(year: year, month: month) else { return nil }
-        return daysFromCivil(year: year, month: month, day: day) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
-    }
-
-    static func daysInMonth(year: Int, month: Int) -> Int {
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's algorithm).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 {
-        let y = Int64(month <= 2 ? year - 1 : year)
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let monthIndex = Int64(month > 2 ? month - 3 : month + 9)
-        let dayOfYear = (153 * monthIndex + 2) / 5 + Int64(day) - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+        Timestamp.parseMillis(text).map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 }
     }
 
     /// An enum value by its GTFS-realtime name, or a message naming the valid ones.

@@ -150,10 +150,13 @@ public struct AlertStore: Sendable {
                 throw AlertStoreError.notFound
             }
             try connection.execute("""
-                INSERT INTO alert_translations (alert_id, language, header, description, source_version) VALUES ($1, $2, $3, $4, $5)
+                INSERT INTO alert_translations (alert_id, language, header, description, source_version, source_header, source_description)
+                VALUES ($1, $2, $3, $4, $5, $6, $7)
                 ON CONFLICT (alert_id, language) DO UPDATE SET header = excluded.header, description = excluded.description,
-                    source_version = excluded.source_version
-                """, [.integer(alertID), .text(language), .text(header), .text(description), .integer(Int64(alert.sourceVersion))])
+                    source_version = excluded.source_version, source_header = excluded.source_header,
+                    source_description = excluded.source_description
+                """, [.integer(alertID), .text(language), .text(header), .text(description), .integer(Int64(alert.sourceVersion)),
+                      .text(alert.header), .text(alert.description)])
             try Self.bumpFeed(connection, regionID: alert.regionID, now: now)
             return AlertTranslation(language: language, header: header, description: description, sourceVersion: alert.sourceVersion)
         }

@@ -9,6 +9,12 @@ public enum SidecarCommand: Sendable {
     case migrate(SidecarConfiguration)
     /// `copy-database`: every row from one database to another.
     case copyDatabase(from: String, to: String, replace: Bool, configuration: SidecarConfiguration)
+    /// `backup`: a consistent copy of a live SQLite database.
+    case backup(database: String, to: String, replace: Bool)
+    /// `doctor`: checks a `serve` configuration and everything it reaches.
+    case doctor(SidecarConfiguration, offline: Bool)
+    /// `healthcheck`: asks a running server's `/healthz` (container health checks).
+    case healthcheck(url: String)
     /// An operator command (`region`, `alert`, `apikey`) against the database.
     case admin(AdminInvocation)
     case help(String)
@@ -301,7 +307,12 @@ public enum CommandLineInterface {
         "apikey create": (["name"], 0, "Create an admin API key (printed once, stored hashed)"),
         "apikey list": ([], 0, "List admin API keys"),
         "apikey revoke": ([], 1, "Revoke an admin API key by id"),
+        "export": (["region", "to"], 0, "Write one region's sidecar-export/1 document (--region N [--to FILE], standard output by default)"),
+        "import": (["file", "dry-run"], 0, "Read a sidecar-export/1 document (--file PATH, or - for standard input) [--dry-run: count, change nothing]"),
     ]
+
+    /// Options that are switches: `--dry-run` alone means true.
+    static let booleanOptions: Set<String> = ["dry-run"]
 
     static let authoringOptions = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test", "agency-id"]
 
@@ -314,7 +325,11 @@ public enum CommandLineInterface {
         case "--help", "-h", "help": return .help(usage)
         case "--version", "-V", "version": return .version
         case "copy-database": return try parseCopy(rest, environment: environment)
-        case "serve", "migrate": break
+        case "backup": return try parseBackup(rest, environment: environment)
+        case "healthcheck": return try parseHealthcheck(rest, environment: environment)
+        case "serve", "migrate", "doctor": break
+        case "export", "import":
+            guard adminCommands[first] != nil else { throw CommandLineError("unknown command '\(first)'") }
         case "region", "alert", "apikey", "ghostbus", "study", "survey", "push":
             guard let sub = rest.first, !sub.hasPrefix("-") else {
                 return .help(adminUsage(group: first))
@@ -325,7 +340,10 @@ public enum CommandLineInterface {
         default: throw CommandLineError("unknown command '\(first)'")
         }
         let admin = adminCommands[command]
-        let available = flags.filter { $0.commands.contains(command) || (admin != nil && $0.commands.contains("admin")) }
+        // doctor takes exactly serve's flags, so an operator can prefix the
+        // command line they run.
+        let flagCommand = command == "doctor" ? "serve" : command
+        let available = flags.filter { $0.commands.contains(flagCommand) || (admin != nil && $0.commands.contains("admin")) }
         var configuration = SidecarConfiguration()
         for flag in available {
             if let value = environment[flag.environmentName] {
@@ -336,11 +354,19 @@ public enum CommandLineInterface {
         }
         var options: [String: String] = [:]
         var positional: [String] = []
+        var offline = false
         var index = 0
         while index < rest.count {
             let argument = rest[index]
             index += 1
-            if argument == "--help" || argument == "-h" { return .help(admin == nil ? commandUsage(command) : adminUsage(group: String(command.split(separator: " ")[0]))) }
+            if argument == "--help" || argument == "-h" {
+                if command == "doctor" { return .help(doctorUsage) }
+                return .help(admin == nil ? commandUsage(command) : adminUsage(group: String(command.split(separator: " ")[0])))
+            }
+            if command == "doctor" && argument == "--offline" {
+                offline = true
+                continue
+            }
             guard argument.hasPrefix("--") else {
                 guard let admin, positional.count < admin.positional else { throw CommandLineError("unexpected argument '\(argument)'") }
                 positional.append(argument)
@@ -355,7 +381,9 @@ public enum CommandLineInterface {
             let flag = available.first { $0.name == name }
             let isOption = admin?.options.contains(name) ?? false
             guard flag != nil || isOption else { throw CommandLineError("unknown flag --\(name) for '\(command)'") }
-            if value == nil {
+            if value == nil && isOption && booleanOptions.contains(name) {
+                value = "true"
+            } else if value == nil {
                 guard index < rest.count else { throw CommandLineError("--\(name) needs a value (\(flag?.valueName ?? "VALUE"))") }
                 value = rest[index]
                 index += 1
@@ -368,14 +396,116 @@ public enum CommandLineInterface {
             guard positional.count == admin.positional else { throw CommandLineError("'\(command)' needs an id, e.g. sidecar \(command) 12") }
             return .admin(AdminInvocation(command: command, positional: positional, options: options, configuration: configuration))
         }
-        if command == "serve", configuration.clientIPHeader != nil, configuration.trustedProxies == nil {
+        let serving = command == "serve" || command == "doctor"
+        if serving, configuration.clientIPHeader != nil, configuration.trustedProxies == nil {
             throw CommandLineError("--client-ip-header needs --trusted-proxies (only a trusted proxy's header is believed)")
         }
-        if command == "serve", configuration.pushTransport == .gorush, configuration.gorushURL == nil {
+        if serving, configuration.pushTransport == .gorush, configuration.gorushURL == nil {
             throw CommandLineError("--push-transport gorush needs --gorush-url")
         }
+        if command == "doctor" { return .doctor(configuration, offline: offline) }
         return command == "serve" ? .serve(configuration) : .migrate(configuration)
     }
+
+    static let backupUsage = """
+        Usage: sidecar backup --to FILE [--replace] [--database PATH]
+
+        Makes a consistent copy of a SQLite database while the server keeps running
+        (SQLite's online backup API: writers are not blocked), checks it with
+        PRAGMA integrity_check, and only then moves it to FILE. An existing FILE is
+        refused unless --replace. To restore: stop the server, move the copy over the
+        database file (remove any -wal and -shm files beside the old one), start it.
+        A PostgreSQL database is backed up with pg_dump instead.
+        """
+
+    static func parseBackup(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
+        var database = environment["SIDECAR_DATABASE"].flatMap { $0.isEmpty ? nil : $0 } ?? SidecarConfiguration().database
+        var target: String?
+        var replace = false
+        var index = 0
+        while index < arguments.count {
+            var argument = arguments[index]
+            index += 1
+            var value: String?
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                value = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            switch argument {
+            case "--help", "-h": return .help(backupUsage)
+            case "--replace": replace = true
+            case "--to", "--database":
+                if value == nil {
+                    guard index < arguments.count else { throw CommandLineError("\(argument) needs a value") }
+                    value = arguments[index]
+                    index += 1
+                }
+                guard let value, !value.isEmpty else { throw CommandLineError("\(argument) needs a value") }
+                if argument == "--to" { target = value } else { database = value }
+            default: throw CommandLineError("unknown argument '\(argument)' for 'backup'")
+            }
+        }
+        guard let target else { throw CommandLineError("backup needs --to FILE") }
+        if PostgresLocation.matches(database) {
+            throw CommandLineError("backup copies SQLite files; back up PostgreSQL with pg_dump (see the README)")
+        }
+        guard target != database else { throw CommandLineError("--to names the database itself") }
+        return .backup(database: database, to: target, replace: replace)
+    }
+
+    static let healthcheckUsage = """
+        Usage: sidecar healthcheck [--url URL] [--port PORT] [--host ADDRESS]
+
+        Asks a running server's /healthz and exits 0 when it answers 200, 1 otherwise
+        (printing why): a container HEALTHCHECK that needs no curl in the image. The
+        URL defaults to http://127.0.0.1:PORT/healthz with --port or SIDECAR_PORT (8080).
+        """
+
+    static func parseHealthcheck(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
+        var configuration = SidecarConfiguration()
+        for name in ["port", "host"] {
+            guard let flag = flags.first(where: { $0.name == name }), let value = environment[flag.environmentName] else { continue }
+            do { try flag.apply(&configuration, value) } catch { throw CommandLineError("\(flag.environmentName): \(error.description)") }
+        }
+        var url: String?
+        var index = 0
+        while index < arguments.count {
+            var argument = arguments[index]
+            index += 1
+            var value: String?
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                value = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            guard argument != "--help" && argument != "-h" else { return .help(healthcheckUsage) }
+            guard ["--url", "--port", "--host"].contains(argument) else { throw CommandLineError("unknown argument '\(argument)' for 'healthcheck'") }
+            if value == nil {
+                guard index < arguments.count else { throw CommandLineError("\(argument) needs a value") }
+                value = arguments[index]
+                index += 1
+            }
+            switch argument {
+            case "--url": url = try httpURL(value ?? "", flag: "url")
+            case "--port": configuration.port = try integer(value ?? "", flag: "port", range: 1...65535)
+            default: configuration.host = value ?? ""
+            }
+        }
+        if let url { return .healthcheck(url: url) }
+        let host = ["0.0.0.0", "", "*"].contains(configuration.host) ? "127.0.0.1" : configuration.host == "::" ? "::1" : configuration.host
+        return .healthcheck(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(configuration.port)/healthz")
+    }
+
+    static let doctorUsage = """
+        Usage: sidecar doctor [serve's flags] [--offline]
+
+        Checks what 'sidecar serve' would run with the same flags and environment: the
+        configuration, the database and its migrations, the regions directory, each
+        region's OneBusAway server with its API key, APNs credentials (signs a provider
+        token and opens a connection), FCM credentials (a token exchange), gorush, the
+        Pirate Weather key and free disk space. One line per check, with a fix for each
+        failure; exit status 1 when anything failed. --offline skips every check that
+        needs the network.
+        """
 
     static let copyUsage = """
         Usage: sidecar copy-database --from PATH|URL --to PATH|URL [--replace]
@@ -470,6 +600,11 @@ public enum CommandLineInterface {
           sidecar study ...         Create and list studies
           sidecar survey ...        Author surveys from JSON documents; export responses as CSV
           sidecar ghostbus export   Export ghost-bus reports as CSV
+          sidecar export            Write a region as a sidecar-export/1 document (moving to or from OBACloud)
+          sidecar import            Read a sidecar-export/1 document (idempotent; --dry-run counts)
+          sidecar backup            Copy a live SQLite database consistently (--to FILE)
+          sidecar doctor            Check a configuration and everything it reaches (serve's flags)
+          sidecar healthcheck       Exit 0 when a running server's /healthz answers 200
           sidecar --help            This help; 'sidecar serve --help' lists the flags
           sidecar --version         Print the version
 

@@ -210,47 +210,53 @@ public final class Sidecar: Sendable {
 
     /// APNs for iOS and FCM for Android, each over its own HTTP/2 client.
     static func directTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> any PushTransport {
-        var ios: any PushTransport = UnavailableTransport(name: "APNs")
-        var android: any PushTransport = UnavailableTransport(name: "FCM")
-        if let path = configuration.apnsKeyFile {
-            guard let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID else {
-                throw StartupError(description: "--apns-key-file needs --apns-key-id and --apns-team-id", exitCode: 2)
-            }
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw StartupError(description: "cannot read the APNs key \(path)", exitCode: 2)
-            }
-            let key: PrivateKey
-            do { key = try PrivateKey(pem: String(decoding: data, as: UTF8.self)) } catch {
-                throw StartupError(description: "APNs key \(path): \(error)", exitCode: 2)
-            }
-            var http = HTTPClient.Configuration()
-            http.http2 = true
-            http.maxConcurrentTransfers = 1000
-            http.maxConnectionsPerHost = 4
-            http.caFile = configuration.apnsCAFile
-            var apns = APNsTransport.Configuration(keyID: keyID, teamID: teamID, topic: configuration.apnsTopic)
-            apns.productionURL = configuration.apnsURL
-            apns.sandboxURL = configuration.apnsSandboxURL
-            let client = HTTPClient(configuration: http)
-            client.observe(observer)
-            ios = APNsTransport(configuration: apns, key: key, http: client)
-        }
-        if let path = configuration.fcmServiceAccount {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw StartupError(description: "cannot read the FCM service account \(path)", exitCode: 2)
-            }
-            let account: FCMTransport.ServiceAccount
-            do { account = try FCMTransport.ServiceAccount(json: [UInt8](data)) } catch {
-                throw StartupError(description: "FCM service account \(path): \(error)", exitCode: 2)
-            }
-            var http = HTTPClient.Configuration()
-            http.http2 = true
-            http.maxConcurrentTransfers = 200
-            let client = HTTPClient(configuration: http)
-            client.observe(observer)
-            android = FCMTransport(account: account, http: client, baseURL: configuration.fcmURL)
-        }
+        let ios: any PushTransport = try apnsTransport(configuration, observer: observer) ?? UnavailableTransport(name: "APNs")
+        let android: any PushTransport = try fcmTransport(configuration, observer: observer) ?? UnavailableTransport(name: "FCM")
         return PlatformRouter(ios: ios, android: android)
+    }
+
+    /// Direct APNs from `--apns-key-file` (nil without one).
+    static func apnsTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> APNsTransport? {
+        guard let path = configuration.apnsKeyFile else { return nil }
+        guard let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID else {
+            throw StartupError(description: "--apns-key-file needs --apns-key-id and --apns-team-id", exitCode: 2)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StartupError(description: "cannot read the APNs key \(path)", exitCode: 2)
+        }
+        let key: PrivateKey
+        do { key = try PrivateKey(pem: String(decoding: data, as: UTF8.self)) } catch {
+            throw StartupError(description: "APNs key \(path): \(error)", exitCode: 2)
+        }
+        var http = HTTPClient.Configuration()
+        http.http2 = true
+        http.maxConcurrentTransfers = 1000
+        http.maxConnectionsPerHost = 4
+        http.caFile = configuration.apnsCAFile
+        var apns = APNsTransport.Configuration(keyID: keyID, teamID: teamID, topic: configuration.apnsTopic)
+        apns.productionURL = configuration.apnsURL
+        apns.sandboxURL = configuration.apnsSandboxURL
+        let client = HTTPClient(configuration: http)
+        client.observe(observer)
+        return APNsTransport(configuration: apns, key: key, http: client)
+    }
+
+    /// Direct FCM from `--fcm-service-account` (nil without one).
+    static func fcmTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> FCMTransport? {
+        guard let path = configuration.fcmServiceAccount else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StartupError(description: "cannot read the FCM service account \(path)", exitCode: 2)
+        }
+        let account: FCMTransport.ServiceAccount
+        do { account = try FCMTransport.ServiceAccount(json: [UInt8](data)) } catch {
+            throw StartupError(description: "FCM service account \(path): \(error)", exitCode: 2)
+        }
+        var http = HTTPClient.Configuration()
+        http.http2 = true
+        http.maxConcurrentTransfers = 200
+        let client = HTTPClient(configuration: http)
+        client.observe(observer)
+        return FCMTransport(account: account, http: client, baseURL: configuration.fcmURL)
     }
 
     /// Starts listening and the background loops; returns the bound port.

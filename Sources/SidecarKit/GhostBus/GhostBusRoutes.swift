@@ -99,6 +99,6 @@ struct GhostBusRoutes: Sendable {
                 if attempts < 3 { try? await clock.sleep(seconds: snapshotRetrySeconds * Double(attempts)) }
             }
         }
-        try? await store.recordSnapshot(publicID: publicID, snapshot: snapshot, attempts: attempts)
+        try? await store.recordSnapshot(publicID: publicID, snapshot: snapshot, attempts: attempts, nowMillis: clock.now().epochMillis)
     }
 }

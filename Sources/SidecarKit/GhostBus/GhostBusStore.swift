@@ -50,10 +50,11 @@ public struct GhostBusStore: Sendable {
     }
 
     /// Stores the trip's real-time status captured after the report.
-    public func recordSnapshot(publicID: String, snapshot: String?, attempts: Int) async throws {
+    public func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64) async throws {
         _ = try await database.write { connection in
-            try connection.execute("UPDATE ghost_bus_reports SET trip_snapshot = $2, snapshot_attempts = $3 WHERE public_id = $1",
-                                   [.text(publicID), SQLValue(snapshot), .integer(Int64(attempts))])
+            try connection.execute("""
+                UPDATE ghost_bus_reports SET trip_snapshot = $2, snapshot_attempts = $3, snapshot_captured_at = $4 WHERE public_id = $1
+                """, [.text(publicID), SQLValue(snapshot), .integer(Int64(attempts)), snapshot == nil ? .null : .integer(nowMillis)])
         }
     }
 

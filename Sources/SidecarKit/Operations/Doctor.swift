@@ -1,0 +1,363 @@
+import Core
+import Database
+import FoundationEssentials
+import HTTPClient
+import OBA
+import Push
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sidecar doctor`: checks what `serve` would run with the same flags,
+/// and everything it reaches, before riders find out. One line per check;
+/// each failure says how to fix it.
+public enum Doctor {
+    /// One finding.
+    public struct Check: Sendable, Equatable {
+        public enum Status: String, Sendable { case ok = "ok", warning = "warn", failed = "FAIL", skipped = "skip" }
+        public var status: Status
+        public var name: String
+        public var detail: String
+        public var fix: String?
+
+        static func ok(_ name: String, _ detail: String) -> Check { Check(status: .ok, name: name, detail: detail) }
+        static func warning(_ name: String, _ detail: String, fix: String? = nil) -> Check { Check(status: .warning, name: name, detail: detail, fix: fix) }
+        static func failed(_ name: String, _ detail: String, fix: String) -> Check { Check(status: .failed, name: name, detail: detail, fix: fix) }
+        static func skipped(_ name: String, _ detail: String) -> Check { Check(status: .skipped, name: name, detail: detail) }
+
+        /// `  ok    database       sidecar.sqlite3: ...` and, for a problem, its fix below.
+        var lines: [String] {
+            let label = status.rawValue.padding(to: 5)
+            var lines = ["  \(label) \(name.padding(to: 16)) \(detail)"]
+            if let fix { lines.append("        fix: \(fix)") }
+            return lines
+        }
+    }
+
+    /// Seconds each network check may take.
+    static let timeoutSeconds = 8
+
+    /// Runs every check, printing each line as it is known; returns the exit
+    /// status (1 when a check failed).
+    public static func run(_ configuration: SidecarConfiguration, offline: Bool, output: @Sendable (String) -> Void = { print($0) }) async -> Int32 {
+        var client = HTTPClient.Configuration()
+        client.timeoutSeconds = timeoutSeconds
+        client.connectTimeoutSeconds = 4
+        let http = HTTPClient(configuration: client)
+        defer { http.shutdown() }
+        output("sidecar doctor \(CommandLineInterface.version)\(offline ? " (offline: network checks skipped)" : "")")
+        var checks: [Check] = []
+        func report(_ found: [Check]) {
+            for check in found { check.lines.forEach(output) }
+            checks += found
+        }
+        report(configurationChecks(configuration))
+        report(await databaseChecks(configuration))
+        let (regionCheck, regions) = await regionsCheck(configuration, offline: offline, http: http)
+        report([regionCheck])
+        report(await obaChecks(configuration, regions: regions, offline: offline, http: http))
+        report(await pushChecks(configuration, offline: offline, http: http))
+        report([await weatherCheck(configuration, offline: offline, http: http)])
+        report([diskCheck(configuration)])
+        let failed = checks.filter { $0.status == .failed }.count
+        let warned = checks.filter { $0.status == .warning }.count
+        output(failed == 0 ? "all checks passed\(warned > 0 ? " (\(warned) warning\(warned == 1 ? "" : "s"))" : "")"
+                           : "\(failed) check\(failed == 1 ? "" : "s") failed")
+        return failed == 0 ? 0 : 1
+    }
+
+    // MARK: Configuration
+
+    static func configurationChecks(_ configuration: SidecarConfiguration) -> [Check] {
+        var checks: [Check] = []
+        let publicURL = configuration.effectivePublicURL()
+        checks.append(.ok("configuration", "serve listens on \(SidecarConfiguration.ListenAddress(host: configuration.host, port: configuration.port)), "
+                           + "hands out URLs under \(publicURL)"))
+        if configuration.publicURL == nil {
+            checks.append(.warning("public url", "not set: alarm and Live Activity URLs name \(publicURL), which phones cannot reach",
+                                   fix: "--public-url https://sidecar.example.org (the address riders' phones use)"))
+        } else if !publicURL.hasPrefix("https://") {
+            checks.append(.warning("public url", "\(publicURL) is not HTTPS", fix: "put a TLS proxy in front (see deploy/nginx-sidecar.conf)"))
+        }
+        if let metrics = configuration.metricsListen, !["127.0.0.1", "::1", "localhost"].contains(metrics.host) {
+            checks.append(.warning("metrics", "/metrics listens on \(metrics), beyond this machine", fix: "bind it to 127.0.0.1 or firewall the port"))
+        }
+        if configuration.trustedProxies == nil && configuration.publicURL?.hasPrefix("https://") == true {
+            checks.append(.warning("client address", "no --trusted-proxies: behind a TLS proxy every rider shares the proxy's throttle budget",
+                                   fix: "--trusted-proxies 127.0.0.1 (the proxy's address)"))
+        }
+        return checks
+    }
+
+    // MARK: Database
+
+    static func databaseChecks(_ configuration: SidecarConfiguration) async -> [Check] {
+        let name = "database"
+        if !configuration.usesPostgreSQL && access(configuration.database, F_OK) != 0 {
+            let directory = directoryOf(configuration.database)
+            guard access(directory, W_OK) == 0 else {
+                return [.failed(name, "\(configuration.database) does not exist and \(directory) is not writable",
+                                fix: "create the directory or choose --database in a writable place")]
+            }
+            return [.ok(name, "\(configuration.database) does not exist yet; serve creates it")]
+        }
+        let database: any Database
+        do { database = try configuration.openDatabase(readers: 1) } catch {
+            return [.failed(name, error.description, fix: configuration.usesPostgreSQL
+                ? "check the URL's host, port, user, password and database, and that PostgreSQL accepts this host (pg_hba.conf)"
+                : "check the file's permissions and that it is a sidecar database")]
+        }
+        defer { Task { await database.close() } }
+        let known = Migrations.all.map(\.version).max() ?? 0
+        let place = configuration.usesPostgreSQL ? (try? PostgresLocation(url: configuration.database).description) ?? "PostgreSQL" : configuration.database
+        do {
+            let applied = try await database.read { connection in
+                try connection.queryOne("SELECT MAX(version) AS version FROM schema_migrations", [])?.int("version")
+            } ?? 0
+            var checks: [Check] = []
+            if applied > known {
+                checks.append(.failed(name, "\(place): schema \(applied) is newer than this sidecar knows (\(known))",
+                                      fix: "run the newer sidecar release that wrote it"))
+            } else if applied < known {
+                checks.append(.warning(name, "\(place): schema \(applied) of \(known); \(Int64(known) - applied) migration(s) pending",
+                                       fix: "sidecar migrate (serve also applies them at start)"))
+            } else {
+                checks.append(.ok(name, "\(place): schema \(applied), current"))
+            }
+            let problems = await database.healthProblems()
+            if !problems.isEmpty {
+                checks.append(.failed("database health", problems.joined(separator: "; "), fix: "see /healthz's causes in the README"))
+            }
+            return checks
+        } catch {
+            // No schema_migrations table: a database serve has not migrated yet.
+            return [.warning(name, "\(place): no sidecar schema yet (\(error))", fix: "sidecar migrate (serve also applies it at start)")]
+        }
+    }
+
+    // MARK: Regions and OneBusAway
+
+    static func regionsCheck(_ configuration: SidecarConfiguration, offline: Bool, http: HTTPClient) async -> (Check, [Region]) {
+        let source = RegionSource(argument: configuration.regions)
+        if offline, let url = configuration.regions, url.hasPrefix("http") {
+            return (.skipped("regions", "\(source.label) is fetched over the network"), [])
+        }
+        do {
+            let regions = try await source.load(client: http)
+            return (.ok("regions", "\(source.label): \(regions.count) region\(regions.count == 1 ? "" : "s") (\(regions.prefix(4).map { "\($0.id) \($0.name)" }.joined(separator: ", "))\(regions.count > 4 ? ", ..." : ""))"), regions)
+        } catch {
+            return (.failed("regions", "\(source.label): \(error.description)", fix: "--regions PATH|URL of a regions-v3.json"), [])
+        }
+    }
+
+    /// One cheap call per region (`current-time`) with the key serve would use.
+    static func obaChecks(_ configuration: SidecarConfiguration, regions: [Region], offline: Bool, http: HTTPClient) async -> [Check] {
+        let withServers = regions.compactMap { region in region.obaBaseURL.flatMap { $0.isEmpty ? nil : (region, $0) } }
+        guard !withServers.isEmpty else { return [] }
+        if offline { return [.skipped("onebusaway", "\(withServers.count) server(s) not contacted")] }
+        return await boundedMap(withServers, limit: 8) { (region: Region, base: String) -> Check in
+            let name = "oba region \(region.id)"
+            guard let key = configuration.obaRegionAPIKeys[region.id] ?? configuration.obaAPIKey else {
+                return .failed(name, "\(region.name): no OneBusAway API key", fix: "--oba-api-key-file PATH (or --oba-region-api-keys-file)")
+            }
+            let url = OBAClient.url(baseURL: base, method: "current-time", id: "", apiKey: key, query: [])
+            let shown = base
+            do {
+                let response = try await http.send(HTTPClientRequest(url: url, upstream: "oba"))
+                if response.status == 401 || response.status == 403 || Self.bodyCode(response.body) == 401 {
+                    return .failed(name, "\(shown) refused the API key (HTTP \(response.status))", fix: "ask the agency for a key this server accepts")
+                }
+                guard response.status == 200, Self.bodyCode(response.body) ?? 200 == 200 else {
+                    return .failed(name, "\(shown) answered HTTP \(response.status)", fix: "check the region's obaBaseUrl and that the server is up")
+                }
+                return .ok(name, "\(region.name): \(shown) answered with the API key")
+            } catch {
+                return .failed(name, "\(shown): \(error)", fix: "check the region's obaBaseUrl, DNS and the firewall")
+            }
+        }
+    }
+
+    /// The `code` member OneBusAway puts in every envelope.
+    static func bodyCode(_ body: [UInt8]) -> Int? {
+        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)),
+              case .integer(let code)? = members["code"] else { return nil }
+        return Int(code)
+    }
+
+    // MARK: Push
+
+    static func pushChecks(_ configuration: SidecarConfiguration, offline: Bool, http: HTTPClient) async -> [Check] {
+        var checks: [Check] = []
+        let direct = configuration.apnsKeyFile != nil || configuration.fcmServiceAccount != nil
+        let gorush = configuration.gorushURL != nil && configuration.pushTransport != .direct
+        switch configuration.pushTransport {
+        case .none:
+            checks.append(.warning("push", "--push-transport none: alarms and alerts are never pushed"))
+        case .log:
+            checks.append(.warning("push", "--push-transport log: pushes are written to the log, not delivered"))
+        case .automatic where !gorush && !direct:
+            checks.append(.warning("push", "no push transport: alarms never fire and alerts are not pushed",
+                                   fix: "--gorush-url URL, or --apns-key-file/--apns-key-id/--apns-team-id and --fcm-service-account"))
+        default: break
+        }
+        if gorush, let base = configuration.gorushURL {
+            if offline {
+                checks.append(.skipped("gorush", base))
+            } else {
+                checks.append(await gorushCheck(base, http: http))
+            }
+        }
+        if configuration.apnsKeyFile != nil, configuration.pushTransport != .gorush {
+            checks.append(await apnsCheck(configuration, offline: offline))
+        }
+        if configuration.fcmServiceAccount != nil, configuration.pushTransport != .gorush {
+            checks.append(await fcmCheck(configuration, offline: offline))
+        }
+        return checks
+    }
+
+    static func gorushCheck(_ base: String, http: HTTPClient) async -> Check {
+        let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
+        do {
+            var response = try await http.send(HTTPClientRequest(url: trimmed + "/healthz", upstream: "gorush"))
+            if response.status == 404 { response = try await http.send(HTTPClientRequest(url: trimmed + "/api/stat/go", upstream: "gorush")) }
+            guard response.status == 200 else {
+                return .failed("gorush", "\(trimmed) answered HTTP \(response.status)", fix: "check --gorush-url and that gorush is running")
+            }
+            return .ok("gorush", "\(trimmed) is up")
+        } catch {
+            return .failed("gorush", "\(trimmed): \(error)", fix: "check --gorush-url and that gorush is running")
+        }
+    }
+
+    /// Signs a provider token; unless offline, asks APNs about a token that
+    /// cannot exist: `BadDeviceToken` means the key, team and topic were
+    /// accepted; `InvalidProviderToken` and the like mean they were not.
+    static func apnsCheck(_ configuration: SidecarConfiguration, offline: Bool) async -> Check {
+        let apns: APNsTransport
+        do {
+            guard let built = try Sidecar.apnsTransport(configuration) else { return .skipped("apns", "no key") }
+            apns = built
+            _ = try apns.providerToken()
+        } catch let error as StartupError {
+            return .failed("apns", error.description, fix: "--apns-key-file must be the .p8 key from Apple, with its --apns-key-id and --apns-team-id")
+        } catch {
+            return .failed("apns", "cannot sign a provider token: \(error)", fix: "--apns-key-file must be the .p8 (ES256) key from Apple")
+        }
+        let signed = "signed an ES256 provider token (key \(configuration.apnsKeyID ?? "?"), team \(configuration.apnsTeamID ?? "?"))"
+        if offline { return .ok("apns", signed + "; connection not tried (--offline)") }
+        let probe = PushMessage(token: String(repeating: "0", count: 64), platform: .ios, title: "sidecar doctor", body: "credential check")
+        let outcome = await apns.send([probe]).first ?? .transient(reason: "no answer")
+        switch outcome {
+        case .delivered, .terminal:
+            return .ok("apns", signed + "; \(configuration.apnsURL) accepted it for topic \(configuration.apnsTopic)")
+        case .transient(let reason), .rejected(let reason):
+            let credentials = ["InvalidProviderToken", "ExpiredProviderToken", "MissingProviderToken", "TopicDisallowed", "BadTopic", "Forbidden"]
+            let fix = credentials.contains(where: reason.contains)
+                ? "check the key id, team id and --apns-topic (the app's bundle id) belong together in Apple's developer account"
+                : "check that this host can reach \(configuration.apnsURL) on port 443"
+            return .failed("apns", "\(configuration.apnsURL): \(reason)", fix: fix)
+        }
+    }
+
+    /// Parses the service account; unless offline, exchanges it for an access token.
+    static func fcmCheck(_ configuration: SidecarConfiguration, offline: Bool) async -> Check {
+        let fcm: FCMTransport
+        do {
+            guard let built = try Sidecar.fcmTransport(configuration) else { return .skipped("fcm", "no service account") }
+            fcm = built
+        } catch {
+            return .failed("fcm", error.description, fix: "--fcm-service-account must be the JSON key file of a Firebase service account")
+        }
+        let account = "service account \(fcm.account.clientEmail) (project \(fcm.account.projectID))"
+        if offline { return .ok("fcm", account + " read; token exchange not tried (--offline)") }
+        do {
+            _ = try await fcm.token()
+            return .ok("fcm", account + ": \(fcm.account.tokenURI) issued an access token")
+        } catch {
+            return .failed("fcm", "\(fcm.account.tokenURI): \(error)",
+                           fix: "the key may be revoked or the clock wrong; create a new key for the service account in Firebase")
+        }
+    }
+
+    // MARK: Weather and disk
+
+    static func weatherCheck(_ configuration: SidecarConfiguration, offline: Bool, http: HTTPClient) async -> Check {
+        guard let key = configuration.pirateWeatherKey else {
+            return .skipped("pirate weather", "no key: the weather route answers 403, as the apps expect without one")
+        }
+        if offline { return .skipped("pirate weather", "key set; not checked (--offline)") }
+        let base = configuration.pirateWeatherURL.hasSuffix("/") ? String(configuration.pirateWeatherURL.dropLast()) : configuration.pirateWeatherURL
+        // The key goes into the path as serve sends it.
+        let escaped = key
+        do {
+            let response = try await http.send(HTTPClientRequest(url: "\(base)/forecast/\(escaped)/47.6062,-122.3321?exclude=minutely,hourly,daily,alerts",
+                                                                 upstream: "pirate_weather"))
+            switch response.status {
+            case 200: return .ok("pirate weather", "\(base) accepted the key")
+            case 401, 403: return .failed("pirate weather", "\(base) refused the key (HTTP \(response.status))", fix: "check --pirate-weather-key-file")
+            default: return .failed("pirate weather", "\(base) answered HTTP \(response.status)", fix: "check --pirate-weather-url and the service's status")
+            }
+        } catch {
+            return .failed("pirate weather", "\(base): \(error)", fix: "check that this host can reach \(base)")
+        }
+    }
+
+    static func diskCheck(_ configuration: SidecarConfiguration) -> Check {
+        guard !configuration.usesPostgreSQL else { return .skipped("disk", "PostgreSQL keeps the data; watch its server's disk") }
+        let directory = directoryOf(configuration.database)
+        var stats = statvfs()
+        guard statvfs(directory, &stats) == 0 else {
+            return .failed("disk", "cannot read free space of \(directory)", fix: "check that the directory exists")
+        }
+        let free = Double(stats.f_bavail) * Double(stats.f_frsize)
+        let total = Double(stats.f_blocks) * Double(stats.f_frsize)
+        let shown = "\(formatBytes(free)) free of \(formatBytes(total)) in \(directory)"
+        if free < 256 * 1024 * 1024 {
+            return .failed("disk", shown, fix: "free space or move --database: SQLite needs room for its WAL and every write fails when full")
+        }
+        if total > 0 && free / total < 0.05 { return .warning("disk", shown, fix: "less than 5% left; free space before it runs out") }
+        return .ok("disk", shown)
+    }
+
+    static func directoryOf(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    static func formatBytes(_ bytes: Double) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = bytes
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return unit == 0 ? "\(Int(value)) B" : "\((value * 10).rounded() / 10) \(units[unit])"
+    }
+}
+
+extension String {
+    /// Pads with spaces to at least `width` characters.
+    func padding(to width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+}
+
+/// `sidecar healthcheck`: a container's health probe without curl in the image.
+public enum HealthCheck {
+    /// 0 when `url` answers 200 within five seconds; otherwise prints why and returns 1.
+    public static func run(url: String, output: @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeoutSeconds = 5
+        configuration.connectTimeoutSeconds = 2
+        let http = HTTPClient(configuration: configuration)
+        defer { http.shutdown() }
+        do {
+            let response = try await http.get(url, upstream: "self")
+            guard response.status == 200 else {
+                output("unhealthy: \(url) answered HTTP \(response.status): \(String(decoding: response.body.prefix(300), as: UTF8.self))")
+                return 1
+            }
+            return 0
+        } catch {
+            output("unhealthy: \(url): \(error)")
+            return 1
+        }
+    }
+}
