@@ -123,10 +123,14 @@ public struct LogTransport: PushTransport {
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
         for message in messages {
             let data = String(decoding: JSONValue.object(message.data).encoded(), as: UTF8.self)
-            logger.info("push (log transport)", [
-                ("platform", message.platform.rawValue), ("sandbox", String(message.apnsSandbox)),
-                ("device", fingerprint(message.token)), ("title", message.title ?? ""), ("body", message.body ?? ""), ("data", data),
-            ])
+            var fields = [("platform", message.platform.rawValue), ("sandbox", String(message.apnsSandbox)), ("kind", message.kind.rawValue),
+                          ("device", fingerprint(message.token)), ("title", message.title ?? ""), ("body", message.body ?? ""), ("data", data)]
+            if let activity = message.liveActivity {
+                // What the Lock Screen would show: the event and its content state.
+                fields.append(("event", activity["event"]?.scalarText ?? ""))
+                fields.append(("content_state", String(decoding: (activity["content-state"] ?? .null).encoded(), as: UTF8.self)))
+            }
+            logger.info("push (log transport)", fields)
         }
         return Array(repeating: .delivered, count: messages.count)
     }

@@ -102,6 +102,13 @@ public enum CommandLineInterface {
             guard let level = LogLevel(name: value) else { throw CommandLineError("--log-level must be debug, info, warning or error, got \(value)") }
             config.logLevel = level
         },
+        Flag(name: "demo", valueName: "", help: "Add a demo region whose OneBusAway server this process simulates, with sample alerts and a survey; pushes go to the log unless a transport is set (see GET /demo)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            switch value.lowercased() {
+            case "", "true", "1", "yes": config.demo = true
+            case "false", "0", "no": config.demo = false
+            default: throw CommandLineError("--demo takes no value (or true/false), got '\(value)'")
+            }
+        },
         Flag(name: "metrics-listen", valueName: "HOST:PORT", help: "Serve Prometheus metrics at http://HOST:PORT/metrics on a listener of their own, e.g. 127.0.0.1:9464 (default: off)", commands: ["serve"]) { config, value throws(CommandLineError) in
             guard let address = SidecarConfiguration.ListenAddress(value) else {
                 throw CommandLineError("--metrics-listen must be HOST:PORT, e.g. 127.0.0.1:9464 or [::1]:9464, got '\(value)'")
@@ -313,6 +320,8 @@ public enum CommandLineInterface {
 
     /// Options that are switches: `--dry-run` alone means true.
     static let booleanOptions: Set<String> = ["dry-run"]
+    /// Flags that are switches: `--demo` alone means true.
+    static let booleanFlags: Set<String> = ["demo"]
 
     static let authoringOptions = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test", "agency-id"]
 
@@ -381,7 +390,7 @@ public enum CommandLineInterface {
             let flag = available.first { $0.name == name }
             let isOption = admin?.options.contains(name) ?? false
             guard flag != nil || isOption else { throw CommandLineError("unknown flag --\(name) for '\(command)'") }
-            if value == nil && isOption && booleanOptions.contains(name) {
+            if value == nil && (isOption && booleanOptions.contains(name) || flag.map { booleanFlags.contains($0.name) } == true) {
                 value = "true"
             } else if value == nil {
                 guard index < rest.count else { throw CommandLineError("--\(name) needs a value (\(flag?.valueName ?? "VALUE"))") }
@@ -617,7 +626,7 @@ public enum CommandLineInterface {
     public static func commandUsage(_ command: String) -> String {
         var text = "Usage: sidecar \(command) [flags]\n\nFlags:\n"
         for flag in flags where flag.commands.contains(command) {
-            text += "  --\(flag.name) \(flag.valueName)\n      \(flag.help)\n      env: \(flag.environmentName)\n"
+            text += "  --\(flag.name)\(flag.valueName.isEmpty ? "" : " " + flag.valueName)\n      \(flag.help)\n      env: \(flag.environmentName)\n"
         }
         return text
     }

@@ -49,6 +49,9 @@ public struct SidecarConfiguration: Sendable {
     /// `--client-ip-header`: a header naming the client (e.g. `CF-Connecting-IP`)
     /// to read instead of `X-Forwarded-For` from a trusted proxy.
     public var clientIPHeader: String?
+    /// `--demo`: add a simulated region (served by this process) with
+    /// sample content, and push through the log unless told otherwise.
+    public var demo = false
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (a listener
     /// of its own, so it never faces the internet with the rider API); nil
     /// = no metrics, and nothing is counted.

@@ -41,6 +41,10 @@ public final class Sidecar: Sendable {
     let upstream: HTTPClient
     /// Background loops and sends, and the stop signal they obey.
     let work = BackgroundWork()
+    /// The simulated region of `--demo`, or nil.
+    let demoRegionID: Int?
+    /// Every region's OneBusAway server, as the loops and routes reach them.
+    let oba: OBAGateway
     /// Metrics and their own listener (`--metrics-listen`), or nil.
     let metrics: SidecarMetrics?
     let metricsServer: HTTPServer?
@@ -52,10 +56,15 @@ public final class Sidecar: Sendable {
         let metrics = configuration.metricsListen != nil ? SidecarMetrics() : nil
         if let metrics { httpClient.observe(metrics.observeUpstream) }
         let source = RegionSource(argument: configuration.regions)
-        let regionList: [Region]
+        var regionList: [Region]
         do { regionList = try await source.load(client: httpClient) } catch {
             throw StartupError(description: "regions directory \(source.label): \(error.description)", exitCode: 2)
         }
+        // The demo region's URL names the public base; start() corrects the port.
+        let demoRegion = configuration.demo
+            ? DemoTransit.region(id: DemoRegion.id(avoiding: regionList), obaBaseURL: DemoRegion.serverURL(base: configuration.effectivePublicURL()))
+            : nil
+        if let demoRegion { regionList.append(demoRegion) }
         let opened = try configuration.openDatabase(readers: configuration.threads + 2)
         let database: any Database = metrics.map { MeasuredDatabase(inner: opened, metrics: $0) } ?? opened
         do {
@@ -72,10 +81,20 @@ public final class Sidecar: Sendable {
             await database.close()
             throw error
         }
+        if configuration.demo && transport == nil && configuration.pushTransport == .automatic {
+            transport = LogTransport(logger: logger, fingerprint: SHA256.fingerprint)
+        }
         if let metrics, let inner = transport { transport = MeasuredTransport(inner: inner, metrics: metrics) }
-        return Sidecar(configuration: configuration, database: database, regions: RegionDirectory(regionList),
+        let directory = RegionDirectory(regionList)
+        if let demoRegion {
+            directory.pin(demoRegion)
+            do { try await DemoRegion.seed(database: database, regions: directory, regionID: demoRegion.id, clock: clock) } catch {
+                logger.warning("demo content could not be written", [("error", "\(error)")])
+            }
+        }
+        return Sidecar(configuration: configuration, database: database, regions: directory,
                        source: source, clock: clock, logger: logger, httpClient: httpClient, upstream: upstream, transport: transport,
-                       metrics: metrics)
+                       metrics: metrics, demoRegionID: demoRegion?.id)
     }
 
     /// The outbound client for OneBusAway servers, gorush, weather and Stripe.
@@ -89,9 +108,10 @@ public final class Sidecar: Sendable {
 
     init(configuration: SidecarConfiguration, database: any Database, regions: RegionDirectory, source: RegionSource,
          clock: any WallClock, logger: Logger, httpClient: HTTPClient, upstream: HTTPClient, transport: (any PushTransport)?,
-         metrics: SidecarMetrics? = nil) {
+         metrics: SidecarMetrics? = nil, demoRegionID: Int? = nil) {
         self.configuration = configuration
         self.metrics = metrics
+        self.demoRegionID = demoRegionID
         self.database = database
         self.regions = regions
         self.clock = clock
@@ -112,6 +132,7 @@ public final class Sidecar: Sendable {
         self.upstream = upstream
         let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
                              regionKeys: configuration.obaRegionAPIKeys, logger: logger)
+        self.oba = oba
         pushTransport = transport
         let alertStore = AlertStore(database: database, sendLeaseSeconds: Int64(configuration.sendLeaseSeconds))
         alertFeedWatcher = AlertFeedVersionWatcher(store: alertStore, cache: alertFeedCache, clock: clock)
@@ -173,6 +194,9 @@ public final class Sidecar: Sendable {
                         clock: clock, logger: logger).routes,
         ]
         features.joined().forEach { router.add($0) }
+        if let demoRegionID {
+            (DemoOneBusAway(clock: clock).routes + [DemoRegion.guide(regionID: demoRegionID, publicURL: publicURL, clock: clock)]).forEach { router.add($0) }
+        }
         var serverConfiguration = configuration.serverConfiguration
         if let metrics {
             serverConfiguration.onAnswer = { method, route, status, seconds in
@@ -274,6 +298,14 @@ public final class Sidecar: Sendable {
             }
         }
         publicURL.set(configuration.effectivePublicURL(boundPort: port))
+        if let demoRegionID {
+            // Apps reach the demo server at the public URL; this process
+            // reaches it over loopback (no trip through a proxy).
+            regions.pin(DemoTransit.region(id: demoRegionID, obaBaseURL: DemoRegion.serverURL(base: publicURL.url)))
+            oba.localBaseURLs.set(DemoRegion.serverURL(base: "http://\(Self.loopback(for: configuration.host)):\(port)"), for: demoRegionID)
+            logger.info("demo region ready", [("region", String(demoRegionID)), ("guide", publicURL.url + "/demo"),
+                                              ("push_transport", pushTransport?.name ?? "none")])
+        }
         let refresher = regionRefresher
         let pruner = self.pruner
         let checker = alarmChecker
@@ -294,6 +326,15 @@ public final class Sidecar: Sendable {
             ("sqlite_synchronous", configuration.sqliteSynchronous.rawValue),
         ])
         return port
+    }
+
+    /// The address this process reaches its own listener at.
+    static func loopback(for host: String) -> String {
+        switch host {
+        case "0.0.0.0", "", "localhost", "*": return "127.0.0.1"
+        case "::", "::1": return "[::1]"
+        default: return host.contains(":") ? "[\(host)]" : host
+        }
     }
 
     /// Graceful stop, bounded by `--shutdown-timeout`: no new connections;

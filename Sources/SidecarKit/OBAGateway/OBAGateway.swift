@@ -1,5 +1,6 @@
 import Core
 import OBA
+import Synchronization
 
 /// The OneBusAway REST API of each region: base URL from the regions
 /// directory, API key from `--oba-api-key`, overridable per region.
@@ -10,6 +11,9 @@ public struct OBAGateway: Sendable {
     /// At `debug`, one line per request: method, id, outcome, time (never
     /// the URL, whose query carries the API key).
     let logger: Logger
+    /// Where this process reaches a region's server when that differs from
+    /// the directory's URL (the demo region's server is this process).
+    let localBaseURLs = LocalBaseURLs()
 
     public init(client: OBAClient, defaultKey: String?, regionKeys: [Int: String], logger: Logger = Logger(level: .error)) {
         self.client = client
@@ -41,6 +45,7 @@ public struct OBAGateway: Sendable {
     func key(for region: Region) -> String? { regionKeys[region.id] ?? defaultKey }
 
     func baseURL(_ region: Region) throws(OBAError) -> String {
+        if let local = localBaseURLs.url(for: region.id) { return local }
         guard let base = region.obaBaseURL else { throw .transient("region \(region.id) has no obaBaseUrl") }
         return base
     }
@@ -78,4 +83,11 @@ public struct OBAGateway: Sendable {
                                                    minutesBefore: minutesBefore, minutesAfter: minutesAfter)
         }
     }
+}
+
+/// Base URLs by region id that override the directory's, for this process.
+final class LocalBaseURLs: Sendable {
+    private let urls = Mutex<[Int: String]>([:])
+    func set(_ url: String, for regionID: Int) { urls.withLock { $0[regionID] = url } }
+    func url(for regionID: Int) -> String? { urls.withLock { $0[regionID] } }
 }

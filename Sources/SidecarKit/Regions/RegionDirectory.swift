@@ -68,6 +68,9 @@ public enum RegionsDocument {
 /// directory is re-read.
 public final class RegionDirectory: Sendable {
     private let regions: Mutex<[Int: Region]>
+    /// Regions this process adds itself (the demo): kept when the directory
+    /// is re-read.
+    private let pinned = Mutex<[Int: Region]>([:])
 
     public init(_ regions: [Region]) {
         self.regions = Mutex(Dictionary(regions.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }))
@@ -84,9 +87,16 @@ public final class RegionDirectory: Sendable {
     /// Every region, by id.
     public var all: [Region] { regions.withLock { $0.values.sorted { $0.id < $1.id } } }
 
-    /// Swaps in a newly read directory.
+    /// Swaps in a newly read directory (pinned regions stay).
     public func replace(with newRegions: [Region]) {
-        let table = Dictionary(newRegions.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var table = Dictionary(newRegions.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        table.merge(pinned.withLock { $0 }) { _, pinned in pinned }
         regions.withLock { $0 = table }
+    }
+
+    /// Adds (or updates) a region that re-reading the directory keeps.
+    func pin(_ region: Region) {
+        pinned.withLock { $0[region.id] = region }
+        regions.withLock { $0[region.id] = region }
     }
 }
