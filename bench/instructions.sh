@@ -7,15 +7,19 @@
 # with every request over the throttle (answered 429).
 #
 #   bench/instructions.sh [requests] [binary ...]   (default: this build)
+#   bench/instructions.sh --count REQUESTS BINARY [serve flags...]
+#       prints the count for one configuration (used by bench/metrics.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
 sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" valgrind python3
 
+ONE=""
+if [ "${1:-}" = "--count" ]; then ONE=yes; shift; fi
 REQUESTS="${1:-2000}"
 shift || true
 BINARIES=("$@")
-if [ ${#BINARIES[@]} -eq 0 ]; then
+if [ -z "$ONE" ] && [ ${#BINARIES[@]} -eq 0 ]; then
   swift build -c release --static-swift-stdlib --product sidecar >&2
   BINARIES=(.build/release/sidecar)
 fi
@@ -52,6 +56,11 @@ count() {
   total=$(awk '/^(summary|totals):/ {print $2; exit}' "$(ls "$WORK"/run/cg.out.* | head -1)")
   awk -v t="$total" -v n="$REQUESTS" 'BEGIN { printf "%.0f", t / n }'
 }
+
+if [ -n "$ONE" ]; then
+  count "${BINARIES[@]}"
+  exit 0
+fi
 
 echo "| binary | answered 204 (throttle off) | answered 429 (throttled) |"
 echo "|---|---|---|"

@@ -27,3 +27,36 @@ http {
 NGINX
   nginx -c "$work/nginx.conf"
 }
+
+# measure NAME BINARY ARGS...: one wrk run (-t2 -c64, DURATION seconds) of
+# POST push_registrations with unique tokens against BINARY serving on PORT
+# with a fresh database in WORK; appends "rps p50 p99 cpu_us" to WORK/NAME.
+# Runs whose name starts with "refused" expect every answer to be a 429.
+measure() {
+  local name="$1" binary="$2"; shift 2
+  rm -f "$WORK/db.sqlite3"*
+  "$binary" serve --host 127.0.0.1 --port "$PORT" --database "$WORK/db.sqlite3" --log-level warning "$@" > "$WORK/server.log" 2>&1 &
+  local pid=$!
+  echo $pid > "$WORK/server.pid"
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+  local before after
+  kill -0 $pid 2>/dev/null || { echo "$name: the server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+  before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  wrk -t2 -c64 -d"${DURATION}s" --latency -s bench/push_registrations.lua "http://127.0.0.1:$PORT/" > "$WORK/wrk.out"
+  after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  kill -TERM $pid; wait $pid || true
+  local rps requests errors
+  rps=$(awk '/^Requests\/sec/ {print $2}' "$WORK/wrk.out")
+  requests=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
+  errors=$(awk '/Non-2xx or 3xx responses/ {print $5}' "$WORK/wrk.out")
+  case "$name" in
+    refused*) [ -n "$errors" ] || { echo "$name: expected refusals" >&2; exit 1; } ;;
+    *) [ -z "$errors" ] || { echo "$name: $errors non-2xx answers" >&2; exit 1; } ;;
+  esac
+  local ticks; ticks=$(getconf CLK_TCK)
+  echo "$rps $(awk '$1 == "50%" {print $2}' "$WORK/wrk.out") $(awk '$1 == "99%" {print $2}' "$WORK/wrk.out") \
+    $(awk -v t=$((after - before)) -v r="$requests" -v k="$ticks" 'BEGIN { printf "%.1f", t / k / r * 1e6 }')" >> "$WORK/$name"
+}
+
+# median FILE: the row of FILE with the median first column.
+median() { sort -n -k1,1 "$1" | awk '{ rows[NR] = $0 } END { print rows[int((NR + 1) / 2)] }'; }

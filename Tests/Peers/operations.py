@@ -6,11 +6,28 @@
   metrics   /metrics on --metrics-listen read by prometheus_client's parser;
             counts after a known sequence of requests
   logs      --log-format json at debug: every line one JSON object, no secret
+  backup    `sidecar backup` while four clients write: every copy passes
+            PRAGMA integrity_check, holds every write acknowledged before it
+            began, and serves when started
+  doctor    `sidecar doctor` against working stand-ins (OneBusAway, gorush,
+            and, when SIDECAR_PUSH_PEERS="DIR APNS_PORT FCM_PORT" names
+            push_peers.py's, APNs and FCM) exits 0; a broken configuration
+            exits 1 with a fix under each failure
+  exchange  export -> import -> export through the CLI yields the same
+            document; dry run writes nothing; a second import changes nothing;
+            an unknown field is refused with its path
+  demo      `serve --demo`: the curl commands of GET /demo, run as printed,
+            make an alarm fire and a Live Activity update in the log
 """
 import json
 import os
+import re
 import socket
+import sqlite3
+import subprocess
 import sys
+import threading
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,7 +36,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 BIN = os.path.abspath(sys.argv[1])
 base.BIN = BIN
-CHECKS = sys.argv[2:] or ["metrics", "logs"]
+CHECKS = sys.argv[2:] or ["metrics", "logs", "backup", "doctor", "exchange", "demo"]
 WORK = base.WORK
 check, fail = base.check, base.fail
 
@@ -120,9 +137,185 @@ def logs():
     print(f"logs: {len(lines)} lines at debug, each one JSON object with time, level and message; no token, app_uid, key or secret")
 
 
+def run(*arguments, stdin=None):
+    return subprocess.run([BIN, *arguments], capture_output=True, text=True, input=stdin, timeout=120)
+
+
+def tokens_in(database):
+    connection = sqlite3.connect(database)
+    found = {row[0] for row in connection.execute("SELECT token FROM push_registrations")}
+    connection.close()
+    return found
+
+
+def backup():
+    database = os.path.join(WORK, "live.sqlite3")
+    sidecar = base.Sidecar(database, "--push-registration-limit", "0")
+    acknowledged, lock, stop = [], threading.Lock(), threading.Event()
+
+    def writer(number):
+        sequence = 0
+        while not stop.is_set():
+            token = f"backup-{number}-{sequence}"
+            if register(sidecar, token) == 204:
+                with lock:
+                    acknowledged.append(token)
+            sequence += 1
+
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in writers:
+        thread.start()
+    copies = []
+    try:
+        time.sleep(1)
+        for number in range(3):
+            with lock:
+                before = set(acknowledged)
+            target = os.path.join(WORK, f"backup-{number}.sqlite3")
+            started = time.time()
+            done = run("backup", "--to", target, "--database", database)
+            check(done.returncode == 0, f"backup failed: {done.stdout}{done.stderr}")
+            elapsed = time.time() - started
+            check(base.integrity(target) == "ok", f"backup {number} fails integrity_check")
+            held = tokens_in(target)
+            check(before <= held, f"backup {number} lacks {len(before - held)} acknowledged writes")
+            copies.append((len(held), elapsed))
+            time.sleep(0.5)
+        refused = run("backup", "--to", os.path.join(WORK, "backup-0.sqlite3"), "--database", database)
+        check(refused.returncode != 0 and "--replace" in refused.stderr + refused.stdout, "an existing file was overwritten without --replace")
+    finally:
+        stop.set()
+        for thread in writers:
+            thread.join()
+        check(sidecar.stop() == 0, "the live server did not stop cleanly")
+    check(len(acknowledged) > copies[-1][0] > copies[0][0] > 0, f"the writers did not write during the backups: {copies}, {len(acknowledged)}")
+    restored = base.Sidecar(os.path.join(WORK, "backup-2.sqlite3"))
+    try:
+        check(restored.request("GET", "/healthz")[0] == 200, "the restored copy is not healthy")
+        check(register(restored, "after-restore") == 204, "the restored copy does not take writes")
+    finally:
+        check(restored.stop() == 0, "the restored server did not stop cleanly")
+    print(f"backup: 3 copies during {len(acknowledged)} writes from 4 clients ({', '.join(f'{n} rows in {t:.2f} s' for n, t in copies)}), "
+          "each integrity_check ok with every earlier acknowledged write; the last one serves")
+
+
+def doctor():
+    oba, gorush = base.OBA(), base.Gorush()
+    regions = base.regions_file(oba)
+    database = os.path.join(WORK, "doctor.sqlite3")
+    working = ["doctor", "--database", database, "--regions", regions, "--oba-api-key", "KEY-DOCTOR-1", "--gorush-url", gorush.url,
+               "--public-url", "https://sidecar.example.org", "--trusted-proxies", "127.0.0.1"]
+    peers = os.environ.get("SIDECAR_PUSH_PEERS", "").split()
+    if len(peers) == 3:
+        directory, apns_port, fcm_port = peers
+        working += ["--apns-key-file", f"{directory}/apns.p8", "--apns-key-id", "KEYID12345", "--apns-team-id", "TEAMID1234",
+                    "--apns-url", f"https://127.0.0.1:{apns_port}", "--apns-ca-file", f"{directory}/ca.pem",
+                    "--fcm-service-account", f"{directory}/service-account.json", "--fcm-url", f"http://127.0.0.1:{fcm_port}"]
+    try:
+        done = run(*working)
+        check(done.returncode == 0, f"doctor failed a working configuration:\n{done.stdout}{done.stderr}")
+        names = ["configuration", "database", "regions", "oba region 1", "gorush", "disk"] + (["apns", "fcm"] if peers else [])
+        for name in names:
+            check(re.search(rf"^  ok +{re.escape(name)} ", done.stdout, re.M), f"no ok line for {name}:\n{done.stdout}")
+        check("KEY-DOCTOR-1" not in done.stdout + done.stderr, "the API key was printed")
+        garbage = os.path.join(WORK, "not-a-key.p8")
+        with open(garbage, "w") as file:
+            file.write("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+        closed = socket.socket()
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        closed.close()
+        broken = run("doctor", "--database", os.path.join(WORK, "no", "such", "dir", "db.sqlite3"), "--regions", regions,
+                     "--gorush-url", f"http://127.0.0.1:{port}", "--apns-key-file", garbage, "--apns-key-id", "KEYID12345",
+                     "--apns-team-id", "TEAMID1234")
+        check(broken.returncode == 1, f"doctor passed a broken configuration:\n{broken.stdout}")
+        lines = broken.stdout.splitlines()
+        failed = [index for index, line in enumerate(lines) if line.startswith("  FAIL")]
+        check({lines[i].split()[1] for i in failed} >= {"database", "oba", "gorush", "apns"}, f"missing failures:\n{broken.stdout}")
+        check(all(lines[i + 1].startswith("        fix: ") for i in failed), f"a failure without a fix:\n{broken.stdout}")
+        check(lines[-1] == f"{len(failed)} checks failed", lines[-1])
+    finally:
+        oba.shutdown()
+        gorush.shutdown()
+    print(f"doctor: {len(names)} checks ok against working stand-ins{' (APNs over HTTP/2 and FCM included)' if peers else ''}; "
+          f"a broken configuration exits 1 with {len(failed)} failures, each with its fix")
+
+
+def exchange():
+    source = os.path.join(WORK, "exchange-source.sqlite3")
+    oba = base.OBA()
+    base.cli(source, "region", "set", "--id", "1", "--agency-id", "1")
+    alert = base.cli(source, "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--description", "Skips 45th St",
+                     "--cause", "CONSTRUCTION", "--effect", "DETOUR", "--severity", "WARNING", "--start", "2026-12-01T08:00:00-08:00").split()[2]
+    base.cli(source, "alert", "translate", alert, "--language", "es", "--header", "Ruta 44 desviada")
+    base.cli(source, "alert", "publish", alert)
+    sidecar = base.Sidecar(source, "--regions", base.regions_file(oba))
+    try:
+        for number in range(5):
+            check(register(sidecar, f"move-{number}", "ios" if number % 2 else "android") == 204, "registration refused")
+    finally:
+        sidecar.stop()
+        oba.shutdown()
+    first = os.path.join(WORK, "export-1.json")
+    done = run("export", "--region", "1", "--to", first, "--database", source)
+    check(done.returncode == 0, f"export failed: {done.stderr}")
+    document = json.load(open(first))
+    check(document.get("format") == "sidecar-export/1", f"format {document.get('format')}")
+
+    target = os.path.join(WORK, "exchange-target.sqlite3")
+    dry = run("import", "--file", first, "--dry-run", "--database", target)
+    check(dry.returncode == 0 and "5" in dry.stdout, f"dry run: {dry.stdout}{dry.stderr}")
+    check(not os.path.exists(target) or not tokens_in(target), "the dry run wrote registrations")
+    done = run("import", "--file", "-", "--database", target, stdin=open(first).read())
+    check(done.returncode == 0, f"import from standard input failed: {done.stderr}")
+    again = run("import", "--file", first, "--database", target)
+    check(again.returncode == 0, f"second import failed: {again.stderr}")
+    check(tokens_in(target) == {f"move-{n}" for n in range(5)}, "registrations were not imported exactly once")
+    second = run("export", "--region", "1", "--database", target)
+    check(second.returncode == 0, f"second export failed: {second.stderr}")
+    moved = json.loads(second.stdout)
+    for each in (document, moved):
+        each.pop("exported_at", None)
+    check(moved == document, "export -> import -> export changed the document")
+
+    document["alerts"][0]["surprise"] = True
+    bad = os.path.join(WORK, "export-bad.json")
+    json.dump(document, open(bad, "w"))
+    refused = run("import", "--file", bad, "--database", target)
+    check(refused.returncode != 0 and "surprise" in refused.stderr, f"an unknown field was accepted: {refused.stdout}{refused.stderr}")
+    print(f"exchange: export -> import (standard input, then again) -> export identical ("
+          f"{len(moved.get('push_registrations', []))} registrations, {len(moved.get('alerts', []))} alert); dry run wrote nothing; "
+          "an unknown field refused with its path")
+
+
+def demo():
+    database = os.path.join(WORK, "demo.sqlite3")
+    sidecar = base.Sidecar(database, "--demo", "--alarm-check-interval", "5", "--live-activity-interval", "5")
+    try:
+        status, body = sidecar.request("GET", "/demo")
+        check(status == 200, f"/demo answered {status}")
+        guide = body.decode()
+        commands = [command.replace("\\\n", " ") for command in re.findall(r"^  (curl -X POST .*?)(?=\n\n|\Z)", guide, re.M | re.S)]
+        check(len(commands) == 2, f"the guide has no alarm and Live Activity commands:\n{guide}")
+        for command in commands:
+            done = subprocess.run(["bash", "-c", command + " -s -o /dev/null -w '%{http_code}'"], capture_output=True, text=True, timeout=30)
+            check(done.stdout.strip() in ("200", "201", "204"), f"{command} answered {done.stdout} {done.stderr}")
+        started = time.time()
+        base.wait_for(lambda: "push (log transport)" in sidecar.text() and "kind=alert" in sidecar.text(), 30, f"no alarm fired:\n{sidecar.text()}")
+        fired = time.time() - started
+        base.wait_for(lambda: "kind=liveactivity" in sidecar.text() and "content_state=" in sidecar.text(), 30,
+                      f"no Live Activity update:\n{sidecar.text()}")
+        feed = sidecar.request("GET", "/api/v1/regions/9999/alerts.pbtext")[1].decode()
+        check("Route 2X detoured" in feed, "the demo feed has no sample alert")
+    finally:
+        check(sidecar.stop() == 0, "the demo server did not stop cleanly")
+    print(f"demo: the guide's two curl commands, run as printed, made the alarm fire in the log {fired:.1f} s later "
+          "(5 s checks) and a Live Activity update with its content state")
+
+
 def main():
     for name in CHECKS:
-        {"metrics": metrics, "logs": logs}[name]()
+        {"metrics": metrics, "logs": logs, "backup": backup, "doctor": doctor, "exchange": exchange, "demo": demo}[name]()
 
 
 if __name__ == "__main__":

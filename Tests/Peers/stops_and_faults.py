@@ -85,6 +85,15 @@ class GorushHandler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def do_GET(self):
+        # gorush's health endpoint, which `sidecar doctor` asks.
+        answer = b'{"status":"ok"}' if self.path == "/healthz" else b'{"error":"not found"}'
+        self.send_response(200 if self.path == "/healthz" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:

@@ -558,8 +558,30 @@ public enum CommandLineInterface {
         return .copyDatabase(from: from, to: to, replace: replace, configuration: configuration)
     }
 
+    /// Help for `sidecar export` and `sidecar import`.
+    static let exchangeUsage = [
+        "export": """
+            Usage: sidecar export --region N [--to FILE] [--database PATH]
+
+            Writes one region's data as a sidecar-export/1 JSON document (the format
+            OBACloud exports and the reference sidecar imports): alerts with their
+            translations, studies, surveys with questions, survey responses, push
+            registrations and ghost-bus reports. Standard output unless --to FILE.
+            """,
+        "import": """
+            Usage: sidecar import --file PATH|- [--dry-run] [--database PATH]
+
+            Reads a sidecar-export/1 document (- for standard input) into its region,
+            all or nothing. Importing the same document again changes nothing. An
+            unknown field or region is an error naming where it is. --dry-run prints
+            what would be added and changes nothing.
+            """,
+    ]
+
     /// Help for one group of operator commands.
     public static func adminUsage(group: String) -> String {
+        // A command of its own rather than a group.
+        if let usage = exchangeUsage[group] { return usage }
         var text = "Usage: sidecar \(group) <command> [options] [--database PATH] [--regions PATH|URL]\n\nCommands:\n"
         for (name, spec) in adminCommands.sorted(by: { $0.key < $1.key }) where name.hasPrefix(group + " ") {
             let id = spec.positional > 0 ? " ID" : ""

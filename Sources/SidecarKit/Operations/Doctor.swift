@@ -96,7 +96,8 @@ public enum Doctor {
         if !configuration.usesPostgreSQL && access(configuration.database, F_OK) != 0 {
             let directory = directoryOf(configuration.database)
             guard access(directory, W_OK) == 0 else {
-                return [.failed(name, "\(configuration.database) does not exist and \(directory) is not writable",
+                let why = access(directory, F_OK) == 0 ? "is not writable" : "does not exist"
+                return [.failed(name, "\(configuration.database) does not exist and its directory \(directory) \(why)",
                                 fix: "create the directory or choose --database in a writable place")]
             }
             return [.ok(name, "\(configuration.database) does not exist yet; serve creates it")]
