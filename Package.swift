@@ -36,21 +36,24 @@ let package = Package(
         .target(name: "GTFSRealtime", dependencies: ["Core"]),
         // Counters, gauges and histograms in Prometheus's text format.
         .target(name: "Metrics"),
+        // Server-rendered pages that escape by default.
+        .target(name: "HTML"),
         .target(name: "Push", dependencies: ["HTTPClient", "Core", "Crypto"]),
 
         // The application: one folder per feature.
-        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics"]),
+        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML"]),
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
 
         // A raw-socket HTTP client for tests that must send malformed bytes.
         .target(name: "TestSupport", dependencies: ["HTTPServer"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
+        .testTarget(name: "HTMLTests", dependencies: ["HTML"]),
         .testTarget(name: "PushTests", dependencies: ["Push", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "GTFSRealtimeTests", dependencies: ["GTFSRealtime", "TestSupport"]),
         .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),
-        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "TestSupport"]),
+        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -47,6 +47,22 @@ public struct Request: Sendable {
         return headers.first { $0.name == lowered }?.value
     }
 
+    /// The value of a cookie from the `Cookie` header(s), or nil. Only
+    /// cookie-octets are accepted; anything else reads as no cookie.
+    public func cookie(_ name: String) -> String? {
+        for (headerName, value) in headers where headerName == "cookie" {
+            for pair in value.split(separator: ";") {
+                let trimmed = pair.drop { $0 == " " }
+                guard let equals = trimmed.firstIndex(of: "="), trimmed[..<equals] == name else { continue }
+                var found = trimmed[trimmed.index(after: equals)...]
+                if found.hasPrefix("\""), found.hasSuffix("\""), found.count >= 2 { found = found.dropFirst().dropLast() }
+                guard found.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"\",;\\".unicodeScalars.contains($0) }) else { return nil }
+                return String(found)
+            }
+        }
+        return nil
+    }
+
     /// The media type of the body without parameters, lower-cased
     /// (`application/json; charset=utf-8` → `application/json`).
     public var mediaType: String? {

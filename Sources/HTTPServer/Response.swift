@@ -37,6 +37,11 @@ public struct Response: Sendable {
         return copy
     }
 
+    /// A `303 See Other` to a path of this site (after a form's POST).
+    public static func seeOther(_ location: String) -> Response {
+        Response(status: 303, headers: [("Location", location)])
+    }
+
     /// Returns a copy with one more log field.
     public func logging(_ name: String, _ value: String) -> Response {
         var copy = self
@@ -55,6 +60,8 @@ public enum ErrorStyle: Sendable {
     case messages
     /// `{"errors": [...]}` (surveys and survey responses).
     case legacy
+    /// Rendered by the application (an HTML page for browsers).
+    case custom(@Sendable (_ status: Int, _ error: String, _ messages: [String]) -> Response)
 
     /// Renders an error in this shape.
     public func response(status: Int, error: String, messages: [String]) -> Response {
@@ -65,6 +72,8 @@ public enum ErrorStyle: Sendable {
             return .json(status, ErrorWithMessages(error: error, messages: messages))
         case .legacy:
             return .json(status, ["errors": messages.isEmpty ? [error] : messages])
+        case .custom(let render):
+            return render(status, error, messages)
         }
     }
 }

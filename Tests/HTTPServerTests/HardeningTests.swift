@@ -101,7 +101,9 @@ struct HardeningTests {
     }
 
     @Test func aSlowlorisFromOneAddressDoesNotDelayAnother() async throws {
-        try await Self.withServer({ $0.connectionsPerClient = 16 }) { server in
+        // A 4 s header timeout: 127.0.0.1 answered well within it was not
+        // queued behind the attacker's sockets (which only go at the timeout).
+        try await Self.withServer({ $0.connectionsPerClient = 16; $0.headerTimeoutSeconds = 4 }) { server in
             // 200 sockets from 127.0.0.2, each trickling a head that never ends.
             var slow: [RawSocket] = []
             for _ in 0..<200 {
@@ -113,11 +115,13 @@ struct HardeningTests {
             let started = Date()
             let response = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/hello"), source: "127.0.0.1")
             #expect(response.status == 200)
-            #expect(Date().timeIntervalSince(started) < 1, "127.0.0.1 is served at once")
+            // Well before the attacker's sockets time out; the margin absorbs a
+            // machine busy with other suites.
+            #expect(Date().timeIntervalSince(started) < 2, "127.0.0.1 is served at once")
             #expect(server.openConnections <= 17, "127.0.0.2 holds at most its share")
             // Another header line every half second does not keep them alive:
-            // the head must be complete a second after it began.
-            for _ in 0..<4 {
+            // the head must be complete within the timeout of its beginning.
+            for _ in 0..<10 {
                 slow.forEach { $0.send(Array("X-Slow: 1\r\n".utf8)) }
                 try await Task.sleep(for: .milliseconds(500))
             }

@@ -13,7 +13,7 @@ struct AlertRouteTests {
         // Sends are driven by hand here; the background resumer would race them.
         try await TestSidecar.run({ $0.gorushURL = gorush.url; $0.runsSendResumer = false }) { app in
             _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles")
-            let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", now: 0)
+            let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", canPush: true, now: 0)
             try await body(app, gorush, key)
         }
         await gorush.server.shutdown()

@@ -33,14 +33,18 @@ public enum AdminCommands {
         let http = HTTPClient()
         defer { http.shutdown() }
         var directory = RegionDirectory([])
-        if !invocation.command.hasPrefix("apikey") && !invocation.command.hasPrefix("push") {
+        if !invocation.command.hasPrefix("apikey") && !invocation.command.hasPrefix("push") && !invocation.command.hasPrefix("user") {
             do { directory = RegionDirectory(try await RegionSource(argument: configuration.regions).load(client: http)) } catch {
                 errors("sidecar: error: regions directory: \(error.description)")
                 return 2
             }
         }
         let store = AlertStore(database: database, sendLeaseSeconds: Int64(configuration.sendLeaseSeconds))
-        let administration = AlertAdministration(store: store, regions: directory, clock: clock, cache: nil)
+        let audit = AuditLog(database: database, logger: logger)
+        let actor = "cli:" + operatorLogin()
+        var administration = AlertAdministration(store: store, regions: directory, clock: clock, cache: nil)
+        administration.audit = audit
+        administration.actor = actor
         let options = invocation.options
         let now = clock.now().epochMillis / 1000
         func alertID() throws -> Int64 {
@@ -140,6 +144,10 @@ public enum AdminCommands {
                 } catch let failure as RegionExchange.Failure {
                     throw AdministrationError.invalid(["import: \(failure.description); nothing was imported"])
                 }
+                if !dryRun {
+                    await audit.record(actor: actor, action: "region.import", regionID: document.regionID, target: "region \(document.regionID)",
+                                       detail: summary.lines.map { $0.trimmingWhitespace() }.joined(separator: "; "), now: now)
+                }
                 output(dryRun ? "dry run: importing into region \(document.regionID) would do this (nothing was changed):"
                               : "imported into region \(document.regionID):")
                 summary.lines.forEach(output)
@@ -151,6 +159,7 @@ public enum AdminCommands {
                 guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
                 let study = try await SurveyStore(database: database).createStudy(regionID: regionID, name: name,
                                                                                   description: options["description"]?.presence, now: now)
+                await audit.record(actor: actor, action: "study.create", regionID: regionID, target: "study \(study.id)", detail: name, now: now)
                 output("created study \(study.id)")
             case "study list":
                 for study in try await SurveyStore(database: database).studies(regionID: options["region"].flatMap { Int($0) }) {
@@ -173,6 +182,9 @@ public enum AdminCommands {
                 guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
                 do {
                     let saved = try await surveys.save(survey, now: now)
+                    await audit.record(actor: actor, action: invocation.command == "survey edit" ? "survey.edit" : "survey.create",
+                                       regionID: saved.regionID, target: "survey \(saved.id)", detail: "\(saved.name); \(saved.questions.count) questions",
+                                       now: now)
                     output("\(invocation.command == "survey edit" ? "updated" : "created") survey \(saved.id)")
                 } catch let error as SurveyStoreError {
                     throw AdministrationError.invalid([error.message])
@@ -188,9 +200,12 @@ public enum AdminCommands {
                 }
                 output(String(decoding: SurveyRules.document(survey).prettyEncoded(), as: UTF8.self))
             case "survey delete":
+                let doomed = try await SurveyStore(database: database).survey(id: try alertID())
                 do { try await SurveyStore(database: database).delete(id: try alertID()) } catch let error as SurveyStoreError {
                     throw error == .notFound ? AdministrationError.notFound(error.message) : AdministrationError.invalid([error.message])
                 }
+                await audit.record(actor: actor, action: "survey.delete", regionID: doomed?.regionID, target: "survey \(try alertID())",
+                                   detail: doomed?.name, now: now)
                 output("deleted survey \(try alertID())")
             case "survey responses":
                 let surveys = SurveyStore(database: database)
@@ -219,23 +234,62 @@ public enum AdminCommands {
                 guard let name = options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
                 let tooLong = FieldLimits.check([("--name", name, FieldLimits.name)])
                 guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
-                let (key, record) = try await ApiKeyStore(database: database).create(name: name, now: now)
-                output("created API key \(record.id) (\(name)). It is shown only now; store it safely:\n\(key)")
+                let regions = try regionList(options["region"])
+                let (key, record) = try await ApiKeyStore(database: database).create(name: name, regions: regions, canPush: options["push"] == "true",
+                                                                                      now: now)
+                await audit.record(actor: actor, action: "apikey.create", regionID: Optional<Int>.none, target: "API key \(record.id)",
+                                   detail: "\(name); \(record.scopeDescription)", now: now)
+                output("created API key \(record.id) (\(name), \(record.scopeDescription)). It is shown only now; store it safely:\n\(key)")
             case "apikey list":
                 for record in try await ApiKeyStore(database: database).list() {
                     let state = record.revokedAt == nil ? "active" : "revoked"
-                    output("\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\tlast used \(record.lastUsedAt.map(format) ?? "never")")
+                    output("\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\t\(record.scopeDescription)\tlast used \(record.lastUsedAt.map(format) ?? "never")")
                 }
             case "apikey revoke":
                 guard let id = Int64(invocation.positional.first ?? ""), try await ApiKeyStore(database: database).revoke(id: id, now: now) else {
                     throw AdministrationError.notFound("No active API key \(invocation.positional.first ?? "")")
                 }
+                await audit.record(actor: actor, action: "apikey.revoke", regionID: Optional<Int>.none, target: "API key \(id)", now: now)
                 output("revoked API key \(id)")
+            case "user create":
+                let users = ConsoleStore(database: database)
+                guard let email = ConsoleRules.normalizedEmail(options["email"] ?? "") else {
+                    throw AdministrationError.invalid(["--email must be an email address"])
+                }
+                guard let role = ConsoleRole(rawValue: options["role"] ?? "") else { throw AdministrationError.invalid(["--role must be admin, editor or viewer"]) }
+                let regions = try regionList(options["region"])
+                let password = try readPassword(email: email, errors: errors)
+                let user = try await users.createUser(email: email, passwordHash: try PasswordHash.hash(password), role: role, regions: regions, now: now)
+                await audit.record(actor: actor, action: "user.create", regionID: Optional<Int>.none, target: "user \(email)",
+                                   detail: "role=\(role.rawValue); regions=\(regions.map { $0.sorted().map(String.init).joined(separator: ",") } ?? "all")", now: now)
+                output("created \(user.role.rawValue) \(user.email) (\(regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions"))")
+            case "user list":
+                for user in try await ConsoleStore(database: database).users() {
+                    output("\(user.email)\t\(user.role.rawValue)\t\(user.regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions")")
+                }
+            case "user passwd":
+                guard let email = ConsoleRules.normalizedEmail(options["email"] ?? "") else { throw AdministrationError.invalid(["--email is required"]) }
+                let users = ConsoleStore(database: database)
+                guard try await users.credentials(email: email) != nil else { throw AdministrationError.notFound("No account \(email)") }
+                let password = try readPassword(email: email, errors: errors)
+                try await users.setPassword(email: email, passwordHash: try PasswordHash.hash(password), now: now)
+                await audit.record(actor: actor, action: "user.passwd", regionID: Optional<Int>.none, target: "user \(email)", now: now)
+                output("set the password of \(email); its sessions have ended")
+            case "user delete":
+                guard let email = ConsoleRules.normalizedEmail(options["email"] ?? "") else { throw AdministrationError.invalid(["--email is required"]) }
+                do { try await ConsoleStore(database: database).deleteUser(email: email) } catch ConsoleStore.Failure.notFound {
+                    throw AdministrationError.notFound("No account \(email)")
+                }
+                await audit.record(actor: actor, action: "user.delete", regionID: Optional<Int>.none, target: "user \(email)", now: now)
+                output("deleted \(email)")
             default:
                 errors("sidecar: error: unknown command '\(invocation.command)'")
                 return 2
             }
             return 0
+        } catch ConsoleStore.Failure.duplicateEmail {
+            errors("sidecar: error: an account with this email exists (sidecar user passwd to change its password)")
+            return 1
         } catch let error as AdministrationError {
             error.messages.forEach { errors("sidecar: error: \($0)") }
             return 1
@@ -311,5 +365,56 @@ public enum AdminCommands {
         let fraction = total > 0 ? min(Double(send.targeted) / Double(total), 1) : 1
         let filled = Int(fraction * Double(width))
         return "[\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(Int(fraction * 100))% \(send.targeted)/\(total) delivered \(send.delivered) failed \(send.failed)"
+    }
+}
+
+extension AdminCommands {
+    /// `--region 1 --region 3` (joined as `1,3`) as a set; nil when absent (every region).
+    static func regionList(_ text: String?) throws(AdministrationError) -> Set<Int>? {
+        guard let text, !text.isEmpty else { return nil }
+        var regions = Set<Int>()
+        for part in text.split(separator: ",") {
+            guard let id = Int(String(part).trimmingWhitespace()), id >= 0 else { throw .invalid(["--region must be a region id (a number)"]) }
+            regions.insert(id)
+        }
+        return regions
+    }
+
+    /// Who runs the command, for the audit log (the login behind sudo).
+    static func operatorLogin() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        return environment["SUDO_USER"]?.presence ?? environment["USER"]?.presence ?? environment["LOGNAME"]?.presence ?? "unknown"
+    }
+
+    /// Reads a new password from standard input, never from the arguments
+    /// (every local user can read those). On a terminal it asks twice
+    /// without echo; otherwise it reads one line.
+    static func readPassword(email: String, errors: @Sendable (String) -> Void) throws(AdministrationError) -> String {
+        let password: String
+        if isatty(STDIN_FILENO) == 1 {
+            errors("Password for \(email) (at least \(ConsoleRules.minimumPasswordLength) characters): ")
+            let first = readLineWithoutEcho() ?? ""
+            errors("Again: ")
+            guard readLineWithoutEcho() == first else { throw .invalid(["the two passwords differ"]) }
+            password = first
+        } else {
+            password = readLine(strippingNewline: true) ?? ""
+        }
+        let problems = ConsoleRules.passwordProblems(password, email: email)
+        guard problems.isEmpty else { throw .invalid(problems) }
+        return password
+    }
+
+    static func readLineWithoutEcho() -> String? {
+        var saved = termios()
+        guard tcgetattr(STDIN_FILENO, &saved) == 0 else { return readLine() }
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+        defer {
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            StandardErrorSink().write("")
+        }
+        return readLine(strippingNewline: true)
     }
 }

@@ -15,39 +15,60 @@ struct AdminRoutes: Sendable {
     let clock: any WallClock
     let logger: Logger
 
+    /// A handler that knows which key called it.
+    typealias KeyHandler = @Sendable (Request, ApiKeyStore.Record) async -> Response
+
     var routes: [Route] {
-        let auth: Middleware = { request, next in await authenticate(request, next) }
-        func route(_ method: String, _ path: String, _ handler: @escaping Handler) -> Route {
-            Route(method, "/admin/api" + path, errorStyle: .messages, middleware: [auth]) { request in
-                await handler(request)
+        func route(_ method: String, _ path: String, _ handler: @escaping KeyHandler) -> Route {
+            Route(method, "/admin/api" + path, errorStyle: .messages) { request in
+                await authenticate(request, handler)
             }
         }
         return [
-            route("GET", "/regions") { _ in await regions() },
-            route("PUT", "/regions/:id") { request in await setRegion(request) },
-            route("GET", "/regions/:id/alerts") { request in await listAlerts(request) },
-            route("POST", "/regions/:id/alerts") { request in await createAlert(request) },
-            route("GET", "/alerts/:id") { request in await showAlert(request) },
-            route("PATCH", "/alerts/:id") { request in await editAlert(request) },
-            route("PUT", "/alerts/:id") { request in await editAlert(request) },
-            route("DELETE", "/alerts/:id") { request in await deleteAlert(request) },
-            route("POST", "/alerts/:id/publish") { request in await publish(request, true) },
-            route("POST", "/alerts/:id/unpublish") { request in await publish(request, false) },
-            route("PUT", "/alerts/:id/translations/:language") { request in await translate(request) },
-            route("POST", "/alerts/:id/sends") { request in await send(request) },
-            route("GET", "/alerts/:id/sends") { request in await listSends(request) },
+            route("GET", "/regions") { _, key in await regions(key) },
+            route("PUT", "/regions/:id") { request, key in await setRegion(request, key) },
+            route("GET", "/regions/:id/alerts") { request, key in await listAlerts(request, key) },
+            route("POST", "/regions/:id/alerts") { request, key in await createAlert(request, key) },
+            route("GET", "/alerts/:id") { request, key in await showAlert(request, key) },
+            route("PATCH", "/alerts/:id") { request, key in await editAlert(request, key) },
+            route("PUT", "/alerts/:id") { request, key in await editAlert(request, key) },
+            route("DELETE", "/alerts/:id") { request, key in await deleteAlert(request, key) },
+            route("POST", "/alerts/:id/publish") { request, key in await publish(request, key, true) },
+            route("POST", "/alerts/:id/unpublish") { request, key in await publish(request, key, false) },
+            route("PUT", "/alerts/:id/translations/:language") { request, key in await translate(request, key) },
+            route("POST", "/alerts/:id/sends") { request, key in await send(request, key) },
+            route("GET", "/alerts/:id/sends") { request, key in await listSends(request, key) },
         ]
     }
 
-    func authenticate(_ request: Request, _ next: Handler) async -> Response {
+    func authenticate(_ request: Request, _ next: KeyHandler) async -> Response {
         let header = request.header("authorization") ?? ""
         let presented = header.hasPrefix("Bearer ") ? String(header.dropFirst(7)).trimmingWhitespace() : ""
         let valid = presented.isEmpty ? nil : try? await keys.verify(presented, now: clock.now().epochMillis / 1000)
-        guard valid != nil else {
+        guard let valid else {
             return ErrorStyle.messages.response(status: 401, error: "Unauthorized", messages: ["Send Authorization: Bearer <api key>"])
                 .adding(header: "WWW-Authenticate", "Bearer")
         }
-        return await next(request)
+        return await next(request, valid)
+    }
+
+    /// The operations as this key: its changes are audited under its name.
+    func administration(for key: ApiKeyStore.Record) -> AlertAdministration {
+        administration.acting(as: "apikey:\(key.name)#\(key.id)")
+    }
+
+    /// A region the key may not act on is answered like one that does not exist.
+    func regionID(_ request: Request, _ key: ApiKeyStore.Record) throws(AdministrationError) -> Int {
+        guard let id = request.pathParameters["id"].flatMap({ Int($0) }), key.allows(region: id) else { throw .notFound("No such region") }
+        return id
+    }
+
+    /// The alert the path names, if the key may act on its region.
+    func scopedAlert(_ request: Request, _ key: ApiKeyStore.Record) async throws -> ServiceAlert {
+        guard let id = id(request) else { throw AlertStoreError.notFound }
+        let alert = try await administration.alert(id: id)
+        guard key.allows(region: alert.regionID) else { throw AdministrationError.notFound("No alert \(id)") }
+        return alert
     }
 
     static let authoringFields = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test", "agency_id"]
@@ -78,77 +99,83 @@ struct AdminRoutes: Sendable {
 
     func id(_ request: Request) -> Int64? { request.pathParameters["id"].flatMap { Int64($0) } }
 
-    func regions() async -> Response {
+    func regions(_ key: ApiKeyStore.Record) async -> Response {
         do {
-            let list = try await administration.regionList()
+            let list = try await administration.regionList().filter { key.allows(region: $0.region.id) }
             return .json(200, JSONValue.array(list.map { AdminJSON.region($0.region, $0.settings) }))
         } catch { return failure(error) }
     }
 
-    func setRegion(_ request: Request) async -> Response {
-        guard let id = request.pathParameters["id"].flatMap({ Int($0) }) else { return failure(AdministrationError.notFound("No such region")) }
+    func setRegion(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let settings = try await administration.setRegion(id: id, agencyID: request.parameters["agency_id"], timezone: request.parameters["timezone"])
+            let id = try regionID(request, key)
+            let settings = try await administration(for: key).setRegion(id: id, agencyID: request.parameters["agency_id"],
+                                                                          timezone: request.parameters["timezone"])
             return .json(200, AdminJSON.region(try administration.region(id), settings))
         } catch { return failure(error) }
     }
 
-    func listAlerts(_ request: Request) async -> Response {
-        guard let regionID = request.pathParameters["id"].flatMap({ Int($0) }) else { return failure(AdministrationError.notFound("No such region")) }
+    func listAlerts(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
+            let regionID = try regionID(request, key)
             _ = try administration.region(regionID)
             return .json(200, JSONValue.array(try await store.alerts(regionID: regionID).map { AdminJSON.alert($0) }))
         } catch { return failure(error) }
     }
 
-    func createAlert(_ request: Request) async -> Response {
-        guard let regionID = request.pathParameters["id"].flatMap({ Int($0) }) else { return failure(AdministrationError.notFound("No such region")) }
+    func createAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let alert = try await administration.create(regionID: regionID, fields: Self.fields(request, Self.authoringFields))
+            let alert = try await administration(for: key).create(regionID: try regionID(request, key), fields: Self.fields(request, Self.authoringFields))
             return .json(201, AdminJSON.alert(alert))
         } catch { return failure(error) }
     }
 
-    func showAlert(_ request: Request) async -> Response {
-        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+    func showAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let alert = try await administration.alert(id: id)
-            return .json(200, AdminJSON.alert(alert, translations: try await store.translations(alertID: id), sends: try await store.sends(alertID: id)))
+            let alert = try await scopedAlert(request, key)
+            return .json(200, AdminJSON.alert(alert, translations: try await store.translations(alertID: alert.id),
+                                              sends: try await store.sends(alertID: alert.id)))
         } catch { return failure(error) }
     }
 
-    func editAlert(_ request: Request) async -> Response {
-        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
-        do { return .json(200, AdminJSON.alert(try await administration.edit(id: id, fields: Self.fields(request, Self.authoringFields)))) } catch {
-            return failure(error)
-        }
+    func editAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let alert = try await scopedAlert(request, key)
+            return .json(200, AdminJSON.alert(try await administration(for: key).edit(id: alert.id, fields: Self.fields(request, Self.authoringFields))))
+        } catch { return failure(error) }
     }
 
-    func deleteAlert(_ request: Request) async -> Response {
-        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+    func deleteAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            try await administration.delete(id: id)
+            try await administration(for: key).delete(id: try await scopedAlert(request, key).id)
             return .empty(204)
         } catch { return failure(error) }
     }
 
-    func publish(_ request: Request, _ published: Bool) async -> Response {
-        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
-        do { return .json(200, AdminJSON.alert(try await administration.setPublished(id: id, published))) } catch { return failure(error) }
+    func publish(_ request: Request, _ key: ApiKeyStore.Record, _ published: Bool) async -> Response {
+        do {
+            let alert = try await scopedAlert(request, key)
+            return .json(200, AdminJSON.alert(try await administration(for: key).setPublished(id: alert.id, published)))
+        } catch { return failure(error) }
     }
 
-    func translate(_ request: Request) async -> Response {
-        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+    func translate(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let translation = try await administration.translate(id: id, language: request.pathParameters["language"] ?? "",
-                                                                 header: request.parameters["header"], description: request.parameters["description"])
+            let alert = try await scopedAlert(request, key)
+            let translation = try await administration(for: key).translate(id: alert.id, language: request.pathParameters["language"] ?? "",
+                                                                           header: request.parameters["header"],
+                                                                           description: request.parameters["description"])
             return .json(200, AdminJSON.translation(translation, current: translation.sourceVersion))
         } catch { return failure(error) }
     }
 
     /// Starts (or resumes) a send in the background; 202 with its state.
-    func send(_ request: Request) async -> Response {
-        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+    /// Only a key with the push scope may.
+    func send(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        guard key.canPush else {
+            return ErrorStyle.messages.response(status: 403, error: "Forbidden",
+                                                messages: ["This API key may not start sends; create one with --push"])
+        }
         guard sends.transport != nil else {
             return failure(AdministrationError.invalid(["No push transport is configured (--gorush-url or --push-transport)"]))
         }
@@ -156,17 +183,17 @@ struct AdminRoutes: Sendable {
             return failure(AdministrationError.invalid(["audience must be all or test"]))
         }
         do {
-            let (send, _) = try await administration.startSend(id: id, audience: audience)
+            let alert = try await scopedAlert(request, key)
+            let (send, _) = try await administration(for: key).startSend(id: alert.id, audience: audience)
             sends.launch(send)
             return .json(202, AdminJSON.send(send))
         } catch { return failure(error) }
     }
 
-    func listSends(_ request: Request) async -> Response {
-        guard let id = id(request) else { return failure(AlertStoreError.notFound) }
+    func listSends(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            _ = try await administration.alert(id: id)
-            return .json(200, JSONValue.array(try await store.sends(alertID: id).map(AdminJSON.send)))
+            let alert = try await scopedAlert(request, key)
+            return .json(200, JSONValue.array(try await store.sends(alertID: alert.id).map(AdminJSON.send)))
         } catch { return failure(error) }
     }
 }

@@ -22,6 +22,26 @@ public struct AlertAdministration: Sendable {
     let clock: any WallClock
     /// Set in the server process so its feed changes at once.
     let cache: AlertFeedCache?
+    /// Where changes are recorded, and under whose name.
+    var audit: AuditLog? = nil
+    var actor = "system"
+
+    /// The same operations, recorded as done by `actor`.
+    func acting(as actor: String) -> AlertAdministration {
+        var copy = self
+        copy.actor = actor
+        return copy
+    }
+
+    func record(_ action: String, region: Int?, target: String?, detail: String? = nil) async {
+        await audit?.record(actor: actor, action: action, regionID: region, target: target, detail: detail, now: now)
+    }
+
+    /// The authoring fields of a change, for the audit log (values abbreviated).
+    static func summary(_ fields: [String: String]) -> String {
+        fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.count > 60 ? String($0.value.prefix(60)) + "…" : $0.value)" }
+            .joined(separator: "; ")
+    }
 
     var now: Int64 { clock.now().epochMillis / 1000 }
 
@@ -47,6 +67,8 @@ public struct AlertAdministration: Sendable {
         if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
         if let timezone { settings.timezone = timezone }
         try await store.setRegionSettings(settings)
+        await record("region.set", region: id, target: "region \(id)",
+                     detail: Self.summary(["agency_id": agencyID, "timezone": timezone].compactMapValues { $0 }))
         return settings
     }
 
@@ -74,6 +96,7 @@ public struct AlertAdministration: Sendable {
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         let created = try await store.create(alert)
         cache?.invalidate(regionID: regionID)
+        await record("alert.create", region: regionID, target: "alert \(created.id)", detail: Self.summary(fields))
         return created
     }
 
@@ -86,13 +109,17 @@ public struct AlertAdministration: Sendable {
         var alert = try await alert(id: id)
         let messages = AlertInputRules.apply(fields, to: &alert)
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
-        return try await save(alert)
+        let saved = try await save(alert)
+        await record("alert.edit", region: saved.regionID, target: "alert \(id)", detail: Self.summary(fields))
+        return saved
     }
 
     public func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {
         var alert = try await alert(id: id)
         alert.published = published
-        return try await save(alert)
+        let saved = try await save(alert)
+        await record(published ? "alert.publish" : "alert.unpublish", region: saved.regionID, target: "alert \(id)")
+        return saved
     }
 
     private func save(_ alert: ServiceAlert) async throws -> ServiceAlert {
@@ -105,6 +132,7 @@ public struct AlertAdministration: Sendable {
         let alert = try await alert(id: id)
         guard try await store.delete(id: id, now: now) else { throw AdministrationError.notFound("No alert \(id)") }
         cache?.invalidate(regionID: alert.regionID)
+        await record("alert.delete", region: alert.regionID, target: "alert \(id)", detail: alert.header)
     }
 
     public func translate(id: Int64, language: String, header: String?, description: String?) async throws -> AlertTranslation {
@@ -121,6 +149,7 @@ public struct AlertAdministration: Sendable {
         let translation = try await store.translate(alertID: id, language: languageTag, header: header,
                                                     description: description?.trimmingWhitespace() ?? "", now: now)
         cache?.invalidate(regionID: alert.regionID)
+        await record("alert.translate", region: alert.regionID, target: "alert \(id)", detail: "language=\(languageTag); header=\(header)")
         return translation
     }
 
@@ -130,6 +159,8 @@ public struct AlertAdministration: Sendable {
         let alert = try await alert(id: id)
         guard alert.published else { throw AdministrationError.invalid(["Publish the alert before sending it"]) }
         guard !alert.test || audience == .test else { throw AdministrationError.invalid(["A test alert can only be sent to the test audience"]) }
-        return (try await store.startSend(alertID: id, audience: audience, now: now), alert)
+        let send = try await store.startSend(alertID: id, audience: audience, now: now)
+        await record("alert.send", region: alert.regionID, target: "alert \(id)", detail: "audience=\(audience.rawValue); send \(send.id)")
+        return (send, alert)
     }
 }

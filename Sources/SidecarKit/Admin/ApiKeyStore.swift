@@ -17,20 +17,33 @@ public struct ApiKeyStore: Sendable {
         public var createdAt: Int64
         public var lastUsedAt: Int64?
         public var revokedAt: Int64?
+        /// The regions the key may act on (nil: every region).
+        public var regions: Set<Int>? = nil
+        /// Whether the key may start sends (the reference's `push` scope).
+        public var canPush = false
+
+        /// Whether the key may act on a region.
+        public func allows(region: Int) -> Bool { regions?.contains(region) ?? true }
+
+        /// `regions 1,3; push` for listings.
+        public var scopeDescription: String {
+            (regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions") + (canPush ? "; push" : "")
+        }
     }
 
     static func hash(_ key: String) -> String { Hex.encode(SHA256.digest(Array(key.utf8))) }
 
     /// Creates a key and returns it in clear, once.
-    public func create(name: String, now: Int64) async throws -> (key: String, record: Record) {
+    public func create(name: String, regions: Set<Int>? = nil, canPush: Bool = false, now: Int64) async throws -> (key: String, record: Record) {
         let key = "sidecar_" + Base64URL.encode(SecureRandom.bytes(32))
         let prefix = String(key.prefix(14))
         let id = try await database.write { connection in
             try connection.queryOne("""
-                INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING id
-                """, [.text(name), .text(prefix), .text(Self.hash(key)), .integer(now)])?.int("id") ?? 0
+                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
+                """, [.text(name), .text(prefix), .text(Self.hash(key)), .integer(now), ConsoleStore.encodeRegions(regions),
+                      .integer(canPush ? 1 : 0)])?.int("id") ?? 0
         }
-        return (key, Record(id: id, name: name, prefix: prefix, createdAt: now, lastUsedAt: nil, revokedAt: nil))
+        return (key, Record(id: id, name: name, prefix: prefix, createdAt: now, lastUsedAt: nil, revokedAt: nil, regions: regions, canPush: canPush))
     }
 
     /// The live key matching a presented bearer token, if any.
@@ -59,6 +72,7 @@ public struct ApiKeyStore: Sendable {
 
     static func record(_ row: Row) -> Record {
         Record(id: row.int("id") ?? 0, name: row.string("name") ?? "", prefix: row.string("prefix") ?? "",
-               createdAt: row.int("created_at") ?? 0, lastUsedAt: row.int("last_used_at"), revokedAt: row.int("revoked_at"))
+               createdAt: row.int("created_at") ?? 0, lastUsedAt: row.int("last_used_at"), revokedAt: row.int("revoked_at"),
+               regions: ConsoleStore.decodeRegions(row.string("regions")), canPush: row.int("can_push") == 1)
     }
 }

@@ -311,15 +311,23 @@ public enum CommandLineInterface {
         "survey delete": ([], 1, "Delete a survey that has no responses"),
         "survey responses": ([], 1, "Write a survey's responses as CSV to standard output"),
         "push test": (["platform", "token", "sandbox"], 0, "Send one test notification (--platform ios|android --token T [--sandbox true]) and print the provider's answer"),
-        "apikey create": (["name"], 0, "Create an admin API key (printed once, stored hashed)"),
+        "apikey create": (["name", "region", "push"], 0,
+                          "Create an admin API key (printed once, stored hashed); --region N (repeatable) limits it, --push lets it start sends"),
         "apikey list": ([], 0, "List admin API keys"),
         "apikey revoke": ([], 1, "Revoke an admin API key by id"),
+        "user create": (["email", "role", "region"], 0,
+                        "Create a console account (--role admin|editor|viewer, --region N repeatable); the password is read from standard input"),
+        "user list": ([], 0, "List console accounts"),
+        "user passwd": (["email"], 0, "Set an account's password (read from standard input); its sessions end"),
+        "user delete": (["email"], 0, "Delete a console account and end its sessions"),
         "export": (["region", "to"], 0, "Write one region's sidecar-export/1 document (--region N [--to FILE], standard output by default)"),
         "import": (["file", "dry-run"], 0, "Read a sidecar-export/1 document (--file PATH, or - for standard input) [--dry-run: count, change nothing]"),
     ]
 
     /// Options that are switches: `--dry-run` alone means true.
-    static let booleanOptions: Set<String> = ["dry-run"]
+    static let booleanOptions: Set<String> = ["dry-run", "push"]
+    /// Options that may be given more than once: their values are joined with commas.
+    static let repeatableOptions: Set<String> = ["region"]
     /// Flags that are switches: `--demo` alone means true.
     static let booleanFlags: Set<String> = ["demo"]
 
@@ -339,7 +347,7 @@ public enum CommandLineInterface {
         case "serve", "migrate", "doctor": break
         case "export", "import":
             guard adminCommands[first] != nil else { throw CommandLineError("unknown command '\(first)'") }
-        case "region", "alert", "apikey", "ghostbus", "study", "survey", "push":
+        case "region", "alert", "apikey", "ghostbus", "study", "survey", "push", "user":
             guard let sub = rest.first, !sub.hasPrefix("-") else {
                 return .help(adminUsage(group: first))
             }
@@ -398,7 +406,13 @@ public enum CommandLineInterface {
                 index += 1
             }
             if let flag { try flag.apply(&configuration, value ?? "") } else {
-                options[String(name.map { $0 == "-" ? "_" : $0 })] = value ?? ""
+                let key = String(name.map { $0 == "-" ? "_" : $0 })
+                if let earlier = options[key], admin?.options.contains(name) == true {
+                    guard repeatableOptions.contains(name) else { throw CommandLineError("--\(name) is given twice") }
+                    options[key] = earlier + "," + (value ?? "")
+                } else {
+                    options[key] = value ?? ""
+                }
             }
         }
         if let admin {
@@ -628,6 +642,7 @@ public enum CommandLineInterface {
           sidecar region ...        List regions, set a region's agency id and time zone
           sidecar alert ...         Author, publish, translate and push service alerts
           sidecar apikey ...        Create, list and revoke admin API keys
+          sidecar user ...          Create, list and delete console accounts; set passwords
           sidecar study ...         Create and list studies
           sidecar survey ...        Author surveys from JSON documents; export responses as CSV
           sidecar ghostbus export   Export ghost-bus reports as CSV

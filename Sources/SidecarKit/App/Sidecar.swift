@@ -143,7 +143,9 @@ public final class Sidecar: Sendable {
         updater.stop = work.stop
         if let metrics { updater.onCycle = { report, seconds in metrics.observe(liveActivityCycle: report, seconds: seconds) } }
         liveActivityUpdater = updater
-        let administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
+        let audit = AuditLog(database: database, logger: logger)
+        var administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
+        administration.audit = audit
         let alarmStore = AlarmStore(database: database)
         var checker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, pushRegistrations: pushStore,
                                    clock: clock, logger: logger, intervalSeconds: configuration.alarmCheckIntervalSeconds)
@@ -192,6 +194,15 @@ public final class Sidecar: Sendable {
                           results: TimedCache(lifetimeSeconds: 5 * 60, now: now), lookups: limits.upstreamLookups, logger: logger).routes,
             AdminRoutes(administration: administration, keys: ApiKeyStore(database: database), store: alertStore, sends: alertSends,
                         clock: clock, logger: logger).routes,
+            ConsoleRoutes(store: ConsoleStore(database: database), administration: administration, alerts: alertStore, sends: alertSends,
+                          surveys: SurveyStore(database: database), ghostBus: GhostBusStore(database: database), keys: ApiKeyStore(database: database),
+                          audit: audit, regions: regions, database: database, clock: clock, logger: logger,
+                          secureCookies: publicURL.url.hasPrefix("https://"),
+                          clientLogins: FixedWindowRateLimiter(limit: ConsoleRules.attemptsPerClient, windowSeconds: ConsoleRules.loginWindowSeconds,
+                                                               name: "console_login_client", logger: logger, shared: shared, now: now),
+                          accountLogins: FixedWindowRateLimiter(limit: ConsoleRules.failuresPerAccount, windowSeconds: ConsoleRules.loginWindowSeconds,
+                                                                name: "console_login_account", logger: logger, keyForLogs: SHA256.fingerprint,
+                                                                shared: shared, now: now)).routes,
         ]
         features.joined().forEach { router.add($0) }
         if let demoRegionID {

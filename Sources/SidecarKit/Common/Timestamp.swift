@@ -1,3 +1,4 @@
+import Core
 /// ISO 8601 / RFC 3339 instants that state their UTC offset, parsed and
 /// written without Foundation's formatters (which accept less, or more,
 /// than the rule: an instant must say which offset it is in).
@@ -75,32 +76,13 @@ public enum Timestamp {
     /// Epoch seconds, as `format(millis:)`.
     public static func format(seconds: Int64) -> String { format(millis: seconds * 1000) }
 
-    static func daysInMonth(year: Int, month: Int) -> Int {
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-    }
+    // Calendar arithmetic: Core's `CivilDate` (Hinnant's algorithms).
+    static func daysInMonth(year: Int, month: Int) -> Int { CivilDate.daysInMonth(year: year, month: month) }
 
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's algorithm).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 {
-        let y = Int64(month <= 2 ? year - 1 : year)
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let monthIndex = Int64(month > 2 ? month - 3 : month + 9)
-        let dayOfYear = (153 * monthIndex + 2) / 5 + Int64(day) - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 { CivilDate.days(year: year, month: month, day: day) }
 
-    /// The date of a day since 1970-01-01 (the inverse of `daysFromCivil`).
     static func civilFromDays(_ days: Int64) -> (year: Int, month: Int, day: Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = Int(dayOfYear - (153 * monthIndex + 2) / 5 + 1)
-        let month = Int(monthIndex < 10 ? monthIndex + 3 : monthIndex - 9)
-        return (Int(yearOfEra + era * 400) + (month <= 2 ? 1 : 0), month, day)
+        let date = CivilDate(epochSeconds: days * 86_400)
+        return (date.year, date.month, date.day)
     }
 }

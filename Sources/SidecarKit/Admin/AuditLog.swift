@@ -1,0 +1,64 @@
+import Core
+import Database
+
+/// Who changed what, and when: every state change made through the console,
+/// the admin API or the CLI. Actors are `user:<email>` (console),
+/// `apikey:<name>#<id>` (admin API) and `cli:<login>` (operator commands).
+public struct AuditLog: Sendable {
+    let database: any Database
+    let logger: Logger?
+
+    public init(database: any Database, logger: Logger? = nil) {
+        self.database = database
+        self.logger = logger
+    }
+
+    public struct Entry: Sendable, Equatable {
+        public var id: Int64
+        public var at: Int64
+        public var actor: String
+        public var action: String
+        public var regionID: Int?
+        public var target: String?
+        public var detail: String?
+    }
+
+    /// Longest detail kept (the change's fields, abbreviated).
+    static let detailLimit = 500
+
+    /// Records one change. A failure to record is logged, not thrown: the
+    /// change itself is already committed.
+    public func record(actor: String, action: String, regionID: Int?, target: String?, detail: String? = nil, now: Int64) async {
+        let detail = detail.map { $0.count > Self.detailLimit ? String($0.prefix(Self.detailLimit)) + "…" : $0 }
+        do {
+            _ = try await database.write { connection in
+                try connection.execute("""
+                    INSERT INTO audit_log (at, actor, action, region_id, target, detail) VALUES ($1, $2, $3, $4, $5, $6)
+                    """, [.integer(now), .text(actor), .text(action), regionID.map { .integer(Int64($0)) } ?? .null,
+                          target.map(SQLValue.text) ?? .null, detail.map(SQLValue.text) ?? .null])
+            }
+        } catch {
+            logger?.error("audit entry not written", [("action", action), ("error", "\(error)")])
+        }
+    }
+
+    /// The newest entries first, of the given regions (nil: all, including
+    /// changes that belong to no region), before an id when paging.
+    public func entries(regions: Set<Int>?, before: Int64? = nil, limit: Int = 100) async throws -> [Entry] {
+        var sql = "SELECT * FROM audit_log WHERE id < $1"
+        var parameters: [SQLValue] = [.integer(before ?? Int64.max)]
+        if let regions {
+            let list = regions.sorted().map(String.init).joined(separator: ",")
+            sql += " AND region_id IN (\(list.isEmpty ? "NULL" : list))"
+        }
+        sql += " ORDER BY id DESC LIMIT $2"
+        parameters.append(.integer(Int64(limit)))
+        let query = sql, values = parameters
+        return try await database.read { connection in
+            try connection.query(query, values).map { row in
+                Entry(id: row.int("id") ?? 0, at: row.int("at") ?? 0, actor: row.string("actor") ?? "", action: row.string("action") ?? "",
+                      regionID: row.int("region_id").map { Int($0) }, target: row.string("target"), detail: row.string("detail"))
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import HTTPServer
+
+/// The console's one stylesheet and its small script, served from the
+/// binary (no build step, no third-party code).
+enum ConsoleAssets {
+    static func routes() -> [Route] {
+        [asset("/admin/static/console.css", "text/css; charset=utf-8", stylesheet),
+         asset("/admin/static/console.js", "text/javascript; charset=utf-8", script)]
+    }
+
+    static func asset(_ path: String, _ contentType: String, _ text: String) -> Route {
+        let body = Array(text.utf8)
+        return Route("GET", path, parsesParameters: false) { _ in
+            Response.bytes(200, contentType: contentType, body)
+                .adding(header: "Cache-Control", "public, max-age=3600")
+                .adding(header: "X-Content-Type-Options", "nosniff")
+        }
+    }
+
+    /// System fonts, a readable measure, WCAG AA contrast (body text
+    /// #1f2328 on white is 15.8:1; links #0b57d0 7.0:1; muted #57606a 6.4:1),
+    /// visible focus, and layouts that reflow on a phone.
+    static let stylesheet = """
+    :root { --ink: #1f2328; --muted: #57606a; --line: #d0d7de; --paper: #ffffff; --wash: #f6f8fa; --accent: #0b57d0;
+            --accent-ink: #ffffff; --danger: #b42318; --ok: #1a7f37; --warn: #9a6700; --focus: #ff9f1c; }
+    * { box-sizing: border-box; }
+    html { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif; font-size: 100%; line-height: 1.5;
+           color: var(--ink); background: var(--paper); }
+    body { margin: 0; }
+    a { color: var(--accent); }
+    :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+    .skip { position: absolute; left: -999px; top: 0; background: var(--paper); padding: .5rem 1rem; }
+    .skip:focus { left: .5rem; z-index: 10; }
+    header.top { display: flex; flex-wrap: wrap; gap: .5rem 1.5rem; align-items: center; padding: .75rem 1.25rem;
+                 border-bottom: 1px solid var(--line); background: var(--wash); }
+    .brand { font-weight: 700; text-decoration: none; color: var(--ink); font-size: 1.1rem; }
+    .who { margin-left: auto; display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; }
+    .badge { display: inline-block; padding: 0 .5rem; border-radius: 1rem; background: #ddf4ff; color: #0a3069; font-size: .85rem; }
+    .badge.draft { background: #eaeef2; color: #24292f; } .badge.published { background: #dafbe1; color: #116329; }
+    .badge.upcoming { background: #fff8c5; color: #7d4e00; } .badge.expired { background: #ffebe9; color: #82071e; }
+    .badge.stale { background: #fff8c5; color: #7d4e00; } .badge.test { background: #fbefff; color: #6e40c9; }
+    details.regions summary { cursor: pointer; }
+    details.regions ul { position: absolute; background: var(--paper); border: 1px solid var(--line); list-style: none; padding: .5rem; margin: 0;
+                         z-index: 5; max-height: 60vh; overflow: auto; }
+    nav ul { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; margin: 0; padding: .5rem 1.25rem; border-bottom: 1px solid var(--line); }
+    nav a { display: inline-block; padding: .4rem .75rem; border-radius: .4rem; text-decoration: none; }
+    nav a[aria-current="page"] { background: var(--accent); color: var(--accent-ink); }
+    main { max-width: 72rem; margin: 0 auto; padding: 1rem 1.25rem 3rem; }
+    main.narrow { max-width: 28rem; }
+    h1 { font-size: 1.6rem; margin: .5rem 0 1rem; } h2 { font-size: 1.25rem; margin-top: 2rem; } h3 { font-size: 1.05rem; }
+    .grid { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); }
+    .card { border: 1px solid var(--line); border-radius: .5rem; padding: 1rem; background: var(--paper); }
+    .card h2 { margin: 0 0 .25rem; font-size: 1rem; color: var(--muted); }
+    .card .figure { font-size: 2rem; font-weight: 700; margin: 0 0 .5rem; }
+    figure { margin: 0; }
+    fieldset { border: 1px solid var(--line); border-radius: .5rem; margin: 0 0 1rem; }
+    .card dl { display: grid; grid-template-columns: auto auto; gap: .1rem 1rem; margin: 0; } .card dd { margin: 0; text-align: right; }
+    .columns { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); align-items: start; }
+    .field { margin: 0 0 1rem; display: flex; flex-direction: column; gap: .25rem; }
+    .field.check { flex-direction: row; align-items: center; gap: .5rem; }
+    label { font-weight: 600; } .required { font-weight: 400; color: var(--muted); }
+    input, select, textarea { font: inherit; padding: .5rem .6rem; border: 1px solid #8c959f; border-radius: .4rem; background: var(--paper);
+                              color: var(--ink); max-width: 100%; }
+    input[type=checkbox] { width: 1.2rem; height: 1.2rem; }
+    textarea { width: 100%; }
+    .hint { margin: 0; color: var(--muted); font-size: .9rem; }
+    button, .button { font: inherit; display: inline-block; padding: .5rem 1rem; border-radius: .4rem; border: 1px solid var(--accent);
+                      background: var(--accent); color: var(--accent-ink); cursor: pointer; text-decoration: none; }
+    button.secondary, .button.secondary { background: var(--paper); color: var(--accent); }
+    button.danger { background: var(--danger); border-color: var(--danger); color: #fff; }
+    button.link { border: none; background: none; color: var(--accent); padding: 0 .25rem; text-decoration: underline; }
+    form.inline { display: inline; }
+    .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: 1rem 0; }
+    .notice { padding: .75rem 1rem; border-left: 4px solid var(--ok); background: #dafbe1; }
+    .problems { padding: .75rem 1rem; border-left: 4px solid var(--danger); background: #ffebe9; margin-bottom: 1rem; }
+    .problems p { margin: 0; font-weight: 600; }
+    .table-wrap { overflow-x: auto; border: 1px solid var(--line); border-radius: .5rem; }
+    table { border-collapse: collapse; width: 100%; font-size: .95rem; }
+    caption { text-align: left; padding: .5rem .75rem; font-weight: 600; }
+    th, td { text-align: left; padding: .5rem .75rem; border-top: 1px solid var(--line); vertical-align: top; }
+    th { background: var(--wash); }
+    .empty { color: var(--muted); }
+    .preview { border: 1px solid var(--line); border-radius: .75rem; padding: .75rem 1rem; background: var(--wash); max-width: 24rem; }
+    .preview .title { font-weight: 700; margin: 0; } .preview .body { margin: .25rem 0 0; }
+    .preview .meta { font-size: .8rem; color: var(--muted); margin: 0 0 .25rem; }
+    .chart svg { width: 100%; height: auto; max-height: 16rem; }
+    .chart .bar { fill: var(--accent); } .chart text { fill: var(--muted); font-size: 12px; }
+    .chart figcaption { color: var(--muted); }
+    .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+    .progress { font-variant-numeric: tabular-nums; }
+    @media (max-width: 40rem) { header.top { padding: .5rem .75rem; } main { padding: .75rem; } h1 { font-size: 1.35rem; }
+                                .who { margin-left: 0; } }
+    """
+
+    /// Progressive enhancement only: every page works without it. It
+    /// refreshes a running send's counts once a second until it finishes.
+    static let script = """
+    "use strict";
+    document.addEventListener("DOMContentLoaded", function () {
+      document.querySelectorAll("[data-sends-url]").forEach(function (table) {
+        var url = table.getAttribute("data-sends-url");
+        function cell(row, name) { return row.querySelector("[data-field='" + name + "']"); }
+        function refresh() {
+          fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+            .then(function (response) { return response.ok ? response.json() : null; })
+            .then(function (sends) {
+              if (!sends) { return; }
+              var running = false;
+              sends.forEach(function (send) {
+                var row = table.querySelector("[data-send-id='" + send.id + "']");
+                if (!row) { return; }
+                ["status", "targeted", "delivered", "failed", "pruned"].forEach(function (name) {
+                  var target = cell(row, name);
+                  if (target) { target.textContent = String(send[name]); }
+                });
+                if (send.status === "running" || send.status === "pending") { running = true; }
+              });
+              if (running) { setTimeout(refresh, 1000); }
+            })
+            .catch(function () { setTimeout(refresh, 5000); });
+        }
+        refresh();
+      });
+    });
+    """
+}

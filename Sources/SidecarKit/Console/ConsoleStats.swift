@@ -1,0 +1,77 @@
+import Database
+
+/// What the dashboard shows of a region, read in one go.
+struct ConsoleStats: Sendable {
+    struct Reach: Sendable, Equatable {
+        var ios = 0
+        var android = 0
+        var apnsProduction = 0
+        var apnsSandbox = 0
+        var testDevices = 0
+        /// Locale (nil: English) → registrations, largest first.
+        var locales: [(locale: String?, count: Int)] = []
+        var total: Int { ios + android }
+
+        static func == (lhs: Reach, rhs: Reach) -> Bool {
+            lhs.ios == rhs.ios && lhs.android == rhs.android && lhs.apnsProduction == rhs.apnsProduction && lhs.apnsSandbox == rhs.apnsSandbox
+                && lhs.testDevices == rhs.testDevices && lhs.locales.map(\.locale) == rhs.locales.map(\.locale) && lhs.locales.map(\.count) == rhs.locales.map(\.count)
+        }
+    }
+
+    struct RecentSend: Sendable {
+        var send: AlertSend
+        var alertID: Int64
+        var header: String
+    }
+
+    var reach = Reach()
+    /// New registrations per day, oldest first, `days` long: the local day
+    /// number (days since 1970-01-01 in the region's current UTC offset;
+    /// registrations within an hour of a clock change may land a day off).
+    var perDay: [(day: Int64, count: Int)] = []
+    var pendingAlarms = 0
+    var liveActivities = 0
+    var recentSends: [RecentSend] = []
+
+    /// Reads the figures of a region; `utcOffset` is the region's offset now.
+    static func load(database: any Database, regionID: Int, now: Int64, days: Int, utcOffset: Int) async throws -> ConsoleStats {
+        let region = SQLValue.integer(Int64(regionID))
+        let offset = Int64(utcOffset)
+        let today = (now + offset) / 86_400
+        let firstDay = today - Int64(days - 1)
+        let from = firstDay * 86_400 - offset
+        return try await database.read { connection in
+            var stats = ConsoleStats()
+            for row in try connection.query("""
+                SELECT operating_system, apns_sandbox, test_device, COUNT(*) AS n FROM push_registrations WHERE region_id = $1
+                GROUP BY operating_system, apns_sandbox, test_device
+                """, [region]) {
+                let count = Int(row.int("n") ?? 0)
+                if row.string("operating_system") == "android" { stats.reach.android += count } else {
+                    stats.reach.ios += count
+                    if row.int("apns_sandbox") == 1 { stats.reach.apnsSandbox += count } else { stats.reach.apnsProduction += count }
+                }
+                if row.int("test_device") == 1 { stats.reach.testDevices += count }
+            }
+            stats.reach.locales = try connection.query("""
+                SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = $1 GROUP BY locale ORDER BY n DESC, locale LIMIT 12
+                """, [region]).map { (locale: $0.string("locale"), count: Int($0.int("n") ?? 0)) }
+            var counts: [Int64: Int] = [:]
+            // Registrations keep milliseconds.
+            for row in try connection.query("""
+                SELECT (created_at / 1000 + $3) / 86400 AS day, COUNT(*) AS n FROM push_registrations
+                WHERE region_id = $1 AND created_at >= $2 GROUP BY 1
+                """, [region, .integer(from * 1000), .integer(offset)]) {
+                counts[row.int("day") ?? 0] = Int(row.int("n") ?? 0)
+            }
+            stats.perDay = (firstDay...today).map { (day: $0, count: counts[$0] ?? 0) }
+            stats.pendingAlarms = Int(try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE region_id = $1", [region])?.int("n") ?? 0)
+            stats.liveActivities = Int(try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities WHERE region_id = $1", [region])?.int("n") ?? 0)
+            stats.recentSends = try connection.query("""
+                SELECT s.*, a.header AS alert_header FROM alert_sends s JOIN alerts a ON a.id = s.alert_id
+                WHERE a.region_id = $1 ORDER BY s.id DESC LIMIT 10
+                """, [region]).map { RecentSend(send: AlertStore.send($0), alertID: $0.int("alert_id") ?? 0, header: $0.string("alert_header") ?? "") }
+            return stats
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import Crypto
+import Database
+
+/// Console accounts, their sessions and the audit log.
+struct ConsoleStore: Sendable {
+    let database: any Database
+
+    struct User: Sendable, Equatable {
+        var id: Int64
+        var email: String
+        var role: ConsoleRole
+        /// Nil: every region.
+        var regions: Set<Int>?
+        var createdAt: Int64
+    }
+
+    struct Session: Sendable {
+        var user: User
+        var csrfToken: String
+        var idHash: String
+    }
+
+    enum Failure: Error, Equatable { case duplicateEmail, notFound }
+
+    // MARK: Users
+
+    static func encodeRegions(_ regions: Set<Int>?) -> SQLValue {
+        guard let regions else { return .null }
+        return .text(regions.sorted().map(String.init).joined(separator: ","))
+    }
+
+    static func decodeRegions(_ text: String?) -> Set<Int>? {
+        guard let text else { return nil }
+        return Set(text.split(separator: ",").compactMap { Int($0) })
+    }
+
+    static func user(_ row: Row) -> User {
+        User(id: row.int("id") ?? 0, email: row.string("email") ?? "", role: ConsoleRole(rawValue: row.string("role") ?? "") ?? .viewer,
+             regions: decodeRegions(row.string("regions")), createdAt: row.int("created_at") ?? 0)
+    }
+
+    func createUser(email: String, passwordHash: String, role: ConsoleRole, regions: Set<Int>?, now: Int64) async throws -> User {
+        let id: Int64? = try await database.write { connection in
+            guard try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)]) == nil else { return nil }
+            return try connection.queryOne("""
+                INSERT INTO console_users (email, password_hash, role, regions, created_at, updated_at)
+                VALUES ($1, $2, $3, $4, $5, $5) RETURNING id
+                """, [.text(email), .text(passwordHash), .text(role.rawValue), Self.encodeRegions(regions), .integer(now)])?.int("id")
+        }
+        guard let id else { throw Failure.duplicateEmail }
+        return User(id: id, email: email, role: role, regions: regions, createdAt: now)
+    }
+
+    func users() async throws -> [User] {
+        try await database.read { connection in try connection.query("SELECT * FROM console_users ORDER BY email", []).map(Self.user) }
+    }
+
+    /// The account and its stored password hash.
+    func credentials(email: String) async throws -> (User, String)? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT * FROM console_users WHERE email = $1", [.text(email)]).map { (Self.user($0), $0.string("password_hash") ?? "") }
+        }
+    }
+
+    /// Sets a password and ends every session of the account.
+    func setPassword(email: String, passwordHash: String, now: Int64) async throws {
+        let changed = try await database.write { connection in
+            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)])?.int("id") else { return false }
+            _ = try connection.execute("UPDATE console_users SET password_hash = $2, updated_at = $3 WHERE id = $1",
+                                       [.integer(id), .text(passwordHash), .integer(now)])
+            _ = try connection.execute("DELETE FROM console_sessions WHERE user_id = $1", [.integer(id)])
+            return true
+        }
+        guard changed else { throw Failure.notFound }
+    }
+
+    func deleteUser(email: String) async throws {
+        let deleted = try await database.write { connection in
+            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)])?.int("id") else { return false }
+            _ = try connection.execute("DELETE FROM console_sessions WHERE user_id = $1", [.integer(id)])
+            _ = try connection.execute("DELETE FROM console_users WHERE id = $1", [.integer(id)])
+            return true
+        }
+        guard deleted else { throw Failure.notFound }
+    }
+
+    // MARK: Sessions
+
+    /// A new session with a fresh id (never one the browser sent: no
+    /// fixation). Returns the cookie value; only its SHA-256 is stored.
+    func startSession(userID: Int64, now: Int64) async throws -> (cookie: String, csrfToken: String) {
+        let cookie = Base64URL.encode(SecureRandom.bytes(32))
+        let csrf = Base64URL.encode(SecureRandom.bytes(24))
+        try await database.write { connection in
+            // Sessions long dead are swept as new ones start.
+            _ = try connection.execute("DELETE FROM console_sessions WHERE last_seen_at < $1 OR created_at < $2",
+                                       [.integer(now - ConsoleRules.idleSeconds), .integer(now - ConsoleRules.absoluteSeconds)])
+            _ = try connection.execute("""
+                INSERT INTO console_sessions (id_hash, user_id, csrf_token, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $4)
+                """, [.text(Self.hash(cookie)), .integer(userID), .text(csrf), .integer(now)])
+        }
+        return (cookie, csrf)
+    }
+
+    static func hash(_ cookie: String) -> String { Hex.encode(SHA256.digest(Array(cookie.utf8))) }
+
+    /// The live session a cookie names, touching it at most once a minute.
+    func session(cookie: String, now: Int64) async throws -> Session? {
+        guard cookie.utf8.count <= 128 else { return nil }
+        let idHash = Self.hash(cookie)
+        guard let row = try await database.read({ connection in
+            try connection.queryOne("""
+                SELECT s.csrf_token, s.created_at AS session_created, s.last_seen_at, u.*
+                FROM console_sessions s JOIN console_users u ON u.id = s.user_id WHERE s.id_hash = $1
+                """, [.text(idHash)])
+        }) else { return nil }
+        let created = row.int("session_created") ?? 0
+        let lastSeen = row.int("last_seen_at") ?? 0
+        guard ConsoleRules.sessionIsLive(createdAt: created, lastSeenAt: lastSeen, now: now) else {
+            try await endSession(idHash: idHash)
+            return nil
+        }
+        if now - lastSeen >= ConsoleRules.touchEverySeconds {
+            _ = try await database.write { connection in
+                try connection.execute("UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1", [.text(idHash), .integer(now)])
+            }
+        }
+        return Session(user: Self.user(row), csrfToken: row.string("csrf_token") ?? "", idHash: idHash)
+    }
+
+    func endSession(idHash: String) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("DELETE FROM console_sessions WHERE id_hash = $1", [.text(idHash)])
+        }
+    }
+
+    // MARK: Migrations
+
+    static let migrations: [Migration] = [
+        Migration(version: 14, name: "console accounts, sessions, audit log, scoped API keys", sql: """
+            CREATE TABLE console_users (
+                id INTEGER PRIMARY KEY,
+                email TEXT NOT NULL UNIQUE,
+                password_hash TEXT NOT NULL,
+                role TEXT NOT NULL CHECK (role IN ('viewer', 'editor', 'admin')),
+                regions TEXT,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE TABLE console_sessions (
+                id_hash TEXT PRIMARY KEY,
+                user_id INTEGER NOT NULL,
+                csrf_token TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                last_seen_at INTEGER NOT NULL
+            );
+            CREATE INDEX console_sessions_user ON console_sessions (user_id);
+            CREATE TABLE audit_log (
+                id INTEGER PRIMARY KEY,
+                at INTEGER NOT NULL,
+                actor TEXT NOT NULL,
+                action TEXT NOT NULL,
+                region_id INTEGER,
+                target TEXT,
+                detail TEXT
+            );
+            CREATE INDEX audit_log_region ON audit_log (region_id, id);
+            ALTER TABLE api_keys ADD COLUMN regions TEXT;
+            ALTER TABLE api_keys ADD COLUMN can_push INTEGER NOT NULL DEFAULT 1
+            """),
+    ]
+}

@@ -1,0 +1,348 @@
+import Core
+import Database
+import FoundationEssentials
+import HTML
+import HTTPServer
+
+/// The console's survey and ghost-bus pages.
+extension ConsoleRoutes {
+    typealias PageRoute = (String, String, @escaping Handler) -> Route
+
+    func surveyRoutes(_ page: PageRoute) -> [Route] {
+        [
+            page("GET", "/admin/regions/:region/surveys") { request in await inRegion(request, .read) { request, context in await surveyList(request, context) } },
+            page("GET", "/admin/regions/:region/surveys/new") { request in
+                await inRegion(request, .author) { _, context in await surveyForm(context, survey: nil, values: [:], problems: []) }
+            },
+            page("POST", "/admin/regions/:region/surveys") { request in
+                await inRegion(request, .author) { request, context in await saveSurvey(request, context, existing: nil) }
+            },
+            page("GET", "/admin/surveys/:id") { request in await withSurvey(request, .read) { request, context, survey in await surveyPage(request, context, survey) } },
+            page("POST", "/admin/surveys/:id") { request in
+                await withSurvey(request, .author) { request, context, survey in await saveSurvey(request, context, existing: survey) }
+            },
+            page("GET", "/admin/surveys/:id/responses.csv") { request in
+                await withSurvey(request, .read) { _, _, survey in
+                    do {
+                        let csv = try await surveys.responsesCSV(survey: survey)
+                        return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
+                            .adding(header: "Content-Disposition", "attachment; filename=\"survey-\(survey.id)-responses.csv\"")
+                            .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
+                    } catch { return unavailable(error) }
+                }
+            },
+        ]
+    }
+
+    func withSurvey(_ request: Request, _ action: ConsoleAction,
+                    _ handler: @escaping (Request, ConsoleLayout.Context, Survey) async -> Response) async -> Response {
+        await signedIn(request, action) { request, session in
+            guard let id = request.pathParameters["id"].flatMap({ Int64($0) }) else { return notFound() }
+            do {
+                guard let survey = try await surveys.survey(id: id), ConsoleRules.mayAccess(region: survey.regionID, allowed: session.user.regions),
+                      let region = regions.region(id: survey.regionID) else { return notFound() }
+                return await handler(request, context(session, region: region, .surveys), survey)
+            } catch { return unavailable(error) }
+        }
+    }
+
+    func surveyList(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
+        guard let region = context.region else { return notFound() }
+        var listContext = context
+        listContext.section = .surveys
+        let zone = await zone(regionID: region.id)
+        let list: [Survey]
+        let studies: [Study]
+        do {
+            list = try await surveys.surveys(regionID: region.id)
+            studies = try await surveys.studies(regionID: region.id)
+        } catch { return unavailable(error) }
+        var content: [any HTMLContent] = []
+        if ConsoleRules.may(context.session.user.role, .author) {
+            content.append(tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/surveys/new"), .class("button")], ["New survey"])]))
+        }
+        let now = now
+        content.append(ConsoleLayout.table(caption: "Surveys", headers: ["Survey", "Study", "Questions", "Shown", "From", "Until"], rows: list.map { survey in
+            [tag("a", [.href("/admin/surveys/\(survey.id)")], [survey.name]), studies.first { $0.id == survey.studyID }?.name ?? "—", survey.questions.count,
+             SurveyRules.isActive(survey, now: now) ? "now" : "not now", ConsoleTime.display(survey.startDate, zone), ConsoleTime.display(survey.endDate, zone)]
+                as [any HTMLContent]
+        }, empty: "No surveys in this region yet."))
+        return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): surveys", listContext, notice: Self.notice(request), content))
+    }
+
+    /// Question slots on the form: the survey's own and three empty ones.
+    static func questionSlots(_ survey: Survey?) -> Int { min((survey?.questions.count ?? 0) + 3, FieldLimits.surveyQuestionCount) }
+
+    func surveyForm(_ context: ConsoleLayout.Context, survey: Survey?, values: [String: String], problems: [String], status: Int = 200) async -> Response {
+        guard let region = context.region else { return notFound() }
+        var formContext = context
+        formContext.section = .surveys
+        let zone = await zone(regionID: region.id)
+        let studies: [Study]
+        do { studies = try await surveys.studies(regionID: region.id) } catch { return unavailable(error) }
+        let content: [any HTMLContent] = [ConsoleLayout.problems(problems),
+                                          surveyFields(context.session, region: region, survey: survey, studies: studies, values: values, zone: zone)]
+        return ConsoleLayout.respond(status, ConsoleLayout.page(survey.map { "Edit survey \($0.id)" } ?? "New survey", formContext, content))
+    }
+
+    func surveyFields(_ session: ConsoleStore.Session, region: Region, survey: Survey?, studies: [Study], values: [String: String], zone: ZoneInfo) -> HTML {
+        func value(_ name: String, _ current: String?) -> String { values[name] ?? current ?? "" }
+        func flag(_ name: String, _ current: Bool) -> Bool { values.isEmpty ? current : values[name] == "true" }
+        var questionFields: [any HTMLContent] = []
+        for index in 0..<Self.questionSlots(survey) {
+            let question = survey.flatMap { index < $0.questions.count ? $0.questions[index] : nil }
+            let options: String = {
+                guard case .array(let items)? = question?.content["options"] else { return "" }
+                return items.compactMap(\.scalarText).joined(separator: "\n")
+            }()
+            questionFields.append(tag("fieldset", [.class("card")], [
+                tag("legend", [], ["Question \(index + 1)\(question == nil ? " (leave empty to skip)" : "")"]),
+                tag("input", [Attribute("type", "hidden"), Attribute("name", "q\(index)_id"), Attribute("value", question.map { String($0.id) } ?? "")]),
+                ConsoleLayout.field("Label", name: "q\(index)_label", value: value("q\(index)_label", question?.content["label_text"]?.scalarText),
+                                    maxLength: 2000),
+                ConsoleLayout.select("Type", name: "q\(index)_type", options: [("text", "Free text"), ("radio", "One choice"), ("checkbox", "Several choices"),
+                                                                               ("label", "Text only (no answer)"), ("external_survey", "External survey link")],
+                                     selected: value("q\(index)_type", question?.type ?? "text")),
+                ConsoleLayout.textArea("Choices (one per line)", name: "q\(index)_options", value: value("q\(index)_options", options), rows: 3),
+                ConsoleLayout.field("External survey URL", name: "q\(index)_url", value: value("q\(index)_url", question?.content["url"]?.scalarText), type: "url"),
+                ConsoleLayout.field("External survey provider", name: "q\(index)_provider",
+                                    value: value("q\(index)_provider", question?.content["survey_provider"]?.scalarText)),
+                ConsoleLayout.checkbox("An answer is required", name: "q\(index)_required", checked: flag("q\(index)_required", question?.required ?? false)),
+            ]))
+        }
+        let zoneHint = "In \(zone.identifier). Leave empty for no limit."
+        return ConsoleLayout.form(survey.map { "/admin/surveys/\($0.id)" } ?? "/admin/regions/\(region.id)/surveys", session, [
+            ConsoleLayout.field("Name", name: "name", value: value("name", survey?.name), required: true, maxLength: FieldLimits.name),
+            ConsoleLayout.select("Study", name: "study_id", options: [("", "A new study named below")] + studies.map { (String($0.id), $0.name) },
+                                 selected: value("study_id", survey.map { String($0.studyID) } ?? studies.first.map { String($0.id) })),
+            ConsoleLayout.field("New study name", name: "new_study", value: values["new_study"], hint: "Only when “a new study” is chosen.",
+                                maxLength: FieldLimits.name),
+            tag("div", [.class("columns")], [
+                ConsoleLayout.field("Available from", name: "start_date", value: value("start_date", ConsoleTime.inputValue(survey?.startDate, zone)),
+                                    type: "datetime-local", hint: zoneHint),
+                ConsoleLayout.field("Available until", name: "end_date", value: value("end_date", ConsoleTime.inputValue(survey?.endDate, zone)),
+                                    type: "datetime-local", hint: zoneHint),
+            ]),
+            ConsoleLayout.checkbox("Available", name: "available", checked: flag("available", survey?.available ?? true)),
+            ConsoleLayout.checkbox("Show on the map", name: "show_on_map", checked: flag("show_on_map", survey?.showOnMap ?? false)),
+            ConsoleLayout.checkbox("Show on stop pages", name: "show_on_stops", checked: flag("show_on_stops", survey?.showOnStops ?? true)),
+            ConsoleLayout.checkbox("Always visible", name: "always_visible", checked: flag("always_visible", survey?.alwaysVisible ?? false)),
+            ConsoleLayout.checkbox("A rider may answer more than once", name: "allows_multiple_responses",
+                                   checked: flag("allows_multiple_responses", survey?.allowsMultipleResponses ?? false)),
+            ConsoleLayout.field("Only at these stops", name: "visible_stop_list", value: value("visible_stop_list", survey?.visibleStopList?.joined(separator: ", ")),
+                                hint: "Stop ids separated by commas; empty for every stop."),
+            ConsoleLayout.field("Only on these routes", name: "visible_route_list",
+                                value: value("visible_route_list", survey?.visibleRouteList?.joined(separator: ", ")),
+                                hint: "Route ids separated by commas; empty for every route."),
+            tag("h2", [], ["Questions"]),
+            survey.map { _ in tag("p", [.class("hint")], ["Once a survey has responses its questions are frozen: edits to them are refused."]) } ?? .empty,
+        ] + questionFields + [
+            tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [survey == nil ? "Create survey" : "Save survey"])]),
+        ])
+    }
+
+    /// The survey document the CLI reads, built from the form.
+    func surveyDocument(_ request: Request, zone: ZoneInfo, slots: Int) -> (JSONValue, [String: String], [String]) {
+        var values: [String: String] = [:]
+        for (name, value) in request.parameters.values where name.count <= 40 { values[name] = value.scalarText ?? "" }
+        var problems: [String] = []
+        var document: [String: JSONValue] = ["name": .string(values["name"] ?? "")]
+        for name in ["available", "show_on_map", "show_on_stops", "always_visible", "allows_multiple_responses"] {
+            document[name] = .bool(values[name] == "true")
+        }
+        for name in ["visible_stop_list", "visible_route_list"] {
+            let items = (values[name] ?? "").split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+            document[name] = items.isEmpty ? .null : .array(items.map(JSONValue.string))
+        }
+        for name in ["start_date", "end_date"] {
+            let text = values[name]?.trimmingWhitespace() ?? ""
+            if text.isEmpty { document[name] = .null } else if let instant = ConsoleTime.parse(text, zone) {
+                document[name] = .string(Timestamp.format(millis: instant * 1000))
+            } else { problems.append("\(name == "start_date" ? "Available from" : "Available until") must be a date and time") }
+        }
+        var questions: [JSONValue] = []
+        for index in 0..<slots {
+            let label = values["q\(index)_label"]?.trimmingWhitespace() ?? ""
+            let options = (values["q\(index)_options"] ?? "").split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+            guard !label.isEmpty || !options.isEmpty else { continue }
+            let type = values["q\(index)_type"] ?? "text"
+            var content: [String: JSONValue] = ["type": .string(type), "label_text": .string(label)]
+            if type == "radio" || type == "checkbox" { content["options"] = .array(options.map(JSONValue.string)) }
+            if type == "external_survey" {
+                content["url"] = .string(values["q\(index)_url"] ?? "")
+                content["survey_provider"] = .string(values["q\(index)_provider"] ?? "")
+            }
+            var question: [String: JSONValue] = ["position": .integer(Int64(questions.count + 1)), "required": .bool(values["q\(index)_required"] == "true"),
+                                                 "content": .object(content)]
+            if let id = values["q\(index)_id"].flatMap({ Int64($0) }) { question["id"] = .integer(id) }
+            questions.append(.object(question))
+        }
+        document["questions"] = .array(questions)
+        return (.object(document), values, problems)
+    }
+
+    func saveSurvey(_ request: Request, _ context: ConsoleLayout.Context, existing: Survey?) async -> Response {
+        guard let region = context.region else { return notFound() }
+        let zone = await zone(regionID: region.id)
+        let (document, values, problems) = surveyDocument(request, zone: zone, slots: Self.questionSlots(existing))
+        var survey = existing ?? Survey(id: 0, regionID: region.id, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
+                                        showOnStops: true, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
+                                        visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: now, updatedAt: now)
+        var messages = problems + SurveyRules.parse(document: document, into: &survey)
+        survey.regionID = region.id
+        let newStudy = values["new_study"]?.trimmingWhitespace() ?? ""
+        if let chosen = values["study_id"].flatMap({ Int64($0) }) {
+            survey.studyID = chosen
+        } else if newStudy.isEmpty {
+            messages.append("Choose a study or name a new one")
+        }
+        messages += FieldLimits.check([("New study name", newStudy, FieldLimits.name)])
+        guard messages.isEmpty else { return await surveyForm(context, survey: existing, values: values, problems: messages, status: 422) }
+        do {
+            let studies = try await surveys.studies(regionID: region.id)
+            if values["study_id"].flatMap({ Int64($0) }) == nil {
+                survey.studyID = try await surveys.createStudy(regionID: region.id, name: newStudy, description: nil, now: now).id
+                await audit.record(actor: "user:" + context.session.user.email, action: "study.create", regionID: region.id,
+                                   target: "study \(survey.studyID)", detail: newStudy, now: now)
+            } else if !studies.contains(where: { $0.id == survey.studyID }) {
+                return await surveyForm(context, survey: existing, values: values, problems: ["That study is not in this region"], status: 422)
+            }
+            let saved = try await surveys.save(survey, now: now)
+            await audit.record(actor: "user:" + context.session.user.email, action: existing == nil ? "survey.create" : "survey.edit", regionID: region.id,
+                               target: "survey \(saved.id)", detail: "\(saved.name); \(saved.questions.count) questions", now: now)
+            return .seeOther("/admin/surveys/\(saved.id)?done=survey-saved")
+        } catch let error as SurveyStoreError {
+            return await surveyForm(context, survey: existing, values: values, problems: [error.message], status: 422)
+        } catch { return unavailable(error) }
+    }
+
+    func surveyPage(_ request: Request, _ context: ConsoleLayout.Context, _ survey: Survey) async -> Response {
+        let zone = await zone(regionID: survey.regionID)
+        let responses: [Row]
+        let studies: [Study]
+        do {
+            responses = try await surveys.responses(surveyID: survey.id)
+            studies = try await surveys.studies(regionID: survey.regionID)
+        } catch { return unavailable(error) }
+        var content: [any HTMLContent] = []
+        if ConsoleRules.may(context.session.user.role, .author) {
+            content.append(tag("details", [], [tag("summary", [], ["Edit this survey"]),
+                                               surveyFields(context.session, region: context.region!, survey: survey, studies: studies, values: [:], zone: zone)]))
+        }
+        content.append(tag("h2", [], ["Questions"]))
+        content.append(ConsoleLayout.table(caption: "Questions", headers: ["#", "Question", "Type", "Choices", "Required"], rows: survey.questions.map { question in
+            let options: String = {
+                guard case .array(let items)? = question.content["options"] else { return "" }
+                return items.compactMap(\.scalarText).joined(separator: " · ")
+            }()
+            return [question.position, question.content["label_text"]?.scalarText ?? "", question.type, options, question.required ? "yes" : "no"] as [any HTMLContent]
+        }, empty: "No questions."))
+        content.append(tag("h2", [], ["Responses (\(responses.count))"]))
+        content.append(tag("p", [], [tag("a", [.href("/admin/surveys/\(survey.id)/responses.csv"), .class("button secondary")], ["Download CSV"])]))
+        let labels = Dictionary(survey.questions.map { ($0.id, $0.content["label_text"]?.scalarText ?? "") }, uniquingKeysWith: { first, _ in first })
+        content.append(ConsoleLayout.table(caption: "Responses, newest first (up to 200)", headers: ["When", "Stop", "Answers"],
+                                           rows: responses.suffix(200).reversed().map { Self.responseRow($0, labels: labels, zone: zone) },
+                                           empty: "No responses yet."))
+        return ConsoleLayout.respond(200, ConsoleLayout.page("Survey \(survey.id): \(survey.name)", context, notice: Self.notice(request), content))
+    }
+
+    static func responseRow(_ row: Row, labels: [Int64: String], zone: ZoneInfo) -> [any HTMLContent] {
+        var answers: [String] = []
+        for answer in SurveyStore.decodeAnswers(row.string("responses")) {
+            var id: Int64 = 0
+            if case .integer(let value)? = answer["question_id"] { id = value }
+            let text: String
+            switch answer["answer"] {
+            case .string(let value)?: text = value
+            case .array(let items)?: text = items.compactMap(\.scalarText).joined(separator: ", ")
+            case let other?: text = other.scalarText ?? String(decoding: other.encoded(), as: UTF8.self)
+            case nil: text = ""
+            }
+            answers.append("\(labels[id] ?? "question \(id)"): \(text)")
+        }
+        let list = tag("ul", [], answers.map { tag("li", [], [$0]) })
+        return [ConsoleTime.display(row.int("created_at"), zone), row.string("stop_identifier") ?? "—", list]
+    }
+
+    // MARK: Ghost-bus reports
+
+    func ghostBusRoutes(_ page: PageRoute) -> [Route] {
+        [
+            page("GET", "/admin/regions/:region/ghost-bus") { request in await inRegion(request, .read) { request, context in await ghostBusPage(request, context) } },
+            page("GET", "/admin/regions/:region/ghost-bus.csv") { request in
+                await inRegion(request, .read) { _, context in
+                    do {
+                        let csv = try await ghostBus.exportCSV(regionID: context.region!.id)
+                        return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
+                            .adding(header: "Content-Disposition", "attachment; filename=\"ghost-bus-region-\(context.region!.id).csv\"")
+                            .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
+                    } catch { return unavailable(error) }
+                }
+            },
+        ]
+    }
+
+    func ghostBusPage(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
+        guard let region = context.region else { return notFound() }
+        var pageContext = context
+        pageContext.section = .ghostBus
+        let zone = await zone(regionID: region.id)
+        let route = request.parameters["route"]?.trimmingWhitespace().prefix(255).description ?? ""
+        let trip = request.parameters["trip"]?.trimmingWhitespace().prefix(255).description ?? ""
+        let dateText = request.parameters["date"]?.trimmingWhitespace() ?? ""
+        var problems: [String] = []
+        var serviceDate: Int64?
+        if !dateText.isEmpty {
+            // OneBusAway names a service day by the instant of its local midnight.
+            if let local = ConsoleTime.parse(dateText + "T00:00", zone) { serviceDate = local } else { problems.append("Date must be a date such as 2026-11-30") }
+        }
+        var sql = "SELECT * FROM ghost_bus_reports WHERE region_id = $1"
+        var parameters: [SQLValue] = [.integer(Int64(region.id))]
+        if !route.isEmpty { parameters.append(.text(route)); sql += " AND route_identifier = $\(parameters.count)" }
+        if !trip.isEmpty { parameters.append(.text(trip)); sql += " AND trip_identifier = $\(parameters.count)" }
+        if let serviceDate {
+            parameters.append(.integer(serviceDate * 1000)); sql += " AND service_date >= $\(parameters.count)"
+            parameters.append(.integer((serviceDate + 86_400) * 1000)); sql += " AND service_date < $\(parameters.count)"
+        }
+        sql += " ORDER BY id DESC LIMIT 500"
+        let query = sql, values = parameters
+        let rows: [Row]
+        let perDay: [(day: Int64, count: Int)]
+        do {
+            rows = try await database.read { connection in try connection.query(query, values) }
+            let offset = Int64(zone.offset(at: now))
+            let today = (now + offset) / 86_400
+            let counts = try await database.read { connection in
+                try connection.query("""
+                    SELECT (created_at / 1000 + $2) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports WHERE region_id = $1 AND created_at >= $3 GROUP BY 1
+                    """, [.integer(Int64(region.id)), .integer(offset), .integer(((today - 29) * 86_400 - offset) * 1000)])
+            }
+            var byDay: [Int64: Int] = [:]
+            for row in counts { byDay[row.int("day") ?? 0] = Int(row.int("n") ?? 0) }
+            perDay = (today - 29...today).map { (day: $0, count: byDay[$0] ?? 0) }
+        } catch { return unavailable(error) }
+        let content: [any HTMLContent] = [
+            ConsoleChart.dailyBars(perDay, title: "Ghost-bus reports"),
+            tag("form", [Attribute("method", "get"), Attribute("action", "/admin/regions/\(region.id)/ghost-bus"), .class("columns")], [
+                ConsoleLayout.field("Route", name: "route", value: route, maxLength: 255),
+                ConsoleLayout.field("Trip", name: "trip", value: trip, maxLength: 255),
+                ConsoleLayout.field("Service date", name: "date", value: dateText, type: "date"),
+                tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Filter"]),
+                                                 tag("a", [.href("/admin/regions/\(region.id)/ghost-bus")], ["Clear"]),
+                                                 tag("a", [.href("/admin/regions/\(region.id)/ghost-bus.csv"), .class("button secondary")], ["Download all as CSV"])]),
+            ]),
+            ConsoleLayout.problems(problems),
+            ConsoleLayout.table(caption: "Reports, newest first (up to 500)", headers: ["Reported", "Route", "Trip", "Stop", "Vehicle", "Waited", "Comment"],
+                                rows: rows.map { Self.reportRow($0, zone: zone) }, empty: "No reports match."),
+        ]
+        return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): ghost-bus reports", pageContext, content))
+    }
+
+    static func reportRow(_ row: Row, zone: ZoneInfo) -> [any HTMLContent] {
+        let reported = ConsoleTime.display((row.int("created_at") ?? 0) / 1000, zone)
+        let waited = "\(row.int("wait_duration_minutes") ?? 0) min"
+        let cells: [String] = [reported, row.string("route_identifier") ?? "—", row.string("trip_identifier") ?? "",
+                               row.string("stop_identifier") ?? "—", row.string("vehicle_identifier") ?? "—", waited, row.string("comment") ?? ""]
+        return cells
+    }
+}

@@ -1,0 +1,40 @@
+import Core
+
+/// Times in the console are read and shown in the region's time zone.
+enum ConsoleTime {
+    /// `2026-12-01 08:00`.
+    static func display(_ epochSeconds: Int64?, _ zone: ZoneInfo) -> String {
+        guard let epochSeconds else { return "—" }
+        let local = CivilDate(epochSeconds: epochSeconds + Int64(zone.offset(at: epochSeconds)))
+        return "\(local.year)-\(pad(local.month))-\(pad(local.day)) \(pad(local.secondsOfDay / 3600)):\(pad(local.secondsOfDay / 60 % 60))"
+    }
+
+    /// The value of an `<input type="datetime-local">`: `2026-12-01T08:00`.
+    static func inputValue(_ epochSeconds: Int64?, _ zone: ZoneInfo) -> String {
+        guard let epochSeconds else { return "" }
+        return String(display(epochSeconds, zone).map { $0 == " " ? "T" : $0 })
+    }
+
+    /// The instant a `datetime-local` value (`YYYY-MM-DDTHH:MM[:SS]`) names
+    /// in the zone; nil when it is not one.
+    static func parse(_ text: String, _ zone: ZoneInfo) -> Int64? {
+        let parts = text.trimmingWhitespace().split(separator: "T")
+        guard parts.count == 2 else { return nil }
+        let date = parts[0].split(separator: "-").compactMap { Int($0) }
+        let time = parts[1].split(separator: ":").compactMap { Int($0) }
+        guard date.count == 3, (2...3).contains(time.count), (1970...9999).contains(date[0]), (1...12).contains(date[1]),
+              (1...CivilDate.daysInMonth(year: date[0], month: date[1])).contains(date[2]), (0...23).contains(time[0]), (0...59).contains(time[1]),
+              time.count == 2 || (0...59).contains(time[2]) else { return nil }
+        let local = CivilDate(year: date[0], month: date[1], day: date[2], secondsOfDay: time[0] * 3600 + time[1] * 60 + (time.count == 3 ? time[2] : 0))
+        return zone.instant(fromLocal: local.epochSeconds)
+    }
+
+    /// `UTC−08:00` for the zone's offset at an instant.
+    static func offsetLabel(_ zone: ZoneInfo, at epochSeconds: Int64) -> String {
+        let offset = zone.offset(at: epochSeconds)
+        let sign = offset < 0 ? "−" : "+"
+        return "UTC\(sign)\(pad(abs(offset) / 3600)):\(pad(abs(offset) / 60 % 60))"
+    }
+
+    static func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+}
