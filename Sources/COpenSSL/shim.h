@@ -10,4 +10,10 @@
 #include <openssl/bn.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
+
+/* Macros Swift cannot import. */
+static inline EVP_PKEY *sidecar_generate_p256(void) { return EVP_EC_gen("P-256"); }
+static inline int sidecar_public_key_selection(void) { return EVP_PKEY_PUBLIC_KEY; }
 #endif

@@ -48,6 +48,42 @@ public enum Base64URL {
         }
         return String(decoding: output, as: UTF8.self)
     }
+
+    /// The bytes of unpadded (or padded) base64url text, or nil when it is not.
+    public static func decode(_ text: String) -> [UInt8]? {
+        var values: [UInt8] = []
+        values.reserveCapacity(text.utf8.count)
+        var trimmed = Substring(text)
+        while trimmed.hasSuffix("=") { trimmed = trimmed.dropLast() }
+        for byte in trimmed.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(byte - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(byte - UInt8(ascii: "a") + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(byte - UInt8(ascii: "0") + 52)
+            case UInt8(ascii: "-"): values.append(62)
+            case UInt8(ascii: "_"): values.append(63)
+            default: return nil
+            }
+        }
+        guard values.count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(values.count * 3 / 4)
+        var index = 0
+        while index + 4 <= values.count {
+            let chunk = UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12 | UInt32(values[index + 2]) << 6 | UInt32(values[index + 3])
+            output += [UInt8(chunk >> 16), UInt8(chunk >> 8 & 255), UInt8(chunk & 255)]
+            index += 4
+        }
+        let rest = values.count - index
+        if rest == 2 {
+            let chunk = UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12
+            output.append(UInt8(chunk >> 16))
+        } else if rest == 3 {
+            let chunk = UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12 | UInt32(values[index + 2]) << 6
+            output += [UInt8(chunk >> 16), UInt8(chunk >> 8 & 255)]
+        }
+        return output
+    }
 }
 
 /// Lower-case hexadecimal.

@@ -36,6 +36,12 @@ public final class PrivateKey: @unchecked Sendable {
         key = loaded
     }
 
+    /// Takes ownership of an OpenSSL key.
+    init(adopting key: OpaquePointer, algorithm: Algorithm) {
+        self.key = key
+        self.algorithm = algorithm
+    }
+
     deinit { EVP_PKEY_free(key) }
 
     /// Signs with SHA-256: ES256 as the raw 64-byte r||s JOSE expects, RS256 as PKCS#1 v1.5.

@@ -90,11 +90,24 @@ extension Array: HTMLContent where Element == any HTMLContent {
 public struct Attribute: Sendable {
     let name: StaticString
     let value: String?
+    /// One more URL scheme this attribute may carry (an app's own, e.g.
+    /// `onebusaway`), named in the program's source.
+    let extraScheme: StaticString?
 
     public init(_ name: StaticString, _ value: String?) {
         self.name = name
         self.value = value
+        self.extraScheme = nil
     }
+
+    init(_ name: StaticString, _ value: String?, extraScheme: StaticString?) {
+        self.name = name
+        self.value = value
+        self.extraScheme = extraScheme
+    }
+
+    /// A link that may also use an app's URL scheme (`onebusaway://...`).
+    public static func href(_ value: String, scheme: StaticString) -> Attribute { Attribute("href", value, extraScheme: scheme) }
 
     /// A boolean attribute, present or not.
     public static func flag(_ name: StaticString, _ present: Bool) -> Attribute? { present ? Attribute(name, nil) : nil }
@@ -109,8 +122,13 @@ public struct Attribute: Sendable {
     var rendered: String {
         let name = self.name.description
         guard var value else { return " " + name }
-        if Self.urlAttributes.contains(name) && !Self.isSafeURL(value) { value = "#" }
+        if Self.urlAttributes.contains(name) && !Self.isSafeURL(value) && !hasExtraScheme(value) { value = "#" }
         return " \(name)=\"\(HTML.escape(value))\""
+    }
+
+    func hasExtraScheme(_ value: String) -> Bool {
+        guard let extraScheme else { return false }
+        return value.hasPrefix(extraScheme.description + "://") && !value.unicodeScalars.contains { $0.value < 0x21 || $0.value == 0x7F }
     }
 
     /// Relative references (`/admin`, `?page=2`, `#top`, `alerts/3`) and

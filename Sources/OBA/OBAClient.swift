@@ -74,20 +74,7 @@ public struct OBAClient: Sendable {
         return url
     }
 
-    static func escape(_ text: String) -> String {
-        var output = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                output += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
-            }
-        }
-        return output
-    }
+    static func escape(_ text: String) -> String { PercentEncoding.encode(text) }
 
     private func fetch<Entry: Decodable & Sendable>(baseURL: String, method: String, id: String, apiKey: String?,
                                                     query: [(String, String)], as: Entry.Type) async throws(OBAError) -> OBAResponse<Entry> {

@@ -83,15 +83,51 @@ public struct RouteReference: Decodable, Sendable, Equatable {
     }
 }
 
+/// A stop from the response's references.
+public struct StopReference: Decodable, Sendable, Equatable {
+    public var id: String
+    public var name: String?
+    /// The code riders see on the pole.
+    public var code: String?
+    public var direction: String?
+    public var routeIds: [String]?
+
+    public init(id: String, name: String?, code: String?, direction: String? = nil, routeIds: [String]? = nil) {
+        self.id = id
+        self.name = name
+        self.code = code
+        self.direction = direction
+        self.routeIds = routeIds
+    }
+}
+
 /// The `references` block (only what the sidecar reads).
 public struct References: Decodable, Sendable, Equatable {
     public var routes: [RouteReference]?
+    public var stops: [StopReference]?
 
-    public init(routes: [RouteReference]?) { self.routes = routes }
+    public init(routes: [RouteReference]?, stops: [StopReference]? = nil) {
+        self.routes = routes
+        self.stops = stops
+    }
+
+    enum CodingKeys: String, CodingKey { case routes, stops }
+
+    /// A malformed list is read as absent rather than failing the response.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        routes = try? container.decodeIfPresent([RouteReference].self, forKey: .routes)
+        stops = try? container.decodeIfPresent([StopReference].self, forKey: .stops)
+    }
 
     public func route(id: String?) -> RouteReference? {
         guard let id else { return nil }
         return routes?.first { $0.id == id }
+    }
+
+    public func stop(id: String?) -> StopReference? {
+        guard let id else { return nil }
+        return stops?.first { $0.id == id }
     }
 }
 

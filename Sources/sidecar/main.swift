@@ -71,6 +71,10 @@ case .doctor(let configuration, let offline):
     exit(await Doctor.run(configuration, offline: offline))
 case .healthcheck(let url):
     exit(await HealthCheck.run(url: url))
+case .relay(let configuration):
+    exit(await RelayServer.run(configuration))
+case .relayKey(let path):
+    exit(RelayServer.showKey(path: path))
 case .serve(let configuration):
     let logger = configuration.makeLogger()
     do {

@@ -33,6 +33,15 @@ struct HTMLTests {
         #expect(rendered.hasPrefix("<a href=\"#\">") != safe, "\(rendered)")
     }
 
+    @Test func anAppSchemeIsAllowedOnlyWhereTheProgramNamesIt() {
+        let link = "onebusaway://view-stop?stopID=1_%3Cb%3E&regionID=1"
+        #expect(tag("a", [.href(link, scheme: "onebusaway")], ["Open"]).rendered
+                == "<a href=\"onebusaway://view-stop?stopID=1_%3Cb%3E&amp;regionID=1\">Open</a>")
+        #expect(tag("a", [.href(link)], ["Open"]).rendered == "<a href=\"#\">Open</a>")
+        #expect(tag("a", [.href("javascript:alert(1)", scheme: "onebusaway")], ["x"]).rendered == "<a href=\"#\">x</a>")
+        #expect(tag("a", [.href("onebusaway://x\"onclick", scheme: "onebusaway")], ["x"]).rendered == "<a href=\"onebusaway://x&quot;onclick\">x</a>")
+    }
+
     @Test func documentsNestAndSkipVoidEndTags() {
         let page = HTML.document(head: [tag("title", [], ["T<"])], body: [tag("br"), tag("p", [], [HTML(trusted: "&nbsp;"), 42])])
         #expect(page.rendered == "<!doctype html><html lang=\"en\"><head><title>T&lt;</title></head><body><br><p>&nbsp;42</p></body></html>")

@@ -8,7 +8,7 @@ import TestSupport
 
 /// Issue 14: `sidecar doctor` against working and broken configurations,
 /// and `sidecar healthcheck`.
-@Suite("Doctor and health check")
+@Suite("Doctor and health check", .enabled(if: TestBackend.isSQLite, "no storage of its own: once, on the SQLite run"))
 struct DoctorTests {
     /// A temporary directory removed after the body.
     static func inDirectory(_ body: (URL) async throws -> Void) async throws {

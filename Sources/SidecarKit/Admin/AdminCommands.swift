@@ -4,6 +4,7 @@ import Database
 import FoundationEssentials
 import HTTPClient
 import Push
+import QRCode
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,6 +19,20 @@ public enum AdminCommands {
                            errors: @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
         let configuration = invocation.configuration
         let logger = configuration.makeLogger()
+        if invocation.command.hasPrefix("links") {
+            let http = HTTPClient()
+            defer { http.shutdown() }
+            do {
+                let directory = RegionDirectory(try await RegionSource(argument: configuration.regions).load(client: http))
+                return try addRegionLink(invocation, directory: directory, output: output, errors: errors)
+            } catch let error as AdministrationError {
+                error.messages.forEach { errors("sidecar: error: \($0)") }
+                return 1
+            } catch {
+                errors("sidecar: error: regions directory: \(error)")
+                return 2
+            }
+        }
         let database: any Database
         do {
             database = try configuration.openDatabase(readers: 2)
@@ -416,5 +431,39 @@ extension AdminCommands {
             StandardErrorSink().write("")
         }
         return readLine(strippingNewline: true)
+    }
+}
+
+extension AdminCommands {
+    /// `sidecar links add-region`: needs the regions directory, not the database.
+    static func addRegionLink(_ invocation: AdminInvocation, directory: RegionDirectory, output: @Sendable (String) -> Void,
+                              errors: @Sendable (String) -> Void) throws -> Int32 {
+        let options = invocation.options
+            var link = LinkRules.AddRegion(name: "", obaURL: "", sidecarURL: nil, otpURL: nil)
+            if let text = options["region"] ?? options["region_id"] {
+                guard let id = Int(text), let region = directory.region(id: id) else {
+                    throw AdministrationError.notFound("No region \(text) in the regions directory (see sidecar region list)")
+                }
+                link = LinkRules.AddRegion(name: region.name, obaURL: region.obaBaseURL ?? "", sidecarURL: region.sidecarBaseURL?.presence, otpURL: nil)
+            }
+            if let name = options["name"] { link.name = name }
+            if let oba = options["oba_url"] { link.obaURL = oba }
+            if let sidecar = options["sidecar_url"] { link.sidecarURL = sidecar }
+            if let otp = options["otp_url"] { link.otpURL = otp }
+            var problems = LinkRules.problems(link)
+            if link.sidecarURL?.isEmpty ?? true { problems.append("the sidecar URL is required: pass --sidecar-url (this server's public https address)") }
+            guard problems.isEmpty else { throw AdministrationError.invalid(problems) }
+            let text = LinkRules.addRegionLink(link)
+            output(text)
+            if let path = options["qr"] {
+                let code: QRCode
+                do { code = try QRCode(text) } catch { throw AdministrationError.invalid(["the link is too long for a QR code"]) }
+                let lower = path.lowercased()
+                guard lower.hasSuffix(".png") || lower.hasSuffix(".svg") else { throw AdministrationError.invalid(["--qr must name a .png or .svg file"]) }
+                let bytes = lower.hasSuffix(".png") ? code.png() : Array(code.svg().utf8)
+                guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else { throw AdministrationError.invalid(["cannot write \(path)"]) }
+                errors("wrote a \(code.size)×\(code.size) QR code to \(path)")
+            }
+        return 0
     }
 }

@@ -15,6 +15,10 @@ public enum SidecarCommand: Sendable {
     case doctor(SidecarConfiguration, offline: Bool)
     /// `healthcheck`: asks a running server's `/healthz` (container health checks).
     case healthcheck(url: String)
+    /// `relay`: the signed push relay (issue 17).
+    case relay(SidecarConfiguration)
+    /// `relay-key show`: this server's relay identity.
+    case relayKey(path: String)
     /// An operator command (`region`, `alert`, `apikey`) against the database.
     case admin(AdminInvocation)
     case help(String)
@@ -108,6 +112,37 @@ public enum CommandLineInterface {
             case "false", "0", "no": config.demo = false
             default: throw CommandLineError("--demo takes no value (or true/false), got '\(value)'")
             }
+        },
+        Flag(name: "apple-app-ids", valueName: "TEAMID.BUNDLE,...", help: "iOS apps whose Universal Links this host serves (GET /.well-known/apple-app-site-association), e.g. ABCDE12345.org.onebusaway.iphone", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard let ids = LinkRules.parseAppleAppIDs(value) else {
+                throw CommandLineError("--apple-app-ids must be TEAMID.bundle.id[,...] with a 10-character team id, got '\(value)'")
+            }
+            config.links.appleAppIDs = ids
+        },
+        Flag(name: "android-app-links", valueName: "PACKAGE:SHA256,...", help: "Android apps verified for this host's links (GET /.well-known/assetlinks.json): package:AA:BB:... (the signing certificate's SHA-256)", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard let apps = LinkRules.parseAndroidAppLinks(value) else {
+                throw CommandLineError("--android-app-links must be package.name:SHA256_FINGERPRINT[,...] with 32 colon-separated hex pairs, got '\(value)'")
+            }
+            config.links.androidApps = apps
+        },
+        Flag(name: "universal-link-stops", valueName: "", help: "Also claim stop pages (/regions/*/stops/*) for the iOS app; off by default because today's app cannot open them", commands: ["serve"]) { config, value throws(CommandLineError) in
+            switch value.lowercased() {
+            case "", "true", "1", "yes": config.links.claimStopPages = true
+            case "false", "0", "no": config.links.claimStopPages = false
+            default: throw CommandLineError("--universal-link-stops takes no value (or true/false), got '\(value)'")
+            }
+        },
+        Flag(name: "app-store-url", valueName: "URL", help: "The iOS app's App Store page, linked from share pages", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.links.appStoreURL = try httpURL(value, flag: "app-store-url")
+        },
+        Flag(name: "play-store-url", valueName: "URL", help: "The Android app's Google Play page, linked from share pages", commands: ["serve"]) { config, value throws(CommandLineError) in
+            config.links.playStoreURL = try httpURL(value, flag: "play-store-url")
+        },
+        Flag(name: "share-redirect-url", valueName: "TEMPLATE", help: "Send shared stop and trip links to your own trip planner instead of the share page, e.g. https://plan.example.org/stop?id={stop_id} (also {region_id}, {trip_id}, {service_date}, {stop_sequence})", commands: ["serve"]) { config, value throws(CommandLineError) in
+            guard LinkRules.redirect(template: value, values: [:]) != nil else {
+                throw CommandLineError("--share-redirect-url must be an http(s) URL template, got '\(value)'")
+            }
+            config.links.redirectTemplate = value
         },
         Flag(name: "metrics-listen", valueName: "HOST:PORT", help: "Serve Prometheus metrics at http://HOST:PORT/metrics on a listener of their own, e.g. 127.0.0.1:9464 (default: off)", commands: ["serve"]) { config, value throws(CommandLineError) in
             guard let address = SidecarConfiguration.ListenAddress(value) else {
@@ -214,11 +249,27 @@ public enum CommandLineInterface {
         Flag(name: "live-activity-interval", valueName: "SECONDS", help: "Seconds between Live Activity updates (default 60)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.liveActivityIntervalSeconds = try integer(value, flag: "live-activity-interval", range: 1...3600)
         },
-        Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush with --gorush-url, else direct with an APNs key or FCM account, else none), gorush, direct, log or none", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+        Flag(name: "push-transport", valueName: "NAME", help: "auto (gorush with --gorush-url, else direct with an APNs key or FCM account, else none), gorush, direct, relay, log or none", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             guard let choice = SidecarConfiguration.PushTransportChoice(rawValue: value.lowercased()) else {
-                throw CommandLineError("--push-transport must be auto, gorush, direct, log or none, got \(value)")
+                throw CommandLineError("--push-transport must be auto, gorush, direct, relay, log or none, got \(value)")
             }
             config.pushTransport = choice
+        },
+        Flag(name: "relay-url", valueName: "URL", help: "The signed push relay --push-transport relay sends through, e.g. https://relay.example.org", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
+            config.relayURL = try httpURL(value, flag: "relay-url")
+        },
+        Flag(name: "relay-key-file", valueName: "PATH", help: "This server's P-256 key for the relay, created with mode 0600 when missing (default sidecar-relay-key.pem)", commands: ["serve", "alert send", "push test", "relay-key"]) { config, value throws(CommandLineError) in
+            guard !value.isEmpty else { throw CommandLineError("--relay-key-file needs a path") }
+            config.relayKeyFile = value
+        },
+        Flag(name: "relay-allowed-servers", valueName: "FILE", help: "Serve only these serverIds (one a line, from 'sidecar relay-key show'); default: any server", commands: ["relay"]) { config, value throws(CommandLineError) in
+            config.relayAllowedServersFile = value
+        },
+        Flag(name: "relay-send-limit", valueName: "N", help: "Sends per minute per server (default 6000; 0 disables)", commands: ["relay"]) { config, value throws(CommandLineError) in
+            config.relaySendLimit = try integer(value, flag: "relay-send-limit", range: 0...10_000_000)
+        },
+        Flag(name: "relay-client-limit", valueName: "N", help: "Requests per minute per client address (default 12000; 0 disables)", commands: ["relay"]) { config, value throws(CommandLineError) in
+            config.relayClientLimit = try integer(value, flag: "relay-client-limit", range: 0...10_000_000)
         },
         Flag(name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             config.gorushURL = try httpURL(value, flag: "gorush-url")
@@ -320,6 +371,9 @@ public enum CommandLineInterface {
         "user list": ([], 0, "List console accounts"),
         "user passwd": (["email"], 0, "Set an account's password (read from standard input); its sessions end"),
         "user delete": (["email"], 0, "Delete a console account and end its sessions"),
+        "links add-region": (["region", "region-id", "name", "oba-url", "sidecar-url", "otp-url", "qr"], 0,
+                             "Print the onebusaway://add-region link of a directory region (--region N) or of explicit values "
+                             + "(--name --oba-url --sidecar-url [--otp-url]); --qr FILE.png|FILE.svg writes its QR code"),
         "export": (["region", "to"], 0, "Write one region's sidecar-export/1 document (--region N [--to FILE], standard output by default)"),
         "import": (["file", "dry-run"], 0, "Read a sidecar-export/1 document (--file PATH, or - for standard input) [--dry-run: count, change nothing]"),
     ]
@@ -329,7 +383,7 @@ public enum CommandLineInterface {
     /// Options that may be given more than once: their values are joined with commas.
     static let repeatableOptions: Set<String> = ["region"]
     /// Flags that are switches: `--demo` alone means true.
-    static let booleanFlags: Set<String> = ["demo"]
+    static let booleanFlags: Set<String> = ["demo", "universal-link-stops"]
 
     static let authoringOptions = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test", "agency-id"]
 
@@ -344,10 +398,14 @@ public enum CommandLineInterface {
         case "copy-database": return try parseCopy(rest, environment: environment)
         case "backup": return try parseBackup(rest, environment: environment)
         case "healthcheck": return try parseHealthcheck(rest, environment: environment)
-        case "serve", "migrate", "doctor": break
+        case "serve", "migrate", "doctor", "relay": break
+        case "relay-key":
+            guard rest.first == "show" else { return .help(relayKeyUsage) }
+            command = "relay-key"
+            rest.removeFirst()
         case "export", "import":
             guard adminCommands[first] != nil else { throw CommandLineError("unknown command '\(first)'") }
-        case "region", "alert", "apikey", "ghostbus", "study", "survey", "push", "user":
+        case "region", "alert", "apikey", "ghostbus", "study", "survey", "push", "user", "links":
             guard let sub = rest.first, !sub.hasPrefix("-") else {
                 return .help(adminUsage(group: first))
             }
@@ -360,7 +418,7 @@ public enum CommandLineInterface {
         // doctor takes exactly serve's flags, so an operator can prefix the
         // command line they run.
         let flagCommand = command == "doctor" ? "serve" : command
-        let available = flags.filter { $0.commands.contains(flagCommand) || (admin != nil && $0.commands.contains("admin")) }
+        let available = flags(for: flagCommand) + (admin != nil ? flags.filter { $0.commands.contains("admin") && !$0.commands.contains(flagCommand) } : [])
         var configuration = SidecarConfiguration()
         for flag in available {
             if let value = environment[flag.environmentName] {
@@ -427,6 +485,11 @@ public enum CommandLineInterface {
             throw CommandLineError("--push-transport gorush needs --gorush-url")
         }
         if command == "doctor" { return .doctor(configuration, offline: offline) }
+        if command == "relay-key" { return .relayKey(path: configuration.relayKeyFile) }
+        if command == "relay" { return .relay(configuration) }
+        if serving, configuration.pushTransport == .relay, configuration.relayURL == nil {
+            throw CommandLineError("--push-transport relay needs --relay-url")
+        }
         return command == "serve" ? .serve(configuration) : .migrate(configuration)
     }
 
@@ -643,6 +706,9 @@ public enum CommandLineInterface {
           sidecar alert ...         Author, publish, translate and push service alerts
           sidecar apikey ...        Create, list and revoke admin API keys
           sidecar user ...          Create, list and delete console accounts; set passwords
+          sidecar links add-region  Print a region's onebusaway://add-region link and write its QR code
+          sidecar relay [flags]     Run the signed push relay (for the holder of the apps' APNs key and FCM project)
+          sidecar relay-key show    Print this server's relay serverId and public key
           sidecar study ...         Create and list studies
           sidecar survey ...        Author surveys from JSON documents; export responses as CSV
           sidecar ghostbus export   Export ghost-bus reports as CSV
@@ -660,9 +726,32 @@ public enum CommandLineInterface {
     }
 
     /// Help for one command, listing its flags and their environment variables.
+    /// `relay` takes serve's listener, storage, logging and push-credential
+    /// flags, and its own.
+    static let relaySharedFlags: Set<String> = [
+        "host", "port", "database", "database-connections", "sqlite-synchronous", "log-level", "log-format", "threads", "max-body-size",
+        "max-header-size", "connection-timeout", "max-connections", "max-connections-per-client", "header-timeout", "min-body-rate",
+        "trusted-proxies", "client-ip-header", "shutdown-timeout", "apns-key-file", "apns-key-id", "apns-team-id", "apns-url",
+        "apns-sandbox-url", "apns-ca-file", "apns-topic", "fcm-service-account", "fcm-url",
+    ]
+
+    /// The flags a command takes.
+    static func flags(for command: String) -> [Flag] {
+        flags.filter { $0.commands.contains(command) || (command == "relay" && relaySharedFlags.contains($0.name) && $0.commands.contains("serve")) }
+    }
+
+    static let relayKeyUsage = """
+        Usage: sidecar relay-key show [--relay-key-file PATH]
+
+        Prints this server's serverId and public key (a JWK) for the operator of the
+        push relay it sends through (their --relay-allowed-servers list). The key file
+        (default sidecar-relay-key.pem) is created with mode 0600 when missing; keep it
+        private: whoever holds it pushes as this server.
+        """
+
     public static func commandUsage(_ command: String) -> String {
         var text = "Usage: sidecar \(command) [flags]\n\nFlags:\n"
-        for flag in flags where flag.commands.contains(command) {
+        for flag in flags(for: command) {
             text += "  --\(flag.name)\(flag.valueName.isEmpty ? "" : " " + flag.valueName)\n      \(flag.help)\n      env: \(flag.environmentName)\n"
         }
         return text

@@ -52,6 +52,17 @@ public struct SidecarConfiguration: Sendable {
     /// `--demo`: add a simulated region (served by this process) with
     /// sample content, and push through the log unless told otherwise.
     public var demo = false
+    /// Site association, store links and the share-page redirect (issue 16).
+    var links = LinkSettings()
+    /// `--relay-url`: the signed push relay `--push-transport relay` sends through.
+    public var relayURL: String?
+    /// `--relay-key-file`: this server's P-256 key for the relay (created on first use).
+    public var relayKeyFile = "sidecar-relay-key.pem"
+    /// `sidecar relay --relay-allowed-servers FILE`: serverIds it serves (nil: any).
+    public var relayAllowedServersFile: String?
+    /// `sidecar relay`: sends per minute per server, and requests per minute per client address.
+    public var relaySendLimit = 6000
+    public var relayClientLimit = 12000
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (a listener
     /// of its own, so it never faces the internet with the rider API); nil
     /// = no metrics, and nothing is counted.
@@ -152,6 +163,8 @@ public struct SidecarConfiguration: Sendable {
         /// an FCM service account is set, else none.
         case automatic = "auto"
         case gorush, direct, log, none
+        /// Through a signed push relay (`--relay-url`, `--relay-key-file`).
+        case relay
     }
 
     public init() {}

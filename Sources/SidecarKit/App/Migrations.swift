@@ -5,7 +5,7 @@ import Database
 enum Migrations {
     static var all: [Migration] {
         PushRegistrationStore.migrations + AlarmStore.migrations + AlertStore.migrations + GhostBusStore.migrations + SurveyStore.migrations
-            + LiveActivityStore.migrations + CoordinationStore.migrations + RegionExchange.migrations + ConsoleStore.migrations
+            + LiveActivityStore.migrations + CoordinationStore.migrations + RegionExchange.migrations + ConsoleStore.migrations + RelayBinder.migrations
     }
 }
 

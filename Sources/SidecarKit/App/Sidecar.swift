@@ -203,6 +203,12 @@ public final class Sidecar: Sendable {
                           accountLogins: FixedWindowRateLimiter(limit: ConsoleRules.failuresPerAccount, windowSeconds: ConsoleRules.loginWindowSeconds,
                                                                 name: "console_login_account", logger: logger, keyForLogs: SHA256.fingerprint,
                                                                 shared: shared, now: now)).routes,
+            ShareRoutes(regions: regions, oba: oba, settings: configuration.links, publicURL: publicURL, clock: clock, logger: logger,
+                        arrivals: TimedCache(lifetimeSeconds: Double(ShareRoutes.cacheSeconds), maxEntries: 5000, now: now),
+                        zones: { regionID in
+                            let name = (try? await alertStore.regionSettings()[regionID]?.timezone) ?? nil
+                            return name.flatMap { ZoneInfo.named($0) } ?? .utc
+                        }).routes,
         ]
         features.joined().forEach { router.add($0) }
         if let demoRegionID {
@@ -232,6 +238,7 @@ public final class Sidecar: Sendable {
         switch configuration.pushTransport {
         case .none: return nil
         case .log: return LogTransport(logger: logger, fingerprint: SHA256.fingerprint)
+        case .relay: return try relayTransport(configuration, http: http, logger: logger)
         case .gorush:
             return configuration.gorushURL.map { GorushTransport(baseURL: $0, apnsTopic: configuration.apnsTopic, http: http) }
         case .automatic where configuration.gorushURL != nil:
@@ -241,6 +248,15 @@ public final class Sidecar: Sendable {
         case .direct, .automatic:
             return try directTransport(configuration, observer: observer)
         }
+    }
+
+    /// `--push-transport relay`: the relay at `--relay-url`, signing with the
+    /// key at `--relay-key-file` (created on first use).
+    static func relayTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger,
+                               clock: any WallClock = SystemClock()) throws(StartupError) -> RelayTransport {
+        guard let url = configuration.relayURL else { throw StartupError(description: "--push-transport relay needs --relay-url", exitCode: 2) }
+        let identity = try RelayIdentity.loadOrCreate(path: configuration.relayKeyFile)
+        return RelayTransport(baseURL: url, identity: identity, http: http, clock: clock, logger: logger)
     }
 
     /// APNs for iOS and FCM for Android, each over its own HTTP/2 client.
@@ -330,6 +346,11 @@ public final class Sidecar: Sendable {
         work.run { await refresher.run(stop: stop) }
         if configuration.runsSendResumer { work.run { await sends.run() } }
         if configuration.runsAlarmChecker { work.run { await checker.run() } }
+        if configuration.pushTransport == .relay, let relay = (pushTransport as? RelayTransport) ?? (pushTransport as? MeasuredTransport)?.inner as? RelayTransport {
+            let binder = RelayBinder(database: database, transport: relay, clock: clock, logger: logger)
+            work.run { await binder.run(stop: stop) }
+            logger.info("pushing through the relay", [("relay", relay.baseURL), ("server_id", relay.identity.serverID)])
+        }
         logger.info("sidecar listening", [
             ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
             ("public_url", configuration.effectivePublicURL(boundPort: port)),

@@ -15,11 +15,7 @@ enum ConsoleLayout {
         ("Cache-Control", "no-store"),
     ]
 
-    static func respond(_ status: Int, _ page: HTML) -> Response {
-        var response = Response.bytes(status, contentType: "text/html; charset=utf-8", Array(page.rendered.utf8))
-        for (name, value) in securityHeaders { response = response.adding(header: name, value) }
-        return response
-    }
+    static func respond(_ status: Int, _ page: HTML) -> Response { HTMLResponse.page(status, page, headers: securityHeaders) }
 
     /// Where the signed-in user is, for the navigation.
     struct Context: Sendable {

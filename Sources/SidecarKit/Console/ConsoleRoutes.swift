@@ -161,17 +161,7 @@ struct ConsoleRoutes: Sendable {
         "\(name)=\(value); Path=\(path); HttpOnly; SameSite=\(sameSite)" + (maxAge.map { "; Max-Age=\($0)" } ?? "") + (secureCookies ? "; Secure" : "")
     }
 
-    static func percentEncoded(_ text: String) -> String {
-        var output = ""
-        for byte in text.utf8 {
-            if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || "-._~/".utf8.contains(byte) {
-                output.unicodeScalars.append(UnicodeScalar(byte))
-            } else {
-                output += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return output
-    }
+    static func percentEncoded(_ text: String) -> String { PercentEncoding.encode(text, keeping: "/") }
 
     /// Where to go after login: a console path only (never another site).
     static func safeNext(_ next: String?) -> String {
@@ -311,7 +301,7 @@ struct ConsoleRoutes: Sendable {
                                 rows: stats.recentSends.map { recent in
                                     [tag("a", [.href("/admin/alerts/\(recent.alertID)")], [recent.header]), recent.send.audience.rawValue, recent.send.status,
                                      recent.send.targeted, recent.send.delivered, recent.send.failed, recent.send.pruned,
-                                     ConsoleTime.display(recent.send.startedAt, zone)] as [any HTMLContent]
+                                     RegionTime.display(recent.send.startedAt, zone)] as [any HTMLContent]
                                 }, empty: "No alert has been sent in this region yet."),
         ]
         var dashboardContext = context
@@ -347,14 +337,14 @@ struct ConsoleRoutes: Sendable {
         if ConsoleRules.may(context.session.user.role, .author) {
             content.append(tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/alerts/new"), .class("button")], ["New alert"])]))
         }
-        content.append(tag("p", [.class("hint")], ["Times in \(zone.identifier) (\(ConsoleTime.offsetLabel(zone, at: now)))."]))
+        content.append(tag("p", [.class("hint")], ["Times in \(zone.identifier) (\(RegionTime.offsetLabel(zone, at: now)))."]))
         for state in AlertState.allCases {
             let rows = all.filter { Self.state(of: $0, now: now) == state }.sorted { $0.startsAt > $1.startsAt }
             content.append(tag("h2", [], ["\(state.rawValue.capitalized) (\(rows.count))"]))
             content.append(ConsoleLayout.table(caption: "\(state.rawValue.capitalized) alerts", headers: ["Alert", "Effect", "Starts", "Ends", ""],
                                                rows: rows.map { alert in
                                                    [tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), alert.effect.name,
-                                                    ConsoleTime.display(alert.startsAt, zone), ConsoleTime.display(alert.endsAt, zone),
+                                                    RegionTime.display(alert.startsAt, zone), RegionTime.display(alert.endsAt, zone),
                                                     Self.badges(alert, now: now)] as [any HTMLContent]
                                                }, empty: "None."))
         }
@@ -374,7 +364,7 @@ struct ConsoleRoutes: Sendable {
 
     func alertFields(_ session: ConsoleStore.Session, action: String, alert: ServiceAlert?, values: [String: String], zone: ZoneInfo) -> HTML {
         func value(_ name: String, _ current: String?) -> String { values[name] ?? current ?? "" }
-        let zoneHint = "In \(zone.identifier) (\(ConsoleTime.offsetLabel(zone, at: now)))."
+        let zoneHint = "In \(zone.identifier) (\(RegionTime.offsetLabel(zone, at: now)))."
         return ConsoleLayout.form(action, session, [
             ConsoleLayout.field("Header", name: "header", value: value("header", alert?.header), required: true, hint: "Pushed as the title: the first 48 characters show on a lock screen.",
                                 maxLength: FieldLimits.alertHeader),
@@ -390,9 +380,9 @@ struct ConsoleRoutes: Sendable {
                                      selected: value("severity", alert?.severity.name ?? SeverityLevel.unknownSeverity.name)),
             ]),
             tag("div", [.class("columns")], [
-                ConsoleLayout.field("Starts", name: "start", value: value("start", ConsoleTime.inputValue(alert?.startsAt ?? now, zone)),
+                ConsoleLayout.field("Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? now, zone)),
                                     type: "datetime-local", required: true, hint: zoneHint),
-                ConsoleLayout.field("Ends", name: "end", value: value("end", ConsoleTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
+                ConsoleLayout.field("Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
                                     hint: "Leave empty for no end. " + zoneHint),
             ]),
             ConsoleLayout.checkbox("Test alert (only test devices see it in the feed and get it pushed)", name: "test",
@@ -422,7 +412,7 @@ struct ConsoleRoutes: Sendable {
             guard let text = values[name]?.trimmingWhitespace() else { continue }
             if text.isEmpty {
                 if name == "end" { fields["end"] = editing ? "none" : nil } else { fields["start"] = nil }
-            } else if let instant = ConsoleTime.parse(text, zone) {
+            } else if let instant = RegionTime.parse(text, zone) {
                 fields[name] = Timestamp.format(millis: instant * 1000)
             } else {
                 problems.append("\(name == "start" ? "Starts" : "Ends") must be a date and time such as 2026-12-01T08:00")
@@ -510,7 +500,7 @@ struct ConsoleRoutes: Sendable {
             content.append(tag("dl", [], [
                 tag("dt", [], ["Header"]), tag("dd", [], [alert.header]), tag("dt", [], ["Description"]), tag("dd", [], [alert.description]),
                 tag("dt", [], ["Cause / effect / severity"]), tag("dd", [], ["\(alert.cause.name) / \(alert.effect.name) / \(alert.severity.name)"]),
-                tag("dt", [], ["Active"]), tag("dd", [], ["\(ConsoleTime.display(alert.startsAt, zone)) to \(ConsoleTime.display(alert.endsAt, zone))"]),
+                tag("dt", [], ["Active"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(RegionTime.display(alert.endsAt, zone))"]),
             ]))
         }
 
@@ -561,8 +551,8 @@ struct ConsoleRoutes: Sendable {
         }))
         content.append(tag("h3", [], ["In the alerts feed"]))
         content.append(tag("section", [.class("preview")], [
-            tag("p", [.class("meta")], ["\(Self.humanize(alert.effect.name)) · \(Self.humanize(alert.severity.name)) · from \(ConsoleTime.display(alert.startsAt, zone))"
-                                         + (alert.endsAt.map { " to \(ConsoleTime.display($0, zone))" } ?? "")]),
+            tag("p", [.class("meta")], ["\(Self.humanize(alert.effect.name)) · \(Self.humanize(alert.severity.name)) · from \(RegionTime.display(alert.startsAt, zone))"
+                                         + (alert.endsAt.map { " to \(RegionTime.display($0, zone))" } ?? "")]),
             tag("p", [.class("title")], [alert.header]), tag("p", [.class("body")], [alert.description]),
             alert.url.map { tag("p", [], [tag("a", [.href($0), Attribute("rel", "noopener noreferrer")], [$0])]) } ?? .empty,
         ]))
@@ -596,7 +586,7 @@ struct ConsoleRoutes: Sendable {
                     tag("tr", [Attribute("data-send-id", String(send.id))], [
                         tag("td", [], [send.id]), tag("td", [], [send.audience.rawValue]), cell("status", send.status), cell("targeted", send.targeted),
                         cell("delivered", send.delivered), cell("failed", send.failed), cell("pruned", send.pruned),
-                        tag("td", [], [ConsoleTime.display(send.startedAt, zone)]),
+                        tag("td", [], [RegionTime.display(send.startedAt, zone)]),
                     ])
                 }),
             ]),
@@ -681,8 +671,8 @@ struct ConsoleRoutes: Sendable {
         }
         content.append(ConsoleLayout.table(caption: "API keys for the admin API", headers: ["Key", "Name", "Scope", "Created", "Last used", "State", ""],
                                            rows: list.map { record in
-                                               [record.prefix + "…", record.name, record.scopeDescription, ConsoleTime.display(record.createdAt, .utc) + " UTC",
-                                                record.lastUsedAt.map { ConsoleTime.display($0, .utc) + " UTC" } ?? "never",
+                                               [record.prefix + "…", record.name, record.scopeDescription, RegionTime.display(record.createdAt, .utc) + " UTC",
+                                                record.lastUsedAt.map { RegionTime.display($0, .utc) + " UTC" } ?? "never",
                                                 record.revokedAt == nil ? "active" : "revoked",
                                                 record.revokedAt == nil ? ConsoleLayout.postButton("Revoke", "/admin/keys/\(record.id)/revoke", session, style: "danger")
                                                     : HTML.empty] as [any HTMLContent]
@@ -737,7 +727,7 @@ struct ConsoleRoutes: Sendable {
         var content: [any HTMLContent] = [
             tag("p", [.class("hint")], ["Every change made through this console, the admin API and the command line, newest first. Times in UTC."]),
             ConsoleLayout.table(caption: "Audit log", headers: ["When (UTC)", "Who", "What", "Region", "Target", "Detail"], rows: entries.map { entry in
-                [ConsoleTime.display(entry.at, .utc), entry.actor, entry.action, entry.regionID.map(String.init) ?? "—", entry.target ?? "", entry.detail ?? ""]
+                [RegionTime.display(entry.at, .utc), entry.actor, entry.action, entry.regionID.map(String.init) ?? "—", entry.target ?? "", entry.detail ?? ""]
                     as [any HTMLContent]
             }, empty: "Nothing recorded yet."),
         ]
@@ -754,9 +744,4 @@ extension Optional {
         guard let self else { return nil }
         return try await transform(self)
     }
-}
-
-extension String {
-    /// Pads on the left with zeros to `width` characters.
-    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

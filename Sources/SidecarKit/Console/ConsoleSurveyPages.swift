@@ -64,7 +64,7 @@ extension ConsoleRoutes {
         let now = now
         content.append(ConsoleLayout.table(caption: "Surveys", headers: ["Survey", "Study", "Questions", "Shown", "From", "Until"], rows: list.map { survey in
             [tag("a", [.href("/admin/surveys/\(survey.id)")], [survey.name]), studies.first { $0.id == survey.studyID }?.name ?? "—", survey.questions.count,
-             SurveyRules.isActive(survey, now: now) ? "now" : "not now", ConsoleTime.display(survey.startDate, zone), ConsoleTime.display(survey.endDate, zone)]
+             SurveyRules.isActive(survey, now: now) ? "now" : "not now", RegionTime.display(survey.startDate, zone), RegionTime.display(survey.endDate, zone)]
                 as [any HTMLContent]
         }, empty: "No surveys in this region yet."))
         return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): surveys", listContext, notice: Self.notice(request), content))
@@ -118,9 +118,9 @@ extension ConsoleRoutes {
             ConsoleLayout.field("New study name", name: "new_study", value: values["new_study"], hint: "Only when “a new study” is chosen.",
                                 maxLength: FieldLimits.name),
             tag("div", [.class("columns")], [
-                ConsoleLayout.field("Available from", name: "start_date", value: value("start_date", ConsoleTime.inputValue(survey?.startDate, zone)),
+                ConsoleLayout.field("Available from", name: "start_date", value: value("start_date", RegionTime.inputValue(survey?.startDate, zone)),
                                     type: "datetime-local", hint: zoneHint),
-                ConsoleLayout.field("Available until", name: "end_date", value: value("end_date", ConsoleTime.inputValue(survey?.endDate, zone)),
+                ConsoleLayout.field("Available until", name: "end_date", value: value("end_date", RegionTime.inputValue(survey?.endDate, zone)),
                                     type: "datetime-local", hint: zoneHint),
             ]),
             ConsoleLayout.checkbox("Available", name: "available", checked: flag("available", survey?.available ?? true)),
@@ -156,7 +156,7 @@ extension ConsoleRoutes {
         }
         for name in ["start_date", "end_date"] {
             let text = values[name]?.trimmingWhitespace() ?? ""
-            if text.isEmpty { document[name] = .null } else if let instant = ConsoleTime.parse(text, zone) {
+            if text.isEmpty { document[name] = .null } else if let instant = RegionTime.parse(text, zone) {
                 document[name] = .string(Timestamp.format(millis: instant * 1000))
             } else { problems.append("\(name == "start_date" ? "Available from" : "Available until") must be a date and time") }
         }
@@ -261,7 +261,7 @@ extension ConsoleRoutes {
             answers.append("\(labels[id] ?? "question \(id)"): \(text)")
         }
         let list = tag("ul", [], answers.map { tag("li", [], [$0]) })
-        return [ConsoleTime.display(row.int("created_at"), zone), row.string("stop_identifier") ?? "—", list]
+        return [RegionTime.display(row.int("created_at"), zone), row.string("stop_identifier") ?? "—", list]
     }
 
     // MARK: Ghost-bus reports
@@ -294,7 +294,7 @@ extension ConsoleRoutes {
         var serviceDate: Int64?
         if !dateText.isEmpty {
             // OneBusAway names a service day by the instant of its local midnight.
-            if let local = ConsoleTime.parse(dateText + "T00:00", zone) { serviceDate = local } else { problems.append("Date must be a date such as 2026-11-30") }
+            if let local = RegionTime.parse(dateText + "T00:00", zone) { serviceDate = local } else { problems.append("Date must be a date such as 2026-11-30") }
         }
         var sql = "SELECT * FROM ghost_bus_reports WHERE region_id = $1"
         var parameters: [SQLValue] = [.integer(Int64(region.id))]
@@ -339,7 +339,7 @@ extension ConsoleRoutes {
     }
 
     static func reportRow(_ row: Row, zone: ZoneInfo) -> [any HTMLContent] {
-        let reported = ConsoleTime.display((row.int("created_at") ?? 0) / 1000, zone)
+        let reported = RegionTime.display((row.int("created_at") ?? 0) / 1000, zone)
         let waited = "\(row.int("wait_duration_minutes") ?? 0) min"
         let cells: [String] = [reported, row.string("route_identifier") ?? "—", row.string("trip_identifier") ?? "",
                                row.string("stop_identifier") ?? "—", row.string("vehicle_identifier") ?? "—", waited, row.string("comment") ?? ""]

@@ -52,18 +52,7 @@ final class StripeClient: Sendable {
         Array(fields.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&").utf8)
     }
 
-    static func escape(_ text: String) -> String {
-        var output = ""
-        for byte in text.utf8 {
-            if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || "-_.~".utf8.contains(byte) {
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                let hex = Array("0123456789ABCDEF".utf8)
-                output += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
-            }
-        }
-        return output
-    }
+    static func escape(_ text: String) -> String { PercentEncoding.encode(text) }
 
     func call(_ method: String, _ path: String, key: String, fields: [(String, String)] = [], extraHeaders: [(String, String)] = []) async throws -> [String: JSONValue] {
         var url = (baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL) + path

@@ -208,10 +208,13 @@ public enum Doctor {
                 checks.append(await gorushCheck(base, http: http))
             }
         }
-        if configuration.apnsKeyFile != nil, configuration.pushTransport != .gorush {
+        if configuration.pushTransport == .relay {
+            checks.append(await relayCheck(configuration, offline: offline, http: http))
+        }
+        if configuration.apnsKeyFile != nil, configuration.pushTransport != .gorush, configuration.pushTransport != .relay {
             checks.append(await apnsCheck(configuration, offline: offline))
         }
-        if configuration.fcmServiceAccount != nil, configuration.pushTransport != .gorush {
+        if configuration.fcmServiceAccount != nil, configuration.pushTransport != .gorush, configuration.pushTransport != .relay {
             checks.append(await fcmCheck(configuration, offline: offline))
         }
         return checks
@@ -228,6 +231,26 @@ public enum Doctor {
             return .ok("gorush", "\(trimmed) is up")
         } catch {
             return .failed("gorush", "\(trimmed): \(error)", fix: "check --gorush-url and that gorush is running")
+        }
+    }
+
+    /// The relay key (without creating it) and, unless offline, the relay's `/healthz`.
+    static func relayCheck(_ configuration: SidecarConfiguration, offline: Bool, http: HTTPClient) async -> Check {
+        guard let url = configuration.relayURL else { return .failed("relay", "--push-transport relay without --relay-url", fix: "--relay-url https://relay.example.org") }
+        var identity = "key \(configuration.relayKeyFile) will be created at the first start"
+        if FileManager.default.fileExists(atPath: configuration.relayKeyFile) {
+            do { identity = "serverId \(try RelayIdentity.loadOrCreate(path: configuration.relayKeyFile).serverID)" } catch {
+                return .failed("relay", error.description, fix: "--relay-key-file must be the PEM P-256 key this server was registered with")
+            }
+        }
+        if offline { return .ok("relay", "\(url) (\(identity)); not contacted (--offline)") }
+        let base = url.hasSuffix("/") ? String(url.dropLast()) : url
+        do {
+            let response = try await http.send(HTTPClientRequest(url: base + "/healthz", upstream: "relay"))
+            guard response.status == 200 else { return .failed("relay", "\(base)/healthz answered HTTP \(response.status)", fix: "check --relay-url and the relay's status") }
+            return .ok("relay", "\(base) is up (\(identity))")
+        } catch {
+            return .failed("relay", "\(base): \(error)", fix: "check --relay-url, DNS and the firewall")
         }
     }
 

@@ -1,12 +1,21 @@
 import Core
 
-/// Times in the console are read and shown in the region's time zone.
-enum ConsoleTime {
+/// Times staff and riders see are read and shown in the region's time zone
+/// (the console's forms, share pages).
+enum RegionTime {
     /// `2026-12-01 08:00`.
     static func display(_ epochSeconds: Int64?, _ zone: ZoneInfo) -> String {
         guard let epochSeconds else { return "—" }
         let local = CivilDate(epochSeconds: epochSeconds + Int64(zone.offset(at: epochSeconds)))
         return "\(local.year)-\(pad(local.month))-\(pad(local.day)) \(pad(local.secondsOfDay / 3600)):\(pad(local.secondsOfDay / 60 % 60))"
+    }
+
+    /// `08:14`, the time of day alone (share pages).
+    static func clock(_ epochMillis: Int64?, _ zone: ZoneInfo) -> String {
+        guard let epochMillis else { return "—" }
+        let seconds = epochMillis / 1000
+        let local = CivilDate(epochSeconds: seconds + Int64(zone.offset(at: seconds)))
+        return "\(pad(local.secondsOfDay / 3600)):\(pad(local.secondsOfDay / 60 % 60))"
     }
 
     /// The value of an `<input type="datetime-local">`: `2026-12-01T08:00`.

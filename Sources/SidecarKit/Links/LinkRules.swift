@@ -1,0 +1,220 @@
+import Core
+
+/// Issue 16: the links the apps make and follow
+/// (`../shared/seeds/ios-url-schemes-and-deep-links.txt`). Pure functions.
+enum LinkRules {
+    // MARK: Values in the apps' URLs
+
+    /// A trip link's `service_date`: epoch seconds as the iOS app writes
+    /// them (`1710273600.0`), whole seconds, or milliseconds (what OneBusAway
+    /// itself uses). Returns milliseconds, or nil for anything else.
+    static func serviceDateMillis(_ text: String) -> Int64? {
+        let trimmed = text.trimmingWhitespace()
+        guard !trimmed.isEmpty, trimmed.count <= 24,
+              trimmed.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), trimmed.filter({ $0 == "." }).count <= 1,
+              !trimmed.hasPrefix("."), let value = Double(trimmed), value.isFinite, value > 0 else { return nil }
+        // Below 10^11 is seconds (until the year 5138); above, milliseconds.
+        let millis = trimmed.contains(".") || value < 100_000_000_000 ? value * 1000 : value
+        guard millis <= 32_503_680_000_000 else { return nil }  // year 3000
+        return Int64(millis.rounded())
+    }
+
+    /// Stop and trip ids as they may appear in a path or a query: 1 to 255
+    /// characters, no control characters.
+    static func isPlausibleIdentifier(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= 255 && !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
+
+    // MARK: Percent-encoding
+
+    /// Every byte outside RFC 3986's unreserved set percent-encoded, so a
+    /// value survives as one query item (`?`, `&`, `=`, `#`, spaces, UTF-8).
+    static func percentEncoded(_ value: String) -> String { PercentEncoding.encode(value) }
+
+    /// The inverse, for tests and for reading links back; nil when malformed.
+    static func percentDecoded(_ text: String) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next(), let low = iterator.next(),
+                      let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(value)
+            } else {
+                bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    // MARK: Links into the apps
+
+    /// `onebusaway://view-stop?stopID=...&regionID=...` (camelCase: what
+    /// the app's decoder reads, whatever its doc comment says).
+    static func viewStopLink(scheme: String = "onebusaway", stopID: String, regionID: Int) -> String {
+        "\(scheme)://view-stop?stopID=\(percentEncoded(stopID))&regionID=\(regionID)"
+    }
+
+    /// What an add-region link carries.
+    struct AddRegion: Sendable, Equatable {
+        var name: String
+        var obaURL: String
+        var sidecarURL: String?
+        var otpURL: String?
+    }
+
+    /// Problems that would make the app refuse or silently drop a value:
+    /// a blank name; URLs that are not absolute http(s) (the app also takes
+    /// bare paths, which mean nothing outside one server).
+    static func problems(_ link: AddRegion) -> [String] {
+        var problems: [String] = []
+        if link.name.trimmingWhitespace().isEmpty { problems.append("the region needs a name") }
+        if link.name.count > 200 { problems.append("the name is too long (at most 200 characters)") }
+        for (label, value, required) in [("OneBusAway URL", link.obaURL as String?, true), ("sidecar URL", link.sidecarURL, false),
+                                         ("OpenTripPlanner URL", link.otpURL, false)] {
+            guard let value, !value.isEmpty else {
+                if required { problems.append("the \(label) is required") }
+                continue
+            }
+            if !isAbsoluteHTTPURL(value) { problems.append("the \(label) must be an absolute http(s) URL without spaces (got \(value))") }
+        }
+        return problems
+    }
+
+    static func isAbsoluteHTTPURL(_ value: String) -> Bool {
+        let lower = value.lowercased()
+        guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), value.count <= 2048,
+              !value.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else { return false }
+        let rest = lower.drop { $0 != "/" }.dropFirst(2)
+        return !rest.isEmpty && !rest.hasPrefix("/")
+    }
+
+    /// `onebusaway://add-region?name=...&oba-url=...[&sidecar-url=...][&otp-url=...]`
+    /// with every value percent-encoded (an unencoded `&` in a nested URL
+    /// would end that value in the app).
+    static func addRegionLink(_ link: AddRegion, scheme: String = "onebusaway") -> String {
+        var items = [("name", link.name.trimmingWhitespace()), ("oba-url", link.obaURL)]
+        if let sidecar = link.sidecarURL, !sidecar.isEmpty { items.append(("sidecar-url", sidecar)) }
+        if let otp = link.otpURL, !otp.isEmpty { items.append(("otp-url", otp)) }
+        return "\(scheme)://add-region?" + items.map { "\($0.0)=\(percentEncoded($0.1))" }.joined(separator: "&")
+    }
+
+    /// The query items of a link, decoded (tests read links back with it).
+    static func queryItems(_ link: String) -> [String: String]? {
+        guard let question = link.firstIndex(of: "?") else { return [:] }
+        var items: [String: String] = [:]
+        for pair in link[link.index(after: question)...].split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let name = percentDecoded(String(parts[0])), let value = percentDecoded(String(parts[1])) else { return nil }
+            items[name] = value
+        }
+        return items
+    }
+
+    // MARK: Site association
+
+    /// `TEAMID.bundle.id` (a 10-character team id).
+    static func parseAppleAppIDs(_ text: String) -> [String]? {
+        let ids = text.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+        guard !ids.isEmpty else { return nil }
+        for id in ids {
+            let parts = id.split(separator: ".", maxSplits: 1)
+            guard parts.count == 2, parts[0].count == 10, parts[0].allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }),
+                  parts[1].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }), !parts[1].isEmpty
+            else { return nil }
+        }
+        return ids
+    }
+
+    /// The path of a trip link, and of a stop page.
+    static let tripPath = "/regions/*/stops/*/trips"
+    static let stopPath = "/regions/*/stops/*"
+
+    /// `/.well-known/apple-app-site-association`: the paths the app claims,
+    /// in the `paths` form (iOS 12 and older) and the `components` form.
+    /// Trip links always; stop pages only when asked, because today's app
+    /// cannot decode them: a claimed stop link would open the app and be
+    /// dropped, where unclaimed it opens the share page with its button.
+    static func appleAppSiteAssociation(appIDs: [String], claimStopPages: Bool) -> JSONValue {
+        let paths = claimStopPages ? [tripPath, stopPath] : [tripPath]
+        var components: [JSONValue] = [
+            .object(["/": .string(tripPath), "?": .object(["trip_id": .string("?*")]), "comment": .string("A shared trip")]),
+        ]
+        if claimStopPages {
+            components.append(.object(["/": .string(stopPath), "comment": .string("A shared stop")]))
+        }
+        let modern: JSONValue = .object(["appIDs": .array(appIDs.map(JSONValue.string)), "components": .array(components)])
+        let legacy = appIDs.map { JSONValue.object(["appID": .string($0), "paths": .array(paths.map(JSONValue.string))]) }
+        return .object(["applinks": .object(["apps": .array([]), "details": .array([modern] + legacy)])])
+    }
+
+    /// An Android app and the SHA-256 fingerprints of its signing certificates.
+    struct AndroidApp: Sendable, Equatable {
+        var package: String
+        var fingerprints: [String]
+    }
+
+    /// `package:AA:BB:...[,package:...]`: a package name and a SHA-256
+    /// certificate fingerprint (32 colon-separated hex pairs); a package
+    /// given twice collects its fingerprints.
+    static func parseAndroidAppLinks(_ text: String) -> [AndroidApp]? {
+        var apps: [AndroidApp] = []
+        for entry in text.split(separator: ",").map({ String($0).trimmingWhitespace() }) where !entry.isEmpty {
+            guard let colon = entry.firstIndex(of: ":") else { return nil }
+            let package = String(entry[..<colon])
+            let fingerprint = String(entry[entry.index(after: colon)...]).uppercased()
+            let pairs = fingerprint.split(separator: ":", omittingEmptySubsequences: false)
+            guard package.split(separator: ".").count >= 2,
+                  package.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_") }),
+                  pairs.count == 32, pairs.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else { return nil }
+            if let index = apps.firstIndex(where: { $0.package == package }) {
+                if !apps[index].fingerprints.contains(fingerprint) { apps[index].fingerprints.append(fingerprint) }
+            } else {
+                apps.append(AndroidApp(package: package, fingerprints: [fingerprint]))
+            }
+        }
+        return apps.isEmpty ? nil : apps
+    }
+
+    /// `/.well-known/assetlinks.json`.
+    static func assetLinks(_ apps: [AndroidApp]) -> JSONValue {
+        .array(apps.map { app in
+            .object([
+                "relation": .array([.string("delegate_permission/common.handle_all_urls")]),
+                "target": .object(["namespace": .string("android_app"), "package_name": .string(app.package),
+                                   "sha256_cert_fingerprints": .array(app.fingerprints.map(JSONValue.string))]),
+            ])
+        })
+    }
+
+    // MARK: Redirects to an agency's trip planner
+
+    /// Placeholders a `--share-redirect-url` template may use.
+    static let placeholders = ["{region_id}", "{stop_id}", "{trip_id}", "{service_date}", "{stop_sequence}"]
+
+    /// The template with each placeholder replaced by its percent-encoded
+    /// value (empty when absent); nil when the template is not http(s).
+    static func redirect(template: String, values: [String: String]) -> String? {
+        guard isAbsoluteHTTPURL(template.replacingPlaceholders(with: [:])) else { return nil }
+        return template.replacingPlaceholders(with: values.mapValues(percentEncoded))
+    }
+}
+
+extension String {
+    /// `{name}` placeholders replaced by their values (missing ones by nothing).
+    func replacingPlaceholders(with values: [String: String]) -> String {
+        var output = ""
+        var rest = Substring(self)
+        while let open = rest.firstIndex(of: "{") {
+            output += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "}") else {
+                output += rest[open...]
+                return output
+            }
+            let name = String(rest[rest.index(after: open)..<close])
+            if LinkRules.placeholders.contains("{\(name)}") { output += values[name] ?? "" } else { output += rest[open...close] }
+            rest = rest[rest.index(after: close)...]
+        }
+        return output + rest
+    }
+}

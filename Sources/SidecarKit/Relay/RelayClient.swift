@@ -1,0 +1,221 @@
+import Core
+import Crypto
+import Database
+import FoundationEssentials
+import HTTPClient
+import Push
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A sidecar's identity at the relay: its P-256 key (a PEM file created with
+/// mode 0600 on first use) and what the relay calls it.
+struct RelayIdentity: Sendable {
+    let key: PrivateKey
+    let jwk: RelayProtocol.PublicJWK
+    var serverID: String { jwk.serverID }
+
+    /// Loads the key, creating it when the file does not exist.
+    static func loadOrCreate(path: String) throws(StartupError) -> RelayIdentity {
+        if let data = FileManager.default.contents(atPath: path) {
+            do {
+                let key = try PrivateKey(pem: String(decoding: data, as: UTF8.self))
+                guard key.algorithm == .es256 else { throw CryptoError("not a P-256 key") }
+                return RelayIdentity(key: key, jwk: RelayProtocol.PublicJWK(try key.publicKey()))
+            } catch {
+                throw StartupError(description: "relay key \(path): \(error)", exitCode: 2)
+            }
+        }
+        do {
+            let key = try PrivateKey.generateP256()
+            let pem = Array(try key.pem().utf8)
+            // Created 0600 before anything is written: never readable by others.
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            guard descriptor >= 0 else { throw CryptoError("cannot create \(path): \(String(cString: strerror(errno)))") }
+            defer { close(descriptor) }
+            guard pem.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) == pem.count, fsync(descriptor) == 0 else {
+                throw CryptoError("cannot write \(path)")
+            }
+            return RelayIdentity(key: key, jwk: RelayProtocol.PublicJWK(try key.publicKey()))
+        } catch {
+            throw StartupError(description: "relay key \(path): \(error)", exitCode: 2)
+        }
+    }
+
+    /// Version 2 headers for a request (the signature covers method, path,
+    /// time and the body's digest).
+    func headers(method: String, path: String, body: [UInt8], nowMillis: Int64) throws -> [(name: String, value: String)] {
+        let digest = RelayProtocol.digest(body)
+        let signature = try key.sign(Array(RelayProtocol.requestString(method: method, path: path, ts: nowMillis, bodyDigest: digest).utf8))
+        return [("Content-Type", "application/json"), ("X-Relay-Signature-Version", "2"), ("X-Relay-Timestamp", String(nowMillis)),
+                ("X-Relay-Content-SHA256", digest), ("X-Relay-Signature", Base64URL.encode(signature))]
+    }
+}
+
+/// `--push-transport relay`: every push goes through a signed relay, which
+/// holds the APNs key and FCM project this server does not.
+struct RelayTransport: PushTransport {
+    let name = "relay"
+    let baseURL: String
+    let identity: RelayIdentity
+    let http: HTTPClient
+    let clock: any WallClock
+    let logger: Logger
+
+    var root: String { baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL }
+
+    func send(_ messages: [PushMessage]) async -> [PushOutcome] {
+        // Messages with the same payload travel together, 100 tokens a request.
+        var groups: [(payload: JSONValue, indices: [Int])] = []
+        var byPayload: [[UInt8]: Int] = [:]
+        for (index, message) in messages.enumerated() {
+            let payload = RelayProtocol.encode(message)
+            let key = payload.encoded()
+            if let group = byPayload[key], groups[group].indices.count < RelayProtocol.maxTokensPerSend {
+                groups[group].indices.append(index)
+            } else {
+                byPayload[key] = groups.count
+                groups.append((payload, [index]))
+            }
+        }
+        var outcomes = [PushOutcome](repeating: .transient(reason: "not sent"), count: messages.count)
+        await withTaskGroup(of: [(Int, PushOutcome)].self) { tasks in
+            for group in groups {
+                tasks.addTask {
+                    let tokens = group.indices.map { messages[$0].token }
+                    let results = await sendGroup(tokens: tokens, payload: group.payload)
+                    return zip(group.indices, results).map { ($0, $1) }
+                }
+            }
+            for await finished in tasks { for (index, outcome) in finished { outcomes[index] = outcome } }
+        }
+        return outcomes
+    }
+
+    func sendGroup(tokens: [String], payload: JSONValue) async -> [PushOutcome] {
+        let body = JSONValue.object(["tokens": .array(tokens.map(JSONValue.string)), "push": payload, "publicKeyJwk": identity.jwk.json]).encoded()
+        let response: HTTPClientResponse
+        do {
+            let headers = try identity.headers(method: "POST", path: "/v1/push/send", body: body, nowMillis: clock.now().epochMillis)
+            response = try await http.send(HTTPClientRequest(method: "POST", url: root + "/v1/push/send", headers: headers, body: body, upstream: "relay"))
+        } catch {
+            return Array(repeating: .transient(reason: "relay unreachable: \(error)"), count: tokens.count)
+        }
+        guard response.status == 200 else {
+            let code = Self.errorCode(response.body) ?? "HTTP \(response.status)"
+            // 400 means the message itself is refused; everything else may pass.
+            let outcome: PushOutcome = response.status == 400 ? .rejected(reason: "relay: \(code)") : .transient(reason: "relay: \(code)")
+            if response.status == 401 || response.status == 403 {
+                logger.error("the relay refused this server", [("code", code), ("server", identity.serverID)])
+            }
+            return Array(repeating: outcome, count: tokens.count)
+        }
+        var byToken: [String: PushOutcome] = [:]
+        if case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)), case .array(let results)? = members["results"] {
+            for result in results {
+                guard case .object(let fields) = result, case .string(let token)? = fields["token"] else { continue }
+                if fields["ok"] == .bool(true) {
+                    byToken[token] = .delivered
+                } else if fields["drop"] == .bool(true) {
+                    byToken[token] = .terminal(reason: "Unregistered (the relay dropped the token)")
+                } else {
+                    byToken[token] = .transient(reason: "not delivered by the relay (not bound yet, or the provider refused)")
+                }
+            }
+        }
+        return tokens.map { byToken[$0] ?? .transient(reason: "the relay gave no result") }
+    }
+
+    /// Binds a token to this server at the relay; true when the relay said ok.
+    func register(token: String, platform: PushPlatform) async -> Bool {
+        let body = JSONValue.object(["token": .string(token), "platform": .string(platform.rawValue), "publicKeyJwk": identity.jwk.json]).encoded()
+        do {
+            let headers = try identity.headers(method: "POST", path: "/v1/push/register-token", body: body, nowMillis: clock.now().epochMillis)
+            let response = try await http.send(HTTPClientRequest(method: "POST", url: root + "/v1/push/register-token", headers: headers, body: body,
+                                                                 upstream: "relay"))
+            return response.status == 200
+        } catch {
+            return false
+        }
+    }
+
+    static func errorCode(_ body: [UInt8]) -> String? {
+        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .string(let code)? = members["error"] else {
+            return nil
+        }
+        return code
+    }
+}
+
+/// Binds the tokens riders register (push registrations, alarms, Live
+/// Activities) at the relay in the background: a rider's request never
+/// waits for the relay, and a failed binding is tried again next round.
+struct RelayBinder: Sendable {
+    let database: any Database
+    let transport: RelayTransport
+    let clock: any WallClock
+    let logger: Logger
+    var intervalSeconds = 5.0
+    /// Bindings are renewed well inside the relay's 180-day lapse.
+    static let renewMillis: Int64 = 30 * 86_400_000
+
+    func run(stop: StopSignal?) async {
+        await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { _ = await bindPending() }
+    }
+
+    /// Tokens not bound (or bound long ago), a page at a time.
+    func pending(limit: Int = 200) async throws -> [(token: String, platform: PushPlatform)] {
+        let stale = SQLValue.integer(clock.now().epochMillis - Self.renewMillis)
+        return try await database.read { connection in
+            try connection.query("""
+                SELECT token, operating_system FROM push_registrations p
+                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = p.token AND b.bound_at > $1)
+                UNION
+                SELECT user_push_id AS token, operating_system FROM alarms a
+                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = a.user_push_id AND b.bound_at > $1)
+                UNION
+                SELECT push_token AS token, 'ios' AS operating_system FROM live_activities l
+                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = l.push_token AND b.bound_at > $1)
+                LIMIT \(limit)
+                """, [stale]).compactMap { row in
+                guard let token = row.string("token") else { return nil }
+                return (token, row.string("operating_system") == "android" ? .android : .ios)
+            }
+        }
+    }
+
+    /// One round; returns how many tokens were bound.
+    @discardableResult
+    func bindPending() async -> Int {
+        let tokens: [(token: String, platform: PushPlatform)]
+        do { tokens = try await pending() } catch {
+            logger.warning("relay binding: cannot read tokens", [("error", "\(error)")])
+            return 0
+        }
+        var bound = 0
+        for (token, platform) in tokens {
+            guard await transport.register(token: token, platform: platform) else { continue }
+            bound += 1
+            let now = clock.now().epochMillis
+            _ = try? await database.write { connection in
+                try connection.execute("""
+                    INSERT INTO relay_bound_tokens (token, bound_at) VALUES ($1, $2)
+                    ON CONFLICT (token) DO UPDATE SET bound_at = excluded.bound_at
+                    """, [.text(token), .integer(now)])
+            }
+        }
+        if bound < tokens.count {
+            logger.warning("relay binding: some tokens not bound yet; retrying", [("bound", String(bound)), ("pending", String(tokens.count - bound))])
+        }
+        return bound
+    }
+
+    static let migrations: [Migration] = [
+        Migration(version: 15, name: "tokens bound at the push relay", sql: """
+            CREATE TABLE relay_bound_tokens (
+                token TEXT PRIMARY KEY,
+                bound_at INTEGER NOT NULL
+            )
+            """),
+    ]
+}

@@ -1,0 +1,198 @@
+import Core
+import Crypto
+import FoundationEssentials
+import Push
+
+/// Issue 17: the signed push relay's wire protocol (`docs/relay.md`).
+/// Version 1 is the seed's (`../shared/seeds/apns-signed-relay.txt`):
+/// the signature covers a few fields of the body. Version 2 signs the
+/// method, path, timestamp and a digest of the whole body, and carries
+/// every field our pushes need. Pure functions.
+enum RelayProtocol {
+    /// The relay's error codes (the body is `{"error": code}`).
+    enum Failure: String, Error, Equatable {
+        case invalidRequest = "invalid_request"
+        case unsupportedPlatform = "unsupported_platform"
+        case invalidSignature = "invalid_signature"
+        case timestamp
+        case replay
+        case payloadTooLarge = "payload_too_large"
+        case rateLimited = "rate_limited"
+        case unknownServer = "unknown_server"
+        case versionRequired = "signature_version_2_required"
+
+        var status: Int {
+            switch self {
+            case .invalidRequest, .unsupportedPlatform, .versionRequired: return 400
+            case .invalidSignature, .timestamp, .replay: return 401
+            case .unknownServer: return 403
+            case .payloadTooLarge: return 413
+            case .rateLimited: return 429
+            }
+        }
+    }
+
+    /// How far a request's `ts` may be from the relay's clock.
+    static let timestampSkewMillis: Int64 = 5 * 60_000
+    /// How long a send's signature is remembered to refuse its replay.
+    static let replayMillis: Int64 = 10 * 60_000
+    static let maxTokensPerSend = 100
+    /// Register bodies are small; sends carry up to 100 tokens and a payload.
+    static let maxRegisterBytes = 16 * 1024
+    static let maxSendBytes = 64 * 1024
+    /// A binding lapses this long after its last register-token.
+    static let bindingLifetimeMillis: Int64 = 180 * 86_400_000
+
+    // MARK: Keys
+
+    /// The public key a request carries: exactly `kty: EC`, `crv: P-256`,
+    /// `x`, `y` (base64url, 32 bytes each).
+    struct PublicJWK: Sendable, Equatable {
+        var x: String
+        var y: String
+
+        /// `{"crv":"P-256","kty":"EC","x":...,"y":...}`: members in
+        /// lexicographic order, no spaces (what serverId hashes).
+        var canonical: String { #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"# }
+
+        /// base64url(SHA-256(canonical JWK)): self-certifying, so the relay
+        /// keeps no secret to recognise a server.
+        var serverID: String { Base64URL.encode(SHA256.digest(Array(canonical.utf8))) }
+
+        var json: JSONValue { .object(["kty": .string("EC"), "crv": .string("P-256"), "x": .string(x), "y": .string(y)]) }
+
+        func key() throws(Failure) -> PublicKeyP256 {
+            guard let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y), let key = try? PublicKeyP256(x: xBytes, y: yBytes) else {
+                throw .invalidRequest
+            }
+            return key
+        }
+
+        static func parse(_ value: JSONValue?) throws(Failure) -> PublicJWK {
+            guard case .object(let members)? = value, Set(members.keys).isSubset(of: ["kty", "crv", "x", "y", "ext", "key_ops"]),
+                  members["kty"] == .string("EC"), members["crv"] == .string("P-256"),
+                  case .string(let x)? = members["x"], case .string(let y)? = members["y"],
+                  Base64URL.decode(x)?.count == 32, Base64URL.decode(y)?.count == 32 else { throw .invalidRequest }
+            return PublicJWK(x: x, y: y)
+        }
+
+        init(x: String, y: String) {
+            self.x = x
+            self.y = y
+        }
+
+        init(_ key: PublicKeyP256) {
+            x = Base64URL.encode(key.x)
+            y = Base64URL.encode(key.y)
+        }
+    }
+
+    // MARK: Signed strings
+
+    /// Version 1, register-token: `ts.token.platform` (`ts.token` when the
+    /// body names no platform, as the seed's first clients did).
+    static func registerString(ts: Int64, token: String, platform: String?) -> String {
+        platform.map { "\(ts).\(token).\($0)" } ?? "\(ts).\(token)"
+    }
+
+    /// Version 1, send: `ts.<tokens sorted, comma-joined>.title`.
+    static func sendString(ts: Int64, tokens: [String], title: String) -> String {
+        "\(ts).\(tokens.sorted().joined(separator: ",")).\(title)"
+    }
+
+    /// Version 2: the request itself.
+    static func requestString(method: String, path: String, ts: Int64, bodyDigest: String) -> String {
+        "sidecar-relay-v2\n\(method)\n\(path)\n\(ts)\n\(bodyDigest)"
+    }
+
+    static func digest(_ body: [UInt8]) -> String { Base64URL.encode(SHA256.digest(body)) }
+
+    /// Version 2 headers.
+    enum Header {
+        static let version = "x-relay-signature-version"
+        static let timestamp = "x-relay-timestamp"
+        static let digest = "x-relay-content-sha256"
+        static let signature = "x-relay-signature"
+    }
+
+    static func checkTimestamp(_ ts: Int64, now: Int64) throws(Failure) {
+        guard abs(now - ts) <= timestampSkewMillis else { throw .timestamp }
+    }
+
+    static func verify(_ key: PublicKeyP256, _ message: String, signature: String) throws(Failure) {
+        guard let raw = Base64URL.decode(signature), raw.count == 64 else { throw .invalidSignature }
+        guard key.verify(Array(message.utf8), signature: raw) else { throw .invalidSignature }
+    }
+
+    /// Push tokens: APNs hexadecimal or FCM registration tokens, printable
+    /// ASCII without separators, at most 4096 characters.
+    static func isToken(_ text: String) -> Bool {
+        (8...4096).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D || byte == 0x5F || byte == 0x3A
+        }
+    }
+
+    // MARK: Payloads (version 2)
+
+    /// A push as version 2 carries it: everything but the token and platform,
+    /// which the relay takes from the request and the binding.
+    static func encode(_ message: PushMessage) -> JSONValue {
+        var fields: [String: JSONValue] = [
+            "kind": .string(message.kind.rawValue), "data": .object(message.data), "priority": .integer(Int64(message.priority)),
+            "expiration": .integer(message.expiration), "attention": .string(message.attention.rawValue), "sandbox": .bool(message.apnsSandbox),
+        ]
+        if let title = message.title { fields["title"] = .string(title) }
+        if let body = message.body { fields["body"] = .string(body) }
+        if let collapse = message.collapseID { fields["collapse_id"] = .string(collapse) }
+        if let activity = message.liveActivity { fields["live_activity"] = .object(activity) }
+        return .object(fields)
+    }
+
+    /// The members a Live Activity push may set in `aps`.
+    static let liveActivityKeys: Set<String> = ["event", "content-state", "timestamp", "stale-date", "dismissal-date", "alert", "relevance-score"]
+
+    static func decode(_ value: JSONValue?, token: String, platform: PushPlatform) throws(Failure) -> PushMessage {
+        guard case .object(let fields)? = value,
+              Set(fields.keys).isSubset(of: ["kind", "title", "body", "data", "priority", "expiration", "attention", "sandbox", "collapse_id", "live_activity"])
+        else { throw .invalidRequest }
+        func string(_ key: String, limit: Int) throws(Failure) -> String? {
+            guard let member = fields[key], member != .null else { return nil }
+            guard case .string(let text) = member, text.count <= limit else { throw .invalidRequest }
+            return text
+        }
+        let sandbox: Bool
+        switch fields["sandbox"] {
+        case .bool(let flag)?: sandbox = flag
+        case nil: sandbox = false
+        default: throw .invalidRequest
+        }
+        var message = PushMessage(token: token, platform: platform, apnsSandbox: sandbox, title: try string("title", limit: 256),
+                                  body: try string("body", limit: 2048))
+        if let kind = try string("kind", limit: 32) {
+            guard let parsed = PushMessage.Kind(rawValue: kind) else { throw .invalidRequest }
+            message.kind = parsed
+        }
+        if let data = fields["data"] {
+            guard case .object(let members) = data else { throw .invalidRequest }
+            message.data = members
+        }
+        if case .integer(let priority)? = fields["priority"] {
+            guard priority == 5 || priority == 10 else { throw .invalidRequest }
+            message.priority = Int(priority)
+        }
+        if case .integer(let expiration)? = fields["expiration"] { message.expiration = max(expiration, 0) }
+        if let attention = try string("attention", limit: 32) {
+            guard let parsed = PushMessage.Attention(rawValue: attention) else { throw .invalidRequest }
+            message.attention = parsed
+        }
+        message.collapseID = try string("collapse_id", limit: 64)
+        if let activity = fields["live_activity"] {
+            guard case .object(let members) = activity, Set(members.keys).isSubset(of: liveActivityKeys), message.kind == .liveActivity else {
+                throw .invalidRequest
+            }
+            message.liveActivity = members
+        }
+        if message.kind == .liveActivity && (message.liveActivity == nil || platform != .ios) { throw .invalidRequest }
+        return message
+    }
+}

@@ -1,0 +1,207 @@
+import Core
+import Crypto
+import Database
+import FoundationEssentials
+import HTTPServer
+import Push
+
+/// `sidecar relay`: `POST /v1/push/register-token`, `POST /v1/push/send`,
+/// `GET /healthz`, `GET /readyz`.
+struct RelayRoutes: Sendable {
+    let store: RelayStore
+    let apns: (any PushTransport)?
+    let fcm: (any PushTransport)?
+    /// serverIds allowed to use this relay (nil: any).
+    let allowedServers: Set<String>?
+    let clientLimiter: FixedWindowRateLimiter
+    let serverLimiter: FixedWindowRateLimiter
+    let clock: any WallClock
+    let logger: Logger
+    let database: any Database
+
+    var nowMillis: Int64 { clock.now().epochMillis }
+
+    /// Errors in the relay's shape: `{"error": code}`.
+    static let errorStyle = ErrorStyle.custom { status, _, _ in
+        let code: RelayProtocol.Failure = status == 413 ? .payloadTooLarge : status == 429 ? .rateLimited : .invalidRequest
+        return refusal(code)
+    }
+
+    static func refusal(_ failure: RelayProtocol.Failure) -> Response {
+        Response.json(failure.status, ["error": failure.rawValue]).adding(header: "Cache-Control", "no-store")
+    }
+
+    var routes: [Route] {
+        [
+            Route("POST", "/v1/push/register-token", bodyLimit: RelayProtocol.maxRegisterBytes, errorStyle: Self.errorStyle, parsesParameters: false) { request in
+                await answer { () async throws(RelayProtocol.Failure) -> Response in try await register(request) }
+            },
+            Route("POST", "/v1/push/send", bodyLimit: RelayProtocol.maxSendBytes, errorStyle: Self.errorStyle, parsesParameters: false) { request in
+                await answer { () async throws(RelayProtocol.Failure) -> Response in try await send(request) }
+            },
+            Route("GET", "/healthz", parsesParameters: false) { _ in
+                let problems = await database.healthProblems()
+                return Response.json(problems.isEmpty ? 200 : 503, problems.isEmpty ? ["status": "ok"] : ["status": "unavailable"])
+                    .adding(header: "Cache-Control", "no-store")
+            },
+            Route("GET", "/readyz", parsesParameters: false) { _ in
+                let ready = apns != nil || fcm != nil
+                return Response.json(ready ? 200 : 503, ["status": ready ? "ready" : "no push credentials"]).adding(header: "Cache-Control", "no-store")
+            },
+        ]
+    }
+
+    func answer(_ work: () async throws(RelayProtocol.Failure) -> Response) async -> Response {
+        do { return try await work() } catch { return Self.refusal(error) }
+    }
+
+    /// A request's JSON body, its key and its server, with the limits applied.
+    struct Signed {
+        var body: [String: JSONValue]
+        var jwk: RelayProtocol.PublicJWK
+        var key: PublicKeyP256
+        var serverID: String
+        var version: Int
+        var ts: Int64
+    }
+
+    func open(_ request: Request, limitServer: Bool) async throws(RelayProtocol.Failure) -> Signed {
+        if case .limited = await clientLimiter.check(request.clientKey) { throw .rateLimited }
+        guard case .object(let body)? = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)) else { throw .invalidRequest }
+        let jwk = try RelayProtocol.PublicJWK.parse(body["publicKeyJwk"])
+        let serverID = jwk.serverID
+        if let allowedServers, !allowedServers.contains(serverID) { throw .unknownServer }
+        if limitServer, case .limited = await serverLimiter.check(serverID) { throw .rateLimited }
+        let key = try jwk.key()
+        if let version = request.header(RelayProtocol.Header.version) {
+            guard version == "2", let tsText = request.header(RelayProtocol.Header.timestamp), let ts = Int64(tsText),
+                  let digest = request.header(RelayProtocol.Header.digest), let signature = request.header(RelayProtocol.Header.signature) else {
+                throw .invalidRequest
+            }
+            try RelayProtocol.checkTimestamp(ts, now: nowMillis)
+            guard digest == RelayProtocol.digest(request.body) else { throw .invalidSignature }
+            try RelayProtocol.verify(key, RelayProtocol.requestString(method: request.method, path: request.rawPath, ts: ts, bodyDigest: digest),
+                                     signature: signature)
+            return Signed(body: body, jwk: jwk, key: key, serverID: serverID, version: 2, ts: ts)
+        }
+        guard case .integer(let ts)? = body["ts"] else { throw .invalidRequest }
+        try RelayProtocol.checkTimestamp(ts, now: nowMillis)
+        return Signed(body: body, jwk: jwk, key: key, serverID: serverID, version: 1, ts: ts)
+    }
+
+    func platform(_ value: JSONValue?) throws(RelayProtocol.Failure) -> PushPlatform {
+        guard let value, value != .null else { return .ios }
+        guard case .string(let name) = value, let platform = PushPlatform(rawValue: name) else { throw .unsupportedPlatform }
+        if platform == .android && fcm == nil { throw .unsupportedPlatform }
+        if platform == .ios && apns == nil { throw .unsupportedPlatform }
+        return platform
+    }
+
+    func register(_ request: Request) async throws(RelayProtocol.Failure) -> Response {
+        let signed = try await open(request, limitServer: false)
+        guard Set(signed.body.keys).isSubset(of: ["token", "platform", "publicKeyJwk", "ts", "sig"]),
+              case .string(let token)? = signed.body["token"], RelayProtocol.isToken(token) else { throw .invalidRequest }
+        let platform = try platform(signed.body["platform"])
+        if signed.version == 1 {
+            guard case .string(let signature)? = signed.body["sig"] else { throw .invalidRequest }
+            let platformName: String? = if case .string(let name)? = signed.body["platform"] { name } else { nil }
+            try RelayProtocol.verify(signed.key, RelayProtocol.registerString(ts: signed.ts, token: token, platform: platformName), signature: signature)
+        }
+        do { try await store.bind(token: token, serverID: signed.serverID, platform: platform, nowMillis: nowMillis) } catch {
+            logger.error("relay binding not stored", [("error", "\(error)")])
+            return Response.json(503, ["error": "unavailable"])
+        }
+        return Response.json(200, ["ok": true]).adding(header: "Cache-Control", "no-store")
+    }
+
+    /// The body members of a seed-shaped (version 1) send.
+    static let seedSendKeys: Set<String> = ["tokens", "title", "body", "badge", "collapseId", "env", "data", "publicKeyJwk", "ts", "sig"]
+
+    func send(_ request: Request) async throws(RelayProtocol.Failure) -> Response {
+        let signed = try await open(request, limitServer: true)
+        guard case .array(let items)? = signed.body["tokens"], (1...RelayProtocol.maxTokensPerSend).contains(items.count) else { throw .invalidRequest }
+        var tokens: [String] = []
+        for item in items {
+            guard case .string(let token) = item, RelayProtocol.isToken(token) else { throw .invalidRequest }
+            tokens.append(token)
+        }
+        // Build the message for a token and its platform (validated first,
+        // before anything is remembered or sent).
+        let make: (String, PushPlatform) throws(RelayProtocol.Failure) -> PushMessage
+        let signature: String
+        if signed.version == 1 {
+            guard Set(signed.body.keys).isSubset(of: Self.seedSendKeys) else { throw .versionRequired }
+            guard case .string(let sig)? = signed.body["sig"], case .string(let title)? = signed.body["title"], title.count <= 256 else {
+                throw .invalidRequest
+            }
+            try RelayProtocol.verify(signed.key, RelayProtocol.sendString(ts: signed.ts, tokens: tokens, title: title), signature: sig)
+            signature = sig
+            let body: String? = if case .string(let text)? = signed.body["body"] { text } else { nil }
+            guard (body?.count ?? 0) <= 2048 else { throw .invalidRequest }
+            var data: [String: JSONValue] = [:]
+            if let raw = signed.body["data"], raw != .null {
+                // The seed's data: a flat map of strings, at most 2 KB.
+                guard case .object(let members) = raw, members.values.allSatisfy({ if case .string = $0 { true } else { false } }),
+                      raw.encoded().count <= 2048 else { throw .invalidRequest }
+                data = members
+            }
+            var sandbox = false
+            if let env = signed.body["env"], env != .null {
+                guard case .string(let name) = env, name == "sandbox" || name == "production" else { throw .invalidRequest }
+                sandbox = name == "sandbox"
+            }
+            var collapse: String?
+            if case .string(let text)? = signed.body["collapseId"] { collapse = String(text.prefix(64)) }
+            make = { token, platform throws(RelayProtocol.Failure) in
+                var message = PushMessage(token: token, platform: platform, apnsSandbox: sandbox, title: title, body: body, data: data)
+                message.collapseID = collapse
+                return message
+            }
+        } else {
+            guard Set(signed.body.keys).isSubset(of: ["tokens", "push", "publicKeyJwk"]), let push = signed.body["push"] else { throw .invalidRequest }
+            signature = request.header(RelayProtocol.Header.signature) ?? ""
+            // Validate once for either platform the tokens may have.
+            _ = try RelayProtocol.decode(push, token: tokens[0], platform: .ios)
+            make = { token, platform throws(RelayProtocol.Failure) in try RelayProtocol.decode(push, token: token, platform: platform) }
+        }
+        let now = nowMillis
+        let bound: [String: PushPlatform]
+        do {
+            guard try await store.remember(signature: signature, nowMillis: now) else { throw RelayProtocol.Failure.replay }
+            bound = try await store.bindings(tokens: tokens, serverID: signed.serverID, nowMillis: now)
+        } catch let failure as RelayProtocol.Failure {
+            throw failure
+        } catch {
+            logger.error("relay storage failed", [("error", "\(error)")])
+            return Response.json(503, ["error": "unavailable"])
+        }
+        var outcomes: [String: PushOutcome] = [:]
+        for platform in [PushPlatform.ios, .android] {
+            guard let transport = platform == .ios ? apns : fcm else { continue }
+            var messages: [PushMessage] = []
+            for token in tokens where bound[token] == platform && outcomes[token] == nil {
+                // An Android token cannot take a Live Activity: answered ok: false.
+                if let message = try? make(token, platform) { messages.append(message) }
+            }
+            guard !messages.isEmpty else { continue }
+            for (message, outcome) in zip(messages, await transport.send(messages)) { outcomes[message.token] = outcome }
+        }
+        var results: [JSONValue] = []
+        var delivered = 0
+        for token in tokens {
+            switch outcomes[token] {
+            case .delivered?:
+                delivered += 1
+                results.append(.object(["token": .string(token), "ok": .bool(true)]))
+            case .terminal?:
+                try? await store.forget(token: token)
+                results.append(.object(["token": .string(token), "ok": .bool(false), "drop": .bool(true)]))
+            default:
+                results.append(.object(["token": .string(token), "ok": .bool(false)]))
+            }
+        }
+        logger.info("relay send", [("server", String(signed.serverID.prefix(12))), ("version", String(signed.version)),
+                                   ("tokens", String(tokens.count)), ("bound", String(bound.count)), ("delivered", String(delivered))])
+        return Response.json(200, JSONValue.object(["results": .array(results)])).adding(header: "Cache-Control", "no-store")
+    }
+}

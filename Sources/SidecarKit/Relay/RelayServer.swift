@@ -1,0 +1,108 @@
+import Core
+import Crypto
+import Database
+import FoundationEssentials
+import HTTPServer
+import Push
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sidecar relay`: the key holder's push relay, with its own listener and
+/// database and the direct APNs and FCM credentials it delivers with.
+public enum RelayServer {
+    /// Serves until SIGTERM or SIGINT; returns the exit status.
+    public static func run(_ configuration: SidecarConfiguration, clock: any WallClock = SystemClock()) async -> Int32 {
+        let logger = configuration.makeLogger()
+        do {
+            let relay = try await prepare(configuration, clock: clock, logger: logger)
+            try relay.server.start()
+            logger.info("relay listening", [("version", CommandLineInterface.version), ("host", configuration.host),
+                                            ("port", String(relay.server.port)), ("database", configuration.database),
+                                            ("apns", relay.apns == nil ? "off" : "on"), ("fcm", relay.fcm == nil ? "off" : "on"),
+                                            ("allowed_servers", relay.allowed.map { String($0.count) } ?? "any")])
+            let sweeper = Task {
+                while !Task.isCancelled {
+                    _ = try? await relay.store.sweep(nowMillis: clock.now().epochMillis)
+                    try? await Task.sleep(for: .seconds(3600))
+                }
+            }
+            let received = await ShutdownSignal.wait()
+            logger.info("signal received", [("signal", received == SIGTERM ? "SIGTERM" : "SIGINT")])
+            sweeper.cancel()
+            let clean = await relay.server.shutdown(grace: .seconds(Int64(configuration.shutdownTimeoutSeconds)))
+            await relay.database.close()
+            return clean ? 0 : 1
+        } catch let error as StartupError {
+            StandardErrorSink().write("sidecar: error: \(error.description)")
+            return error.exitCode
+        } catch {
+            StandardErrorSink().write("sidecar: error: \(error)")
+            return 1
+        }
+    }
+
+    struct Prepared {
+        let server: HTTPServer
+        let store: RelayStore
+        let database: any Database
+        let apns: (any PushTransport)?
+        let fcm: (any PushTransport)?
+        let allowed: Set<String>?
+    }
+
+    static func prepare(_ configuration: SidecarConfiguration, clock: any WallClock, logger: Logger) async throws -> Prepared {
+        let apns = try Sidecar.apnsTransport(configuration)
+        let fcm = try Sidecar.fcmTransport(configuration)
+        guard apns != nil || fcm != nil else {
+            throw StartupError(description: "the relay delivers with --apns-key-file/--apns-key-id/--apns-team-id and/or --fcm-service-account", exitCode: 2)
+        }
+        let allowed = try configuration.relayAllowedServersFile.map(readAllowList)
+        let database = try configuration.openDatabase(readers: configuration.threads + 2)
+        do { _ = try await database.migrate(RelayStore.migrations) } catch {
+            await database.close()
+            throw StartupError(description: "relay database: \(error)", exitCode: 1)
+        }
+        let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
+        let routes = RelayRoutes(
+            store: RelayStore(database: database), apns: apns, fcm: fcm, allowedServers: allowed,
+            clientLimiter: FixedWindowRateLimiter(limit: configuration.relayClientLimit, windowSeconds: 60, name: "relay_client", logger: logger, now: now),
+            serverLimiter: FixedWindowRateLimiter(limit: configuration.relaySendLimit, windowSeconds: 60, name: "relay_server", logger: logger, now: now),
+            clock: clock, logger: logger, database: database)
+        var router = Router()
+        routes.routes.forEach { router.add($0) }
+        let server = HTTPServer(configuration: configuration.serverConfiguration, router: router, logger: logger)
+        return Prepared(server: server, store: routes.store, database: database, apns: apns, fcm: fcm, allowed: allowed)
+    }
+
+    /// One serverId a line; blank lines and `#` comments ignored.
+    static func readAllowList(_ path: String) throws(StartupError) -> Set<String> {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StartupError(description: "cannot read --relay-allowed-servers \(path)", exitCode: 2)
+        }
+        var ids = Set<String>()
+        for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            let text = String(line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? "").trimmingWhitespace()
+            guard !text.isEmpty else { continue }
+            guard text.count == 43, Base64URL.decode(text)?.count == 32 else {
+                throw StartupError(description: "--relay-allowed-servers \(path): '\(text)' is not a serverId (43 base64url characters)", exitCode: 2)
+            }
+            ids.insert(text)
+        }
+        return ids
+    }
+
+    /// `sidecar relay-key show`: this server's identity for the relay's operator.
+    public static func showKey(path: String) -> Int32 {
+        do {
+            let identity = try RelayIdentity.loadOrCreate(path: path)
+            print("serverId: \(identity.serverID)")
+            print("public key (JWK): \(String(decoding: identity.jwk.json.encoded(), as: UTF8.self))")
+            print("key file: \(path) (keep it private: whoever holds it pushes as this server)")
+            return 0
+        } catch {
+            StandardErrorSink().write("sidecar: error: \(error.description)")
+            return error.exitCode
+        }
+    }
+}

@@ -1,0 +1,272 @@
+import Core
+import Crypto
+import Foundation
+import HTTPClient
+import HTTPServer
+import Push
+import Testing
+import TestSupport
+@testable import SidecarKit
+
+/// Issue 17: the signed push relay's protocol, the relay, and the sidecar's client.
+@Suite("Relay protocol")
+struct RelayProtocolTests {
+    @Test func keysSignAndVerifyAsRawRS() throws {
+        let key = try PrivateKey.generateP256()
+        let publicKey = try key.publicKey()
+        let message = Array("1767225600000.a1b2c3d4.ios".utf8)
+        let signature = try key.sign(message)
+        #expect(signature.count == 64)
+        #expect(publicKey.verify(message, signature: signature))
+        #expect(!publicKey.verify(Array("1767225600000.a1b2c3d4.android".utf8), signature: signature))
+        #expect(!publicKey.verify(message, signature: Array(signature.dropLast())))
+        var flipped = signature
+        flipped[10] ^= 1
+        #expect(!publicKey.verify(message, signature: flipped))
+        // The PEM reloads to the same identity.
+        let reloaded = try PrivateKey(pem: key.pem())
+        #expect(RelayProtocol.PublicJWK(try reloaded.publicKey()) == RelayProtocol.PublicJWK(publicKey))
+    }
+
+    @Test func serverIDHashesTheCanonicalJWK() throws {
+        let jwk = RelayProtocol.PublicJWK(x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0")
+        #expect(jwk.canonical == #"{"crv":"P-256","kty":"EC","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}"#)
+        #expect(jwk.serverID == Base64URL.encode(SHA256.digest(Array(jwk.canonical.utf8))))
+        #expect(jwk.serverID.count == 43)
+        // Member order in the request does not matter; the key must be on P-256.
+        let shuffled: JSONValue = .object(["y": .string(jwk.y), "crv": .string("P-256"), "x": .string(jwk.x), "kty": .string("EC")])
+        #expect(try RelayProtocol.PublicJWK.parse(shuffled) == jwk)
+        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.PublicJWK.parse(.object(["kty": .string("EC"), "crv": .string("P-384"), "x": .string(jwk.x), "y": .string(jwk.y)])) }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.PublicJWK.parse(.object(["kty": .string("EC"), "crv": .string("P-256"), "x": .string(jwk.x), "y": .string(jwk.y), "d": .string("secret")])) }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) {
+            try RelayProtocol.PublicJWK(x: jwk.x, y: Base64URL.encode(Array(repeating: 7, count: 32))).key()
+        }
+    }
+
+    @Test(arguments: [
+        (RelayProtocol.registerString(ts: 1, token: "abc", platform: "ios"), "1.abc.ios"),
+        (RelayProtocol.registerString(ts: 1, token: "abc", platform: nil), "1.abc"),
+        (RelayProtocol.sendString(ts: 5, tokens: ["bb", "aa", "cc"], title: "Hi. There"), "5.aa,bb,cc.Hi. There"),
+        (RelayProtocol.requestString(method: "POST", path: "/v1/push/send", ts: 9, bodyDigest: "d"), "sidecar-relay-v2\nPOST\n/v1/push/send\n9\nd"),
+    ])
+    func signedStrings(actual: String, expected: String) {
+        #expect(actual == expected)
+    }
+
+    @Test func payloadsRoundTripEveryFieldOurPushesUse() throws {
+        var alarm = PushMessage(token: "t", platform: .ios, apnsSandbox: true, title: "Your bus", body: "5 minutes away",
+                                data: ["arrival_and_departure": .object(["stopID": .string("1_75403")])])
+        alarm.attention = .timeSensitive
+        alarm.collapseID = "alarm-1"
+        alarm.expiration = 99
+        let decoded = try RelayProtocol.decode(RelayProtocol.encode(alarm), token: "t", platform: .ios)
+        #expect(decoded == alarm)
+        var activity = PushMessage(token: "t", platform: .ios)
+        activity.kind = .liveActivity
+        activity.priority = 5
+        activity.liveActivity = ["event": .string("update"), "timestamp": .integer(1), "content-state": .object(["minutes": .integer(5)]),
+                                 "stale-date": .integer(2), "dismissal-date": .integer(3)]
+        #expect(try RelayProtocol.decode(RelayProtocol.encode(activity), token: "t", platform: .ios) == activity)
+        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.decode(RelayProtocol.encode(activity), token: "t", platform: .android) }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.decode(.object(["kind": .string("alert"), "surprise": .bool(true)]), token: "t", platform: .ios) }
+    }
+
+    @Test(arguments: [("0a1b2c3d4e5f6a7b", true), ("fcm-token:APA91b_x-y", true), ("short", false), ("has space 123", false), ("<script>alert</script>", false)])
+    func tokens(token: String, valid: Bool) {
+        #expect(RelayProtocol.isToken(token) == valid)
+    }
+}
+
+/// Records what would go to APNs; tokens ending in `dead` are unregistered.
+final class RecordingTransport: PushTransport, Sendable {
+    let name = "apns"
+    let sent = Locked<[PushMessage]>([])
+
+    func send(_ messages: [PushMessage]) async -> [PushOutcome] {
+        sent.withLock { $0 += messages }
+        return messages.map { $0.token.hasSuffix("dead") ? .terminal(reason: "Unregistered") : .delivered }
+    }
+}
+
+/// One relay, in process, on an ephemeral port, with a recording APNs.
+struct TestRelay {
+    let server: HTTPServer
+    let apns: RecordingTransport
+    let directory: URL
+    var url: String { "http://127.0.0.1:\(server.port)" }
+
+    static func run(sendLimit: Int = 0, _ body: (TestRelay) async throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = SidecarConfiguration()
+        configuration.database = directory.appendingPathComponent("relay.sqlite3").path
+        let database = try configuration.openDatabase(readers: 2)
+        _ = try await database.migrate(RelayStore.migrations)
+        let apns = RecordingTransport()
+        let clock = SystemClock()
+        let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
+        let routes = RelayRoutes(store: RelayStore(database: database), apns: apns, fcm: nil, allowedServers: nil,
+                                 clientLimiter: FixedWindowRateLimiter(limit: 0, windowSeconds: 60, now: now),
+                                 serverLimiter: FixedWindowRateLimiter(limit: sendLimit, windowSeconds: 60, now: now),
+                                 clock: clock, logger: Logger(level: .error, sink: MemorySink()), database: database)
+        var router = Router()
+        routes.routes.forEach { router.add($0) }
+        let server = try startLocalServer(router)
+        let relay = TestRelay(server: server, apns: apns, directory: directory)
+        do { try await body(relay) } catch {
+            _ = await server.shutdown()
+            await database.close()
+            throw error
+        }
+        _ = await server.shutdown()
+        await database.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func client(_ name: String, http: HTTPClient) throws -> RelayTransport {
+        let identity = try RelayIdentity.loadOrCreate(path: directory.appendingPathComponent("\(name).pem").path)
+        return RelayTransport(baseURL: url, identity: identity, http: http, clock: SystemClock(), logger: Logger(level: .error, sink: MemorySink()))
+    }
+
+    /// A raw POST (for requests our client would never make).
+    func post(_ path: String, _ body: [UInt8], headers: [String: String] = [:]) async throws -> RawResponse {
+        try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("POST", path, headers: ["Content-Type": "application/json"].merging(headers) { $1 },
+                                                                             body: body))
+    }
+}
+
+@Suite("Relay")
+struct RelayTests {
+    static let nowMillis: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// A seed-shaped (version 1) body signed by `identity`.
+    static func v1Send(_ identity: RelayIdentity, tokens: [String], title: String, ts: Int64 = nowMillis(), extra: [String: JSONValue] = [:]) throws -> [UInt8] {
+        let signature = try identity.key.sign(Array(RelayProtocol.sendString(ts: ts, tokens: tokens, title: title).utf8))
+        var body: [String: JSONValue] = ["tokens": .array(tokens.map(JSONValue.string)), "title": .string(title), "body": .string("Body"),
+                                         "publicKeyJwk": identity.jwk.json, "ts": .integer(ts), "sig": .string(Base64URL.encode(signature))]
+        for (key, value) in extra { body[key] = value }
+        return JSONValue.object(body).encoded()
+    }
+
+    static func error(_ response: RawResponse) -> String? { response.json?["error"] as? String }
+
+    @Test func tokensReachOnlyTheServersTheyAreBoundTo() async throws {
+        let http = HTTPClient()
+        defer { http.shutdown() }
+        try await TestRelay.run { relay in
+            let a = try relay.client("a", http: http), b = try relay.client("b", http: http)
+            #expect(a.identity.serverID != b.identity.serverID)
+            for token in ["a0000001", "shared01", "a0000dead"] { #expect(await a.register(token: token, platform: .ios)) }
+            for token in ["b0000001", "shared01"] { #expect(await b.register(token: token, platform: .ios)) }
+
+            let fromA = await a.send(["a0000001", "b0000001", "shared01"].map { PushMessage(token: $0, platform: .ios, title: "Detour", body: "Route 44") })
+            #expect(fromA == [.delivered, .transient(reason: "not delivered by the relay (not bound yet, or the provider refused)"), .delivered])
+            #expect(relay.apns.sent.value.map(\.token).sorted() == ["a0000001", "shared01"])
+            let fromB = await b.send([PushMessage(token: "shared01", platform: .ios, title: "Hello")])
+            #expect(fromB == [.delivered], "a token bound to both servers is reachable from both")
+
+            // A dead token comes back as dropped, and the relay forgets it.
+            let dead = await a.send([PushMessage(token: "a0000dead", platform: .ios, title: "x")])
+            guard case .terminal = dead[0] else { Issue.record("not dropped: \(dead)"); return }
+            let again = await a.send([PushMessage(token: "a0000dead", platform: .ios, title: "y")])
+            guard case .transient = again[0] else { Issue.record("the dead token is still bound: \(again)"); return }
+
+            // A Live Activity keeps every field through the relay.
+            var activity = PushMessage(token: "a0000001", platform: .ios)
+            activity.kind = .liveActivity
+            activity.liveActivity = ["event": .string("update"), "timestamp": .integer(1), "content-state": .object(["minutes": .integer(4)])]
+            #expect(await a.send([activity]) == [.delivered])
+            #expect(relay.apns.sent.value.last == activity)
+        }
+    }
+
+    @Test func forgeriesReplaysAndStaleRequestsAreRefusedWith401() async throws {
+        let http = HTTPClient()
+        defer { http.shutdown() }
+        try await TestRelay.run { relay in
+            let a = try relay.client("a", http: http)
+            #expect(await a.register(token: "a0000001", platform: .ios))
+            let body = try Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour")
+            let first = try await relay.post("/v1/push/send", body)
+            #expect(first.status == 200)
+            #expect((first.json?["results"] as? [[String: Any]])?.first?["ok"] as? Bool == true)
+            let replay = try await relay.post("/v1/push/send", body)
+            #expect(replay.status == 401 && Self.error(replay) == "replay")
+
+            var tampered = try JSONSerialization.jsonObject(with: Data(Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour"))) as! [String: Any]
+            tampered["title"] = "Tampered"
+            let forged = try await relay.post("/v1/push/send", Array(try JSONSerialization.data(withJSONObject: tampered)))
+            #expect(forged.status == 401 && Self.error(forged) == "invalid_signature")
+
+            let stale = try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", ts: Self.nowMillis() - 600_000))
+            #expect(stale.status == 401 && Self.error(stale) == "timestamp")
+            let seconds = try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", ts: Self.nowMillis() / 1000))
+            #expect(seconds.status == 401 && Self.error(seconds) == "timestamp", "a ts in seconds is refused")
+
+            // Version 2: the body is signed; changing it after signing fails.
+            let push = JSONValue.object(["tokens": .array([.string("a0000001")]), "push": RelayProtocol.encode(PushMessage(token: "a0000001", platform: .ios, title: "v2")),
+                                         "publicKeyJwk": a.identity.jwk.json]).encoded()
+            let headers = try a.identity.headers(method: "POST", path: "/v1/push/send", body: push, nowMillis: Self.nowMillis())
+            let signed = Dictionary(headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+            let changed = Array(String(decoding: push, as: UTF8.self).replacingOccurrences(of: "\"v2\"", with: "\"w2\"").utf8)
+            #expect(changed != push)
+            let tamperedBody = try await relay.post("/v1/push/send", changed, headers: signed)
+            #expect(tamperedBody.status == 401 && Self.error(tamperedBody) == "invalid_signature")
+            let honest = try await relay.post("/v1/push/send", push, headers: signed)
+            #expect(honest.status == 200)
+            #expect(relay.apns.sent.value.count == 2, "only the two genuine sends pushed")
+        }
+    }
+
+    @Test func badInputIsAClear4xxAndNeverAPush() async throws {
+        let http = HTTPClient()
+        defer { http.shutdown() }
+        try await TestRelay.run { relay in
+            let a = try relay.client("a", http: http)
+            #expect(await a.register(token: "a0000001", platform: .ios))
+            func expect(_ body: [UInt8], _ status: Int, _ code: String, path: String = "/v1/push/send") async throws {
+                let response = try await relay.post(path, body)
+                #expect(response.status == status && Self.error(response) == code, "\(response.status) \(response.text)")
+            }
+            try await expect(Array("{not json".utf8), 400, "invalid_request")
+            try await expect(Self.v1Send(a.identity, tokens: (0..<101).map { String(format: "tok%08d", $0) }, title: "x"), 400, "invalid_request")
+            var p384 = try JSONSerialization.jsonObject(with: Data(Self.v1Send(a.identity, tokens: ["a0000001"], title: "x"))) as! [String: Any]
+            p384["publicKeyJwk"] = ["kty": "EC", "crv": "P-384", "x": "AAAA", "y": "BBBB"]
+            try await expect(Array(try JSONSerialization.data(withJSONObject: p384)), 400, "invalid_request")
+            var shortSignature = try JSONSerialization.jsonObject(with: Data(Self.v1Send(a.identity, tokens: ["a0000001"], title: "x"))) as! [String: Any]
+            shortSignature["sig"] = Base64URL.encode(Array(repeating: 1, count: 63))
+            try await expect(Array(try JSONSerialization.data(withJSONObject: shortSignature)), 401, "invalid_signature")
+            try await expect(Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", extra: ["push": .object([:])]), 400, "signature_version_2_required")
+            try await expect(Array(repeating: UInt8(ascii: " "), count: 1_048_576), 413, "payload_too_large")
+            let ts = Self.nowMillis()
+            let android = JSONValue.object(["token": .string("android01"), "platform": .string("android"), "publicKeyJwk": a.identity.jwk.json,
+                                            "ts": .integer(ts), "sig": .string(Base64URL.encode(try a.identity.key.sign(Array("\(ts).android01.android".utf8))))])
+            try await expect(android.encoded(), 400, "unsupported_platform", path: "/v1/push/register-token")
+            #expect(relay.apns.sent.value.isEmpty)
+        }
+    }
+
+    @Test func sendsAreLimitedPerServer() async throws {
+        let http = HTTPClient()
+        defer { http.shutdown() }
+        try await TestRelay.run(sendLimit: 2) { relay in
+            let a = try relay.client("a", http: http), b = try relay.client("b", http: http)
+            #expect(await a.register(token: "a0000001", platform: .ios))
+            var statuses: [Int] = []
+            for n in 0..<3 { statuses.append(try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "n\(n)")).status) }
+            #expect(statuses == [200, 200, 429])
+            #expect(try await relay.post("/v1/push/send", Self.v1Send(b.identity, tokens: ["a0000001"], title: "b")).status == 200, "another server has its own budget")
+        }
+    }
+
+    @Test func theKeyFileIsPrivateAndStable() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-key-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("key.pem").path
+        let first = try RelayIdentity.loadOrCreate(path: path)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try RelayIdentity.loadOrCreate(path: path).serverID == first.serverID)
+    }
+}

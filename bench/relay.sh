@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The signed push relay's cost (issue 17). One alert fanned out to N iOS
+# registrations, twice in the same run against the same HTTP/2 + TLS APNs
+# stand-in (nghttpd, reading each body and answering 200):
+#   - direct: the sidecar signs and sends to APNs itself (bench/push.sh's path);
+#   - relay:  the sidecar signs version 2 requests of 100 tokens to
+#             `sidecar relay`, which verifies them, checks the bindings and
+#             sends to APNs.
+# Reports pushes/s, and CPU and peak RSS of the sidecar and of the relay.
+#
+#   bench/relay.sh [registrations]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source script/deps
+sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" nghttp2-server openssl python3 time curl
+
+REGISTRATIONS="${1:-50000}"
+APNS_PORT=18811
+RELAY_PORT=18812
+WORK="$(mktemp -d)"
+trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+swift build -c release --static-swift-stdlib --product sidecar >&2
+BIN=.build/release/sidecar
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=127.0.0.1" \
+  -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/server.key" -out "$WORK/server.pem" 2>/dev/null
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/apns.p8" 2>/dev/null
+mkdir -p "$WORK/htdocs"
+nghttpd --echo-upload -d "$WORK/htdocs" "$APNS_PORT" "$WORK/server.key" "$WORK/server.pem" > /dev/null 2>&1 & echo $! > "$WORK/nghttpd.pid"
+APNS=(--apns-key-file "$WORK/apns.p8" --apns-key-id KEYID12345 --apns-team-id TEAMID1234 --apns-url "https://127.0.0.1:$APNS_PORT"
+  --apns-ca-file "$WORK/server.pem")
+
+"$BIN" relay --host 127.0.0.1 --port "$RELAY_PORT" --database "$WORK/relay.sqlite3" --log-level warning "${APNS[@]}" \
+  > "$WORK/relay.log" 2>&1 & echo $! > "$WORK/relay.pid"
+RELAY_PID=$(cat "$WORK/relay.pid")
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$RELAY_PORT/healthz" >/dev/null && break; sleep 0.1; done
+SERVER_ID=$("$BIN" relay-key show --relay-key-file "$WORK/sidecar-key.pem" | awk '/^serverId/ {print $2}')
+
+DB="$WORK/bench.sqlite3"
+"$BIN" region set --id 1 --agency-id 1 --database "$DB" >/dev/null
+# The registrations, and their bindings at the relay (as the binder would make them).
+python3 - "$DB" "$WORK/relay.sqlite3" "$REGISTRATIONS" "$SERVER_ID" <<'PY'
+import base64, hashlib, sqlite3, sys, time
+path, relay, count, server = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+now = int(time.time() * 1000)
+tokens = [f"{i:064x}" for i in range(count)]
+db = sqlite3.connect(path)
+db.executemany("""INSERT INTO push_registrations (region_id, token, operating_system, locale, raw_locale, apns_sandbox, test_device,
+    description, created_at, last_seen_at) VALUES (1, ?, 'ios', NULL, NULL, 0, 0, NULL, ?, ?)""", [(t, now, now) for t in tokens])
+db.commit()
+r = sqlite3.connect(relay)
+r.executemany("INSERT INTO relay_bindings (token_hash, server_id, platform, bound_at) VALUES (?, ?, 'ios', ?)",
+              [(base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b"=").decode(), server, now) for t in tokens])
+r.commit()
+PY
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# send NAME FLAGS...: one alert to every registration; prints "wall pushes/s cpu rss result".
+send() {
+  local name="$1"; shift
+  local id
+  id=$("$BIN" alert create --region 1 --header "Route 44 detoured ($name)" --description "Buses skip NW 45th St." \
+    --start 2026-12-01T08:00:00-08:00 --database "$DB" | awk '{print $3}')
+  "$BIN" alert publish "$id" --database "$DB" >/dev/null
+  local start end relay_before relay_after
+  relay_before=$(cpu_ticks "$RELAY_PID")
+  start=$(date +%s.%N)
+  /usr/bin/time -v "$BIN" alert send "$id" --database "$DB" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err"
+  end=$(date +%s.%N)
+  relay_after=$(cpu_ticks "$RELAY_PID")
+  local wall cpu rss
+  wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+  cpu=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f", u + s}' "$WORK/$name.err")
+  rss=$(awk -F': ' '/Maximum resident/ {printf "%.1f", $2 / 1024}' "$WORK/$name.err")
+  echo "$wall $(awk -v n="$REGISTRATIONS" -v t="$wall" 'BEGIN { printf "%.0f", n / t }') $cpu $rss \
+$(awk -v t=$((relay_after - relay_before)) -v k="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / k }')"
+}
+
+read -r D_WALL D_RATE D_CPU D_RSS _ <<<"$(send direct --push-transport direct "${APNS[@]}")"
+read -r R_WALL R_RATE R_CPU R_RSS R_RELAY_CPU <<<"$(send relay --push-transport relay --relay-url "http://127.0.0.1:$RELAY_PORT" \
+  --relay-key-file "$WORK/sidecar-key.pem")"
+RELAY_RSS=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$RELAY_PID/status")
+
+cat <<REPORT
+Machine: $(nproc) cores, $(uname -sr); $(date -u +%Y-%m-%dT%H:%MZ)
+
+One alert to $REGISTRATIONS iOS registrations, HTTP/2 + TLS APNs stand-in (nghttpd), same run:
+
+| path | wall time | pushes/s | sidecar CPU | sidecar peak RSS | relay CPU | relay peak RSS | result |
+|---|---|---|---|---|---|---|---|
+| direct | $D_WALL s | $D_RATE | $D_CPU s | $D_RSS MB | | | $(tail -1 "$WORK/direct.out") |
+| through the relay | $R_WALL s | $R_RATE | $R_CPU s | $R_RSS MB | $R_RELAY_CPU s | $RELAY_RSS MB | $(tail -1 "$WORK/relay.out") |
+
+Total CPU per push: direct $(awk -v c="$D_CPU" -v n="$REGISTRATIONS" 'BEGIN { printf "%.1f", c / n * 1e6 }') µs; through the relay \
+$(awk -v c="$R_CPU" -v r="$R_RELAY_CPU" -v n="$REGISTRATIONS" 'BEGIN { printf "%.1f", (c + r) / n * 1e6 }') µs (sidecar and relay).
+REPORT
