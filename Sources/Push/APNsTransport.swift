@@ -78,6 +78,7 @@ public final class APNsTransport: PushTransport {
             if let body = message.body { alert["body"] = .string(body) }
             var aps: [String: JSONValue] = ["alert": .object(alert), "sound": .string("default")]
             if message.attention == .timeSensitive { aps["interruption-level"] = .string(PushMessage.Attention.timeSensitive.rawValue) }
+            if let badge = message.badge { aps["badge"] = .integer(Int64(badge)) }
             root["aps"] = .object(aps)
         }
         return JSONValue.object(root).encoded()

@@ -30,6 +30,8 @@ public struct PushMessage: Sendable, Equatable {
     public var liveActivity: [String: JSONValue]?
     /// How a visible notification announces itself on the device.
     public var attention: Attention = .ordinary
+    /// The app icon's badge count (APNs `aps.badge`), when set.
+    public var badge: Int? = nil
 
     /// How loudly a notification asks for the rider's attention.
     public enum Attention: String, Sendable, Equatable {

@@ -59,6 +59,7 @@ struct RelayProtocolTests {
         alarm.attention = .timeSensitive
         alarm.collapseID = "alarm-1"
         alarm.expiration = 99
+        alarm.badge = 3
         let decoded = try RelayProtocol.decode(RelayProtocol.encode(alarm), token: "t", platform: .ios)
         #expect(decoded == alarm)
         var activity = PushMessage(token: "t", platform: .ios)
@@ -135,8 +136,15 @@ struct TestRelay {
     }
 }
 
-@Suite("Relay")
+@Suite("Relay", .enabled(if: TestBackend.isSQLite, "a relay database of its own: once, on the SQLite run"))
 struct RelayTests {
+    /// A client patient enough for a machine busy with every other suite.
+    static func client() -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeoutSeconds = 60
+        return HTTPClient(configuration: configuration)
+    }
+
     static let nowMillis: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// A seed-shaped (version 1) body signed by `identity`.
@@ -151,7 +159,7 @@ struct RelayTests {
     static func error(_ response: RawResponse) -> String? { response.json?["error"] as? String }
 
     @Test func tokensReachOnlyTheServersTheyAreBoundTo() async throws {
-        let http = HTTPClient()
+        let http = Self.client()
         defer { http.shutdown() }
         try await TestRelay.run { relay in
             let a = try relay.client("a", http: http), b = try relay.client("b", http: http)
@@ -181,7 +189,7 @@ struct RelayTests {
     }
 
     @Test func forgeriesReplaysAndStaleRequestsAreRefusedWith401() async throws {
-        let http = HTTPClient()
+        let http = Self.client()
         defer { http.shutdown() }
         try await TestRelay.run { relay in
             let a = try relay.client("a", http: http)
@@ -219,7 +227,7 @@ struct RelayTests {
     }
 
     @Test func badInputIsAClear4xxAndNeverAPush() async throws {
-        let http = HTTPClient()
+        let http = Self.client()
         defer { http.shutdown() }
         try await TestRelay.run { relay in
             let a = try relay.client("a", http: http)
@@ -247,7 +255,7 @@ struct RelayTests {
     }
 
     @Test func sendsAreLimitedPerServer() async throws {
-        let http = HTTPClient()
+        let http = Self.client()
         defer { http.shutdown() }
         try await TestRelay.run(sendLimit: 2) { relay in
             let a = try relay.client("a", http: http), b = try relay.client("b", http: http)

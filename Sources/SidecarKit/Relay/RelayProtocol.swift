@@ -144,8 +144,16 @@ enum RelayProtocol {
         if let title = message.title { fields["title"] = .string(title) }
         if let body = message.body { fields["body"] = .string(body) }
         if let collapse = message.collapseID { fields["collapse_id"] = .string(collapse) }
+        if let badge = message.badge { fields["badge"] = .integer(Int64(badge)) }
         if let activity = message.liveActivity { fields["live_activity"] = .object(activity) }
         return .object(fields)
+    }
+
+    /// A badge count: a whole number from 0 to 99,999 (absent or null: none).
+    static func badge(_ value: JSONValue?) throws(Failure) -> Int? {
+        guard let value, value != .null else { return nil }
+        guard case .integer(let count) = value, (0...99_999).contains(count) else { throw .invalidRequest }
+        return Int(count)
     }
 
     /// The members a Live Activity push may set in `aps`.
@@ -153,7 +161,8 @@ enum RelayProtocol {
 
     static func decode(_ value: JSONValue?, token: String, platform: PushPlatform) throws(Failure) -> PushMessage {
         guard case .object(let fields)? = value,
-              Set(fields.keys).isSubset(of: ["kind", "title", "body", "data", "priority", "expiration", "attention", "sandbox", "collapse_id", "live_activity"])
+              Set(fields.keys).isSubset(of: ["kind", "title", "body", "data", "priority", "expiration", "attention", "sandbox", "collapse_id", "live_activity",
+                                                "badge"])
         else { throw .invalidRequest }
         func string(_ key: String, limit: Int) throws(Failure) -> String? {
             guard let member = fields[key], member != .null else { return nil }
@@ -186,6 +195,7 @@ enum RelayProtocol {
             message.attention = parsed
         }
         message.collapseID = try string("collapse_id", limit: 64)
+        message.badge = try badge(fields["badge"])
         if let activity = fields["live_activity"] {
             guard case .object(let members) = activity, Set(members.keys).isSubset(of: liveActivityKeys), message.kind == .liveActivity else {
                 throw .invalidRequest

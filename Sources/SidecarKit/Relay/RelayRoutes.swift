@@ -152,9 +152,11 @@ struct RelayRoutes: Sendable {
             }
             var collapse: String?
             if case .string(let text)? = signed.body["collapseId"] { collapse = String(text.prefix(64)) }
+            let badge = try RelayProtocol.badge(signed.body["badge"])
             make = { token, platform throws(RelayProtocol.Failure) in
                 var message = PushMessage(token: token, platform: platform, apnsSandbox: sandbox, title: title, body: body, data: data)
                 message.collapseID = collapse
+                message.badge = badge
                 return message
             }
         } else {
