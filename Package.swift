@@ -10,6 +10,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "sidecar", targets: ["sidecar"]),
+        // For apps and tools: the rider API's rules, with nothing but Foundation.
+        .library(name: "SidecarClient", targets: ["SidecarClient"]),
     ],
     targets: [
         // C libraries from Debian, linked through pkg-config.
@@ -45,19 +47,22 @@ let package = Package(
         .target(name: "Push", dependencies: ["HTTPClient", "Core", "Crypto"]),
 
         // The application: one folder per feature.
-        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode"]),
+        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode", "SidecarClient"]),
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
+        // No server module: it builds for iOS, macOS and Linux.
+        .target(name: "SidecarClient"),
 
         // A raw-socket HTTP client for tests that must send malformed bytes.
         .target(name: "TestSupport", dependencies: ["HTTPServer"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
         .testTarget(name: "HTMLTests", dependencies: ["HTML"]),
+        .testTarget(name: "SidecarClientTests", dependencies: ["SidecarClient"]),
         .testTarget(name: "PushTests", dependencies: ["Push", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "GTFSRealtimeTests", dependencies: ["GTFSRealtime", "TestSupport"]),
         .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),
-        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode", "TestSupport"]),
+        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode", "SidecarClient", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

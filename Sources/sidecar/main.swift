@@ -75,6 +75,8 @@ case .relay(let configuration):
     exit(await RelayServer.run(configuration))
 case .relayKey(let path):
     exit(RelayServer.showKey(path: path))
+case .probe(let options):
+    exit(await Probe.run(options))
 case .serve(let configuration):
     let logger = configuration.makeLogger()
     do {

@@ -18,6 +18,8 @@
             an unknown field is refused with its path
   demo      `serve --demo`: the curl commands of GET /demo, run as printed,
             make an alarm fire and a Live Activity update in the log
+  probe     `sidecar probe` against the binary (the demo region, with a real
+            departure for the alarm check) passes and leaves nothing behind
 """
 import json
 import os
@@ -36,7 +38,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 BIN = os.path.abspath(sys.argv[1])
 base.BIN = BIN
-CHECKS = sys.argv[2:] or ["metrics", "logs", "backup", "doctor", "exchange", "demo"]
+CHECKS = sys.argv[2:] or ["metrics", "logs", "backup", "doctor", "exchange", "demo", "probe"]
 WORK = base.WORK
 check, fail = base.check, base.fail
 
@@ -313,9 +315,29 @@ def demo():
           "(5 s checks) and a Live Activity update with its content state")
 
 
+def probe():
+    database = os.path.join(WORK, "probe.sqlite3")
+    sidecar = base.Sidecar(database, "--demo")
+    try:
+        guide = sidecar.request("GET", "/demo")[1].decode()
+        fields = dict(re.findall(r"-d (stop_id|trip_id|service_date|stop_sequence|vehicle_id)=(\S+)", guide))
+        done = subprocess.run([BIN, "probe", f"http://127.0.0.1:{sidecar.port}", "--region", "9999", "--stop-id", fields["stop_id"],
+                               "--trip-id", fields["trip_id"], "--service-date", fields["service_date"], "--stop-sequence", fields["stop_sequence"],
+                               "--vehicle-id", fields["vehicle_id"]], capture_output=True, text=True, timeout=60)
+        check(done.returncode == 0 and "every check passed" in done.stdout, f"probe failed:\n{done.stdout}{done.stderr}")
+        check("  PASS  alarm" in done.stdout, f"the alarm was not checked:\n{done.stdout}")
+    finally:
+        check(sidecar.stop() == 0, "the probed server did not stop cleanly")
+    connection = sqlite3.connect(database)
+    left = [connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in ("push_registrations", "alarms", "live_activities")]
+    connection.close()
+    check(left == [0, 0, 0], f"the probe left rows behind: {left}")
+    print(f"probe: `sidecar probe` against the binary passed {done.stdout.count('PASS')} checks (a real alarm included) and left nothing behind")
+
+
 def main():
     for name in CHECKS:
-        {"metrics": metrics, "logs": logs, "backup": backup, "doctor": doctor, "exchange": exchange, "demo": demo}[name]()
+        {"metrics": metrics, "logs": logs, "backup": backup, "doctor": doctor, "exchange": exchange, "demo": demo, "probe": probe}[name]()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ public enum SidecarCommand: Sendable {
     case relay(SidecarConfiguration)
     /// `relay-key show`: this server's relay identity.
     case relayKey(path: String)
+    /// `probe`: an app's view of a sidecar, endpoint by endpoint.
+    case probe(Probe.Options)
     /// An operator command (`region`, `alert`, `apikey`) against the database.
     case admin(AdminInvocation)
     case help(String)
@@ -398,6 +400,7 @@ public enum CommandLineInterface {
         case "copy-database": return try parseCopy(rest, environment: environment)
         case "backup": return try parseBackup(rest, environment: environment)
         case "healthcheck": return try parseHealthcheck(rest, environment: environment)
+        case "probe": return try parseProbe(rest)
         case "serve", "migrate", "doctor", "relay": break
         case "relay-key":
             guard rest.first == "show" else { return .help(relayKeyUsage) }
@@ -581,6 +584,54 @@ public enum CommandLineInterface {
         return .healthcheck(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(configuration.port)/healthz")
     }
 
+    static let probeUsage = """
+        Usage: sidecar probe URL --region N [--stop-id S --trip-id T --service-date MS [--stop-sequence K] [--vehicle-id V]]
+
+        Behaves like an app against a sidecar (this one, another implementation, a
+        production host) and prints a pass/fail line per endpoint: push registration,
+        Live Activity, alarm (with a real departure given), the alerts feed, surveys,
+        weather and vehicles. Everything it creates it deletes. Exit status 1 when a
+        check failed. Run it after every deployment.
+        """
+
+    static func parseProbe(_ arguments: [String]) throws(CommandLineError) -> SidecarCommand {
+        var url: URL?
+        var values: [String: String] = [:]
+        var index = 0
+        let known = ["--region", "--stop-id", "--trip-id", "--service-date", "--stop-sequence", "--vehicle-id"]
+        while index < arguments.count {
+            var argument = arguments[index]
+            index += 1
+            if argument == "--help" || argument == "-h" { return .help(probeUsage) }
+            guard argument.hasPrefix("--") else {
+                guard url == nil else { throw CommandLineError("unexpected argument '\(argument)'") }
+                url = URL(string: try httpURL(argument, flag: "probe URL"))
+                continue
+            }
+            var value: String?
+            if let equals = argument.firstIndex(of: "=") {
+                value = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            guard known.contains(argument) else { throw CommandLineError("unknown argument '\(argument)' for 'probe'") }
+            if value == nil {
+                guard index < arguments.count else { throw CommandLineError("\(argument) needs a value") }
+                value = arguments[index]
+                index += 1
+            }
+            values[argument] = value
+        }
+        guard let url else { throw CommandLineError("probe needs the sidecar's URL, e.g. sidecar probe https://sidecar.example.org --region 1") }
+        guard let regionText = values["--region"] else { throw CommandLineError("probe needs --region N") }
+        var options = Probe.Options(baseURL: url, regionID: try integer(regionText, flag: "region", range: 0...1_000_000_000))
+        options.stopID = values["--stop-id"]
+        options.tripID = values["--trip-id"]
+        options.vehicleID = values["--vehicle-id"]
+        if let date = values["--service-date"] { options.serviceDate = Int64(try integer(date, flag: "service-date", range: 0...Int.max)) }
+        if let sequence = values["--stop-sequence"] { options.stopSequence = try integer(sequence, flag: "stop-sequence", range: 0...100_000) }
+        return .probe(options)
+    }
+
     static let doctorUsage = """
         Usage: sidecar doctor [serve's flags] [--offline]
 
@@ -709,6 +760,7 @@ public enum CommandLineInterface {
           sidecar links add-region  Print a region's onebusaway://add-region link and write its QR code
           sidecar relay [flags]     Run the signed push relay (for the holder of the apps' APNs key and FCM project)
           sidecar relay-key show    Print this server's relay serverId and public key
+          sidecar probe URL         Check a sidecar as an app would, endpoint by endpoint (--region N)
           sidecar study ...         Create and list studies
           sidecar survey ...        Author surveys from JSON documents; export responses as CSV
           sidecar ghostbus export   Export ghost-bus reports as CSV
