@@ -104,12 +104,7 @@ public final class Counter: MetricFamily, Sendable {
     /// The child's current count (tests).
     public func value(_ labels: String...) -> Int { children.child(labels).value.load(ordering: .relaxed) }
 
-    func render(into text: inout String) {
-        Exposition.header(name: name, help: help, type: "counter", into: &text)
-        for (labels, child) in children.sorted {
-            Exposition.sample(name, names: children.labelNames, values: labels, value: Double(child.value.load(ordering: .relaxed)), into: &text)
-        }
-    }
+    func render(into text: inout String) { children.render(name: name, help: help, type: "counter", into: &text) }
 }
 
 /// A value that goes up and down.
@@ -128,12 +123,7 @@ public final class Gauge: MetricFamily, Sendable {
     public func add(_ labels: String..., by amount: Int) { children.child(labels).value.add(amount, ordering: .relaxed) }
     public func value(_ labels: String...) -> Int { children.child(labels).value.load(ordering: .relaxed) }
 
-    func render(into text: inout String) {
-        Exposition.header(name: name, help: help, type: "gauge", into: &text)
-        for (labels, child) in children.sorted {
-            Exposition.sample(name, names: children.labelNames, values: labels, value: Double(child.value.load(ordering: .relaxed)), into: &text)
-        }
-    }
+    func render(into text: inout String) { children.render(name: name, help: help, type: "gauge", into: &text) }
 }
 
 /// Observations counted into buckets, with their sum and count.
@@ -288,5 +278,15 @@ enum Exposition {
         if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
         if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
         return String(value)
+    }
+}
+
+extension Children where Child == Cell {
+    /// A counter's or a gauge's exposition: the header, then one sample a child.
+    func render(name: String, help: String, type: String, into text: inout String) {
+        Exposition.header(name: name, help: help, type: type, into: &text)
+        for (labels, child) in sorted {
+            Exposition.sample(name, names: labelNames, values: labels, value: Double(child.value.load(ordering: .relaxed)), into: &text)
+        }
     }
 }

@@ -508,32 +508,11 @@ public enum CommandLineInterface {
         """
 
     static func parseBackup(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
-        var database = environment["SIDECAR_DATABASE"].flatMap { $0.isEmpty ? nil : $0 } ?? SidecarConfiguration().database
-        var target: String?
-        var replace = false
-        var index = 0
-        while index < arguments.count {
-            var argument = arguments[index]
-            index += 1
-            var value: String?
-            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
-                value = String(argument[argument.index(after: equals)...])
-                argument = String(argument[..<equals])
-            }
-            switch argument {
-            case "--help", "-h": return .help(backupUsage)
-            case "--replace": replace = true
-            case "--to", "--database":
-                if value == nil {
-                    guard index < arguments.count else { throw CommandLineError("\(argument) needs a value") }
-                    value = arguments[index]
-                    index += 1
-                }
-                guard let value, !value.isEmpty else { throw CommandLineError("\(argument) needs a value") }
-                if argument == "--to" { target = value } else { database = value }
-            default: throw CommandLineError("unknown argument '\(argument)' for 'backup'")
-            }
-        }
+        let parsed = try SimpleArguments.parse(arguments, command: "backup", options: ["--to", "--database"], switches: ["--replace"])
+        if parsed.wantsHelp { return .help(backupUsage) }
+        let database = parsed.values["--database"] ?? environment["SIDECAR_DATABASE"].flatMap { $0.isEmpty ? nil : $0 } ?? SidecarConfiguration().database
+        let target = parsed.values["--to"]
+        let replace = parsed.switches.contains("--replace")
         guard let target else { throw CommandLineError("backup needs --to FILE") }
         if PostgresLocation.matches(database) {
             throw CommandLineError("backup copies SQLite files; back up PostgreSQL with pg_dump (see the README)")
@@ -556,30 +535,11 @@ public enum CommandLineInterface {
             guard let flag = flags.first(where: { $0.name == name }), let value = environment[flag.environmentName] else { continue }
             do { try flag.apply(&configuration, value) } catch { throw CommandLineError("\(flag.environmentName): \(error.description)") }
         }
-        var url: String?
-        var index = 0
-        while index < arguments.count {
-            var argument = arguments[index]
-            index += 1
-            var value: String?
-            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
-                value = String(argument[argument.index(after: equals)...])
-                argument = String(argument[..<equals])
-            }
-            guard argument != "--help" && argument != "-h" else { return .help(healthcheckUsage) }
-            guard ["--url", "--port", "--host"].contains(argument) else { throw CommandLineError("unknown argument '\(argument)' for 'healthcheck'") }
-            if value == nil {
-                guard index < arguments.count else { throw CommandLineError("\(argument) needs a value") }
-                value = arguments[index]
-                index += 1
-            }
-            switch argument {
-            case "--url": url = try httpURL(value ?? "", flag: "url")
-            case "--port": configuration.port = try integer(value ?? "", flag: "port", range: 1...65535)
-            default: configuration.host = value ?? ""
-            }
-        }
-        if let url { return .healthcheck(url: url) }
+        let parsed = try SimpleArguments.parse(arguments, command: "healthcheck", options: ["--url", "--port", "--host"])
+        if parsed.wantsHelp { return .help(healthcheckUsage) }
+        if let port = parsed.values["--port"] { configuration.port = try integer(port, flag: "port", range: 1...65535) }
+        if let host = parsed.values["--host"] { configuration.host = host }
+        if let text = parsed.values["--url"] { return .healthcheck(url: try httpURL(text, flag: "url")) }
         let host = ["0.0.0.0", "", "*"].contains(configuration.host) ? "127.0.0.1" : configuration.host == "::" ? "::1" : configuration.host
         return .healthcheck(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(configuration.port)/healthz")
     }
@@ -595,33 +555,11 @@ public enum CommandLineInterface {
         """
 
     static func parseProbe(_ arguments: [String]) throws(CommandLineError) -> SidecarCommand {
-        var url: URL?
-        var values: [String: String] = [:]
-        var index = 0
-        let known = ["--region", "--stop-id", "--trip-id", "--service-date", "--stop-sequence", "--vehicle-id"]
-        while index < arguments.count {
-            var argument = arguments[index]
-            index += 1
-            if argument == "--help" || argument == "-h" { return .help(probeUsage) }
-            guard argument.hasPrefix("--") else {
-                guard url == nil else { throw CommandLineError("unexpected argument '\(argument)'") }
-                url = URL(string: try httpURL(argument, flag: "probe URL"))
-                continue
-            }
-            var value: String?
-            if let equals = argument.firstIndex(of: "=") {
-                value = String(argument[argument.index(after: equals)...])
-                argument = String(argument[..<equals])
-            }
-            guard known.contains(argument) else { throw CommandLineError("unknown argument '\(argument)' for 'probe'") }
-            if value == nil {
-                guard index < arguments.count else { throw CommandLineError("\(argument) needs a value") }
-                value = arguments[index]
-                index += 1
-            }
-            values[argument] = value
-        }
-        guard let url else { throw CommandLineError("probe needs the sidecar's URL, e.g. sidecar probe https://sidecar.example.org --region 1") }
+        let parsed = try SimpleArguments.parse(arguments, command: "probe", options: ["--region", "--stop-id", "--trip-id", "--service-date",
+                                                                                   "--stop-sequence", "--vehicle-id"], positionals: 1)
+        if parsed.wantsHelp { return .help(probeUsage) }
+        let values = parsed.values
+        guard let text = parsed.positional.first, let url = URL(string: try httpURL(text, flag: "probe URL")) else { throw CommandLineError("probe needs the sidecar's URL, e.g. sidecar probe https://sidecar.example.org --region 1") }
         guard let regionText = values["--region"] else { throw CommandLineError("probe needs --region N") }
         var options = Probe.Options(baseURL: url, regionID: try integer(regionText, flag: "region", range: 0...1_000_000_000))
         options.stopID = values["--stop-id"]
@@ -807,5 +745,52 @@ public enum CommandLineInterface {
             text += "  --\(flag.name)\(flag.valueName.isEmpty ? "" : " " + flag.valueName)\n      \(flag.help)\n      env: \(flag.environmentName)\n"
         }
         return text
+    }
+}
+
+/// The arguments of a command with a fixed set of options (`backup`,
+/// `healthcheck`, `probe`): `--name value`, `--name=value`, switches, and
+/// positional values, read in one place.
+struct SimpleArguments {
+    var values: [String: String] = [:]
+    var switches: Set<String> = []
+    var positional: [String] = []
+    var wantsHelp = false
+
+    static func parse(_ arguments: [String], command: String, options: Set<String>, switches: Set<String> = [],
+                      positionals: Int = 0) throws(CommandLineError) -> SimpleArguments {
+        var parsed = SimpleArguments()
+        var index = 0
+        while index < arguments.count {
+            var argument = arguments[index]
+            index += 1
+            if argument == "--help" || argument == "-h" {
+                parsed.wantsHelp = true
+                return parsed
+            }
+            guard argument.hasPrefix("--") else {
+                guard parsed.positional.count < positionals else { throw CommandLineError("unexpected argument '\(argument)'") }
+                parsed.positional.append(argument)
+                continue
+            }
+            var value: String?
+            if let equals = argument.firstIndex(of: "=") {
+                value = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            if switches.contains(argument) {
+                parsed.switches.insert(argument)
+                continue
+            }
+            guard options.contains(argument) else { throw CommandLineError("unknown argument '\(argument)' for '\(command)'") }
+            if value == nil {
+                guard index < arguments.count else { throw CommandLineError("\(argument) needs a value") }
+                value = arguments[index]
+                index += 1
+            }
+            guard let value, !value.isEmpty else { throw CommandLineError("\(argument) needs a value") }
+            parsed.values[argument] = value
+        }
+        return parsed
     }
 }
