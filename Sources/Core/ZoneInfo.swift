@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// A time zone from the system's tz database (`/usr/share/zoneinfo`, the
 /// `tzdata` package): the UTC offset in effect at any instant, and the
@@ -31,6 +32,18 @@ public struct ZoneInfo: Sendable, Equatable {
     /// when the name is malformed or the database has no such zone.
     public static func named(_ identifier: String, directory: String = defaultDirectory) -> ZoneInfo? {
         if identifier == "UTC" || identifier == "Etc/UTC" { return .utc }
+        // Read once per process: pages ask for their region's zone on every view.
+        let key = directory + "/" + identifier
+        if let cached = loaded.withLock({ $0[key] }) { return cached }
+        let zone = load(identifier, directory: directory)
+        if let zone { loaded.withLock { if $0.count < 256 { $0[key] = zone } } }
+        return zone
+    }
+
+    /// Zones read so far (a few per deployment; bounded all the same).
+    private static let loaded = Mutex<[String: ZoneInfo]>([:])
+
+    static func load(_ identifier: String, directory: String) -> ZoneInfo? {
         guard !identifier.isEmpty, identifier.count <= 64, !identifier.hasPrefix("/"), !identifier.contains(".."),
               identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "/_+-".contains($0)) }),
               let bytes = readFile(directory + "/" + identifier) else { return nil }

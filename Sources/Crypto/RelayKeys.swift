@@ -70,9 +70,7 @@ public final class PublicKeyP256: @unchecked Sendable {
         defer { EVP_PKEY_CTX_free(context) }
         var made: OpaquePointer?
         guard EVP_PKEY_fromdata_init(context) == 1, EVP_PKEY_fromdata(context, &made, sidecar_public_key_selection(), parameters) == 1, let made else {
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(ERR_get_error(), &buffer, 256)
-            throw CryptoError("not a point on P-256 (fromdata: \(String(cString: buffer)))")
+            throw CryptoError("not a point on P-256")
         }
         // The point must lie on the curve (fromdata alone does not check).
         guard let check = EVP_PKEY_CTX_new_from_pkey(nil, made, nil) else {

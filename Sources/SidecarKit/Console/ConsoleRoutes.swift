@@ -475,7 +475,7 @@ struct ConsoleRoutes: Sendable {
         do {
             translations = try await alerts.translations(alertID: alert.id)
             sendList = try await alerts.sends(alertID: alert.id)
-            groups = try await ConsoleStats.load(database: database, regionID: alert.regionID, now: now, days: 1, utcOffset: 0).reach.locales
+            groups = try await ConsoleStats.languageGroups(database: database, regionID: alert.regionID)
             testCount = try await alerts.audienceCount(regionID: alert.regionID, audience: .test)
             allCount = try await alerts.audienceCount(regionID: alert.regionID, audience: .all)
         } catch { return unavailable(error) }

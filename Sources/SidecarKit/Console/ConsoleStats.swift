@@ -33,6 +33,18 @@ struct ConsoleStats: Sendable {
     var liveActivities = 0
     var recentSends: [RecentSend] = []
 
+    /// Registrations by locale (nil: English), largest first.
+    static func locales(_ connection: any SQLConnection, regionID: Int) throws -> [(locale: String?, count: Int)] {
+        try connection.query("""
+            SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = $1 GROUP BY locale ORDER BY n DESC, locale LIMIT 12
+            """, [.integer(Int64(regionID))]).map { (locale: $0.string("locale"), count: Int($0.int("n") ?? 0)) }
+    }
+
+    /// The language groups of a region's devices (the alert page's previews).
+    static func languageGroups(database: any Database, regionID: Int) async throws -> [(locale: String?, count: Int)] {
+        try await database.read { connection in try locales(connection, regionID: regionID) }
+    }
+
     /// Reads the figures of a region; `utcOffset` is the region's offset now.
     static func load(database: any Database, regionID: Int, now: Int64, days: Int, utcOffset: Int) async throws -> ConsoleStats {
         let region = SQLValue.integer(Int64(regionID))
@@ -53,9 +65,7 @@ struct ConsoleStats: Sendable {
                 }
                 if row.int("test_device") == 1 { stats.reach.testDevices += count }
             }
-            stats.reach.locales = try connection.query("""
-                SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = $1 GROUP BY locale ORDER BY n DESC, locale LIMIT 12
-                """, [region]).map { (locale: $0.string("locale"), count: Int($0.int("n") ?? 0)) }
+            stats.reach.locales = try locales(connection, regionID: regionID)
             var counts: [Int64: Int] = [:]
             // Registrations keep milliseconds.
             for row in try connection.query("""
