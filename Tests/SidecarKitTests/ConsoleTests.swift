@@ -135,9 +135,9 @@ struct ConsolePageTests {
 
     /// A sidecar with an admin, an editor for every region, and a viewer
     /// limited to region 1; region 1 in Los Angeles time.
-    static func run(_ body: (TestSidecar) async throws -> Void) async throws {
+    static func run(writeLimit: Int = 120, _ body: (TestSidecar) async throws -> Void) async throws {
         let gorush = try FakeGorush()
-        try await TestSidecar.run({ $0.gorushURL = gorush.url }) { app in
+        try await TestSidecar.run({ $0.gorushURL = gorush.url; $0.consoleWriteLimit = writeLimit }) { app in
             let store = ConsoleStore(database: app.sidecar.database)
             let hash = try PasswordHash.hash(password, parameters: .init(logN: 10, r: 8, p: 1))
             _ = try await store.createUser(email: "admin@example.org", passwordHash: hash, role: .admin, regions: nil, now: 0)
@@ -304,6 +304,20 @@ struct ConsolePageTests {
             let auditPage = try await editor.get("/admin/audit")
             #expect(auditPage.text.contains("alert.publish"))
             #expect(!auditPage.text.contains("<script>alert"))
+        }
+    }
+
+    @Test func changesAreLimitedPerUser() async throws {
+        try await Self.run(writeLimit: 3) { app in
+            var editor = ConsoleBrowser(app: app)
+            try await editor.login("editor@example.org", Self.password)
+            var statuses: [Int] = []
+            for number in 0..<4 { statuses.append(try await editor.post("/admin/regions/1/alerts", Self.newAlert("Alert \(number)")).status) }
+            #expect(statuses == [303, 303, 303, 429])
+            #expect(try await Self.alertCount(app) == 3)
+            var admin = ConsoleBrowser(app: app)
+            try await admin.login("admin@example.org", Self.password)
+            #expect(try await admin.post("/admin/regions/1/alerts", Self.newAlert("Another user")).status == 303, "each user has their own budget")
         }
     }
 

@@ -423,6 +423,8 @@ public enum CommandLineInterface {
         let flagCommand = command == "doctor" ? "serve" : command
         let available = flags(for: flagCommand) + (admin != nil ? flags.filter { $0.commands.contains("admin") && !$0.commands.contains(flagCommand) } : [])
         var configuration = SidecarConfiguration()
+        // The relay keeps its own database: never the sidecar's default file.
+        if command == "relay" { configuration.database = "sidecar-relay.sqlite3" }
         for flag in available {
             if let value = environment[flag.environmentName] {
                 do { try flag.apply(&configuration, value) } catch {
@@ -739,8 +741,18 @@ public enum CommandLineInterface {
         private: whoever holds it pushes as this server.
         """
 
+    static let relayIntro = """
+
+        Runs the signed push relay (docs/relay.md): the holder of the apps' APNs key and
+        FCM project delivers for every sidecar that signs its requests, and only to the
+        tokens each one bound. It has its own database (default sidecar-relay.sqlite3,
+        never a sidecar's) and needs --apns-key-file/--apns-key-id/--apns-team-id and/or
+        --fcm-service-account.
+
+        """
+
     public static func commandUsage(_ command: String) -> String {
-        var text = "Usage: sidecar \(command) [flags]\n\nFlags:\n"
+        var text = "Usage: sidecar \(command) [flags]\n" + (command == "relay" ? relayIntro : "") + "\nFlags:\n"
         for flag in flags(for: command) {
             text += "  --\(flag.name)\(flag.valueName.isEmpty ? "" : " " + flag.valueName)\n      \(flag.help)\n      env: \(flag.environmentName)\n"
         }

@@ -63,6 +63,8 @@ public struct SidecarConfiguration: Sendable {
     /// `sidecar relay`: sends per minute per server, and requests per minute per client address.
     public var relaySendLimit = 6000
     public var relayClientLimit = 12000
+    /// Console changes (form posts) per minute per signed-in user.
+    public var consoleWriteLimit = 120
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (a listener
     /// of its own, so it never faces the internet with the rider API); nil
     /// = no metrics, and nothing is counted.

@@ -202,7 +202,9 @@ public final class Sidecar: Sendable {
                                                                name: "console_login_client", logger: logger, shared: shared, now: now),
                           accountLogins: FixedWindowRateLimiter(limit: ConsoleRules.failuresPerAccount, windowSeconds: ConsoleRules.loginWindowSeconds,
                                                                 name: "console_login_account", logger: logger, keyForLogs: SHA256.fingerprint,
-                                                                shared: shared, now: now)).routes,
+                                                                shared: shared, now: now),
+                          userWrites: FixedWindowRateLimiter(limit: configuration.consoleWriteLimit, windowSeconds: 60, name: "console_writes",
+                                                             logger: logger, shared: shared, now: now)).routes,
             ShareRoutes(regions: regions, oba: oba, settings: configuration.links, publicURL: publicURL, clock: clock, logger: logger,
                         arrivals: TimedCache(lifetimeSeconds: Double(ShareRoutes.cacheSeconds), maxEntries: 5000, now: now),
                         zones: { regionID in

@@ -28,6 +28,8 @@ struct ConsoleRoutes: Sendable {
     /// Login attempts per client address and per account.
     let clientLogins: FixedWindowRateLimiter
     let accountLogins: FixedWindowRateLimiter
+    /// Changes per signed-in user: a stolen session cannot flood the database.
+    let userWrites: FixedWindowRateLimiter
     var zoneDirectory = ZoneInfo.defaultDirectory
 
     static let sessionCookie = "sidecar_session"
@@ -102,6 +104,10 @@ struct ConsoleRoutes: Sendable {
         if request.method == "POST" {
             guard let presented = request.parameters["csrf"], SecureCompare.equal(presented, session.csrfToken) else {
                 return ConsoleLayout.errorPage(403, "This form has expired", "Nothing was changed. Reload the page and try again.")
+            }
+            if case .limited(let retryAfter) = await userWrites.check("user:\(session.user.id)") {
+                return ConsoleLayout.errorPage(429, "Too many changes", "Nothing was changed. Wait \(retryAfter) seconds and try again.")
+                    .adding(header: "Retry-After", String(retryAfter))
             }
         }
         guard ConsoleRules.may(session.user.role, action) else {
