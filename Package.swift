@@ -7,7 +7,8 @@ import PackageDescription
 // application module SidecarKit, which holds one folder per feature.
 let package = Package(
     name: "Sidecar",
-    platforms: [.macOS(.v15)],
+    // iOS is for apps using the SidecarClient library (the server builds for Linux and macOS).
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         .executable(name: "sidecar", targets: ["sidecar"]),
         // For apps and tools: the rider API's rules, with nothing but Foundation.

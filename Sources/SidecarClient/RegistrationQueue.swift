@@ -30,9 +30,15 @@ public final class DefaultsRegistrationStorage: RegistrationStorage, @unchecked 
 
     public func save(_ registration: RegistrationPolicy.Registration, date: Date) {
         defaults.set(try? JSONEncoder().encode(Stored(registration: registration, date: date)), forKey: key)
+        // Written through now: on Linux nothing else flushes defaults before a
+        // short-lived process exits (on Apple platforms this is a cheap no-op).
+        defaults.synchronize()
     }
 
-    public func clear() { defaults.removeObject(forKey: key) }
+    public func clear() {
+        defaults.removeObject(forKey: key)
+        defaults.synchronize()
+    }
 }
 
 /// The HTTP calls the queue makes (the real one is `SidecarAPI`; tests fake it).
@@ -69,8 +75,17 @@ public actor RegistrationQueue {
         case rejected(status: Int)
         case retrying(attempt: Int, after: TimeInterval)
         case optedOut
+        /// The region has no sidecar; a registration held for the region the rider left was deleted.
         case noSidecar
         case unresolved
+        /// Withdrawn (logout or in-app opt-out): the registration was deleted.
+        case withdrawn
+    }
+
+    /// What the queue is working towards: a desired state, or a withdrawal.
+    enum Target: Equatable {
+        case desired(RegistrationPolicy.Desired)
+        case withdraw
     }
 
     let transport: any RegistrationTransport
@@ -82,7 +97,7 @@ public actor RegistrationQueue {
     public private(set) var status: Status = .idle
     /// The newest stamp seen: calls carrying an older one are ignored.
     private var newestStamp: UInt64 = 0
-    private var desired: RegistrationPolicy.Desired = .unresolved
+    private var target: Target = .desired(.unresolved)
     private var rejected: RegistrationPolicy.Registration?
     private var running: Task<Void, Never>?
     private var pendingRun = false
@@ -100,9 +115,22 @@ public actor RegistrationQueue {
     /// synchronous code (`RegistrationStamp.next()`): one older than the newest
     /// seen is dropped, so a late arrival never overrides a newer state.
     public func submit(_ desired: RegistrationPolicy.Desired, stamp: UInt64) async {
+        await aim(at: .desired(desired), stamp: stamp)
+    }
+
+    /// Deletes the registration the server holds and forgets it: a logout,
+    /// or the app's own opt-out switch (the OS's permission needs no DELETE:
+    /// APNs's bounces clean those up). Stamped like `submit`, so a withdrawal
+    /// that arrives after a newer login's registration is ignored rather than
+    /// deleting it.
+    public func withdraw(stamp: UInt64) async {
+        await aim(at: .withdraw, stamp: stamp)
+    }
+
+    private func aim(at target: Target, stamp: UInt64) async {
         guard stamp > newestStamp else { return }
         newestStamp = stamp
-        self.desired = desired
+        self.target = target
         if running != nil {
             pendingRun = true
             return
@@ -119,17 +147,32 @@ public actor RegistrationQueue {
     private func drain() async {
         repeat {
             pendingRun = false
-            await work(on: desired)
+            await work(on: target)
         } while pendingRun
         running = nil
     }
 
-    private func work(on desired: RegistrationPolicy.Desired) async {
-        switch desired {
-        case .unresolved: status = .unresolved
-        case .optedOut: status = .optedOut
-        case .noSidecar: status = .noSidecar
-        case .wanted(let wanted):
+    /// Deletes the last success best-effort and forgets it.
+    private func forgetLastSuccess() async {
+        guard let last = storage.load() else { return }
+        storage.clear()
+        _ = await transport.unregister(last.registration)  // best effort: the server prunes leftovers anyway
+    }
+
+    private func work(on target: Target) async {
+        switch target {
+        case .withdraw:
+            rejected = nil
+            await forgetLastSuccess()
+            status = .withdrawn
+        case .desired(.unresolved): status = .unresolved
+        case .desired(.optedOut): status = .optedOut
+        case .desired(.noSidecar):
+            // The rider moved to a region without a sidecar: what is held is
+            // the old region's, whose alerts they no longer want.
+            await forgetLastSuccess()
+            status = .noSidecar
+        case .desired(.wanted(let wanted)):
             if rejected == wanted {
                 return  // refused for good; wait for an input to change
             }

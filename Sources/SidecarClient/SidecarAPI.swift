@@ -3,9 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Typed calls to a sidecar's rider API with the apps' wire habits: form
-/// bodies, and `key`, `app_uid`, `app_ver` and `version=2` on every query.
-/// (First part: push registrations, alarms and Live Activities.)
+/// Typed calls to every rider endpoint of a sidecar, with the apps' wire
+/// habits: form bodies (JSON for the survey and donation endpoints), and
+/// `key`, `app_uid`, `app_ver` and `version=2` on every query.
 public struct SidecarAPI: Sendable {
     public let baseURL: URL
     public let regionID: Int
@@ -26,14 +26,30 @@ public struct SidecarAPI: Sendable {
 
     /// What went wrong, typed as the apps need to tell apart.
     public enum Failure: Error, Equatable, Sendable {
+        /// 404 on a region's path: this sidecar does not serve the region.
         case unknownRegion
+        /// 404 elsewhere: no such survey or survey response.
+        case notFound(message: String?)
+        /// 422: the server's validation messages (a bug in the caller: report it).
         case invalid(messages: [String])
+        /// 422 `already_reported`: this ghost-bus report was filed before (benign).
+        case alreadyReported
+        /// 429: wait at least `retryAfter` seconds (your dedupe may be broken).
         case throttled(retryAfter: TimeInterval?)
+        /// 403 from the weather endpoint: hide the weather UI.
         case weatherHidden
+        /// 502–504: the sidecar's upstream (OneBusAway, a provider) failed.
         case upstream(status: Int)
+        /// Any other status.
         case unexpected(status: Int)
+        /// A success whose body is not what the contract says.
+        case undecodable(String)
+        /// No answer: connection refused, timeout, TLS…
         case transport(String)
     }
+
+    /// Whose 404 and 403 an answer is.
+    enum Endpoint { case region, weather, global }
 
     /// An answer: status, headers that matter, body.
     public struct Answer: Sendable {
@@ -49,13 +65,21 @@ public struct SidecarAPI: Sendable {
         if let appUID { items.append(("app_uid", appUID)) }
         if let appVersion { items.append(("app_ver", appVersion)) }
         items.append(("version", "2"))
-        return URL(string: root + path + "?" + items.map { "\($0.0)=\(SidecarLink.encoded($0.1))" }.joined(separator: "&"))!
+        // Paths come from this library, or from the server (a survey's
+        // `update_path`): encode what a path may not hold, never crash on it.
+        let encodedPath = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? ""
+        let query = items.map { "\($0.0)=\(SidecarLink.encoded($0.1))" }.joined(separator: "&")
+        return URL(string: root + (encodedPath.hasPrefix("/") ? "" : "/") + encodedPath + "?" + query) ?? baseURL
     }
 
-    func send(_ method: String, _ url: URL, form: [(String, String)] = []) async throws(Failure) -> Answer {
+    func send(_ method: String, _ url: URL, form: [(String, String)] = [], json: Data? = nil) async throws(Failure) -> Answer {
         var request = URLRequest(url: url)
         request.httpMethod = method
-        if !form.isEmpty {
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let json {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = json
+        } else if !form.isEmpty {
             request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
             request.httpBody = Data(form.map { "\($0.0)=\(SidecarLink.encoded($0.1))" }.joined(separator: "&").utf8)
         }
@@ -66,19 +90,21 @@ public struct SidecarAPI: Sendable {
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw .transport("\(error)")
+            // The description the system gives ("Couldn't connect to server"), not the whole error dump.
+            throw .transport((error as NSError).localizedDescription)
         }
     }
 
     /// The typed failure an unsuccessful answer means.
-    static func failure(_ answer: Answer) -> Failure {
+    static func failure(_ answer: Answer, _ endpoint: Endpoint = .region) -> Failure {
+        let object = (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any]
         switch answer.status {
+        case 404 where endpoint == .global: return .notFound(message: object?["error"] as? String)
         case 404: return .unknownRegion
-        case 422:
-            let object = (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any]
-            return .invalid(messages: object?["messages"] as? [String] ?? object?["errors"] as? [String] ?? [])
+        case 422 where object?["error"] as? String == "already_reported": return .alreadyReported
+        case 422: return .invalid(messages: object?["messages"] as? [String] ?? object?["errors"] as? [String] ?? [])
         case 429: return .throttled(retryAfter: answer.retryAfter.flatMap(TimeInterval.init))
-        case 403: return .weatherHidden
+        case 403 where endpoint == .weather: return .weatherHidden
         case 502, 503, 504: return .upstream(status: answer.status)
         default: return .unexpected(status: answer.status)
         }
@@ -91,11 +117,88 @@ public struct SidecarAPI: Sendable {
         try await send("GET", url(path, query: query))
     }
 
-    /// The alerts feed as protobuf bytes (`/api/v1/regions/{id}/alerts.pb`).
-    public func alertsFeed() async throws(Failure) -> Data {
-        let answer = try await get("/api/v1/regions/\(regionID)/alerts.pb")
+    /// The alerts feed as protobuf bytes (`/api/v1/regions/{id}/alerts.pb`);
+    /// `includeTest` adds alerts flagged as tests.
+    public func alertsFeed(includeTest: Bool = false) async throws(Failure) -> Data {
+        let answer = try await get("/api/v1/regions/\(regionID)/alerts.pb", query: includeTest ? [("test", "1")] : [])
         guard answer.status == 200 else { throw Self.failure(answer) }
         return answer.body
+    }
+
+    /// The region's published service alerts, decoded.
+    public func alerts(includeTest: Bool = false) async throws(Failure) -> AlertsFeed {
+        let bytes = try await alertsFeed(includeTest: includeTest)
+        guard !bytes.isEmpty else { throw .undecodable("an empty body (a feed always has a header)") }
+        do { return try AlertsFeed(decoding: bytes) } catch { throw .undecodable("not a GTFS-realtime feed: \(error)") }
+    }
+
+    /// The surveys active now for the rider's anonymous device id.
+    public func surveys(userID: String) async throws(Failure) -> SurveyList {
+        try Self.decoded(await get("/api/v1/regions/\(regionID)/surveys.json", query: [("user_id", userID)]))
+    }
+
+    /// Records a survey response (the app sends the first answer at once, so
+    /// partial answers survive) and returns the path to amend it through.
+    public func submitSurveyResponse(surveyID: Int, userIdentifier: String, stop: SurveyStop? = nil,
+                                     answers: [SurveyAnswer]) async throws(Failure) -> SurveyResponseReceipt {
+        var body: [String: SidecarJSON] = ["survey_id": .number(Double(surveyID)), "user_identifier": .string(userIdentifier),
+                                           "responses": .string(Self.encodedAnswers(answers))]
+        if let stop {
+            body["stop_identifier"] = .string(stop.stopID)
+            body["stop_latitude"] = .number(stop.latitude)
+            body["stop_longitude"] = .number(stop.longitude)
+        }
+        let answer = try await send("POST", url("/api/v1/survey_responses"), json: Self.json(body))
+        return try Self.decoded(answer, as: SurveyResponseReceipt.Envelope.self, .global).receipt
+    }
+
+    /// Merges answers into a recorded response by question (POST to its
+    /// `update_path`, as the shipped apps do).
+    public func amendSurveyResponse(_ receipt: SurveyResponseReceipt, answers: [SurveyAnswer]) async throws(Failure) -> SurveyResponseReceipt {
+        let answer = try await send("POST", url(receipt.updatePath), json: Self.json(["responses": .string(Self.encodedAnswers(answers))]))
+        return try Self.decoded(answer, as: SurveyResponseReceipt.Envelope.self, .global).receipt
+    }
+
+    /// The region's forecast; `.weatherHidden` means hide the weather UI.
+    public func weather() async throws(Failure) -> WeatherForecast {
+        try Self.decoded(await get("/api/v1/regions/\(regionID)/weather.json"), .weather)
+    }
+
+    /// Vehicles whose id contains `query` (under 3 characters: none).
+    /// `.upstream` means the region's OneBusAway server did not answer,
+    /// which is not the same as "no such vehicle".
+    public func vehicles(matching query: String) async throws(Failure) -> [VehicleMatch] {
+        try Self.decoded(await get("/api/v1/regions/\(regionID)/vehicles.json", query: [("query", query)]))
+    }
+
+    /// Files a ghost-bus report; its id. A repeat is `.alreadyReported` (benign).
+    public func reportGhostBus(_ report: GhostBusReport) async throws(Failure) -> String {
+        struct Created: Decodable { let id: String }
+        return try Self.decoded(await send("POST", url("/api/v2/regions/\(regionID)/ghost_bus_reports"), form: report.form), as: Created.self).id
+    }
+
+    /// Starts a donation: the PaymentSheet's secrets. `recurring` makes it monthly.
+    public func createPaymentIntent(amountInCents: Int, email: String, name: String? = nil, recurring: Bool = false,
+                                    testMode: Bool = false) async throws(Failure) -> PaymentIntent {
+        var body: [String: SidecarJSON] = ["donation_amount_in_cents": .number(Double(amountInCents)), "email": .string(email),
+                                           "donation_frequency": .string(recurring ? "recurring" : "one_time"), "test_mode": .string(testMode ? "1" : "0")]
+        if let name { body["name"] = .string(name) }
+        return try Self.decoded(await send("POST", url("/api/v1/payment_intents"), json: Self.json(body)), .global)
+    }
+
+    static func encodedAnswers(_ answers: [SurveyAnswer]) -> String {
+        // The contract's `responses` is a JSON array encoded into a string.
+        (try? JSONEncoder().encode(answers)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
+
+    static func json(_ body: [String: SidecarJSON]) -> Data { (try? JSONEncoder().encode(body)) ?? Data("{}".utf8) }
+
+    /// A 2xx decoded as `T`, or the failure the answer means.
+    static func decoded<T: Decodable>(_ answer: Answer, as type: T.Type = T.self, _ endpoint: Endpoint = .region) throws(Failure) -> T {
+        guard (200..<300).contains(answer.status) else { throw failure(answer, endpoint) }
+        do { return try JSONDecoder().decode(T.self, from: answer.body) } catch {
+            throw .undecodable("HTTP \(answer.status) with \(answer.body.count) bytes that are not \(T.self): \(error)")
+        }
     }
 
     // MARK: Push registrations
@@ -177,9 +280,9 @@ public struct SidecarAPI: Sendable {
     }
 
     func created(_ answer: Answer) throws(Failure) -> URL {
-        guard (200..<300).contains(answer.status) else { throw Self.failure(answer) }
-        guard let object = (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any], let text = object["url"] as? String,
-              let url = URL(string: text) else { throw .unexpected(status: answer.status) }
+        struct Created: Decodable { let url: String }
+        let text = try Self.decoded(answer, as: Created.self).url
+        guard let url = URL(string: text), url.scheme != nil else { throw .undecodable("\"\(text)\" is not a URL") }
         return url
     }
 }
@@ -208,11 +311,13 @@ public struct SidecarRegistrationTransport: RegistrationTransport {
         } catch {
             switch error {
             case .transport: return (nil, nil)
-            case .unknownRegion: return (404, nil)
-            case .invalid: return (422, nil)
+            case .unknownRegion, .notFound: return (404, nil)
+            case .invalid, .alreadyReported: return (422, nil)
             case .throttled(let after): return (429, after.map { String(Int($0)) })
             case .weatherHidden: return (403, nil)
+            case .unexpected(let status) where (200..<300).contains(status): return (nil, nil)  // a success in name only: not a registration
             case .upstream(let status), .unexpected(let status): return (status, nil)
+            case .undecodable: return (nil, nil)
             }
         }
     }

@@ -5,7 +5,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import GTFSRealtime
 import SidecarClient
 
 /// `sidecar probe URL --region N`: behaves like an app against any sidecar
@@ -48,9 +47,9 @@ public enum Probe {
             do {
                 try await api.unregister(token: token)
                 report(.pass, "push registration", "registered (204) and deleted")
-            } catch { report(.fail, "push registration", "registered, but the DELETE failed: \(error)") }
+            } catch { report(.fail, "push registration", "registered, but the DELETE failed: \(describe(error))") }
         } catch {
-            report(.fail, "push registration", "POST failed: \(error)")
+            report(.fail, "push registration", "POST failed: \(describe(error))")
             try? await api.unregister(token: token)
         }
 
@@ -61,8 +60,8 @@ public enum Probe {
             do {
                 try await api.delete(url)
                 report(.pass, "live activity", "registered (\(url.path)) and deleted")
-            } catch { report(.fail, "live activity", "registered, but the DELETE failed: \(error)") }
-        } catch { report(.fail, "live activity", "registration failed: \(error)") }
+            } catch { report(.fail, "live activity", "registered, but the DELETE failed: \(describe(error))") }
+        } catch { report(.fail, "live activity", "registration failed: \(describe(error))") }
 
         // Alarm: only with a real departure to watch.
         if let stop = options.stopID, let trip = options.tripID, let serviceDate = options.serviceDate {
@@ -72,8 +71,8 @@ public enum Probe {
                 do {
                     try await api.delete(url)
                     report(.pass, "alarm", "created (\(url.path)) and deleted")
-                } catch { report(.fail, "alarm", "created, but the DELETE failed: \(error)") }
-            } catch { report(.fail, "alarm", "creation failed: \(error)") }
+                } catch { report(.fail, "alarm", "created, but the DELETE failed: \(describe(error))") }
+            } catch { report(.fail, "alarm", "creation failed: \(describe(error))") }
             try? await api.unregister(token: token)  // v2 alarms register the token too
         } else {
             report(.skip, "alarm", "give --stop-id, --trip-id and --service-date of a departure to create a real one")
@@ -81,49 +80,45 @@ public enum Probe {
 
         // The alerts feed decodes as GTFS-realtime.
         do {
-            let bytes = Array(try await api.alertsFeed())
-            guard !bytes.isEmpty else { throw ProbeFailure("an empty body (a feed always has a header)") }
-            let feed = try FeedMessage(decoding: bytes)
-            report(.pass, "alerts feed", "GTFS-realtime \(feed.header.gtfsRealtimeVersion), \(feed.entities.count) alert\(feed.entities.count == 1 ? "" : "s")")
-        } catch { report(.fail, "alerts feed", "not a GTFS-realtime feed: \(error)") }
+            let feed = try await api.alerts()
+            report(.pass, "alerts feed", "GTFS-realtime \(feed.version), \(feed.alerts.count) alert\(feed.alerts.count == 1 ? "" : "s")")
+        } catch { report(.fail, "alerts feed", describe(error)) }
 
-        // Surveys, weather and vehicles answer in their shapes.
-        await json("surveys", api, "/api/v1/regions/\(options.regionID)/surveys.json", [("user_id", "sidecar-probe")], report: report)
+        // Surveys, weather and vehicles decode into the library's models.
         do {
-            let answer = try await api.get("/api/v1/regions/\(options.regionID)/weather.json")
-            switch answer.status {
-            case 200 where (try? JSONSerialization.jsonObject(with: answer.body)) is [String: Any]: report(.pass, "weather", "a forecast")
-            case 403: report(.pass, "weather", "hidden (403: no weather key), as the apps expect")
-            default: report(.fail, "weather", "HTTP \(answer.status) with \(answer.body.count) bytes")
-            }
-        } catch { report(.fail, "weather", "\(error)") }
+            let list = try await api.surveys(userID: "sidecar-probe")
+            let questions = list.surveys.reduce(0) { $0 + $1.questions.count }
+            report(.pass, "surveys", "\(list.surveys.count) active in \(list.region.name) (\(questions) question\(questions == 1 ? "" : "s"))")
+        } catch { report(.fail, "surveys", describe(error)) }
         do {
-            let answer = try await api.get("/api/v1/regions/\(options.regionID)/vehicles", query: [("query", "1")])
-            switch answer.status {
-            case 200 where (try? JSONSerialization.jsonObject(with: answer.body)) != nil: report(.pass, "vehicles", "a search answer")
-            case 502: report(.pass, "vehicles", "502: the region's OneBusAway server did not answer (the sidecar said so properly)")
-            default: report(.fail, "vehicles", "HTTP \(answer.status) with \(answer.body.count) bytes")
-            }
-        } catch { report(.fail, "vehicles", "\(error)") }
+            let forecast = try await api.weather()
+            report(.pass, "weather", "a forecast: \(forecast.currentForecast?.summary ?? forecast.todaySummary ?? "no summary")")
+        } catch .weatherHidden {
+            report(.pass, "weather", "hidden (403: no weather key), as the apps expect")
+        } catch { report(.fail, "weather", describe(error)) }
+        do {
+            let matches = try await api.vehicles(matching: "100")
+            report(.pass, "vehicles", "\(matches.count) match\(matches.count == 1 ? "" : "es") for \"100\"")
+        } catch .upstream(let status) {
+            report(.pass, "vehicles", "\(status): the region's OneBusAway server did not answer (the sidecar said so properly)")
+        } catch { report(.fail, "vehicles", describe(error)) }
 
         output(failures == 0 ? "every check passed" : "\(failures) check\(failures == 1 ? "" : "s") failed")
         return failures == 0 ? 0 : 1
     }
 
-    struct ProbeFailure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    static func json(_ name: String, _ api: SidecarAPI, _ path: String, _ query: [(String, String)],
-                     report: (Verdict, String, String) -> Void) async {
-        do {
-            let answer = try await api.get(path, query: query)
-            guard answer.status == 200, (try? JSONSerialization.jsonObject(with: answer.body)) != nil else {
-                report(.fail, name, "HTTP \(answer.status) with \(answer.body.count) bytes (expected 200 and JSON)")
-                return
-            }
-            report(.pass, name, "200 with JSON")
-        } catch { report(.fail, name, "\(error)") }
+    /// One line for a failure, naming the status or what did not decode.
+    static func describe(_ error: SidecarAPI.Failure) -> String {
+        switch error {
+        case .undecodable(let reason): return reason
+        case .unknownRegion: return "404: this sidecar does not serve the region"
+        case .notFound(let message): return "404: \(message ?? "not found")"
+        case .invalid(let messages): return "422: \(messages.joined(separator: "; "))"
+        case .alreadyReported: return "422: already reported"
+        case .throttled(let after): return "429: throttled\(after.map { ", retry after \(Int($0)) s" } ?? "")"
+        case .weatherHidden: return "403"
+        case .upstream(let status), .unexpected(let status): return "HTTP \(status)"
+        case .transport(let reason): return "no answer: \(reason)"
+        }
     }
 }
