@@ -90,9 +90,26 @@ public struct SidecarAPI: Sendable {
         } catch let failure as Failure {
             throw failure
         } catch {
-            // The description the system gives ("Couldn't connect to server"), not the whole error dump.
-            throw .transport((error as NSError).localizedDescription)
+            throw .transport(Self.describe(transportError: error))
         }
+    }
+
+    /// A transport error in words an operator reads at a glance, not the whole error dump.
+    static func describe(transportError error: any Error) -> String {
+        if let failure = error as? URLError {
+            switch failure.code {
+            case .timedOut: return "timed out"
+            case .cannotConnectToHost: return "connection refused"
+            case .cannotFindHost, .dnsLookupFailed: return "host not found"
+            case .networkConnectionLost: return "the connection closed before an answer"
+            case .badServerResponse: return "not an HTTP answer"
+            case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+                 .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+                return "TLS failed: \(failure.localizedDescription)"
+            default: break
+            }
+        }
+        return (error as NSError).localizedDescription
     }
 
     /// The typed failure an unsuccessful answer means.
@@ -174,7 +191,8 @@ public struct SidecarAPI: Sendable {
     /// Files a ghost-bus report; its id. A repeat is `.alreadyReported` (benign).
     public func reportGhostBus(_ report: GhostBusReport) async throws(Failure) -> String {
         struct Created: Decodable { let id: String }
-        return try Self.decoded(await send("POST", url("/api/v2/regions/\(regionID)/ghost_bus_reports"), form: report.form), as: Created.self).id
+        return try Self.decoded(await send("POST", url("/api/v2/regions/\(regionID)/ghost_bus_reports"), form: report.form), as: Created.self,
+                                expecting: #"{"id": …}"#).id
     }
 
     /// Starts a donation: the PaymentSheet's secrets. `recurring` makes it monthly.
@@ -194,10 +212,29 @@ public struct SidecarAPI: Sendable {
     static func json(_ body: [String: SidecarJSON]) -> Data { (try? JSONEncoder().encode(body)) ?? Data("{}".utf8) }
 
     /// A 2xx decoded as `T`, or the failure the answer means.
-    static func decoded<T: Decodable>(_ answer: Answer, as type: T.Type = T.self, _ endpoint: Endpoint = .region) throws(Failure) -> T {
+    /// `expecting` names the contract's shape in the failure (the type's name by default).
+    static func decoded<T: Decodable>(_ answer: Answer, as type: T.Type = T.self, _ endpoint: Endpoint = .region,
+                                      expecting: String? = nil) throws(Failure) -> T {
         guard (200..<300).contains(answer.status) else { throw failure(answer, endpoint) }
+        let shape = expecting ?? "a \(T.self)"
+        guard !answer.body.isEmpty else { throw .undecodable("HTTP \(answer.status) with an empty body where the contract has \(shape)") }
         do { return try JSONDecoder().decode(T.self, from: answer.body) } catch {
-            throw .undecodable("HTTP \(answer.status) with \(answer.body.count) bytes that are not \(T.self): \(error)")
+            throw .undecodable("HTTP \(answer.status) with \(answer.body.count) bytes that are not \(shape) (\(Self.reason(error)))")
+        }
+    }
+
+    /// A decoding error in a line: what was wrong, and where.
+    static func reason(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return keys.isEmpty ? "" : " at \(keys.hasPrefix(".") ? String(keys.dropFirst()) : keys)"
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "no \"\(key.stringValue)\"\(path(context))"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context): return "\(context.debugDescription.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")))\(path(context))"
+        case .dataCorrupted(let context): return "not JSON\(path(context))"
+        @unknown default: return "\(error)"
         }
     }
 
@@ -249,14 +286,25 @@ public struct SidecarAPI: Sendable {
         }
     }
 
-    /// `POST …/alarms` → the alarm's URL, its only handle for cancellation.
+    /// `POST /api/v2/regions/{id}/alarms` → the alarm's URL, its only handle for cancellation.
     public func createAlarm(_ alarm: AlarmRequest) async throws(Failure) -> URL {
+        try await created(send("POST", url("/api/v2/regions/\(regionID)/alarms"), form: Self.form(alarm, sandbox: alarm.apnsSandbox)))
+    }
+
+    /// `POST /api/v1/regions/{id}/alarms`, for old builds whose `userPushID`
+    /// is a OneSignal player id. Deprecated: new clients use `createAlarm`.
+    /// Re-posting the same alarm returns the existing one's URL.
+    public func createLegacyAlarm(_ alarm: AlarmRequest) async throws(Failure) -> URL {
+        try await created(send("POST", url("/api/v1/regions/\(regionID)/alarms"), form: Self.form(alarm, sandbox: false)))
+    }
+
+    static func form(_ alarm: AlarmRequest, sandbox: Bool) -> [(String, String)] {
         var form = [("user_push_id", alarm.userPushID), ("operating_system", alarm.operatingSystem), ("stop_id", alarm.stopID),
                     ("trip_id", alarm.tripID), ("service_date", String(alarm.serviceDate)), ("stop_sequence", String(alarm.stopSequence)),
                     ("seconds_before", String(alarm.secondsBefore))]
         if let vehicle = alarm.vehicleID { form.append(("vehicle_id", vehicle)) }
-        if alarm.apnsSandbox { form.append(("apns_sandbox", "1")) }
-        return try await created(send("POST", url("/api/v2/regions/\(regionID)/alarms"), form: form))
+        if sandbox { form.append(("apns_sandbox", "1")) }
+        return form
     }
 
     /// `POST …/live_activities` → the subscription's URL.
@@ -281,7 +329,7 @@ public struct SidecarAPI: Sendable {
 
     func created(_ answer: Answer) throws(Failure) -> URL {
         struct Created: Decodable { let url: String }
-        let text = try Self.decoded(answer, as: Created.self).url
+        let text = try Self.decoded(answer, as: Created.self, expecting: #"{"url": …}"#).url
         guard let url = URL(string: text), url.scheme != nil else { throw .undecodable("\"\(text)\" is not a URL") }
         return url
     }

@@ -547,21 +547,31 @@ public enum CommandLineInterface {
     }
 
     static let probeUsage = """
-        Usage: sidecar probe URL --region N [--stop-id S --trip-id T --service-date MS [--stop-sequence K] [--vehicle-id V]]
+        Usage: sidecar probe URL --region N [--stop-id S --trip-id T --service-date MS [--stop-sequence K] [--vehicle-id V]] [--timeout SECONDS]
 
         Behaves like an app against a sidecar (this one, another implementation, a
         production host) and prints a pass/fail line per endpoint: push registration,
         Live Activity, alarm (with a real departure given), the alerts feed, surveys,
         weather and vehicles. Everything it creates it deletes. Exit status 1 when a
         check failed. Run it after every deployment.
+
+          URL               the sidecar's base URL, e.g. https://sidecar.example.org
+          --region N        the region to probe (its id in the regions directory)
+          --stop-id, --trip-id, --service-date (epoch ms), --stop-sequence, --vehicle-id
+                            a real departure, so an alarm can be created and deleted
+          --timeout SECONDS how long each request may take (default 15)
         """
 
     static func parseProbe(_ arguments: [String]) throws(CommandLineError) -> SidecarCommand {
         let parsed = try SimpleArguments.parse(arguments, command: "probe", options: ["--region", "--stop-id", "--trip-id", "--service-date",
-                                                                                   "--stop-sequence", "--vehicle-id"], positionals: 1)
+                                                                                   "--stop-sequence", "--vehicle-id", "--timeout"], positionals: 1)
         if parsed.wantsHelp { return .help(probeUsage) }
         let values = parsed.values
-        guard let text = parsed.positional.first, let url = URL(string: try httpURL(text, flag: "probe URL")) else { throw CommandLineError("probe needs the sidecar's URL, e.g. sidecar probe https://sidecar.example.org --region 1") }
+        let example = "e.g. sidecar probe https://sidecar.example.org --region 1"
+        guard let text = parsed.positional.first else { throw CommandLineError("probe needs the sidecar's URL, \(example)") }
+        guard text.hasPrefix("http://") || text.hasPrefix("https://"), let url = URL(string: text), url.host != nil else {
+            throw CommandLineError("probe needs an http(s) URL, \(example); got \(text)")
+        }
         guard let regionText = values["--region"] else { throw CommandLineError("probe needs --region N") }
         var options = Probe.Options(baseURL: url, regionID: try integer(regionText, flag: "region", range: 0...1_000_000_000))
         options.stopID = values["--stop-id"]
@@ -569,6 +579,7 @@ public enum CommandLineInterface {
         options.vehicleID = values["--vehicle-id"]
         if let date = values["--service-date"] { options.serviceDate = Int64(try integer(date, flag: "service-date", range: 0...Int.max)) }
         if let sequence = values["--stop-sequence"] { options.stopSequence = try integer(sequence, flag: "stop-sequence", range: 0...100_000) }
+        if let timeout = values["--timeout"] { options.timeout = TimeInterval(try integer(timeout, flag: "timeout", range: 1...600)) }
         return .probe(options)
     }
 
