@@ -36,6 +36,17 @@ public enum SidecarPush: Equatable, Sendable {
         }
     }
 
+    /// Android: an FCM message's data map (every value a string) and its
+    /// notification's title and body, which carry a service alert.
+    public init(data: [String: String], notificationTitle: String? = nil, notificationBody: String? = nil) {
+        if data.keys.allSatisfy({ $0 == "aps" }) {
+            self = notificationTitle == nil && notificationBody == nil ? .unknown : .alert(title: notificationTitle, body: notificationBody)
+        } else {
+            self.init(userInfo: data)
+        }
+    }
+
+    /// iOS: a notification's `userInfo` (`aps` plus at most one custom key).
     public init(userInfo: [AnyHashable: Any]) {
         let custom = userInfo.keys.compactMap { $0 as? String }.filter { $0 != "aps" }
         guard !custom.isEmpty else {
@@ -74,3 +85,6 @@ public enum SidecarPush: Equatable, Sendable {
         }
     }
 }
+
+/// The body of an alarm push (`arrival_and_departure`), by the name the apps use.
+public typealias AlarmPushBody = SidecarPush.AlarmPushBody

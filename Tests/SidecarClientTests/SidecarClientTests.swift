@@ -82,6 +82,16 @@ struct SidecarPushTests {
         #expect(SidecarPush(userInfo: ["aps": aps, "arrival_and_departure": ["trip_id": "t"]]) == .unknown, "malformed alarm")
         #expect(SidecarPush(userInfo: ["aps": aps, "something_new": 1]) == .unknown)
     }
+
+    @Test func androidDataMapsAndNotifications() throws {
+        let android = String(decoding: try JSONSerialization.data(withJSONObject: Self.alarm), as: UTF8.self)
+        let body: AlarmPushBody = Self.body
+        #expect(SidecarPush(data: ["arrival_and_departure": android], notificationBody: "Your bus arrives in 10 minutes") == .alarm(body))
+        #expect(SidecarPush(data: [:], notificationTitle: "Route 44", notificationBody: "Detoured") == .alert(title: "Route 44", body: "Detoured"))
+        #expect(SidecarPush(data: [:]) == .unknown, "nothing to show")
+        #expect(SidecarPush(data: ["arrival_and_departure": "{not json"]) == .unknown)
+        #expect(SidecarPush(data: ["donation": "", "arrival_and_departure": android]) == .unknown, "two keys")
+    }
 }
 
 @Suite("SidecarClient registration policy")
