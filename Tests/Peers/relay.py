@@ -96,6 +96,7 @@ class Relay:
                                          "--apns-key-file", f"{directory}/apns.p8", "--apns-key-id", "KEYID12345", "--apns-team-id", "TEAMID1234",
                                          "--apns-url", f"https://127.0.0.1:{apns_port}", "--apns-sandbox-url", f"https://127.0.0.1:{apns_port}/sandbox",
                                          "--apns-ca-file", f"{directory}/ca.pem"], stdout=self.log, stderr=subprocess.STDOUT)
+        base.STARTED.append(self.process)
         self.port = None
         for _ in range(200):
             text = open(self.log.name).read()

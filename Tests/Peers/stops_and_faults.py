@@ -17,6 +17,7 @@ what an operator or an attacker would, and verifies the outcome:
               on a full disk, and no longer writable
   slowloris   1030 slow sockets from 127.0.0.2 while 127.0.0.1 is served
 """
+import atexit
 import http.client
 import json
 import os
@@ -46,6 +47,22 @@ SERVICE_DATE = 1767168000000
 def fail(message):
     print(f"FAILED: {message}", file=sys.stderr)
     sys.exit(1)
+
+
+# Every server a check starts, so a failing check (sys.exit, an exception)
+# never leaves one running to disturb the next run's ports and databases.
+STARTED = []
+
+
+@atexit.register
+def stop_leftovers():
+    for process in STARTED:
+        if process.poll() is None:
+            process.kill()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def check(condition, message):
@@ -163,6 +180,7 @@ class Sidecar:
         self.process = subprocess.Popen([BIN, "serve", "--host", "127.0.0.1", "--port", "0", "--database", database,
                                          "--log-level", "info", *arguments],
                                         stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=preexec)
+        STARTED.append(self.process)
         self.port = None
         for _ in range(200):
             text = open(self.log_path).read()
