@@ -168,7 +168,9 @@ struct HardeningTests {
     @Test func aStopUnderKeepAliveLoadAnswersEveryRequestAndNeverAborts() async throws {
         for _ in 0..<5 {
             var router = Router()
+            let started = Locked(0)
             router.add(Route("GET", "/slow") { _ in
+                started.withLock { $0 += 1 }
                 try? await Task.sleep(for: .milliseconds(30))
                 return .json(200, ["slow": "done"])
             })
@@ -179,7 +181,7 @@ struct HardeningTests {
             try server.start()
             let port = server.port
             let answered = Locked(0)
-            let broken = Locked(0)
+            let broken = Locked<[String]>([])
             // 50 keep-alive clients, each sending request after request.
             let clients = (0..<50).map { _ in
                 Thread.detachedLoop {
@@ -188,18 +190,29 @@ struct HardeningTests {
                         guard socket.send(Array("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) else { return }
                         let (bytes, closed) = socket.read(timeoutSeconds: 0.5)
                         let text = String(decoding: bytes, as: UTF8.self)
-                        if text.hasPrefix("HTTP/1.1 200") { answered.withLock { $0 += 1 } } else if !text.isEmpty { broken.withLock { $0 += 1 } }
+                        if text.hasPrefix("HTTP/1.1 200") && text.hasSuffix(#"{"slow":"done"}"#) {
+                            answered.withLock { $0 += 1 }
+                        } else if text.hasPrefix("HTTP/1.1 503") && text.contains("shutting down") {
+                            // Arrived after the gate closed (a loaded machine starts
+                            // these threads late): refused in full, which is fine.
+                        } else if !text.isEmpty {
+                            broken.withLock { $0.append(text) }
+                        }
                         if closed || text.lowercased().contains("connection: close") { return }
                     }
                 }
             }
-            try await Task.sleep(for: .milliseconds(150))
+            // Stop while requests are being handled: once the first has begun
+            // (a fixed wait is too short when the machine is busy), plus a little.
+            let begun = ContinuousClock.now + .seconds(10)
+            while started.value == 0 && ContinuousClock.now < begun { try await Task.sleep(for: .milliseconds(10)) }
+            try await Task.sleep(for: .milliseconds(50))
             let clean = await server.shutdown(grace: .seconds(5))
             clients.forEach { $0.wait() }
             #expect(clean)
             #expect(server.requestsInFlight == 0)
             #expect(answered.value > 0)
-            #expect(broken.value == 0, "every request begun was answered in full")
+            #expect(broken.value.isEmpty, "every request begun was answered in full: \(broken.value.prefix(2))")
         }
     }
 }
