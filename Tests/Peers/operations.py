@@ -334,6 +334,33 @@ def probe():
     check(left == [0, 0, 0], f"the probe left rows behind: {left}")
     print(f"probe: `sidecar probe` against the binary passed {done.stdout.count('PASS')} checks (a real alarm included) and left nothing behind")
 
+    # A server that accepts connections and never answers: every check fails
+    # after --timeout, instead of holding the probe for minutes. (Run here,
+    # after the Swift suites: Linux's URLSession keeps a core busy while it
+    # waits, which would disturb their timing.)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held = []
+
+    def accept_and_hold():
+        try:
+            while True:
+                held.append(listener.accept()[0])
+        except OSError:
+            pass  # closed below
+
+    threading.Thread(target=accept_and_hold, daemon=True).start()
+    started = time.monotonic()
+    silent = subprocess.run([BIN, "probe", f"http://127.0.0.1:{listener.getsockname()[1]}", "--region", "1", "--timeout", "1"],
+                            capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    listener.close()
+    timed_out = [line for line in silent.stdout.splitlines() if line.startswith("  FAIL") and line.endswith("no answer: timed out")]
+    check(silent.returncode == 1 and len(timed_out) == 6, f"a silent server was not reported as timing out:\n{silent.stdout}{silent.stderr}")
+    check(elapsed < 30, f"the probe took {elapsed:.1f} s against a silent server with --timeout 1")
+    print(f"probe: against a server that never answers, --timeout 1 failed all 6 checks as 'timed out' in {elapsed:.1f} s")
+
 
 def main():
     for name in CHECKS:
