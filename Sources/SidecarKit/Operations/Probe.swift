@@ -38,8 +38,9 @@ public enum Probe {
         configuration.timeoutIntervalForResource = options.timeout
         let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
-        let api = SidecarAPI(baseURL: options.baseURL, regionID: options.regionID, appUID: "sidecar-probe", appVersion: "probe-\(CommandLineInterface.version)",
-                             session: session)
+        // The query items every app request carries (`key`, `app_uid`, `app_ver`, `version=2`).
+        let api = SidecarAPI(baseURL: options.baseURL, regionID: options.regionID, apiKey: "sidecar-probe", appUID: "sidecar-probe",
+                             appVersion: "probe-\(CommandLineInterface.version)", session: session)
         var failures = 0
         func report(_ verdict: Verdict, _ name: String, _ detail: String) {
             if verdict == .fail { failures += 1 }
