@@ -12,16 +12,24 @@ public struct SidecarAPI: Sendable {
     public var apiKey: String?
     public var appUID: String?
     public var appVersion: String?
-    let session: URLSession
+    let transport: any SidecarHTTPTransport
 
+    /// Calls over URLSession (`.shared` unless given).
     public init(baseURL: URL, regionID: Int, apiKey: String? = nil, appUID: String? = nil, appVersion: String? = nil,
                 session: URLSession = .shared) {
+        self.init(baseURL: baseURL, regionID: regionID, apiKey: apiKey, appUID: appUID, appVersion: appVersion,
+                  transport: URLSessionHTTPTransport(session: session))
+    }
+
+    /// Calls over another transport: a test's fake, or a tool's own HTTP client.
+    public init(baseURL: URL, regionID: Int, apiKey: String? = nil, appUID: String? = nil, appVersion: String? = nil,
+                transport: any SidecarHTTPTransport) {
         self.baseURL = baseURL
         self.regionID = regionID
         self.apiKey = apiKey
         self.appUID = appUID
         self.appVersion = appVersion
-        self.session = session
+        self.transport = transport
     }
 
     /// What went wrong, typed as the apps need to tell apart.
@@ -56,6 +64,12 @@ public struct SidecarAPI: Sendable {
         public var status: Int
         public var retryAfter: String?
         public var body: Data
+
+        public init(status: Int, retryAfter: String? = nil, body: Data = Data()) {
+            self.status = status
+            self.retryAfter = retryAfter
+            self.body = body
+        }
     }
 
     func url(_ path: String, query: [(String, String)] = []) -> URL {
@@ -73,43 +87,15 @@ public struct SidecarAPI: Sendable {
     }
 
     func send(_ method: String, _ url: URL, form: [(String, String)] = [], json: Data? = nil) async throws(Failure) -> Answer {
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        var request = SidecarHTTPRequest(method: method, url: url, headers: [("Accept", "application/json")])
         if let json {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = json
+            request.headers.append(("Content-Type", "application/json"))
+            request.body = json
         } else if !form.isEmpty {
-            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(form.map { "\($0.0)=\(SidecarLink.encoded($0.1))" }.joined(separator: "&").utf8)
+            request.headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+            request.body = Data(form.map { "\($0.0)=\(SidecarLink.encoded($0.1))" }.joined(separator: "&").utf8)
         }
-        do {
-            let (data, response) = try await session.data(for: request)
-            guard let http = response as? HTTPURLResponse else { throw Failure.transport("not HTTP") }
-            return Answer(status: http.statusCode, retryAfter: http.value(forHTTPHeaderField: "Retry-After"), body: data)
-        } catch let failure as Failure {
-            throw failure
-        } catch {
-            throw .transport(Self.describe(transportError: error))
-        }
-    }
-
-    /// A transport error in words an operator reads at a glance, not the whole error dump.
-    static func describe(transportError error: any Error) -> String {
-        if let failure = error as? URLError {
-            switch failure.code {
-            case .timedOut: return "timed out"
-            case .cannotConnectToHost: return "connection refused"
-            case .cannotFindHost, .dnsLookupFailed: return "host not found"
-            case .networkConnectionLost: return "the connection closed before an answer"
-            case .badServerResponse: return "not an HTTP answer"
-            case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
-                 .serverCertificateHasUnknownRoot, .clientCertificateRejected:
-                return "TLS failed: \(failure.localizedDescription)"
-            default: break
-            }
-        }
-        return (error as NSError).localizedDescription
+        return try await transport.send(request)
     }
 
     /// The typed failure an unsuccessful answer means.
@@ -181,11 +167,12 @@ public struct SidecarAPI: Sendable {
         try Self.decoded(await get("/api/v1/regions/\(regionID)/weather.json"), .weather)
     }
 
-    /// Vehicles whose id contains `query` (under 3 characters: none).
+    /// Vehicles whose id contains `query` (under 3 characters: none). The
+    /// path has no `.json`, as the iOS app sends it.
     /// `.upstream` means the region's OneBusAway server did not answer,
     /// which is not the same as "no such vehicle".
     public func vehicles(matching query: String) async throws(Failure) -> [VehicleMatch] {
-        try Self.decoded(await get("/api/v1/regions/\(regionID)/vehicles.json", query: [("query", query)]))
+        try Self.decoded(await get("/api/v1/regions/\(regionID)/vehicles", query: [("query", query)]))
     }
 
     /// Files a ghost-bus report; its id. A repeat is `.alreadyReported` (benign).
@@ -368,5 +355,73 @@ public struct SidecarRegistrationTransport: RegistrationTransport {
             case .undecodable: return (nil, nil)
             }
         }
+    }
+}
+
+/// One request as `SidecarAPI` builds it.
+public struct SidecarHTTPRequest: Sendable, Equatable {
+    public var method: String
+    public var url: URL
+    public var headers: [(name: String, value: String)]
+    public var body: Data?
+
+    public init(method: String, url: URL, headers: [(name: String, value: String)] = [], body: Data? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body
+            && lhs.headers.map { "\($0.name): \($0.value)" } == rhs.headers.map { "\($0.name): \($0.value)" }
+    }
+}
+
+/// How `SidecarAPI` moves bytes. The default is URLSession; inject another
+/// to test without a server, or to use a tool's own HTTP client.
+public protocol SidecarHTTPTransport: Sendable {
+    /// The server's answer, whatever its status; `.transport` when none came.
+    func send(_ request: SidecarHTTPRequest) async throws(SidecarAPI.Failure) -> SidecarAPI.Answer
+}
+
+/// URLSession as the transport (FoundationNetworking on Linux).
+public struct URLSessionHTTPTransport: SidecarHTTPTransport {
+    let session: URLSession
+
+    public init(session: URLSession = .shared) { self.session = session }
+
+    public func send(_ request: SidecarHTTPRequest) async throws(SidecarAPI.Failure) -> SidecarAPI.Answer {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        for header in request.headers { urlRequest.setValue(header.value, forHTTPHeaderField: header.name) }
+        urlRequest.httpBody = request.body
+        do {
+            let (data, response) = try await session.data(for: urlRequest)
+            guard let http = response as? HTTPURLResponse else { throw SidecarAPI.Failure.transport("not an HTTP answer") }
+            return SidecarAPI.Answer(status: http.statusCode, retryAfter: http.value(forHTTPHeaderField: "Retry-After"), body: data)
+        } catch let failure as SidecarAPI.Failure {
+            throw failure
+        } catch {
+            throw .transport(Self.describe(error))
+        }
+    }
+
+    /// A transport error in words an operator reads at a glance, not the whole error dump.
+    static func describe(_ error: any Error) -> String {
+        if let failure = error as? URLError {
+            switch failure.code {
+            case .timedOut: return "timed out"
+            case .cannotConnectToHost: return "connection refused"
+            case .cannotFindHost, .dnsLookupFailed: return "host not found"
+            case .networkConnectionLost: return "the connection closed before an answer"
+            case .badServerResponse: return "not an HTTP answer"
+            case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+                 .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+                return "TLS failed: \(failure.localizedDescription)"
+            default: break
+            }
+        }
+        return (error as NSError).localizedDescription
     }
 }

@@ -335,9 +335,7 @@ def probe():
     print(f"probe: `sidecar probe` against the binary passed {done.stdout.count('PASS')} checks (a real alarm included) and left nothing behind")
 
     # A server that accepts connections and never answers: every check fails
-    # after --timeout, instead of holding the probe for minutes. (Run here,
-    # after the Swift suites: Linux's URLSession keeps a core busy while it
-    # waits, which would disturb their timing.)
+    # after --timeout, instead of holding the probe for minutes.
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)

@@ -103,7 +103,7 @@ struct ProbeTests {
         var router = Router()
         for method in ["GET", "POST", "DELETE"] {
             for pattern in ["/api/v2/regions/:r/push_registrations", "/api/v2/regions/:r/live_activities", "/api/v1/regions/:r/alerts.pb",
-                            "/api/v1/regions/:r/surveys.json", "/api/v1/regions/:r/weather.json", "/api/v1/regions/:r/vehicles.json"] {
+                            "/api/v1/regions/:r/surveys.json", "/api/v1/regions/:r/weather.json", "/api/v1/regions/:r/vehicles"] {
                 router.add(Route(method, pattern, parsesParameters: false) { _ in .bytes(200, contentType: "application/json", []) })
             }
         }

@@ -1,6 +1,7 @@
 import Core
 import Crypto
 import FoundationEssentials
+import HTTPClient
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -33,14 +34,15 @@ public enum Probe {
 
     public static func run(_ options: Options, output: @Sendable (String) -> Void = { print($0) }) async -> Int32 {
         // A hanging server fails each check after the timeout instead of holding the probe for minutes.
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = options.timeout
-        configuration.timeoutIntervalForResource = options.timeout
-        let session = URLSession(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
+        var configuration = HTTPClient.Configuration()
+        configuration.timeoutSeconds = max(Int(options.timeout.rounded(.up)), 1)
+        configuration.connectTimeoutSeconds = min(configuration.timeoutSeconds, 5)
+        configuration.userAgent = "sidecar-probe/\(CommandLineInterface.version)"
+        let client = HTTPClient(configuration: configuration)
+        defer { client.shutdown() }
         // The query items every app request carries (`key`, `app_uid`, `app_ver`, `version=2`).
         let api = SidecarAPI(baseURL: options.baseURL, regionID: options.regionID, apiKey: "sidecar-probe", appUID: "sidecar-probe",
-                             appVersion: "probe-\(CommandLineInterface.version)", session: session)
+                             appVersion: "probe-\(CommandLineInterface.version)", transport: CurlHTTPTransport(client: client))
         var failures = 0
         func report(_ verdict: Verdict, _ name: String, _ detail: String) {
             if verdict == .fail { failures += 1 }
@@ -119,6 +121,38 @@ public enum Probe {
 
         output(failures == 0 ? "every check passed" : "\(failures) check\(failures == 1 ? "" : "s") failed")
         return failures == 0 ? 0 : 1
+    }
+
+    /// The probe's transport: the server's own libcurl client. (The library's
+    /// default, URLSession, keeps a core busy on Linux while it waits for a
+    /// slow server, and a probe meets slow servers.)
+    struct CurlHTTPTransport: SidecarHTTPTransport {
+        let client: HTTPClient
+
+        func send(_ request: SidecarHTTPRequest) async throws(SidecarAPI.Failure) -> SidecarAPI.Answer {
+            do {
+                let response = try await client.send(HTTPClientRequest(method: request.method, url: request.url.absoluteString, headers: request.headers,
+                                                                       body: Array(request.body ?? Data()), upstream: "probe"))
+                return SidecarAPI.Answer(status: response.status, retryAfter: response.header("retry-after"), body: Data(response.body))
+            } catch let error as HTTPClientError {
+                throw .transport(Self.describe(error))
+            } catch {
+                throw .transport("\(error)")
+            }
+        }
+
+        /// libcurl's failures in the words the URLSession transport uses.
+        static func describe(_ error: HTTPClientError) -> String {
+            guard case .transport(let code, let message) = error else { return error.description }
+            switch code {
+            case _ where error.isTimeout: return "timed out"
+            case 6: return "host not found"
+            case 7: return "connection refused"
+            case 52, 56: return "the connection closed before an answer"
+            case 35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91: return "TLS failed: \(message)"
+            default: return message
+            }
+        }
     }
 
     /// One line for a failure, naming the status or what did not decode.
