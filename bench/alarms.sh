@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
+source bench/lib.sh
 sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" sqlite3 python3
 
 ALARMS="${1:-100000}"
@@ -16,11 +17,8 @@ PER_STOP=$(( ALARMS / STOPS ))
 OBA_PORT=18201
 SIDECAR_PORT=18202
 INTERVAL=30
-WORK="$(mktemp -d)"
-trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+bench_workspace
+build_release
 
 TRIPS_PER_STOP=$PER_STOP LATENCY_MS=20 python3 bench/fake_oba.py $OBA_PORT & echo $! > "$WORK/oba.pid"
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$OBA_PORT/stats" >/dev/null && break; sleep 0.1; done

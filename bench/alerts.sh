@@ -17,11 +17,8 @@ REGISTRATIONS="${1:-100000}"
 DURATION="${2:-10}"
 NGINX_PORT=18401
 SIDECAR_PORT=18402
-WORK="$(mktemp -d)"
-trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+bench_workspace
+build_release
 DB="$WORK/bench.sqlite3"
 
 start_nginx "$WORK" "$NGINX_PORT" "location = /api/push { default_type application/json; return 200 '{\"counts\":0,\"logs\":[],\"success\":\"ok\"}'; }"

@@ -14,11 +14,8 @@ sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" wrk nginx-light
 DURATION="${1:-10}"
 SIDECAR_PORT=18080
 NGINX_PORT=18081
-WORK="$(mktemp -d)"
-trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+bench_workspace
+build_release
 
 start_nginx "$WORK" "$NGINX_PORT"
 

@@ -1,5 +1,19 @@
 # Shared by the benchmark scripts (sourced, not run).
 
+# bench_workspace: a fresh WORK directory; on exit every process whose pid
+# file is in it is stopped and the directory removed.
+bench_workspace() {
+  WORK="$(mktemp -d)"
+  trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+}
+
+# build_release: builds the binary the benchmarks measure (release, static
+# Swift runtime) and names it in BIN.
+build_release() {
+  swift build -c release --static-swift-stdlib --product sidecar >&2
+  BIN=.build/release/sidecar
+}
+
 # start_nginx WORK PORT [EXTRA_LOCATIONS]: nginx with 2 workers and no access
 # log on 127.0.0.1:PORT, answering 204 to everything but EXTRA_LOCATIONS;
 # its pid file lands in WORK so the scripts' EXIT traps stop it.

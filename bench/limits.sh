@@ -22,11 +22,8 @@ ROUNDS="${2:-3}"
 BASELINE="${3:-}"
 PORT=18090
 NGINX_PORT=18091
-WORK="$(mktemp -d)"
-trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+bench_workspace
+build_release
 start_nginx "$WORK" "$NGINX_PORT"
 
 nginx_rps() {

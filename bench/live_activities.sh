@@ -9,17 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
+source bench/lib.sh
 sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" nghttp2-server openssl python3
 
 SUBSCRIPTIONS="${1:-100000}"
 STOPS="${2:-5000}"
 OBA_PORT=18211
 APNS_PORT=18212
-WORK="$(mktemp -d)"
-trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+bench_workspace
+build_release
 
 TRIPS_PER_STOP=10 LATENCY_MS=20 python3 bench/fake_oba.py $OBA_PORT & echo $! > "$WORK/oba.pid"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=127.0.0.1" \

@@ -20,11 +20,8 @@ ROUNDS="${2:-5}"
 REQUESTS="${3:-2000}"
 PORT=18090
 METRICS_PORT=18097
-WORK="$(mktemp -d)"
-trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+bench_workspace
+build_release
 
 # The scraper: once a second for the whole run (refused while metrics are off).
 ( while true; do curl -s "http://127.0.0.1:$METRICS_PORT/metrics" -o /dev/null || true; sleep 1; done ) &

@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
+source bench/lib.sh
 source script/postgres
 sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" wrk postgresql python3 curl
 
@@ -26,8 +27,7 @@ WORK="$(mktemp -d)"
 chmod 755 "$WORK"
 trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; sidecar_postgres_stop "$WORK/pg"; rm -rf "$WORK"' EXIT
 
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+build_release
 sidecar_postgres_start "$WORK/pg" "$PG_PORT"
 ADMIN="$(sidecar_postgres_url "$PG_PORT")"
 PG="${ADMIN%/*}/bench"

@@ -13,15 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
+source bench/lib.sh
 sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" nghttp2-server nghttp2-client openssl python3 time
 
 REGISTRATIONS="${1:-100000}"
 PORT=18801
-WORK="$(mktemp -d)"
-trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+bench_workspace
+build_release
 DB="$WORK/bench.sqlite3"
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=127.0.0.1" \

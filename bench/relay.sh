@@ -12,16 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
+source bench/lib.sh
 sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" nghttp2-server openssl python3 time curl
 
 REGISTRATIONS="${1:-50000}"
 APNS_PORT=18811
 RELAY_PORT=18812
-WORK="$(mktemp -d)"
-trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-
-swift build -c release --static-swift-stdlib --product sidecar >&2
-BIN=.build/release/sidecar
+bench_workspace
+build_release
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=127.0.0.1" \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/server.key" -out "$WORK/server.pem" 2>/dev/null
