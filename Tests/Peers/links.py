@@ -20,8 +20,6 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stops_and_faults as base  # noqa: E402
@@ -82,23 +80,17 @@ def add_region_links(driver):
           "their PNG and SVG QR codes decoded by zbarimg to the same link")
 
 
-class FixtureOBA(ThreadingHTTPServer):
-    daemon_threads = True
-
+class FixtureOBA(base.StandIn):
     def __init__(self):
-        super().__init__(("127.0.0.1", 0), FixtureHandler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        super().__init__(FixtureHandler)
+        self.start()
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}/"
+        return self.origin + "/"
 
 
-class FixtureHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
+class FixtureHandler(base.QuietHandler):
 
     def do_GET(self):
         path = urllib.parse.urlsplit(self.path).path

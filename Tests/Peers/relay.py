@@ -21,11 +21,9 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stops_and_faults as base  # noqa: E402
@@ -193,19 +191,17 @@ def two_sidecars(relay):
           "pruned the dead one; A could not reach B's token; the token registered with both was reachable from both")
 
 
-class VerifyingRelay(ThreadingHTTPServer):
+class VerifyingRelay(base.StandIn):
     """A stand-in relay that checks our client's version 2 signature with `cryptography`."""
-    daemon_threads = True
 
     def __init__(self):
-        super().__init__(("127.0.0.1", 0), VerifyingHandler)
+        super().__init__(VerifyingHandler)
         self.verified = []
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.start()
 
 
-class VerifyingHandler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+class VerifyingHandler(base.QuietHandler):
+    protocol_version = "HTTP/1.0"  # one request a connection, as before
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))

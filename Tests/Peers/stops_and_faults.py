@@ -72,21 +72,43 @@ def check(condition, message):
 
 # MARK: Stand-ins
 
-class Gorush(ThreadingHTTPServer):
-    """Records every token pushed; answers after `delay` seconds."""
+class StandIn(ThreadingHTTPServer):
+    """A stand-in server on a free loopback port, served from a thread until the check exits."""
     daemon_threads = True
 
+    def __init__(self, handler):
+        super().__init__(("127.0.0.1", 0), handler)
+
+    def start(self):
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def origin(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """Keep-alive HTTP/1.1, and no request log in the check's output."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+
+class Gorush(StandIn):
+    """Records every token pushed; answers after `delay` seconds."""
+
     def __init__(self):
-        super().__init__(("127.0.0.1", 0), GorushHandler)
+        super().__init__(GorushHandler)
         self.delay = 0.0
         self.pushes = {}
         self.requests = 0
         self.lock = threading.Lock()
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.start()
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return self.origin
 
     def handle_error(self, request, client_address):
         pass  # a killed sidecar hangs up mid-answer: expected here
@@ -96,11 +118,7 @@ class Gorush(ThreadingHTTPServer):
             self.pushes, self.requests = {}, 0
 
 
-class GorushHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
+class GorushHandler(QuietHandler):
 
     def do_GET(self):
         # gorush's health endpoint, which `sidecar doctor` asks.
@@ -128,24 +146,19 @@ class GorushHandler(BaseHTTPRequestHandler):
         self.wfile.write(answer)
 
 
-class OBA(ThreadingHTTPServer):
+class OBA(StandIn):
     """Stop s<n> has one trip t<n>, departing five minutes from now."""
-    daemon_threads = True
 
     def __init__(self):
-        super().__init__(("127.0.0.1", 0), OBAHandler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        super().__init__(OBAHandler)
+        self.start()
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}/"
+        return self.origin + "/"
 
 
-class OBAHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
+class OBAHandler(QuietHandler):
 
     def do_GET(self):
         path = self.path.split("?")[0]
