@@ -139,3 +139,14 @@ public enum RegistrationPolicy {
         return max(jittered, retryAfter ?? 0)
     }
 }
+
+/// Printable without the token: apps log statuses, and a push token never
+/// belongs in a log (its first four characters tell registrations apart).
+/// (`description` is the test device's name, so the printable form is the
+/// debug description, which `print` and string interpolation fall back to.)
+extension RegistrationPolicy.Registration: CustomDebugStringConvertible {
+    public var debugDescription: String {
+        "Registration(region \(regionID) at \(sidecarURL.absoluteString), token \(token.prefix(4))…, \(operatingSystem), \(locale)"
+            + (testDevice ? ", test device" : "") + ", session \(sessionEpoch))"
+    }
+}

@@ -69,13 +69,14 @@ public enum Probe {
             try? await api.unregister(token: token)
         }
 
-        // Live Activity: register, then delete by its URL.
+        // Live Activity: register, then delete by its URL. (URLs are never
+        // printed: each is the only key to its resource.)
         do {
             let url = try await api.registerLiveActivity(activityID: "probe-\(token.prefix(12))", pushToken: token, stopID: options.stopID ?? "probe_stop",
                                                          routeShortName: "probe", tripHeadsign: "sidecar probe")
             do {
                 try await api.delete(url)
-                report(.pass, "live activity", "registered (\(url.path)) and deleted")
+                report(.pass, "live activity", "registered and deleted by its URL")
             } catch { report(.fail, "live activity", "registered, but the DELETE failed: \(describe(error))") }
         } catch { report(.fail, "live activity", "registration failed: \(describe(error))") }
 
@@ -86,7 +87,7 @@ public enum Probe {
                                                           stopSequence: options.stopSequence ?? 0, secondsBefore: 60))
                 do {
                     try await api.delete(url)
-                    report(.pass, "alarm", "created (\(url.path)) and deleted")
+                    report(.pass, "alarm", "created and deleted by its URL")
                 } catch { report(.fail, "alarm", "created, but the DELETE failed: \(describe(error))") }
             } catch { report(.fail, "alarm", "creation failed: \(describe(error))") }
             try? await api.unregister(token: token)  // v2 alarms register the token too
