@@ -75,11 +75,8 @@ extension FeedEntity {
 
 extension Alert {
     func write(to writer: inout ProtobufWriter) {
-        for period in activePeriods {
-            writer.message(1) { nested in
-                if let start = period.start { nested.uint(1, start) }
-                if let end = period.end { nested.uint(2, end) }
-            }
+        for (field, periods) in [(1, activePeriods), (2, communicationPeriods), (3, impactPeriods)] {
+            for period in periods { writer.message(field) { period.write(to: &$0) } }
         }
         for selector in informedEntities {
             writer.message(5) { nested in
@@ -101,13 +98,9 @@ extension Alert {
         var alert = Alert()
         while let (field, value) = try reader.next() {
             switch field {
-            case 1:
-                var nested = try value.message()
-                var range = TimeRange(start: nil, end: nil)
-                while let (inner, innerValue) = try nested.next() {
-                    if inner == 1 { range.start = try innerValue.uint() } else if inner == 2 { range.end = try innerValue.uint() }
-                }
-                alert.activePeriods.append(range)
+            case 1: alert.activePeriods.append(try TimeRange(try value.message()))
+            case 2: alert.communicationPeriods.append(try TimeRange(try value.message()))
+            case 3: alert.impactPeriods.append(try TimeRange(try value.message()))
             case 5:
                 var nested = try value.message()
                 var selector = EntitySelector()
@@ -130,6 +123,21 @@ extension Alert {
             }
         }
         self = alert
+    }
+}
+
+extension TimeRange {
+    func write(to writer: inout ProtobufWriter) {
+        if let start { writer.uint(1, start) }
+        if let end { writer.uint(2, end) }
+    }
+
+    init(_ reader: ProtobufReader) throws(ProtobufError) {
+        var reader = reader
+        self.init(start: nil, end: nil)
+        while let (field, value) = try reader.next() {
+            if field == 1 { start = try value.uint() } else if field == 2 { end = try value.uint() }
+        }
     }
 }
 

@@ -36,7 +36,14 @@ public struct FeedEntity: Equatable, Sendable {
 }
 
 public struct Alert: Equatable, Sendable {
+    /// `active_period` (field 1): deprecated by google/transit#546 but the
+    /// only period the iOS app reads.
     public var activePeriods: [TimeRange]
+    /// `communication_period` (field 2): when riders should be shown the alert.
+    public var communicationPeriods: [TimeRange] = []
+    /// `impact_period` (field 3): when service is affected; each range lies
+    /// inside a communication period.
+    public var impactPeriods: [TimeRange] = []
     public var informedEntities: [EntitySelector]
     public var cause: Cause?
     public var effect: Effect?
@@ -45,10 +52,13 @@ public struct Alert: Equatable, Sendable {
     public var descriptionText: TranslatedString?
     public var severityLevel: SeverityLevel?
 
-    public init(activePeriods: [TimeRange] = [], informedEntities: [EntitySelector] = [], cause: Cause? = nil, effect: Effect? = nil,
+    public init(activePeriods: [TimeRange] = [], communicationPeriods: [TimeRange] = [], impactPeriods: [TimeRange] = [],
+                informedEntities: [EntitySelector] = [], cause: Cause? = nil, effect: Effect? = nil,
                 url: TranslatedString? = nil, headerText: TranslatedString? = nil, descriptionText: TranslatedString? = nil,
                 severityLevel: SeverityLevel? = nil) {
         self.activePeriods = activePeriods
+        self.communicationPeriods = communicationPeriods
+        self.impactPeriods = impactPeriods
         self.informedEntities = informedEntities
         self.cause = cause
         self.effect = effect

@@ -28,8 +28,9 @@ extension FeedEntity {
 extension Alert {
     var jsonFields: [(String, JSONText)] {
         var fields: [(String, JSONText)] = []
-        if !activePeriods.isEmpty {
-            fields.append(("activePeriod", .array(activePeriods.map { period in
+        for (name, periods) in [("activePeriod", activePeriods), ("communicationPeriod", communicationPeriods), ("impactPeriod", impactPeriods)]
+        where !periods.isEmpty {
+            fields.append((name, .array(periods.map { period in
                 var range: [(String, JSONText)] = []
                 if let start = period.start { range.append(("start", .string(String(start)))) }
                 if let end = period.end { range.append(("end", .string(String(end)))) }

@@ -116,11 +116,15 @@ public struct Router: Sendable {
     }
 
     /// Splits and strictly decodes the path; a single trailing slash is
-    /// ignored (the apps call some paths with one).
+    /// ignored (the apps call some paths with one), and so are extra leading
+    /// slashes (Android joins a base URL ending in `/` and `/api/...` into
+    /// `//api/...`).
     public static func pathSegments(_ rawPath: String) throws(ParameterError) -> [String] {
         let bytes = Array(rawPath.utf8)
         var segments: [String] = []
-        var start = bytes.first == UInt8(ascii: "/") ? 1 : 0
+        var start = 0
+        while start < bytes.count && bytes[start] == UInt8(ascii: "/") { start += 1 }
+        if start == bytes.count { return [] }
         var index = start
         while index <= bytes.count {
             if index == bytes.count || bytes[index] == UInt8(ascii: "/") {

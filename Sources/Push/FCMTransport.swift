@@ -97,9 +97,11 @@ public final class FCMTransport: PushTransport {
 
     /// The v1 message: notification title and body, string data, high
     /// delivery priority, and the default sound (at the highest display
-    /// priority for a time-sensitive push).
-    public static func body(_ message: PushMessage) -> [UInt8] {
+    /// priority for a time-sensitive push); the message's channel, and a
+    /// time to live up to its expiration (seconds from `now`).
+    public static func body(_ message: PushMessage, now: Int64 = 0) -> [UInt8] {
         var android: [String: JSONValue] = ["priority": .string("high")]
+        if message.expiration > 0 { android["ttl"] = .string("\(max(message.expiration - now, 0))s") }
         var fields: [String: JSONValue] = ["token": .string(message.token)]
         var notification: [String: JSONValue] = [:]
         if let title = message.title { notification["title"] = .string(title) }
@@ -108,6 +110,7 @@ public final class FCMTransport: PushTransport {
             fields["notification"] = .object(notification)
             var display: [String: JSONValue] = ["sound": .string("default")]
             if message.attention == .timeSensitive { display["notification_priority"] = .string("PRIORITY_MAX") }
+            if let channel = message.androidChannel { display["channel_id"] = .string(channel) }
             android["notification"] = .object(display)
         }
         fields["android"] = .object(android)
@@ -133,7 +136,7 @@ public final class FCMTransport: PushTransport {
             do {
                 let response = try await http.send(HTTPClientRequest(
                     method: "POST", url: "\(baseURL)/v1/projects/\(account.projectID)/messages:send",
-                    headers: [("Authorization", "Bearer \(access)"), ("Content-Type", "application/json")], body: Self.body(message),
+                    headers: [("Authorization", "Bearer \(access)"), ("Content-Type", "application/json")], body: Self.body(message, now: Int64(now())),
                     upstream: "fcm"))
                 if response.status == 401 && !refreshed {
                     refreshed = true

@@ -12,11 +12,15 @@ public struct GorushTransport: PushTransport {
     let http: HTTPClient
     /// Notifications per request to gorush.
     let batchSize: Int
+    /// Epoch seconds, for an Android time to live (injected in tests).
+    let now: @Sendable () -> Int64
 
     /// - Parameters:
     ///   - baseURL: gorush's base URL (`--gorush-url`).
     ///   - apnsTopic: the iOS app's bundle id (`--apns-topic`).
-    public init(baseURL: String, apnsTopic: String?, http: HTTPClient, batchSize: Int = 100) {
+    public init(baseURL: String, apnsTopic: String?, http: HTTPClient, batchSize: Int = 100,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.now = now
         endpoint = (baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL) + "/api/push"
         self.apnsTopic = apnsTopic
         self.http = http
@@ -40,6 +44,18 @@ public struct GorushTransport: PushTransport {
                     fields["priority"] = .string("high")
                     if message.platform == .ios { fields["interruption_level"] = .string(PushMessage.Attention.timeSensitive.rawValue) }
                 }
+            }
+            if message.expiration > 0 {
+                if message.platform == .ios {
+                    fields["expiration"] = .integer(message.expiration)
+                } else {
+                    fields["time_to_live"] = .integer(max(message.expiration - now(), 0))
+                }
+            }
+            if message.platform == .android, let channel = message.androidChannel {
+                // gorush reads the channel from its legacy notification object
+                // and still takes the title and body from the top level.
+                fields["notification"] = .object(["android_channel_id": .string(channel)])
             }
             if message.platform == .ios {
                 fields["development"] = .bool(message.apnsSandbox)
@@ -108,28 +124,47 @@ public struct GorushTransport: PushTransport {
     }
 }
 
-/// Prints each payload instead of sending it (development). Tokens are
-/// never printed; a short fingerprint stands in for them.
+/// Prints each payload instead of sending it (development). What is
+/// printed is what the provider would get: the whole APNs payload (`aps`
+/// with sound, interruption level and badge, and the custom keys) for iOS,
+/// the FCM v1 message (notification, channel, time to live, data) for
+/// Android, as JSON. Tokens are never printed; a short fingerprint stands in
+/// for them, in the FCM message too.
 public struct LogTransport: PushTransport {
     public let name = "log"
     let logger: Logger
     let fingerprint: @Sendable (String) -> String
+    let now: @Sendable () -> Int64
 
-    public init(logger: Logger, fingerprint: @escaping @Sendable (String) -> String) {
+    public init(logger: Logger, fingerprint: @escaping @Sendable (String) -> String,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
         self.logger = logger
         self.fingerprint = fingerprint
+        self.now = now
+    }
+
+    /// The provider's payload with the token replaced by its fingerprint.
+    public func payload(_ message: PushMessage) -> String {
+        var shown = message
+        shown.token = fingerprint(message.token)
+        let bytes = message.platform == .ios ? APNsTransport.payload(shown) : FCMTransport.body(shown, now: now())
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
         for message in messages {
-            let data = String(decoding: JSONValue.object(message.data).encoded(), as: UTF8.self)
             var fields = [("platform", message.platform.rawValue), ("sandbox", String(message.apnsSandbox)), ("kind", message.kind.rawValue),
-                          ("device", fingerprint(message.token)), ("title", message.title ?? ""), ("body", message.body ?? ""), ("data", data)]
+                          ("device", fingerprint(message.token)), ("title", message.title ?? ""), ("body", message.body ?? "")]
+            if message.platform == .ios {
+                fields.append(("priority", String(message.priority)))
+                fields.append(("expiration", String(message.expiration)))
+            }
             if let activity = message.liveActivity {
                 // What the Lock Screen would show: the event and its content state.
                 fields.append(("event", activity["event"]?.scalarText ?? ""))
                 fields.append(("content_state", String(decoding: (activity["content-state"] ?? .null).encoded(), as: UTF8.self)))
             }
+            fields.append(("payload", payload(message)))
             logger.info("push (log transport)", fields)
         }
         return Array(repeating: .delivered, count: messages.count)

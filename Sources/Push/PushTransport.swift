@@ -21,8 +21,11 @@ public struct PushMessage: Sendable, Equatable {
     public var kind: Kind = .alert
     /// APNs priority: 10 delivers at once, 5 when convenient.
     public var priority = 10
-    /// Epoch seconds after which APNs may drop it (0 = try once, now).
+    /// Epoch seconds after which the provider may drop it (0 = APNs tries
+    /// once, now; FCM keeps it its default four weeks).
     public var expiration: Int64 = 0
+    /// The Android notification channel to post on (`android.notification.channel_id`).
+    public var androidChannel: String? = nil
     /// Lets a newer push replace an undelivered older one on the device.
     public var collapseID: String?
     /// For Live Activities: the `aps` members (`event`, `content-state`,

@@ -37,10 +37,20 @@ public enum SidecarLink: Equatable, Sendable {
         }
     }
 
+    /// What an add-region link carries: every parameter the current apps
+    /// read. `region-id` is read by iOS 26.3.0 and Android 26.2.0 and later
+    /// (without it the app invents an id the sidecar does not know); the
+    /// OpenTripPlanner GraphQL values by iOS 26.3.0 and later only. Links
+    /// made before these existed decode with them absent.
     public struct AddRegion: Equatable, Sendable {
         public var name: String
         public var obaURL: URL
+        /// `region-id`: the id of the region in the sidecar's paths.
+        public var regionID: Int64?
         public var otpURL: URL?
+        public var otpGraphqlURL: URL?
+        /// `otp-graphql-bikeshare`: `true` or `1` (any case) mean true.
+        public var otpGraphqlBikeshare: Bool
         public var sidecarURL: URL?
         /// Set only when both an Umami URL and a website id are valid (both or nothing).
         public var umami: (url: URL, id: String)? {
@@ -50,18 +60,23 @@ public enum SidecarLink: Equatable, Sendable {
         public var umamiURL: URL?
         public var umamiID: String?
 
-        public init(name: String, obaURL: URL, otpURL: URL? = nil, sidecarURL: URL? = nil, umamiURL: URL? = nil, umamiID: String? = nil) {
+        public init(name: String, obaURL: URL, regionID: Int64? = nil, otpURL: URL? = nil, otpGraphqlURL: URL? = nil,
+                    otpGraphqlBikeshare: Bool = false, sidecarURL: URL? = nil, umamiURL: URL? = nil, umamiID: String? = nil) {
             self.name = name
             self.obaURL = obaURL
+            self.regionID = regionID
             self.otpURL = otpURL
+            self.otpGraphqlURL = otpGraphqlURL
+            self.otpGraphqlBikeshare = otpGraphqlBikeshare
             self.sidecarURL = sidecarURL
             self.umamiURL = umamiURL
             self.umamiID = umamiID
         }
 
         public static func == (lhs: AddRegion, rhs: AddRegion) -> Bool {
-            lhs.name == rhs.name && lhs.obaURL == rhs.obaURL && lhs.otpURL == rhs.otpURL && lhs.sidecarURL == rhs.sidecarURL
-                && lhs.umamiURL == rhs.umamiURL && lhs.umamiID == rhs.umamiID
+            lhs.name == rhs.name && lhs.obaURL == rhs.obaURL && lhs.regionID == rhs.regionID && lhs.otpURL == rhs.otpURL
+                && lhs.otpGraphqlURL == rhs.otpGraphqlURL && lhs.otpGraphqlBikeshare == rhs.otpGraphqlBikeshare
+                && lhs.sidecarURL == rhs.sidecarURL && lhs.umamiURL == rhs.umamiURL && lhs.umamiID == rhs.umamiID
         }
     }
 
@@ -91,8 +106,16 @@ public enum SidecarLink: Equatable, Sendable {
             return URL(string: "\(scheme)://view-stop?stopID=\(Self.encoded(stopID))&regionID=\(regionID)")
         case .addRegion(let region):
             var items = [("name", region.name), ("oba-url", region.obaURL.absoluteString)]
+            if let id = region.regionID { items.append(("region-id", String(id))) }
+            if let sidecar = region.sidecarURL {
+                // Android appends "/api/..." to this by concatenation.
+                var text = sidecar.absoluteString
+                while text.hasSuffix("/") { text.removeLast() }
+                items.append(("sidecar-url", text))
+            }
             if let otp = region.otpURL { items.append(("otp-url", otp.absoluteString)) }
-            if let sidecar = region.sidecarURL { items.append(("sidecar-url", sidecar.absoluteString)) }
+            if let graphql = region.otpGraphqlURL { items.append(("otp-graphql-url", graphql.absoluteString)) }
+            if region.otpGraphqlBikeshare { items.append(("otp-graphql-bikeshare", "true")) }
             if let umami = region.umamiURL { items.append(("umami-url", umami.absoluteString)) }
             if let umamiID = region.umamiID { items.append(("umami-id", umamiID)) }
             return URL(string: "\(scheme)://add-region?" + items.map { "\($0.0)=\(Self.encoded($0.1))" }.joined(separator: "&"))
@@ -113,9 +136,14 @@ public enum SidecarLink: Equatable, Sendable {
                 self = .viewStop(stopID: stopID, regionID: regionID)
             case "add-region":
                 guard let name = value("name"), let oba = value("oba-url").flatMap(Self.validURL) else { return nil }
-                self = .addRegion(AddRegion(name: name, obaURL: oba, otpURL: value("otp-url").flatMap(Self.validURL),
+                let bikeshare = value("otp-graphql-bikeshare")?.trimmingCharacters(in: .whitespaces).lowercased()
+                self = .addRegion(AddRegion(name: name, obaURL: oba,
+                                            regionID: value("region-id").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) },
+                                            otpURL: value("otp-url").flatMap(Self.validURL),
+                                            otpGraphqlURL: value("otp-graphql-url").flatMap(Self.validURL),
+                                            otpGraphqlBikeshare: bikeshare == "true" || bikeshare == "1",
                                             sidecarURL: value("sidecar-url").flatMap(Self.validURL), umamiURL: value("umami-url").flatMap(Self.validURL),
-                                            umamiID: value("umami-id")))
+                                            umamiID: value("umami-id")?.trimmingCharacters(in: .whitespaces).nilIfEmpty))
             default: return nil
             }
             return
@@ -144,4 +172,9 @@ public enum SidecarLink: Equatable, Sendable {
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty, let url = URL(string: text) else { return nil }
         return url.scheme != nil || text.hasPrefix("/") ? url : nil
     }
+}
+
+extension String {
+    /// nil for the empty string.
+    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }

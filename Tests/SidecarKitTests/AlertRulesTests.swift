@@ -51,7 +51,8 @@ struct AlertFeedRulesTests {
         let alert = try #require(entity.alert)
         #expect(alert.informedEntities == [EntitySelector(agencyID: "1")])
         #expect(alert.cause == .construction && alert.effect == .detour && alert.severityLevel == .warning)
-        #expect(alert.headerText?.translations.map(\.language) == ["en", "es", "zh-Hant"], "English first; the stale vi is withheld")
+        #expect(alert.headerText?.translations.map(\.language) == ["en", "es", "zh-Hant", "zh"],
+                "English first; the stale vi is withheld; the only Chinese also goes out under the bare zh both apps ask for")
         #expect(alert.descriptionText?.translations.map(\.language) == ["en", "es"], "a blank translated description is left out")
         #expect(alert.url?.translations == [.init(text: "https://example.org/42", language: "en")], "url is English only")
     }

@@ -59,12 +59,6 @@ struct DoctorTests {
     }
 
     /// A port nothing listens on (bound, then released).
-    static func closedPort() async throws -> Int {
-        let server = try startLocalServer(Router())
-        let port = server.port
-        _ = await server.shutdown()
-        return port
-    }
 
     @Test func configurationWarningsNameTheirFix() {
         var configuration = SidecarConfiguration()
@@ -123,7 +117,9 @@ struct DoctorTests {
     }
 
     @Test func aBrokenConfigurationFailsWithAFixForEachProblem() async throws {
-        let closed = try await Self.closedPort()
+        let closedPort = try ClosedPort()
+        defer { withExtendedLifetime(closedPort) {} }
+        let closed = closedPort.port
         try await Self.withUpstreams { upstream in try await Self.inDirectory { directory in
             var configuration = try Self.configuration(in: directory, upstream: upstream, key: "wrong-key", gorushPort: closed)
             configuration.apnsKeyFile = directory.appendingPathComponent("missing.p8").path
@@ -155,7 +151,9 @@ struct DoctorTests {
             let said = Locked<[String]>([])
             #expect(await HealthCheck.run(url: "http://127.0.0.1:\(app.port)/nothing", output: { line in said.withLock { $0.append(line) } }) == 1)
             #expect(said.value.first?.contains("HTTP 404") == true)
-            let closed = try await Self.closedPort()
+            let closedPort = try ClosedPort()
+            defer { withExtendedLifetime(closedPort) {} }
+            let closed = closedPort.port
             #expect(await HealthCheck.run(url: "http://127.0.0.1:\(closed)/healthz", output: silent) == 1)
         }
     }

@@ -60,21 +60,26 @@ struct LinkRulesTests {
         #expect(LinkRules.queryItems(link)?["stopID"] == "1_75403&x=<b>")
     }
 
-    @Test func appleAppSiteAssociationHasBothFormsAndNothingElse() throws {
+    @Test func appleAppSiteAssociationClaimsTripsWithATripIDAndStopPagesByChoice() throws {
         let document = LinkRules.appleAppSiteAssociation(appIDs: ["ABCDE12345.org.onebusaway.iphone"], claimStopPages: false)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(document.encoded())) as? [String: Any])
         let applinks = try #require(json["applinks"] as? [String: Any])
         let details = try #require(applinks["details"] as? [[String: Any]])
-        let modern = try #require(details.first { $0["appIDs"] != nil })
+        #expect(details.count == 1, "no legacy paths entry: iOS reads it too, and paths cannot ask for a trip_id")
+        let modern = try #require(details.first)
         #expect(modern["appIDs"] as? [String] == ["ABCDE12345.org.onebusaway.iphone"])
         let components = try #require(modern["components"] as? [[String: Any]])
         #expect(components.map { $0["/"] as? String } == ["/regions/*/stops/*/trips"])
-        let legacy = try #require(details.first { $0["appID"] != nil })
-        #expect(legacy["paths"] as? [String] == ["/regions/*/stops/*/trips"])
+        #expect(components[0]["?"] as? [String: String] == ["trip_id": "?*"], "a trips link without trip_id is not claimed")
         let text = String(decoding: document.encoded(), as: UTF8.self)
         #expect(!text.contains("/admin") && !text.contains("/api") && !text.contains("\"*\"") && !text.contains("\"/*\""))
         let withStops = LinkRules.appleAppSiteAssociation(appIDs: ["ABCDE12345.org.onebusaway.iphone"], claimStopPages: true)
-        #expect(String(decoding: withStops.encoded(), as: UTF8.self).contains("\"/regions/*/stops/*\""))
+        let stopJSON = try #require(try JSONSerialization.jsonObject(with: Data(withStops.encoded())) as? [String: Any])
+        let stopComponents = try #require((((stopJSON["applinks"] as? [String: Any])?["details"] as? [[String: Any]])?.first)?["components"]
+            as? [[String: Any]])
+        // Order decides: trips with a trip_id, then anything deeper than a stop page excluded, then stop pages.
+        #expect(stopComponents.map { $0["/"] as? String } == ["/regions/*/stops/*/trips", "/regions/*/stops/*/*", "/regions/*/stops/*"])
+        #expect(stopComponents.map { $0["exclude"] as? Bool } == [nil, true, nil])
     }
 
     @Test(arguments: [

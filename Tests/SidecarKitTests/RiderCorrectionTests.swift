@@ -96,7 +96,8 @@ struct RiderCorrectionTests {
         let android = try #require(message["android"] as? [String: Any])
         #expect(Set(android.keys) == ["priority", "notification"])
         #expect(android["priority"] as? String == "high")
-        #expect((android["notification"] as? [String: String]) == ["sound": "default", "notification_priority": "PRIORITY_MAX"])
+        #expect((android["notification"] as? [String: String]) == ["sound": "default", "notification_priority": "PRIORITY_MAX",
+                                                                  "channel_id": "arrival_reminders"])
         #expect(Set((message["data"] as? [String: String] ?? [:]).keys) == ["arrival_and_departure"])
         let alert = try #require(try Self.object(FCMTransport.body(PushMessage(token: "t", platform: .android, title: "Detour", body: "x")))["message"]
             as? [String: Any])
@@ -113,7 +114,8 @@ struct RiderCorrectionTests {
         #expect(notifications[0]["sound"] as? String == "default")
         #expect(notifications[0]["interruption_level"] as? String == "time-sensitive")
         #expect(notifications[0]["priority"] as? String == "high")
-        #expect(Set(notifications[1].keys) == ["tokens", "platform", "title", "message", "data", "sound", "priority"])
+        #expect(Set(notifications[1].keys) == ["tokens", "platform", "title", "message", "data", "sound", "priority", "notification"])
+        #expect(notifications[1]["notification"] as? [String: String] == ["android_channel_id": "arrival_reminders"])
         #expect(notifications[1]["sound"] as? String == "default")
         #expect(notifications[1]["priority"] as? String == "high")
         #expect(Set(notifications[2].keys) == ["tokens", "platform", "title", "message", "sound", "development", "topic"],
@@ -148,19 +150,26 @@ struct RiderCorrectionTests {
         }
     }
 
-    @Test func anEmptyFeedIsStampedWithTheServerStartThenWithItsLastChange() async throws {
+    @Test func theFeedIsStampedWithTheMinuteOfTheResponseAndLastModifiedWithItsLastChange() async throws {
         try await AlertRouteTests.run { app, _, _ in
-            let start = UInt64(app.clock.now().epochMillis / 1000)
-            app.clock.advance(seconds: 3600)
-            let empty = try FeedMessage(decoding: try await app.send("GET", "/api/v1/regions/0/alerts").body)
+            let start = app.clock.now().epochMillis / 1000
+            app.clock.advance(seconds: 3600 + 59)
+            let response = try await app.send("GET", "/api/v1/regions/0/alerts")
+            let empty = try FeedMessage(decoding: response.body)
             #expect(empty.entities.isEmpty)
-            #expect(empty.header.timestamp == start, "never 0, which consumers read as 1970")
+            let now = app.clock.now().epochMillis / 1000
+            #expect(empty.header.timestamp == UInt64(now / 60 * 60), "the Android app's now: rounded down, never ahead")
+            #expect(response.header("Last-Modified") == HTTPDate.format(start), "an untouched region: the server's start")
             let alert = try await app.administration.create(regionID: 1, fields: ["header": "Gone soon", "start": AlertRouteTests.start])
             app.clock.advance(seconds: 60)
             try await app.administration.delete(id: alert.id)
-            let emptied = try FeedMessage(decoding: try await app.send("GET", "/api/v1/regions/1/alerts").body)
+            let deletedAt = app.clock.now().epochMillis / 1000
+            app.clock.advance(seconds: 600)
+            let emptiedResponse = try await app.send("GET", "/api/v1/regions/1/alerts")
+            let emptied = try FeedMessage(decoding: emptiedResponse.body)
             #expect(emptied.entities.isEmpty)
-            #expect(emptied.header.timestamp == start + 3660, "the time its content last changed")
+            #expect(emptied.header.timestamp == UInt64((deletedAt + 600) / 60 * 60), "stamped now, not at the last change")
+            #expect(emptiedResponse.header("Last-Modified") == HTTPDate.format(deletedAt), "the time its content last changed")
         }
     }
 

@@ -32,12 +32,17 @@ struct LocaleTests {
         ("es", "es"), ("ES", "es"), ("es-MX", "es"), ("es_MX", "es"), ("zh-CN", "zh-Hans"), ("zh-SG", "zh-Hans"),
         ("zh-TW", "zh-Hant"), ("zh-HK", "zh-Hant"), ("zh-hant", "zh-Hant"), ("ZH-HANS", "zh-Hans"),
         ("fil", "tl"), ("FIL", "tl"), ("pt-BR", "pt"), ("pt-PT", "pt"), ("vi-VN", "vi"), ("tl", "tl"),
-    ])
-    func maps(tag: String, expected: String) {
+        // What Android's Locale.toLanguageTag() sends: the script decides Chinese, then the region.
+        ("zh-Hans-CN", "zh-Hans"), ("zh-Hant-TW", "zh-Hant"), ("zh-Hant-HK", "zh-Hant"), ("zh-Hans-HK", "zh-Hans"),
+        ("zh-Hant-CN", "zh-Hant"), ("zh-MO", "zh-Hant"), ("zh", "zh-Hans"), ("zh_Hant_TW", "zh-Hant"),
+        // Aliases apply after the region is dropped.
+        ("fil-PH", "tl"), ("es-419", "es"), ("sr-Latn-RS", nil), ("ko-KR-u-ca-dangi", "ko"), ("de-CH-1996", "de"),
+    ] as [(String, String?)])
+    func maps(tag: String, expected: String?) {
         #expect(LocaleCatalog.standard.normalize(tag) == expected)
     }
 
-    @Test("English and unknown tags are nil (English copy)", arguments: ["en", "en-US", "xx", "klingon", "", "  ", "zh", "-"])
+    @Test("English and unknown tags are nil (English copy)", arguments: ["en", "en-US", "xx", "klingon", "", "  ", "-", "x-private", "123", "e"])
     func english(tag: String) {
         #expect(LocaleCatalog.standard.normalize(tag) == nil)
     }

@@ -358,7 +358,8 @@ public enum AdminCommands {
             "  url:         \(alert.url ?? "-")",
             "  cause:       \(alert.cause.name)   effect: \(alert.effect.name)   severity: \(alert.severity.name)",
             "  start:       \(format(alert.startsAt))",
-            "  end:         \(alert.endsAt.map(format) ?? "none (the feed shows start + 8 h)")",
+            "  end:         \(alert.endsAt.map(format) ?? "none (riders see it until start + 8 h: \(format(AlertFeedRules.effectiveEnd(alert))))")",
+            "  affected:    \(alert.impactStartsAt.map { "\(format($0)) to \(alert.impactEndsAt.map(format) ?? "-")" } ?? "the whole shown period")",
         ]
         for translation in translations {
             let stale = translation.sourceVersion != alert.sourceVersion ? " [stale: made from an earlier English text, withheld]" : ""
@@ -439,19 +440,42 @@ extension AdminCommands {
     static func addRegionLink(_ invocation: AdminInvocation, directory: RegionDirectory, output: @Sendable (String) -> Void,
                               errors: @Sendable (String) -> Void) throws -> Int32 {
         let options = invocation.options
-            var link = LinkRules.AddRegion(name: "", obaURL: "", sidecarURL: nil, otpURL: nil)
-            if let text = options["region"] ?? options["region_id"] {
+            var link = LinkRules.AddRegion(name: "", obaURL: "")
+            var explicitID: Int64?
+            if let text = options["region_id"] {
+                guard let id = LinkRules.regionIDValue(text) else {
+                    throw AdministrationError.invalid(["--region-id must be a non-negative integer that fits 64 bits (got '\(text)')"])
+                }
+                explicitID = id
+            }
+            if let text = options["region"] {
                 guard let id = Int(text), let region = directory.region(id: id) else {
                     throw AdministrationError.notFound("No region \(text) in the regions directory (see sidecar region list)")
                 }
-                link = LinkRules.AddRegion(name: region.name, obaURL: region.obaBaseURL ?? "", sidecarURL: region.sidecarBaseURL?.presence, otpURL: nil)
+                link = LinkRules.AddRegion(region: region, sidecarURL: nil)
+            } else if let id = explicitID, id <= Int64(Int.max), let region = directory.region(id: Int(id)) {
+                // The directory's values are the defaults the other flags override.
+                link = LinkRules.AddRegion(region: region, sidecarURL: nil)
             }
+            if let id = explicitID { link.regionID = id }
             if let name = options["name"] { link.name = name }
             if let oba = options["oba_url"] { link.obaURL = oba }
             if let sidecar = options["sidecar_url"] { link.sidecarURL = sidecar }
-            if let otp = options["otp_url"] { link.otpURL = otp }
+            if let otp = options["otp_url"] { link.otpURL = otp.presence }
+            if let graphql = options["otp_graphql_url"] { link.otpGraphqlURL = graphql.presence }
+            if let bikeshare = options["otp_graphql_bikeshare"] {
+                guard let value = BooleanParameter.read(bikeshare) else {
+                    throw AdministrationError.invalid(["--otp-graphql-bikeshare must be true or false (got '\(bikeshare)')"])
+                }
+                link.otpGraphqlBikeshare = value
+            }
+            if let url = options["umami_url"] { link.umamiURL = url.presence }
+            if let id = options["umami_id"] { link.umamiID = id.presence }
             var problems = LinkRules.problems(link)
             if link.sidecarURL?.isEmpty ?? true { problems.append("the sidecar URL is required: pass --sidecar-url (this server's public https address)") }
+            if link.regionID == nil {
+                problems.append("the region id is required: pass --region-id N (the id this sidecar serves the region under; without it the apps invent one and every sidecar call answers 404)")
+            }
             guard problems.isEmpty else { throw AdministrationError.invalid(problems) }
             let text = LinkRules.addRegionLink(link)
             output(text)

@@ -71,7 +71,8 @@ struct AdminRoutes: Sendable {
         return alert
     }
 
-    static let authoringFields = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test", "agency_id"]
+    static let authoringFields = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test",
+                                  "agency_id"]
 
     static func fields(_ request: Request, _ names: [String]) -> [String: String] {
         var fields: [String: String] = [:]
@@ -216,6 +217,8 @@ enum AdminJSON {
             "header": .string(alert.header), "description": .string(alert.description), "url": alert.url.map(JSONValue.string) ?? .null,
             "cause": .string(alert.cause.name), "effect": .string(alert.effect.name), "severity": .string(alert.severity.name),
             "start": time(alert.startsAt), "end": time(alert.endsAt), "published": .bool(alert.published), "test": .bool(alert.test),
+            "impact_start": time(alert.impactStartsAt), "impact_end": time(alert.impactEndsAt),
+            "shown_until": time(AlertFeedRules.effectiveEnd(alert)),
             "source_version": .integer(Int64(alert.sourceVersion)), "updated_at": time(alert.updatedAt),
         ]
         if let translations { fields["translations"] = .array(translations.map { translation($0, current: alert.sourceVersion) }) }

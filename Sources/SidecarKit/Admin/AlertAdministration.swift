@@ -90,7 +90,7 @@ public struct AlertAdministration: Sendable {
             messages.append("agency_id is required: set the region's with 'sidecar region set --id \(regionID) --agency-id ID' or give one")
         }
         var alert = ServiceAlert(id: 0, regionID: regionID, agencyID: agency ?? "", header: "", description: "", url: nil,
-                                 cause: .unknownCause, effect: .unknownEffect, severity: .unknownSeverity, startsAt: 0, endsAt: nil,
+                                 cause: .unknownCause, effect: .unknownEffect, severity: .warning, startsAt: 0, endsAt: nil,
                                  published: false, test: false, sourceVersion: 1, createdAt: now, updatedAt: now)
         messages += AlertInputRules.apply(fields, to: &alert).filter { !messages.contains($0) }
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }

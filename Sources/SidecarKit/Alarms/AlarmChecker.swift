@@ -48,7 +48,9 @@ struct AlarmChecker: Sendable {
     /// What a lookup said about one alarm (the route and headsign name the
     /// bus in the text pushed when it fires).
     enum Verdict: Sendable {
-        case found(departureMillis: Int64, currentTimeMillis: Int64, route: String?, headsign: String?)
+        /// `stopSequence` is the visit's, from the lookup (an alarm created
+        /// without one gets it filled in so the iOS app can decode the push).
+        case found(departureMillis: Int64, currentTimeMillis: Int64, route: String?, headsign: String?, stopSequence: Int?)
         case notFound
         case transient
     }
@@ -109,7 +111,7 @@ struct AlarmChecker: Sendable {
         report.stopRequests += checked.reduce(0) { $0 + $1.stopRequests }
         report.tripRequests += checked.reduce(0) { $0 + $1.tripRequests }
         var updates: [AlarmStore.Update] = []
-        var toFire: [(alarm: Alarm, text: String)] = []
+        var toFire: [(alarm: Alarm, text: String, expiresAt: Int64)] = []
         let interval = Int64(intervalSeconds)
         // Per stop, what was decided (logged at debug).
         let debugging = logger.isEnabled(.debug)
@@ -119,7 +121,7 @@ struct AlarmChecker: Sendable {
         }
         for (alarm, verdict) in verdicts {
             switch verdict {
-            case .found(let departure, let currentTime, let route, let headsign):
+            case .found(let departure, let currentTime, let route, let headsign, let stopSequence):
                 let seconds = AlarmRules.secondsUntilDeparture(departureMillis: departure, currentTimeMillis: currentTime)
                 let decision = AlarmRules.decide(secondsUntilDeparture: seconds, secondsBefore: alarm.secondsBefore)
                 note(alarm, "\(decision)")
@@ -140,8 +142,11 @@ struct AlarmChecker: Sendable {
                         // Nothing can deliver it: keep checking until it expires.
                         updates.append(.reschedule(id: alarm.id, failureCount: 0, nextCheckAt: now + interval * 1000, departureEstimate: departure))
                     } else {
-                        toFire.append((alarm, AlarmRules.firingMessage(route: route, headsign: headsign, secondsUntilDeparture: seconds,
-                                                                       stored: alarm.message)))
+                        var firing = alarm
+                        if firing.stopSequence == nil { firing.stopSequence = stopSequence }
+                        // No use after the bus left: APNs and FCM drop it then.
+                        toFire.append((firing, AlarmRules.firingMessage(route: route, headsign: headsign, secondsUntilDeparture: seconds,
+                                                                        stored: alarm.message), now / 1000 + max(seconds, 1)))
                     }
                 }
             case .notFound:
@@ -169,8 +174,8 @@ struct AlarmChecker: Sendable {
         if let transport, !toFire.isEmpty {
             // Send first, delete after (at-least-once, §12): a crash between
             // the two re-fires on restart rather than losing the push.
-            let outcomes = await transport.send(toFire.map { AlarmRules.push(for: $0.alarm, text: $0.text) })
-            for ((alarm, _), outcome) in zip(toFire, outcomes) {
+            let outcomes = await transport.send(toFire.map { AlarmRules.push(for: $0.alarm, text: $0.text, expiresAt: $0.expiresAt) })
+            for ((alarm, _, _), outcome) in zip(toFire, outcomes) {
                 switch outcome {
                 case .delivered:
                     report.fired += 1
@@ -232,7 +237,7 @@ struct AlarmChecker: Sendable {
             if let entry = Self.match(alarm, in: stopResponse.entry.arrivalsAndDepartures), let departure = entry.effectiveDepartureTime {
                 verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: stopResponse.currentTime,
                                                route: AlarmRules.routeName(of: entry, references: stopResponse.references),
-                                               headsign: entry.tripHeadsign)))
+                                               headsign: entry.tripHeadsign, stopSequence: entry.stopSequence)))
                 continue
             }
             // Outside the window (or gone): ask about the trip itself.
@@ -244,7 +249,7 @@ struct AlarmChecker: Sendable {
                 if let departure = response.entry.effectiveDepartureTime {
                     verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: response.currentTime,
                                                    route: AlarmRules.routeName(of: response.entry, references: response.references),
-                                                   headsign: response.entry.tripHeadsign)))
+                                                   headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence)))
                 } else {
                     verdicts.append((alarm, .notFound))
                 }

@@ -43,7 +43,7 @@ struct AlarmRoutes: Sendable {
     func create(_ request: Request, version: Int) async -> Response {
         guard let region = regions.resolve(request) else { return .regionNotFound }
         let log = ("region", String(region.id))
-        let alarm: AlarmRequest
+        var alarm: AlarmRequest
         switch AlarmRequest.parse(request.parameters, version: version) {
         case .failure(let failure):
             return ErrorStyle.messages.response(status: 422, error: Self.summary, messages: failure.messages).logging(log.0, log.1)
@@ -65,6 +65,9 @@ struct AlarmRoutes: Sendable {
                 return RiderLimits.tooMany(.messages, retryAfter: retryAfter, what: "lookups").logging(log.0, log.1)
             }
             let composed = await composeMessage(alarm, region: region)
+            // The push names the visit's stop sequence, which the iOS app's
+            // decoder requires: take it from the arrival when not sent.
+            if alarm.stopSequence == nil { alarm.stopSequence = composed.stopSequence }
             if version == 1, composed.estimate == nil, composed.failure != nil {
                 return ErrorStyle.messages.response(status: 502, error: Self.summary,
                                                     messages: ["The arrival could not be looked up on the OneBusAway server"])
@@ -116,18 +119,19 @@ struct AlarmRoutes: Sendable {
     }
 
     /// §5.2: the message is composed now, from an arrival lookup.
-    private func composeMessage(_ alarm: AlarmRequest, region: Region) async -> (message: String, estimate: Int64?, failure: OBAError?) {
+    private func composeMessage(_ alarm: AlarmRequest, region: Region)
+        async -> (message: String, estimate: Int64?, failure: OBAError?, stopSequence: Int?) {
         guard let stopID = alarm.stopID, let tripID = alarm.tripID, let serviceDate = alarm.serviceDate else {
-            return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, .notFound)
+            return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, .notFound, nil)
         }
         do {
             let response = try await oba.arrivalAndDeparture(region: region, stopID: stopID, tripID: tripID, serviceDate: serviceDate,
                                                              vehicleID: alarm.vehicleID, stopSequence: alarm.stopSequence)
             return (AlarmRules.message(for: response.entry, references: response.references, secondsBefore: alarm.secondsBefore),
-                    response.entry.effectiveDepartureTime, nil)
+                    response.entry.effectiveDepartureTime, nil, response.entry.stopSequence)
         } catch {
             logger.info("alarm arrival lookup failed at creation", [("region", String(region.id)), ("reason", "\(error)")])
-            return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, error)
+            return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, error, nil)
         }
     }
 

@@ -152,10 +152,18 @@ public enum AlarmRules {
 
     // MARK: Push payload (§5.4)
 
+    /// The Android app's channel for arrival reminders (onebusaway-android
+    /// `NotificationChannels`); without it FCM falls back to its own channel.
+    public static let androidChannel = "arrival_reminders"
+
     /// The push for a fired alarm. iOS data is exactly
     /// `{"arrival_and_departure": {...}}` beside `aps`; Android (FCM data is
     /// a string map) carries the same object as a JSON string.
-    public static func push(for alarm: Alarm, text: String? = nil) -> PushMessage {
+    /// `expiresAt` (epoch seconds, the departure) bounds delivery: APNs
+    /// `apns-expiration`, FCM `android.ttl`, gorush's `expiration` and
+    /// `time_to_live`. On Android it goes to the app's `arrival_reminders`
+    /// notification channel.
+    public static func push(for alarm: Alarm, text: String? = nil, expiresAt: Int64? = nil) -> PushMessage {
         let payload = JSONValue.object([
             "region_id": .integer(Int64(alarm.regionID)),
             "stop_id": alarm.stopID.map(JSONValue.string) ?? .null,
@@ -170,6 +178,8 @@ public enum AlarmRules {
                                   title: "OneBusAway", body: text ?? alarm.message, data: ["arrival_and_departure": data])
         // The rider asked to be woken for the bus: sound, and through Focus.
         message.attention = .timeSensitive
+        if let expiresAt { message.expiration = expiresAt }
+        message.androidChannel = androidChannel
         return message
     }
 }

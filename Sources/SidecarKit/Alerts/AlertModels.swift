@@ -13,7 +13,8 @@ public struct ServiceAlert: Sendable, Equatable {
     public var cause: Cause
     public var effect: Effect
     public var severity: SeverityLevel
-    /// Epoch seconds.
+    /// Epoch seconds: when riders are shown the alert (the feed's
+    /// `active_period` and `communication_period`).
     public var startsAt: Int64
     public var endsAt: Int64?
     public var published: Bool
@@ -24,6 +25,10 @@ public struct ServiceAlert: Sendable, Equatable {
     public var sourceVersion: Int
     public var createdAt: Int64
     public var updatedAt: Int64
+    /// Epoch seconds: when service is affected (the feed's `impact_period`),
+    /// both or neither, inside the shown period.
+    public var impactStartsAt: Int64? = nil
+    public var impactEndsAt: Int64? = nil
 }
 
 /// A translation of an alert's header and description.

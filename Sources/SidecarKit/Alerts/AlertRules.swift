@@ -32,13 +32,19 @@ public enum AlertFeedRules {
     /// translations withheld, the url in English only.
     public static func entity(_ alert: ServiceAlert, translations: [AlertTranslation]) -> FeedEntity {
         let current = fresh(translations, for: alert)
+        let tags = feedLanguageTags(current.map(\.language))
         func translated(_ english: String, _ pick: (AlertTranslation) -> String) -> TranslatedString {
             TranslatedString([.init(text: english, language: "en")]
-                + current.compactMap { translation in pick(translation).presence.map { .init(text: $0, language: translation.language) } })
+                + tags.compactMap { entry in pick(current[entry.index]).presence.map { .init(text: $0, language: entry.tag) } })
         }
-        let end = alert.endsAt ?? alert.startsAt + defaultDurationSeconds
+        let shown = TimeRange(start: UInt64(max(alert.startsAt, 0)), end: UInt64(max(effectiveEnd(alert), 0)))
+        let impact = alert.impactStartsAt.flatMap { start in
+            alert.impactEndsAt.map { TimeRange(start: UInt64(max(start, 0)), end: UInt64(max($0, 0))) }
+        }
         return FeedEntity(id: "Alert_\(alert.id)", alert: Alert(
-            activePeriods: [TimeRange(start: UInt64(max(alert.startsAt, 0)), end: UInt64(max(end, 0)))],
+            // The migration guide lets a producer keep active_period beside
+            // the new fields; the iOS app reads nothing else.
+            activePeriods: [shown], communicationPeriods: [shown], impactPeriods: impact.map { [$0] } ?? [],
             informedEntities: [EntitySelector(agencyID: alert.agencyID)],
             cause: alert.cause, effect: alert.effect,
             url: alert.url.map { TranslatedString([.init(text: $0, language: "en")]) },
@@ -47,13 +53,44 @@ public enum AlertFeedRules {
             severityLevel: alert.severity))
     }
 
-    /// The feed header's timestamp: when the region's feed content last
-    /// changed, or the server's start when it never did. Never 0, which
-    /// GTFS-realtime consumers read as 1970 and flag as stale; and stable
-    /// between requests, so the cached bytes are too.
-    public static func headerTimestamp(lastChange: Int64?, serverStart: Int64) -> Int64 {
-        guard let lastChange, lastChange > 0 else { return serverStart }
-        return lastChange
+    /// Language codes the apps may ask for in place of another spelling of
+    /// the same language (Android's legacy codes, Filipino's two codes).
+    static let languageTwins: [String: String] = ["tl": "fil", "fil": "tl", "he": "iw", "iw": "he", "id": "in", "in": "id", "yi": "ji", "ji": "yi"]
+
+    /// The language tags each stored translation goes out under. Both apps
+    /// pick a translation by the device's bare language code, matched
+    /// exactly (iOS `Locale.language.languageCode`, Android
+    /// `Locale.getLanguage()`: `es`, `zh`, `fil`), so a translation is
+    /// emitted under its own tag and also under its bare language and that
+    /// language's twin when no other translation claims them. The first
+    /// claimant wins, in the sorted order of tags, so a bare `zh` carries
+    /// Simplified Chinese when there is one (`zh-Hans` sorts first) and
+    /// Traditional only when it stands alone.
+    static func feedLanguageTags(_ languages: [String]) -> [(index: Int, tag: String)] {
+        var emitted = Set(languages.map { $0.lowercased() } + ["en"])
+        var tags = languages.indices.map { (index: $0, tag: languages[$0]) }
+        for (index, language) in languages.enumerated() {
+            guard let primary = language.lowercased().split(separator: "-").first.map(String.init) else { continue }
+            for bare in [primary, languageTwins[primary]].compactMap({ $0 }) where !emitted.contains(bare) {
+                tags.append((index, bare))
+                emitted.insert(bare)
+            }
+        }
+        return tags
+    }
+
+    /// When riders stop seeing the alert: its end, or 8 hours after its start.
+    public static func effectiveEnd(_ alert: ServiceAlert) -> Int64 { alert.endsAt ?? alert.startsAt + defaultDurationSeconds }
+
+    /// The feed header's timestamp: the time of the response rounded down to
+    /// the minute. The Android app measures "now" by it (an alert shows in
+    /// its launch dialog when a period started within the 24 hours before
+    /// the stamp), so a stamp of the last edit would hide an alert published
+    /// ahead of its start. Rounded down so it is never in the future, and to
+    /// the minute so a cached copy (max-age 60) is never older than that.
+    public static func headerTimestamp(nowSeconds: Int64) -> Int64 {
+        let floored = nowSeconds >= 0 ? nowSeconds / 60 * 60 : (nowSeconds - 59) / 60 * 60
+        return max(floored, 60)
     }
 
     /// The whole feed; the header is always present so the body is never
@@ -176,10 +213,41 @@ public enum AlertInputRules {
                 messages.append("end must be an ISO 8601 time with a UTC offset, e.g. 2026-12-01T20:00:00-08:00 (got '\(raw)')")
             }
         }
+        for (name, example, keyPath) in [("impact_start", "2026-12-01T09:00:00-08:00", \ServiceAlert.impactStartsAt),
+                                         ("impact_end", "2026-12-01T17:00:00-08:00", \ServiceAlert.impactEndsAt)] {
+            guard let raw = fields[name] else { continue }
+            if raw.presence == nil || raw.lowercased() == "none" {
+                alert[keyPath: keyPath] = nil
+            } else if let value = parseTime(raw) {
+                alert[keyPath: keyPath] = value
+            } else {
+                messages.append("\(name) must be an ISO 8601 time with a UTC offset, e.g. \(example) (got '\(raw)')")
+            }
+        }
         if let raw = fields["test"] {
             if let value = BooleanParameter.read(raw) { alert.test = value } else { messages.append("test must be true or false") }
         }
         if let end = alert.endsAt, end <= alert.startsAt { messages.append("end must be after start") }
+        if messages.isEmpty { messages += periodProblems(alert) }
         return messages
+    }
+
+    /// google/transit#546: every impact interval lies inside a communication
+    /// interval. The shown period is the alert's start to its end, or to the
+    /// feed's 8-hour default when it has none.
+    public static func periodProblems(_ alert: ServiceAlert) -> [String] {
+        switch (alert.impactStartsAt, alert.impactEndsAt) {
+        case (nil, nil): return []
+        case (nil, _?), (_?, nil):
+            return ["impact_start and impact_end go together: give both, or clear both with none"]
+        case (let start?, let end?):
+            let shownEnd = AlertFeedRules.effectiveEnd(alert)
+            let impact = "the impact period (\(Timestamp.format(seconds: start)) to \(Timestamp.format(seconds: end)))"
+            let shown = "the shown period (\(Timestamp.format(seconds: alert.startsAt)) to \(Timestamp.format(seconds: shownEnd))"
+                + (alert.endsAt == nil ? ", 8 hours since it has no end)" : ")")
+            if end <= start { return ["impact_end must be after impact_start: \(impact) ends before it starts"] }
+            if start < alert.startsAt || end > shownEnd { return ["\(impact) must lie within \(shown)"] }
+            return []
+        }
     }
 }

@@ -16,7 +16,7 @@ public struct AlertStore: Sendable {
 
     static let columns = """
         id, region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at, published, test, \
-        source_version, created_at, updated_at
+        source_version, created_at, updated_at, impact_starts_at, impact_ends_at
         """
 
     // MARK: Region settings
@@ -48,8 +48,8 @@ public struct AlertStore: Sendable {
         try await database.write { connection in
             let row = try connection.queryOne("""
                 INSERT INTO alerts (region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at,
-                    published, test, source_version, created_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $13) RETURNING id
+                    published, test, impact_starts_at, impact_ends_at, source_version, created_at, updated_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $15) RETURNING id
                 """, Self.values(alert) + [.integer(alert.createdAt)])
             var created = alert
             created.id = row?.int("id") ?? 0
@@ -71,8 +71,9 @@ public struct AlertStore: Sendable {
             saved.updatedAt = now
             try connection.execute("""
                 UPDATE alerts SET region_id = $1, agency_id = $2, header = $3, description = $4, url = $5, cause = $6, effect = $7,
-                    severity = $8, starts_at = $9, ends_at = $10, published = $11, test = $12, source_version = $13, updated_at = $14
-                WHERE id = $15
+                    severity = $8, starts_at = $9, ends_at = $10, published = $11, test = $12, impact_starts_at = $13,
+                    impact_ends_at = $14, source_version = $15, updated_at = $16
+                WHERE id = $17
                 """, Self.values(saved) + [.integer(Int64(saved.sourceVersion)), .integer(now), .integer(saved.id)])
             try Self.bumpFeed(connection, regionID: saved.regionID, now: now)
             return saved
@@ -354,7 +355,7 @@ public struct AlertStore: Sendable {
     static func values(_ alert: ServiceAlert) -> [SQLValue] {
         [.integer(Int64(alert.regionID)), .text(alert.agencyID), .text(alert.header), .text(alert.description), SQLValue(alert.url),
          .text(alert.cause.name), .text(alert.effect.name), .text(alert.severity.name), .integer(alert.startsAt), SQLValue(alert.endsAt),
-         SQLValue(alert.published), SQLValue(alert.test)]
+         SQLValue(alert.published), SQLValue(alert.test), SQLValue(alert.impactStartsAt), SQLValue(alert.impactEndsAt)]
     }
 
     static func alert(_ row: Row) -> ServiceAlert {
@@ -365,7 +366,8 @@ public struct AlertStore: Sendable {
                      severity: SeverityLevel(name: row.string("severity") ?? "") ?? .unknownSeverity,
                      startsAt: row.int("starts_at") ?? 0, endsAt: row.int("ends_at"), published: row.bool("published"),
                      test: row.bool("test"), sourceVersion: Int(row.int("source_version") ?? 1),
-                     createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0)
+                     createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0,
+                     impactStartsAt: row.int("impact_starts_at"), impactEndsAt: row.int("impact_ends_at"))
     }
 
     static func translation(_ row: Row) -> AlertTranslation {
@@ -456,6 +458,10 @@ public struct AlertStore: Sendable {
             """),
         Migration(version: 11, name: "one unfinished send per alert and audience", sql: """
             CREATE UNIQUE INDEX alert_sends_one_unfinished ON alert_sends (alert_id, audience) WHERE status IN ('running', 'failed');
+            """),
+        Migration(version: 16, name: "alerts keep an impact period", sql: """
+            ALTER TABLE alerts ADD COLUMN impact_starts_at INTEGER;
+            ALTER TABLE alerts ADD COLUMN impact_ends_at INTEGER
             """),
     ]
 }

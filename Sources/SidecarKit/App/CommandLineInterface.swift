@@ -127,7 +127,7 @@ public enum CommandLineInterface {
             }
             config.links.androidApps = apps
         },
-        Flag(name: "universal-link-stops", valueName: "", help: "Also claim stop pages (/regions/*/stops/*) for the iOS app; off by default because today's app cannot open them", commands: ["serve"]) { config, value throws(CommandLineError) in
+        Flag(name: "universal-link-stops", valueName: "", help: "Claim stop pages (/regions/*/stops/*) for the iOS app, which opens them from its builds of 2026-08-21 on (after 26.3.0); --universal-link-stops false leaves them to the web page for riders on older builds (default true)", commands: ["serve"]) { config, value throws(CommandLineError) in
             switch value.lowercased() {
             case "", "true", "1", "yes": config.links.claimStopPages = true
             case "false", "0", "no": config.links.claimStopPages = false
@@ -373,9 +373,12 @@ public enum CommandLineInterface {
         "user list": ([], 0, "List console accounts"),
         "user passwd": (["email"], 0, "Set an account's password (read from standard input); its sessions end"),
         "user delete": (["email"], 0, "Delete a console account and end its sessions"),
-        "links add-region": (["region", "region-id", "name", "oba-url", "sidecar-url", "otp-url", "qr"], 0,
+        "links add-region": (["region", "region-id", "name", "oba-url", "sidecar-url", "otp-url", "otp-graphql-url", "otp-graphql-bikeshare",
+                              "umami-url", "umami-id", "qr"], 0,
                              "Print the onebusaway://add-region link of a directory region (--region N) or of explicit values "
-                             + "(--name --oba-url --sidecar-url [--otp-url]); --qr FILE.png|FILE.svg writes its QR code"),
+                             + "(--region-id N --name --oba-url --sidecar-url [--otp-url --otp-graphql-url --otp-graphql-bikeshare true "
+                             + "--umami-url --umami-id]; a --region-id in the directory takes its values as defaults); "
+                             + "--qr FILE.png|FILE.svg writes its QR code. region-id is read by iOS 26.3.0 and Android 26.2.0 and later"),
         "export": (["region", "to"], 0, "Write one region's sidecar-export/1 document (--region N [--to FILE], standard output by default)"),
         "import": (["file", "dry-run"], 0, "Read a sidecar-export/1 document (--file PATH, or - for standard input) [--dry-run: count, change nothing]"),
     ]
@@ -387,7 +390,8 @@ public enum CommandLineInterface {
     /// Flags that are switches: `--demo` alone means true.
     static let booleanFlags: Set<String> = ["demo", "universal-link-stops"]
 
-    static let authoringOptions = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test", "agency-id"]
+    static let authoringOptions = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "impact-start", "impact-end", "test",
+                                   "agency-id"]
 
     /// Parses arguments (without the program name) and the environment.
     public static func parse(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
@@ -462,7 +466,13 @@ public enum CommandLineInterface {
             let isOption = admin?.options.contains(name) ?? false
             guard flag != nil || isOption else { throw CommandLineError("unknown flag --\(name) for '\(command)'") }
             if value == nil && (isOption && booleanOptions.contains(name) || flag.map { booleanFlags.contains($0.name) } == true) {
-                value = "true"
+                // A switch alone means true; `--switch false` states its value.
+                if index < rest.count, BooleanParameter.read(rest[index]) != nil, !rest[index].hasPrefix("-") {
+                    value = rest[index]
+                    index += 1
+                } else {
+                    value = "true"
+                }
             } else if value == nil {
                 guard index < rest.count else { throw CommandLineError("--\(name) needs a value (\(flag?.valueName ?? "VALUE"))") }
                 value = rest[index]

@@ -171,7 +171,7 @@ public final class Sidecar: Sendable {
                         publicURL: publicURL, limits: limits).routes,
             LiveActivityRoutes(store: liveActivityStore, regions: regions, clock: clock, logger: logger, publicURL: publicURL,
                                limits: limits).routes,
-            AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, logger: logger,
+            AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, clock: clock, logger: logger,
                             serverStart: clock.now().epochMillis / 1000).routes,
             SurveyRoutes(store: SurveyStore(database: database), regions: regions, clock: clock, logger: logger,
                          limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, name: "survey_responses",

@@ -129,13 +129,15 @@ enum ConsoleLayout {
         ])
     }
 
-    static func select(_ label: String, name: String, options: [(value: String, label: String)], selected: String?) -> HTML {
+    static func select(_ label: String, name: String, options: [(value: String, label: String)], selected: String?, hint: String? = nil) -> HTML {
         let id = "field-" + name
+        let hintID = id + "-hint"
         return tag("div", [.class("field")], [
             tag("label", [Attribute("for", id)], [label]),
-            tag("select", [.id(id), Attribute("name", name)], options.map { option in
+            tag("select", [.id(id), Attribute("name", name)] + (hint == nil ? [] : [Attribute("aria-describedby", hintID)]), options.map { option in
                 tag("option", [Attribute("value", option.value), .flag("selected", option.value == selected)], [option.label])
             }),
+            hint.map { tag("p", [.id(hintID), .class("hint")], [$0]) } ?? .empty,
         ])
     }
 

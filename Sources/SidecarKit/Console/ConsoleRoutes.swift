@@ -383,13 +383,27 @@ struct ConsoleRoutes: Sendable {
                 ConsoleLayout.select("Effect", name: "effect", options: Effect.allCases.map { ($0.name, Self.humanize($0.name)) },
                                      selected: value("effect", alert?.effect.name ?? Effect.unknownEffect.name)),
                 ConsoleLayout.select("Severity", name: "severity", options: SeverityLevel.allCases.map { ($0.name, Self.humanize($0.name)) },
-                                     selected: value("severity", alert?.severity.name ?? SeverityLevel.unknownSeverity.name)),
+                                     selected: value("severity", alert?.severity.name ?? SeverityLevel.warning.name),
+                                     hint: "The Android app shows only Warning and Severe alerts: Info and Unknown severity are hidden there."),
             ]),
             tag("div", [.class("columns")], [
                 ConsoleLayout.field("Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? now, zone)),
                                     type: "datetime-local", required: true, hint: zoneHint),
                 ConsoleLayout.field("Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
                                     hint: "Leave empty for no end. " + zoneHint),
+            ]),
+            tag("p", [.class("hint")], [
+                "Starts and Ends say when riders are shown the alert. Service affected says when the disruption itself happens "
+                    + "(optional): for a weekend closure announced on Wednesday, show it from Wednesday and mark Saturday to Sunday "
+                    + "as affected. It must lie within the shown period.",
+            ]),
+            tag("div", [.class("columns")], [
+                ConsoleLayout.field("Service affected from", name: "impact_start",
+                                    value: value("impact_start", RegionTime.inputValue(alert?.impactStartsAt, zone)), type: "datetime-local",
+                                    hint: zoneHint),
+                ConsoleLayout.field("Service affected until", name: "impact_end",
+                                    value: value("impact_end", RegionTime.inputValue(alert?.impactEndsAt, zone)), type: "datetime-local",
+                                    hint: "Leave both empty when the whole shown period is affected. " + zoneHint),
             ]),
             ConsoleLayout.checkbox("Test alert (only test devices see it in the feed and get it pushed)", name: "test",
                                    checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
@@ -407,21 +421,22 @@ struct ConsoleRoutes: Sendable {
     /// the region's zone to the instants `AlertAdministration` reads.
     func authoringFields(_ request: Request, zone: ZoneInfo, editing: Bool) -> (fields: [String: String], values: [String: String], problems: [String]) {
         var values: [String: String] = [:]
-        for name in ["header", "description", "url", "cause", "effect", "severity", "start", "end", "test"] {
+        for name in ["header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test"] {
             if let value = request.parameters[name] { values[name] = value }
         }
         values["test"] = values["test"] == "true" ? "true" : "false"
         var fields = values
         var problems: [String] = []
         if let url = fields["url"], url.trimmingWhitespace().isEmpty { fields["url"] = editing ? "" : nil }
-        for name in ["start", "end"] {
+        let labels = ["start": "Starts", "end": "Ends", "impact_start": "Service affected from", "impact_end": "Service affected until"]
+        for name in ["start", "end", "impact_start", "impact_end"] {
             guard let text = values[name]?.trimmingWhitespace() else { continue }
             if text.isEmpty {
-                if name == "end" { fields["end"] = editing ? "none" : nil } else { fields["start"] = nil }
+                fields[name] = name == "start" ? nil : (editing ? "none" : nil)
             } else if let instant = RegionTime.parse(text, zone) {
                 fields[name] = Timestamp.format(millis: instant * 1000)
             } else {
-                problems.append("\(name == "start" ? "Starts" : "Ends") must be a date and time such as 2026-12-01T08:00")
+                problems.append("\(labels[name] ?? name) must be a date and time such as 2026-12-01T08:00")
                 fields[name] = nil
             }
         }
@@ -506,7 +521,10 @@ struct ConsoleRoutes: Sendable {
             content.append(tag("dl", [], [
                 tag("dt", [], ["Header"]), tag("dd", [], [alert.header]), tag("dt", [], ["Description"]), tag("dd", [], [alert.description]),
                 tag("dt", [], ["Cause / effect / severity"]), tag("dd", [], ["\(alert.cause.name) / \(alert.effect.name) / \(alert.severity.name)"]),
-                tag("dt", [], ["Active"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(RegionTime.display(alert.endsAt, zone))"]),
+                tag("dt", [], ["Shown"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(RegionTime.display(alert.endsAt, zone))"]),
+                tag("dt", [], ["Service affected"]),
+                tag("dd", [], [alert.impactStartsAt.map { "\(RegionTime.display($0, zone)) to \(RegionTime.display(alert.impactEndsAt, zone))" }
+                                ?? "The whole shown period"]),
             ]))
         }
 

@@ -55,28 +55,80 @@ enum LinkRules {
         "\(scheme)://view-stop?stopID=\(percentEncoded(stopID))&regionID=\(regionID)"
     }
 
-    /// What an add-region link carries.
+    /// What an add-region link carries: every parameter the current apps
+    /// read (onebusaway-ios `URLSchemeRouter`, v26.3.0; onebusaway-android
+    /// `ExternalDeepLinks`, v26.2.0).
     struct AddRegion: Sendable, Equatable {
         var name: String
         var obaURL: String
         var sidecarURL: String?
+        /// `region-id`: the id the app uses in every sidecar path. Without it
+        /// iOS invents `1000 + random` and Android a negative id, and every
+        /// sidecar call for the region answers 404 (both apps since August 2026).
+        var regionID: Int64?
         var otpURL: String?
+        /// `otp-graphql-url` and `otp-graphql-bikeshare` (iOS only).
+        var otpGraphqlURL: String?
+        var otpGraphqlBikeshare = false
+        /// `umami-url` and `umami-id`: the apps configure analytics only with both.
+        var umamiURL: String?
+        var umamiID: String?
+
+        init(name: String, obaURL: String, sidecarURL: String? = nil, regionID: Int64? = nil, otpURL: String? = nil,
+             otpGraphqlURL: String? = nil, otpGraphqlBikeshare: Bool = false, umamiURL: String? = nil, umamiID: String? = nil) {
+            self.name = name
+            self.obaURL = obaURL
+            self.sidecarURL = sidecarURL
+            self.regionID = regionID
+            self.otpURL = otpURL
+            self.otpGraphqlURL = otpGraphqlURL
+            self.otpGraphqlBikeshare = otpGraphqlBikeshare
+            self.umamiURL = umamiURL
+            self.umamiID = umamiID
+        }
+
+        /// The link of a directory region: its servers, trip planners and
+        /// analytics, and `sidecarURL` unless the directory names another.
+        init(region: Region, sidecarURL: String?) {
+            self.init(name: region.name, obaURL: region.obaBaseURL ?? "", sidecarURL: region.sidecarBaseURL?.presence ?? sidecarURL,
+                      regionID: Int64(region.id), otpURL: region.tripPlanner.restURL, otpGraphqlURL: region.tripPlanner.graphqlURL,
+                      otpGraphqlBikeshare: region.tripPlanner.graphqlBikeshare, umamiURL: region.analytics?.url,
+                      umamiID: region.analytics?.siteID)
+        }
+    }
+
+    /// A `region-id` as a link carries it: a non-negative decimal integer
+    /// that fits 64 bits (what both apps parse); nil for `-1`, `1.5`, `abc`.
+    static func regionIDValue(_ text: String) -> Int64? {
+        let trimmed = text.trimmingWhitespace()
+        guard !trimmed.isEmpty, trimmed.count <= 19, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int64(trimmed)
     }
 
     /// Problems that would make the app refuse or silently drop a value:
     /// a blank name; URLs that are not absolute http(s) (the app also takes
-    /// bare paths, which mean nothing outside one server).
+    /// bare paths, which mean nothing outside one server); half an
+    /// analytics pair, which the apps ignore.
     static func problems(_ link: AddRegion) -> [String] {
         var problems: [String] = []
         if link.name.trimmingWhitespace().isEmpty { problems.append("the region needs a name") }
         if link.name.count > 200 { problems.append("the name is too long (at most 200 characters)") }
-        for (label, value, required) in [("OneBusAway URL", link.obaURL as String?, true), ("sidecar URL", link.sidecarURL, false),
-                                         ("OpenTripPlanner URL", link.otpURL, false)] {
+        let urls: [(String, String?, Bool)] = [
+            ("OneBusAway URL", link.obaURL, true), ("sidecar URL", link.sidecarURL, false), ("OpenTripPlanner URL", link.otpURL, false),
+            ("OpenTripPlanner GraphQL URL", link.otpGraphqlURL, false), ("Umami URL", link.umamiURL, false),
+        ]
+        for (label, value, required) in urls {
             guard let value, !value.isEmpty else {
                 if required { problems.append("the \(label) is required") }
                 continue
             }
             if !isAbsoluteHTTPURL(value) { problems.append("the \(label) must be an absolute http(s) URL without spaces (got \(value))") }
+        }
+        if (link.umamiURL?.presence == nil) != (link.umamiID?.presence == nil) {
+            problems.append("the Umami URL and site id go together (the apps ignore one without the other)")
+        }
+        if let id = link.umamiID, id.count > 200 || id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            problems.append("the Umami site id must be at most 200 characters without control characters")
         }
         return problems
     }
@@ -89,13 +141,28 @@ enum LinkRules {
         return !rest.isEmpty && !rest.hasPrefix("/")
     }
 
-    /// `onebusaway://add-region?name=...&oba-url=...[&sidecar-url=...][&otp-url=...]`
+    /// A base URL the apps append `/api/...` to: Android concatenates, so a
+    /// trailing slash would make every path start `//api/`.
+    static func withoutTrailingSlashes(_ url: String) -> String {
+        var trimmed = Substring(url)
+        while trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        return String(trimmed)
+    }
+
+    /// `onebusaway://add-region?name=...&oba-url=...&region-id=...[&sidecar-url=...]...`
     /// with every value percent-encoded (an unencoded `&` in a nested URL
-    /// would end that value in the app).
+    /// would end that value in the app; `+` is not read as a space by iOS).
     static func addRegionLink(_ link: AddRegion, scheme: String = "onebusaway") -> String {
         var items = [("name", link.name.trimmingWhitespace()), ("oba-url", link.obaURL)]
-        if let sidecar = link.sidecarURL, !sidecar.isEmpty { items.append(("sidecar-url", sidecar)) }
-        if let otp = link.otpURL, !otp.isEmpty { items.append(("otp-url", otp)) }
+        if let id = link.regionID { items.append(("region-id", String(id))) }
+        if let sidecar = link.sidecarURL?.presence { items.append(("sidecar-url", withoutTrailingSlashes(sidecar))) }
+        if let otp = link.otpURL?.presence { items.append(("otp-url", otp)) }
+        if let graphql = link.otpGraphqlURL?.presence { items.append(("otp-graphql-url", graphql)) }
+        if link.otpGraphqlBikeshare { items.append(("otp-graphql-bikeshare", "true")) }
+        if let url = link.umamiURL?.presence, let id = link.umamiID?.presence {
+            items.append(("umami-url", url))
+            items.append(("umami-id", id))
+        }
         return "\(scheme)://add-region?" + items.map { "\($0.0)=\(percentEncoded($0.1))" }.joined(separator: "&")
     }
 
@@ -130,22 +197,26 @@ enum LinkRules {
     static let tripPath = "/regions/*/stops/*/trips"
     static let stopPath = "/regions/*/stops/*"
 
-    /// `/.well-known/apple-app-site-association`: the paths the app claims,
-    /// in the `paths` form (iOS 12 and older) and the `components` form.
-    /// Trip links always; stop pages only when asked, because today's app
-    /// cannot decode them: a claimed stop link would open the app and be
-    /// dropped, where unclaimed it opens the share page with its button.
+    /// `/.well-known/apple-app-site-association` in the `components` form
+    /// (iOS 13 and later; the first matching component decides). Trip links
+    /// only with a `trip_id`: the app opens a claimed link and drops one it
+    /// cannot decode, where an unclaimed one opens the share page. Stop
+    /// pages when asked (the default): iOS builds from 2026-08-21 on (after
+    /// 26.3.0) open them; anything deeper than a stop page, such as a
+    /// `/trips` link without `trip_id`, is excluded first, because `*`
+    /// also matches `/`. No `paths` entries: iOS reads them too, and they
+    /// cannot ask for a `trip_id`.
     static func appleAppSiteAssociation(appIDs: [String], claimStopPages: Bool) -> JSONValue {
-        let paths = claimStopPages ? [tripPath, stopPath] : [tripPath]
         var components: [JSONValue] = [
             .object(["/": .string(tripPath), "?": .object(["trip_id": .string("?*")]), "comment": .string("A shared trip")]),
         ]
         if claimStopPages {
+            components.append(.object(["/": .string(stopPath + "/*"), "exclude": .bool(true),
+                                       "comment": .string("Deeper than a stop page (a trip link without trip_id): the web page")]))
             components.append(.object(["/": .string(stopPath), "comment": .string("A shared stop")]))
         }
-        let modern: JSONValue = .object(["appIDs": .array(appIDs.map(JSONValue.string)), "components": .array(components)])
-        let legacy = appIDs.map { JSONValue.object(["appID": .string($0), "paths": .array(paths.map(JSONValue.string))]) }
-        return .object(["applinks": .object(["apps": .array([]), "details": .array([modern] + legacy)])])
+        let details: JSONValue = .object(["appIDs": .array(appIDs.map(JSONValue.string)), "components": .array(components)])
+        return .object(["applinks": .object(["apps": .array([]), "details": .array([details])])])
     }
 
     /// An Android app and the SHA-256 fingerprints of its signing certificates.

@@ -194,6 +194,10 @@ enum SharePages {
         if let app = settings.appStoreURL { stores.append(tag("a", [.href(app)], ["App Store"])) }
         if let play = settings.playStoreURL { stores.append(HTML.text(stores.isEmpty ? "" : " · ") + tag("a", [.href(play)], ["Google Play"])) }
         if !stores.isEmpty { body.append(tag("p", [.class("stores")], stores)) }
+        body.append(tag("p", [.class("note")], [
+            "Needs OneBusAway 26.3.0 or later on iPhone, or 26.2.0 or later on Android. Older versions add the region without its id, "
+                + "so service alerts, alarms and notifications do not work there: update the app first.",
+        ]))
         return document(title: title, meta: previewTags(title: title, description: "Scan to add \(region.name) to the OneBusAway app.", url: ""), body: body)
     }
 

@@ -168,11 +168,12 @@ struct ShareRoutes: Sendable {
             .adding(header: "Cache-Control", "public, max-age=300")
     }
 
-    /// The add-region values of a directory region: its OneBusAway server
-    /// and this sidecar (the directory's `sidecarBaseUrl`, else the public URL).
+    /// The add-region values of a directory region: its id, its OneBusAway
+    /// server, trip planners and analytics, and this sidecar (the
+    /// directory's `sidecarBaseUrl`, else the public URL).
     static func addRegionLink(_ region: Region, publicURL: String) -> LinkRules.AddRegion? {
         guard let oba = region.obaBaseURL, !oba.isEmpty else { return nil }
-        return LinkRules.AddRegion(name: region.name, obaURL: oba, sidecarURL: region.sidecarBaseURL?.presence ?? publicURL, otpURL: nil)
+        return LinkRules.AddRegion(region: region, sidecarURL: publicURL)
     }
 }
 
@@ -180,7 +181,7 @@ struct ShareRoutes: Sendable {
 struct LinkSettings: Sendable {
     var appleAppIDs: [String]?
     var androidApps: [LinkRules.AndroidApp]?
-    var claimStopPages = false
+    var claimStopPages = true
     var appStoreURL: String?
     var playStoreURL: String?
     var redirectTemplate: String?

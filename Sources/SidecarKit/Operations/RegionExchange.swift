@@ -66,13 +66,20 @@ enum RegionExchange {
                             "source_header_text": .string(sourceHeader), "source_description_text": .string(sourceDescription),
                         ])
                     }
-                alerts.append(.object([
+                var alert: [String: JSONValue] = [
                     "id": .integer(id), "agency_id": text(row, "agency_id"), "header_text": text(row, "header"),
                     "description_text": text(row, "description"), "url": text(row, "url"), "cause": text(row, "cause"),
                     "effect": text(row, "effect"), "severity": text(row, "severity"), "start_time": seconds(row, "starts_at"),
                     "end_time": seconds(row, "ends_at"), "published": .bool(row.bool("published")), "is_test": .bool(row.bool("test")),
                     "created_at": seconds(row, "created_at"), "updated_at": seconds(row, "updated_at"), "translations": .array(translations),
-                ]))
+                ]
+                // Optional members (a Sidecar extension): only when set, so
+                // documents without an impact period stay as OBACloud writes them.
+                if row.int("impact_starts_at") != nil, row.int("impact_ends_at") != nil {
+                    alert["impact_start_time"] = seconds(row, "impact_starts_at")
+                    alert["impact_end_time"] = seconds(row, "impact_ends_at")
+                }
+                alerts.append(.object(alert))
             }
             var studies: [JSONValue] = []
             for study in try connection.query("SELECT * FROM studies WHERE region_id = $1 ORDER BY id", [.integer(region)]) {
@@ -162,6 +169,8 @@ extension RegionExchange {
         var id: Int64, agencyID: String, header: String, description: String, url: String, cause: String, effect: String, severity: String
         var start: Int64, end: Int64?, published: Bool, test: Bool, created: Int64, updated: Int64
         var translations: [Translation]
+        /// Epoch milliseconds, both or neither.
+        var impactStart: Int64? = nil, impactEnd: Int64? = nil
     }
     struct Translation { var language: String, header: String, description: String, sourceHeader: String, sourceDescription: String }
     struct Study { var id: Int64, name: String, description: String, created: Int64, updated: Int64, surveys: [Survey] }
@@ -317,7 +326,8 @@ extension RegionExchange {
         var alerts: [Alert] = []
         for (item, path) in try top.array("alerts") {
             let r = try Reader(item, at: path, keys: ["id", "agency_id", "header_text", "description_text", "url", "cause", "effect", "severity",
-                                                      "start_time", "end_time", "published", "is_test", "created_at", "updated_at", "translations"])
+                                                      "start_time", "end_time", "published", "is_test", "created_at", "updated_at", "translations",
+                                                      "impact_start_time", "impact_end_time"])
             let id = try r.integer("id")
             guard id > 0 else { throw Failure("\(r.place("id")) must be a positive number") }
             var translations: [Translation] = []
@@ -336,7 +346,9 @@ extension RegionExchange {
                                 severity: try enumName(r, "severity", severities, default: SeverityLevel.unknownSeverity.name),
                                 start: start, end: try r.optionalTime("end_time"), published: try r.bool("published"), test: try r.bool("is_test"),
                                 created: try r.optionalTime("created_at") ?? start, updated: try r.optionalTime("updated_at") ?? start,
-                                translations: translations))
+                                translations: translations, impactStart: try r.optionalTime("impact_start_time"),
+                                impactEnd: try r.optionalTime("impact_end_time")))
+            try checkPeriods(alerts[alerts.count - 1], r)
         }
 
         var studies: [Study] = []
@@ -468,12 +480,13 @@ extension RegionExchange {
             }
             try connection.execute("""
                 INSERT INTO alerts (id, region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at, published, test,
-                    source_version, created_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $15)
+                    source_version, created_at, updated_at, impact_starts_at, impact_ends_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $15, $16, $17)
                 """, [.integer(alert.id), .integer(region), .text(alert.agencyID), .text(alert.header), .text(alert.description), optionalText(alert.url),
                       .text(alert.cause), .text(alert.effect), .text(alert.severity), .integer(seconds(alert.start)),
                       alert.end.map { .integer(seconds($0)) } ?? .null, SQLValue(alert.published), SQLValue(alert.test),
-                      .integer(seconds(alert.created)), .integer(seconds(alert.updated))])
+                      .integer(seconds(alert.created)), .integer(seconds(alert.updated)),
+                      alert.impactStart.map { .integer(seconds($0)) } ?? .null, alert.impactEnd.map { .integer(seconds($0)) } ?? .null])
             summary.alerts.added += 1
             for translation in alert.translations {
                 // Made from the text the alert has now: current; otherwise stale (withheld from the feed).
@@ -604,4 +617,18 @@ extension RegionExchange {
             ALTER TABLE ghost_bus_reports ADD COLUMN snapshot_captured_at INTEGER
             """),
     ]
+}
+
+extension RegionExchange {
+    /// An impact period is refused on import exactly as when authored: both
+    /// or neither, and inside the shown period.
+    static func checkPeriods(_ alert: Alert, _ reader: Reader) throws(Failure) {
+        func seconds(_ millis: Int64) -> Int64 { millis >= 0 ? millis / 1000 : (millis - 999) / 1000 }
+        var probe = ServiceAlert(id: alert.id, regionID: 0, agencyID: "", header: "", description: "", url: nil, cause: .unknownCause,
+                                 effect: .unknownEffect, severity: .unknownSeverity, startsAt: seconds(alert.start), endsAt: alert.end.map(seconds),
+                                 published: false, test: false, sourceVersion: 1, createdAt: 0, updatedAt: 0)
+        probe.impactStartsAt = alert.impactStart.map(seconds)
+        probe.impactEndsAt = alert.impactEnd.map(seconds)
+        if let problem = AlertInputRules.periodProblems(probe).first { throw Failure("\(reader.place("impact_start_time")): \(problem)") }
+    }
 }

@@ -24,26 +24,59 @@ public struct LocaleCatalog: Sendable, Equatable {
 
     public static func == (lhs: LocaleCatalog, rhs: LocaleCatalog) -> Bool { lhs.languages == rhs.languages }
 
-    /// Known aliases, tried after an exact match fails.
-    static let aliases: [String: String] = [
-        "zh-cn": "zh-Hans", "zh-sg": "zh-Hans",
-        "zh-tw": "zh-Hant", "zh-hk": "zh-Hant",
-        "fil": "tl", "pt-br": "pt",
-    ]
+    /// Language codes the catalog may spell another way (tried after the
+    /// region is dropped: `fil-PH` → `fil` → `tl`).
+    static let aliases: [String: String] = ["fil": "tl", "iw": "he", "in": "id", "ji": "yi"]
 
-    /// Exact case-insensitive match, then an alias, then the bare primary
-    /// subtag (`es-MX` → `es`), else nil (English copy). Underscores are read
-    /// as hyphens (`es_MX`), since some platforms report tags that way.
+    /// Chinese regions whose riders read Traditional characters (any other
+    /// region, or none, reads Simplified).
+    static let traditionalRegions: Set<String> = ["tw", "hk", "mo"]
+
+    /// A tag's BCP 47 parts: language, script and region (extensions,
+    /// variants and private use are ignored).
+    struct LanguageTag: Equatable {
+        var language: String
+        var script: String?
+        var region: String?
+
+        /// Lower-cased; `_` read as `-` (some platforms report `es_MX`).
+        init?(_ raw: String) {
+            let parts = raw.lowercased().split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
+            guard let first = parts.first, (2...8).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else { return nil }
+            language = first
+            for part in parts.dropFirst() {
+                if part.count == 1 { break }  // an extension or private use: the rest is not language
+                if script == nil, region == nil, part.count == 4, part.allSatisfy({ $0.isASCII && $0.isLetter }) {
+                    script = part
+                } else if region == nil, (part.count == 2 && part.allSatisfy({ $0.isASCII && $0.isLetter }))
+                            || (part.count == 3 && part.allSatisfy({ $0.isASCII && $0.isNumber })) {
+                    region = part
+                }
+            }
+        }
+    }
+
+    /// The catalog language a reported tag reads: an exact match
+    /// (case-insensitive), then by its parts: Chinese by script, else by
+    /// region (`zh-Hant-TW`, `zh-HK` → zh-Hant; `zh-Hans-CN`, `zh-CN`, bare
+    /// `zh` → zh-Hans), then language and script, language and region
+    /// (a catalog may list `pt-BR`), the language alone (`es-MX` → `es`), and
+    /// the language's alias (`fil-PH` → `fil` → `tl`); else nil (English).
     public func normalize(_ tag: String?) -> String? {
         guard let tag = tag?.presence?.lowercased() else { return nil }
         let hyphenated = tag.contains("_") ? String(tag.map { $0 == "_" ? "-" : $0 }) : tag
         if let exact = byLowercasedTag[hyphenated] { return exact }
-        if let alias = Self.aliases[hyphenated], let aliased = byLowercasedTag[alias.lowercased()] { return aliased }
-        if let primary = hyphenated.split(separator: "-").first, primary.count < hyphenated.count,
-           let bare = byLowercasedTag[String(primary)] {
-            return bare
+        guard let parsed = LanguageTag(hyphenated) else { return nil }
+        var candidates: [String] = []
+        if parsed.language == "zh" {
+            let traditional = parsed.script.map { $0 == "hant" } ?? parsed.region.map { Self.traditionalRegions.contains($0) } ?? false
+            candidates.append(traditional ? "zh-hant" : "zh-hans")
         }
-        return nil
+        if let script = parsed.script { candidates.append("\(parsed.language)-\(script)") }
+        if let region = parsed.region { candidates.append("\(parsed.language)-\(region)") }
+        candidates.append(parsed.language)
+        if let alias = Self.aliases[parsed.language] { candidates.append(alias) }
+        return candidates.lazy.compactMap { byLowercasedTag[$0] }.first
     }
 }
 

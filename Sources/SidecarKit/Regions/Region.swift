@@ -10,6 +10,33 @@ public struct Region: Sendable, Equatable {
     /// Base URL the apps use for this sidecar.
     public let sidecarBaseURL: String?
     public let bounds: [Bounds]
+    /// What the apps' add-region links carry besides the two servers
+    /// (`otpBaseUrl`, `otpBaseGraphqlUrl`, `supportsOtpGraphqlBikeshare`,
+    /// `umamiAnalytics` in the directory).
+    public var tripPlanner = TripPlanner()
+    public var analytics: Analytics?
+
+    /// The region's OpenTripPlanner servers.
+    public struct TripPlanner: Sendable, Equatable {
+        public var restURL: String?
+        public var graphqlURL: String?
+        public var graphqlBikeshare = false
+        public init(restURL: String? = nil, graphqlURL: String? = nil, graphqlBikeshare: Bool = false) {
+            self.restURL = restURL
+            self.graphqlURL = graphqlURL
+            self.graphqlBikeshare = graphqlBikeshare
+        }
+    }
+
+    /// An Umami analytics site: the apps use it only with both values.
+    public struct Analytics: Sendable, Equatable {
+        public var url: String
+        public var siteID: String
+        public init(url: String, siteID: String) {
+            self.url = url
+            self.siteID = siteID
+        }
+    }
 
     /// One rectangle of the region's coverage.
     public struct Bounds: Sendable, Equatable, Codable {
@@ -19,12 +46,15 @@ public struct Region: Sendable, Equatable {
         public let lonSpan: Double
     }
 
-    public init(id: Int, name: String, obaBaseURL: String?, sidecarBaseURL: String?, bounds: [Bounds]) {
+    public init(id: Int, name: String, obaBaseURL: String?, sidecarBaseURL: String?, bounds: [Bounds],
+                tripPlanner: TripPlanner = TripPlanner(), analytics: Analytics? = nil) {
         self.id = id
         self.name = name
         self.obaBaseURL = obaBaseURL
         self.sidecarBaseURL = sidecarBaseURL
         self.bounds = bounds
+        self.tripPlanner = tripPlanner
+        self.analytics = analytics
     }
 
     /// The id-prefixed slug the reference emits in resource URLs

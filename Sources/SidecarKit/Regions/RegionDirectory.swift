@@ -21,6 +21,37 @@ public enum RegionsDocument {
         let obaBaseUrl: String?
         let sidecarBaseUrl: String?
         let bounds: [Region.Bounds]?
+        let tripPlanner: Region.TripPlanner
+        let analytics: Region.Analytics?
+
+        enum Keys: String, CodingKey {
+            case id, regionName, obaBaseUrl, sidecarBaseUrl, bounds, otpBaseUrl, otpBaseGraphqlUrl, supportsOtpGraphqlBikeshare, umamiAnalytics
+        }
+        struct Umami: Decodable {
+            let url: String?
+            let id: String?
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            id = try container.decode(Int.self, forKey: .id)
+            regionName = try container.decode(String.self, forKey: .regionName)
+            obaBaseUrl = try container.decodeIfPresent(String.self, forKey: .obaBaseUrl)
+            sidecarBaseUrl = try container.decodeIfPresent(String.self, forKey: .sidecarBaseUrl)
+            bounds = try container.decodeIfPresent([Region.Bounds].self, forKey: .bounds)
+            // What only links carry is read leniently: a directory whose
+            // analytics entry has an odd shape still serves every region.
+            tripPlanner = Region.TripPlanner(
+                restURL: (try? container.decodeIfPresent(String.self, forKey: .otpBaseUrl))?.flatMap { $0.presence },
+                graphqlURL: (try? container.decodeIfPresent(String.self, forKey: .otpBaseGraphqlUrl))?.flatMap { $0.presence },
+                graphqlBikeshare: (try? container.decodeIfPresent(Bool.self, forKey: .supportsOtpGraphqlBikeshare)).flatMap { $0 } ?? false)
+            if let umami = (try? container.decodeIfPresent(Umami.self, forKey: .umamiAnalytics)).flatMap({ $0 }),
+               let url = umami.url?.presence, let site = umami.id?.presence {
+                analytics = Region.Analytics(url: url, siteID: site)
+            } else {
+                analytics = nil
+            }
+        }
     }
 
     public static func parse(_ bytes: [UInt8]) throws(RegionsDocumentError) -> [Region] {
@@ -40,7 +71,7 @@ public enum RegionsDocument {
             guard seen.insert(entry.id).inserted else { throw RegionsDocumentError("region id \(entry.id) appears twice") }
             regions.append(Region(id: entry.id, name: entry.regionName,
                                   obaBaseURL: entry.obaBaseUrl?.presence, sidecarBaseURL: entry.sidecarBaseUrl?.presence,
-                                  bounds: entry.bounds ?? []))
+                                  bounds: entry.bounds ?? [], tripPlanner: entry.tripPlanner, analytics: entry.analytics))
         }
         return regions
     }

@@ -146,6 +146,7 @@ enum RelayProtocol {
         if let collapse = message.collapseID { fields["collapse_id"] = .string(collapse) }
         if let badge = message.badge { fields["badge"] = .integer(Int64(badge)) }
         if let activity = message.liveActivity { fields["live_activity"] = .object(activity) }
+        if let channel = message.androidChannel { fields["android_channel"] = .string(channel) }
         return .object(fields)
     }
 
@@ -162,7 +163,7 @@ enum RelayProtocol {
     static func decode(_ value: JSONValue?, token: String, platform: PushPlatform) throws(Failure) -> PushMessage {
         guard case .object(let fields)? = value,
               Set(fields.keys).isSubset(of: ["kind", "title", "body", "data", "priority", "expiration", "attention", "sandbox", "collapse_id", "live_activity",
-                                                "badge"])
+                                                "badge", "android_channel"])
         else { throw .invalidRequest }
         func string(_ key: String, limit: Int) throws(Failure) -> String? {
             guard let member = fields[key], member != .null else { return nil }
@@ -196,6 +197,7 @@ enum RelayProtocol {
         }
         message.collapseID = try string("collapse_id", limit: 64)
         message.badge = try badge(fields["badge"])
+        message.androidChannel = try string("android_channel", limit: 64)
         if let activity = fields["live_activity"] {
             guard case .object(let members) = activity, Set(members.keys).isSubset(of: liveActivityKeys), message.kind == .liveActivity else {
                 throw .invalidRequest
