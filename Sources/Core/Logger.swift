@@ -92,16 +92,18 @@ public struct Logger: Sendable {
         line += " \(level.label) \(message)"
         for (key, value) in fields {
             line += " \(key)="
-            guard value.utf8.contains(where: { $0 <= 0x20 || $0 == 0x22 || $0 == 0x3D || $0 == 0x7F }) else {
+            guard value.utf8.contains(where: { $0 <= 0x20 || $0 == 0x22 || $0 == 0x3D || $0 == 0x5C || $0 == 0x7F }) else {
                 line += value
                 continue
             }
-            // Quoted, with control characters escaped: a value can never
-            // end the line and forge another.
+            // Quoted (logfmt), with quotes, backslashes and control
+            // characters escaped: a value can never end the line and forge
+            // another, and a JSON value reads back exactly.
             line += "\""
             for scalar in value.unicodeScalars {
                 switch scalar {
-                case "\"": line += "'"
+                case "\"": line += "\\\""
+                case "\\": line += "\\\\"
                 case "\n": line += "\\n"
                 case "\r": line += "\\r"
                 case "\t": line += "\\t"

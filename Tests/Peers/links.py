@@ -50,11 +50,12 @@ def browser():
 
 def add_region_links(driver):
     cases = [
-        ("Puget Sound", "https://api.pugetsound.onebusaway.org/", "https://sidecar.example.org", None),
-        ("Région #1 & co ☃", "https://oba.example.com/api?key=a&b=c#frag", "https://obaco.example.com/api?a=1&b=2", "https://otp.example.com/?x=y%20z"),
+        ("Puget Sound", "https://api.pugetsound.onebusaway.org/", "https://sidecar.example.org", None, "1"),
+        ("Région #1 & co ☃", "https://oba.example.com/api?key=a&b=c#frag", "https://obaco.example.com/api?a=1&b=2", "https://otp.example.com/?x=y%20z",
+         "9223372036854775807"),
     ]
-    for number, (name, oba, sidecar, otp) in enumerate(cases):
-        arguments = ["links", "add-region", "--name", name, "--oba-url", oba, "--sidecar-url", sidecar]
+    for number, (name, oba, sidecar, otp, region_id) in enumerate(cases):
+        arguments = ["links", "add-region", "--region-id", region_id, "--name", name, "--oba-url", oba, "--sidecar-url", sidecar]
         if otp:
             arguments += ["--otp-url", otp]
         png, svg = os.path.join(base.WORK, f"qr-{number}.png"), os.path.join(base.WORK, f"qr-{number}.svg")
@@ -64,8 +65,9 @@ def add_region_links(driver):
         parsed = urllib.parse.urlsplit(link)
         check(parsed.scheme == "onebusaway" and parsed.netloc == "add-region", link)
         items = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
-        expected = {"name": name, "oba-url": oba, "sidecar-url": sidecar, **({"otp-url": otp} if otp else {})}
+        expected = {"name": name, "oba-url": oba, "sidecar-url": sidecar, "region-id": region_id, **({"otp-url": otp} if otp else {})}
         check(items == expected, f"{link} reads back as {items}")
+        check("+" not in parsed.query, "a space must be %20: iOS does not read + as a space")
         check(zbar(png) == link, "the PNG QR code does not decode to the link")
         done = subprocess.run([BIN, *arguments, "--qr", svg], capture_output=True, text=True)
         check(done.returncode == 0 and done.stdout.strip() == link, "the SVG run printed another link")
@@ -73,11 +75,33 @@ def add_region_links(driver):
         photo = os.path.join(base.WORK, f"qr-{number}-svg.png")
         driver.save_screenshot(photo)
         check(zbar(photo) == link, "the SVG QR code, as Chromium draws it, does not decode to the link")
-    refused = subprocess.run([BIN, "links", "add-region", "--name", "X", "--oba-url", "oba.example.com", "--sidecar-url", "https://s.example.org"],
-                             capture_output=True, text=True)
+    refused = subprocess.run([BIN, "links", "add-region", "--region-id", "1", "--name", "X", "--oba-url", "oba.example.com",
+                              "--sidecar-url", "https://s.example.org"], capture_output=True, text=True)
     check(refused.returncode == 1 and "absolute http(s) URL" in refused.stderr, f"a bare host was accepted: {refused.stdout}{refused.stderr}")
-    print(f"add-region: {len(cases)} links with ?, &, #, spaces and non-ASCII read back field by field; "
-          "their PNG and SVG QR codes decoded by zbarimg to the same link")
+    for bad in ["-1", "abc", "1.5", "1" * 30, "9223372036854775808", ""]:
+        refused = subprocess.run([BIN, "links", "add-region", f"--region-id={bad}", "--name", "X", "--oba-url", "https://oba.example.com",
+                                  "--sidecar-url", "https://s.example.org"], capture_output=True, text=True)
+        check(refused.returncode != 0 and "--region-id" in refused.stderr and not refused.stdout, f"--region-id {bad!r}: {refused.stdout}{refused.stderr}")
+    # A directory region: every value the apps read, and a trailing slash never reaches the link.
+    regions = os.path.join(base.WORK, "full-regions.json")
+    json.dump({"data": {"list": [{"id": 7, "regionName": "Tampa Bay", "obaBaseUrl": "https://api.tampa.example.org/api/",
+                                  "sidecarBaseUrl": "https://sidecar.tampa.example.org/", "otpBaseUrl": "https://otp.tampa.example.org/otp/",
+                                  "otpBaseGraphqlUrl": "https://otp.tampa.example.org/graphql", "supportsOtpGraphqlBikeshare": True,
+                                  "umamiAnalytics": {"url": "https://analytics.example.org", "id": "abc-123"}}]}}, open(regions, "w"))
+    done = subprocess.run([BIN, "links", "add-region", "--region", "7", "--regions", regions], capture_output=True, text=True)
+    check(done.returncode == 0, done.stderr)
+    items = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(done.stdout.strip()).query))
+    check(items == {"name": "Tampa Bay", "oba-url": "https://api.tampa.example.org/api/", "region-id": "7",
+                    "sidecar-url": "https://sidecar.tampa.example.org", "otp-url": "https://otp.tampa.example.org/otp/",
+                    "otp-graphql-url": "https://otp.tampa.example.org/graphql", "otp-graphql-bikeshare": "true",
+                    "umami-url": "https://analytics.example.org", "umami-id": "abc-123"}, f"directory link: {items}")
+    # --region-id of a directory region takes its values as defaults; flags override.
+    done = subprocess.run([BIN, "links", "add-region", "--region-id", "7", "--regions", regions, "--name", "Tampa"], capture_output=True, text=True)
+    items = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(done.stdout.strip()).query))
+    check(done.returncode == 0 and items["name"] == "Tampa" and items["umami-id"] == "abc-123" and items["region-id"] == "7", f"{items} {done.stderr}")
+    print(f"add-region: {len(cases)} links with ?, &, #, spaces and non-ASCII read back field by field, region-id included; "
+          "their PNG and SVG QR codes decoded by zbarimg to the same link; 6 bad --region-id values refused; a directory region "
+          "carries otp, GraphQL, bikeshare and Umami values")
 
 
 class FixtureOBA(base.StandIn):
@@ -149,10 +173,12 @@ def served(driver):
         check(status == 200 and headers["Content-Type"].startswith("application/json"), f"AASA: {status} {headers}")
         aasa = json.loads(body)
         details = aasa["applinks"]["details"]
-        modern = [d for d in details if "appIDs" in d][0]
+        check(len(details) == 1 and "paths" not in details[0], details)
+        modern = details[0]
         check(modern["appIDs"] == ["ABCDE12345.org.onebusaway.iphone"], modern)
-        check([c["/"] for c in modern["components"]] == ["/regions/*/stops/*/trips"], modern["components"])
-        check(all(d["paths"] == ["/regions/*/stops/*/trips"] for d in details if "appID" in d), details)
+        check([c["/"] for c in modern["components"]] == ["/regions/*/stops/*/trips", "/regions/*/stops/*/*", "/regions/*/stops/*"],
+              modern["components"])
+        check(modern["components"][0].get("?") == {"trip_id": "?*"} and modern["components"][1].get("exclude") is True, modern["components"])
         check("/admin" not in body.decode() and "/api" not in body.decode(), "AASA claims admin or API paths")
         status, headers, body = get(url + "/.well-known/assetlinks.json")
         statements = json.loads(body)
@@ -181,11 +207,14 @@ def served(driver):
         driver.save_screenshot(photo)
         printed = subprocess.run([BIN, "links", "add-region", "--region", "1", "--regions", regions, "--sidecar-url", "https://sidecar.example.org"],
                                  capture_output=True, text=True).stdout.strip()
+        check("region-id=1" in printed, printed)
         check(zbar(photo) == printed, "the add-region page's QR code does not hold the CLI's link")
+        status, _, body = get(url + "/regions/1/add")
+        check(status == 200 and "26.3.0" in body.decode() and "26.2.0" in body.decode(), "the poster names the app versions")
     finally:
         sidecar.stop()
         oba.shutdown()
-    print("links: AASA (paths and components, trips only) and assetlinks served as JSON; the trip preview reads "
+    print("links: AASA (components: trips with trip_id, deeper paths excluded, stop pages) and assetlinks served as JSON; the trip preview reads "
           "'Route 75 to UNIVERSITY DISTRICT NORTHGATE · STEVENS WAY & BENTON LN'; the add-region page's QR code, photographed "
           f"in Chromium, decodes to the CLI's link; screenshots in {SHOTS}")
 

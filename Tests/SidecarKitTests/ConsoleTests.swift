@@ -342,6 +342,27 @@ struct ConsolePageTests {
         }
     }
 
+    @Test func anImpactPeriodIsAuthoredInTheRegionsZoneAndRefusedOutsideTheShownPeriod() async throws {
+        try await Self.run { app in
+            var editor = ConsoleBrowser(app: app)
+            try await editor.login("editor@example.org", Self.password)
+            let form = try await editor.get("/admin/regions/1/alerts/new")
+            #expect(form.text.contains("Service affected from") && form.text.contains("when the disruption itself happens"))
+            #expect(form.text.contains("Info and Unknown severity are hidden there"))
+            let outside = try await editor.post("/admin/regions/1/alerts", Self.newAlert("Closed", start: "2026-12-05T08:00") + [
+                ("impact_start", "2026-12-05T06:00"), ("impact_end", "2026-12-05T12:00")])
+            #expect(outside.status == 422)
+            #expect(outside.text.contains("must lie within the shown period"), "the form is shown again with the error")
+            #expect(outside.text.contains("2026-12-05T06:00"), "what was typed survives")
+            let inside = try await editor.post("/admin/regions/1/alerts", Self.newAlert("Closed", start: "2026-12-05T08:00") + [
+                ("impact_start", "2026-12-05T09:00"), ("impact_end", "2026-12-05T12:00")])
+            #expect(inside.status == 303)
+            let alert = try #require(try await AlertStore(database: app.sidecar.database).alerts(regionID: 1).first)
+            #expect(alert.impactStartsAt == 1_796_490_000, "09:00 in America/Los_Angeles is 17:00 UTC")
+            #expect(alert.impactEndsAt == 1_796_500_800)
+        }
+    }
+
     @Test func viewersReadAndRegionScopedUsersSeeOnlyTheirRegions() async throws {
         try await Self.run { app in
             var editor = ConsoleBrowser(app: app)

@@ -71,12 +71,24 @@ paths:
           required: false
           schema: {type: string}
           description: Any non-blank value adds alerts marked as tests.
+        - $ref: '#/components/parameters/IfNoneMatch'
+        - $ref: '#/components/parameters/IfModifiedSince'
       responses:
         '200':
-          description: Binary protobuf FeedMessage; never an empty body.
+          description: |
+            Binary protobuf FeedMessage; never an empty body. The header's
+            timestamp is the response's time rounded down to the minute. Each
+            alert carries active_period and communication_period (the shown
+            period) and, when set, impact_period.
+          headers:
+            ETag: {$ref: '#/components/headers/ETag'}
+            Last-Modified: {$ref: '#/components/headers/LastModified'}
+            Cache-Control: {$ref: '#/components/headers/FeedCacheControl'}
           content:
             application/octet-stream:
               schema: {type: string, format: binary}
+        '304':
+          $ref: '#/components/responses/FeedNotModified'
         '404':
           $ref: '#/components/responses/RegionNotFound'
   /api/v1/regions/{regionId}/alerts.pbtext:
@@ -89,12 +101,20 @@ paths:
           in: query
           required: false
           schema: {type: string}
+        - $ref: '#/components/parameters/IfNoneMatch'
+        - $ref: '#/components/parameters/IfModifiedSince'
       responses:
         '200':
-          description: Protobuf JSON.
+          description: Protobuf JSON (its own ETag, distinct from the binary form's).
+          headers:
+            ETag: {$ref: '#/components/headers/ETag'}
+            Last-Modified: {$ref: '#/components/headers/LastModified'}
+            Cache-Control: {$ref: '#/components/headers/FeedCacheControl'}
           content:
             text/plain:
               schema: {type: string}
+        '304':
+          $ref: '#/components/responses/FeedNotModified'
         '404':
           $ref: '#/components/responses/RegionNotFound'
   /api/v1/regions/{regionId}/surveys:
@@ -518,6 +538,28 @@ components:
       in: path
       required: true
       schema: {type: string}
+    IfNoneMatch:
+      name: If-None-Match
+      in: header
+      required: false
+      schema: {type: string}
+      description: Entity tags (or *) of copies the client holds; a match answers 304.
+    IfModifiedSince:
+      name: If-Modified-Since
+      in: header
+      required: false
+      schema: {type: string}
+      description: An HTTP date; read only without If-None-Match.
+  headers:
+    ETag:
+      description: A strong tag of this representation; changes with the content and the minute's stamp.
+      schema: {type: string}
+    LastModified:
+      description: When the region's alerts last changed.
+      schema: {type: string}
+    FeedCacheControl:
+      description: public, max-age=60, stale-if-error=600
+      schema: {type: string}
   requestBodies:
     SurveyResponseAmend:
       required: true
@@ -527,6 +569,11 @@ components:
         application/json:
           schema: {$ref: '#/components/schemas/SurveyResponseAmendRequest'}
   responses:
+    FeedNotModified:
+      description: The client's copy is current; no body.
+      headers:
+        ETag: {$ref: '#/components/headers/ETag'}
+        Cache-Control: {$ref: '#/components/headers/FeedCacheControl'}
     RegionNotFound:
       description: The region is not in this sidecar's directory.
       content:
