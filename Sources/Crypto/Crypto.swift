@@ -49,6 +49,14 @@ public enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
+    /// The bytes of base64url text in its one canonical spelling (no
+    /// padding, unused trailing bits zero), or nil: two texts never decode
+    /// to the same bytes, so a text can stand for its bytes.
+    public static func decodeCanonical(_ text: String) -> [UInt8]? {
+        guard let bytes = decode(text), encode(bytes) == text else { return nil }
+        return bytes
+    }
+
     /// The bytes of unpadded (or padded) base64url text, or nil when it is not.
     public static func decode(_ text: String) -> [UInt8]? {
         var values: [UInt8] = []

@@ -98,6 +98,33 @@ public final class PublicKeyP256: @unchecked Sendable {
         } == 1
     }
 
+    /// P-256's group order n, big-endian.
+    public static let order: [UInt8] = [
+        0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+    ]
+
+    /// A raw r || s signature with s in the lower half of the group order
+    /// (`(r, n − s)` for a high s), or nil when it is not 64 bytes with r and
+    /// s in 1...n−1. ECDSA accepts both `(r, s)` and `(r, n − s)` for one
+    /// message and key, so anything that must recognise a signature again
+    /// (a replay window) keys on this form; verification accepts either.
+    public static func lowS(_ raw: [UInt8]) -> [UInt8]? {
+        guard raw.count == 64 else { return nil }
+        let n = order.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
+        let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
+        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+        let half = BN_new()
+        defer { BN_free(n); BN_free(r); BN_free(s); BN_free(half) }
+        guard let n, let r, let s, let half, BN_rshift1(half, n) == 1,
+              BN_is_zero(r) == 0, BN_is_zero(s) == 0, BN_cmp(r, n) < 0, BN_cmp(s, n) < 0 else { return nil }
+        guard BN_cmp(s, half) > 0 else { return raw }
+        guard BN_sub(s, n, s) == 1 else { return nil }
+        var normalized = Array(raw[0..<32]) + [UInt8](repeating: 0, count: 32)
+        let written = normalized.withUnsafeMutableBufferPointer { BN_bn2binpad(s, $0.baseAddress! + 32, 32) }
+        return written == 32 ? normalized : nil
+    }
+
     /// 32-byte r || 32-byte s → DER ECDSA-Sig-Value.
     static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
         guard let signature = ECDSA_SIG_new() else { return nil }

@@ -7,7 +7,8 @@ RS256 service-account assertions.
 Usage: push_peers.py WORKDIR TLS_PORT PLAIN_PORT
 Writes WORKDIR/{ca.pem, apns.p8, service-account.json} and records what
 arrives; GET /stats (on either port) returns the record as JSON.
-Tokens starting with "dead" answer 410 Unregistered (APNs) or
+Tokens starting with "prod" answer 400 BadDeviceToken on the sandbox path (a
+production token sent to the wrong environment). Tokens starting with "dead" answer 410 Unregistered (APNs) or
 UNREGISTERED (FCM); "busy" answers 429 once, then 200."""
 import asyncio
 import json
@@ -88,6 +89,9 @@ async def app(scope, receive, send):
         device = path.rsplit("/", 1)[-1]
         if device.startswith("dead"):
             return await answer(send, 410, {"reason": "Unregistered", "timestamp": int(time.time() * 1000)})
+        if device.startswith("prod") and path.startswith("/sandbox/"):
+            # A production token sent to the sandbox, as APNs answers it.
+            return await answer(send, 400, {"reason": "BadDeviceToken"})
         if device.startswith("busy") and device not in stats["busy_seen"]:
             stats["busy_seen"].append(device)
             return await answer(send, 429, {"reason": "TooManyRequests"})

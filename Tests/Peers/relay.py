@@ -131,6 +131,65 @@ def seed_client(relay):
     check(client.post("/v1/push/send", stale)[0] == 401, "a ts in seconds was accepted")
     print("seed client: a Python client written to the seed (cryptography) registered and sent through the relay to APNs; "
           "its replay, a tampered title and a ts in seconds were refused with 401")
+    replays(client, token)
+    cross_server_drop(relay)
+
+
+N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def replays(client, token):
+    """A captured send replayed with its signature re-spelled, malleated to
+    the other valid form, or carrying another body: one push, never more."""
+    before = stats()["apns"]
+    body = client.send_body([token], "Route 44 detoured")
+    check(client.post("/v1/push/send", body)[0] == 200, "the genuine send was refused")
+    raw = unb64(body["sig"])
+    r, s = int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")
+    other = b64(r.to_bytes(32, "big") + (N - s).to_bytes(32, "big"))
+    client.key.public_key().verify(encode_dss_signature(r, N - s), f"{body['ts']}.{token}.Route 44 detoured".encode(), ec.ECDSA(hashes.SHA256()))
+    last = ALPHABET.index(body["sig"][-1])
+    respelled = body["sig"][:-1] + ALPHABET[last ^ 1]
+    check(unb64(respelled) == raw, "the re-spelled signature should decode to the same bytes")
+    outcomes = {}
+    for name, signature, text in [("padded", body["sig"] + "==", None), ("re-spelled", respelled, None), ("high-S", other, None),
+                                  ("swapped body", body["sig"], "ATTACKER TEXT: tap evil.example")]:
+        replay = dict(body, sig=signature)
+        if text:
+            replay["body"] = text
+        outcomes[name] = client.post("/v1/push/send", replay)
+    check(outcomes["padded"] == (401, {"error": "invalid_signature"}) and outcomes["re-spelled"] == (401, {"error": "invalid_signature"}),
+          f"re-encoded signatures: {outcomes}")
+    check(outcomes["high-S"] == (401, {"error": "replay"}) and outcomes["swapped body"] == (401, {"error": "replay"}), f"replays: {outcomes}")
+    check(stats()["apns"] == before + 1, f"one signed send reached APNs {stats()['apns'] - before} times")
+    # A fresh send signed in the high-S form is accepted: the seed's clients make one half the time.
+    accepted = 0
+    for number in range(4):
+        fresh = client.send_body([token], f"Fresh {number}")
+        raw = unb64(fresh["sig"])
+        r, s = int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")
+        high = s if s > N // 2 else N - s
+        fresh["sig"] = b64(r.to_bytes(32, "big") + high.to_bytes(32, "big"))
+        accepted += client.post("/v1/push/send", fresh)[0] == 200
+    check(accepted == 4, f"high-S sends accepted: {accepted} of 4")
+    print("relay replays: a captured send re-spelled (== padding, another last character) refused as invalid_signature; malleated to "
+          "(r, n-s) and with a swapped body refused as replay; APNs reached once; 4 fresh high-S sends accepted")
+
+
+def cross_server_drop(relay):
+    """A malicious server binds another's token and sends it to the sandbox:
+    APNs answers BadDeviceToken, and only the sender's binding ends."""
+    victim, attacker = SeedClient(relay.url), SeedClient(relay.url)
+    token = "prod" + "7e" * 30
+    check(victim.register(token)[0] == 200 and attacker.register(token)[0] == 200, "binding refused")
+    body = attacker.send_body([token], "x")
+    body["env"] = "sandbox"
+    status, answer = attacker.post("/v1/push/send", body)
+    check(status == 200 and answer["results"][0].get("drop") is True, f"the attacker's send: {status} {answer}")
+    status, answer = victim.post("/v1/push/send", victim.send_body([token], "Route 44 detoured"))
+    check(status == 200 and answer["results"][0] == {"token": token, "ok": True}, f"the victim lost its binding: {answer}")
+    print("relay drops: an attacker's sandbox send to another server's production token got drop: true; the victim still delivers to it")
 
 
 def registration_ids(database):

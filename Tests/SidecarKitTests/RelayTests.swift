@@ -94,9 +94,11 @@ struct TestRelay {
     let server: HTTPServer
     let apns: RecordingTransport
     let directory: URL
+    let store: RelayStore
     var url: String { "http://127.0.0.1:\(server.port)" }
 
-    static func run(sendLimit: Int = 0, _ body: (TestRelay) async throws -> Void) async throws {
+    static func run(sendLimit: Int = 0, maxBindingsPerServer: Int = 0, maxBindingsPerClient: Int = 0,
+                    _ body: (TestRelay) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = SidecarConfiguration()
@@ -106,14 +108,15 @@ struct TestRelay {
         let apns = RecordingTransport()
         let clock = SystemClock()
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
-        let routes = RelayRoutes(store: RelayStore(database: database), apns: apns, fcm: nil, allowedServers: nil,
+        let store = RelayStore(database: database, maxBindingsPerServer: maxBindingsPerServer, maxBindingsPerClient: maxBindingsPerClient)
+        let routes = RelayRoutes(store: store, apns: apns, fcm: nil, allowedServers: nil,
                                  clientLimiter: FixedWindowRateLimiter(limit: 0, windowSeconds: 60, now: now),
                                  serverLimiter: FixedWindowRateLimiter(limit: sendLimit, windowSeconds: 60, now: now),
                                  clock: clock, logger: Logger(level: .error, sink: MemorySink()), database: database)
         var router = Router()
         routes.routes.forEach { router.add($0) }
         let server = try startLocalServer(router)
-        let relay = TestRelay(server: server, apns: apns, directory: directory)
+        let relay = TestRelay(server: server, apns: apns, directory: directory, store: store)
         do { try await body(relay) } catch {
             _ = await server.shutdown()
             await database.close()
@@ -223,6 +226,117 @@ struct RelayTests {
             let honest = try await relay.post("/v1/push/send", push, headers: signed)
             #expect(honest.status == 200)
             #expect(relay.apns.sent.value.count == 2, "only the two genuine sends pushed")
+        }
+    }
+
+    /// `(r, n − s)`: the other valid form of a raw r||s signature.
+    static func otherForm(_ raw: [UInt8]) -> [UInt8] {
+        var s = Array(raw[32...])
+        var result = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for index in stride(from: 31, through: 0, by: -1) {
+            var difference = Int(PublicKeyP256.order[index]) - Int(s[index]) - borrow
+            borrow = difference < 0 ? 1 : 0
+            if difference < 0 { difference += 256 }
+            result[index] = UInt8(difference)
+        }
+        s = result
+        return Array(raw[..<32]) + s
+    }
+
+    static func withSignature(_ body: [UInt8], _ signature: String) throws -> [UInt8] {
+        var object = try JSONSerialization.jsonObject(with: Data(body)) as! [String: Any]
+        object["sig"] = signature
+        return Array(try JSONSerialization.data(withJSONObject: object))
+    }
+
+    @Test func aReplayIsRefusedHoweverItsSignatureIsSpelledOrWhateverBodyItCarries() async throws {
+        let http = Self.client()
+        defer { http.shutdown() }
+        try await TestRelay.run { relay in
+            let a = try relay.client("a", http: http)
+            #expect(await a.register(token: "a0000001", platform: .ios))
+            let body = try Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour")
+            let signature = try #require((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["sig"] as? String)
+            let raw = try #require(Base64URL.decode(signature))
+            #expect(try await relay.post("/v1/push/send", body).status == 200)
+            // Other spellings of the same 64 bytes are not canonical base64url: refused before anything else.
+            let last = signature.last!
+            let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+            let lastIndex = alphabet.firstIndex(of: last)!
+            let sameBytes = String(signature.dropLast()) + String(alphabet[lastIndex ^ 1])  // the 2 unused low bits differ
+            #expect(Base64URL.decode(sameBytes) == raw, "decodes to the same bytes")
+            for spelling in [signature + "==", sameBytes] {
+                let response = try await relay.post("/v1/push/send", try Self.withSignature(body, spelling))
+                #expect(response.status == 401 && Self.error(response) == "invalid_signature", "\(spelling): \(response.text)")
+            }
+            // The other valid form verifies, but it is the same send: a replay.
+            let malleated = Base64URL.encode(Self.otherForm(raw))
+            #expect(a.identity.jwk.canonical.isEmpty == false)
+            let other = try await relay.post("/v1/push/send", try Self.withSignature(body, malleated))
+            #expect(other.status == 401 && Self.error(other) == "replay", "\(other.text)")
+            // Version 1 does not sign the body: a new body under the genuine signature is the same send.
+            var swapped = try JSONSerialization.jsonObject(with: Data(body)) as! [String: Any]
+            swapped["body"] = "ATTACKER TEXT: tap evil.example"
+            let swap = try await relay.post("/v1/push/send", Array(try JSONSerialization.data(withJSONObject: swapped)))
+            #expect(swap.status == 401 && Self.error(swap) == "replay")
+            #expect(relay.apns.sent.value.count == 1, "one signed send reached the phone once")
+            #expect(relay.apns.sent.value.first?.body == "Body")
+
+            // A fresh send signed in the high-S form is accepted (the seed's clients make one half the time).
+            for title in ["High S 1", "High S 2"] {
+                let fresh = try Self.v1Send(a.identity, tokens: ["a0000001"], title: title)
+                let freshRaw = try #require(Base64URL.decode((try JSONSerialization.jsonObject(with: Data(fresh)) as! [String: Any])["sig"] as! String))
+                let low = try #require(PublicKeyP256.lowS(freshRaw))
+                let high = low == freshRaw ? Self.otherForm(freshRaw) : freshRaw
+                #expect(PublicKeyP256.lowS(high) == low && high != low)
+                #expect(try await relay.post("/v1/push/send", try Self.withSignature(fresh, Base64URL.encode(high))).status == 200)
+            }
+        }
+    }
+
+    @Test func aDropEndsOnlyTheSendingServersBinding() async throws {
+        let http = Self.client()
+        defer { http.shutdown() }
+        try await TestRelay.run { relay in
+            let victim = try relay.client("victim", http: http), attacker = try relay.client("attacker", http: http)
+            // The token answers "dead" to whoever sends (RecordingTransport), as APNs does for a sandbox send to a production token.
+            #expect(await victim.register(token: "shared0dead", platform: .ios))
+            #expect(await attacker.register(token: "shared0dead", platform: .ios))
+            var push = PushMessage(token: "shared0dead", platform: .ios, apnsSandbox: true, title: "x")
+            push.apnsSandbox = true
+            let outcome = await attacker.send([push])
+            guard case .terminal = outcome[0] else { Issue.record("the attacker's send is told to drop: \(outcome)"); return }
+            let now = Self.nowMillis()
+            #expect(try await relay.store.bindings(tokens: ["shared0dead"], serverID: attacker.identity.serverID, nowMillis: now).isEmpty)
+            #expect(try await relay.store.bindings(tokens: ["shared0dead"], serverID: victim.identity.serverID, nowMillis: now) == ["shared0dead": .ios],
+                    "another server's binding survives")
+        }
+    }
+
+    @Test func bindingsAreBoundedPerServerKeyAndPerClientAddress() async throws {
+        let http = Self.client()
+        defer { http.shutdown() }
+        try await TestRelay.run(maxBindingsPerServer: 3, maxBindingsPerClient: 5) { relay in
+            let a = try relay.client("a", http: http)
+            for n in 0..<3 { #expect(await a.register(token: "a000000\(n)", platform: .ios)) }
+            #expect(await !a.register(token: "a0000009", platform: .ios), "a fourth binding for one key is refused")
+            #expect(await a.register(token: "a0000001", platform: .ios), "refreshing a binding it holds is not a new one")
+            // Fresh keys from the same address: the per-client bound holds.
+            let b = try relay.client("b", http: http), c = try relay.client("c", http: http)
+            #expect(await b.register(token: "b0000001", platform: .ios))
+            #expect(await b.register(token: "b0000002", platform: .ios))
+            #expect(await !c.register(token: "c0000001", platform: .ios), "five bindings from this address already")
+            let ts = Self.nowMillis()
+            let raw = JSONValue.object(["token": .string("c0000002"), "platform": .string("ios"), "publicKeyJwk": c.identity.jwk.json,
+                                        "ts": .integer(ts), "sig": .string(Base64URL.encode(try c.identity.key.sign(Array("\(ts).c0000002.ios".utf8))))])
+            let refused = try await relay.post("/v1/push/register-token", raw.encoded())
+            #expect(refused.status == 403 && Self.error(refused) == "binding_limit")
+            // A dropped binding frees its place.
+            #expect(try await relay.store.held(owner: "server:" + a.identity.serverID) == 3)
+            try await relay.store.forget(token: "a0000000", serverID: a.identity.serverID)
+            #expect(try await relay.store.held(owner: "server:" + a.identity.serverID) == 2)
+            #expect(await c.register(token: "c0000001", platform: .ios))
         }
     }
 

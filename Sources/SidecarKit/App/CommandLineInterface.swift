@@ -273,6 +273,12 @@ public enum CommandLineInterface {
         Flag(name: "relay-client-limit", valueName: "N", help: "Requests per minute per client address (default 12000; 0 disables)", commands: ["relay"]) { config, value throws(CommandLineError) in
             config.relayClientLimit = try integer(value, flag: "relay-client-limit", range: 0...10_000_000)
         },
+        Flag(name: "relay-max-bindings-per-server", valueName: "N", help: "Token bindings kept for one server key; a new one past it is refused with binding_limit (default 2000000; 0 disables)", commands: ["relay"]) { config, value throws(CommandLineError) in
+            config.relayMaxBindingsPerServer = try integer(value, flag: "relay-max-bindings-per-server", range: 0...1_000_000_000)
+        },
+        Flag(name: "relay-max-bindings-per-client", valueName: "N", help: "Token bindings kept for one client address, whatever keys it uses (default 2000000; 0 disables)", commands: ["relay"]) { config, value throws(CommandLineError) in
+            config.relayMaxBindingsPerClient = try integer(value, flag: "relay-max-bindings-per-client", range: 0...1_000_000_000)
+        },
         Flag(name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088", commands: ["serve", "alert send", "push test"]) { config, value throws(CommandLineError) in
             config.gorushURL = try httpURL(value, flag: "gorush-url")
         },

@@ -63,6 +63,9 @@ public struct SidecarConfiguration: Sendable {
     /// `sidecar relay`: sends per minute per server, and requests per minute per client address.
     public var relaySendLimit = 6000
     public var relayClientLimit = 12000
+    /// `sidecar relay`: bindings kept per server key and per client address (0: no bound).
+    public var relayMaxBindingsPerServer = RelayStore.defaultMaxBindings
+    public var relayMaxBindingsPerClient = RelayStore.defaultMaxBindings
     /// Console changes (form posts) per minute per signed-in user.
     public var consoleWriteLimit = 120
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (a listener

@@ -20,12 +20,15 @@ enum RelayProtocol {
         case rateLimited = "rate_limited"
         case unknownServer = "unknown_server"
         case versionRequired = "signature_version_2_required"
+        /// The server key, or the client address, holds as many bindings as
+        /// the relay keeps for one.
+        case bindingLimit = "binding_limit"
 
         var status: Int {
             switch self {
             case .invalidRequest, .unsupportedPlatform, .versionRequired: return 400
             case .invalidSignature, .timestamp, .replay: return 401
-            case .unknownServer: return 403
+            case .unknownServer, .bindingLimit: return 403
             case .payloadTooLarge: return 413
             case .rateLimited: return 429
             }
@@ -119,9 +122,24 @@ enum RelayProtocol {
         guard abs(now - ts) <= timestampSkewMillis else { throw .timestamp }
     }
 
+    /// Verifies a raw r||s signature given in canonical base64url (no
+    /// padding, no other spelling of the same bytes). A high-S signature is
+    /// accepted (the seed's clients make one about half the time) and checked
+    /// in its low-S form, the one form anything keyed on a signature may see.
     static func verify(_ key: PublicKeyP256, _ message: String, signature: String) throws(Failure) {
-        guard let raw = Base64URL.decode(signature), raw.count == 64 else { throw .invalidSignature }
-        guard key.verify(Array(message.utf8), signature: raw) else { throw .invalidSignature }
+        guard let raw = Base64URL.decodeCanonical(signature), raw.count == 64, let normalized = PublicKeyP256.lowS(raw) else {
+            throw .invalidSignature
+        }
+        guard key.verify(Array(message.utf8), signature: normalized) else { throw .invalidSignature }
+    }
+
+    /// What the replay window remembers of a send: what was signed and by
+    /// whom, never the signature's text (which has other spellings and a
+    /// second valid form). Version 1 signs `ts`, the tokens and the title,
+    /// so a replay with another body is the same send and is refused too;
+    /// version 2 signs the method, path, time and the body's digest.
+    static func replayKey(serverID: String, signed: String, version: Int) -> String {
+        "v\(version)\n\(serverID)\n\(signed)"
     }
 
     /// Push tokens: APNs hexadecimal or FCM registration tokens, printable

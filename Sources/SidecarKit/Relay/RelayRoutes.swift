@@ -63,6 +63,9 @@ struct RelayRoutes: Sendable {
         var serverID: String
         var version: Int
         var ts: Int64
+        /// Version 2: the signed request string (version 1 signs fields,
+        /// checked by each route).
+        var signedString: String?
     }
 
     func open(_ request: Request, limitServer: Bool) async throws(RelayProtocol.Failure) -> Signed {
@@ -80,9 +83,9 @@ struct RelayRoutes: Sendable {
             }
             try RelayProtocol.checkTimestamp(ts, now: nowMillis)
             guard digest == RelayProtocol.digest(request.body) else { throw .invalidSignature }
-            try RelayProtocol.verify(key, RelayProtocol.requestString(method: request.method, path: request.rawPath, ts: ts, bodyDigest: digest),
-                                     signature: signature)
-            return Signed(body: body, jwk: jwk, key: key, serverID: serverID, version: 2, ts: ts)
+            let signedString = RelayProtocol.requestString(method: request.method, path: request.rawPath, ts: ts, bodyDigest: digest)
+            try RelayProtocol.verify(key, signedString, signature: signature)
+            return Signed(body: body, jwk: jwk, key: key, serverID: serverID, version: 2, ts: ts, signedString: signedString)
         }
         guard case .integer(let ts)? = body["ts"] else { throw .invalidRequest }
         try RelayProtocol.checkTimestamp(ts, now: nowMillis)
@@ -107,7 +110,11 @@ struct RelayRoutes: Sendable {
             let platformName: String? = if case .string(let name)? = signed.body["platform"] { name } else { nil }
             try RelayProtocol.verify(signed.key, RelayProtocol.registerString(ts: signed.ts, token: token, platform: platformName), signature: signature)
         }
-        do { try await store.bind(token: token, serverID: signed.serverID, platform: platform, nowMillis: nowMillis) } catch {
+        do {
+            try await store.bind(token: token, serverID: signed.serverID, platform: platform, clientKey: request.clientKey, nowMillis: nowMillis)
+        } catch RelayStore.Refusal.bindingLimit {
+            throw .bindingLimit
+        } catch {
             logger.error("relay binding not stored", [("error", "\(error)")])
             return Response.json(503, ["error": "unavailable"])
         }
@@ -128,14 +135,14 @@ struct RelayRoutes: Sendable {
         // Build the message for a token and its platform (validated first,
         // before anything is remembered or sent).
         let make: (String, PushPlatform) throws(RelayProtocol.Failure) -> PushMessage
-        let signature: String
+        let signedContent: String
         if signed.version == 1 {
             guard Set(signed.body.keys).isSubset(of: Self.seedSendKeys) else { throw .versionRequired }
             guard case .string(let sig)? = signed.body["sig"], case .string(let title)? = signed.body["title"], title.count <= 256 else {
                 throw .invalidRequest
             }
-            try RelayProtocol.verify(signed.key, RelayProtocol.sendString(ts: signed.ts, tokens: tokens, title: title), signature: sig)
-            signature = sig
+            signedContent = RelayProtocol.sendString(ts: signed.ts, tokens: tokens, title: title)
+            try RelayProtocol.verify(signed.key, signedContent, signature: sig)
             let body: String? = if case .string(let text)? = signed.body["body"] { text } else { nil }
             guard (body?.count ?? 0) <= 2048 else { throw .invalidRequest }
             var data: [String: JSONValue] = [:]
@@ -161,7 +168,7 @@ struct RelayRoutes: Sendable {
             }
         } else {
             guard Set(signed.body.keys).isSubset(of: ["tokens", "push", "publicKeyJwk"]), let push = signed.body["push"] else { throw .invalidRequest }
-            signature = request.header(RelayProtocol.Header.signature) ?? ""
+            signedContent = signed.signedString ?? ""
             // Validate once for either platform the tokens may have.
             _ = try RelayProtocol.decode(push, token: tokens[0], platform: .ios)
             make = { token, platform throws(RelayProtocol.Failure) in try RelayProtocol.decode(push, token: token, platform: platform) }
@@ -169,7 +176,8 @@ struct RelayRoutes: Sendable {
         let now = nowMillis
         let bound: [String: PushPlatform]
         do {
-            guard try await store.remember(signature: signature, nowMillis: now) else { throw RelayProtocol.Failure.replay }
+            let replayKey = RelayProtocol.replayKey(serverID: signed.serverID, signed: signedContent, version: signed.version)
+            guard try await store.remember(replayKey, nowMillis: now) else { throw RelayProtocol.Failure.replay }
             bound = try await store.bindings(tokens: tokens, serverID: signed.serverID, nowMillis: now)
         } catch let failure as RelayProtocol.Failure {
             throw failure
@@ -196,7 +204,10 @@ struct RelayRoutes: Sendable {
                 delivered += 1
                 results.append(.object(["token": .string(token), "ok": .bool(true)]))
             case .terminal?:
-                try? await store.forget(token: token)
+                // Only this server's binding: another server's binding is not
+                // its to end, and the environment it chose (sandbox) can make
+                // a live token look dead.
+                try? await store.forget(token: token, serverID: signed.serverID)
                 results.append(.object(["token": .string(token), "ok": .bool(false), "drop": .bool(true)]))
             default:
                 results.append(.object(["token": .string(token), "ok": .bool(false)]))

@@ -65,7 +65,9 @@ public enum RelayServer {
         }
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         let routes = RelayRoutes(
-            store: RelayStore(database: database), apns: apns, fcm: fcm, allowedServers: allowed,
+            store: RelayStore(database: database, maxBindingsPerServer: configuration.relayMaxBindingsPerServer,
+                              maxBindingsPerClient: configuration.relayMaxBindingsPerClient),
+            apns: apns, fcm: fcm, allowedServers: allowed,
             clientLimiter: FixedWindowRateLimiter(limit: configuration.relayClientLimit, windowSeconds: 60, name: "relay_client", logger: logger, now: now),
             serverLimiter: FixedWindowRateLimiter(limit: configuration.relaySendLimit, windowSeconds: 60, name: "relay_server", logger: logger, now: now),
             clock: clock, logger: logger, database: database)

@@ -8,16 +8,58 @@ import Push
 /// copy of the database names no device.
 struct RelayStore: Sendable {
     let database: any Database
+    /// Bindings one server key, and one client address, may hold (0: no
+    /// bound). serverIds cost nothing to make, so the per-client bound is
+    /// what stops one address from filling the disk with fresh keys.
+    var maxBindingsPerServer = RelayStore.defaultMaxBindings
+    var maxBindingsPerClient = RelayStore.defaultMaxBindings
+
+    /// Room for the largest agency's riders on one server (and one address).
+    static let defaultMaxBindings = 2_000_000
+
+    /// A new binding past a bound.
+    enum Refusal: Error, Equatable { case bindingLimit }
 
     static func tokenHash(_ token: String) -> String { Base64URL.encode(SHA256.digest(Array(token.utf8))) }
+    static func clientHash(_ clientKey: String) -> String { Base64URL.encode(Array(SHA256.digest(Array(clientKey.utf8)).prefix(12))) }
 
-    /// Binds a token to a server (again: refreshes the binding's age).
-    func bind(token: String, serverID: String, platform: PushPlatform, nowMillis: Int64) async throws {
+    /// Binds a token to a server (again: refreshes the binding's age). A new
+    /// binding counts toward its server's and its client address's bound,
+    /// kept in `relay_binding_counts` in the same transaction.
+    func bind(token: String, serverID: String, platform: PushPlatform, clientKey: String, nowMillis: Int64) async throws {
+        let tokenHash = Self.tokenHash(token)
+        let client = Self.clientHash(clientKey)
+        let (perServer, perClient) = (maxBindingsPerServer, maxBindingsPerClient)
         _ = try await database.write { connection in
+            let refreshed = try connection.execute("""
+                UPDATE relay_bindings SET platform = $3, bound_at = $4 WHERE token_hash = $1 AND server_id = $2
+                """, [.text(tokenHash), .text(serverID), .text(platform.rawValue), .integer(nowMillis)])
+            guard refreshed == 0 else { return }
+            for (owner, limit) in [("server:" + serverID, perServer), ("client:" + client, perClient)] where limit > 0 {
+                let held = try connection.queryOne("SELECT bindings FROM relay_binding_counts WHERE owner = $1", [.text(owner)])?.int("bindings") ?? 0
+                if held >= Int64(limit) { throw Refusal.bindingLimit }
+            }
             try connection.execute("""
-                INSERT INTO relay_bindings (token_hash, server_id, platform, bound_at) VALUES ($1, $2, $3, $4)
+                INSERT INTO relay_bindings (token_hash, server_id, platform, bound_at, client_hash) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (token_hash, server_id) DO UPDATE SET platform = excluded.platform, bound_at = excluded.bound_at
-                """, [.text(Self.tokenHash(token)), .text(serverID), .text(platform.rawValue), .integer(nowMillis)])
+                """, [.text(tokenHash), .text(serverID), .text(platform.rawValue), .integer(nowMillis), .text(client)])
+            try Self.count(connection, owners: ["server:" + serverID, "client:" + client], by: 1)
+        }
+    }
+
+    static func count(_ connection: any SQLConnection, owners: [String], by change: Int64) throws {
+        for owner in owners {
+            try connection.execute("""
+                INSERT INTO relay_binding_counts (owner, bindings) VALUES ($1, $2)
+                ON CONFLICT (owner) DO UPDATE SET bindings = relay_binding_counts.bindings + excluded.bindings
+                """, [.text(owner), .integer(change)])
+        }
+    }
+
+    /// The bindings an owner (`server:<id>` or `client:<hash>`) holds.
+    func held(owner: String) async throws -> Int64 {
+        try await database.read { connection in
+            try connection.queryOne("SELECT bindings FROM relay_binding_counts WHERE owner = $1", [.text(owner)])?.int("bindings") ?? 0
         }
     }
 
@@ -41,17 +83,22 @@ struct RelayStore: Sendable {
         return found
     }
 
-    /// A dead token is forgotten for every server.
-    func forget(token: String) async throws {
+    /// A token the provider called dead on a server's send: that server's
+    /// binding ends, and no other server's.
+    func forget(token: String, serverID: String) async throws {
         _ = try await database.write { connection in
-            try connection.execute("DELETE FROM relay_bindings WHERE token_hash = $1", [.text(Self.tokenHash(token))])
+            for row in try connection.query("DELETE FROM relay_bindings WHERE token_hash = $1 AND server_id = $2 RETURNING client_hash",
+                                            [.text(Self.tokenHash(token)), .text(serverID)]) {
+                try Self.count(connection, owners: ["server:" + serverID] + (row.string("client_hash").map { ["client:" + $0] } ?? []), by: -1)
+            }
         }
     }
 
-    /// Records a send's signature; false when it was seen within the window
-    /// (a replay). Expired entries are swept as new ones arrive.
-    func remember(signature: String, nowMillis: Int64) async throws -> Bool {
-        let key = Base64URL.encode(SHA256.digest(Array(signature.utf8)))
+    /// Records a send (its `RelayProtocol.replayKey`); false when it was
+    /// seen within the window (a replay). Expired entries are swept as new
+    /// ones arrive.
+    func remember(_ replayKey: String, nowMillis: Int64) async throws -> Bool {
+        let key = Base64URL.encode(SHA256.digest(Array(replayKey.utf8)))
         return try await database.write { connection in
             _ = try connection.execute("DELETE FROM relay_replays WHERE expires_at <= $1", [.integer(nowMillis)])
             let inserted = try connection.execute("""
@@ -61,10 +108,18 @@ struct RelayStore: Sendable {
         }
     }
 
-    /// Lapsed bindings are removed daily.
+    /// Lapsed bindings are removed daily (and leave their owners' counts).
     func sweep(nowMillis: Int64) async throws -> Int {
         try await database.write { connection in
-            try connection.execute("DELETE FROM relay_bindings WHERE bound_at <= $1", [.integer(nowMillis - RelayProtocol.bindingLifetimeMillis)])
+            let cutoff = SQLValue.integer(nowMillis - RelayProtocol.bindingLifetimeMillis)
+            for row in try connection.query("""
+                SELECT server_id, client_hash, COUNT(*) AS n FROM relay_bindings WHERE bound_at <= $1 GROUP BY server_id, client_hash
+                """, [cutoff]) {
+                let owners = ["server:" + (row.string("server_id") ?? "")] + (row.string("client_hash").map { ["client:" + $0] } ?? [])
+                try Self.count(connection, owners: owners, by: -(row.int("n") ?? 0))
+            }
+            try connection.execute("DELETE FROM relay_binding_counts WHERE bindings <= 0", [])
+            return try connection.execute("DELETE FROM relay_bindings WHERE bound_at <= $1", [cutoff])
         }
     }
 
@@ -85,6 +140,16 @@ struct RelayStore: Sendable {
                 expires_at INTEGER NOT NULL
             );
             CREATE INDEX relay_replays_expiry ON relay_replays (expires_at)
+            """),
+        // Issue 24: bindings are bounded per server key and per client
+        // address; the counts live beside them so a check costs one row.
+        Migration(version: 1002, name: "relay bindings counted per server and client", sql: """
+            ALTER TABLE relay_bindings ADD COLUMN client_hash TEXT;
+            CREATE TABLE relay_binding_counts (
+                owner TEXT PRIMARY KEY,
+                bindings INTEGER NOT NULL
+            );
+            INSERT INTO relay_binding_counts (owner, bindings) SELECT 'server:' || server_id, COUNT(*) FROM relay_bindings GROUP BY server_id
             """),
     ]
 }
