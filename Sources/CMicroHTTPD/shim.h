@@ -196,6 +196,19 @@ static inline int sidecar_request_target_is_whole(const char *uri, size_t length
         && version[7] >= '0' && version[7] <= '9' && version[8] == 0;
 }
 
+/// Empties the query string libmicrohttpd is about to parse into its own
+/// GET arguments (the server reads the raw target itself). Called from the
+/// URI callback, after the target was copied: libmicrohttpd has already
+/// found the '?' and parses from the byte after it, in its writable read
+/// buffer. Its argument records live in the connection's small memory
+/// pool, and a query with a few hundred parameters exhausted it, leaving the
+/// request unanswered; with the query emptied nothing is recorded.
+static inline void sidecar_empty_query(const char *uri)
+{
+    char *question = strchr((char *) uri, '?');
+    if (question != NULL && question[1] != 0) question[1] = 0;
+}
+
 struct sidecar_head_walk {
     int layout;
     const char *line_end;      /* NUL that ended the previous line's content */

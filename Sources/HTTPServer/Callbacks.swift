@@ -17,6 +17,8 @@ func mhdRequestStarted(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CCh
     if let tracked { server.connectionGuard.requestLineSeen(tracked) }
     let exchange = Exchange(rawURI: uri.map { String(cString: $0) } ?? "/", bodyLimit: server.configuration.defaultBodyLimit,
                             targetStart: uri, targetLength: length, targetIsWhole: whole, tracked: tracked)
+    // Copied above; libmicrohttpd's own parse of it could exhaust the pool.
+    if let uri { sidecar_empty_query(uri) }
     server.liveExchanges.add(1, ordering: .relaxed)
     return Unmanaged.passRetained(exchange).toOpaque()
 }

@@ -28,9 +28,23 @@ public final class FixedWindowRateLimiter: Sendable {
     private let logger: Logger?
     private let keyForLogs: @Sendable (String) -> String
     private let now: @Sendable () -> Double
+    /// Keys counted at once in one window; past it the oldest are forgotten
+    /// (a forgotten key starts over), so no flood of distinct keys grows
+    /// memory without bound.
+    public let maxKeys: Int
     private struct Counter { var window: Int64; var hits: Int }
-    private struct State { var counters: [String: Counter] = [:]; var sweptWindow: Int64 = .min }
+    private struct State {
+        var counters: [String: Counter] = [:]
+        /// Keys in the order they were first counted this window.
+        var order: [String] = []
+        var oldest = 0
+        var sweptWindow: Int64 = .min
+    }
     private let state = Mutex(State())
+
+    /// The longest key kept as given; a longer one (an identifier a client
+    /// chose) is kept as a fixed-size digest of itself.
+    public static let maxKeyBytes = 64
 
     /// - Parameters:
     ///   - limit: hits allowed per window; 0 or less disables the limiter.
@@ -41,8 +55,9 @@ public final class FixedWindowRateLimiter: Sendable {
     ///   - shared: counters several instances share (nil: this process's memory).
     public init(limit: Int, windowSeconds: Int, name: String = "throttle", logger: Logger? = nil,
                 keyForLogs: @escaping @Sendable (String) -> String = { $0 }, shared: SharedWindowCounter? = nil,
-                now: @escaping @Sendable () -> Double) {
+                maxKeys: Int = 100_000, now: @escaping @Sendable () -> Double) {
         self.limit = limit
+        self.maxKeys = max(maxKeys, 1)
         self.windowSeconds = max(windowSeconds, 1)
         self.name = name
         self.shared = shared
@@ -51,22 +66,52 @@ public final class FixedWindowRateLimiter: Sendable {
         self.now = now
     }
 
+    /// A key of at most `maxKeyBytes`: long keys become a 128-bit digest
+    /// (two FNV-1a 64-bit hashes with different bases), hex.
+    public static func boundedKey(_ key: String) -> String {
+        guard key.utf8.count > maxKeyBytes else { return key }
+        var first: UInt64 = 0xcbf2_9ce4_8422_2325
+        var second: UInt64 = 0x84222325_cbf29ce4
+        for byte in key.utf8 {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            second = (second ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 &+ 1
+        }
+        return "#" + String(first, radix: 16) + String(second, radix: 16)
+    }
+
+    /// Keys counted in the current window (for tests and bounds).
+    public var trackedKeys: Int { state.withLock { $0.counters.count } }
+
     /// Counts one hit for `key`.
-    public func hit(_ key: String) -> Decision {
+    public func hit(_ rawKey: String) -> Decision {
         guard limit > 0 else { return .allowed }
+        let key = Self.boundedKey(rawKey)
         let seconds = now()
         let window = Int64((seconds / Double(windowSeconds)).rounded(.down))
+        let maxKeys = maxKeys
         let decision: Decision = state.withLock { state in
             if state.sweptWindow != window {
                 // Forget earlier windows once per window so memory tracks only
                 // the peers active in the current one.
                 state.counters = state.counters.filter { $0.value.window == window }
+                state.order = Array(state.counters.keys)
+                state.oldest = 0
                 state.sweptWindow = window
             }
             var counter = state.counters[key] ?? Counter(window: window, hits: 0)
             if counter.window != window { counter = Counter(window: window, hits: 0) }
             counter.hits += 1
-            state.counters[key] = counter
+            if state.counters.updateValue(counter, forKey: key) == nil {
+                state.order.append(key)
+                while state.counters.count > maxKeys, state.oldest < state.order.count {
+                    state.counters.removeValue(forKey: state.order[state.oldest])
+                    state.oldest += 1
+                }
+                if state.oldest > 4096, state.oldest * 2 > state.order.count {
+                    state.order.removeFirst(state.oldest)
+                    state.oldest = 0
+                }
+            }
             if counter.hits <= limit { return .allowed }
             let windowEnd = Double(window + 1) * Double(windowSeconds)
             return .limited(retryAfter: max(1, Int((windowEnd - seconds).rounded(.up))))
@@ -87,7 +132,7 @@ public final class FixedWindowRateLimiter: Sendable {
         let seconds = now()
         let window = Int64((seconds / Double(windowSeconds)).rounded(.down)) * Int64(windowSeconds)
         do {
-            let hits = try await shared.increment(key: name + ":" + key, windowStart: window)
+            let hits = try await shared.increment(key: name + ":" + Self.boundedKey(key), windowStart: window)
             if hits <= limit { return .allowed }
             let retryAfter = max(1, Int((Double(window + Int64(windowSeconds)) - seconds).rounded(.up)))
             if let logger, logger.isEnabled(.debug) {

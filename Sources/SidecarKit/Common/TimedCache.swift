@@ -29,8 +29,15 @@ final class TimedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func store(_ value: Value, for key: Key) {
         let time = now()
         entries.withLock { entries in
-            if entries.count >= maxEntries { entries = entries.filter { $0.value.expires > time } }
-            if entries.count >= maxEntries { entries.removeAll() }
+            if entries[key] == nil, entries.count >= maxEntries {
+                entries = entries.filter { $0.value.expires > time }
+                if entries.count >= maxEntries {
+                    // Full of live entries: the oldest tenth goes (every
+                    // entry lives as long, so the oldest expire first).
+                    let cut = entries.values.map(\.expires).sorted()[max(maxEntries / 10, 1) - 1]
+                    entries = entries.filter { $0.value.expires > cut }
+                }
+            }
             entries[key] = (value, time + lifetimeSeconds)
         }
     }

@@ -1,4 +1,5 @@
 import Core
+import Crypto
 import HTTPServer
 import OBA
 
@@ -30,25 +31,29 @@ struct GhostBusRoutes: Sendable {
         if case .limited(let retryAfter) = await peerLimiter.check(request.clientKey) {
             return limited.adding(header: "Retry-After", String(retryAfter))
         }
-        if let user = GhostBusRules.throttleIdentifier(request), case .limited(let retryAfter) = await userLimiter.check(user) {
-            return limited.adding(header: "Retry-After", String(retryAfter))
-        }
         return await next(request)
+    }
+
+    /// The per-user throttle, counted only for a report that validated, and
+    /// under a fixed-size digest of its identifier: refused requests never
+    /// leave anything behind, whatever identifier they carried.
+    func userThrottle(_ report: GhostBusReport) async -> Response? {
+        let key = Base64URL.encode(SHA256.digest(Array(report.userIdentifier.utf8)))
+        let decision = userLimiter.shared == nil ? userLimiter.hit(key) : await userLimiter.check(key)
+        guard case .limited(let retryAfter) = decision else { return nil }
+        return ErrorStyle.messages.response(status: 429, error: "Rate limit exceeded", messages: ["Too many reports; try again later"])
+            .adding(header: "Retry-After", String(retryAfter))
     }
 
     /// The body cap and both throttles, on the server's thread.
     func capAndThrottle(_ request: Request) -> Response? {
-        // The identifier read runs before anything is validated, so it is
-        // capped; a JSON body over the cap would otherwise go uncounted.
+        // Report bodies are small: a JSON body over the cap is refused unread.
         if GhostBusRules.jsonBodyTooLarge(request) {
             return ErrorStyle.messages.response(status: 403, error: "Forbidden", messages: ["Report bodies are limited to 8 KB"])
         }
         guard peerLimiter.shared == nil else { return nil }
         let limited = ErrorStyle.messages.response(status: 429, error: "Rate limit exceeded", messages: ["Too many reports; try again later"])
         if case .limited(let retryAfter) = peerLimiter.hit(request.clientKey) {
-            return limited.adding(header: "Retry-After", String(retryAfter))
-        }
-        if let user = GhostBusRules.throttleIdentifier(request), case .limited(let retryAfter) = userLimiter.hit(user) {
             return limited.adding(header: "Retry-After", String(retryAfter))
         }
         return nil
@@ -64,6 +69,7 @@ struct GhostBusRoutes: Sendable {
         case .success(let value):
             report = value
         }
+        if let limited = await userThrottle(report) { return limited.logging(log.0, log.1) }
         do {
             switch try await store.insert(report, regionID: region.id, now: clock.now().epochMillis) {
             case .duplicate:

@@ -25,8 +25,7 @@ public struct GhostBusReport: Sendable, Equatable {
 public enum GhostBusRules {
     public static let waitDurations: Set<Int64> = [5, 10, 15, 20, 30]
     public static let maxCommentLength = 1000
-    /// The throttle reads at most this much of a body for `user_identifier`;
-    /// a JSON body declaring more is refused outright.
+    /// A JSON report body declaring more than this is refused unread.
     public static let identifierReadCap = 8 * 1024
 
     /// An integer and nothing else: an ISO date or a decimal is absent, never
@@ -76,22 +75,6 @@ public enum GhostBusRules {
             userLatitude: latitude.value, userLongitude: longitude.value,
             scheduledArrivalAt: strictInteger(parameters["scheduled_arrival_at"]), predictedArrivalAt: strictInteger(parameters["predicted_arrival_at"]),
             predictionLastUpdatedAt: strictInteger(parameters["prediction_last_updated_at"])))
-    }
-
-    /// The `user_identifier` the per-user throttle counts, read the way the
-    /// handler will read it: body first (JSON or form), then the query.
-    /// Returns nil when there is none.
-    public static func throttleIdentifier(_ request: Request) -> String? {
-        let body = request.body.prefix(identifierReadCap)
-        var fromBody: String?
-        let type = request.mediaType
-        if type == "application/json" || (type?.hasSuffix("+json") ?? false) || (type == nil && body.first == UInt8(ascii: "{")) {
-            if let object = try? Parameters.parseJSONObject(Array(body)) { fromBody = object["user_identifier"]?.scalarText }
-        } else if type == nil || type == "application/x-www-form-urlencoded" {
-            fromBody = (try? Parameters.parseURLEncoded(body, limit: 1000))?.last { $0.0 == "user_identifier" }?.1
-        }
-        if let fromBody = fromBody?.presence { return fromBody }
-        return (try? Parameters.parseURLEncoded(request.rawQuery.utf8, limit: 1000))?.last { $0.0 == "user_identifier" }?.1.presence
     }
 
     /// True when a JSON body declares (or has) more than the read cap.
