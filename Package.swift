@@ -30,7 +30,9 @@ let package = Package(
                        providers: [.apt(["libpq-dev"])]),
 
         // Infrastructure.
-        .target(name: "PlatformThreads"),
+        // Names threads (pthread_setname_np needs _GNU_SOURCE, which Swift's Glibc lacks).
+        .target(name: "CThreadName"),
+        .target(name: "PlatformThreads", dependencies: ["CThreadName"]),
         // Logging and JSON values shared by every module.
         .target(name: "Core"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Core", "PlatformThreads"]),

@@ -150,6 +150,23 @@ public enum SHA256 {
     }
 }
 
+/// HMAC-SHA-256 (OpenSSL): a tag only the holder of `key` can make.
+public enum HMACSHA256 {
+    public static func tag(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 32
+        _ = key.withUnsafeBufferPointer { keyBytes in
+            message.withUnsafeBufferPointer { messageBytes in
+                output.withUnsafeMutableBufferPointer { target in
+                    HMAC(EVP_sha256(), keyBytes.baseAddress, Int32(keyBytes.count), messageBytes.baseAddress, messageBytes.count,
+                         target.baseAddress, &length)
+                }
+            }
+        }
+        return output
+    }
+}
+
 /// Comparing secrets without leaking, through timing, how much of a guess
 /// was right.
 public enum SecureCompare {

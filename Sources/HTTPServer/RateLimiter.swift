@@ -6,6 +6,8 @@ public protocol SharedWindowCounter: Sendable {
     /// Counts one hit for `key` in the window starting at `windowStart`
     /// (epoch seconds) and returns the window's count so far.
     func increment(key: String, windowStart: Int64) async throws -> Int
+    /// The window's count so far for `key`, without counting.
+    func count(key: String, windowStart: Int64) async throws -> Int
 }
 
 /// A fixed-window request counter (the Rack::Attack model the reference
@@ -144,6 +146,26 @@ public final class FixedWindowRateLimiter: Sendable {
             logger?.warning("shared throttle counters unavailable; allowing the request", [("limiter", name), ("error", "\(error)")])
             return .allowed
         }
+    }
+
+    /// The hits counted for `key` in the current window, without counting
+    /// one (shared counters that cannot be reached read as 0: failing open,
+    /// as `check` does).
+    public func peek(_ rawKey: String) async -> Int {
+        guard limit > 0 else { return 0 }
+        let key = Self.boundedKey(rawKey)
+        let seconds = now()
+        let window = Int64((seconds / Double(windowSeconds)).rounded(.down))
+        guard let shared else {
+            return state.withLock { state in state.counters[key].map { $0.window == window ? $0.hits : 0 } ?? 0 }
+        }
+        return (try? await shared.count(key: name + ":" + key, windowStart: window * Int64(windowSeconds))) ?? 0
+    }
+
+    /// Whether `key` has used its whole budget this window (without counting).
+    public func isExhausted(_ key: String) async -> Bool {
+        guard limit > 0 else { return false }
+        return await peek(key) >= limit
     }
 
     /// A precheck answering 429 with `Retry-After` once `key(request)` is

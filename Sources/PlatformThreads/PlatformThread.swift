@@ -1,3 +1,4 @@
+import CThreadName
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,6 +14,8 @@ public enum PlatformThread {
         var thread = pthread_t()
         let status = pthread_create(&thread, nil, { context in
             let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
+            // What `top -H` and `ps -L` show: at most 15 bytes.
+            sidecar_name_current_thread(body.name)
             body.body()
             return nil
         }, box)

@@ -64,6 +64,10 @@ public struct ApiKeyStore: Sendable {
         try await database.read { connection in try connection.query("SELECT * FROM api_keys ORDER BY id", []).map(Self.record) }
     }
 
+    public func find(id: Int64) async throws -> Record? {
+        try await database.read { connection in try connection.queryOne("SELECT * FROM api_keys WHERE id = $1", [.integer(id)]).map(Self.record) }
+    }
+
     public func revoke(id: Int64, now: Int64) async throws -> Bool {
         try await database.write { connection in
             try connection.execute("UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL", [.integer(id), .integer(now)]) > 0

@@ -89,6 +89,13 @@ struct DatabaseWindowCounter: SharedWindowCounter {
         }
     }
 
+    func count(key: String, windowStart: Int64) async throws -> Int {
+        try await database.read { connection in
+            Int(try connection.queryOne("SELECT hits FROM rate_limits WHERE key = $1 AND window_start = $2",
+                                        [.text(key), .integer(windowStart)])?.int("hits") ?? 0)
+        }
+    }
+
     /// Forgets windows that ended before `cutoff` (epoch seconds).
     func prune(endedBefore cutoff: Int64) async throws {
         _ = try await database.write { connection in

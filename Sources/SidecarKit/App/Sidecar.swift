@@ -161,6 +161,7 @@ public final class Sidecar: Sendable {
         let shared: SharedWindowCounter? = database.dialect == .postgresql ? DatabaseWindowCounter(database: database) : nil
         let limits = RiderLimits(configuration, logger: logger, shared: shared, now: now)
         var router = Router()
+        let consoleStore = ConsoleStore(database: database)
         let features: [[Route]] = [
             HealthRoutes(database: database, logger: logger, freshSeconds: configuration.healthCacheSeconds).routes,
             OpenAPIDocument.routes,
@@ -194,7 +195,7 @@ public final class Sidecar: Sendable {
                           results: TimedCache(lifetimeSeconds: 5 * 60, now: now), lookups: limits.upstreamLookups, logger: logger).routes,
             AdminRoutes(administration: administration, keys: ApiKeyStore(database: database), store: alertStore, sends: alertSends,
                         clock: clock, logger: logger).routes,
-            ConsoleRoutes(store: ConsoleStore(database: database), administration: administration, alerts: alertStore, sends: alertSends,
+            ConsoleRoutes(store: consoleStore, administration: administration, alerts: alertStore, sends: alertSends,
                           surveys: SurveyStore(database: database), ghostBus: GhostBusStore(database: database), keys: ApiKeyStore(database: database),
                           audit: audit, regions: regions, database: database, clock: clock, logger: logger,
                           secureCookies: publicURL.url.hasPrefix("https://"),
@@ -203,6 +204,10 @@ public final class Sidecar: Sendable {
                           accountLogins: FixedWindowRateLimiter(limit: ConsoleRules.failuresPerAccount, windowSeconds: ConsoleRules.loginWindowSeconds,
                                                                 name: "console_login_account", logger: logger, keyForLogs: SHA256.fingerprint,
                                                                 shared: shared, now: now),
+                          failingSources: FixedWindowRateLimiter(limit: Int(Int32.max), windowSeconds: ConsoleRules.loginWindowSeconds,
+                                                                 name: "console_login_source", logger: logger, keyForLogs: SHA256.fingerprint,
+                                                                 shared: shared, now: now),
+                          loginTokens: LoginTokens(store: consoleStore),
                           userWrites: FixedWindowRateLimiter(limit: configuration.consoleWriteLimit, windowSeconds: 60, name: "console_writes",
                                                              logger: logger, shared: shared, now: now)).routes,
             ShareRoutes(regions: regions, oba: oba, settings: configuration.links, publicURL: publicURL, clock: clock, logger: logger,

@@ -25,9 +25,13 @@ struct ConsoleRoutes: Sendable {
     let logger: Logger
     /// Cookies carry `Secure` when the public URL is https.
     let secureCookies: Bool
-    /// Login attempts per client address and per account.
+    /// Sign-in attempts per client address; failures per account, and per
+    /// account and address (the sources an account's lock applies to).
     let clientLogins: FixedWindowRateLimiter
     let accountLogins: FixedWindowRateLimiter
+    let failingSources: FixedWindowRateLimiter
+    /// The sign-in form's tokens, signed with a server secret.
+    let loginTokens: LoginTokens
     /// Changes per signed-in user: a stolen session cannot flood the database.
     let userWrites: FixedWindowRateLimiter
     var zoneDirectory = ZoneInfo.defaultDirectory
@@ -204,7 +208,8 @@ struct ConsoleRoutes: Sendable {
     }
 
     func loginPage(_ request: Request, problems: [String] = [], email: String = "", status: Int = 200) async -> Response {
-        let token = Base64URL.encode(SecureRandom.bytes(24))
+        let token: String
+        do { token = try await loginTokens.issue(now: now) } catch { return unavailable(error) }
         let next = Self.safeNext(request.parameters["next"])
         let page = ConsoleLayout.bare("Sign in", [
             Self.notice(request).map { tag("p", [.class("notice"), Attribute("role", "status")], [$0]) } ?? HTML.empty,
@@ -224,10 +229,17 @@ struct ConsoleRoutes: Sendable {
             .adding(header: "Set-Cookie", cookie(Self.loginCookie, token, path: "/admin/login", maxAge: 3600, sameSite: "Strict"))
     }
 
+    /// Password checks run here: two at a time, eight waiting at most. scrypt
+    /// takes 32 MiB and tens of milliseconds each, so a flood of sign-ins is
+    /// refused beyond that (503) instead of taking the memory and the CPU
+    /// every other request needs. One pool per process.
+    static let passwordChecks = WorkerPool(name: "console-login", threads: 2, queueCapacity: 8)
+
     func login(_ request: Request) async -> Response {
-        // The form must come from our own login page (login CSRF).
+        // The form must come from our own login page (login CSRF): the same
+        // token in the cookie and the form, and one this server issued.
         guard let expected = request.cookie(Self.loginCookie), let presented = request.parameters["login_token"],
-              SecureCompare.equal(presented, expected) else {
+              SecureCompare.equal(presented, expected), await loginTokens.isValid(presented, now: now) else {
             return await loginPage(request, problems: ["The sign-in form expired. Please try again."], status: 403)
         }
         let rawEmail = request.parameters["email"] ?? ""
@@ -239,16 +251,28 @@ struct ConsoleRoutes: Sendable {
         guard let email = ConsoleRules.normalizedEmail(rawEmail), password.utf8.count <= ConsoleRules.maximumPasswordLength else {
             return await loginPage(request, problems: ["Wrong email or password."], email: rawEmail, status: 401)
         }
-        if case .limited(let retryAfter) = await accountLogins.check(email) {
-            return await loginPage(request, problems: ["Too many sign-in attempts for this account. Try again in \(retryAfter / 60 + 1) minutes."],
-                                   email: rawEmail, status: 429).adding(header: "Retry-After", String(retryAfter))
+        // An account under attack stays open to its owner: once it has had
+        // too many failures, only addresses that have been failing on it are
+        // refused (before any hashing); a correct password from anywhere
+        // else still signs in.
+        let source = email + "|" + request.clientKey
+        if await accountLogins.isExhausted(email), await failingSources.peek(source) > 0 {
+            return await loginPage(request, problems: ["Too many failed sign-ins for this account from your address. Try again in 15 minutes."],
+                                   email: rawEmail, status: 429).adding(header: "Retry-After", String(ConsoleRules.loginWindowSeconds))
         }
         do {
             let found = try await store.credentials(email: email)
             // Hash even for an unknown account so timing does not tell.
-            let verified = await Self.offPool { PasswordHash.verify(password, against: found?.1 ?? Self.decoyHash) }
+            guard let verified = await Self.passwordChecks.run({ PasswordHash.verify(password, against: found?.1 ?? Self.decoyHash) }) else {
+                return await loginPage(request, problems: ["The server is busy checking other sign-ins. Try again in a few seconds."],
+                                       email: rawEmail, status: 503).adding(header: "Retry-After", "2")
+            }
             guard let (user, _) = found, verified else {
+                _ = await accountLogins.check(email)
+                _ = await failingSources.check(source)
                 logger.info("console sign-in refused", [("client", request.clientAddress)])
+                await audit.record(actor: "anonymous", action: "console.sign_in_failed", regionID: nil,
+                                   target: found.map { "user \($0.0.id)" } ?? "no such account", detail: "client=\(request.clientAddress)", now: now)
                 return await loginPage(request, problems: ["Wrong email or password."], email: rawEmail, status: 401)
             }
             let (cookieValue, _) = try await store.startSession(userID: user.id, now: now)
@@ -262,13 +286,6 @@ struct ConsoleRoutes: Sendable {
 
     /// A hash of nothing anyone knows, verified when the account does not exist.
     static let decoyHash = (try? PasswordHash.hash(Base64URL.encode(SecureRandom.bytes(32)))) ?? ""
-
-    /// scrypt takes tens of milliseconds of CPU: off the shared pool.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            PlatformThread.detach(name: "console-login") { continuation.resume(returning: work()) }
-        }
-    }
 
     func logout(_ session: ConsoleStore.Session) async -> Response {
         do { try await store.endSession(idHash: session.idHash) } catch { return unavailable(error) }
@@ -684,7 +701,10 @@ struct ConsoleRoutes: Sendable {
 
     func keyList(_ session: ConsoleStore.Session, created: (key: String, record: ApiKeyStore.Record)?, problems: [String], status: Int = 200) async -> Response {
         let list: [ApiKeyStore.Record]
-        do { list = try await keys.list() } catch { return unavailable(error) }
+        do {
+            // A user sees only keys within their own regions.
+            list = try await keys.list().filter { ConsoleRules.mayManageKey(keyRegions: $0.regions, allowed: session.user.regions) }
+        } catch { return unavailable(error) }
         let visible = visibleRegions(session.user)
         var content: [any HTMLContent] = []
         if let created {
@@ -736,7 +756,9 @@ struct ConsoleRoutes: Sendable {
     func revokeKey(_ request: Request, _ session: ConsoleStore.Session) async -> Response {
         guard let id = request.pathParameters["id"].flatMap({ Int64($0) }) else { return notFound() }
         do {
-            guard try await keys.revoke(id: id, now: now) else { return notFound() }
+            // Another region's key, or an all-regions key, is not this user's to see: 404, as if it did not exist.
+            guard let record = try await keys.find(id: id), ConsoleRules.mayManageKey(keyRegions: record.regions, allowed: session.user.regions),
+                  try await keys.revoke(id: id, now: now) else { return notFound() }
             await audit.record(actor: "user:" + session.user.email, action: "apikey.revoke", regionID: nil, target: "API key \(id)", now: now)
             return .seeOther("/admin/keys?done=revoked")
         } catch { return unavailable(error) }

@@ -38,6 +38,15 @@ enum ConsoleRules {
     /// A user limited to some regions sees only those (nil: every region).
     static func mayAccess(region: Int, allowed: Set<Int>?) -> Bool { allowed?.contains(region) ?? true }
 
+    /// Whether a user whose regions are `allowed` may see and revoke a key
+    /// scoped to `keyRegions` (nil: every region): only keys whose regions
+    /// all lie within the user's own. A user of every region manages all.
+    static func mayManageKey(keyRegions: Set<Int>?, allowed: Set<Int>?) -> Bool {
+        guard let allowed else { return true }
+        guard let keyRegions else { return false }
+        return keyRegions.isSubset(of: allowed)
+    }
+
     static let minimumPasswordLength = 12
     static let maximumPasswordLength = 1024
 

@@ -134,6 +134,20 @@ struct ConsoleStore: Sendable {
         }
     }
 
+    // MARK: Secrets
+
+    /// A random secret the console signs with (the sign-in form's token),
+    /// made once and shared by every instance through the database.
+    func secret(named name: String) async throws -> [UInt8] {
+        let fresh = Base64URL.encode(SecureRandom.bytes(32))
+        let stored = try await database.write { connection in
+            try connection.execute("INSERT INTO console_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                                   [.text(name), .text(fresh)])
+            return try connection.queryOne("SELECT value FROM console_secrets WHERE name = $1", [.text(name)])?.string("value")
+        }
+        return Base64URL.decode(stored ?? fresh) ?? Array(fresh.utf8)
+    }
+
     // MARK: Migrations
 
     static let migrations: [Migration] = [
@@ -167,6 +181,12 @@ struct ConsoleStore: Sendable {
             CREATE INDEX audit_log_region ON audit_log (region_id, id);
             ALTER TABLE api_keys ADD COLUMN regions TEXT;
             ALTER TABLE api_keys ADD COLUMN can_push INTEGER NOT NULL DEFAULT 1
+            """),
+        Migration(version: 18, name: "console secrets", sql: """
+            CREATE TABLE console_secrets (
+                name TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            )
             """),
     ]
 }
