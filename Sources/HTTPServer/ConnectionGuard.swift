@@ -12,8 +12,14 @@ import Glibc
 ///   arrived (slowloris);
 /// - a body must keep an average of `minimumBodyRate` bytes per second after
 ///   a grace of `headerTimeout` (slow POST);
-/// - when the server nears its connection limit, the longest-idle keep-alive
-///   connections are closed first, so idle sockets cannot lock others out.
+/// - connections still sending a request (its head or body) share a budget
+///   of half the connection limit: past it, the one that has been sending
+///   longest is cut, so slow clients from many addresses cannot fill the
+///   server;
+/// - when the server nears its connection limit, the slowest requests under
+///   way are closed first, then the longest-idle keep-alive connections, and
+///   never the connection that just arrived, so neither slow heads nor idle
+///   sockets can lock others out.
 ///
 /// libmicrohttpd only knows an idle timeout, which a client trickling one
 /// byte at a time never reaches. A reaper thread therefore checks every
@@ -116,7 +122,7 @@ final class ConnectionGuard: Sendable {
             }
             let headroom = max(settings.connectionLimit / 10, 4)
             if registry.connections.count > settings.connectionLimit - headroom {
-                evictIdle(&registry, count: registry.connections.count - (settings.connectionLimit - headroom))
+                evict(&registry, count: registry.connections.count - (settings.connectionLimit - headroom), sparing: tracked)
             }
         }
         return tracked
@@ -216,17 +222,42 @@ final class ConnectionGuard: Sendable {
                     continue
                 }
             }
+            // The global budget of requests under way: the slowest go first.
+            let receiving = Self.receiving(registry, sparing: nil)
+            if receiving.count > receivingBudget {
+                for tracked in receiving.prefix(receiving.count - receivingBudget) {
+                    terminate(tracked, reason: "slowest request cut at the budget for requests under way")
+                }
+            }
         }
     }
 
-    /// Closes the longest-idle connections with no request under way.
-    private func evictIdle(_ registry: inout Registry, count: Int) {
+    /// Connections still sending a request may hold at most this many slots.
+    var receivingBudget: Int { max(settings.connectionLimit / 2, 1) }
+
+    /// Connections sending a request (head begun, or body under way), the
+    /// one that began longest ago first.
+    private static func receiving(_ registry: Registry, sparing: Tracked?) -> [Tracked] {
+        registry.connections.values.filter { tracked in
+            guard tracked !== sparing, !tracked.closing.load(ordering: .relaxed) else { return false }
+            let phase = tracked.phase.load(ordering: .relaxed)
+            return phase == Tracked.Phase.body.rawValue
+                || (phase == Tracked.Phase.idle.rawValue && tracked.headStarted.load(ordering: .relaxed) != 0)
+        }.sorted { $0.headStarted.load(ordering: .relaxed) < $1.headStarted.load(ordering: .relaxed) }
+    }
+
+    /// Frees `count` slots near the connection limit: the slowest requests
+    /// under way first, then the longest-idle keep-alive connections; never
+    /// `sparing` (the connection that just arrived) nor one a handler owns.
+    private func evict(_ registry: inout Registry, count: Int, sparing: Tracked) {
         guard count > 0 else { return }
+        let receiving = Self.receiving(registry, sparing: sparing)
         let idle = registry.connections.values.filter {
-            !$0.closing.load(ordering: .relaxed) && $0.phase.load(ordering: .relaxed) == Tracked.Phase.idle.rawValue
+            $0 !== sparing && !$0.closing.load(ordering: .relaxed) && $0.phase.load(ordering: .relaxed) == Tracked.Phase.idle.rawValue
                 && $0.headStarted.load(ordering: .relaxed) == 0
-        }
-        for tracked in idle.sorted(by: { $0.phaseSince.load(ordering: .relaxed) < $1.phaseSince.load(ordering: .relaxed) }).prefix(count) {
+        }.sorted { $0.phaseSince.load(ordering: .relaxed) < $1.phaseSince.load(ordering: .relaxed) }
+        for tracked in receiving.prefix(count) { terminate(tracked, reason: "slowest request closed near the connection limit") }
+        for tracked in idle.prefix(max(count - receiving.count, 0)) {
             terminate(tracked, reason: "idle connection closed near the connection limit")
         }
     }

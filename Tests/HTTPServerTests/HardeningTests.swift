@@ -185,6 +185,35 @@ struct HardeningTests {
         }
     }
 
+    @Test func slowHeadsFromManyAddressesDoNotCrowdOutABystander() async throws {
+        // 6 addresses x 30 half-sent requests, each address under its cap of
+        // 32, against a limit of 120: past the budget for requests under
+        // way (60) the slowest are cut, and near the limit they give way
+        // before any newcomer does.
+        try await Self.withServer({ $0.connectionLimit = 120; $0.connectionsPerClient = 32; $0.headerTimeoutSeconds = 30 }) { server in
+            var slow: [(address: Int, socket: RawSocket)] = []
+            func attack(from address: Int) {
+                guard let socket = try? RawSocket(port: server.port, source: "127.0.1.\(address)") else { return }
+                socket.send(Array("POST /echo HTTP/1.1\r\nHost: x\r\nContent-".utf8))
+                slow.append((address, socket))
+            }
+            for address in 2...7 { for _ in 0..<30 { attack(from: address) } }
+            var statuses: [Int] = []
+            for _ in 0..<30 {
+                let response = try? await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/hello"), source: "127.0.0.1")
+                statuses.append(response?.status ?? 0)
+                // The attackers come back for every slot they lost.
+                let lost = slow.filter { $0.socket.isClosedByServer }
+                slow.removeAll { $0.socket.isClosedByServer }
+                for (address, _) in lost { attack(from: address) }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(statuses.allSatisfy { $0 == 200 }, "the bystander's success rate: \(statuses.filter { $0 == 200 }.count) of 30")
+            #expect(server.openConnections <= 120)
+            withExtendedLifetime(slow) {}
+        }
+    }
+
     @Test func aStopUnderKeepAliveLoadAnswersEveryRequestAndNeverAborts() async throws {
         for _ in 0..<5 {
             var router = Router()
