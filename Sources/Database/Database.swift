@@ -178,9 +178,22 @@ public protocol Database: Sendable {
     func close() async
     /// What is wrong with storage now (empty when healthy): checked with a
     /// real read and a real write, not a cached answer.
-    func healthProblems() async -> [String]
+    func healthProblems() async -> [HealthProblem]
     /// The SQL dialect, for the few statements that differ.
     var dialect: SQLDialect { get }
+}
+
+/// One failed storage check: `check` names it in words safe to show anyone
+/// (`read`, `write`, `disk space`); `detail` says what happened (paths,
+/// engine errors) and is for the operator's log only.
+public struct HealthProblem: Sendable, Equatable, CustomStringConvertible {
+    public let check: String
+    public let detail: String
+    public init(check: String, detail: String) {
+        self.check = check
+        self.detail = detail
+    }
+    public var description: String { detail }
 }
 
 extension Database {
@@ -189,7 +202,7 @@ extension Database {
         (try? await read { connection in try connection.queryOne("SELECT 1 AS ok", []) != nil }) ?? false
     }
 
-    public func healthProblems() async -> [String] {
-        await ping() ? [] : ["the database does not answer"]
+    public func healthProblems() async -> [HealthProblem] {
+        await ping() ? [] : [HealthProblem(check: "read", detail: "the database does not answer")]
     }
 }

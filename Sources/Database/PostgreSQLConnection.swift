@@ -62,9 +62,15 @@ final class PostgreSQLConnection: SQLConnection {
     private let location: PostgresLocation
     /// Set when the server went away mid-statement; the worker reconnects.
     private(set) var broken = false
+    /// How long a statement may wait for the server's answer before the
+    /// connection is given up (nil: as long as it takes, for migrations). A
+    /// server that stops answering (frozen, a dead host behind a live
+    /// network) would otherwise hold every caller until it came back.
+    var statementTimeoutSeconds: Double?
 
-    init(_ location: PostgresLocation) throws(DatabaseError) {
+    init(_ location: PostgresLocation, statementTimeoutSeconds: Double? = nil) throws(DatabaseError) {
         self.location = location
+        self.statementTimeoutSeconds = statementTimeoutSeconds
         guard let connection = PQconnectdb(location.conninfo) else {
             throw .unavailable("cannot reach PostgreSQL at \(location): out of memory")
         }
@@ -85,9 +91,56 @@ final class PostgreSQLConnection: SQLConnection {
     /// Runs statements with no parameters (transaction control, DDL);
     /// several may be separated by semicolons.
     func run(_ sql: String) throws(DatabaseError) {
-        let result = PQexec(connection, sql)
+        guard PQsendQuery(connection, sql) == 1 else { throw failure(nil) }
+        let result = try awaitResult()
         defer { PQclear(result) }
         try check(result)
+    }
+
+    /// Waits for the answer to what was just sent: every result is read
+    /// (the first failure wins, else the last result is returned). When the
+    /// server sends nothing for the statement timeout (a large result that
+    /// keeps arriving is fine), the connection is marked broken and the call
+    /// fails as unavailable.
+    private func awaitResult() throws(DatabaseError) -> OpaquePointer? {
+        func waitFor(_ events: Int16) throws(DatabaseError) {
+            var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
+            let remaining = statementTimeoutSeconds.map { Int32(($0 * 1000).rounded(.up)) } ?? -1
+            let ready = poll(&descriptor, 1, remaining)
+            if ready == 0 || (ready < 0 && errno != EINTR) {
+                broken = true
+                statements = [:]
+                throw .unavailable("PostgreSQL at \(location) did not answer within \(Int(statementTimeoutSeconds ?? 0)) s")
+            }
+        }
+        while true {
+            let flushed = PQflush(connection)
+            if flushed == 0 { break }
+            if flushed < 0 { throw failure(nil) }
+            try waitFor(Int16(POLLIN | POLLOUT))
+            if PQconsumeInput(connection) == 0 { throw failure(nil) }
+        }
+        var kept: OpaquePointer?
+        while true {
+            while PQisBusy(connection) == 1 {
+                do { try waitFor(Int16(POLLIN)) } catch {
+                    PQclear(kept)
+                    throw error
+                }
+                if PQconsumeInput(connection) == 0 {
+                    PQclear(kept)
+                    throw failure(nil)
+                }
+            }
+            guard let result = PQgetResult(connection) else { break }
+            if kept == nil || sidecar_pq_result_kind(kept) >= 0 {
+                PQclear(kept)
+                kept = result
+            } else {
+                PQclear(result)
+            }
+        }
+        return kept
     }
 
     @discardableResult
@@ -132,16 +185,21 @@ final class PostgreSQLConnection: SQLConnection {
             name = cached
         } else {
             name = "s\(statements.count)"
-            let prepared = types.withUnsafeBufferPointer { PQprepare(connection, name, sql, Int32(types.count), $0.baseAddress) }
+            guard types.withUnsafeBufferPointer({ PQsendPrepare(connection, name, sql, Int32(types.count), $0.baseAddress) }) == 1 else {
+                throw failure(nil)
+            }
+            let prepared = try awaitResult()
             defer { PQclear(prepared) }
             try check(prepared)
             statements[key] = name
         }
         let texts: [UnsafeMutablePointer<CChar>?] = parameters.map { Self.text($0).flatMap { strdup($0) } }
         defer { texts.forEach { free($0) } }
-        let result = texts.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
-            PQexecPrepared(connection, name, Int32(values.count), values.baseAddress, nil, nil, 0)
+        let sent = texts.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
+            PQsendQueryPrepared(connection, name, Int32(values.count), values.baseAddress, nil, nil, 0)
         }
+        guard sent == 1 else { throw failure(nil) }
+        let result = try awaitResult()
         do { try check(result) } catch {
             PQclear(result)
             throw error
@@ -152,17 +210,22 @@ final class PostgreSQLConnection: SQLConnection {
     /// Throws the typed error a failed result stands for.
     private func check(_ result: OpaquePointer?) throws(DatabaseError) {
         guard sidecar_pq_result_kind(result) < 0 else { return }
+        throw failure(result)
+    }
+
+    /// The typed error a failed result (or a failed send: nil) stands for.
+    private func failure(_ result: OpaquePointer?) -> DatabaseError {
         let state = String(cString: sidecar_pq_sqlstate(result))
         var message = String(cString: sidecar_pq_message(result))
         if message.isEmpty { message = String(cString: PQerrorMessage(connection)).trimmedLine }
-        if sidecar_pq_connected(connection) == 0 || state.hasPrefix("08") || state.hasPrefix("57P") {
+        if sidecar_pq_connected(connection) == 0 || state.hasPrefix("08") || state.hasPrefix("57P") || result == nil {
             broken = true
             statements = [:]
-            throw .unavailable("lost the connection to PostgreSQL at \(location): \(message)")
+            return .unavailable("lost the connection to PostgreSQL at \(location): \(message)")
         }
-        if state.hasPrefix("23") { throw .constraintViolation(message) }
-        if state == "40001" || state == "40P01" || state == "55P03" { throw .busy(message) }
-        throw .failed(code: 0, message: "\(state): \(message)")
+        if state.hasPrefix("23") { return .constraintViolation(message) }
+        if state == "40001" || state == "40P01" || state == "55P03" { return .busy(message) }
+        return .failed(code: 0, message: "\(state): \(message)")
     }
 
     // MARK: Values

@@ -24,6 +24,11 @@ public final class PostgreSQLDatabase: Database {
     private let stopped = DispatchSemaphore(value: 0)
     /// When a connection attempt last failed (monotonic ns), and why.
     private let lastFailure = Mutex<(at: UInt64, reason: String)?>(nil)
+    /// One worker at a time tries to reconnect; the others fail their calls
+    /// at once meanwhile instead of each waiting out the connect timeout.
+    private let reconnecting = Atomic<Bool>(false)
+    /// How long a statement may wait for PostgreSQL (`--database-timeout`).
+    public let statementTimeoutSeconds: Double
 
     private struct State {
         var jobs: [PostgresJob] = []
@@ -38,8 +43,9 @@ public final class PostgreSQLDatabase: Database {
     /// Checks the URL, connects once (so a wrong host, password or database
     /// is reported at start, naming the host and never the password), and
     /// starts `connections` workers.
-    public init(url: String, connections: Int) throws(DatabaseError) {
+    public init(url: String, connections: Int, statementTimeoutSeconds: Double = 5) throws(DatabaseError) {
         location = try PostgresLocation(url: url)
+        self.statementTimeoutSeconds = statementTimeoutSeconds
         _ = try PostgreSQLConnection(location)
         workerCount = max(connections, 1)
         for number in 0..<workerCount {
@@ -80,6 +86,10 @@ public final class PostgreSQLDatabase: Database {
         let ordered = migrations.sorted { $0.version < $1.version }
         return try await write { connection in
             guard let postgres = connection as? PostgreSQLConnection else { return [] }
+            // A migration may rewrite large tables: no statement deadline.
+            let timeout = postgres.statementTimeoutSeconds
+            postgres.statementTimeoutSeconds = nil
+            defer { postgres.statementTimeoutSeconds = timeout }
             // Instances starting together migrate one at a time.
             _ = try postgres.query("SELECT pg_advisory_xact_lock(727161010)", [])
             try postgres.run("""
@@ -104,7 +114,7 @@ public final class PostgreSQLDatabase: Database {
     }
 
     /// Reachable, answering a read, and committing a write.
-    public func healthProblems() async -> [String] {
+    public func healthProblems() async -> [HealthProblem] {
         do {
             try await write { connection in
                 try connection.execute("""
@@ -117,7 +127,7 @@ public final class PostgreSQLDatabase: Database {
             _ = try await read { connection in try connection.query("SELECT checked_at FROM sidecar_health", []) }
             return []
         } catch {
-            return ["\(error)"]
+            return [HealthProblem(check: "database", detail: "\(error)")]
         }
     }
 
@@ -180,8 +190,18 @@ public final class PostgreSQLDatabase: Database {
         if let failure = lastFailure.withLock({ $0 }), now - failure.at < 1_000_000_000 {
             throw DatabaseError.unavailable(failure.reason)
         }
+        // While the server is known to be failing, one worker probes it;
+        // when all is well, workers open their connections side by side.
+        var probing = false
+        if let failure = lastFailure.withLock({ $0 }) {
+            guard reconnecting.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
+                throw DatabaseError.unavailable(failure.reason)
+            }
+            probing = true
+        }
+        defer { if probing { reconnecting.store(false, ordering: .releasing) } }
         do {
-            let connection = try PostgreSQLConnection(location)
+            let connection = try PostgreSQLConnection(location, statementTimeoutSeconds: statementTimeoutSeconds)
             lastFailure.withLock { $0 = nil }
             return connection
         } catch {

@@ -221,9 +221,9 @@ public final class SQLiteDatabase: Database {
     /// Checks storage for real: the file is still the one open; a fresh
     /// connection (no cached pages) reads the first page of every table; a
     /// row is written and committed; the disk has room.
-    public func healthProblems() async -> [String] {
-        if let problem = fileProblem() { return [problem] }
-        var problems: [String] = []
+    public func healthProblems() async -> [HealthProblem] {
+        if let problem = fileProblem() { return [HealthProblem(check: "database file", detail: problem)] }
+        var problems: [HealthProblem] = []
         do {
             let connection = try SQLiteConnection(path: path, readOnly: true, synchronous: synchronous)
             try connection.execute("BEGIN", [])
@@ -237,11 +237,11 @@ public final class SQLiteDatabase: Database {
             let pageSize = try connection.queryOne("PRAGMA page_size", [])?.int("page_size") ?? 4096
             if pages * pageSize <= Self.wholeCheckBytes,
                let verdict = try connection.queryOne("PRAGMA quick_check(1)", [])?.string("quick_check"), verdict != "ok" {
-                problems.append("the database is corrupt: \(verdict)")
+                problems.append(HealthProblem(check: "integrity", detail: "the database is corrupt: \(verdict)"))
             }
             try connection.execute("COMMIT", [])
         } catch {
-            problems.append("reading the database failed: \(error)")
+            problems.append(HealthProblem(check: "read", detail: "reading the database failed: \(error)"))
         }
         do {
             let now = Int64(Date.now.timeIntervalSince1970)
@@ -252,13 +252,14 @@ public final class SQLiteDatabase: Database {
                     """, [.integer(now)])
             }
         } catch {
-            problems.append("writing to the database failed: \(error)")
+            problems.append(HealthProblem(check: "write", detail: "writing to the database failed: \(error)"))
         }
         if openedFile != nil, access(path, W_OK) != 0 {
-            problems.append("the database file \(path) is not writable (\(String(cString: strerror(errno))))")
+            problems.append(HealthProblem(check: "permissions",
+                                          detail: "the database file \(path) is not writable (\(String(cString: strerror(errno))))"))
         }
         if let space = DiskSpace(path: path), space.isLow {
-            problems.append("the disk holding the database is full (\(space.availableBytes) bytes free)")
+            problems.append(HealthProblem(check: "disk space", detail: "the disk holding the database is full (\(space.availableBytes) bytes free)"))
         }
         return problems
     }

@@ -50,6 +50,10 @@ public struct HTML: Sendable, HTMLContent, Equatable {
             case "\"": output += "&quot;"
             case "'": output += "&#39;"
             case "\u{0}": output += "\u{FFFD}"
+            // Bidirectional embeddings, overrides and isolates (stored before
+            // they were refused, or from elsewhere) would reorder what a page
+            // shows: drawn as a visible replacement instead.
+            case "\u{202A}"..."\u{202E}", "\u{2066}"..."\u{2069}": output += "\u{FFFD}"
             default: output.unicodeScalars.append(scalar)
             }
         }

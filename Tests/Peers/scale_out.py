@@ -15,6 +15,8 @@ pg_ctl as the postgres user). Each check gets its own database.
   feed       an alert edited through A is in B's feed within a second
   outage     PostgreSQL stopped while serving: 503s, no false 2xx, no crash;
              started again: full recovery without a restart
+  frozen     PostgreSQL frozen (SIGSTOP) for 30 s: every request and /healthz
+             answers 503 within a few seconds, saying why; thawed: recovery
   copy       copy-database round trip of a populated SQLite file
   urls       unreachable, wrong password, missing database: exit 1 naming the
              host, never the password; unknown sslmode or a malformed URL: exit 2
@@ -34,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stops_and_faults as base  # noqa: E402  (the stand-ins and the process wrapper)
 
 BIN, ADMIN, PG_DATA = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
-CHECKS = sys.argv[4:] or ["urls", "alarms", "kill", "send", "throttle", "feed", "outage", "copy"]
+CHECKS = sys.argv[4:] or ["urls", "alarms", "kill", "send", "throttle", "feed", "outage", "frozen", "copy"]
 base.BIN = BIN
 WORK = tempfile.mkdtemp(prefix="sidecar-scale-")
 base.WORK = WORK
@@ -235,6 +237,63 @@ def outage():
           f"recovered {recovered:.1f} s after it came back, without a restart")
 
 
+def postgres_pids():
+    postmaster = int(open(os.path.join(PG_DATA, "postmaster.pid")).readline())
+    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+    return [postmaster] + [int(pid) for pid in children]
+
+
+def frozen():
+    """SIGSTOP every PostgreSQL process: the kernel keeps accepting and
+    acknowledging, nothing answers. Requests must not hang with it."""
+    url = new_database("scale_frozen")
+    sidecar = base.Sidecar(url, "--push-registration-limit", "0", "--database-timeout", "3", "--metrics-listen", "127.0.0.1:0")
+
+    def register(token):
+        started = time.time()
+        status, _ = sidecar.request("POST", "/api/v2/regions/1/push_registrations", body=f"token={token}&operating_system=ios",
+                                    headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=60)
+        return status, time.time() - started
+
+    check(register("before")[0] == 204, "a registration before the freeze failed")
+    pids = postgres_pids()
+    for pid in pids:
+        os.kill(pid, 19)  # SIGSTOP
+    frozen_at = time.time()
+    try:
+        results = []
+        threads = [threading.Thread(target=lambda n=n: results.append(register(f"frozen-{n}"))) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        slowest = max(seconds for _, seconds in results)
+        check(len(results) == 8 and all(status == 503 for status, _ in results), f"writes while PostgreSQL was frozen: {results}")
+        check(slowest < 8, f"a write waited {slowest:.1f} s for a frozen PostgreSQL")
+        time.sleep(1.1)
+        started = time.time()
+        status, body = sidecar.request("GET", "/healthz", timeout=60)
+        health_seconds = time.time() - started
+        check(status == 503 and b"database" in body and health_seconds < 8, f"/healthz while frozen: {status} {body} after {health_seconds:.1f} s")
+        check(url.split("@")[1] not in body.decode(), "the public /healthz named the database")
+        check(sidecar.process.poll() is None, "the sidecar died while PostgreSQL was frozen")
+        time.sleep(max(0, 30 - (time.time() - frozen_at)))
+    finally:
+        for pid in pids:
+            os.kill(pid, 18)  # SIGCONT
+    recovered = None
+    started = time.time()
+    while time.time() - started < 30:
+        if sidecar.request("GET", "/healthz", timeout=30)[0] == 200 and register(f"thawed-{int(time.time() * 1000)}")[0] == 204:
+            recovered = time.time() - started
+            break
+        time.sleep(0.5)
+    check(recovered is not None, "the sidecar did not recover after PostgreSQL thawed")
+    check(sidecar.stop() == 0, "the sidecar did not stop cleanly")
+    print(f"frozen: PostgreSQL stopped with SIGSTOP for 30 s: 8 concurrent writes answered 503 within {slowest:.1f} s, "
+          f"/healthz 503 naming the failing check in {health_seconds:.1f} s; recovered {recovered:.1f} s after SIGCONT")
+
+
 def copy():
     source = os.path.join(WORK, "source.sqlite3")
     sidecar = base.Sidecar(source, "--push-registration-limit", "0", "--alarm-limit", "0", "--live-activity-limit", "0")
@@ -300,8 +359,9 @@ def main():
             alarms(gorush, oba)
         elif name == "kill":
             alarms(gorush, oba, kill=True)
-        elif name in ("send", "throttle", "feed", "outage", "copy", "urls"):
-            {"send": lambda: send(gorush), "throttle": throttle, "feed": feed, "outage": outage, "copy": copy, "urls": urls}[name]()
+        elif name in ("send", "throttle", "feed", "outage", "frozen", "copy", "urls"):
+            {"send": lambda: send(gorush), "throttle": throttle, "feed": feed, "outage": outage, "frozen": frozen, "copy": copy,
+             "urls": urls}[name]()
         else:
             base.fail(f"unknown check {name}")
 

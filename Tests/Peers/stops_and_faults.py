@@ -210,11 +210,11 @@ class Sidecar:
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def request(self, method, path, body=None, headers=None):
+    def request(self, method, path, body=None, headers=None, timeout=10):
         data = body.encode() if isinstance(body, str) else body
         request = urllib.request.Request(self.url(path), data=data, method=method, headers=headers or {})
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as error:
             return error.code, error.read()

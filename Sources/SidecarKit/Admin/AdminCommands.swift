@@ -397,9 +397,18 @@ extension AdminCommands {
     }
 
     /// Who runs the command, for the audit log (the login behind sudo).
+    /// Who ran the command, for the audit log: the user `sudo` was run by,
+    /// else the process's own user as the system names it (the password
+    /// database), else its numeric id. Environment variables such as
+    /// `LOGNAME` are unset under systemd, cron and `docker exec`.
     static func operatorLogin() -> String {
         let environment = ProcessInfo.processInfo.environment
-        return environment["SUDO_USER"]?.presence ?? environment["USER"]?.presence ?? environment["LOGNAME"]?.presence ?? "unknown"
+        if let sudo = environment["SUDO_USER"]?.presence { return sudo }
+        let uid = getuid()
+        if let entry = getpwuid(uid), let name = entry.pointee.pw_name, let text = String(validatingCString: name), !text.isEmpty {
+            return text
+        }
+        return "uid \(uid)"
     }
 
     /// Reads a new password from standard input, never from the arguments

@@ -174,6 +174,8 @@ struct AdminRoutes: Sendable {
     /// Only a key with the push scope may.
     func send(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         guard key.canPush else {
+            await administration(for: key).record("refused.alert.send", region: nil,
+                                                  target: request.pathParameters["id"].map { "alert \($0)" }, detail: "the key has no push scope")
             return ErrorStyle.messages.response(status: 403, error: "Forbidden",
                                                 messages: ["This API key may not start sends; create one with --push"])
         }

@@ -46,13 +46,14 @@ public struct AlertStore: Sendable {
     /// Inserts a new alert and returns it with its id.
     public func create(_ alert: ServiceAlert) async throws -> ServiceAlert {
         try await database.write { connection in
-            let row = try connection.queryOne("""
+            let id = try Self.nextID(connection)
+            try connection.execute("""
                 INSERT INTO alerts (region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at,
-                    published, test, impact_starts_at, impact_ends_at, source_version, created_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $15) RETURNING id
-                """, Self.values(alert) + [.integer(alert.createdAt)])
+                    published, test, impact_starts_at, impact_ends_at, source_version, created_at, updated_at, id)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $15, $16)
+                """, Self.values(alert) + [.integer(alert.createdAt), .integer(id)])
             var created = alert
-            created.id = row?.int("id") ?? 0
+            created.id = id
             created.sourceVersion = 1
             try Self.bumpFeed(connection, regionID: alert.regionID, now: alert.createdAt)
             return created
@@ -343,6 +344,26 @@ public struct AlertStore: Sendable {
         }
     }
 
+    // MARK: Ids
+
+    /// The next alert id. Ids are never reused, on either engine: SQLite
+    /// would hand the largest id out again after its alert was deleted, and
+    /// the audit log names alerts by id.
+    static func nextID(_ connection: any SQLConnection) throws -> Int64 {
+        guard let id = try connection.queryOne("UPDATE alert_id_sequence SET last_id = last_id + 1 RETURNING last_id", [])?.int("last_id") else {
+            throw DatabaseError.failed(code: 0, message: "alert_id_sequence has no row")
+        }
+        return id
+    }
+
+    /// After alerts were written with ids of their own (an import), the
+    /// sequence moves past them.
+    static func advanceIDs(_ connection: any SQLConnection) throws {
+        try connection.execute("""
+            UPDATE alert_id_sequence SET last_id = (SELECT MAX(id) FROM alerts) WHERE last_id < (SELECT COALESCE(MAX(id), 0) FROM alerts)
+            """, [])
+    }
+
     // MARK: Rows
 
     static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: Int64) throws {
@@ -462,6 +483,12 @@ public struct AlertStore: Sendable {
         Migration(version: 16, name: "alerts keep an impact period", sql: """
             ALTER TABLE alerts ADD COLUMN impact_starts_at INTEGER;
             ALTER TABLE alerts ADD COLUMN impact_ends_at INTEGER
+            """),
+        Migration(version: 17, name: "alert ids are never reused", sql: """
+            CREATE TABLE alert_id_sequence (
+                last_id INTEGER NOT NULL
+            );
+            INSERT INTO alert_id_sequence (last_id) SELECT COALESCE(MAX(id), 0) FROM alerts
             """),
     ]
 }

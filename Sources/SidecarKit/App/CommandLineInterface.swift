@@ -142,7 +142,7 @@ public enum CommandLineInterface {
         },
         Flag(name: "share-redirect-url", valueName: "TEMPLATE", help: "Send shared stop and trip links to your own trip planner instead of the share page, e.g. https://plan.example.org/stop?id={stop_id} (also {region_id}, {trip_id}, {service_date}, {stop_sequence})", commands: ["serve"]) { config, value throws(CommandLineError) in
             guard LinkRules.redirect(template: value, values: [:]) != nil else {
-                throw CommandLineError("--share-redirect-url must be an http(s) URL template, got '\(value)'")
+                throw CommandLineError("--share-redirect-url must be an http(s) URL template whose placeholders come after the host (a /, ? or # first), got '\(value)'")
             }
             config.links.redirectTemplate = value
         },
@@ -182,6 +182,9 @@ public enum CommandLineInterface {
         },
         Flag(name: "database-connections", valueName: "N", help: "PostgreSQL connections this instance may open (default: 4 per --threads, at least 4)", commands: ["serve"]) { config, value throws(CommandLineError) in
             config.postgresConnections = try integer(value, flag: "database-connections", range: 1...512)
+        },
+        Flag(name: "database-timeout", valueName: "SECONDS", help: "How long a PostgreSQL statement may wait for the server before the request answers 503 and /healthz says so (default 5)", commands: ["serve", "migrate", "admin", "relay"]) { config, value throws(CommandLineError) in
+            config.databaseTimeoutSeconds = try integer(value, flag: "database-timeout", range: 1...600)
         },
         Flag(name: "sqlite-synchronous", valueName: "MODE", help: "normal (default) or full (survives power loss, slower writes)", commands: ["serve", "migrate", "admin"]) { config, value throws(CommandLineError) in
             guard let mode = SQLiteDatabase.Synchronous(rawValue: value.lowercased()) else {

@@ -61,6 +61,9 @@ public struct SidecarConfiguration: Sendable {
     /// `sidecar relay --relay-allowed-servers FILE`: serverIds it serves (nil: any).
     public var relayAllowedServersFile: String?
     /// `sidecar relay`: sends per minute per server, and requests per minute per client address.
+    /// `--database-timeout`: seconds a PostgreSQL statement may wait for
+    /// the server before the call fails as unavailable (503).
+    public var databaseTimeoutSeconds = 5
     public var relaySendLimit = 6000
     public var relayClientLimit = 12000
     /// `sidecar relay`: bindings kept per server key and per client address (0: no bound).

@@ -15,6 +15,7 @@ public enum DatabaseCopy {
         ("live_activities", "id", true),
         ("region_settings", "region_id", false),
         ("alerts", "id", true),
+        ("alert_id_sequence", "last_id", false),
         ("alert_translations", "alert_id, language", false),
         ("alert_sends", "id", true),
         ("alert_send_pending", "send_id, registration_id", false),

@@ -14,7 +14,8 @@ extension SidecarConfiguration {
     public func openDatabase(readers: Int) throws(StartupError) -> any Database {
         do {
             if usesPostgreSQL {
-                return try PostgreSQLDatabase(url: database, connections: postgresConnections ?? max(4, threads * 4))
+                return try PostgreSQLDatabase(url: database, connections: postgresConnections ?? max(4, threads * 4),
+                                              statementTimeoutSeconds: Double(databaseTimeoutSeconds))
             }
             return try SQLiteDatabase(path: database, synchronous: sqliteSynchronous, readers: readers)
         } catch let error as DatabaseError {

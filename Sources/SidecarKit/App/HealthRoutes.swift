@@ -24,20 +24,37 @@ struct HealthRoutes: Sendable {
         }]
     }
 
+    /// The public answer names the checks that failed and nothing more (no
+    /// path, no engine message: the port faces the internet); the details go
+    /// to the log, and to `/healthz` on the metrics listener.
     func check() async -> Response {
         let problems = await database.healthProblems()
+        let checks = problems.map(\.check)
         let response: Response = problems.isEmpty
             ? .json(200, ["status": "ok"])
-            : .json(503, JSONValue.object(["status": .string("unavailable"), "reason": .string(problems.joined(separator: "; ")),
-                                           "problems": .array(problems.map(JSONValue.string))]))
+            : .json(503, JSONValue.object(["status": .string("unavailable"), "reason": .string("failing checks: " + checks.joined(separator: ", ")),
+                                           "problems": .array(checks.map(JSONValue.string))]))
+        verdict.details.withLock { $0 = problems }
         if verdict.store(response, healthy: problems.isEmpty) {
             if problems.isEmpty {
                 logger.info("storage is healthy again")
             } else {
-                logger.error("storage is unhealthy", [("reason", problems.joined(separator: "; "))])
+                logger.error("storage is unhealthy", [("reason", problems.map(\.detail).joined(separator: "; "))])
             }
         }
         return response
+    }
+
+    /// For the private metrics listener: the last verdict with its details.
+    func detailedRoute() -> Route {
+        Route("GET", "/healthz", parsesParameters: false) { _ in
+            _ = await check()
+            let problems = verdict.details.withLock { $0 }
+            return .json(problems.isEmpty ? 200 : 503, JSONValue.object([
+                "status": .string(problems.isEmpty ? "ok" : "unavailable"),
+                "problems": .array(problems.map { .object(["check": .string($0.check), "detail": .string($0.detail)]) }),
+            ]))
+        }
     }
 }
 
@@ -45,6 +62,8 @@ struct HealthRoutes: Sendable {
 final class HealthVerdictCache: Sendable {
     private struct Entry { var response: Response; var healthy: Bool; var at: ContinuousClock.Instant }
     private let entry = Mutex<Entry?>(nil)
+    /// The last check's problems with their details.
+    let details = Mutex<[HealthProblem]>([])
 
     func fresh(maxAge: Double) -> Response? {
         entry.withLock { entry in

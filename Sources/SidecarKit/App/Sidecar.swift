@@ -162,8 +162,9 @@ public final class Sidecar: Sendable {
         let limits = RiderLimits(configuration, logger: logger, shared: shared, now: now)
         var router = Router()
         let consoleStore = ConsoleStore(database: database)
+        let health = HealthRoutes(database: database, logger: logger, freshSeconds: configuration.healthCacheSeconds)
         let features: [[Route]] = [
-            HealthRoutes(database: database, logger: logger, freshSeconds: configuration.healthCacheSeconds).routes,
+            health.routes,
             OpenAPIDocument.routes,
             PushRegistrationRoutes(
                 store: pushStore, regions: regions, catalog: configuration.locales, clock: clock, logger: logger,
@@ -215,7 +216,7 @@ public final class Sidecar: Sendable {
                         zones: { regionID in
                             let name = (try? await alertStore.regionSettings()[regionID]?.timezone) ?? nil
                             return name.flatMap { ZoneInfo.named($0) } ?? .utc
-                        }).routes,
+                        }, lookups: limits.upstreamLookups).routes,
         ]
         features.joined().forEach { router.add($0) }
         if let demoRegionID {
@@ -231,7 +232,7 @@ public final class Sidecar: Sendable {
         if let metrics, let listen = configuration.metricsListen {
             metrics.watch(server: server)
             metrics.watch(storage: database, now: now)
-            metricsServer = MetricsRoutes.server(metrics: metrics, listen: listen, logger: logger)
+            metricsServer = MetricsRoutes.server(metrics: metrics, listen: listen, logger: logger, extra: [health.detailedRoute()])
         } else {
             metricsServer = nil
         }

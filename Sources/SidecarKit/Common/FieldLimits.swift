@@ -29,10 +29,23 @@ public enum FieldLimits {
 
     /// One message per present value over its limit, in the wording of the
     /// other validation messages ("Stop is too long (maximum is 255 characters)").
+    /// Also refuses the bidirectional controls that reorder what follows
+    /// them (embeddings, overrides and isolates: `…\u{202E}gnp.exe` reads as
+    /// `exe.png`), so no stored text can show staff something other than
+    /// what it says. The marks LRM and RLM, which reorder nothing, are kept.
     public static func check(_ fields: [(label: String, value: String?, limit: Int)]) -> [String] {
         fields.compactMap { field in
-            guard let value = field.value, value.count > field.limit else { return nil }
-            return "\(field.label) is too long (maximum is \(field.limit) characters)"
+            guard let value = field.value else { return nil }
+            if value.count > field.limit { return "\(field.label) is too long (maximum is \(field.limit) characters)" }
+            if containsBidiControls(value) {
+                return "\(field.label) contains bidirectional control characters (U+202A to U+202E, U+2066 to U+2069), which would show it reordered"
+            }
+            return nil
         }
+    }
+
+    /// U+202A–U+202E (embeddings and overrides) and U+2066–U+2069 (isolates).
+    public static func containsBidiControls(_ text: String) -> Bool {
+        text.unicodeScalars.contains { (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) }
     }
 }

@@ -107,6 +107,7 @@ struct ConsoleRoutes: Sendable {
         }
         if request.method == "POST" {
             guard let presented = request.parameters["csrf"], SecureCompare.equal(presented, session.csrfToken) else {
+                await refused(request, session, "the form's token did not match the session")
                 return ConsoleLayout.errorPage(403, "This form has expired", "Nothing was changed. Reload the page and try again.")
             }
             if case .limited(let retryAfter) = await userWrites.check("user:\(session.user.id)") {
@@ -115,9 +116,17 @@ struct ConsoleRoutes: Sendable {
             }
         }
         guard ConsoleRules.may(session.user.role, action) else {
+            if request.method == "POST" { await refused(request, session, "role \(session.user.role.rawValue) may not") }
             return ConsoleLayout.errorPage(403, "Not allowed", "Your role (\(session.user.role.rawValue)) cannot do this. Ask an administrator.")
         }
         return await handler(request, session)
+    }
+
+    /// A change a signed-in user attempted and was refused, in the audit log
+    /// (the route's pattern, never the submitted values).
+    func refused(_ request: Request, _ session: ConsoleStore.Session, _ reason: String) async {
+        await audit.record(actor: "user:" + session.user.email, action: "console.refused", regionID: nil,
+                           target: "\(request.method) \(request.routePattern)", detail: reason, now: now)
     }
 
     /// The regions a user may see, in the directory's order.

@@ -53,7 +53,6 @@ public enum GhostBusRules {
         let wait = strictInteger(parameters["wait_duration_minutes"])
         if wait.map({ !waitDurations.contains($0) }) ?? true { messages.append("Wait duration minutes is not included in the list") }
         let comment = parameters["comment"]?.presence
-        if let comment, comment.count > maxCommentLength { messages.append("Comment is too long (maximum is \(maxCommentLength) characters)") }
         let latitude = number(parameters["user_latitude"])
         if latitude.malformed { messages.append("User latitude is not a number") }
         if let value = latitude.value, !(-90...90).contains(value) { messages.append("User latitude must be between -90 and 90") }
@@ -65,6 +64,7 @@ public enum GhostBusRules {
             ("Route identifier", parameters["route_identifier"]?.presence, FieldLimits.identifier),
             ("Stop identifier", parameters["stop_identifier"]?.presence, FieldLimits.identifier),
             ("Vehicle identifier", parameters["vehicle_identifier"]?.presence, FieldLimits.identifier),
+            ("Comment", comment, maxCommentLength),
         ])
         guard messages.isEmpty, let user, let trip, let serviceDate, let wait else { return .failure(ValidationFailure(messages)) }
         return .success(GhostBusReport(
@@ -92,6 +92,13 @@ public enum CSV {
     public static func cell(_ text: String?) -> String {
         guard var text else { return "" }
         if let first = text.first, "=+-@\t\r".contains(first) { text = "'" + text }
+        // Bidirectional embeddings, overrides and isolates would show the
+        // cell reordered in a spreadsheet: replaced, as on console pages.
+        if FieldLimits.containsBidiControls(text) {
+            text = String(String.UnicodeScalarView(text.unicodeScalars.map {
+                (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) ? "\u{FFFD}" : $0
+            }))
+        }
         return "\"" + text.replacingQuotes() + "\""
     }
 

@@ -264,10 +264,19 @@ enum LinkRules {
     static let placeholders = ["{region_id}", "{stop_id}", "{trip_id}", "{service_date}", "{stop_sequence}"]
 
     /// The template with each placeholder replaced by its percent-encoded
-    /// value (empty when absent); nil when the template is not http(s).
+    /// value (empty when absent); nil when the template is not http(s), or
+    /// when a placeholder comes before the authority has ended (a `/`, `?`
+    /// or `#` after the host): `https://plan.example.org{stop_id}` would
+    /// let a shared link choose the host (`.evil.example`) or a port.
     static func redirect(template: String, values: [String: String]) -> String? {
-        guard isAbsoluteHTTPURL(template.replacingPlaceholders(with: [:])) else { return nil }
+        guard isAbsoluteHTTPURL(template.replacingPlaceholders(with: [:])), placeholdersStayInThePath(template) else { return nil }
         return template.replacingPlaceholders(with: values.mapValues(percentEncoded))
+    }
+
+    static func placeholdersStayInThePath(_ template: String) -> Bool {
+        guard let brace = template.firstIndex(of: "{") else { return true }
+        guard let scheme = template.range(of: "://"), scheme.upperBound <= brace else { return false }
+        return template[scheme.upperBound..<brace].contains { $0 == "/" || $0 == "?" || $0 == "#" }
     }
 }
 

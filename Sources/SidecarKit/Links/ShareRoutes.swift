@@ -20,6 +20,10 @@ struct ShareRoutes: Sendable {
     let arrivals: TimedCache<String, OBAResponse<StopArrivals>>
     /// Region time zones (from `sidecar region set --timezone`).
     let zones: @Sendable (Int) async -> ZoneInfo
+    /// The per-client budget of OneBusAway lookups every route draws on
+    /// (`--upstream-lookup-limit`): beyond it a page is served from the
+    /// cache, or without live times, and the agency's server is not asked.
+    let lookups: FixedWindowRateLimiter
 
     /// How long a share page may be cached (also the arrivals cache's life).
     static let cacheSeconds = 30
@@ -112,6 +116,8 @@ struct ShareRoutes: Sendable {
         let key = "\(target.region.id)|\(target.stopID)"
         if let cached = arrivals.value(key) {
             live = cached
+        } else if case .limited = await lookups.check(request.clientKey) {
+            unavailable = true
         } else {
             do {
                 let fetched = try await oba.arrivalsAndDepartures(region: target.region, stopID: target.stopID, minutesBefore: 5, minutesAfter: 60)
@@ -128,7 +134,7 @@ struct ShareRoutes: Sendable {
         if let tripID = target.tripID, let serviceDate = target.serviceDate {
             highlighted = live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID && $0.serviceDate == serviceDate }
                 ?? live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID }
-            if highlighted == nil && !unavailable {
+            if highlighted == nil && !unavailable, await lookups.check(request.clientKey) == .allowed {
                 do {
                     highlighted = try await oba.arrivalAndDeparture(region: target.region, stopID: target.stopID, tripID: tripID, serviceDate: serviceDate,
                                                                     vehicleID: target.vehicleID, stopSequence: target.stopSequence).entry

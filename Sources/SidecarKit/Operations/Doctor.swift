@@ -127,7 +127,7 @@ public enum Doctor {
             }
             let problems = await database.healthProblems()
             if !problems.isEmpty {
-                checks.append(.failed("database health", problems.joined(separator: "; "), fix: "see /healthz's causes in the README"))
+                checks.append(.failed("database health", problems.map(\.detail).joined(separator: "; "), fix: "see /healthz's causes in the README"))
             }
             return checks
         } catch {

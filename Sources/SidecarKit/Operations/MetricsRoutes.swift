@@ -3,10 +3,13 @@ import Metrics
 
 /// The metrics listener: `GET /metrics` in Prometheus's text format, on an
 /// address of its own (`--metrics-listen`) so a firewall or the bind
-/// address keeps it private while the rider API faces the internet.
+/// address keeps it private while the rider API faces the internet. Also
+/// `GET /healthz` with each failing check's details (paths, engine errors),
+/// which the public `/healthz` withholds.
 enum MetricsRoutes {
-    static func server(metrics: SidecarMetrics, listen: SidecarConfiguration.ListenAddress, logger: Logger) -> HTTPServer {
+    static func server(metrics: SidecarMetrics, listen: SidecarConfiguration.ListenAddress, logger: Logger, extra: [Route] = []) -> HTTPServer {
         var router = Router()
+        extra.forEach { router.add($0) }
         router.add(Route("GET", "/metrics") { _ in
             Response.bytes(200, contentType: MetricsRegistry.contentType, Array(await metrics.registry.render().utf8))
         })

@@ -601,6 +601,7 @@ extension RegionExchange {
             // Ids were written as given: new rows must continue after them.
             for table in ["alerts", "studies", "surveys", "survey_questions"] { try DatabaseCopy.advanceIdentity(connection, table: table) }
         }
+        try AlertStore.advanceIDs(connection)
         return summary
     }
 }

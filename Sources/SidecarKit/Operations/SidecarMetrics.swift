@@ -195,7 +195,7 @@ struct MeasuredDatabase: Database {
     @discardableResult
     func migrate(_ migrations: [Migration]) async throws -> [Int] { try await inner.migrate(migrations) }
     func close() async { await inner.close() }
-    func healthProblems() async -> [String] { await inner.healthProblems() }
+    func healthProblems() async -> [HealthProblem] { await inner.healthProblems() }
 
     /// Only storage's own errors count; a feature's error thrown through a
     /// transaction (a validation failure) is not a database error.
