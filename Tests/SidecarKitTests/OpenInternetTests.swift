@@ -133,7 +133,8 @@ struct OpenInternetTests {
             try FileManager.default.removeItem(atPath: app.sidecar.configuration.database)
             let health = try await app.send("GET", "/healthz")
             #expect(health.status == 503)
-            #expect((health.json?["reason"] as? String)?.contains("was deleted") == true)
+            #expect(health.json?["problems"] as? [String] == ["database file"], "the public body names the failing check")
+            #expect(!health.text.contains(app.sidecar.configuration.database) && !health.text.contains("deleted"), "and nothing more")
             let write = try await app.post("/api/v2/regions/1/push_registrations", [("token", "lost"), ("operating_system", "ios")])
             #expect(write.status == 503, "never a 2xx for a write that would be lost")
             #expect(app.log.lines.contains { $0.contains("was deleted while the server was running") }, "the log says why")
@@ -154,7 +155,11 @@ struct OpenInternetTests {
             try handle.close()
             let health = try await app.send("GET", "/healthz")
             #expect(health.status == 503)
-            #expect((health.json?["reason"] as? String)?.contains("malformed") == true || (health.json?["reason"] as? String)?.contains("corrupt") == true)
+            let problems = Set(health.json?["problems"] as? [String] ?? [])
+            #expect(!problems.isEmpty && problems.isSubset(of: ["read", "integrity", "write"]))
+            #expect(!health.text.contains("malformed") && !health.text.contains(".sqlite3"), "no engine message or path in public")
+            #expect(app.log.lines.contains { $0.contains("storage is unhealthy") && ($0.contains("malformed") || $0.contains("corrupt")) },
+                    "the details are in the log")
         }
     }
 

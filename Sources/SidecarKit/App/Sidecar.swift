@@ -47,6 +47,8 @@ public final class Sidecar: Sendable {
     let oba: OBAGateway
     /// Metrics and their own listener (`--metrics-listen`), or nil.
     let metrics: SidecarMetrics?
+    /// The per-client limits rider routes share.
+    let limits: RiderLimits
     let metricsServer: HTTPServer?
 
     /// Loads the regions directory, opens and migrates the database and
@@ -159,7 +161,7 @@ public final class Sidecar: Sendable {
         // On PostgreSQL several instances may share the work: throttle counts
         // live in the database so a limit holds across all of them.
         let shared: SharedWindowCounter? = database.dialect == .postgresql ? DatabaseWindowCounter(database: database) : nil
-        let limits = RiderLimits(configuration, logger: logger, shared: shared, now: now)
+        limits = RiderLimits(configuration, logger: logger, shared: shared, now: now)
         var router = Router()
         let consoleStore = ConsoleStore(database: database)
         let health = HealthRoutes(database: database, logger: logger, freshSeconds: configuration.healthCacheSeconds)
@@ -179,10 +181,7 @@ public final class Sidecar: Sendable {
                          limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, name: "survey_responses",
                                                          logger: logger, shared: shared, now: now)).routes,
             GhostBusRoutes(store: GhostBusStore(database: database), regions: regions, oba: oba, clock: clock, logger: logger,
-                           peerLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusPeerLimit, windowSeconds: 3600, name: "ghost_bus_ip",
-                                                                logger: logger, shared: shared, now: now),
-                           userLimiter: FixedWindowRateLimiter(limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, name: "ghost_bus_user",
-                                                                logger: logger, keyForLogs: SHA256.fingerprint, shared: shared, now: now)).routes,
+                           peerLimiter: limits.ghostBusPeers, userLimiter: limits.ghostBusUsers).routes,
             DonationRoutes(stripe: StripeClient(http: upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
                            testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
                            limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, name: "donations", logger: logger,

@@ -12,6 +12,10 @@ struct RiderLimits: Sendable {
     /// Lookups a rider's request causes on the OneBusAway server (alarm
     /// creation, a cold vehicle fleet).
     let upstreamLookups: FixedWindowRateLimiter
+    /// Ghost-bus reports per hour per client address, and per day per
+    /// rider (`user_identifier`, counted by digest once a report validates).
+    let ghostBusPeers: FixedWindowRateLimiter
+    let ghostBusUsers: FixedWindowRateLimiter
     /// Alarms waiting to fire per `user_push_id`; 0 = no cap.
     let maxAlarmsPerDevice: Int
     /// Live Activities per push token; 0 = no cap.
@@ -25,6 +29,10 @@ struct RiderLimits: Sendable {
         alarms = minute(configuration.alarmLimit, "alarms")
         liveActivities = minute(configuration.liveActivityLimit, "live_activities")
         upstreamLookups = minute(configuration.upstreamLookupLimit, "upstream_lookups")
+        ghostBusPeers = FixedWindowRateLimiter(limit: configuration.ghostBusPeerLimit, windowSeconds: 3600, name: "ghost_bus_ip",
+                                               logger: logger, shared: shared, now: now)
+        ghostBusUsers = FixedWindowRateLimiter(limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, name: "ghost_bus_user",
+                                               logger: logger, keyForLogs: { String($0.prefix(12)) }, shared: shared, now: now)
         maxAlarmsPerDevice = configuration.maxAlarmsPerDevice
         maxLiveActivitiesPerPushToken = configuration.maxLiveActivitiesPerPushToken
     }
