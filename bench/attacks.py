@@ -3,7 +3,7 @@
 
     attacks.py BIN signins|ghostbus|slowclients [WORK]
 
-  signins      150 wrong-password sign-ins at once from 150 addresses, while
+  signins      150 anonymous sign-ins (unknown accounts) at once from 150 addresses, while
                127.0.0.1 asks /healthz every 100 ms: RSS growth, the slowest
                /healthz, and how the attempts were answered.
   ghostbus     186,499 refused ghost-bus reports (8 KB user_identifier, no
@@ -84,7 +84,8 @@ def request(source, port, raw, timeout=30, body=b""):
 
 
 def address(number, base=1):
-    return f"127.{base + number // 65536}.{number // 256 % 256}.{number % 256 or 1}"
+    """The number-th distinct loopback address from 127.base.1.1 on."""
+    return f"127.{base + number // 64516}.{number // 254 % 254 + 1}.{number % 254 + 1}"
 
 
 def signins():
@@ -112,7 +113,9 @@ def signins():
         status, head, body = request(source, port, "GET /admin/login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         cookie = re.search(r"Set-Cookie: (sidecar_login=[^;]+)", head, re.I).group(1)
         token = re.search(rb'name="login_token" value="([^"]+)"', body).group(1).decode()
-        form = f"login_token={token}&email=staff%40example.org&password=wrong{number}&next=%2Fadmin".encode()
+        # Anonymous: an account per attempt that does not exist, so no
+        # per-account limit applies and each attempt would be hashed.
+        form = f"login_token={token}&email=nobody{number}%40example.org&password=wrong{number}&next=%2Fadmin".encode()
         return request(source, port, f"POST /admin/login HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: {cookie}\r\n"
                        f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(form)}\r\n\r\n", body=form, timeout=120)[0]
 
@@ -135,15 +138,19 @@ def signins():
 def ghostbus():
     server = Server().start()
     port = server.port
-    identifier = "u" * 8000
-    body = f"user_identifier={identifier}&wait_duration_minutes=5".encode()
-    raw = (f"POST /api/v2/regions/1/ghost_bus_reports HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-           f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n")
+    counter = iter(range(10**9))
+
+    def report():
+        # A distinct 8 KB identifier each time, and no trip: refused with 422.
+        body = f"user_identifier={next(counter):08d}{'u' * 7992}&wait_duration_minutes=5".encode()
+        return (f"POST /api/v2/regions/1/ghost_bus_reports HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n"), body
     before = server.memory("VmRSS")
     statuses = {}
     lock = threading.Lock()
 
     def send(source):
+        raw, body = report()
         try:
             status = request(source, port, raw, body=body)[0]
         except OSError:
@@ -212,19 +219,23 @@ def slowclients():
         thread.start()
     time.sleep(3)
     answered = 0
+    failures = {}
     for _ in range(200):
         try:
-            if request("127.0.0.1", port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", timeout=5)[0] == 200:
+            status = request("127.0.0.1", port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", timeout=5)[0]
+            if status == 200:
                 answered += 1
-        except OSError:
-            pass
+            else:
+                failures[str(status)] = failures.get(str(status), 0) + 1
+        except OSError as error:
+            failures[type(error).__name__] = failures.get(type(error).__name__, 0) + 1
         time.sleep(0.1)
     stop.set()
     for thread in attackers:
         thread.join()
     server.stop()
     return {"attack": "slowclients", "attackers": "20 addresses x 60 half-sent requests, reconnecting", "bystander_requests": 200,
-            "bystander_answered_200": answered, "success_rate": round(answered / 200, 3)}
+            "bystander_answered_200": answered, "failures": failures, "success_rate": round(answered / 200, 3)}
 
 
 print(json.dumps({"signins": signins, "ghostbus": ghostbus, "slowclients": slowclients}[WHAT]()))

@@ -120,9 +120,18 @@ final class ConnectionGuard: Sendable {
                 // Several accepts raced past `admits`: close the newest.
                 terminate(tracked, reason: "per-client connection limit")
             }
+            // Connections already being closed no longer hold a slot: only
+            // live ones count, or evictions would outrun the need and reach
+            // connections that just arrived.
             let headroom = max(settings.connectionLimit / 10, 4)
-            if registry.connections.count > settings.connectionLimit - headroom {
-                evict(&registry, count: registry.connections.count - (settings.connectionLimit - headroom), sparing: tracked)
+            let live = registry.connections.values.lazy.filter { !$0.closing.load(ordering: .relaxed) }.count
+            if live > settings.connectionLimit - headroom {
+                evict(&registry, count: live - (settings.connectionLimit - headroom), sparing: tracked)
+            }
+            // Still over the limit (every other connection is being served):
+            // the newcomer is the one turned away.
+            if registry.connections.values.lazy.filter({ !$0.closing.load(ordering: .relaxed) }).count > settings.connectionLimit {
+                terminate(tracked, reason: "connection limit")
             }
         }
         return tracked

@@ -120,8 +120,13 @@ public final class HTTPServer: Sendable {
         }
         // The daemon holds `self` as its callback context until shutdown.
         let context = Unmanaged.passRetained(self).toOpaque()
+        // libmicrohttpd closes a connection past its limit on accept, before
+        // the guard can make room, and splits the limit between its threads;
+        // it gets slack above the limit the guard keeps by evicting the
+        // slowest and idlest connections, so a newcomer is not the one lost.
+        let daemonLimit = configuration.connectionLimit + max(configuration.connectionLimit / 2, 16)
         guard let handle = sidecar_mhd_start(fd, UInt32(configuration.threads), UInt32(configuration.connectionTimeoutSeconds),
-                                             configuration.headerLimitBytes, UInt32(configuration.connectionLimit),
+                                             configuration.headerLimitBytes, UInt32(daemonLimit),
                                              mhdAccessHandler, context, mhdRequestCompleted, context, mhdRequestStarted, context,
                                              mhdConnectionNotice, context, mhdAcceptPolicy, context) else {
             Unmanaged<HTTPServer>.fromOpaque(context).release()
