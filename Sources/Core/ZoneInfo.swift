@@ -317,3 +317,57 @@ public struct CivilDate: Sendable, Equatable {
         }
     }
 }
+
+/// The names the tz database knows (its zones and their links, from
+/// `tzdata.zi`, else `zone1970.tab`), to refuse a misspelt zone with the
+/// name that was probably meant.
+public enum ZoneCatalog {
+    /// Every zone name, sorted (read once per directory).
+    public static func identifiers(directory: String = ZoneInfo.defaultDirectory) -> [String] {
+        if let known = cache.withLock({ $0[directory] }) { return known }
+        var names = Set<String>(["UTC"])
+        if let text = ZoneInfo.readFile(directory + "/tzdata.zi").map({ String(decoding: $0, as: UTF8.self) }) {
+            for line in text.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                if fields.first == "Z", fields.count > 1 { names.insert(String(fields[1])) }
+                if fields.first == "L", fields.count > 2 { names.insert(String(fields[2])) }
+            }
+        } else if let text = ZoneInfo.readFile(directory + "/zone1970.tab").map({ String(decoding: $0, as: UTF8.self) }) {
+            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                let fields = line.split(separator: "\t")
+                if fields.count > 2 { names.insert(String(fields[2])) }
+            }
+        }
+        let sorted = names.sorted()
+        cache.withLock { $0[directory] = sorted }
+        return sorted
+    }
+
+    private static let cache = Mutex<[String: [String]]>([:])
+
+    /// The known name closest to `name` (case-insensitive edit distance;
+    /// ties go to the shorter, then the alphabetically first).
+    public static func nearest(to name: String, directory: String = ZoneInfo.defaultDirectory) -> String? {
+        let wanted = Array(name.lowercased().prefix(64).unicodeScalars)
+        return identifiers(directory: directory).min { left, right in
+            let (a, b) = (distance(wanted, Array(left.lowercased().unicodeScalars)), distance(wanted, Array(right.lowercased().unicodeScalars)))
+            return a != b ? a < b : (left.count != right.count ? left.count < right.count : left < right)
+        }
+    }
+
+    /// Levenshtein distance.
+    static func distance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}

@@ -59,22 +59,36 @@ public struct AlertAdministration: Sendable {
     public func setRegion(id: Int, agencyID: String?, timezone: String?) async throws -> RegionSettings {
         _ = try region(id)
         var messages: [String] = []
-        if let timezone, !Self.looksLikeTimeZone(timezone) { messages.append("timezone must be an IANA zone name such as America/Los_Angeles") }
+        var zone: String??
+        if let timezone {
+            switch Self.timeZone(timezone) {
+            case .success(let name): zone = .some(name)
+            case .failure(let failure): messages += failure.messages
+            }
+        }
         if let agencyID, agencyID.presence == nil { messages.append("agency id can't be blank") }
         messages += FieldLimits.check([("agency id", agencyID, FieldLimits.identifier)])
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         var settings = try await store.regionSettings()[id] ?? RegionSettings(regionID: id, agencyID: nil, timezone: nil)
         if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
-        if let timezone { settings.timezone = timezone }
+        if let zone { settings.timezone = zone }
         try await store.setRegionSettings(settings)
         await record("region.set", region: id, target: "region \(id)",
                      detail: Self.summary(["agency_id": agencyID, "timezone": timezone].compactMapValues { $0 }))
         return settings
     }
 
-    static func looksLikeTimeZone(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 64 && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/_+-".contains($0)) }
-            && !name.hasPrefix("/") && !name.hasSuffix("/")
+    /// A time zone as the tz database names it (`America/Los_Angeles`), or
+    /// nil for `none` (clears the region's zone: times then show in UTC);
+    /// anything else is refused with the nearest name the database knows.
+    static func timeZone(_ raw: String, directory: String = ZoneInfo.defaultDirectory) -> Result<String?, ValidationFailure> {
+        let name = raw.trimmingWhitespace()
+        if name.lowercased() == "none" { return .success(nil) }
+        if ZoneInfo.named(name, directory: directory) != nil { return .success(name) }
+        let hint = ZoneCatalog.nearest(to: name, directory: directory).map { "; the nearest name in the tz database is \($0)" } ?? ""
+        return .failure(ValidationFailure([
+            "timezone '\(name.prefix(64))' is not a zone of the tz database (use a name such as America/Los_Angeles, or none to clear it)\(hint)",
+        ]))
     }
 
     /// Creates a draft alert from authoring fields (`header`, `description`,

@@ -153,6 +153,16 @@ public enum AlertInputRules {
         Timestamp.parseMillis(text).map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 }
     }
 
+    /// A time field: an ISO 8601 instant with an offset, between 2000 and
+    /// 2100; else the message for `field`.
+    static func time(_ raw: String, field: String, example: String) -> Result<Int64, ValidationFailure> {
+        guard let value = parseTime(raw) else {
+            return .failure(ValidationFailure(["\(field) must be an ISO 8601 time with a UTC offset, e.g. \(example) (got '\(raw)')"]))
+        }
+        guard TimeBounds.contains(value) else { return .failure(ValidationFailure([TimeBounds.message(field, value)])) }
+        return .success(value)
+    }
+
     /// An enum value by its GTFS-realtime name, or a message naming the valid ones.
     static func enumValue<Value>(_ raw: String, field: String, names: [String], make: (String) -> Value?) -> Result<Value, ValidationFailure> {
         if let value = make(raw.trimmingWhitespace()) { return .success(value) }
@@ -200,28 +210,22 @@ public enum AlertInputRules {
             }
         }
         if let raw = fields["start"] {
-            if let value = parseTime(raw) { alert.startsAt = value } else {
-                messages.append("start must be an ISO 8601 time with a UTC offset, e.g. 2026-12-01T08:00:00-08:00 (got '\(raw)')")
+            switch time(raw, field: "start", example: "2026-12-01T08:00:00-08:00") {
+            case .success(let value): alert.startsAt = value
+            case .failure(let failure): messages += failure.messages
             }
         }
-        if let raw = fields["end"] {
-            if raw.presence == nil || raw.lowercased() == "none" {
-                alert.endsAt = nil
-            } else if let value = parseTime(raw) {
-                alert.endsAt = value
-            } else {
-                messages.append("end must be an ISO 8601 time with a UTC offset, e.g. 2026-12-01T20:00:00-08:00 (got '\(raw)')")
-            }
-        }
-        for (name, example, keyPath) in [("impact_start", "2026-12-01T09:00:00-08:00", \ServiceAlert.impactStartsAt),
+        for (name, example, keyPath) in [("end", "2026-12-01T20:00:00-08:00", \ServiceAlert.endsAt),
+                                         ("impact_start", "2026-12-01T09:00:00-08:00", \ServiceAlert.impactStartsAt),
                                          ("impact_end", "2026-12-01T17:00:00-08:00", \ServiceAlert.impactEndsAt)] {
             guard let raw = fields[name] else { continue }
             if raw.presence == nil || raw.lowercased() == "none" {
                 alert[keyPath: keyPath] = nil
-            } else if let value = parseTime(raw) {
-                alert[keyPath: keyPath] = value
             } else {
-                messages.append("\(name) must be an ISO 8601 time with a UTC offset, e.g. \(example) (got '\(raw)')")
+                switch time(raw, field: name, example: example) {
+                case .success(let value): alert[keyPath: keyPath] = value
+                case .failure(let failure): messages += failure.messages
+                }
             }
         }
         if let raw = fields["test"] {

@@ -4,7 +4,7 @@ import FoundationEssentials
 import HTML
 import HTTPServer
 
-/// The console's survey and ghost-bus pages.
+/// The console's survey pages.
 extension ConsoleRoutes {
     typealias PageRoute = (String, String, @escaping Handler) -> Route
 
@@ -262,87 +262,5 @@ extension ConsoleRoutes {
         }
         let list = tag("ul", [], answers.map { tag("li", [], [$0]) })
         return [RegionTime.display(row.int("created_at"), zone), row.string("stop_identifier") ?? "—", list]
-    }
-
-    // MARK: Ghost-bus reports
-
-    func ghostBusRoutes(_ page: PageRoute) -> [Route] {
-        [
-            page("GET", "/admin/regions/:region/ghost-bus") { request in await inRegion(request, .read) { request, context in await ghostBusPage(request, context) } },
-            page("GET", "/admin/regions/:region/ghost-bus.csv") { request in
-                await inRegion(request, .read) { _, context in
-                    do {
-                        let csv = try await ghostBus.exportCSV(regionID: context.region!.id)
-                        return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
-                            .adding(header: "Content-Disposition", "attachment; filename=\"ghost-bus-region-\(context.region!.id).csv\"")
-                            .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
-                    } catch { return unavailable(error) }
-                }
-            },
-        ]
-    }
-
-    func ghostBusPage(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
-        guard let region = context.region else { return notFound() }
-        var pageContext = context
-        pageContext.section = .ghostBus
-        let zone = await zone(regionID: region.id)
-        let route = request.parameters["route"]?.trimmingWhitespace().prefix(255).description ?? ""
-        let trip = request.parameters["trip"]?.trimmingWhitespace().prefix(255).description ?? ""
-        let dateText = request.parameters["date"]?.trimmingWhitespace() ?? ""
-        var problems: [String] = []
-        var serviceDate: Int64?
-        if !dateText.isEmpty {
-            // OneBusAway names a service day by the instant of its local midnight.
-            if let local = RegionTime.parse(dateText + "T00:00", zone) { serviceDate = local } else { problems.append("Date must be a date such as 2026-11-30") }
-        }
-        var sql = "SELECT * FROM ghost_bus_reports WHERE region_id = $1"
-        var parameters: [SQLValue] = [.integer(Int64(region.id))]
-        if !route.isEmpty { parameters.append(.text(route)); sql += " AND route_identifier = $\(parameters.count)" }
-        if !trip.isEmpty { parameters.append(.text(trip)); sql += " AND trip_identifier = $\(parameters.count)" }
-        if let serviceDate {
-            parameters.append(.integer(serviceDate * 1000)); sql += " AND service_date >= $\(parameters.count)"
-            parameters.append(.integer((serviceDate + 86_400) * 1000)); sql += " AND service_date < $\(parameters.count)"
-        }
-        sql += " ORDER BY id DESC LIMIT 500"
-        let query = sql, values = parameters
-        let rows: [Row]
-        let perDay: [(day: Int64, count: Int)]
-        do {
-            rows = try await database.read { connection in try connection.query(query, values) }
-            let offset = Int64(zone.offset(at: now))
-            let today = (now + offset) / 86_400
-            let counts = try await database.read { connection in
-                try connection.query("""
-                    SELECT (created_at / 1000 + $2) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports WHERE region_id = $1 AND created_at >= $3 GROUP BY 1
-                    """, [.integer(Int64(region.id)), .integer(offset), .integer(((today - 29) * 86_400 - offset) * 1000)])
-            }
-            var byDay: [Int64: Int] = [:]
-            for row in counts { byDay[row.int("day") ?? 0] = Int(row.int("n") ?? 0) }
-            perDay = (today - 29...today).map { (day: $0, count: byDay[$0] ?? 0) }
-        } catch { return unavailable(error) }
-        let content: [any HTMLContent] = [
-            ConsoleChart.dailyBars(perDay, title: "Ghost-bus reports"),
-            tag("form", [Attribute("method", "get"), Attribute("action", "/admin/regions/\(region.id)/ghost-bus"), .class("columns")], [
-                ConsoleLayout.field("Route", name: "route", value: route, maxLength: 255),
-                ConsoleLayout.field("Trip", name: "trip", value: trip, maxLength: 255),
-                ConsoleLayout.field("Service date", name: "date", value: dateText, type: "date"),
-                tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Filter"]),
-                                                 tag("a", [.href("/admin/regions/\(region.id)/ghost-bus")], ["Clear"]),
-                                                 tag("a", [.href("/admin/regions/\(region.id)/ghost-bus.csv"), .class("button secondary")], ["Download all as CSV"])]),
-            ]),
-            ConsoleLayout.problems(problems),
-            ConsoleLayout.table(caption: "Reports, newest first (up to 500)", headers: ["Reported", "Route", "Trip", "Stop", "Vehicle", "Waited", "Comment"],
-                                rows: rows.map { Self.reportRow($0, zone: zone) }, empty: "No reports match."),
-        ]
-        return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): ghost-bus reports", pageContext, content))
-    }
-
-    static func reportRow(_ row: Row, zone: ZoneInfo) -> [any HTMLContent] {
-        let reported = RegionTime.display((row.int("created_at") ?? 0) / 1000, zone)
-        let waited = "\(row.int("wait_duration_minutes") ?? 0) min"
-        let cells: [String] = [reported, row.string("route_identifier") ?? "—", row.string("trip_identifier") ?? "",
-                               row.string("stop_identifier") ?? "—", row.string("vehicle_identifier") ?? "—", waited, row.string("comment") ?? ""]
-        return cells
     }
 }

@@ -6,7 +6,9 @@
 enum DemoTransit {
     static let agencyID = "demo"
     static let agencyName = "Demo Transit (simulated)"
-    static let timezone = "Etc/UTC"
+    /// Seattle's zone: the console shows the demo's times as its staff would
+    /// (service runs around the clock, so service days start at midnight UTC).
+    static let timezone = "America/Los_Angeles"
 
     struct Stop: Sendable, Equatable {
         let id: String

@@ -1,0 +1,293 @@
+import Core
+import Crypto
+import Database
+import FoundationEssentials
+import GTFSRealtime
+import HTML
+import HTTPServer
+import PlatformThreads
+
+/// Alerts: the list, the authoring form, an alert's page, publishing and translations.
+extension ConsoleRoutes {
+    // MARK: Alerts
+
+    enum AlertState: String, CaseIterable { case draft, upcoming, published, expired }
+
+    static func state(of alert: ServiceAlert, now: Int64) -> AlertState {
+        if !alert.published { return .draft }
+        if let end = alert.endsAt, end <= now { return .expired }
+        return alert.startsAt > now ? .upcoming : .published
+    }
+
+    static func badges(_ alert: ServiceAlert, now: Int64) -> HTML {
+        let state = state(of: alert, now: now)
+        return .join([tag("span", [.class("badge \(state.rawValue)")], [state.rawValue]),
+                      alert.test ? HTML.join([" ", tag("span", [.class("badge test")], ["test"])]) : HTML.empty])
+    }
+
+    func alertList(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
+        guard let region = context.region else { return notFound() }
+        var listContext = context
+        listContext.section = .alerts
+        let zone = await zone(regionID: region.id)
+        let all: [ServiceAlert]
+        do { all = try await alerts.alerts(regionID: region.id) } catch { return unavailable(error) }
+        let now = now
+        var content: [any HTMLContent] = []
+        if ConsoleRules.may(context.session.user.role, .author) {
+            content.append(tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/alerts/new"), .class("button")], ["New alert"])]))
+        }
+        content.append(tag("p", [.class("hint")], ["Times in \(zone.identifier) (\(RegionTime.offsetLabel(zone, at: now)))."]))
+        for state in AlertState.allCases {
+            let rows = all.filter { Self.state(of: $0, now: now) == state }.sorted { $0.startsAt > $1.startsAt }
+            content.append(tag("h2", [], ["\(state.rawValue.capitalized) (\(rows.count))"]))
+            content.append(ConsoleLayout.table(caption: "\(state.rawValue.capitalized) alerts", headers: ["Alert", "Effect", "Starts", "Ends", ""],
+                                               rows: rows.map { alert in
+                                                   [tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), alert.effect.name,
+                                                    RegionTime.display(alert.startsAt, zone), RegionTime.display(alert.endsAt, zone),
+                                                    Self.badges(alert, now: now)] as [any HTMLContent]
+                                               }, empty: "None."))
+        }
+        return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): alerts", listContext, notice: Self.notice(request), content))
+    }
+
+    /// The authoring form; `values` holds what was submitted when it is shown again.
+    func alertForm(_ context: ConsoleLayout.Context, alert: ServiceAlert?, values: [String: String], problems: [String], zone: ZoneInfo = .utc,
+                   status: Int = 200) -> Response {
+        guard let region = context.region else { return notFound() }
+        var formContext = context
+        formContext.section = .alerts
+        let action = alert.map { "/admin/alerts/\($0.id)" } ?? "/admin/regions/\(region.id)/alerts"
+        let content: [any HTMLContent] = [ConsoleLayout.problems(problems), alertFields(context.session, action: action, alert: alert, values: values, zone: zone)]
+        return ConsoleLayout.respond(status, ConsoleLayout.page(alert == nil ? "New alert" : "Edit alert \(alert!.id)", formContext, content))
+    }
+
+    func alertFields(_ session: ConsoleStore.Session, action: String, alert: ServiceAlert?, values: [String: String], zone: ZoneInfo) -> HTML {
+        func value(_ name: String, _ current: String?) -> String { values[name] ?? current ?? "" }
+        let zoneHint = "In \(zone.identifier) (\(RegionTime.offsetLabel(zone, at: now)))."
+        return ConsoleLayout.form(action, session, [
+            ConsoleLayout.field("Header", name: "header", value: value("header", alert?.header), required: true, hint: "Pushed as the title: the first 48 characters show on a lock screen.",
+                                maxLength: FieldLimits.alertHeader),
+            ConsoleLayout.textArea("Description", name: "description", value: value("description", alert?.description), rows: 5,
+                                   hint: "Pushed as the body: the first 120 characters show on a lock screen.", maxLength: FieldLimits.alertDescription),
+            ConsoleLayout.field("More information (URL)", name: "url", value: value("url", alert?.url), type: "url", maxLength: FieldLimits.url),
+            tag("div", [.class("columns")], [
+                ConsoleLayout.select("Cause", name: "cause", options: Cause.allCases.map { ($0.name, Self.humanize($0.name)) },
+                                     selected: value("cause", alert?.cause.name ?? Cause.unknownCause.name)),
+                ConsoleLayout.select("Effect", name: "effect", options: Effect.allCases.map { ($0.name, Self.humanize($0.name)) },
+                                     selected: value("effect", alert?.effect.name ?? Effect.unknownEffect.name)),
+                ConsoleLayout.select("Severity", name: "severity", options: SeverityLevel.allCases.map { ($0.name, Self.humanize($0.name)) },
+                                     selected: value("severity", alert?.severity.name ?? SeverityLevel.warning.name),
+                                     hint: "The Android app shows only Warning and Severe alerts: Info and Unknown severity are hidden there."),
+            ]),
+            tag("div", [.class("columns")], [
+                ConsoleLayout.field("Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? now, zone)),
+                                    type: "datetime-local", required: true, hint: zoneHint),
+                ConsoleLayout.field("Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
+                                    hint: "Leave empty for no end. " + zoneHint),
+            ]),
+            tag("p", [.class("hint")], [
+                "Starts and Ends say when riders are shown the alert. Service affected says when the disruption itself happens "
+                    + "(optional): for a weekend closure announced on Wednesday, show it from Wednesday and mark Saturday to Sunday "
+                    + "as affected. It must lie within the shown period.",
+            ]),
+            tag("div", [.class("columns")], [
+                ConsoleLayout.field("Service affected from", name: "impact_start",
+                                    value: value("impact_start", RegionTime.inputValue(alert?.impactStartsAt, zone)), type: "datetime-local",
+                                    hint: zoneHint),
+                ConsoleLayout.field("Service affected until", name: "impact_end",
+                                    value: value("impact_end", RegionTime.inputValue(alert?.impactEndsAt, zone)), type: "datetime-local",
+                                    hint: "Leave both empty when the whole shown period is affected. " + zoneHint),
+            ]),
+            ConsoleLayout.checkbox("Test alert (only test devices see it in the feed and get it pushed)", name: "test",
+                                   checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
+            tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [alert == nil ? "Create draft" : "Save changes"])]),
+        ])
+    }
+
+    /// `UNKNOWN_CAUSE` → `Unknown cause`.
+    static func humanize(_ name: String) -> String {
+        let words = name.lowercased().split(separator: "_").joined(separator: " ")
+        return words.prefix(1).uppercased() + words.dropFirst()
+    }
+
+    /// The authoring fields of a submitted form, with times converted from
+    /// the region's zone to the instants `AlertAdministration` reads.
+    func authoringFields(_ request: Request, zone: ZoneInfo, editing: Bool) -> (fields: [String: String], values: [String: String], problems: [String]) {
+        var values: [String: String] = [:]
+        for name in ["header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test"] {
+            if let value = request.parameters[name] { values[name] = value }
+        }
+        values["test"] = values["test"] == "true" ? "true" : "false"
+        var fields = values
+        var problems: [String] = []
+        if let url = fields["url"], url.trimmingWhitespace().isEmpty { fields["url"] = editing ? "" : nil }
+        let labels = ["start": "Starts", "end": "Ends", "impact_start": "Service affected from", "impact_end": "Service affected until"]
+        for name in ["start", "end", "impact_start", "impact_end"] {
+            guard let text = values[name]?.trimmingWhitespace() else { continue }
+            if text.isEmpty {
+                fields[name] = name == "start" ? nil : (editing ? "none" : nil)
+            } else if let instant = RegionTime.parse(text, zone) {
+                fields[name] = Timestamp.format(millis: instant * 1000)
+            } else {
+                problems.append("\(labels[name] ?? name) must be a date and time such as 2026-12-01T08:00")
+                fields[name] = nil
+            }
+        }
+        return (fields, values, problems)
+    }
+
+    func createAlert(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
+        guard let region = context.region else { return notFound() }
+        let zone = await zone(regionID: region.id)
+        let (fields, values, problems) = authoringFields(request, zone: zone, editing: false)
+        guard problems.isEmpty else { return alertForm(context, alert: nil, values: values, problems: problems, zone: zone, status: 422) }
+        do {
+            let alert = try await administration(context.session).create(regionID: region.id, fields: fields)
+            return .seeOther("/admin/alerts/\(alert.id)?done=created")
+        } catch let error as AdministrationError {
+            return alertForm(context, alert: nil, values: values, problems: error.messages, zone: zone, status: 422)
+        } catch { return unavailable(error) }
+    }
+
+    func editAlert(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        let zone = await zone(regionID: alert.regionID)
+        let (fields, values, problems) = authoringFields(request, zone: zone, editing: true)
+        guard problems.isEmpty else { return alertForm(context, alert: alert, values: values, problems: problems, zone: zone, status: 422) }
+        do {
+            _ = try await administration(context.session).edit(id: alert.id, fields: fields)
+            return .seeOther("/admin/alerts/\(alert.id)?done=saved")
+        } catch let error as AdministrationError {
+            return alertForm(context, alert: alert, values: values, problems: error.messages, zone: zone, status: 422)
+        } catch { return unavailable(error) }
+    }
+
+    func setPublished(_ context: ConsoleLayout.Context, _ alert: ServiceAlert, _ published: Bool) async -> Response {
+        do {
+            _ = try await administration(context.session).setPublished(id: alert.id, published)
+            return .seeOther("/admin/alerts/\(alert.id)?done=\(published ? "published" : "unpublished")")
+        } catch { return unavailable(error) }
+    }
+
+    func translate(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        do {
+            _ = try await administration(context.session).translate(id: alert.id, language: request.parameters["language"] ?? "",
+                                                                    header: request.parameters["header"], description: request.parameters["description"])
+            return .seeOther("/admin/alerts/\(alert.id)?done=translated#translations")
+        } catch let error as AdministrationError {
+            return await alertPage(request, context, alert, translationProblems: error.messages, status: 422)
+        } catch { return unavailable(error) }
+    }
+
+    /// The alert: its fields, translations side by side, previews, publishing and sending.
+    func alertPage(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert, translationProblems: [String] = [],
+                   status: Int = 200) async -> Response {
+        let zone = await zone(regionID: alert.regionID)
+        let translations: [AlertTranslation]
+        let sendList: [AlertSend]
+        let groups: [(locale: String?, count: Int)]
+        let testCount: Int, allCount: Int
+        do {
+            translations = try await alerts.translations(alertID: alert.id)
+            sendList = try await alerts.sends(alertID: alert.id)
+            groups = try await ConsoleStats.languageGroups(database: database, regionID: alert.regionID)
+            testCount = try await alerts.audienceCount(regionID: alert.regionID, audience: .test)
+            allCount = try await alerts.audienceCount(regionID: alert.regionID, audience: .all)
+        } catch { return unavailable(error) }
+        let session = context.session
+        let role = session.user.role
+        let now = now
+        var content: [any HTMLContent] = [tag("p", [], [Self.badges(alert, now: now)])]
+
+        // Publishing.
+        if ConsoleRules.may(role, .author) {
+            content.append(tag("div", [.class("actions")], [
+                alert.published ? ConsoleLayout.postButton("Unpublish", "/admin/alerts/\(alert.id)/unpublish", session)
+                    : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary"),
+            ]))
+        }
+
+        // Fields.
+        content.append(tag("h2", [], ["Alert"]))
+        if ConsoleRules.may(role, .author) {
+            content.append(alertFields(session, action: "/admin/alerts/\(alert.id)", alert: alert, values: [:], zone: zone))
+        } else {
+            content.append(tag("dl", [], [
+                tag("dt", [], ["Header"]), tag("dd", [], [alert.header]), tag("dt", [], ["Description"]), tag("dd", [], [alert.description]),
+                tag("dt", [], ["Cause / effect / severity"]), tag("dd", [], ["\(alert.cause.name) / \(alert.effect.name) / \(alert.severity.name)"]),
+                tag("dt", [], ["Shown"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(RegionTime.display(alert.endsAt, zone))"]),
+                tag("dt", [], ["Service affected"]),
+                tag("dd", [], [alert.impactStartsAt.map { "\(RegionTime.display($0, zone)) to \(RegionTime.display(alert.impactEndsAt, zone))" }
+                                ?? "The whole shown period"]),
+            ]))
+        }
+
+        // Translations, side by side with the English.
+        content.append(tag("h2", [.id("translations")], ["Translations"]))
+        content.append(ConsoleLayout.table(caption: "The English text and its translations", headers: ["Language", "Header", "Description", ""],
+                                           rows: [["English (source)", alert.header, alert.description, ""] as [any HTMLContent]]
+                                               + translations.map { translation in
+                                                   let stale = translation.sourceVersion != alert.sourceVersion
+                                                   return [translation.language, translation.header, translation.description,
+                                                           stale ? tag("span", [.class("badge stale"), Attribute("title", "The English changed after this was translated; it is not pushed or served until updated")],
+                                                                       ["stale: English changed"]) : HTML.empty] as [any HTMLContent]
+                                               }))
+        if ConsoleRules.may(role, .author) {
+            content.append(ConsoleLayout.problems(translationProblems))
+            content.append(ConsoleLayout.form("/admin/alerts/\(alert.id)/translations", session, [
+                tag("h3", [], ["Add or update a translation"]),
+                tag("div", [.class("columns")], [
+                    ConsoleLayout.field("Language", name: "language", value: request.method == "POST" ? request.parameters["language"] : nil,
+                                        required: true, hint: "A language tag such as es, zh-Hant or vi.", maxLength: 16,
+                                        extra: [Attribute("list", "languages")]),
+                    ConsoleLayout.field("Header", name: "header", value: request.method == "POST" ? request.parameters["header"] : nil, required: true,
+                                        maxLength: FieldLimits.alertHeader),
+                ]),
+                ConsoleLayout.textArea("Description", name: "description", value: request.method == "POST" ? request.parameters["description"] : nil,
+                                       rows: 3, maxLength: FieldLimits.alertDescription),
+                tag("datalist", [.id("languages")], ["es", "zh-Hans", "zh-Hant", "vi", "ko", "tl", "ru", "so", "am", "ar", "fr", "ja"].map {
+                    tag("option", [Attribute("value", $0)])
+                }),
+                tag("button", [Attribute("type", "submit")], ["Save translation"]),
+            ]))
+        }
+
+        // Previews.
+        content.append(tag("h2", [], ["Preview"]))
+        content.append(tag("p", [.class("hint")], ["What each language group of this region's devices will get, cut as a lock screen shows it."]))
+        var previewGroups = groups
+        if !previewGroups.contains(where: { $0.locale == nil }) { previewGroups.insert((nil, 0), at: 0) }
+        let fresh = AlertFeedRules.fresh(translations, for: alert)
+        content.append(tag("div", [.class("grid")], previewGroups.map { group in
+            let copy = AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
+            let translated = group.locale.map { locale in fresh.contains { $0.language.lowercased() == locale.lowercased() } } ?? true
+            return tag("section", [.class("preview")], [
+                tag("p", [.class("meta")], ["\(group.locale ?? "English (default)") · \(group.count) device\(group.count == 1 ? "" : "s")"
+                                             + (translated ? "" : " · no translation: gets the English")]),
+                tag("p", [.class("title")], [copy.title]), tag("p", [.class("body")], [copy.body]),
+            ])
+        }))
+        content.append(tag("h3", [], ["In the alerts feed"]))
+        content.append(tag("section", [.class("preview")], [
+            tag("p", [.class("meta")], ["\(Self.humanize(alert.effect.name)) · \(Self.humanize(alert.severity.name)) · from \(RegionTime.display(alert.startsAt, zone))"
+                                         + (alert.endsAt.map { " to \(RegionTime.display($0, zone))" } ?? "")]),
+            tag("p", [.class("title")], [alert.header]), tag("p", [.class("body")], [alert.description]),
+            alert.url.map { tag("p", [], [tag("a", [.href($0), Attribute("rel", "noopener noreferrer")], [$0])]) } ?? .empty,
+        ]))
+
+        // Sending.
+        content.append(tag("h2", [.id("sends")], ["Send"]))
+        if !alert.published {
+            content.append(tag("p", [], ["Publish the alert before sending it."]))
+        } else if ConsoleRules.may(role, .sendToTestDevices) {
+            var buttons: [any HTMLContent] = [tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=test"), .class("button secondary")],
+                                                  ["Send to test devices (\(testCount))"])]
+            if ConsoleRules.may(role, .sendToEveryone) && !alert.test {
+                buttons.append(tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=all"), .class("button")], ["Send to everyone (\(allCount))"]))
+            }
+            content.append(tag("div", [.class("actions")], buttons))
+        }
+        content.append(sendsTable(alert: alert, sendList, zone: zone))
+        return ConsoleLayout.respond(status, ConsoleLayout.page("Alert \(alert.id): \(alert.header)", context, notice: Self.notice(request), content))
+    }
+}
