@@ -130,6 +130,8 @@ public struct AlertAdministration: Sendable {
 
     public func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {
         var alert = try await alert(id: id)
+        if alert.published && !published { alert.withdrawnAt = now }
+        if published { alert.withdrawnAt = nil }
         alert.published = published
         let saved = try await save(alert)
         await record(published ? "alert.publish" : "alert.unpublish", region: saved.regionID, target: "alert \(id)")

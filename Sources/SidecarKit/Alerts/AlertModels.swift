@@ -29,6 +29,9 @@ public struct ServiceAlert: Sendable, Equatable {
     /// both or neither, inside the shown period.
     public var impactStartsAt: Int64? = nil
     public var impactEndsAt: Int64? = nil
+    /// When it was unpublished after being published (nil: never, or
+    /// published again since): a withdrawn alert, not a draft.
+    public var withdrawnAt: Int64? = nil
 }
 
 /// A translation of an alert's header and description.

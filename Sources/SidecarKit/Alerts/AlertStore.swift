@@ -16,7 +16,7 @@ public struct AlertStore: Sendable {
 
     static let columns = """
         id, region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at, published, test, \
-        source_version, created_at, updated_at, impact_starts_at, impact_ends_at
+        source_version, created_at, updated_at, impact_starts_at, impact_ends_at, withdrawn_at
         """
 
     // MARK: Region settings
@@ -73,9 +73,9 @@ public struct AlertStore: Sendable {
             try connection.execute("""
                 UPDATE alerts SET region_id = $1, agency_id = $2, header = $3, description = $4, url = $5, cause = $6, effect = $7,
                     severity = $8, starts_at = $9, ends_at = $10, published = $11, test = $12, impact_starts_at = $13,
-                    impact_ends_at = $14, source_version = $15, updated_at = $16
-                WHERE id = $17
-                """, Self.values(saved) + [.integer(Int64(saved.sourceVersion)), .integer(now), .integer(saved.id)])
+                    impact_ends_at = $14, source_version = $15, updated_at = $16, withdrawn_at = $17
+                WHERE id = $18
+                """, Self.values(saved) + [.integer(Int64(saved.sourceVersion)), .integer(now), SQLValue(saved.withdrawnAt), .integer(saved.id)])
             try Self.bumpFeed(connection, regionID: saved.regionID, now: now)
             return saved
         }
@@ -388,7 +388,7 @@ public struct AlertStore: Sendable {
                      startsAt: row.int("starts_at") ?? 0, endsAt: row.int("ends_at"), published: row.bool("published"),
                      test: row.bool("test"), sourceVersion: Int(row.int("source_version") ?? 1),
                      createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0,
-                     impactStartsAt: row.int("impact_starts_at"), impactEndsAt: row.int("impact_ends_at"))
+                     impactStartsAt: row.int("impact_starts_at"), impactEndsAt: row.int("impact_ends_at"), withdrawnAt: row.int("withdrawn_at"))
     }
 
     static func translation(_ row: Row) -> AlertTranslation {
@@ -483,6 +483,9 @@ public struct AlertStore: Sendable {
         Migration(version: 16, name: "alerts keep an impact period", sql: """
             ALTER TABLE alerts ADD COLUMN impact_starts_at INTEGER;
             ALTER TABLE alerts ADD COLUMN impact_ends_at INTEGER
+            """),
+        Migration(version: 19, name: "alerts remember being withdrawn", sql: """
+            ALTER TABLE alerts ADD COLUMN withdrawn_at INTEGER
             """),
         Migration(version: 17, name: "alert ids are never reused", sql: """
             CREATE TABLE alert_id_sequence (

@@ -11,12 +11,32 @@ import PlatformThreads
 extension ConsoleRoutes {
     // MARK: Alerts
 
-    enum AlertState: String, CaseIterable { case draft, upcoming, published, expired }
+    /// What riders see of an alert now. `ended` is by the effective end (the
+    /// alert's, or 8 hours after its start): riders no longer see it.
+    enum AlertState: String, CaseIterable {
+        case live, upcoming, draft, withdrawn, ended
+
+        var heading: String {
+            switch self {
+            case .live: return "Live: riders see these now"
+            case .upcoming: return "Upcoming: published, shown from their start"
+            case .draft: return "Drafts: never published"
+            case .withdrawn: return "Withdrawn: unpublished after being published"
+            case .ended: return "Ended: riders no longer see these"
+            }
+        }
+    }
 
     static func state(of alert: ServiceAlert, now: Int64) -> AlertState {
-        if !alert.published { return .draft }
-        if let end = alert.endsAt, end <= now { return .expired }
-        return alert.startsAt > now ? .upcoming : .published
+        if !alert.published { return alert.withdrawnAt == nil ? .draft : .withdrawn }
+        if AlertFeedRules.effectiveEnd(alert) <= now { return .ended }
+        return alert.startsAt > now ? .upcoming : .live
+    }
+
+    /// The end riders get: the alert's, or the feed's 8-hour default, said so.
+    static func shownUntil(_ alert: ServiceAlert, _ zone: ZoneInfo) -> String {
+        guard alert.endsAt == nil else { return RegionTime.display(alert.endsAt, zone) }
+        return RegionTime.display(AlertFeedRules.effectiveEnd(alert), zone) + " (no end set: 8 hours from the start)"
     }
 
     static func badges(_ alert: ServiceAlert, now: Int64) -> HTML {
@@ -37,14 +57,14 @@ extension ConsoleRoutes {
         if ConsoleRules.may(context.session.user.role, .author) {
             content.append(tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/alerts/new"), .class("button")], ["New alert"])]))
         }
-        content.append(tag("p", [.class("hint")], ["Times in \(zone.identifier) (\(RegionTime.offsetLabel(zone, at: now)))."]))
+        content.append(tag("p", [.class("hint")], ["Times " + zoneHint(zone)]))
         for state in AlertState.allCases {
             let rows = all.filter { Self.state(of: $0, now: now) == state }.sorted { $0.startsAt > $1.startsAt }
-            content.append(tag("h2", [], ["\(state.rawValue.capitalized) (\(rows.count))"]))
-            content.append(ConsoleLayout.table(caption: "\(state.rawValue.capitalized) alerts", headers: ["Alert", "Effect", "Starts", "Ends", ""],
+            content.append(tag("h2", [], ["\(state.heading) (\(rows.count))"]))
+            content.append(ConsoleLayout.table(caption: state.heading, headers: ["Alert", "Effect", "Starts", "Shown until", ""],
                                                rows: rows.map { alert in
-                                                   [tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), alert.effect.name,
-                                                    RegionTime.display(alert.startsAt, zone), RegionTime.display(alert.endsAt, zone),
+                                                   [tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), Self.humanize(alert.effect.name),
+                                                    RegionTime.display(alert.startsAt, zone), Self.shownUntil(alert, zone),
                                                     Self.badges(alert, now: now)] as [any HTMLContent]
                                                }, empty: "None."))
         }
@@ -64,7 +84,7 @@ extension ConsoleRoutes {
 
     func alertFields(_ session: ConsoleStore.Session, action: String, alert: ServiceAlert?, values: [String: String], zone: ZoneInfo) -> HTML {
         func value(_ name: String, _ current: String?) -> String { values[name] ?? current ?? "" }
-        let zoneHint = "In \(zone.identifier) (\(RegionTime.offsetLabel(zone, at: now)))."
+        let zoneHint = zoneHint(zone)
         return ConsoleLayout.form(action, session, [
             ConsoleLayout.field("Header", name: "header", value: value("header", alert?.header), required: true, hint: "Pushed as the title: the first 48 characters show on a lock screen.",
                                 maxLength: FieldLimits.alertHeader),
@@ -84,7 +104,7 @@ extension ConsoleRoutes {
                 ConsoleLayout.field("Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? now, zone)),
                                     type: "datetime-local", required: true, hint: zoneHint),
                 ConsoleLayout.field("Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
-                                    hint: "Leave empty for no end. " + zoneHint),
+                                    hint: "Leave empty and riders see the alert for 8 hours from its start (the feed's rule). " + zoneHint),
             ]),
             tag("p", [.class("hint")], [
                 "Starts and Ends say when riders are shown the alert. Service affected says when the disruption itself happens "

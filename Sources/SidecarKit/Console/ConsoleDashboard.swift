@@ -11,13 +11,14 @@ import PlatformThreads
 extension ConsoleRoutes {
     // MARK: Dashboard
 
-    func dashboard(_ context: ConsoleLayout.Context) async -> Response {
+    func dashboard(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
         guard let region = context.region else { return notFound() }
         let zone = await zone(regionID: region.id)
         let stats: ConsoleStats
         do { stats = try await ConsoleStats.load(database: database, regionID: region.id, now: now, days: 30, utcOffset: zone.offset(at: now)) } catch {
             return unavailable(error)
         }
+        let settings = (try? await alerts.regionSettings()[region.id]) ?? nil
         let reach = stats.reach
         func card(_ title: String, _ figure: Int, _ rows: [(String, Int)] = []) -> HTML {
             tag("section", [.class("card")], [
@@ -26,6 +27,8 @@ extension ConsoleRoutes {
             ])
         }
         let content: [any HTMLContent] = [
+            setupChecklist(settings, context),
+            tag("p", [.class("hint")], [zoneHint(zone)]),
             tag("div", [.class("grid")], [
                 card("Registered devices", reach.total, [("iOS", reach.ios), ("Android", reach.android), ("Test devices", reach.testDevices)]),
                 card("APNs environment", reach.ios, [("Production", reach.apnsProduction), ("Sandbox", reach.apnsSandbox)]),
@@ -45,6 +48,6 @@ extension ConsoleRoutes {
         ]
         var dashboardContext = context
         dashboardContext.section = .dashboard
-        return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): dashboard", dashboardContext, content))
+        return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): dashboard", dashboardContext, notice: Self.notice(request), content))
     }
 }

@@ -158,14 +158,19 @@ enum ConsoleLayout {
         ])
     }
 
-    /// A table that scrolls sideways on a phone rather than overflowing.
+    /// A table; on a phone each row becomes a stacked card whose cells are
+    /// labelled by their column (the header row is hidden then).
     static func table(caption: String, headers: [String], rows: [[any HTMLContent]], empty: String = "Nothing yet.") -> HTML {
         guard !rows.isEmpty else { return tag("p", [.class("empty")], [empty]) }
         return tag("div", [.class("table-wrap"), Attribute("tabindex", "0"), Attribute("role", "region"), Attribute("aria-label", caption)], [
-            tag("table", [], [
+            tag("table", [.class("stack")], [
                 tag("caption", [], [caption]),
                 tag("thead", [], [tag("tr", [], headers.map { tag("th", [Attribute("scope", "col")], [$0]) })]),
-                tag("tbody", [], rows.map { row in tag("tr", [], row.map { tag("td", [], [$0]) }) }),
+                tag("tbody", [], rows.map { row in
+                    tag("tr", [], row.enumerated().map { index, cell in
+                        tag("td", [index < headers.count && !headers[index].isEmpty ? Attribute("data-label", headers[index]) : nil], [cell])
+                    })
+                }),
             ]),
         ])
     }

@@ -50,12 +50,20 @@ struct ConsoleRoutes: Sendable {
             page("GET", "/admin/login") { request in await loginPage(request) },
             page("POST", "/admin/login") { request in await login(request) },
             page("POST", "/admin/logout") { request in await signedIn(request, .read) { _, session in await logout(session) } },
-            page("GET", "/admin/regions/:region") { request in await inRegion(request, .read) { request, context in await dashboard(context) } },
+            page("GET", "/admin/regions/:region") { request in await inRegion(request, .read) { request, context in await dashboard(request, context) } },
+            page("GET", "/admin/regions/:region/settings") { request in
+                await inRegion(request, .manageRegion) { request, context in await regionSettingsPage(request, context) }
+            },
+            page("POST", "/admin/regions/:region/settings") { request in
+                await inRegion(request, .manageRegion) { request, context in await saveRegionSettings(request, context) }
+            },
             page("GET", "/admin/regions/:region/alerts") { request in
                 await inRegion(request, .read) { request, context in await alertList(request, context) }
             },
             page("GET", "/admin/regions/:region/alerts/new") { request in
-                await inRegion(request, .author) { _, context in alertForm(context, alert: nil, values: [:], problems: []) }
+                await inRegion(request, .author) { _, context in
+                    alertForm(context, alert: nil, values: [:], problems: [], zone: await zone(regionID: context.region?.id ?? 0))
+                }
             },
             page("POST", "/admin/regions/:region/alerts") { request in
                 await inRegion(request, .author) { request, context in await createAlert(request, context) }
@@ -176,6 +184,13 @@ struct ConsoleRoutes: Sendable {
         return name.flatMap { ZoneInfo.named($0, directory: zoneDirectory) } ?? .utc
     }
 
+    /// What every date field says beside it: the zone it is read in, its
+    /// offset, and the time it is there now.
+    func zoneHint(_ zone: ZoneInfo) -> String {
+        "In \(zone.identifier == "UTC" ? "UTC (this region has no time zone set)" : zone.identifier) (\(RegionTime.offsetLabel(zone, at: now))); "
+            + "it is now \(RegionTime.display(now, zone)) there."
+    }
+
     func cookie(_ name: String, _ value: String, path: String, maxAge: Int? = nil, sameSite: String = "Lax") -> String {
         "\(name)=\(value); Path=\(path); HttpOnly; SameSite=\(sameSite)" + (maxAge.map { "; Max-Age=\($0)" } ?? "") + (secureCookies ? "; Secure" : "")
     }
@@ -194,7 +209,7 @@ struct ConsoleRoutes: Sendable {
         "created": "Alert created as a draft.", "saved": "Changes saved.", "published": "Published: the alert is in the feed.",
         "unpublished": "Unpublished: the alert is no longer in the feed.", "translated": "Translation saved.",
         "sending": "Sending started. Progress updates below.", "revoked": "API key revoked.", "logged-out": "You are signed out.",
-        "survey-saved": "Survey saved.",
+        "survey-saved": "Survey saved.", "region-saved": "Region settings saved.",
     ]
 
     static func notice(_ request: Request) -> String? { request.parameters["done"].flatMap { notices[$0] } }

@@ -21,13 +21,15 @@ enum ConsoleAction: Sendable, CaseIterable {
     case sendToTestDevices
     case sendToEveryone
     case manageKeys
+    /// Set a region's agency id and time zone.
+    case manageRegion
 
     /// The least role allowed.
     var minimumRole: ConsoleRole {
         switch self {
         case .read: return .viewer
         case .author, .sendToTestDevices: return .editor
-        case .sendToEveryone, .manageKeys: return .admin
+        case .sendToEveryone, .manageKeys, .manageRegion: return .admin
         }
     }
 }

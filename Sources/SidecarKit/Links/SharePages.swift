@@ -219,7 +219,7 @@ enum SharePages {
     .actions { display: flex; flex-wrap: wrap; gap: .5rem; margin: 1.25rem 0; }
     .button { display: inline-block; padding: .6rem 1rem; border-radius: .5rem; background: var(--accent); color: #fff; text-decoration: none; font-weight: 600; }
     .button.secondary { background: #fff; color: var(--accent); border: 1px solid var(--accent); }
-    :focus-visible { outline: 3px solid #ff9f1c; outline-offset: 2px; }
+    :focus-visible { outline: 3px solid #1f2328; outline-offset: 2px; box-shadow: 0 0 0 2px #fff; }
     table { width: 100%; border-collapse: collapse; }
     th, td { text-align: left; padding: .45rem .5rem; border-top: 1px solid var(--line); }
     tr.shared { background: #ddf4ff; font-weight: 600; }
