@@ -97,6 +97,15 @@ public struct Router: Sendable {
     private var routesBySegmentCount: [Int: [Route]] = [:]
     /// Most parameters a request may carry (query plus body).
     public var parameterLimit: Int
+    /// The answers for unknown paths under a prefix (a console's own page);
+    /// the longest matching prefix wins, else the JSON 404.
+    private var notFoundAnswers: [(prefix: String, answer: @Sendable (Request) -> Response)] = []
+
+    /// Unknown paths under `prefix` (`/admin`) get `answer` instead of the JSON 404.
+    public mutating func answerNotFound(under prefix: String, _ answer: @escaping @Sendable (Request) -> Response) {
+        notFoundAnswers.append((prefix, answer))
+        notFoundAnswers.sort { $0.prefix.count > $1.prefix.count }
+    }
 
     public init(parameterLimit: Int = 1000) {
         self.parameterLimit = parameterLimit
@@ -172,6 +181,10 @@ public struct Router: Sendable {
         var request = request
         switch match {
         case .notFound:
+            let path = request.rawPath
+            if let custom = notFoundAnswers.first(where: { path == $0.prefix || path.hasPrefix($0.prefix + "/") }) {
+                return .answered(custom.answer(request))
+            }
             return .answered(.json(404, ["error": "Not Found"]))
         case .badPath(let error):
             // No route was found for an undecodable path: a plain 400.

@@ -98,7 +98,7 @@ struct AlertRouteTests {
                     "a draft is not sent")
             #expect(try await app.send("POST", "/admin/api/alerts/\(id)/publish", headers: auth).json?["published"] as? Bool == true)
             let translation = try await app.send("PUT", "/admin/api/alerts/\(id)/translations/es", headers: auth,
-                                                 body: Array(#"{"header":"Rutas de nieve"}"#.utf8))
+                                                 body: Array(#"{"header":"Rutas de nieve","description":"Todas las rutas de nieve"}"#.utf8))
             #expect(translation.json?["stale"] as? Bool == false)
             _ = try await app.send("PATCH", "/admin/api/alerts/\(id)", headers: auth, body: Array(#"{"description":"Most routes on snow routes"}"#.utf8))
             let shown = try await app.send("GET", "/admin/api/alerts/\(id)", headers: auth)

@@ -356,11 +356,17 @@ struct ConsolePageTests {
             #expect(afterEdit.text.contains("stale: English changed"))
 
             // An editor sends to test devices, never to everyone.
-            #expect(try await editor.get("/admin/alerts/\(alert.id)/send?audience=test").text.contains("0 test devices"))
-            #expect(try await editor.post("/admin/alerts/\(alert.id)/sends", [("audience", "all")]).status == 403)
+            let confirmation = try await editor.get("/admin/alerts/\(alert.id)/send?audience=test")
+            #expect(confirmation.text.contains("0 test devices"))
+            let sendToken = try #require(ConsoleBrowser.hidden("send_token", in: confirmation.text))
+            #expect(try await editor.post("/admin/alerts/\(alert.id)/sends", [("audience", "all"), ("send_token", sendToken)]).status == 403)
             #expect(try await alerts.sends(alertID: alert.id).isEmpty)
-            let sending = try await editor.post("/admin/alerts/\(alert.id)/sends", [("audience", "test")])
+            #expect(try await editor.post("/admin/alerts/\(alert.id)/sends", [("audience", "test")]).status == 403, "no token, no send")
+            let sending = try await editor.post("/admin/alerts/\(alert.id)/sends", [("audience", "test"), ("send_token", sendToken)])
             #expect(sending.status == 303)
+            // The same confirmation again (a refresh, a double click) starts nothing.
+            let again = try await editor.post("/admin/alerts/\(alert.id)/sends", [("audience", "test"), ("send_token", sendToken)])
+            #expect(again.status == 303 && again.header("Location")?.contains("send-repeated") == true)
             #expect(try await alerts.sends(alertID: alert.id).map(\.audience) == [.test])
             let progress = try await editor.get("/admin/alerts/\(alert.id)/sends.json")
             #expect(progress.header("Content-Type")?.hasPrefix("application/json") == true)
@@ -464,12 +470,22 @@ struct ConsolePageTests {
         try await Self.run { app in
             var admin = ConsoleBrowser(app: app)
             try await admin.login("admin@example.org", Self.password)
-            let created = try await admin.post("/admin/keys", [("name", "CAD <integration>"), ("region_1", "true")])
-            #expect(created.status == 200)
+            let form = try await admin.get("/admin/keys")
+            let keyToken = try #require(ConsoleBrowser.hidden("key_token", in: form.text))
+            #expect(try await admin.post("/admin/keys", [("name", "No regions"), ("key_token", keyToken)]).status == 422, "a key names its regions")
+            let posted = try await admin.post("/admin/keys", [("name", "CAD <integration>"), ("region_1", "true"), ("key_token", keyToken)])
+            #expect(posted.status == 303, "a redirect: a refresh repeats nothing")
+            let flash = try #require(ConsoleBrowser.value(of: ConsoleRoutes.newKeyCookie,
+                                                          in: posted.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)))
+            let created = try await app.send("GET", "/admin/keys", headers: ["Cookie": "\(admin.cookie); \(ConsoleRoutes.newKeyCookie)=\(flash)"])
             let key = try #require(created.text.range(of: "<code id=\"new-key\">").map { created.text[$0.upperBound...].prefix { $0 != "<" } }.map(String.init))
             #expect(key.hasPrefix("sidecar_"))
             #expect(created.text.contains("CAD &lt;integration&gt;"))
             #expect(!(try await admin.get("/admin/keys")).text.contains(key), "shown once")
+            // The same form again (a double click) makes no second key.
+            let twice = try await admin.post("/admin/keys", [("name", "CAD <integration>"), ("region_1", "true"), ("key_token", keyToken)])
+            #expect(twice.status == 303 && twice.header("Location")?.contains("key-repeated") == true)
+            #expect(try await ApiKeyStore(database: app.sidecar.database).list().filter { $0.name == "CAD <integration>" }.count == 1)
 
             func api(_ method: String, _ path: String, _ body: [(String, String)] = []) async throws -> Int {
                 try await app.send(method, "/admin/api" + path, headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/x-www-form-urlencoded"],

@@ -1,3 +1,4 @@
+import Core
 import Foundation
 import HTTPServer
 import Testing
@@ -90,9 +91,13 @@ struct GhostBusTests {
             let report = try GhostBusRules.parse(Parameters(Self.valid.mapValues { .string($0) })).get()
             #expect(try await store.insert(report, regionID: 1, now: 0, checkFirst: false) == .duplicateRace)
 
-            let csv = try await store.exportCSV(regionID: 1)
+            let zone = try #require(ZoneInfo.named("America/Los_Angeles"))
+            let csv = try await store.exportCSV(regionID: 1, zone: zone)
             #expect(csv.hasPrefix("\"public_id\",\"created_at\""))
             #expect(csv.contains("\"'=cmd|' /C calc'!A0\""))
+            // Times in the region's zone with their offset; a service date is the instant of its local midnight.
+            #expect(csv.contains(",2025-08-10T00:00:00-07:00,"), "\(csv)")
+            #expect(!csv.contains(",\"1754895600000\","), "no raw epoch milliseconds")
         }
     }
 

@@ -23,7 +23,8 @@ struct RegionExchangeTests {
         #expect(try await cli(app, ["alert", "create", "--region", "1", "--header", "Route 44 detoured", "--description", "Skips 45th St",
                                     "--cause", "CONSTRUCTION", "--effect", "DETOUR", "--severity", "WARNING", "--url", "https://example.org/44",
                                     "--start", "2026-12-01T08:00:00-08:00", "--end", "2026-12-02T08:00:00.250-08:00"]).status == 0)
-        #expect(try await cli(app, ["alert", "translate", "1", "--language", "es", "--header", "Ruta 44 desviada"]).status == 0)
+        #expect(try await cli(app, ["alert", "translate", "1", "--language", "es", "--header", "Ruta 44 desviada",
+                                    "--description", "Salta la calle 45"]).status == 0)
         #expect(try await cli(app, ["alert", "edit", "1", "--description", "Skips 45th and 46th St"]).status == 0)
         #expect(try await cli(app, ["alert", "translate", "1", "--language", "fr", "--header", "Ligne 44 déviée", "--description", "Évite"]).status == 0)
         #expect(try await cli(app, ["alert", "publish", "1"]).status == 0)

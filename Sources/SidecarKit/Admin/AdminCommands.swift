@@ -58,6 +58,7 @@ public enum AdminCommands {
         let audit = AuditLog(database: database, logger: logger)
         let actor = "cli:" + operatorLogin()
         var administration = AlertAdministration(store: store, regions: directory, clock: clock, cache: nil)
+        administration.catalog = configuration.locales
         administration.audit = audit
         administration.actor = actor
         let options = invocation.options
@@ -132,7 +133,7 @@ public enum AdminCommands {
             case "ghostbus export":
                 let regionID = try regionOption()
                 _ = try administration.region(regionID)
-                let csv = try await GhostBusStore(database: database).exportCSV(regionID: regionID)
+                let csv = try await GhostBusStore(database: database).exportCSV(regionID: regionID, zone: await regionZone(store, regionID))
                 output(String(csv.dropLast()))
             case "export":
                 let regionID = try regionOption()
@@ -225,7 +226,7 @@ public enum AdminCommands {
             case "survey responses":
                 let surveys = SurveyStore(database: database)
                 guard let survey = try await surveys.survey(id: try alertID()) else { throw AdministrationError.notFound("No survey \(try alertID())") }
-                output(String(try await surveys.responsesCSV(survey: survey).dropLast()))
+                output(String(try await surveys.responsesCSV(survey: survey, zone: await regionZone(store, survey.regionID)).dropLast()))
             case "push test":
                 guard let transport = try Sidecar.pushTransport(configuration, http: http, logger: logger) else {
                     throw AdministrationError.invalid(["no push transport: pass --gorush-url, or --apns-key-file/--fcm-service-account"])
@@ -397,6 +398,12 @@ extension AdminCommands {
     }
 
     /// Who runs the command, for the audit log (the login behind sudo).
+    /// A region's time zone (UTC when none is set), for times in exports.
+    static func regionZone(_ store: AlertStore, _ regionID: Int) async -> ZoneInfo {
+        let name = (try? await store.regionSettings()[regionID]?.timezone) ?? nil
+        return name.flatMap { ZoneInfo.named($0) } ?? .utc
+    }
+
     /// Who ran the command, for the audit log: the user `sudo` was run by,
     /// else the process's own user as the system names it (the password
     /// database), else its numeric id. Environment variables such as

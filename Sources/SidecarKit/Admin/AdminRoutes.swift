@@ -237,7 +237,7 @@ enum AdminJSON {
         .object(["id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.status),
                  "targeted": .integer(Int64(send.targeted)), "delivered": .integer(Int64(send.delivered)),
                  "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)), "pending": .integer(Int64(send.pending)),
-                 "last_error": send.lastError.map(JSONValue.string) ?? .null,
+                 "last_error": send.lastError.map(JSONValue.string) ?? .null, "audience_size": .integer(Int64(send.audienceSize)),
                  "started_at": time(send.startedAt), "finished_at": time(send.finishedAt)])
     }
 }

@@ -22,6 +22,9 @@ public struct AlertAdministration: Sendable {
     let clock: any WallClock
     /// Set in the server process so its feed changes at once.
     let cache: AlertFeedCache?
+    /// The languages a translation may be in (`--locales`): the ones a
+    /// registration's locale can normalise into.
+    var catalog = LocaleCatalog.standard
     /// Where changes are recorded, and under whose name.
     var audit: AuditLog? = nil
     var actor = "system"
@@ -151,15 +154,35 @@ public struct AlertAdministration: Sendable {
         await record("alert.delete", region: alert.regionID, target: "alert \(id)", detail: alert.header)
     }
 
+    /// The catalog language a tag names, normalised exactly as a
+    /// registration's locale is (`es-MX` → `es`, `zh-TW` → `zh-Hant`), or
+    /// the message refusing it (`Spanish`, `xx`, English).
+    func catalogLanguage(_ raw: String) -> Result<String, ValidationFailure> {
+        let tag = raw.trimmingWhitespace()
+        let primary = tag.lowercased().split(whereSeparator: { $0 == "-" || $0 == "_" }).first.map(String.init)
+        if primary == "en" { return .failure(ValidationFailure(["English is the alert's own text; edit the alert instead"])) }
+        guard tag.count <= 35, let language = catalog.normalize(tag) else {
+            return .failure(ValidationFailure([
+                "language '\(tag.prefix(35))' is not one riders' phones can be matched to; use a tag of the translation catalog "
+                    + "(\(catalog.languages.joined(separator: ", "))) or one that normalises to it, such as es-MX or zh-TW",
+            ]))
+        }
+        return .success(language)
+    }
+
     public func translate(id: Int64, language: String, header: String?, description: String?) async throws -> AlertTranslation {
         let alert = try await alert(id: id)
         var messages: [String] = []
-        let languageTag = language.trimmingWhitespace()
-        if languageTag.isEmpty || languageTag.count > 16 || !languageTag.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) {
-            messages.append("language must be a BCP-47 tag such as es or zh-Hant")
+        var languageTag = ""
+        switch catalogLanguage(language) {
+        case .success(let tag): languageTag = tag
+        case .failure(let failure): messages += failure.messages
         }
-        if languageTag.lowercased() == "en" { messages.append("English is the alert's own text; edit the alert instead") }
         messages += FieldLimits.check([("Header", header, FieldLimits.alertHeader), ("Description", description, FieldLimits.alertDescription)])
+        // Riders who read the English get both; a translation must too.
+        if !alert.description.isEmpty, description?.presence == nil {
+            messages.append("Description can't be blank: the English has one, so riders reading this language need it too")
+        }
         guard let header = header?.presence else { throw AdministrationError.invalid(messages + ["Header can't be blank"]) }
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         let translation = try await store.translate(alertID: id, language: languageTag, header: header,
@@ -169,11 +192,23 @@ public struct AlertAdministration: Sendable {
         return translation
     }
 
+    public func deleteTranslation(id: Int64, language: String) async throws {
+        let alert = try await alert(id: id)
+        guard try await store.deleteTranslation(alertID: id, language: language, now: now) else {
+            throw AdministrationError.notFound("No \(language) translation of alert \(id)")
+        }
+        cache?.invalidate(regionID: alert.regionID)
+        await record("alert.translation.delete", region: alert.regionID, target: "alert \(id)", detail: "language=\(language)")
+    }
+
     /// The unfinished send for this alert and audience, or a new one.
-    /// Only published alerts are sent, and test alerts only to test devices.
+    /// Everyone gets only published alerts; test devices may get a draft
+    /// (to see it before riders do). Test alerts go to test devices only.
     public func startSend(id: Int64, audience: AlertSend.Audience) async throws -> (AlertSend, ServiceAlert) {
         let alert = try await alert(id: id)
-        guard alert.published else { throw AdministrationError.invalid(["Publish the alert before sending it"]) }
+        guard alert.published || audience == .test else {
+            throw AdministrationError.invalid(["Publish the alert before sending it to everyone (a draft may go to test devices)"])
+        }
         guard !alert.test || audience == .test else { throw AdministrationError.invalid(["A test alert can only be sent to the test audience"]) }
         let send = try await store.startSend(alertID: id, audience: audience, now: now)
         await record("alert.send", region: alert.regionID, target: "alert \(id)", detail: "audience=\(audience.rawValue); send \(send.id)")

@@ -72,6 +72,12 @@ public struct AlertSend: Sendable, Equatable {
     public var finishedAt: Int64?
     /// The provider's last passing failure, e.g. "gorush answered HTTP 500".
     public var lastError: String?
+    /// How many registrations the audience had when the send started.
+    public var audienceSize = 0
+
+    /// Pushes not delivered yet that a resume would try: those pending after
+    /// a passing failure and the audience after the cursor (counted by the caller).
+    public func undelivered(remainingAfterCursor: Int) -> Int { pending + remainingAfterCursor }
 }
 
 /// Per-region settings the regions directory does not carry.

@@ -164,6 +164,17 @@ public struct AlertStore: Sendable {
         }
     }
 
+    /// Deletes one translation; false when there was none.
+    public func deleteTranslation(alertID: Int64, language: String, now: Int64) async throws -> Bool {
+        try await database.write { connection in
+            guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = $1", [.integer(alertID)]) else { return false }
+            let deleted = try connection.execute("DELETE FROM alert_translations WHERE alert_id = $1 AND language = $2",
+                                                 [.integer(alertID), .text(language)])
+            if deleted > 0 { try Self.bumpFeed(connection, regionID: Int(row.int("region_id") ?? 0), now: now) }
+            return deleted > 0
+        }
+    }
+
     // MARK: Sends
 
     /// `--send-lease-seconds` by default.
@@ -194,9 +205,12 @@ public struct AlertStore: Sendable {
             // on unfinished sends lets one insert; the other is told to wait.
             do {
                 let row = try connection.queryOne("""
-                    INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until)
-                    VALUES ($1, $2, 'running', 0, 0, 0, 0, 0, $3, $4) RETURNING *
-                    """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + sendLeaseSeconds)])
+                    INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until,
+                        audience_size)
+                    VALUES ($1, $2, 'running', 0, 0, 0, 0, 0, $3, $4, (
+                        SELECT COUNT(*) FROM push_registrations r JOIN alerts a ON a.region_id = r.region_id
+                        WHERE a.id = $1 AND ($5 = 0 OR r.test_device = 1))) RETURNING *
+                    """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + sendLeaseSeconds), SQLValue(audience == .test)])
                 return Self.send(row!)
             } catch DatabaseError.constraintViolation(_) {
                 throw AlertStoreError.busy(retryAfter: 1)
@@ -401,7 +415,8 @@ public struct AlertStore: Sendable {
                   audience: AlertSend.Audience(rawValue: row.string("audience") ?? "") ?? .all, status: row.string("status") ?? "running",
                   cursor: row.int("cursor") ?? 0, targeted: Int(row.int("targeted") ?? 0), delivered: Int(row.int("delivered") ?? 0),
                   failed: Int(row.int("failed") ?? 0), pruned: Int(row.int("pruned") ?? 0), pending: Int(row.int("pending") ?? 0),
-                  startedAt: row.int("started_at") ?? 0, finishedAt: row.int("finished_at"), lastError: row.string("last_error"))
+                  startedAt: row.int("started_at") ?? 0, finishedAt: row.int("finished_at"), lastError: row.string("last_error"),
+                  audienceSize: Int(row.int("audience_size") ?? 0))
     }
 
     static let migrations = [
@@ -483,6 +498,9 @@ public struct AlertStore: Sendable {
         Migration(version: 16, name: "alerts keep an impact period", sql: """
             ALTER TABLE alerts ADD COLUMN impact_starts_at INTEGER;
             ALTER TABLE alerts ADD COLUMN impact_ends_at INTEGER
+            """),
+        Migration(version: 20, name: "a send remembers its audience's size", sql: """
+            ALTER TABLE alert_sends ADD COLUMN audience_size INTEGER NOT NULL DEFAULT 0
             """),
         Migration(version: 19, name: "alerts remember being withdrawn", sql: """
             ALTER TABLE alerts ADD COLUMN withdrawn_at INTEGER

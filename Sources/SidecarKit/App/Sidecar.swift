@@ -147,6 +147,7 @@ public final class Sidecar: Sendable {
         liveActivityUpdater = updater
         let audit = AuditLog(database: database, logger: logger)
         var administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
+        administration.catalog = configuration.locales
         administration.audit = audit
         let alarmStore = AlarmStore(database: database)
         var checker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, pushRegistrations: pushStore,
@@ -207,7 +208,7 @@ public final class Sidecar: Sendable {
                           failingSources: FixedWindowRateLimiter(limit: Int(Int32.max), windowSeconds: ConsoleRules.loginWindowSeconds,
                                                                  name: "console_login_source", logger: logger, keyForLogs: SHA256.fingerprint,
                                                                  shared: shared, now: now),
-                          loginTokens: LoginTokens(store: consoleStore),
+                          formTokens: FormTokens(store: consoleStore),
                           userWrites: FixedWindowRateLimiter(limit: configuration.consoleWriteLimit, windowSeconds: 60, name: "console_writes",
                                                              logger: logger, shared: shared, now: now)).routes,
             ShareRoutes(regions: regions, oba: oba, settings: configuration.links, publicURL: publicURL, clock: clock, logger: logger,
@@ -218,6 +219,11 @@ public final class Sidecar: Sendable {
                         }, lookups: limits.upstreamLookups).routes,
         ]
         features.joined().forEach { router.add($0) }
+        // The console answers its unknown paths with its own page; the admin API stays JSON.
+        router.answerNotFound(under: "/admin") { _ in
+            ConsoleLayout.errorPage(404, "Not found", "There is no such page, or it belongs to a region you cannot see.")
+        }
+        router.answerNotFound(under: "/admin/api") { _ in .json(404, ["error": "Not Found"]) }
         if let demoRegionID {
             (DemoOneBusAway(clock: clock).routes + [DemoRegion.guide(regionID: demoRegionID, publicURL: publicURL, clock: clock)]).forEach { router.add($0) }
         }

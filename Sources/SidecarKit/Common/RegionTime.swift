@@ -38,6 +38,17 @@ enum RegionTime {
         return zone.instant(fromLocal: local.epochSeconds)
     }
 
+    /// `2026-12-01T08:00:00-08:00`: the instant in the zone, with its offset.
+    static func iso8601(_ epochSeconds: Int64, _ zone: ZoneInfo) -> String {
+        let offset = zone.offset(at: epochSeconds)
+        let local = CivilDate(epochSeconds: epochSeconds + Int64(offset))
+        let seconds = local.secondsOfDay
+        let sign = offset < 0 ? "-" : "+"
+        let year = String(local.year)
+        return "\(String(repeating: "0", count: max(0, 4 - year.count)))\(year)-\(pad(local.month))-\(pad(local.day))T"
+            + "\(pad(seconds / 3600)):\(pad(seconds / 60 % 60)):\(pad(seconds % 60))\(sign)\(pad(abs(offset) / 3600)):\(pad(abs(offset) / 60 % 60))"
+    }
+
     /// `UTC−08:00` for the zone's offset at an instant.
     static func offsetLabel(_ zone: ZoneInfo, at epochSeconds: Int64) -> String {
         let offset = zone.offset(at: epochSeconds)

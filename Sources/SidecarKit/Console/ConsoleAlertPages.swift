@@ -182,20 +182,24 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
     }
 
+    func confirmUnpublish(_ context: ConsoleLayout.Context, _ alert: ServiceAlert) -> Response {
+        guard alert.published else { return .seeOther("/admin/alerts/\(alert.id)") }
+        return ConsoleLayout.respond(200, ConsoleLayout.page("Unpublish alert \(alert.id)?", context, [
+            tag("p", [], ["“", alert.header, "” leaves the feed at once: riders' apps stop showing it. Notifications already delivered stay on ",
+                          "their phones. You can publish it again later."]),
+            ConsoleLayout.form("/admin/alerts/\(alert.id)/unpublish", context.session, [
+                tag("div", [.class("actions")], [
+                    tag("button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")], ["Unpublish"]),
+                    tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
+                ]),
+            ]),
+        ]))
+    }
+
     func setPublished(_ context: ConsoleLayout.Context, _ alert: ServiceAlert, _ published: Bool) async -> Response {
         do {
             _ = try await administration(context.session).setPublished(id: alert.id, published)
             return .seeOther("/admin/alerts/\(alert.id)?done=\(published ? "published" : "unpublished")")
-        } catch { return unavailable(error) }
-    }
-
-    func translate(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
-        do {
-            _ = try await administration(context.session).translate(id: alert.id, language: request.parameters["language"] ?? "",
-                                                                    header: request.parameters["header"], description: request.parameters["description"])
-            return .seeOther("/admin/alerts/\(alert.id)?done=translated#translations")
-        } catch let error as AdministrationError {
-            return await alertPage(request, context, alert, translationProblems: error.messages, status: 422)
         } catch { return unavailable(error) }
     }
 
@@ -222,7 +226,7 @@ extension ConsoleRoutes {
         // Publishing.
         if ConsoleRules.may(role, .author) {
             content.append(tag("div", [.class("actions")], [
-                alert.published ? ConsoleLayout.postButton("Unpublish", "/admin/alerts/\(alert.id)/unpublish", session)
+                alert.published ? tag("a", [.href("/admin/alerts/\(alert.id)/unpublish"), .class("button secondary")], ["Unpublish…"])
                     : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary"),
             ]))
         }
@@ -243,34 +247,7 @@ extension ConsoleRoutes {
         }
 
         // Translations, side by side with the English.
-        content.append(tag("h2", [.id("translations")], ["Translations"]))
-        content.append(ConsoleLayout.table(caption: "The English text and its translations", headers: ["Language", "Header", "Description", ""],
-                                           rows: [["English (source)", alert.header, alert.description, ""] as [any HTMLContent]]
-                                               + translations.map { translation in
-                                                   let stale = translation.sourceVersion != alert.sourceVersion
-                                                   return [translation.language, translation.header, translation.description,
-                                                           stale ? tag("span", [.class("badge stale"), Attribute("title", "The English changed after this was translated; it is not pushed or served until updated")],
-                                                                       ["stale: English changed"]) : HTML.empty] as [any HTMLContent]
-                                               }))
-        if ConsoleRules.may(role, .author) {
-            content.append(ConsoleLayout.problems(translationProblems))
-            content.append(ConsoleLayout.form("/admin/alerts/\(alert.id)/translations", session, [
-                tag("h3", [], ["Add or update a translation"]),
-                tag("div", [.class("columns")], [
-                    ConsoleLayout.field("Language", name: "language", value: request.method == "POST" ? request.parameters["language"] : nil,
-                                        required: true, hint: "A language tag such as es, zh-Hant or vi.", maxLength: 16,
-                                        extra: [Attribute("list", "languages")]),
-                    ConsoleLayout.field("Header", name: "header", value: request.method == "POST" ? request.parameters["header"] : nil, required: true,
-                                        maxLength: FieldLimits.alertHeader),
-                ]),
-                ConsoleLayout.textArea("Description", name: "description", value: request.method == "POST" ? request.parameters["description"] : nil,
-                                       rows: 3, maxLength: FieldLimits.alertDescription),
-                tag("datalist", [.id("languages")], ["es", "zh-Hans", "zh-Hant", "vi", "ko", "tl", "ru", "so", "am", "ar", "fr", "ja"].map {
-                    tag("option", [Attribute("value", $0)])
-                }),
-                tag("button", [Attribute("type", "submit")], ["Save translation"]),
-            ]))
-        }
+        content.append(translationSection(request, session, alert: alert, translations: translations, groups: groups, problems: translationProblems))
 
         // Previews.
         content.append(tag("h2", [], ["Preview"]))
@@ -295,19 +272,27 @@ extension ConsoleRoutes {
             alert.url.map { tag("p", [], [tag("a", [.href($0), Attribute("rel", "noopener noreferrer")], [$0])]) } ?? .empty,
         ]))
 
-        // Sending.
+        // Sending: test devices any time (a draft too); everyone once published.
         content.append(tag("h2", [.id("sends")], ["Send"]))
-        if !alert.published {
-            content.append(tag("p", [], ["Publish the alert before sending it."]))
-        } else if ConsoleRules.may(role, .sendToTestDevices) {
-            var buttons: [any HTMLContent] = [tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=test"), .class("button secondary")],
-                                                  ["Send to test devices (\(testCount))"])]
-            if ConsoleRules.may(role, .sendToEveryone) && !alert.test {
-                buttons.append(tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=all"), .class("button")], ["Send to everyone (\(allCount))"]))
+        let running = sendList.contains { $0.status == "running" }
+        if ConsoleRules.may(role, .sendToTestDevices) {
+            func button(_ label: String, _ audience: AlertSend.Audience, _ style: String) -> HTML {
+                running ? tag("button", [Attribute("type", "button"), .class(style), Attribute("disabled", nil)], [label])
+                    : tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=\(audience.rawValue)"), .class("button \(style)")], [label])
             }
+            var buttons: [any HTMLContent] = [button("Send to test devices (\(testCount))", .test, "secondary")]
+            if ConsoleRules.may(role, .sendToEveryone) && !alert.test {
+                buttons.append(alert.published ? button("Send to everyone (\(Self.grouped(allCount)))", .all, "")
+                               : tag("span", [.class("hint")], ["Publish it to send it to everyone."]))
+            }
+            if running { buttons.append(tag("span", [.class("hint")], ["A send is running: wait for it to finish."])) }
             content.append(tag("div", [.class("actions")], buttons))
         }
-        content.append(sendsTable(alert: alert, sendList, zone: zone))
+        var remaining: [Int64: Int] = [:]
+        for send in sendList where send.status == "failed" {
+            remaining[send.id] = (try? await alerts.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor)) ?? 0
+        }
+        content.append(sendsTable(alert: alert, sendList, remaining: remaining, session: session, zone: zone))
         return ConsoleLayout.respond(status, ConsoleLayout.page("Alert \(alert.id): \(alert.header)", context, notice: Self.notice(request), content))
     }
 }

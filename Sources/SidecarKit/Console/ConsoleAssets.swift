@@ -108,31 +108,80 @@ enum ConsoleAssets {
     """
 
     /// Progressive enhancement only: every page works without it. It
-    /// refreshes a running send's counts once a second until it finishes.
+    /// refreshes a running send's counts once a second until it finishes
+    /// (saying so when it loses the server), and disables a confirming
+    /// button once pressed (the server refuses a second submission anyway).
     static let script = """
     "use strict";
     document.addEventListener("DOMContentLoaded", function () {
+      // What was typed into a form survives a session that ended meanwhile:
+      // each submission is kept for its page; the signed-out page marks it,
+      // and the page fills it in again after the sign-in (never tokens).
+      var store = window.sessionStorage;
+      var secret = /^(csrf|password|login_token|send_token|key_token)$/;
+      document.querySelectorAll("form[method='post']").forEach(function (form) {
+        if (form.action.indexOf("/admin/login") >= 0 || form.action.indexOf("/admin/logout") >= 0) { return; }
+        form.addEventListener("submit", function () {
+          var fields = [];
+          Array.prototype.forEach.call(form.elements, function (element) {
+            if (!element.name || secret.test(element.name)) { return; }
+            fields.push([element.name, element.type === "checkbox" ? (element.checked ? "true" : "") : element.value]);
+          });
+          try { store.setItem("sidecar-draft", JSON.stringify({ page: location.pathname, action: form.getAttribute("action"), fields: fields })); } catch (e) {}
+        });
+      });
+      if (document.querySelector("[data-session-ended]")) {
+        try { var kept = JSON.parse(store.getItem("sidecar-draft") || "null"); if (kept) { kept.restore = true; store.setItem("sidecar-draft", JSON.stringify(kept)); } } catch (e) {}
+      }
+      try {
+        var draft = JSON.parse(store.getItem("sidecar-draft") || "null");
+        if (draft && draft.restore && draft.page === location.pathname) {
+          var form = document.querySelector("form[action='" + draft.action + "']");
+          if (form) {
+            draft.fields.forEach(function (pair) {
+              var element = form.elements.namedItem(pair[0]);
+              if (!element || element.length) { return; }
+              if (element.type === "checkbox") { element.checked = pair[1] === "true"; } else { element.value = pair[1]; }
+            });
+            store.removeItem("sidecar-draft");
+          }
+        }
+      } catch (e) {}
+      document.querySelectorAll("button[data-once]").forEach(function (button) {
+        var form = button.form;
+        if (form) { form.addEventListener("submit", function () { setTimeout(function () { button.disabled = true; }, 0); }); }
+      });
+      var lost = document.querySelector("[data-lost]");
+      function group(number) { return String(number).replace(/\\B(?=(\\d{3})+(?!\\d))/g, ","); }
       document.querySelectorAll("[data-sends-url]").forEach(function (table) {
         var url = table.getAttribute("data-sends-url");
         function cell(row, name) { return row.querySelector("[data-field='" + name + "']"); }
         function refresh() {
           fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
-            .then(function (response) { return response.ok ? response.json() : null; })
+            .then(function (response) { if (!response.ok) { throw new Error(String(response.status)); } return response.json(); })
             .then(function (sends) {
-              if (!sends) { return; }
+              if (lost) { lost.hidden = true; }
               var running = false;
               sends.forEach(function (send) {
                 var row = table.querySelector("[data-send-id='" + send.id + "']");
                 if (!row) { return; }
-                ["status", "targeted", "delivered", "failed", "pruned"].forEach(function (name) {
+                ["status", "pruned"].forEach(function (name) {
                   var target = cell(row, name);
                   if (target) { target.textContent = String(send[name]); }
                 });
-                if (send.status === "running" || send.status === "pending") { running = true; }
+                var total = Math.max(send.audience_size, send.targeted, 1);
+                var bar = cell(row, "bar");
+                if (bar) { bar.style.width = Math.min(100, Math.floor((send.delivered + send.failed) * 100 / total)) + "%"; }
+                var summary = cell(row, "summary");
+                if (summary) {
+                  summary.textContent = group(send.delivered) + " of " + group(send.audience_size) + " delivered, " + group(send.failed)
+                    + " failed, " + group(send.pending) + " pending";
+                }
+                if (send.status === "running") { running = true; }
               });
               if (running) { setTimeout(refresh, 1000); }
             })
-            .catch(function () { setTimeout(refresh, 5000); });
+            .catch(function () { if (lost) { lost.hidden = false; } setTimeout(refresh, 3000); });
         }
         refresh();
       });

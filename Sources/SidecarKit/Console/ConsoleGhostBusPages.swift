@@ -12,7 +12,7 @@ extension ConsoleRoutes {
             page("GET", "/admin/regions/:region/ghost-bus.csv") { request in
                 await inRegion(request, .read) { _, context in
                     do {
-                        let csv = try await ghostBus.exportCSV(regionID: context.region!.id)
+                        let csv = try await ghostBus.exportCSV(regionID: context.region!.id, zone: await zone(regionID: context.region!.id))
                         return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
                             .adding(header: "Content-Disposition", "attachment; filename=\"ghost-bus-region-\(context.region!.id).csv\"")
                             .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
@@ -36,35 +36,17 @@ extension ConsoleRoutes {
             // OneBusAway names a service day by the instant of its local midnight.
             if let local = RegionTime.parse(dateText + "T00:00", zone) { serviceDate = local } else { problems.append("Date must be a date such as 2026-11-30") }
         }
-        var sql = "SELECT * FROM ghost_bus_reports WHERE region_id = $1"
-        var parameters: [SQLValue] = [.integer(Int64(region.id))]
-        if !route.isEmpty { parameters.append(.text(route)); sql += " AND route_identifier = $\(parameters.count)" }
-        if !trip.isEmpty { parameters.append(.text(trip)); sql += " AND trip_identifier = $\(parameters.count)" }
-        if let serviceDate {
-            parameters.append(.integer(serviceDate * 1000)); sql += " AND service_date >= $\(parameters.count)"
-            parameters.append(.integer((serviceDate + 86_400) * 1000)); sql += " AND service_date < $\(parameters.count)"
-        }
-        sql += " ORDER BY id DESC LIMIT 500"
-        let query = sql, values = parameters
         let rows: [Row]
         let perDay: [(day: Int64, count: Int)]
         do {
-            rows = try await database.read { connection in try connection.query(query, values) }
+            rows = try await ghostBus.reports(regionID: region.id, route: route, trip: trip, serviceDay: serviceDate, limit: 500)
             let offset = Int64(zone.offset(at: now))
-            let today = (now + offset) / 86_400
-            let counts = try await database.read { connection in
-                try connection.query("""
-                    SELECT (created_at / 1000 + $2) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports WHERE region_id = $1 AND created_at >= $3 GROUP BY 1
-                    """, [.integer(Int64(region.id)), .integer(offset), .integer(((today - 29) * 86_400 - offset) * 1000)])
-            }
-            var byDay: [Int64: Int] = [:]
-            for row in counts { byDay[row.int("day") ?? 0] = Int(row.int("n") ?? 0) }
-            perDay = (today - 29...today).map { (day: $0, count: byDay[$0] ?? 0) }
+            perDay = try await ghostBus.dailyCounts(regionID: region.id, utcOffset: offset, today: (now + offset) / 86_400, days: 30)
         } catch { return unavailable(error) }
         let content: [any HTMLContent] = [
             ConsoleChart.dailyBars(perDay, title: "Ghost-bus reports"),
             tag("form", [Attribute("method", "get"), Attribute("action", "/admin/regions/\(region.id)/ghost-bus"), .class("columns")], [
-                ConsoleLayout.field("Route", name: "route", value: route, maxLength: 255),
+                ConsoleLayout.field("Route", name: "route", value: route, hint: "Its short name (44) or its id (1_100275).", maxLength: 255),
                 ConsoleLayout.field("Trip", name: "trip", value: trip, maxLength: 255),
                 ConsoleLayout.field("Service date", name: "date", value: dateText, type: "date"),
                 tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Filter"]),
@@ -72,6 +54,7 @@ extension ConsoleRoutes {
                                                  tag("a", [.href("/admin/regions/\(region.id)/ghost-bus.csv"), .class("button secondary")], ["Download all as CSV"])]),
             ]),
             ConsoleLayout.problems(problems),
+            tag("p", [.class("hint")], ["Times " + zoneHint(zone)]),
             ConsoleLayout.table(caption: "Reports, newest first (up to 500)", headers: ["Reported", "Route", "Trip", "Stop", "Vehicle", "Waited", "Comment"],
                                 rows: rows.map { Self.reportRow($0, zone: zone) }, empty: "No reports match."),
         ]
@@ -81,7 +64,8 @@ extension ConsoleRoutes {
     static func reportRow(_ row: Row, zone: ZoneInfo) -> [any HTMLContent] {
         let reported = RegionTime.display((row.int("created_at") ?? 0) / 1000, zone)
         let waited = "\(row.int("wait_duration_minutes") ?? 0) min"
-        let cells: [String] = [reported, row.string("route_identifier") ?? "—", row.string("trip_identifier") ?? "",
+        let route = [row.string("route_short_name"), row.string("route_identifier")].compactMap { $0 }.joined(separator: " · ")
+        let cells: [String] = [reported, route.isEmpty ? "—" : route, row.string("trip_identifier") ?? "",
                                row.string("stop_identifier") ?? "—", row.string("vehicle_identifier") ?? "—", waited, row.string("comment") ?? ""]
         return cells
     }

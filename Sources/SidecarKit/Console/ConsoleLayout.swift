@@ -106,8 +106,8 @@ enum ConsoleLayout {
 
     /// A labelled input. `hint` goes below, tied to the field for screen readers.
     static func field(_ label: String, name: String, value: String?, type: String = "text", required: Bool = false, hint: String? = nil,
-                      maxLength: Int? = nil, extra: [Attribute] = []) -> HTML {
-        let id = "field-" + name
+                      maxLength: Int? = nil, extra: [Attribute] = [], id givenID: String? = nil) -> HTML {
+        let id = givenID ?? "field-" + name
         return tag("div", [.class("field")], [
             tag("label", [Attribute("for", id)], [label, required ? tag("span", [.class("required")], [" (required)"]) : HTML.empty]),
             tag("input", [Attribute("type", type), .id(id), Attribute("name", name), Attribute("value", value ?? ""),
@@ -118,8 +118,8 @@ enum ConsoleLayout {
     }
 
     static func textArea(_ label: String, name: String, value: String?, rows: Int = 4, required: Bool = false, hint: String? = nil,
-                         maxLength: Int? = nil) -> HTML {
-        let id = "field-" + name
+                         maxLength: Int? = nil, id givenID: String? = nil) -> HTML {
+        let id = givenID ?? "field-" + name
         return tag("div", [.class("field")], [
             tag("label", [Attribute("for", id)], [label, required ? tag("span", [.class("required")], [" (required)"]) : HTML.empty]),
             tag("textarea", [.id(id), Attribute("name", name), Attribute("rows", String(rows)), .flag("required", required),
@@ -129,8 +129,9 @@ enum ConsoleLayout {
         ])
     }
 
-    static func select(_ label: String, name: String, options: [(value: String, label: String)], selected: String?, hint: String? = nil) -> HTML {
-        let id = "field-" + name
+    static func select(_ label: String, name: String, options: [(value: String, label: String)], selected: String?, hint: String? = nil,
+                       id givenID: String? = nil) -> HTML {
+        let id = givenID ?? "field-" + name
         let hintID = id + "-hint"
         return tag("div", [.class("field")], [
             tag("label", [Attribute("for", id)], [label]),

@@ -30,8 +30,9 @@ struct ConsoleRoutes: Sendable {
     let clientLogins: FixedWindowRateLimiter
     let accountLogins: FixedWindowRateLimiter
     let failingSources: FixedWindowRateLimiter
-    /// The sign-in form's tokens, signed with a server secret.
-    let loginTokens: LoginTokens
+    /// Tokens of the sign-in form and of single-use forms (a send, a key),
+    /// signed with a server secret.
+    let formTokens: FormTokens
     /// Changes per signed-in user: a stolen session cannot flood the database.
     let userWrites: FixedWindowRateLimiter
     var zoneDirectory = ZoneInfo.defaultDirectory
@@ -73,11 +74,17 @@ struct ConsoleRoutes: Sendable {
             page("POST", "/admin/alerts/:id/publish") { request in
                 await withAlert(request, .author) { _, context, alert in await setPublished(context, alert, true) }
             },
+            page("GET", "/admin/alerts/:id/unpublish") { request in
+                await withAlert(request, .author) { _, context, alert in confirmUnpublish(context, alert) }
+            },
             page("POST", "/admin/alerts/:id/unpublish") { request in
                 await withAlert(request, .author) { _, context, alert in await setPublished(context, alert, false) }
             },
             page("POST", "/admin/alerts/:id/translations") { request in
                 await withAlert(request, .author) { request, context, alert in await translate(request, context, alert) }
+            },
+            page("POST", "/admin/alerts/:id/translations/delete") { request in
+                await withAlert(request, .author) { request, context, alert in await deleteTranslation(request, context, alert) }
             },
             page("GET", "/admin/alerts/:id/send") { request in
                 await withAlert(request, .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert) }
@@ -88,8 +95,11 @@ struct ConsoleRoutes: Sendable {
             page("GET", "/admin/alerts/:id/sends.json") { request in
                 await withAlert(request, .read) { _, _, alert in await sendsJSON(alert) }
             },
-            page("GET", "/admin/keys") { request in await signedIn(request, .manageKeys) { _, session in await keyList(session, created: nil, problems: []) } },
+            page("GET", "/admin/keys") { request in await signedIn(request, .manageKeys) { request, session in await keyList(request, session) } },
             page("POST", "/admin/keys") { request in await signedIn(request, .manageKeys) { request, session in await createKey(request, session) } },
+            page("GET", "/admin/keys/:id/revoke") { request in
+                await signedIn(request, .manageKeys) { request, session in await confirmRevokeKey(request, session) }
+            },
             page("POST", "/admin/keys/:id/revoke") { request in
                 await signedIn(request, .manageKeys) { request, session in await revokeKey(request, session) }
             },
@@ -108,9 +118,7 @@ struct ConsoleRoutes: Sendable {
             return unavailable(error)
         }
         guard let session else {
-            guard request.method == "GET" else {
-                return ConsoleLayout.errorPage(403, "Signed out", "Your session has ended; sign in again and repeat the change.")
-            }
+            guard request.method == "GET" else { return sessionEnded(request) }
             return .seeOther("/admin/login?next=" + Self.percentEncoded(request.rawPath))
         }
         if request.method == "POST" {
@@ -135,6 +143,23 @@ struct ConsoleRoutes: Sendable {
     func refused(_ request: Request, _ session: ConsoleStore.Session, _ reason: String) async {
         await audit.record(actor: "user:" + session.user.email, action: "console.refused", regionID: nil,
                            target: "\(request.method) \(request.routePattern)", detail: reason, now: now)
+    }
+
+    /// A form posted after its session ended changes nothing. The page says
+    /// so and leads back through the sign-in to the page the form was on;
+    /// the console's script keeps what was typed in this browser and fills
+    /// it in again there.
+    func sessionEnded(_ request: Request) -> Response {
+        let origin = request.header("referer").flatMap { referer -> String? in
+            guard let path = referer.range(of: "/admin").map({ String(referer[$0.lowerBound...]) }) else { return nil }
+            return Self.safeNext(path) == path ? path : nil
+        } ?? "/admin"
+        return ConsoleLayout.respond(403, ConsoleLayout.bare("Your session has ended", [
+            tag("p", [], ["Nothing was changed. What you typed is kept in this browser and filled in again once you sign in."]),
+            tag("p", [Attribute("data-session-ended", "true")], [
+                tag("a", [.href("/admin/login?next=" + Self.percentEncoded(origin)), .class("button")], ["Sign in again"]),
+            ]),
+        ]))
     }
 
     /// The regions a user may see, in the directory's order.
@@ -207,9 +232,13 @@ struct ConsoleRoutes: Sendable {
     /// Fixed texts for `?done=` (never text from the URL itself).
     static let notices: [String: String] = [
         "created": "Alert created as a draft.", "saved": "Changes saved.", "published": "Published: the alert is in the feed.",
-        "unpublished": "Unpublished: the alert is no longer in the feed.", "translated": "Translation saved.",
-        "sending": "Sending started. Progress updates below.", "revoked": "API key revoked.", "logged-out": "You are signed out.",
-        "survey-saved": "Survey saved.", "region-saved": "Region settings saved.",
+        "unpublished": "Withdrawn: riders no longer see the alert in the feed (pushes already delivered stay on their phones).", "translated": "Translation saved.",
+        "sending": "Sending started. Progress updates below.", "revoked": "API key revoked: requests with it are now refused with 401.", "logged-out": "You are signed out.",
+        "survey-saved": "Survey saved.", "region-saved": "Region settings saved.", "translation-deleted": "Translation deleted.",
+        "translated-unread": "Translation saved. No registered device in this region reads this language yet.",
+        "send-repeated": "That confirmation was already used: the send it started is below. Nothing was sent twice.",
+        "send-running": "A send of this alert is running: wait for it to finish before starting another.",
+        "key-created": "API key created.", "key-repeated": "That form was already used: the key it created is in the list. No second key was made.",
     ]
 
     static func notice(_ request: Request) -> String? { request.parameters["done"].flatMap { notices[$0] } }

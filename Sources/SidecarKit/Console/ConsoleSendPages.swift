@@ -8,23 +8,73 @@ import HTTPServer
 import PlatformThreads
 
 /// Sending an alert: the confirmation, the start, and its live progress.
+/// One push per decision: the confirmation lists earlier sends and asks for
+/// a deliberate second step before everyone gets the alert again, its
+/// token is spent on the first submission (a refresh or a double click
+/// starts nothing), and no send starts while one runs.
 extension ConsoleRoutes {
-    func sendsTable(alert: ServiceAlert, _ sendList: [AlertSend], zone: ZoneInfo) -> HTML {
+    /// `1,000`.
+    static func grouped(_ number: Int) -> String {
+        let digits = String(number)
+        var output = ""
+        for (index, character) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { output += "," }
+            output.append(character)
+        }
+        return output
+    }
+
+    /// The failure in words staff can act on.
+    static func plainError(_ send: AlertSend) -> String {
+        guard let error = send.lastError?.presence else { return "the push provider kept failing" }
+        return error
+    }
+
+    func sendsTable(alert: ServiceAlert, _ sendList: [AlertSend], remaining: [Int64: Int], session: ConsoleStore.Session, zone: ZoneInfo) -> HTML {
         guard !sendList.isEmpty else { return tag("p", [.class("empty")], ["Not sent yet."]) }
         func cell(_ name: StaticString, _ value: any HTMLContent) -> HTML { tag("td", [Attribute("data-field", name.description)], [value]) }
-        return tag("div", [.class("table-wrap"), Attribute("data-sends-url", "/admin/alerts/\(alert.id)/sends.json")], [
-            tag("table", [.class("progress")], [
-                tag("caption", [], ["Sends of this alert (updated live while one runs)"]),
-                tag("thead", [], [tag("tr", [], ["Send", "Audience", "Status", "Targeted", "Delivered", "Failed", "Pruned", "Started"].map {
-                    tag("th", [Attribute("scope", "col")], [$0])
-                })]),
-                tag("tbody", [], sendList.map { send in
-                    tag("tr", [Attribute("data-send-id", String(send.id))], [
-                        tag("td", [], [send.id]), tag("td", [], [send.audience.rawValue]), cell("status", send.status), cell("targeted", send.targeted),
-                        cell("delivered", send.delivered), cell("failed", send.failed), cell("pruned", send.pruned),
-                        tag("td", [], [RegionTime.display(send.startedAt, zone)]),
-                    ])
-                }),
+        var rows: [any HTMLContent] = []
+        for send in sendList.reversed() {
+            let settled = send.delivered + send.failed
+            let total = max(send.audienceSize, send.targeted, 1)
+            let percent = min(100, settled * 100 / total)
+            rows.append(tag("tr", [Attribute("data-send-id", String(send.id))], [
+                tag("td", [Attribute("data-label", "Send")], [send.id]),
+                tag("td", [Attribute("data-label", "Audience")], [send.audience == .all ? "everyone" : "test devices"]),
+                cell("status", send.status),
+                tag("td", [Attribute("data-label", "Progress")], [
+                    tag("span", [.class("meter"), Attribute("role", "img"), Attribute("aria-label", "\(percent)% settled")], [
+                        tag("span", [Attribute("data-field", "bar"), Attribute("style", "width: \(percent)%")]),
+                    ]),
+                    tag("span", [Attribute("data-field", "summary")], [
+                        "\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize)) delivered, \(Self.grouped(send.failed)) failed, "
+                            + "\(Self.grouped(send.pending)) pending",
+                    ]),
+                ]),
+                cell("pruned", send.pruned),
+                tag("td", [Attribute("data-label", "Started")], [RegionTime.display(send.startedAt, zone)]),
+            ]))
+            if send.status == "failed" {
+                let left = send.undelivered(remainingAfterCursor: remaining[send.id] ?? 0)
+                var cells: [any HTMLContent] = [tag("strong", [], ["It stopped: ", Self.plainError(send), ". "])]
+                if ConsoleRules.may(session.user.role, send.audience == .all ? .sendToEveryone : .sendToTestDevices), left > 0 {
+                    cells.append(tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=\(send.audience.rawValue)"), .class("button secondary")],
+                                     ["Resume: \(Self.grouped(left)) not yet delivered"]))
+                }
+                rows.append(tag("tr", [.class("failure")], [tag("td", [Attribute("colspan", "6")], cells)]))
+            }
+        }
+        return .join([
+            tag("p", [.class("lost"), Attribute("data-lost", "true"), Attribute("hidden", nil), Attribute("role", "status")],
+                ["Lost contact with the server: the counts below are not current. Retrying…"]),
+            tag("div", [.class("table-wrap"), Attribute("data-sends-url", "/admin/alerts/\(alert.id)/sends.json")], [
+                tag("table", [.class("progress stack")], [
+                    tag("caption", [], ["Sends of this alert, newest first (updated live while one runs)"]),
+                    tag("thead", [], [tag("tr", [], ["Send", "Audience", "Status", "Progress", "Pruned", "Started"].map {
+                        tag("th", [Attribute("scope", "col")], [$0])
+                    })]),
+                    tag("tbody", [], rows),
+                ]),
             ]),
         ])
     }
@@ -42,6 +92,11 @@ extension ConsoleRoutes {
         return .chosen(audience)
     }
 
+    /// What a send's single-use token is for: this session, this alert, this audience.
+    static func sendPurpose(_ session: ConsoleStore.Session, _ alert: ServiceAlert, _ audience: AlertSend.Audience) -> String {
+        "send:\(session.idHash):\(alert.id):\(audience.rawValue)"
+    }
+
     func confirmSend(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
         let audience: AlertSend.Audience
         switch self.audience(request, context.session) {
@@ -49,19 +104,54 @@ extension ConsoleRoutes {
         case .refused(let response): return response
         }
         let count: Int
-        do { count = try await alerts.audienceCount(regionID: alert.regionID, audience: audience) } catch { return unavailable(error) }
-        let who = audience == .test ? "\(count) test device\(count == 1 ? "" : "s")" : "everyone: \(count) device\(count == 1 ? "" : "s")"
-        let content: [any HTMLContent] = [
+        let earlier: [AlertSend]
+        let testDevices: (descriptions: [String], total: Int)
+        let token: String
+        let zone = await zone(regionID: alert.regionID)
+        do {
+            count = try await alerts.audienceCount(regionID: alert.regionID, audience: audience)
+            earlier = try await alerts.sends(alertID: alert.id)
+            testDevices = try await PushRegistrationStore(database: database).testDevices(regionID: alert.regionID)
+            token = try await formTokens.issue(purpose: Self.sendPurpose(context.session, alert, audience), now: now)
+        } catch { return unavailable(error) }
+        if earlier.contains(where: { $0.status == "running" }) {
+            return .seeOther("/admin/alerts/\(alert.id)?done=send-running#sends")
+        }
+        let who = audience == .test ? "\(count) test device\(count == 1 ? "" : "s")" : "everyone: \(Self.grouped(count)) device\(count == 1 ? "" : "s")"
+        let previousToEveryone = earlier.contains { $0.audience == .all }
+        var content: [any HTMLContent] = [
             tag("p", [], ["This pushes “", alert.header, "” to ", tag("strong", [], [who]), " in \(context.region?.name ?? "this region"). It cannot be undone."]),
-            alert.published ? HTML.empty : tag("p", [.class("problems")], ["The alert is not published; publish it first."]),
-            ConsoleLayout.form("/admin/alerts/\(alert.id)/sends", context.session, [
-                tag("input", [Attribute("type", "hidden"), Attribute("name", "audience"), Attribute("value", audience.rawValue)]),
-                tag("div", [.class("actions")], [
-                    tag("button", [Attribute("type", "submit"), .class(audience == .all ? "danger" : "primary")], ["Send to \(who)"]),
-                    tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
-                ]),
-            ]),
         ]
+        if !alert.published {
+            content.append(tag("p", [.class("hint")], ["The alert is a draft: test devices get it before riders can see it in the feed."]))
+        }
+        if audience == .test {
+            content.append(tag("h2", [], ["Test devices"]))
+            content.append(testDevices.total == 0
+                ? tag("p", [.class("problems")], ["This region has no test devices: register one from a debug build of the app with test_device=true."])
+                : tag("ul", [], testDevices.descriptions.map { tag("li", [], [$0]) }
+                      + (testDevices.total > testDevices.descriptions.count ? [tag("li", [], ["and \(testDevices.total - testDevices.descriptions.count) more"])] : [])))
+        }
+        content.append(tag("h2", [], ["Sent before"]))
+        content.append(ConsoleLayout.table(caption: "Earlier sends of this alert", headers: ["When", "Audience", "Status", "Delivered"],
+                                           rows: earlier.reversed().map { send in
+                                               [RegionTime.display(send.startedAt, zone), send.audience == .all ? "everyone" : "test devices", send.status,
+                                                "\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize))"] as [any HTMLContent]
+                                           }, empty: "Never sent."))
+        var fields: [any HTMLContent] = [
+            tag("input", [Attribute("type", "hidden"), Attribute("name", "audience"), Attribute("value", audience.rawValue)]),
+            tag("input", [Attribute("type", "hidden"), Attribute("name", "send_token"), Attribute("value", token)]),
+        ]
+        if audience == .all && previousToEveryone {
+            fields.append(tag("p", [.class("problems")], ["Everyone already got this alert. Riders get a second notification if you send it again."]))
+            fields.append(ConsoleLayout.checkbox("Yes, send it to everyone again", name: "again", checked: false))
+        }
+        fields.append(tag("div", [.class("actions")], [
+            tag("button", [Attribute("type", "submit"), .class(audience == .all ? "danger" : "primary"), Attribute("data-once", "true")],
+                ["Send to \(who)"]),
+            tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
+        ]))
+        content.append(ConsoleLayout.form("/admin/alerts/\(alert.id)/sends", context.session, fields))
         return ConsoleLayout.respond(200, ConsoleLayout.page("Send alert \(alert.id)?", context, content))
     }
 
@@ -75,6 +165,23 @@ extension ConsoleRoutes {
             return ConsoleLayout.errorPage(409, "No push transport", "This server has no push transport configured (--gorush-url or direct APNs/FCM).")
         }
         do {
+            // A resubmitted confirmation (refresh, double click) starts nothing.
+            switch try await formTokens.spend(request.parameters["send_token"] ?? "", purpose: Self.sendPurpose(context.session, alert, audience), now: now) {
+            case .invalid:
+                return ConsoleLayout.errorPage(403, "This confirmation has expired", "Nothing was sent. Open the alert and confirm the send again.")
+            case .repeated:
+                return .seeOther("/admin/alerts/\(alert.id)?done=send-repeated#sends")
+            case .first:
+                break
+            }
+            let earlier = try await alerts.sends(alertID: alert.id)
+            if earlier.contains(where: { $0.status == "running" }) {
+                return .seeOther("/admin/alerts/\(alert.id)?done=send-running#sends")
+            }
+            let resuming = earlier.contains { $0.audience == audience && $0.status == "failed" }
+            if audience == .all, !resuming, earlier.contains(where: { $0.audience == .all }), request.parameters["again"] != "true" {
+                return ConsoleLayout.errorPage(422, "Not sent", "Everyone already got this alert. To send it again, tick “Yes, send it to everyone again”.")
+            }
             let (send, _) = try await administration(context.session).startSend(id: alert.id, audience: audience)
             sends.launch(send)
             return .seeOther("/admin/alerts/\(alert.id)?done=sending#sends")

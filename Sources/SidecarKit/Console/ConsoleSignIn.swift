@@ -28,7 +28,7 @@ extension ConsoleRoutes {
 
     func loginPage(_ request: Request, problems: [String] = [], email: String = "", status: Int = 200) async -> Response {
         let token: String
-        do { token = try await loginTokens.issue(now: now) } catch { return unavailable(error) }
+        do { token = try await formTokens.issue(purpose: "login", now: now) } catch { return unavailable(error) }
         let next = Self.safeNext(request.parameters["next"])
         let page = ConsoleLayout.bare("Sign in", [
             Self.notice(request).map { tag("p", [.class("notice"), Attribute("role", "status")], [$0]) } ?? HTML.empty,
@@ -58,7 +58,7 @@ extension ConsoleRoutes {
         // The form must come from our own login page (login CSRF): the same
         // token in the cookie and the form, and one this server issued.
         guard let expected = request.cookie(Self.loginCookie), let presented = request.parameters["login_token"],
-              SecureCompare.equal(presented, expected), await loginTokens.isValid(presented, now: now) else {
+              SecureCompare.equal(presented, expected), await formTokens.isValid(presented, purpose: "login", now: now) else {
             return await loginPage(request, problems: ["The sign-in form expired. Please try again."], status: 403)
         }
         let rawEmail = request.parameters["email"] ?? ""

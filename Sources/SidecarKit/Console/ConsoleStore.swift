@@ -148,6 +148,17 @@ struct ConsoleStore: Sendable {
         return Base64URL.decode(stored ?? fresh) ?? Array(fresh.utf8)
     }
 
+    /// Records a single-use form token as spent; false when it already was.
+    /// Spent tokens older than their lifetime are forgotten as new ones come.
+    func spendFormToken(_ tokenHash: String, now: Int64, forgetBefore: Int64) async throws -> Bool {
+        try await database.write { connection in
+            try connection.execute("DELETE FROM console_spent_tokens WHERE spent_at < $1", [.integer(forgetBefore)])
+            return try connection.execute("""
+                INSERT INTO console_spent_tokens (token_hash, spent_at) VALUES ($1, $2) ON CONFLICT (token_hash) DO NOTHING
+                """, [.text(tokenHash), .integer(now)]) > 0
+        }
+    }
+
     // MARK: Migrations
 
     static let migrations: [Migration] = [
@@ -186,7 +197,12 @@ struct ConsoleStore: Sendable {
             CREATE TABLE console_secrets (
                 name TEXT PRIMARY KEY,
                 value TEXT NOT NULL
-            )
+            );
+            CREATE TABLE console_spent_tokens (
+                token_hash TEXT PRIMARY KEY,
+                spent_at INTEGER NOT NULL
+            );
+            CREATE INDEX console_spent_tokens_age ON console_spent_tokens (spent_at)
             """),
     ]
 }

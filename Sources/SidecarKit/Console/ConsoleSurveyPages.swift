@@ -24,7 +24,7 @@ extension ConsoleRoutes {
             page("GET", "/admin/surveys/:id/responses.csv") { request in
                 await withSurvey(request, .read) { _, _, survey in
                     do {
-                        let csv = try await surveys.responsesCSV(survey: survey)
+                        let csv = try await surveys.responsesCSV(survey: survey, zone: await zone(regionID: survey.regionID))
                         return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
                             .adding(header: "Content-Disposition", "attachment; filename=\"survey-\(survey.id)-responses.csv\"")
                             .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
@@ -62,6 +62,7 @@ extension ConsoleRoutes {
             content.append(tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/surveys/new"), .class("button")], ["New survey"])]))
         }
         let now = now
+        content.append(tag("p", [.class("hint")], ["Times " + zoneHint(zone)]))
         content.append(ConsoleLayout.table(caption: "Surveys", headers: ["Survey", "Study", "Questions", "Shown", "From", "Until"], rows: list.map { survey in
             [tag("a", [.href("/admin/surveys/\(survey.id)")], [survey.name]), studies.first { $0.id == survey.studyID }?.name ?? "—", survey.questions.count,
              SurveyRules.isActive(survey, now: now) ? "now" : "not now", RegionTime.display(survey.startDate, zone), RegionTime.display(survey.endDate, zone)]
@@ -110,7 +111,7 @@ extension ConsoleRoutes {
                 ConsoleLayout.checkbox("An answer is required", name: "q\(index)_required", checked: flag("q\(index)_required", question?.required ?? false)),
             ]))
         }
-        let zoneHint = "In \(zone.identifier). Leave empty for no limit."
+        let zoneHint = "Leave empty for no limit. " + zoneHint(zone)
         return ConsoleLayout.form(survey.map { "/admin/surveys/\($0.id)" } ?? "/admin/regions/\(region.id)/surveys", session, [
             ConsoleLayout.field("Name", name: "name", value: value("name", survey?.name), required: true, maxLength: FieldLimits.name),
             ConsoleLayout.select("Study", name: "study_id", options: [("", "A new study named below")] + studies.map { (String($0.id), $0.name) },

@@ -93,18 +93,21 @@ struct GhostBusRoutes: Sendable {
     /// Captures the trip's real-time status, up to 3 attempts.
     func captureSnapshot(publicID: String, report: GhostBusReport, region: Region) async {
         var snapshot: String?
+        var shortName: String?
         var attempts = 0
         while attempts < 3 && snapshot == nil {
             attempts += 1
             do {
                 let response = try await oba.tripDetails(region: region, tripID: report.tripIdentifier, serviceDate: report.serviceDate)
                 snapshot = String(decoding: response.entry.encoded(), as: UTF8.self)
+                shortName = report.routeIdentifier.flatMap { response.references?.route(id: $0)?.shortName }
             } catch .notFound {
                 break
             } catch {
                 if attempts < 3 { try? await clock.sleep(seconds: snapshotRetrySeconds * Double(attempts)) }
             }
         }
-        try? await store.recordSnapshot(publicID: publicID, snapshot: snapshot, attempts: attempts, nowMillis: clock.now().epochMillis)
+        try? await store.recordSnapshot(publicID: publicID, snapshot: snapshot, attempts: attempts, nowMillis: clock.now().epochMillis,
+                                        routeShortName: shortName)
     }
 }

@@ -85,30 +85,3 @@ public enum GhostBusRules {
         return declared > identifierReadCap || request.body.count > identifierReadCap
     }
 }
-
-/// Spreadsheet-safe CSV: quoted cells, and a cell a spreadsheet would run as
-/// a formula (`=`, `+`, `-`, `@`, tab, carriage return) prefixed with `'`.
-public enum CSV {
-    public static func cell(_ text: String?) -> String {
-        guard var text else { return "" }
-        if let first = text.first, "=+-@\t\r".contains(first) { text = "'" + text }
-        // Bidirectional embeddings, overrides and isolates would show the
-        // cell reordered in a spreadsheet: replaced, as on console pages.
-        if FieldLimits.containsBidiControls(text) {
-            text = String(String.UnicodeScalarView(text.unicodeScalars.map {
-                (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) ? "\u{FFFD}" : $0
-            }))
-        }
-        return "\"" + text.replacingQuotes() + "\""
-    }
-
-    public static func line(_ cells: [String?]) -> String { cells.map(cell).joined(separator: ",") }
-}
-
-extension String {
-    fileprivate func replacingQuotes() -> String {
-        var output = ""
-        for character in self { output += character == "\"" ? "\"\"" : String(character) }
-        return output
-    }
-}

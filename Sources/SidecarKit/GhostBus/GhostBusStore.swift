@@ -1,4 +1,5 @@
 import Crypto
+import Core
 import Database
 
 /// Storage of ghost-bus reports (table `ghost_bus_reports`).
@@ -49,13 +50,45 @@ public struct GhostBusStore: Sendable {
         }
     }
 
-    /// Stores the trip's real-time status captured after the report.
-    public func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64) async throws {
+    /// Stores the trip's real-time status captured after the report, and
+    /// the route's short name it names (the console filters by either).
+    public func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64, routeShortName: String? = nil) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
-                UPDATE ghost_bus_reports SET trip_snapshot = $2, snapshot_attempts = $3, snapshot_captured_at = $4 WHERE public_id = $1
-                """, [.text(publicID), SQLValue(snapshot), .integer(Int64(attempts)), snapshot == nil ? .null : .integer(nowMillis)])
+                UPDATE ghost_bus_reports SET trip_snapshot = $2, snapshot_attempts = $3, snapshot_captured_at = $4,
+                    route_short_name = COALESCE($5, route_short_name) WHERE public_id = $1
+                """, [.text(publicID), SQLValue(snapshot), .integer(Int64(attempts)), snapshot == nil ? .null : .integer(nowMillis),
+                      SQLValue(routeShortName)])
         }
+    }
+
+    /// Reports of a region, newest first: `route` matches the route's id or
+    /// its short name (`44`), `trip` the trip's id, `serviceDay` the instant
+    /// of the local midnight that names a service day.
+    public func reports(regionID: Int, route: String?, trip: String?, serviceDay: Int64?, limit: Int) async throws -> [Row] {
+        try await database.read { connection in
+            try connection.query("""
+                SELECT * FROM ghost_bus_reports WHERE region_id = $1
+                    AND ($2 = '' OR route_identifier = $2 OR LOWER(route_short_name) = LOWER($2))
+                    AND ($3 = '' OR trip_identifier = $3)
+                    AND ($4 < 0 OR (service_date >= $4 AND service_date < $5))
+                ORDER BY id DESC LIMIT $6
+                """, [.integer(Int64(regionID)), .text(route ?? ""), .text(trip ?? ""), .integer(serviceDay.map { $0 * 1000 } ?? -1),
+                      .integer(serviceDay.map { ($0 + 86_400) * 1000 } ?? -1), .integer(Int64(limit))])
+        }
+    }
+
+    /// Reports per local day (days since the epoch in the region's zone)
+    /// for the `days` days ending `today`.
+    public func dailyCounts(regionID: Int, utcOffset: Int64, today: Int64, days: Int64) async throws -> [(day: Int64, count: Int)] {
+        let rows = try await database.read { connection in
+            try connection.query("""
+                SELECT (created_at / 1000 + $2) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports WHERE region_id = $1 AND created_at >= $3 GROUP BY 1
+                """, [.integer(Int64(regionID)), .integer(utcOffset), .integer(((today - days + 1) * 86_400 - utcOffset) * 1000)])
+        }
+        var byDay: [Int64: Int] = [:]
+        for row in rows { byDay[row.int("day") ?? 0] = Int(row.int("n") ?? 0) }
+        return (today - days + 1...today).map { (day: $0, count: byDay[$0] ?? 0) }
     }
 
     public func report(publicID: String) async throws -> Row? {
@@ -65,17 +98,30 @@ public struct GhostBusStore: Sendable {
     }
 
     static let exportColumns = ["public_id", "created_at", "user_identifier", "trip_identifier", "service_date", "route_identifier",
-                                "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted", "schedule_deviation_minutes",
-                                "wait_duration_minutes", "comment", "user_latitude", "user_longitude", "scheduled_arrival_at",
-                                "predicted_arrival_at", "prediction_last_updated_at", "trip_snapshot"]
+                                "route_short_name", "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted",
+                                "schedule_deviation_minutes", "wait_duration_minutes", "comment", "user_latitude", "user_longitude",
+                                "scheduled_arrival_at", "predicted_arrival_at", "prediction_last_updated_at", "trip_snapshot"]
 
-    /// The region's reports as CSV (spreadsheet-safe), oldest first.
-    public func exportCSV(regionID: Int) async throws -> String {
+    /// The region's reports as CSV (spreadsheet-safe), oldest first: times
+    /// in ISO 8601 in the region's zone, coordinates and counts as numbers.
+    public func exportCSV(regionID: Int, zone: ZoneInfo) async throws -> String {
         let rows = try await database.read { connection in
             try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = $1 ORDER BY id", [.integer(Int64(regionID))])
         }
+        func seconds(_ row: Row, _ column: String) -> Int64? { row.int(column).map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
         var lines = [CSV.line(Self.exportColumns)]
-        for row in rows { lines.append(CSV.line(Self.exportColumns.map { row.string($0) })) }
+        for row in rows {
+            lines.append(CSV.row([
+                .text(row.string("public_id")), .instant(seconds(row, "created_at"), zone), .text(row.string("user_identifier")),
+                .text(row.string("trip_identifier")), .instant(seconds(row, "service_date"), zone), .text(row.string("route_identifier")),
+                .text(row.string("route_short_name")), .text(row.string("stop_identifier")), .text(row.string("vehicle_identifier")),
+                .integer(row.int("stop_sequence")), .boolean(row.int("predicted").map { $0 != 0 }), .integer(row.int("schedule_deviation_minutes")),
+                .integer(row.int("wait_duration_minutes")), .text(row.string("comment")), .number(row.double("user_latitude")),
+                .number(row.double("user_longitude")), .instant(seconds(row, "scheduled_arrival_at"), zone),
+                .instant(seconds(row, "predicted_arrival_at"), zone), .instant(seconds(row, "prediction_last_updated_at"), zone),
+                .text(row.string("trip_snapshot")),
+            ]))
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -106,6 +152,9 @@ public struct GhostBusStore: Sendable {
                 created_at INTEGER NOT NULL,
                 UNIQUE (region_id, user_identifier, trip_identifier, service_date)
             );
+            """),
+        Migration(version: 21, name: "ghost-bus reports keep the route's short name", sql: """
+            ALTER TABLE ghost_bus_reports ADD COLUMN route_short_name TEXT
             """),
     ]
 }

@@ -88,6 +88,19 @@ public struct PushRegistrationStore: Sendable {
     }
 
     /// Number of registrations (all regions, or one).
+    /// The test devices of a region as staff know them: their descriptions
+    /// (at most `limit`, oldest first) and how many there are in all.
+    public func testDevices(regionID: Int, limit: Int = 50) async throws -> (descriptions: [String], total: Int) {
+        try await database.read { connection in
+            let descriptions = try connection.query("""
+                SELECT description FROM push_registrations WHERE region_id = $1 AND test_device = 1 ORDER BY id LIMIT $2
+                """, [.integer(Int64(regionID)), .integer(Int64(limit))]).map { $0.string("description") ?? "(no description)" }
+            let total = try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1 AND test_device = 1",
+                                                [.integer(Int64(regionID))])?.int("n") ?? 0
+            return (descriptions, Int(total))
+        }
+    }
+
     public func count(regionID: Int? = nil) async throws -> Int {
         try await database.read { connection in
             let row = if let regionID {

@@ -155,6 +155,10 @@ public enum SurveyRules {
             }
             survey.questions = parsed
         }
+        // Riders would open an empty survey: only one with something to ask may be shown.
+        if survey.available && !survey.questions.contains(where: { $0.type != "label" }) {
+            messages.append("a survey with no questions cannot be made available: add a question, or leave it unavailable")
+        }
         return messages
     }
 

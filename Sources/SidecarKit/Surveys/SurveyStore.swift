@@ -214,7 +214,9 @@ public struct SurveyStore: Sendable {
 
     /// A survey's responses as CSV (spreadsheet-safe): one row per
     /// response, one column per question.
-    public func responsesCSV(survey: Survey) async throws -> String {
+    /// A survey's responses as CSV: times in ISO 8601 in the region's zone,
+    /// the stop's coordinates as numbers, then one column per question.
+    public func responsesCSV(survey: Survey, zone: ZoneInfo) async throws -> String {
         let questions = survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.filter { $0.type != "label" }
         var lines = [CSV.line(["response_id", "created_at", "updated_at", "user_identifier", "stop_identifier", "stop_latitude", "stop_longitude"]
                               + questions.map { $0.content["label_text"]?.scalarText ?? "question \($0.id)" })]
@@ -225,9 +227,9 @@ public struct SurveyStore: Sendable {
                 let value = answer["answer"].map { $0.scalarText ?? String(decoding: $0.encoded(), as: UTF8.self) }
                 return (id, value ?? "")
             }, uniquingKeysWith: { _, last in last })
-            lines.append(CSV.line([row.string("public_id"), row.string("created_at"), row.string("updated_at"), row.string("user_identifier"),
-                                   row.string("stop_identifier"), row.string("stop_latitude"), row.string("stop_longitude")]
-                                  + questions.map { byQuestion[$0.id] }))
+            lines.append(CSV.row([.text(row.string("public_id")), .instant(row.int("created_at"), zone), .instant(row.int("updated_at"), zone),
+                                  .text(row.string("user_identifier")), .text(row.string("stop_identifier")), .number(row.double("stop_latitude")),
+                                  .number(row.double("stop_longitude"))] + questions.map { .text(byQuestion[$0.id]) }))
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -1,0 +1,52 @@
+import Crypto
+import Synchronization
+
+/// Tokens this server issued for a form: signed with a secret the database
+/// keeps for every instance (HMAC-SHA-256), bound to a purpose and, for a
+/// signed-in user, to their session, and valid for a while. A token the
+/// client made up never verifies.
+final class FormTokens: Sendable {
+    let store: ConsoleStore
+    static let lifetimeSeconds: Int64 = 3600
+    private let secret = Mutex<[UInt8]?>(nil)
+
+    init(store: ConsoleStore) { self.store = store }
+
+    private func key() async throws -> [UInt8] {
+        if let known = secret.withLock({ $0 }) { return known }
+        let loaded = try await store.secret(named: "form-token")
+        secret.withLock { $0 = loaded }
+        return loaded
+    }
+
+    static func tag(_ key: [UInt8], purpose: String, nonce: String, expires: Int64) -> String {
+        Base64URL.encode(HMACSHA256.tag(key: key, Array("\(purpose)\n\(nonce)\n\(expires)".utf8)))
+    }
+
+    /// `<nonce>.<expiry>.<signature>` for `purpose` (`login`, or a session's
+    /// action such as `send:<session>:<alert>`).
+    func issue(purpose: String, now: Int64) async throws -> String {
+        let nonce = Base64URL.encode(SecureRandom.bytes(18))
+        let expires = now + Self.lifetimeSeconds
+        return "\(nonce).\(expires).\(Self.tag(try await key(), purpose: purpose, nonce: nonce, expires: expires))"
+    }
+
+    /// A token this server issued for `purpose` that has not expired.
+    func isValid(_ token: String, purpose: String, now: Int64) async -> Bool {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, token.utf8.count <= 200, let expires = Int64(parts[1]), expires > now,
+              expires <= now + Self.lifetimeSeconds, let key = try? await key() else { return false }
+        return SecureCompare.equal(String(parts[2]), Self.tag(key, purpose: purpose, nonce: String(parts[0]), expires: expires))
+    }
+
+    enum Use { case first, repeated, invalid }
+
+    /// Spends a single-use token: `first` once, `repeated` for every later
+    /// submission of the same form (a refresh, a double click, a second
+    /// instance), `invalid` for one this server did not issue.
+    func spend(_ token: String, purpose: String, now: Int64) async throws -> Use {
+        guard await isValid(token, purpose: purpose, now: now) else { return .invalid }
+        return try await store.spendFormToken(Base64URL.encode(SHA256.digest(Array(token.utf8))), now: now,
+                                              forgetBefore: now - Self.lifetimeSeconds) ? .first : .repeated
+    }
+}
