@@ -23,6 +23,14 @@ public enum SQLiteBackup {
         }
         let partial = target + ".partial"
         unlink(partial)
+        // The copy holds everything the database does (registrations, key
+        // hashes): created readable by its owner only before a byte is
+        // written. SQLite gives its -wal and -shm files the same mode.
+        let created = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard created >= 0 else {
+            throw .failed(code: SQLITE_CANTOPEN, message: "cannot create \(partial): \(String(cString: strerror(errno)))")
+        }
+        close(created)
         let from = try SQLiteConnection(path: source, readOnly: true, synchronous: .normal)
         var summary = Summary(pages: 0, bytes: 0)
         do throws(DatabaseError) {

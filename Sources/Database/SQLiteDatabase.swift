@@ -49,7 +49,7 @@ public final class SQLiteDatabase: Database {
         let writer = try SQLiteConnection(path: path, readOnly: false, synchronous: synchronous)
         openedFile = FileIdentity(path: path)
         let box = WriterBox(connection: writer)
-        PlatformThread.detach(name: "sqlite-writer") { [self] in self.writerLoop(box.connection) }
+        PlatformThread.detach(name: "sqlite-writer") { [self] in self.writerLoop(box) }
     }
 
     // MARK: Reads
@@ -104,7 +104,21 @@ public final class SQLiteDatabase: Database {
         }
     }
 
-    private func writerLoop(_ connection: SQLiteConnection) {
+    private func writerLoop(_ box: WriterBox) {
+        if let connection = box.connection {
+            commitUntilClosed(on: connection)
+            // Fold the write-ahead log into the main file before closing, so
+            // that the file alone is the whole database after a clean stop
+            // (an operator copying only sidecar.sqlite3 gets every row). A
+            // reader still inside a transaction makes this partial; SQLite
+            // finishes it when the last connection closes.
+            try? connection.run("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        box.connection = nil
+        writerStopped.signal()
+    }
+
+    private func commitUntilClosed(on connection: SQLiteConnection) {
         while true {
             wakeWriter.wait()
             let (batch, closing) = queue.withLock { state -> ([WriteJob], Bool) in
@@ -113,9 +127,8 @@ public final class SQLiteDatabase: Database {
                 return (batch, state.closing)
             }
             if !batch.isEmpty { commit(batch, on: connection) }
-            if closing && queue.withLock({ $0.jobs.isEmpty }) { break }
+            if closing && queue.withLock({ $0.jobs.isEmpty }) { return }
         }
-        writerStopped.signal()
     }
 
     private func commit(_ batch: [WriteJob], on connection: SQLiteConnection) {
@@ -272,6 +285,9 @@ public final class SQLiteDatabase: Database {
             return state.closing
         }
         guard !alreadyClosing else { return }
+        // Idle readers go first: the writer's closing checkpoint must not
+        // wait for them.
+        readers.withLock { $0.removeAll() }
         wakeWriter.signal()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             // Wait for the writer to drain on a plain thread, not the shared pool.
@@ -309,8 +325,9 @@ final class ReaderSlot: @unchecked Sendable {
 }
 
 final class WriterBox: @unchecked Sendable {
-    // Handed once to the writer thread, which is its only user.
-    let connection: SQLiteConnection
+    // Handed once to the writer thread, which is its only user; it lets go
+    // of the connection (closing it) before it reports having stopped.
+    var connection: SQLiteConnection?
     init(connection: SQLiteConnection) { self.connection = connection }
 }
 

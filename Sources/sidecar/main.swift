@@ -18,7 +18,7 @@ let command: SidecarCommand
 do {
     command = try CommandLineInterface.parse(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
 } catch {
-    fail("\(error.description)\nRun 'sidecar --help' for usage.", status: 2)
+    fail("\(error.description)\nRun '\(error.helpCommand)' for usage.", status: 2)
 }
 
 switch command {
@@ -31,15 +31,12 @@ case .admin(let invocation):
 case .migrate(let configuration):
     let logger = configuration.makeLogger()
     do {
-        let database = try configuration.openDatabase(readers: 1)
-        let applied = try await database.migrate(SidecarMigrations.all)
+        let (database, applied) = try await configuration.openMigrated(readers: 1) { StandardErrorSink().write("sidecar: \($0)") }
         await database.close()
         print(applied.isEmpty ? "database is up to date" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))")
         logger.debug("migrate finished")
-    } catch let error as StartupError {
-        fail(error.description, status: error.exitCode)
     } catch {
-        fail("\(error)", status: 1)
+        fail(error.description, status: error.exitCode)
     }
 case .copyDatabase(let from, let to, let replace, let base):
     var sourceConfiguration = base
@@ -47,8 +44,8 @@ case .copyDatabase(let from, let to, let replace, let base):
     var targetConfiguration = base
     targetConfiguration.database = to
     do {
-        let source = try sourceConfiguration.openDatabase(readers: 2)
-        let target = try targetConfiguration.openDatabase(readers: 2)
+        let source = try await sourceConfiguration.openMigrated(readsOnly: true) { StandardErrorSink().write("sidecar: source: \($0)") }.database
+        let target = try await targetConfiguration.openMigrated { StandardErrorSink().write("sidecar: target: \($0)") }.database
         let counts = try await DatabaseCopy.run(from: source, to: target, replace: replace) { print($0) }
         await source.close()
         await target.close()
@@ -73,8 +70,8 @@ case .healthcheck(let url):
     exit(await HealthCheck.run(url: url))
 case .relay(let configuration):
     exit(await RelayServer.run(configuration))
-case .relayKey(let path):
-    exit(RelayServer.showKey(path: path))
+case .relayKey(let path, let create):
+    exit(RelayServer.key(path: path, create: create))
 case .probe(let options):
     exit(await Probe.run(options))
 case .serve(let configuration):

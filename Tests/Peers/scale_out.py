@@ -132,7 +132,7 @@ def send(gorush):
     alert = base.cli(url, "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--start",
                      "2026-12-01T08:00:00-08:00").split()[2]
     base.cli(url, "alert", "publish", alert)
-    key = base.cli(url, "apikey", "create", "--name", "test", "--push").strip().splitlines()[-1]
+    key = base.cli(url, "apikey", "create", "--name", "test", "--region", "all", "--push").strip().splitlines()[-1]
     now = int(time.time() * 1000)
     values = ",".join(f"(1, 'device-{n}', 'ios', 0, 0, {now}, {now})" for n in range(5000))
     psql("INSERT INTO push_registrations (region_id, token, operating_system, apns_sandbox, test_device, created_at, last_seen_at) "
@@ -176,7 +176,7 @@ def throttle():
 def feed():
     url = new_database("scale_feed")
     base.cli(url, "region", "set", "--id", "1", "--agency-id", "1")
-    key = base.cli(url, "apikey", "create", "--name", "test", "--push").strip().splitlines()[-1]
+    key = base.cli(url, "apikey", "create", "--name", "test", "--region", "all", "--push").strip().splitlines()[-1]
     a, b = base.Sidecar(url), base.Sidecar(url)
     status, body = b.request("GET", "/api/v1/regions/1/alerts")
     check(status == 200 and b"Elevator out" not in body, "B's feed before the edit")
@@ -310,7 +310,7 @@ def copy():
     base.cli(source, "region", "set", "--id", "1", "--agency-id", "1")
     alert = base.cli(source, "alert", "create", "--region", "1", "--header", "Detour", "--start", "2026-12-01T08:00:00Z").split()[2]
     base.cli(source, "alert", "translate", alert, "--language", "es", "--header", "Desvío")
-    base.cli(source, "apikey", "create", "--name", "copy")
+    base.cli(source, "apikey", "create", "--name", "copy", "--region", "all")
     url = new_database("scale_copy")
     done = subprocess.run([BIN, "copy-database", "--from", source, "--to", url], capture_output=True, text=True)
     check(done.returncode == 0, f"copy-database failed: {done.stderr}")

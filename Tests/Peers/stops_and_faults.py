@@ -348,7 +348,7 @@ def sends(gorush, sig):
     alert = cli(database, "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--start",
                 "2026-12-01T08:00:00-08:00").split()[2]
     cli(database, "alert", "publish", alert)
-    key = cli(database, "apikey", "create", "--name", "test", "--push").strip().splitlines()[-1]
+    key = cli(database, "apikey", "create", "--name", "test", "--region", "all", "--push").strip().splitlines()[-1]
     connection = sqlite3.connect(database)
     now = int(time.time() * 1000)
     connection.executemany("""INSERT INTO push_registrations (region_id, token, operating_system, apns_sandbox, test_device,

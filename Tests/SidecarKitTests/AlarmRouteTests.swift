@@ -204,6 +204,10 @@ struct AlarmRouteTests {
             #expect(report.expired == 1)
             #expect(gorush.notifications.isEmpty)
             #expect(try await AlarmStore(database: app.sidecar.database).count() == 0)
+            let dropped = app.log.lines.first { $0.contains("alarm dropped without a push") }
+            #expect(dropped?.contains("INFO") == true, "said at info, where operators look: \(dropped ?? "nothing")")
+            #expect(dropped?.contains("the bus left 5 s before this check") == true, "with its reason: \(dropped ?? "nothing")")
+            #expect(dropped?.contains("trip=t1") == true)
         }
     }
 

@@ -218,7 +218,7 @@ struct AlertRouteTests {
             #expect(try await run(["alert", "show", id]) == 0)
             #expect(outputs.value.last?.contains("send 1 to all: done, targeted 1, delivered 1") == true)
             #expect(try await run(["alert", "list", "--region", "1"]) == 0)
-            #expect(try await run(["apikey", "create", "--name", "ops"]) == 0)
+            #expect(try await run(["apikey", "create", "--name", "ops", "--region", "all"]) == 0)
             #expect(outputs.value.last?.contains("sidecar_") == true)
             #expect(try await run(["alert", "delete", id]) == 0)
             #expect(try await run(["alert", "show", id]) == 1)

@@ -199,7 +199,8 @@ struct RegionExchangeTests {
             try Data(json.utf8).write(to: file)
             let result = try await Self.cli(app, ["import", "--file", file.path])
             #expect(result.status == 1)
-            #expect(result.errors.first?.contains("alert 1 already exists in region 0") == true, "\(result.errors)")
+            #expect(result.errors.last?.contains("alert 1 already exists in region 0") == true, "\(result.errors)")
+            #expect(result.errors.first?.hasPrefix("sidecar: database: ") == true, "the database it used, on standard error")
             #expect(try await app.pushStore.find(regionID: 1, token: "t1") == nil, "all or nothing")
         }
     }

@@ -82,7 +82,14 @@ struct SidecarClientIntegrationTests {
 @Suite("sidecar probe")
 struct ProbeTests {
     @Test func ourServerPassesAndLeavesNothingBehind() async throws {
-        try await TestSidecar.run { app in
+        let clock = ManualClock()
+        let oba = try FakeOBA { clock.now().epochMillis }
+        oba.state.withLock { $0.vehicles = ["1": ["1_100"]] }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let regions = try oba.regionsFile(in: directory)
+        try await TestSidecar.run(clock: clock, { $0.regions = regions }) { app in
             let lines = Locked<[String]>([])
             let status = await Probe.run(Probe.Options(baseURL: URL(string: "http://127.0.0.1:\(app.port)")!, regionID: 1)) { line in
                 lines.withLock { $0.append(line) }
@@ -90,12 +97,28 @@ struct ProbeTests {
             #expect(status == 0, "\(lines.value)")
             #expect(lines.value.contains { $0.hasPrefix("  PASS  push registration") })
             #expect(lines.value.contains { $0.hasPrefix("  PASS  alerts feed") })
+            #expect(lines.value.contains { $0.hasPrefix("  PASS  vehicles") })
             #expect(lines.value.contains { $0.hasPrefix("  skip  alarm") })
             #expect(lines.value.last == "every check passed")
             let left = try await app.sidecar.database.read { connection in
                 try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations", [])?.int("n")
             }
             #expect(left == 0, "the probe cleaned up")
+        }
+        await oba.server.shutdown()
+    }
+
+    @Test func aDownOneBusAwayEndsInAWarningNotAPass() async throws {
+        // The fixture's region 1 names a OneBusAway server nothing answers for here.
+        try await TestSidecar.run { app in
+            let lines = Locked<[String]>([])
+            let status = await Probe.run(Probe.Options(baseURL: URL(string: "http://127.0.0.1:\(app.port)")!, regionID: 1)) { line in
+                lines.withLock { $0.append(line) }
+            }
+            #expect(status == 0, "the sidecar itself answered as it should")
+            #expect(lines.value.contains { $0.hasPrefix("  WARN  vehicles") && $0.contains("OneBusAway server did not answer") }, "\(lines.value)")
+            #expect(lines.value.last?.hasPrefix("no check failed, but 1 warned (vehicles)") == true, "\(lines.value)")
+            #expect(!lines.value.contains("every check passed"))
         }
     }
 

@@ -33,10 +33,54 @@ public enum AdminCommands {
                 return 2
             }
         }
+        if invocation.command == "push test" {
+            return await pushTest(invocation, logger: logger, output: output, errors: errors)
+        }
         let database: any Database
         do {
-            database = try configuration.openDatabase(readers: 2)
-            try await database.migrate(Migrations.all)
+            database = try await configuration.openMigrated(readsOnly: OperatorCommands.named(invocation.command)?.access == .reads,
+                                                            announce: { errors("sidecar: \($0)") }).database
+        } catch {
+            errors("sidecar: error: \(error.description)")
+            return error.exitCode
+        }
+        let status = await execute(invocation, database: database, logger: logger, clock: clock, output: output, errors: errors)
+        // Closed before the process exits: SQLite folds its log into the
+        // main file, which then holds every row on its own.
+        await database.close()
+        return status
+    }
+
+    /// `push test`: one notification through the configured transport; no database.
+    static func pushTest(_ invocation: AdminInvocation, logger: Logger, output: @Sendable (String) -> Void,
+                         errors: @Sendable (String) -> Void) async -> Int32 {
+        let http = HTTPClient()
+        defer { http.shutdown() }
+        let options = invocation.options
+        do {
+            guard let transport = try Sidecar.pushTransport(invocation.configuration, http: http, logger: logger) else {
+                throw AdministrationError.invalid(["no push transport: pass --gorush-url, --apns-key-file/--apns-key-id/--apns-team-id, "
+                                                   + "--fcm-service-account or --relay-url (see sidecar push test --help)"])
+            }
+            guard let platform = PushPlatform(rawValue: options["platform"] ?? ""), let token = options["token"]?.presence else {
+                throw AdministrationError.invalid(["--platform ios|android and --token are required"])
+            }
+            let sandbox = ApnsSandbox.read(options["sandbox"]) == .sandbox
+            let message = PushMessage(token: token, platform: platform, apnsSandbox: sandbox, title: "OneBusAway",
+                                      body: "Test notification from your sidecar")
+            let outcome = await transport.send([message]).first ?? .transient(reason: "no answer")
+            let environment = platform == .ios ? (sandbox ? " (APNs sandbox)" : " (APNs production)") : ""
+            switch outcome {
+            case .delivered:
+                output("delivered through \(transport.name)\(environment)")
+                return 0
+            case .terminal(let reason), .transient(let reason), .rejected(let reason):
+                output("not delivered through \(transport.name)\(environment): \(reason) (\(Self.kind(outcome)))")
+                return 1
+            }
+        } catch let error as AdministrationError {
+            error.messages.forEach { errors("sidecar: error: \($0)") }
+            return 1
         } catch let error as StartupError {
             errors("sidecar: error: \(error.description)")
             return error.exitCode
@@ -44,7 +88,12 @@ public enum AdminCommands {
             errors("sidecar: error: \(error)")
             return 1
         }
-        defer { Task { await database.close() } }
+    }
+
+    /// A command against an open, migrated database; returns the exit status.
+    static func execute(_ invocation: AdminInvocation, database: any Database, logger: Logger, clock: any WallClock,
+                        output: @Sendable (String) -> Void, errors: @Sendable (String) -> Void) async -> Int32 {
+        let configuration = invocation.configuration
         let http = HTTPClient()
         defer { http.shutdown() }
         var directory = RegionDirectory([])
@@ -87,14 +136,17 @@ public enum AdminCommands {
             case "alert list":
                 let regionID = try regionOption()
                 _ = try administration.region(regionID)
+                let zone = await regionZone(store, regionID)
                 for alert in try await store.alerts(regionID: regionID) {
-                    let state = alert.published ? "published" : "draft"
-                    output("\(alert.id)\t\(state)\(alert.test ? " test" : "")\t\(format(alert.startsAt))\t\(alert.header)")
+                    let state = AlertVisibility.of(alert, now: now).rawValue
+                    output("\(alert.id)\t\(state)\(alert.test ? " test" : "")\t\(RegionTime.iso8601(alert.startsAt, zone))"
+                           + "\tuntil \(RegionTime.iso8601(AlertFeedRules.effectiveEnd(alert), zone))\t\(alert.header)")
                 }
             case "alert show":
                 let id = try alertID()
                 let alert = try await administration.alert(id: id)
-                output(describe(alert, translations: try await store.translations(alertID: id), sends: try await store.sends(alertID: id)))
+                output(describe(alert, translations: try await store.translations(alertID: id), sends: try await store.sends(alertID: id),
+                                zone: await regionZone(store, alert.regionID), now: now))
             case "alert edit":
                 let alert = try await administration.edit(id: try alertID(), fields: options)
                 output("updated alert \(alert.id)")
@@ -227,25 +279,6 @@ public enum AdminCommands {
                 let surveys = SurveyStore(database: database)
                 guard let survey = try await surveys.survey(id: try alertID()) else { throw AdministrationError.notFound("No survey \(try alertID())") }
                 output(String(try await surveys.responsesCSV(survey: survey, zone: await regionZone(store, survey.regionID)).dropLast()))
-            case "push test":
-                guard let transport = try Sidecar.pushTransport(configuration, http: http, logger: logger) else {
-                    throw AdministrationError.invalid(["no push transport: pass --gorush-url, or --apns-key-file/--fcm-service-account"])
-                }
-                guard let platform = PushPlatform(rawValue: options["platform"] ?? ""), let token = options["token"]?.presence else {
-                    throw AdministrationError.invalid(["--platform ios|android and --token are required"])
-                }
-                let sandbox = ApnsSandbox.read(options["sandbox"]) == .sandbox
-                let message = PushMessage(token: token, platform: platform, apnsSandbox: sandbox, title: "OneBusAway",
-                                          body: "Test notification from your sidecar")
-                let outcome = await transport.send([message]).first ?? .transient(reason: "no answer")
-                let environment = platform == .ios ? (sandbox ? " (APNs sandbox)" : " (APNs production)") : ""
-                switch outcome {
-                case .delivered:
-                    output("delivered through \(transport.name)\(environment)")
-                case .terminal(let reason), .transient(let reason), .rejected(let reason):
-                    output("not delivered through \(transport.name)\(environment): \(reason) (\(Self.kind(outcome)))")
-                    return 1
-                }
             case "apikey create":
                 guard let name = options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
                 let tooLong = FieldLimits.check([("--name", name, FieldLimits.name)])
@@ -255,7 +288,9 @@ public enum AdminCommands {
                                                                                       now: now)
                 await audit.record(actor: actor, action: "apikey.create", regionID: Optional<Int>.none, target: "API key \(record.id)",
                                    detail: "\(name); \(record.scopeDescription)", now: now)
-                output("created API key \(record.id) (\(name), \(record.scopeDescription)). It is shown only now; store it safely:\n\(key)")
+                // The key alone on standard output: KEY=$(sidecar apikey create ...) reads it.
+                errors("created API key \(record.id) (\(name), \(record.scopeDescription)). It is shown only now; store it safely:")
+                output(key)
             case "apikey list":
                 for record in try await ApiKeyStore(database: database).list() {
                     let state = record.revokedAt == nil ? "active" : "revoked"
@@ -350,17 +385,19 @@ public enum AdminCommands {
         Date(timeIntervalSince1970: Double(seconds)).formatted(.iso8601)
     }
 
-    static func describe(_ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend]) -> String {
+    /// An alert as `alert show` prints it, times in the region's zone.
+    static func describe(_ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, now: Int64) -> String {
+        func time(_ seconds: Int64) -> String { RegionTime.iso8601(seconds, zone) }
         var lines = [
-            "alert \(alert.id) (region \(alert.regionID), agency \(alert.agencyID))",
-            "  state:       \(alert.published ? "published" : "draft")\(alert.test ? ", test" : "")",
+            "alert \(alert.id) (region \(alert.regionID), agency \(alert.agencyID)); times in \(zone.identifier)",
+            "  state:       \(AlertVisibility.of(alert, now: now).rawValue)\(alert.test ? ", test" : "")",
             "  header:      \(alert.header)",
             "  description: \(alert.description)",
             "  url:         \(alert.url ?? "-")",
             "  cause:       \(alert.cause.name)   effect: \(alert.effect.name)   severity: \(alert.severity.name)",
-            "  start:       \(format(alert.startsAt))",
-            "  end:         \(alert.endsAt.map(format) ?? "none (riders see it until start + 8 h: \(format(AlertFeedRules.effectiveEnd(alert))))")",
-            "  affected:    \(alert.impactStartsAt.map { "\(format($0)) to \(alert.impactEndsAt.map(format) ?? "-")" } ?? "the whole shown period")",
+            "  start:       \(time(alert.startsAt))",
+            "  end:         \(alert.endsAt.map(time) ?? "none set: riders see it until \(time(AlertFeedRules.effectiveEnd(alert))) (start + 8 h)")",
+            "  affected:    \(alert.impactStartsAt.map { "\(time($0)) to \(alert.impactEndsAt.map(time) ?? "-")" } ?? "the whole shown period")",
         ]
         for translation in translations {
             let stale = translation.sourceVersion != alert.sourceVersion ? " [stale: made from an earlier English text, withheld]" : ""
@@ -386,12 +423,15 @@ public enum AdminCommands {
 }
 
 extension AdminCommands {
-    /// `--region 1 --region 3` (joined as `1,3`) as a set; nil when absent (every region).
+    /// `--region 1 --region 3` (joined as `1,3`) as a set; nil when absent
+    /// or `all` (every region).
     static func regionList(_ text: String?) throws(AdministrationError) -> Set<Int>? {
-        guard let text, !text.isEmpty else { return nil }
+        guard let text, !text.isEmpty, text != "all" else { return nil }
         var regions = Set<Int>()
         for part in text.split(separator: ",") {
-            guard let id = Int(String(part).trimmingWhitespace()), id >= 0 else { throw .invalid(["--region must be a region id (a number)"]) }
+            guard let id = Int(String(part).trimmingWhitespace()), id >= 0 else {
+                throw .invalid(["--region must be a region id (a number), repeated for more, or all alone"])
+            }
             regions.insert(id)
         }
         return regions

@@ -133,7 +133,13 @@ struct AlarmChecker: Sendable {
                                                                                  secondsBefore: alarm.secondsBefore, intervalSeconds: interval),
                                                departureEstimate: departure))
                 case .expire:
+                    // Said at info: an operator asked why a rider got no
+                    // alarm finds the reason (never the device's token).
                     report.expired += 1
+                    logger.info("alarm dropped without a push", [
+                        ("alarm", String(alarm.id)), ("region", String(alarm.regionID)), ("stop", alarm.stopID ?? "-"), ("trip", alarm.tripID ?? "-"),
+                        ("reason", "the bus left \(-seconds) s before this check, so the alarm \(alarm.secondsBefore) s before departure can no longer be on time"),
+                    ])
                     updates.append(.delete(id: alarm.id))
                 case .fire:
                     if fired.contains(alarm.id) {
@@ -155,6 +161,10 @@ struct AlarmChecker: Sendable {
                 let streak = AlarmRules.streak(after: .notFound, previous: alarm.failureCount)
                 if streak >= AlarmRules.reapAfterFailures {
                     report.reaped += 1
+                    logger.info("alarm dropped without a push", [
+                        ("alarm", String(alarm.id)), ("region", String(alarm.regionID)), ("stop", alarm.stopID ?? "-"), ("trip", alarm.tripID ?? "-"),
+                        ("reason", "OneBusAway did not know the trip at this stop in \(streak) checks in a row"),
+                    ])
                     updates.append(.delete(id: alarm.id))
                 } else {
                     updates.append(.reschedule(id: alarm.id, failureCount: streak, nextCheckAt: now + interval * 1000, departureEstimate: nil))

@@ -103,6 +103,30 @@ public enum AlertFeedRules {
 }
 
 /// Spec §4 "What gets pushed": alert copy per audience group.
+/// What riders see of an alert at a moment: the console's and the CLI's
+/// lists say this rather than a bare published flag. `ended` is by the
+/// effective end (the alert's, or 8 hours after its start).
+public enum AlertVisibility: String, CaseIterable, Sendable {
+    case live, upcoming, draft, withdrawn, ended
+
+    public static func of(_ alert: ServiceAlert, now: Int64) -> AlertVisibility {
+        if !alert.published { return alert.withdrawnAt == nil ? .draft : .withdrawn }
+        if AlertFeedRules.effectiveEnd(alert) <= now { return .ended }
+        return alert.startsAt > now ? .upcoming : .live
+    }
+
+    /// The console's heading for a list of alerts in this state.
+    var heading: String {
+        switch self {
+        case .live: return "Live: riders see these now"
+        case .upcoming: return "Upcoming: published, shown from their start"
+        case .draft: return "Drafts: never published"
+        case .withdrawn: return "Withdrawn: unpublished after being published"
+        case .ended: return "Ended: riders no longer see these"
+        }
+    }
+}
+
 public enum AlertPushRules {
     /// What a lock screen shows of a title and a body.
     public static let titleLimit = 48

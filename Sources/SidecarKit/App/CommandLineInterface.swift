@@ -17,8 +17,8 @@ public enum SidecarCommand: Sendable {
     case healthcheck(url: String)
     /// `relay`: the signed push relay (issue 17).
     case relay(SidecarConfiguration)
-    /// `relay-key show`: this server's relay identity.
-    case relayKey(path: String)
+    /// `relay-key show` (never creates the key) or `relay-key create`.
+    case relayKey(path: String, create: Bool)
     /// `probe`: an app's view of a sidecar, endpoint by endpoint.
     case probe(Probe.Options)
     /// An operator command (`region`, `alert`, `apikey`) against the database.
@@ -40,7 +40,18 @@ public struct AdminInvocation: Sendable {
 /// with a hint, exit status 2.
 public struct CommandLineError: Error, Equatable, CustomStringConvertible {
     public let description: String
+    /// The help that explains the mistake: the command's own, once known.
+    public private(set) var helpCommand = "sidecar --help"
     public init(_ description: String) { self.description = description }
+
+    /// The same error, pointing at a command's own help.
+    func pointing(at command: String) -> CommandLineError {
+        var error = self
+        error.helpCommand = "sidecar \(command) --help"
+        return error
+    }
+
+    public static func == (left: CommandLineError, right: CommandLineError) -> Bool { left.description == right.description }
 }
 
 /// Parses `sidecar <command> [--flag value | --flag=value]...`. Every flag
@@ -55,7 +66,16 @@ public enum CommandLineInterface {
         let commands: Set<String>
         let apply: @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
 
-        var environmentName: String { "SIDECAR_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
+        var environmentName: String { "SIDECAR_" + upperSnake }
+        var upperSnake: String { String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
+
+        /// The relay reads its settings under a prefix of its own, so that a
+        /// sidecar's environment file (SIDECAR_DATABASE, SIDECAR_PORT) never
+        /// points the relay at the sidecar's database or port.
+        func environmentName(for command: String) -> String {
+            guard command == "relay", !name.hasPrefix("relay-") else { return environmentName }
+            return "SIDECAR_RELAY_" + upperSnake
+        }
     }
 
     /// Every flag: the plain ones, and a `--NAME-file PATH` form of each
@@ -348,61 +368,11 @@ public enum CommandLineInterface {
         },
     ]
 
-    /// Operator commands and the options each takes (beyond the shared
-    /// `--database`, `--regions`, `--log-level`, ...), with how many
-    /// positional arguments (an alert or key id) they need.
-    static let adminCommands: [String: (options: [String], positional: Int, help: String)] = [
-        "region list": ([], 0, "List the regions of the directory with their agency id and time zone"),
-        "region set": (["id", "agency-id", "timezone"], 0, "Set a region's OBA agency id (used in the alerts feed) and time zone"),
-        "alert create": (["region"] + authoringOptions, 0, "Create a draft alert (times need a UTC offset)"),
-        "alert list": (["region"], 0, "List a region's alerts"),
-        "alert show": ([], 1, "Show an alert, its translations and its sends"),
-        "alert edit": (authoringOptions, 1, "Change an alert's fields"),
-        "alert publish": ([], 1, "Publish an alert (it appears in the feed)"),
-        "alert unpublish": ([], 1, "Withdraw an alert from the feed"),
-        "alert delete": ([], 1, "Delete an alert"),
-        "alert translate": (["language", "header", "description"], 1, "Add or replace a translation of the current English text"),
-        "alert send": (["audience"], 1, "Push a published alert to the region's registrations (all|test), resuming an unfinished send"),
-        "ghostbus export": (["region"], 0, "Write a region's ghost-bus reports as CSV to standard output"),
-        "study create": (["region", "name", "description"], 0, "Create a study (surveys belong to one)"),
-        "study list": (["region"], 0, "List studies"),
-        "survey create": (["file"], 0, "Create a survey from a JSON document (--file PATH, or - for standard input)"),
-        "survey list": (["region"], 0, "List surveys"),
-        "survey show": ([], 1, "Print a survey's JSON document (edit it and pass it to survey edit)"),
-        "survey edit": (["file"], 1, "Replace a survey from a JSON document; questions are frozen once it has responses"),
-        "survey delete": ([], 1, "Delete a survey that has no responses"),
-        "survey responses": ([], 1, "Write a survey's responses as CSV to standard output"),
-        "push test": (["platform", "token", "sandbox"], 0, "Send one test notification (--platform ios|android --token T [--sandbox true]) and print the provider's answer"),
-        "apikey create": (["name", "region", "push"], 0,
-                          "Create an admin API key (printed once, stored hashed); --region N (repeatable) limits it, --push lets it start sends"),
-        "apikey list": ([], 0, "List admin API keys"),
-        "apikey revoke": ([], 1, "Revoke an admin API key by id"),
-        "user create": (["email", "role", "region"], 0,
-                        "Create a console account (--role admin|editor|viewer, --region N repeatable); the password is read from standard input"),
-        "user list": ([], 0, "List console accounts"),
-        "user passwd": (["email"], 0, "Set an account's password (read from standard input); its sessions end"),
-        "user delete": (["email"], 0, "Delete a console account and end its sessions"),
-        "links add-region": (["region", "region-id", "name", "oba-url", "sidecar-url", "otp-url", "otp-graphql-url", "otp-graphql-bikeshare",
-                              "umami-url", "umami-id", "qr"], 0,
-                             "Print the onebusaway://add-region link of a directory region (--region N) or of explicit values "
-                             + "(--region-id N --name --oba-url --sidecar-url [--otp-url --otp-graphql-url --otp-graphql-bikeshare true "
-                             + "--umami-url --umami-id]; a --region-id in the directory takes its values as defaults); "
-                             + "--qr FILE.png|FILE.svg writes its QR code. region-id is read by iOS 26.3.0 and Android 26.2.0 and later"),
-        "export": (["region", "to"], 0, "Write one region's sidecar-export/1 document (--region N [--to FILE], standard output by default)"),
-        "import": (["file", "dry-run"], 0, "Read a sidecar-export/1 document (--file PATH, or - for standard input) [--dry-run: count, change nothing]"),
-    ]
-
-    /// Options that are switches: `--dry-run` alone means true.
-    static let booleanOptions: Set<String> = ["dry-run", "push"]
-    /// Options that may be given more than once: their values are joined with commas.
-    static let repeatableOptions: Set<String> = ["region"]
     /// Flags that are switches: `--demo` alone means true.
     static let booleanFlags: Set<String> = ["demo", "universal-link-stops"]
 
-    static let authoringOptions = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "impact-start", "impact-end", "test",
-                                   "agency-id"]
-
     /// Parses arguments (without the program name) and the environment.
+    /// An error points at the help of the command it concerns.
     public static func parse(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
         guard let first = arguments.first else { return .help(usage) }
         var command = first
@@ -410,38 +380,56 @@ public enum CommandLineInterface {
         switch first {
         case "--help", "-h", "help": return .help(usage)
         case "--version", "-V", "version": return .version
-        case "copy-database": return try parseCopy(rest, environment: environment)
-        case "backup": return try parseBackup(rest, environment: environment)
-        case "healthcheck": return try parseHealthcheck(rest, environment: environment)
-        case "probe": return try parseProbe(rest)
+        case "copy-database", "backup", "healthcheck", "probe":
+            do throws(CommandLineError) {
+                switch first {
+                case "copy-database": return try parseCopy(rest, environment: environment)
+                case "backup": return try parseBackup(rest, environment: environment)
+                case "healthcheck": return try parseHealthcheck(rest, environment: environment)
+                default: return try parseProbe(rest)
+                }
+            } catch { throw error.pointing(at: first) }
         case "serve", "migrate", "doctor", "relay": break
         case "relay-key":
-            guard rest.first == "show" else { return .help(relayKeyUsage) }
+            guard let action = rest.first, ["show", "create"].contains(action) else {
+                if let other = rest.first, !["--help", "-h"].contains(other) {
+                    throw CommandLineError("unknown command 'relay-key \(other)'").pointing(at: "relay-key")
+                }
+                return .help(relayKeyUsage)
+            }
             command = "relay-key"
             rest.removeFirst()
-        case "export", "import":
-            guard adminCommands[first] != nil else { throw CommandLineError("unknown command '\(first)'") }
-        case "region", "alert", "apikey", "ghostbus", "study", "survey", "push", "user", "links":
-            guard let sub = rest.first, !sub.hasPrefix("-") else {
-                return .help(adminUsage(group: first))
-            }
+            return try parseRelayKey(action: action, rest, environment: environment)
+        default:
+            if OperatorCommands.named(first) != nil { break }
+            guard OperatorCommands.groups.contains(first) else { throw CommandLineError("unknown command '\(first)'") }
+            guard let sub = rest.first, !sub.hasPrefix("-") else { return .help(adminUsage(group: first)) }
             command = "\(first) \(sub)"
             rest.removeFirst()
-            guard adminCommands[command] != nil else { throw CommandLineError("unknown command '\(command)'") }
-        default: throw CommandLineError("unknown command '\(first)'")
+            guard OperatorCommands.named(command) != nil else { throw CommandLineError("unknown command '\(command)'").pointing(at: first) }
         }
-        let admin = adminCommands[command]
+        do throws(CommandLineError) {
+            return try parseCommand(command, rest, environment: environment)
+        } catch {
+            throw error.pointing(at: command)
+        }
+    }
+
+    /// The flags of `serve`, `migrate`, `doctor`, `relay` and every operator command.
+    static func parseCommand(_ command: String, _ rest: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
+        let admin = OperatorCommands.named(command)
         // doctor takes exactly serve's flags, so an operator can prefix the
         // command line they run.
         let flagCommand = command == "doctor" ? "serve" : command
-        let available = flags(for: flagCommand) + (admin != nil ? flags.filter { $0.commands.contains("admin") && !$0.commands.contains(flagCommand) } : [])
+        let available = admin.map(operatorFlags) ?? flags(for: flagCommand)
         var configuration = SidecarConfiguration()
         // The relay keeps its own database: never the sidecar's default file.
-        if command == "relay" { configuration.database = "sidecar-relay.sqlite3" }
+        if command == "relay" { configuration.database = relayDefaultDatabase }
         for flag in available {
-            if let value = environment[flag.environmentName] {
+            let name = flag.environmentName(for: command)
+            if let value = environment[name] {
                 do { try flag.apply(&configuration, value) } catch {
-                    throw CommandLineError("\(flag.environmentName): \(error.description)")
+                    throw CommandLineError("\(name): \(error.description)")
                 }
             }
         }
@@ -454,14 +442,15 @@ public enum CommandLineInterface {
             index += 1
             if argument == "--help" || argument == "-h" {
                 if command == "doctor" { return .help(doctorUsage) }
-                return .help(admin == nil ? commandUsage(command) : adminUsage(group: String(command.split(separator: " ")[0])))
+                if let admin { return .help(operatorUsage(admin)) }
+                return .help(commandUsage(command))
             }
             if command == "doctor" && argument == "--offline" {
                 offline = true
                 continue
             }
             guard argument.hasPrefix("--") else {
-                guard let admin, positional.count < admin.positional else { throw CommandLineError("unexpected argument '\(argument)'") }
+                guard let admin, admin.id != nil, positional.isEmpty else { throw CommandLineError("unexpected argument '\(argument)'") }
                 positional.append(argument)
                 continue
             }
@@ -472,9 +461,9 @@ public enum CommandLineInterface {
                 name = String(name[..<equals])
             }
             let flag = available.first { $0.name == name }
-            let isOption = admin?.options.contains(name) ?? false
-            guard flag != nil || isOption else { throw CommandLineError("unknown flag --\(name) for '\(command)'") }
-            if value == nil && (isOption && booleanOptions.contains(name) || flag.map { booleanFlags.contains($0.name) } == true) {
+            let option = admin?.option(name)
+            guard flag != nil || option != nil else { throw CommandLineError("unknown flag --\(name) for '\(command)'") }
+            if value == nil && (option.map { $0.value == nil } == true || flag.map { booleanFlags.contains($0.name) } == true) {
                 // A switch alone means true; `--switch false` states its value.
                 if index < rest.count, BooleanParameter.read(rest[index]) != nil, !rest[index].hasPrefix("-") {
                     value = rest[index]
@@ -483,14 +472,16 @@ public enum CommandLineInterface {
                     value = "true"
                 }
             } else if value == nil {
-                guard index < rest.count else { throw CommandLineError("--\(name) needs a value (\(flag?.valueName ?? "VALUE"))") }
+                guard index < rest.count else {
+                    throw CommandLineError("--\(name) needs a value (\(option?.value ?? flag?.valueName ?? "VALUE"))")
+                }
                 value = rest[index]
                 index += 1
             }
-            if let flag { try flag.apply(&configuration, value ?? "") } else {
+            if let flag { try flag.apply(&configuration, value ?? "") } else if let option {
                 let key = String(name.map { $0 == "-" ? "_" : $0 })
-                if let earlier = options[key], admin?.options.contains(name) == true {
-                    guard repeatableOptions.contains(name) else { throw CommandLineError("--\(name) is given twice") }
+                if let earlier = options[key] {
+                    guard option.repeatable else { throw CommandLineError("--\(name) is given twice") }
                     options[key] = earlier + "," + (value ?? "")
                 } else {
                     options[key] = value ?? ""
@@ -498,7 +489,11 @@ public enum CommandLineInterface {
             }
         }
         if let admin {
-            guard positional.count == admin.positional else { throw CommandLineError("'\(command)' needs an id, e.g. sidecar \(command) 12") }
+            if let id = admin.id, positional.isEmpty { throw CommandLineError("'\(command)' needs its \(id), e.g. sidecar \(command) 12") }
+            let missing = admin.options.filter { $0.required && options[String($0.name.map { $0 == "-" ? "_" : $0 })]?.isEmpty != false }
+            guard missing.isEmpty else {
+                throw CommandLineError("'\(command)' needs " + missing.map { "--\($0.name) \($0.value ?? "")" }.joined(separator: " and "))
+            }
             return .admin(AdminInvocation(command: command, positional: positional, options: options, configuration: configuration))
         }
         let serving = command == "serve" || command == "doctor"
@@ -509,12 +504,23 @@ public enum CommandLineInterface {
             throw CommandLineError("--push-transport gorush needs --gorush-url")
         }
         if command == "doctor" { return .doctor(configuration, offline: offline) }
-        if command == "relay-key" { return .relayKey(path: configuration.relayKeyFile) }
         if command == "relay" { return .relay(configuration) }
         if serving, configuration.pushTransport == .relay, configuration.relayURL == nil {
             throw CommandLineError("--push-transport relay needs --relay-url")
         }
         return command == "serve" ? .serve(configuration) : .migrate(configuration)
+    }
+
+    /// `relay-key show` and `relay-key create`, with `--relay-key-file`.
+    static func parseRelayKey(action: String, _ rest: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
+        do throws(CommandLineError) {
+            let parsed = try SimpleArguments.parse(rest, command: "relay-key \(action)", options: ["--relay-key-file"])
+            if parsed.wantsHelp { return .help(relayKeyUsage) }
+            let path = parsed.values["--relay-key-file"] ?? environment["SIDECAR_RELAY_KEY_FILE"]?.presence ?? SidecarConfiguration().relayKeyFile
+            return .relayKey(path: path, create: action == "create")
+        } catch {
+            throw error.pointing(at: "relay-key")
+        }
     }
 
     static let backupUsage = """
@@ -656,46 +662,51 @@ public enum CommandLineInterface {
         return .copyDatabase(from: from, to: to, replace: replace, configuration: configuration)
     }
 
-    /// Help for `sidecar export` and `sidecar import`.
-    static let exchangeUsage = [
-        "export": """
-            Usage: sidecar export --region N [--to FILE] [--database PATH]
-
-            Writes one region's data as a sidecar-export/1 JSON document (the format
-            OBACloud exports and the reference sidecar imports): alerts with their
-            translations, studies, surveys with questions, survey responses, push
-            registrations and ghost-bus reports. Standard output unless --to FILE.
-            """,
-        "import": """
-            Usage: sidecar import --file PATH|- [--dry-run] [--database PATH]
-
-            Reads a sidecar-export/1 document (- for standard input) into its region,
-            all or nothing. Importing the same document again changes nothing. An
-            unknown field or region is an error naming where it is. --dry-run prints
-            what would be added and changes nothing.
-            """,
-    ]
-
-    /// Help for one group of operator commands.
+    /// Help for a group of operator commands (`sidecar alert --help`): each
+    /// command with its required options and what it does.
     public static func adminUsage(group: String) -> String {
-        // A command of its own rather than a group.
-        if let usage = exchangeUsage[group] { return usage }
-        var text = "Usage: sidecar \(group) <command> [options] [--database PATH] [--regions PATH|URL]\n\nCommands:\n"
-        for (name, spec) in adminCommands.sorted(by: { $0.key < $1.key }) where name.hasPrefix(group + " ") {
-            let id = spec.positional > 0 ? " ID" : ""
-            let options = spec.options.map { "[--\($0) VALUE]" }.joined(separator: " ")
-            text += "  sidecar \(name)\(id) \(options)\n      \(spec.help)\n"
+        if let command = OperatorCommands.named(group) { return operatorUsage(command) }
+        var text = "Usage: sidecar \(group) <command> [options]\n\nCommands:\n"
+        for command in OperatorCommands.all where command.name.hasPrefix(group + " ") {
+            let required = command.options.filter(\.required).map(\.synopsis)
+            let more = command.options.contains { !$0.required } ? ["[options]"] : []
+            let line = (["sidecar", command.name] + (command.id.map { [$0] } ?? []) + required + more).joined(separator: " ")
+            text += "  \(line)\n      \(command.summary)\n"
         }
-        if group == "alert" {
-            text += """
+        return text + "\nA command's options and the flags it shares with serve (--database, ...): sidecar \(group) <command> --help\n"
+    }
 
-            Enums: --cause \(Cause.allCases.map(\.name).joined(separator: "|"))
-                   --effect \(Effect.allCases.map(\.name).joined(separator: "|"))
-                   --severity \(SeverityLevel.allCases.map(\.name).joined(separator: "|"))
-            Times: ISO 8601 with a UTC offset, e.g. --start 2026-12-01T08:00:00-08:00 (--end none clears the end)
-            """
+    /// Help for one operator command: every option, required ones marked,
+    /// then the flags it shares with `serve` and their environment variables.
+    static func operatorUsage(_ command: OperatorCommand) -> String {
+        var text = "Usage: \(command.synopsis)\n\n\(command.summary).\n"
+        if !command.options.isEmpty {
+            text += "\nOptions:\n"
+            for option in command.options {
+                let marks = (option.required ? ["required"] : []) + (option.repeatable ? ["repeatable"] : [])
+                text += "  --\(option.name)\(option.value.map { " " + $0 } ?? "")\(marks.isEmpty ? "" : "   (" + marks.joined(separator: ", ") + ")")\n"
+                text += "      \(option.help)\n"
+            }
         }
-        return text
+        if !command.notes.isEmpty { text += "\n\(command.notes)\n" }
+        if command.access != .none {
+            text += "\nIt says which database it used on standard error; "
+                + (command.access == .reads ? "it never creates one.\n" : "a new SQLite file is announced.\n")
+        }
+        return text + "\nShared flags:\n" + flagList(operatorFlags(command), command: command.name)
+    }
+
+    /// The `serve` flags an operator command takes: storage and logging for
+    /// all, push credentials for those that push.
+    static func operatorFlags(_ command: OperatorCommand) -> [Flag] {
+        // A command without a database has no use for its flags; a test
+        // push needs neither regions nor translations.
+        var unused: Set<String> = command.access == .none ? ["database", "database-timeout", "sqlite-synchronous", "locales"] : []
+        if command.name == "push test" { unused.insert("regions") }
+        return flags.filter { flag in
+            if flag.commands.contains(command.name) { return true }
+            return flag.commands.contains("admin") && !unused.contains(flag.name)
+        }
     }
 
     /// An http(s) URL with a host, for the flags that name an upstream or
@@ -714,36 +725,43 @@ public enum CommandLineInterface {
         return value
     }
 
-    /// Top-level help.
+    /// Top-level help: every command.
     public static var usage: String {
         """
         sidecar \(version): the OneBusAway sidecar server (alarms, alerts, push registrations, ...)
 
         Usage:
-          sidecar serve [flags]     Migrate the database and serve the rider API
-          sidecar migrate [flags]   Apply database migrations and exit
-          sidecar copy-database     Copy every row to another database (SQLite to PostgreSQL)
-          sidecar region ...        List regions, set a region's agency id and time zone
-          sidecar alert ...         Author, publish, translate and push service alerts
-          sidecar apikey ...        Create, list and revoke admin API keys
-          sidecar user ...          Create, list and delete console accounts; set passwords
-          sidecar links add-region  Print a region's onebusaway://add-region link and write its QR code
-          sidecar relay [flags]     Run the signed push relay (for the holder of the apps' APNs key and FCM project)
-          sidecar relay-key show    Print this server's relay serverId and public key
-          sidecar probe URL         Check a sidecar as an app would, endpoint by endpoint (--region N)
-          sidecar study ...         Create and list studies
-          sidecar survey ...        Author surveys from JSON documents; export responses as CSV
-          sidecar ghostbus export   Export ghost-bus reports as CSV
-          sidecar export            Write a region as a sidecar-export/1 document (moving to or from OBACloud)
-          sidecar import            Read a sidecar-export/1 document (idempotent; --dry-run counts)
-          sidecar backup            Copy a live SQLite database consistently (--to FILE)
-          sidecar doctor            Check a configuration and everything it reaches (serve's flags)
-          sidecar healthcheck       Exit 0 when a running server's /healthz answers 200
-          sidecar --help            This help; 'sidecar serve --help' lists the flags
-          sidecar --version         Print the version
+          sidecar serve [flags]       Migrate the database and serve the rider API and console
+          sidecar migrate [flags]     Apply database migrations and exit
+          sidecar doctor [flags]      Check a configuration and everything it reaches (serve's flags)
+          sidecar probe URL --region N
+                                      Check a sidecar as an app would, endpoint by endpoint
+          sidecar healthcheck         Exit 0 when a running server's /healthz answers 200
+          sidecar region ...          List regions; set a region's agency id and time zone
+          sidecar alert ...           Author, publish, translate and push service alerts
+          sidecar push test --platform ios|android --token TOKEN
+                                      Send one test notification and print the provider's answer
+          sidecar apikey ...          Create, list and revoke admin API keys
+          sidecar user ...            Create, list and delete console accounts; set passwords
+          sidecar study ...           Create and list studies
+          sidecar survey ...          Author surveys from JSON documents; export responses as CSV
+          sidecar ghostbus export --region N
+                                      Export ghost-bus reports as CSV
+          sidecar links add-region    Print a region's onebusaway://add-region link and its QR code
+          sidecar export --region N   Write a region as a sidecar-export/1 document (to or from OBACloud)
+          sidecar import --file PATH  Read a sidecar-export/1 document (idempotent; --dry-run counts)
+          sidecar backup --to FILE    Copy a live SQLite database consistently
+          sidecar copy-database --from PATH|URL --to PATH|URL
+                                      Copy every row to another database (SQLite to PostgreSQL)
+          sidecar relay [flags]       Run the signed push relay (for the holder of the apps' push keys)
+          sidecar relay-key show|create
+                                      Print (or first create) this server's relay identity
+          sidecar --help              This help; 'sidecar COMMAND --help' explains a command
+          sidecar --version           Print the version
 
         Every flag can also be set as an environment variable SIDECAR_<FLAG_IN_UPPER_SNAKE>,
-        e.g. --push-registration-limit as SIDECAR_PUSH_REGISTRATION_LIMIT. Flags win.
+        e.g. --push-registration-limit as SIDECAR_PUSH_REGISTRATION_LIMIT (the relay's
+        as SIDECAR_RELAY_<FLAG>). Flags win.
         """
     }
 
@@ -764,29 +782,72 @@ public enum CommandLineInterface {
 
     static let relayKeyUsage = """
         Usage: sidecar relay-key show [--relay-key-file PATH]
+               sidecar relay-key create [--relay-key-file PATH]
 
-        Prints this server's serverId and public key (a JWK) for the operator of the
-        push relay it sends through (their --relay-allowed-servers list). The key file
-        (default sidecar-relay-key.pem) is created with mode 0600 when missing; keep it
-        private: whoever holds it pushes as this server.
+        show prints this server's serverId and public key (a JWK) for the operator of
+        the push relay it sends through (their --relay-allowed-servers list); it never
+        creates a key. create writes a new key (mode 0600) and refuses to replace one.
+        'sidecar serve --push-transport relay' also creates it at its first start. The
+        file is --relay-key-file or SIDECAR_RELAY_KEY_FILE (default sidecar-relay-key.pem);
+        keep it private: whoever holds it pushes as this server.
         """
+
+    /// The relay's database when none is given: never a sidecar's file.
+    static let relayDefaultDatabase = "sidecar-relay.sqlite3"
 
     static let relayIntro = """
 
         Runs the signed push relay (docs/relay.md): the holder of the apps' APNs key and
         FCM project delivers for every sidecar that signs its requests, and only to the
-        tokens each one bound. It has its own database (default sidecar-relay.sqlite3,
-        never a sidecar's) and needs --apns-key-file/--apns-key-id/--apns-team-id and/or
-        --fcm-service-account.
+        tokens each one bound. It needs --apns-key-file/--apns-key-id/--apns-team-id
+        and/or --fcm-service-account. It keeps its own database (default
+        \(relayDefaultDatabase)) and refuses a sidecar's. Its environment variables
+        start with SIDECAR_RELAY_, so a sidecar's environment file never configures it.
 
         """
 
+    /// The flags production sets, which `serve --help` lists first.
+    static let productionFlags = [
+        "database", "public-url", "regions", "oba-api-key-file", "push-transport", "apns-key-file", "apns-key-id", "apns-team-id",
+        "fcm-service-account", "gorush-url", "relay-url", "apple-app-ids", "android-app-links", "trusted-proxies", "metrics-listen",
+    ]
+
+    /// Help for `serve`, `migrate` and `relay`: their flags and environment
+    /// variables, production's first for `serve`.
     public static func commandUsage(_ command: String) -> String {
-        var text = "Usage: sidecar \(command) [flags]\n" + (command == "relay" ? relayIntro : "") + "\nFlags:\n"
-        for flag in flags(for: command) {
-            text += "  --\(flag.name)\(flag.valueName.isEmpty ? "" : " " + flag.valueName)\n      \(flag.help)\n      env: \(flag.environmentName)\n"
+        let available = flags(for: command)
+        guard command == "serve" else {
+            return "Usage: sidecar \(command) [flags]\n" + (command == "relay" ? relayIntro : "") + "\nFlags:\n"
+                + flagList(available, command: command)
         }
-        return text
+        let production = productionFlags.compactMap { name in available.first { $0.name == name } }
+        let others = available.filter { !productionFlags.contains($0.name) }
+        return """
+            Usage: sidecar serve [flags]
+
+            Serves the rider API, the alerts feed, the console (/admin) and the background
+            work. Without flags it runs on sidecar.sqlite3 with the bundled sample regions;
+            'sidecar serve --demo' adds a simulated region to try everything. 'sidecar doctor'
+            with the same flags checks a configuration before you start it.
+
+            What production sets (see the README's production checklist):
+
+            """ + "\n" + flagList(production, command: command) + "\nEvery other flag:\n\n" + flagList(others, command: command)
+            + "\nA switch (--demo) takes no value; --demo false turns it off.\n"
+    }
+
+    /// Flags as help lists them: name and value, what it does, its variable.
+    static func flagList(_ flags: [Flag], command: String) -> String {
+        flags.map { flag in
+            var help = flag.help
+            if command == "relay" && flag.name == "database" {
+                help = "The relay's SQLite file, created if missing (default \(relayDefaultDatabase)), or a postgres:// URL; a sidecar's database is refused"
+            } else if flag.name == "database", let operatorCommand = OperatorCommands.named(command) {
+                help = "The server's database: a SQLite file (default sidecar.sqlite3 in the current directory) or a postgres:// URL"
+                    + (operatorCommand.access == .reads ? "; never created by this command" : "")
+            }
+            return "  --\(flag.name)\(flag.valueName.isEmpty ? "" : " " + flag.valueName)\n      \(help)\n      env: \(flag.environmentName(for: command))\n"
+        }.joined()
     }
 }
 

@@ -1,9 +1,27 @@
 import Database
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension SidecarConfiguration {
     /// Whether `--database` names PostgreSQL (a `postgres://` URL) rather
     /// than a SQLite file.
     public var usesPostgreSQL: Bool { PostgresLocation.matches(database) }
+
+    /// How messages name the database: the SQLite file's absolute path, or
+    /// the PostgreSQL URL without its password.
+    public var databaseName: String {
+        if usesPostgreSQL { return (try? PostgresLocation(url: database).description) ?? "a PostgreSQL database" }
+        if database.hasPrefix("/") || database == ":memory:" { return database }
+        return FileManager.default.currentDirectoryPath + "/" + database
+    }
+
+    /// Whether `--database` names a SQLite file that does not exist yet
+    /// (opening it would create it).
+    public var databaseIsMissing: Bool {
+        !usesPostgreSQL && database != ":memory:" && !FileManager.default.fileExists(atPath: database)
+    }
 
     /// Opens the database `--database` names: a SQLite file (created if
     /// missing) or a PostgreSQL server, with a connection pool sized from
@@ -23,6 +41,80 @@ extension SidecarConfiguration {
             throw StartupError(description: "\(error)", exitCode: 1)
         } catch {
             throw StartupError(description: "\(error)", exitCode: 1)
+        }
+    }
+
+    /// Opens and migrates the database for a command that tells the
+    /// operator which database it touched (on `announce`, standard error for
+    /// the CLI): a command that only reads never creates one, and a new
+    /// database is said to be new. A database holding another program's
+    /// tables (a relay's for a sidecar, or the reverse) is refused.
+    public func openMigrated(for owner: SchemaOwner = .sidecar, readsOnly: Bool = false, readers: Int = 2,
+                             announce: (String) -> Void) async throws(StartupError) -> (database: any Database, applied: [Int]) {
+        let missing = databaseIsMissing
+        if readsOnly && missing {
+            throw StartupError(description: "there is no database at \(databaseName) (this command only reads and never creates one); "
+                               + "pass --database PATH|URL or set SIDECAR_DATABASE to the server's database", exitCode: 1)
+        }
+        let database = try openDatabase(readers: readers)
+        do {
+            let existing = try await SchemaOwner.appliedVersions(database)
+            try owner.check(existing, database: databaseName)
+            if readsOnly && existing.isEmpty {
+                throw StartupError(description: "\(databaseName) holds no \(owner.name) tables yet (this command only reads and never creates them); "
+                                   + "pass --database PATH|URL or set SIDECAR_DATABASE to the server's database", exitCode: 1)
+            }
+            let applied = try await database.migrate(owner.migrations)
+            announce(missing ? "created a new database at \(databaseName)"
+                     : existing.isEmpty ? "database: \(databaseName) (its \(owner.name) tables were created now)"
+                     : "database: \(databaseName)")
+            return (database, applied)
+        } catch let error as StartupError {
+            await database.close()
+            throw error
+        } catch {
+            await database.close()
+            throw StartupError(description: "\(databaseName): \(error)", exitCode: 1)
+        }
+    }
+}
+
+/// Which program's tables a database holds, told apart by migration
+/// versions: a sidecar's are below 1000, the relay's from 1000 up. Each
+/// refuses the other's database, so one environment file or a mistyped
+/// path cannot mix them.
+public enum SchemaOwner: Sendable {
+    case sidecar
+    case relay
+
+    var name: String { self == .sidecar ? "sidecar" : "relay" }
+
+    var migrations: [Migration] { self == .sidecar ? Migrations.all : RelayStore.migrations }
+
+    func owns(_ version: Int) -> Bool { self == .sidecar ? version < 1000 : version >= 1000 }
+
+    /// Refuses a database with another program's migrations applied.
+    func check(_ applied: [Int], database: String) throws(StartupError) {
+        guard let foreign = applied.first(where: { !owns($0) }) else { return }
+        let other = owns(foreign) ? name : (self == .sidecar ? "relay" : "sidecar")
+        throw StartupError(description: "\(database) is a \(other)'s database (migration \(foreign)); the \(name) keeps its own: "
+                           + (self == .relay ? "pass the relay's --database (SIDECAR_RELAY_DATABASE)" : "pass the sidecar's --database"),
+                           exitCode: 2)
+    }
+
+    /// The migration versions applied to a database; none when it has no
+    /// migrations table yet.
+    static func appliedVersions(_ database: any Database) async throws -> [Int] {
+        do {
+            return try await database.read { connection in
+                try connection.query("SELECT version FROM schema_migrations", []).compactMap { $0.int("version") }.map(Int.init)
+            }
+        } catch let error as DatabaseError {
+            // A database no one migrated has no such table: nothing applied.
+            switch error {
+            case .unavailable, .closed, .busy: throw error
+            default: return []
+            }
         }
     }
 }

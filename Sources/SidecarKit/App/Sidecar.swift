@@ -67,15 +67,9 @@ public final class Sidecar: Sendable {
             ? DemoTransit.region(id: DemoRegion.id(avoiding: regionList), obaBaseURL: DemoRegion.serverURL(base: configuration.effectivePublicURL()))
             : nil
         if let demoRegion { regionList.append(demoRegion) }
-        let opened = try configuration.openDatabase(readers: configuration.threads + 2)
+        let (opened, applied) = try await configuration.openMigrated(readers: configuration.threads + 2) { logger.info($0) }
+        if !applied.isEmpty { logger.info("applied migrations", [("versions", applied.map(String.init).joined(separator: ","))]) }
         let database: any Database = metrics.map { MeasuredDatabase(inner: opened, metrics: $0) } ?? opened
-        do {
-            let applied = try await database.migrate(Migrations.all)
-            if !applied.isEmpty { logger.info("applied migrations", [("versions", applied.map(String.init).joined(separator: ","))]) }
-        } catch {
-            await database.close()
-            throw StartupError(description: "\(error)", exitCode: 1)
-        }
         let upstream = Self.upstreamClient()
         if let metrics { upstream.observe(metrics.observeUpstream) }
         var transport: (any PushTransport)?

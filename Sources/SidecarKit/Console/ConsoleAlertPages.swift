@@ -11,27 +11,9 @@ import PlatformThreads
 extension ConsoleRoutes {
     // MARK: Alerts
 
-    /// What riders see of an alert now. `ended` is by the effective end (the
-    /// alert's, or 8 hours after its start): riders no longer see it.
-    enum AlertState: String, CaseIterable {
-        case live, upcoming, draft, withdrawn, ended
+    typealias AlertState = AlertVisibility
 
-        var heading: String {
-            switch self {
-            case .live: return "Live: riders see these now"
-            case .upcoming: return "Upcoming: published, shown from their start"
-            case .draft: return "Drafts: never published"
-            case .withdrawn: return "Withdrawn: unpublished after being published"
-            case .ended: return "Ended: riders no longer see these"
-            }
-        }
-    }
-
-    static func state(of alert: ServiceAlert, now: Int64) -> AlertState {
-        if !alert.published { return alert.withdrawnAt == nil ? .draft : .withdrawn }
-        if AlertFeedRules.effectiveEnd(alert) <= now { return .ended }
-        return alert.startsAt > now ? .upcoming : .live
-    }
+    static func state(of alert: ServiceAlert, now: Int64) -> AlertState { AlertVisibility.of(alert, now: now) }
 
     /// The end riders get: the alert's, or the feed's 8-hour default, said so.
     static func shownUntil(_ alert: ServiceAlert, _ zone: ZoneInfo) -> String {

@@ -66,6 +66,7 @@ enum DemoRegion {
             let base = publicURL.url
             let now = clock.now().epochMillis
             let stop = DemoTransit.stop(id: "demo_1003")!
+            let demoZone = ZoneInfo.named(DemoTransit.timezone) ?? .utc
             let visits = DemoTransit.visits(stopID: stop.id, from: now, to: now + 40 * 60_000, now: now)
             var lines = [
                 "Sidecar demo region \(regionID): \(DemoTransit.agencyName), simulated by this server.",
@@ -89,6 +90,10 @@ enum DemoRegion {
                 let secondsBefore = (away + 59) / 60 * 60
                 let trip = visit.trip
                 lines += [
+                    "",
+                    "These commands name a bus that is \(away / 60) min away now (at \(RegionTime.clock(now, demoZone)) \(DemoTransit.timezone)):",
+                    "they go stale once it has left, a few minutes from now. Fetch this page again for fresh ones:",
+                    "  curl \(base)/demo",
                     "",
                     "An alarm \(secondsBefore / 60) min before the \(trip.route.shortName) leaves (it is \(away / 60) min away, so the alarm fires at the next check, within a minute; watch the log):",
                     "  curl -X POST \(base)/api/v2/regions/\(regionID)/alarms -d user_push_id=demo-phone -d operating_system=ios \\",

@@ -108,7 +108,13 @@ public enum Doctor {
                 ? "check the URL's host, port, user, password and database, and that PostgreSQL accepts this host (pg_hba.conf)"
                 : "check the file's permissions and that it is a sidecar database")]
         }
-        defer { Task { await database.close() } }
+        let checks = await schemaChecks(configuration, database: database, name: name)
+        await database.close()
+        return checks
+    }
+
+    /// The schema's version against this binary's, and the database's health.
+    static func schemaChecks(_ configuration: SidecarConfiguration, database: any Database, name: String) async -> [Check] {
         let known = Migrations.all.map(\.version).max() ?? 0
         let place = configuration.usesPostgreSQL ? (try? PostgresLocation(url: configuration.database).description) ?? "PostgreSQL" : configuration.database
         do {
@@ -145,6 +151,10 @@ public enum Doctor {
         }
         do {
             let regions = try await source.load(client: http)
+            if source == .bundledSample {
+                return (.warning("regions", "the bundled sample regions are in use (\(regions.prefix(3).map(\.name).joined(separator: ", "))\(regions.count > 3 ? ", ..." : "")), "
+                                 + "not your agency's", fix: "--regions PATH|URL of your regions-v3.json (SIDECAR_REGIONS)"), regions)
+            }
             return (.ok("regions", "\(source.label): \(regions.count) region\(regions.count == 1 ? "" : "s") (\(regions.prefix(4).map { "\($0.id) \($0.name)" }.joined(separator: ", "))\(regions.count > 4 ? ", ..." : ""))"), regions)
         } catch {
             return (.failed("regions", "\(source.label): \(error.description)", fix: "--regions PATH|URL of a regions-v3.json"), [])
@@ -238,10 +248,10 @@ public enum Doctor {
     static func relayCheck(_ configuration: SidecarConfiguration, offline: Bool, http: HTTPClient) async -> Check {
         guard let url = configuration.relayURL else { return .failed("relay", "--push-transport relay without --relay-url", fix: "--relay-url https://relay.example.org") }
         var identity = "key \(configuration.relayKeyFile) will be created at the first start"
-        if FileManager.default.fileExists(atPath: configuration.relayKeyFile) {
-            do { identity = "serverId \(try RelayIdentity.loadOrCreate(path: configuration.relayKeyFile).serverID)" } catch {
-                return .failed("relay", error.description, fix: "--relay-key-file must be the PEM P-256 key this server was registered with")
-            }
+        do {
+            if let existing = try RelayIdentity.load(path: configuration.relayKeyFile) { identity = "serverId \(existing.serverID)" }
+        } catch {
+            return .failed("relay", error.description, fix: "--relay-key-file must be the PEM P-256 key this server was registered with")
         }
         if offline { return .ok("relay", "\(url) (\(identity)); not contacted (--offline)") }
         let base = url.hasSuffix("/") ? String(url.dropLast()) : url

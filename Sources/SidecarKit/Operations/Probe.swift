@@ -30,7 +30,7 @@ public enum Probe {
         }
     }
 
-    enum Verdict: String { case pass = "PASS", fail = "FAIL", skip = "skip" }
+    enum Verdict: String { case pass = "PASS", fail = "FAIL", warn = "WARN", skip = "skip" }
 
     public static func run(_ options: Options, output: @Sendable (String) -> Void = { print($0) }) async -> Int32 {
         // A hanging server fails each check after the timeout instead of holding the probe for minutes.
@@ -44,8 +44,10 @@ public enum Probe {
         let api = SidecarAPI(baseURL: options.baseURL, regionID: options.regionID, apiKey: "sidecar-probe", appUID: "sidecar-probe",
                              appVersion: "probe-\(CommandLineInterface.version)", transport: CurlHTTPTransport(client: client))
         var failures = 0
+        var warnings: [String] = []
         func report(_ verdict: Verdict, _ name: String, _ detail: String) {
             if verdict == .fail { failures += 1 }
+            if verdict == .warn { warnings.append(name) }
             output("  \(verdict.rawValue.padding(to: 5)) \(name.padding(to: 20)) \(detail)")
         }
         output("sidecar probe \(options.baseURL.absoluteString) region \(options.regionID)")
@@ -117,10 +119,20 @@ public enum Probe {
             let matches = try await api.vehicles(matching: "100")
             report(.pass, "vehicles", "\(matches.count) match\(matches.count == 1 ? "" : "es") for \"100\"")
         } catch .upstream(let status) {
-            report(.pass, "vehicles", "\(status): the region's OneBusAway server did not answer (the sidecar said so properly)")
+            // The sidecar answered as it should, but riders get no vehicles,
+            // alarms or Live Activity updates until OneBusAway answers.
+            report(.warn, "vehicles", "\(status): the region's OneBusAway server did not answer; the sidecar said so properly, "
+                   + "but alarms, Live Activities and vehicle search need it")
         } catch { report(.fail, "vehicles", describe(error)) }
 
-        output(failures == 0 ? "every check passed" : "\(failures) check\(failures == 1 ? "" : "s") failed")
+        if failures > 0 {
+            output("\(failures) check\(failures == 1 ? "" : "s") failed")
+        } else if !warnings.isEmpty {
+            output("no check failed, but \(warnings.count) warned (\(warnings.joined(separator: ", "))): "
+                   + "the region's OneBusAway server is down or unreachable from the sidecar")
+        } else {
+            output("every check passed")
+        }
         return failures == 0 ? 0 : 1
     }
 

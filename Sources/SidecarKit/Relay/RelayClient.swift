@@ -15,17 +15,28 @@ struct RelayIdentity: Sendable {
     let jwk: RelayProtocol.PublicJWK
     var serverID: String { jwk.serverID }
 
-    /// Loads the key, creating it when the file does not exist.
+    /// Loads the key, creating it when the file does not exist (a server
+    /// configured for the relay gets its identity at its first start).
     static func loadOrCreate(path: String) throws(StartupError) -> RelayIdentity {
-        if let data = FileManager.default.contents(atPath: path) {
-            do {
-                let key = try PrivateKey(pem: String(decoding: data, as: UTF8.self))
-                guard key.algorithm == .es256 else { throw CryptoError("not a P-256 key") }
-                return RelayIdentity(key: key, jwk: RelayProtocol.PublicJWK(try key.publicKey()))
-            } catch {
-                throw StartupError(description: "relay key \(path): \(error)", exitCode: 2)
-            }
+        if let existing = try load(path: path) { return existing }
+        return try create(path: path)
+    }
+
+    /// The key in the file; nil when there is no file.
+    static func load(path: String) throws(StartupError) -> RelayIdentity? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        do {
+            let key = try PrivateKey(pem: String(decoding: data, as: UTF8.self))
+            guard key.algorithm == .es256 else { throw CryptoError("not a P-256 key") }
+            return RelayIdentity(key: key, jwk: RelayProtocol.PublicJWK(try key.publicKey()))
+        } catch {
+            throw StartupError(description: "relay key \(path): \(error)", exitCode: 2)
         }
+    }
+
+    /// A new key written to a new file (mode 0600); an existing file is
+    /// never replaced.
+    static func create(path: String) throws(StartupError) -> RelayIdentity {
         do {
             let key = try PrivateKey.generateP256()
             let pem = Array(try key.pem().utf8)

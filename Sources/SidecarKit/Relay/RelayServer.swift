@@ -58,11 +58,7 @@ public enum RelayServer {
             throw StartupError(description: "the relay delivers with --apns-key-file/--apns-key-id/--apns-team-id and/or --fcm-service-account", exitCode: 2)
         }
         let allowed = try configuration.relayAllowedServersFile.map(readAllowList)
-        let database = try configuration.openDatabase(readers: configuration.threads + 2)
-        do { _ = try await database.migrate(RelayStore.migrations) } catch {
-            await database.close()
-            throw StartupError(description: "relay database: \(error)", exitCode: 1)
-        }
+        let database = try await configuration.openMigrated(for: .relay, readers: configuration.threads + 2) { logger.info($0) }.database
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         let routes = RelayRoutes(
             store: RelayStore(database: database, maxBindingsPerServer: configuration.relayMaxBindingsPerServer,
@@ -95,15 +91,33 @@ public enum RelayServer {
     }
 
     /// `sidecar relay-key show`: this server's identity for the relay's operator.
-    public static func showKey(path: String) -> Int32 {
+    /// `relay-key show` (never creates the key) and `relay-key create`
+    /// (never replaces one); returns the exit status.
+    public static func key(path: String, create: Bool, output: (String) -> Void = { print($0) },
+                           errors: (String) -> Void = { StandardErrorSink().write($0) }) -> Int32 {
         do {
-            let identity = try RelayIdentity.loadOrCreate(path: path)
-            print("serverId: \(identity.serverID)")
-            print("public key (JWK): \(String(decoding: identity.jwk.json.encoded(), as: UTF8.self))")
-            print("key file: \(path) (keep it private: whoever holds it pushes as this server)")
+            let identity: RelayIdentity
+            if create {
+                guard !FileManager.default.fileExists(atPath: path) else {
+                    errors("sidecar: error: \(path) exists; 'sidecar relay-key show' prints its identity (a new key would need re-registering at the relay)")
+                    return 1
+                }
+                identity = try RelayIdentity.create(path: path)
+                errors("created \(path) (mode 0600)")
+            } else {
+                guard let existing = try RelayIdentity.load(path: path) else {
+                    errors("sidecar: error: no relay key at \(path); create one with 'sidecar relay-key create' "
+                           + "(or set --relay-key-file / SIDECAR_RELAY_KEY_FILE to the key this server uses)")
+                    return 1
+                }
+                identity = existing
+            }
+            output("serverId: \(identity.serverID)")
+            output("public key (JWK): \(String(decoding: identity.jwk.json.encoded(), as: UTF8.self))")
+            output("key file: \(path) (keep it private: whoever holds it pushes as this server)")
             return 0
         } catch {
-            StandardErrorSink().write("sidecar: error: \(error.description)")
+            errors("sidecar: error: \(error.description)")
             return error.exitCode
         }
     }
