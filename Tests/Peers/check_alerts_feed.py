@@ -93,6 +93,8 @@ assert alert.severity_level == gtfs_realtime_pb2.Alert.WARNING, alert.severity_l
 languages = [t.language for t in alert.header_text.translation]
 assert languages == ["en", "es"], languages
 assert alert.header_text.translation[1].text == "Ruta 44 desviada"
+assert [(t.language, t.text) for t in alert.description_text.translation] == [("en", "Skips 45th St"), ("es", "Salta la calle 45")], \
+    "a Spanish title never sits over an English body"
 # Traditional Chinese, the only Chinese: its own tag and the bare zh both apps match.
 impact = plain.entity[0].alert
 assert [(t.language, t.text) for t in impact.header_text.translation] == [

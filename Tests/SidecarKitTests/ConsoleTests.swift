@@ -488,8 +488,10 @@ struct ConsolePageTests {
             #expect(try await ApiKeyStore(database: app.sidecar.database).list().filter { $0.name == "CAD <integration>" }.count == 1)
 
             func api(_ method: String, _ path: String, _ body: [(String, String)] = []) async throws -> Int {
-                try await app.send(method, "/admin/api" + path, headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/x-www-form-urlencoded"],
-                                   body: RawHTTPClient.form(body)).status
+                let response = try await app.send(method, "/admin/api" + path,
+                                                  headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/x-www-form-urlencoded"],
+                                                  body: RawHTTPClient.form(body))
+                return response.status
             }
             #expect(try await api("GET", "/regions/1/alerts") == 200)
             #expect(try await api("GET", "/regions/0/alerts") == 404)

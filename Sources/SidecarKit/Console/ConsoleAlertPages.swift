@@ -203,7 +203,11 @@ extension ConsoleRoutes {
         let session = context.session
         let role = session.user.role
         let now = now
-        var content: [any HTMLContent] = [tag("p", [], [Self.badges(alert, now: now)])]
+        var content: [any HTMLContent] = [
+            tag("p", [], [Self.badges(alert, now: now)]),
+            tag("p", [.class("shown")], ["Riders see it from \(RegionTime.display(alert.startsAt, zone)) until \(Self.shownUntil(alert, zone)). ",
+                                         tag("span", [.class("hint")], [zoneHint(zone)])]),
+        ]
 
         // Publishing.
         if ConsoleRules.may(role, .author) {
@@ -221,7 +225,7 @@ extension ConsoleRoutes {
             content.append(tag("dl", [], [
                 tag("dt", [], ["Header"]), tag("dd", [], [alert.header]), tag("dt", [], ["Description"]), tag("dd", [], [alert.description]),
                 tag("dt", [], ["Cause / effect / severity"]), tag("dd", [], ["\(alert.cause.name) / \(alert.effect.name) / \(alert.severity.name)"]),
-                tag("dt", [], ["Shown"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(RegionTime.display(alert.endsAt, zone))"]),
+                tag("dt", [], ["Shown"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(Self.shownUntil(alert, zone))"]),
                 tag("dt", [], ["Service affected"]),
                 tag("dd", [], [alert.impactStartsAt.map { "\(RegionTime.display($0, zone)) to \(RegionTime.display(alert.impactEndsAt, zone))" }
                                 ?? "The whole shown period"]),
@@ -249,7 +253,7 @@ extension ConsoleRoutes {
         content.append(tag("h3", [], ["In the alerts feed"]))
         content.append(tag("section", [.class("preview")], [
             tag("p", [.class("meta")], ["\(Self.humanize(alert.effect.name)) · \(Self.humanize(alert.severity.name)) · from \(RegionTime.display(alert.startsAt, zone))"
-                                         + (alert.endsAt.map { " to \(RegionTime.display($0, zone))" } ?? "")]),
+                                         + " to \(RegionTime.display(AlertFeedRules.effectiveEnd(alert), zone))"]),
             tag("p", [.class("title")], [alert.header]), tag("p", [.class("body")], [alert.description]),
             alert.url.map { tag("p", [], [tag("a", [.href($0), Attribute("rel", "noopener noreferrer")], [$0])]) } ?? .empty,
         ]))

@@ -118,9 +118,16 @@ extension ConsoleRoutes {
             return .seeOther("/admin/alerts/\(alert.id)?done=send-running#sends")
         }
         let who = audience == .test ? "\(count) test device\(count == 1 ? "" : "s")" : "everyone: \(Self.grouped(count)) device\(count == 1 ? "" : "s")"
-        let previousToEveryone = earlier.contains { $0.audience == .all }
+        // A failed send of this audience is resumed, not repeated: only the
+        // devices it did not reach get the alert.
+        let resumed = earlier.last { $0.audience == audience && $0.status == "failed" }
+        let previousToEveryone = resumed == nil && earlier.contains { $0.audience == .all }
         var content: [any HTMLContent] = [
-            tag("p", [], ["This pushes “", alert.header, "” to ", tag("strong", [], [who]), " in \(context.region?.name ?? "this region"). It cannot be undone."]),
+            resumed.map { send in
+                tag("p", [], ["This resumes send \(send.id) of “", alert.header, "”: only the devices it has not reached get it (",
+                              tag("strong", [], ["\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize)) were delivered"]),
+                              "). It stopped: \(Self.plainError(send))."])
+            } ?? tag("p", [], ["This pushes “", alert.header, "” to ", tag("strong", [], [who]), " in \(context.region?.name ?? "this region"). It cannot be undone."]),
         ]
         if !alert.published {
             content.append(tag("p", [.class("hint")], ["The alert is a draft: test devices get it before riders can see it in the feed."]))
@@ -148,7 +155,7 @@ extension ConsoleRoutes {
         }
         fields.append(tag("div", [.class("actions")], [
             tag("button", [Attribute("type", "submit"), .class(audience == .all ? "danger" : "primary"), Attribute("data-once", "true")],
-                ["Send to \(who)"]),
+                [resumed == nil ? "Send to \(who)" : "Resume the send"]),
             tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
         ]))
         content.append(ConsoleLayout.form("/admin/alerts/\(alert.id)/sends", context.session, fields))

@@ -34,15 +34,18 @@ struct ConsoleStats: Sendable {
     var recentSends: [RecentSend] = []
 
     /// Registrations by locale (nil: English), largest first.
-    static func locales(_ connection: any SQLConnection, regionID: Int) throws -> [(locale: String?, count: Int)] {
+    /// Devices per language (the catalog's tags, so at most one group per
+    /// catalog language and one without), the largest first.
+    static func locales(_ connection: any SQLConnection, regionID: Int, limit: Int = 12) throws -> [(locale: String?, count: Int)] {
         try connection.query("""
-            SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = $1 GROUP BY locale ORDER BY n DESC, locale LIMIT 12
-            """, [.integer(Int64(regionID))]).map { (locale: $0.string("locale"), count: Int($0.int("n") ?? 0)) }
+            SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = $1 GROUP BY locale ORDER BY n DESC, locale LIMIT $2
+            """, [.integer(Int64(regionID)), .integer(Int64(limit))]).map { (locale: $0.string("locale"), count: Int($0.int("n") ?? 0)) }
     }
 
-    /// The language groups of a region's devices (the alert page's previews).
+    /// Every language group of a region's devices (the alert page's
+    /// previews and its "no device reads this language" warnings).
     static func languageGroups(database: any Database, regionID: Int) async throws -> [(locale: String?, count: Int)] {
-        try await database.read { connection in try locales(connection, regionID: regionID) }
+        try await database.read { connection in try locales(connection, regionID: regionID, limit: 1000) }
     }
 
     /// Reads the figures of a region; `utcOffset` is the region's offset now.
