@@ -192,6 +192,39 @@ struct AlertRouteTests {
         }
     }
 
+    /// Issue 25: a translation's tag normalises into the catalog exactly as
+    /// a registration's locale does, or is refused naming the catalog.
+    @Test("translation tags through the admin API and the CLI", arguments: [
+        ("es-MX", "es"), ("zh-TW", "zh-Hant"), ("zh-Hans-CN", "zh-Hans"), ("fil", "tl"), ("ES", "es"),
+        ("Spanish", nil), ("xx", nil), ("en", nil),
+    ] as [(String, String?)])
+    func translationTags(tag: String, stored: String?) async throws {
+        try await Self.run { app, _, key in
+            let auth = ["Authorization": "Bearer \(key)", "Content-Type": "application/json"]
+            let created = try await app.send("POST", "/admin/api/regions/1/alerts", headers: auth,
+                                             body: Array(#"{"header":"Snow routes","description":"All routes","start":"2026-12-01T05:00:00-08:00"}"#.utf8))
+            let id = try #require(created.json?["id"] as? Int)
+            let answer = try await app.send("PUT", "/admin/api/alerts/\(id)/translations/\(tag)", headers: auth,
+                                            body: Array(#"{"header":"H","description":"D"}"#.utf8))
+            let cli = try await RegionExchangeTests.cli(app, ["alert", "translate", String(id), "--language", tag, "--header", "H2", "--description", "D2"])
+            let translations = try await AlertStore(database: app.sidecar.database).translations(alertID: Int64(id))
+            if let stored {
+                #expect(answer.status == 200, "\(tag): \(answer.text)")
+                #expect(cli.status == 0, "\(tag): \(cli.errors)")
+                #expect(translations.map(\.language) == [stored], "one translation per language, stored normalised")
+                #expect(translations.first?.header == "H2", "the second save replaced the first")
+            } else {
+                #expect(answer.status == 422, "\(tag): \(answer.status)")
+                #expect(cli.status == 1)
+                if tag != "en" {
+                    #expect(answer.text.contains("zh-Hant") && answer.text.contains("es-MX"), "the refusal names the catalog: \(answer.text)")
+                    #expect(cli.errors.last?.contains("translation catalog") == true, "\(cli.errors)")
+                }
+                #expect(translations.isEmpty)
+            }
+        }
+    }
+
     @Test func theCLIAuthorsAndSends() async throws {
         try await Self.run { app, gorush, _ in
             let outputs = Locked<[String]>([])

@@ -140,6 +140,31 @@ struct CommandsSayWhatTheyTouchTests {
         }
     }
 
+    @Test func copyDatabaseCarriesTheAlertIDCounterIntoAFreshTarget() async throws {
+        try await Self.inDirectory { directory in
+            let source = directory.appendingPathComponent("source.sqlite3").path
+            #expect(try await Self.run(["region", "set", "--id", "1", "--agency-id", "1"], database: source).status == 0)
+            for header in ["First", "Second", "Third"] {
+                #expect(try await Self.run(["alert", "create", "--region", "1", "--header", header, "--start", "2026-12-01T08:00:00Z"],
+                                           database: source).status == 0)
+            }
+            #expect(try await Self.run(["alert", "delete", "3"], database: source).status == 0)
+            var from = SidecarConfiguration()
+            from.database = source
+            var to = SidecarConfiguration()
+            to.database = directory.appendingPathComponent("target.sqlite3").path
+            let sourceDatabase = try await from.openMigrated(readsOnly: true) { _ in }.database
+            let targetDatabase = try await to.openMigrated { _ in }.database
+            let counts = try await DatabaseCopy.run(from: sourceDatabase, to: targetDatabase, replace: false) { _ in }
+            await sourceDatabase.close()
+            await targetDatabase.close()
+            #expect(counts.first { $0.table == "alerts" }?.rows == 2)
+            let created = try await Self.run(["alert", "create", "--region", "1", "--header", "Fourth", "--start", "2026-12-01T08:00:00Z"],
+                                             database: to.database)
+            #expect(created.output.first?.hasPrefix("created alert 4 ") == true, "a deleted alert's id is never reused after a copy: \(created.output)")
+        }
+    }
+
     // MARK: The relay keeps to its own
 
     @Test func theRelayReadsItsOwnEnvironmentAndDefault() throws {

@@ -28,6 +28,11 @@ public enum DatabaseCopy {
         ("ghost_bus_reports", "id", true),
     ]
 
+    /// Tables of exactly one row that every migrated database has (the
+    /// alert id counter): not data that makes a target "not empty", and
+    /// replaced by the source's row rather than added to.
+    static let singletons: Set<String> = ["alert_id_sequence"]
+
     static let pageSize = 1000
 
     public struct Failure: Error, CustomStringConvertible {
@@ -41,7 +46,7 @@ public enum DatabaseCopy {
                            report: @Sendable (String) -> Void) async throws -> [(table: String, rows: Int)] {
         try await source.migrate(Migrations.all)
         try await target.migrate(Migrations.all)
-        let occupied = try await counts(target).filter { $0.rows > 0 }
+        let occupied = try await counts(target).filter { $0.rows > 0 && !singletons.contains($0.table) }
         if !occupied.isEmpty {
             guard replace else {
                 let sample = occupied.prefix(3).map { "\($0.table) has \($0.rows)" }.joined(separator: ", ")
@@ -52,6 +57,9 @@ public enum DatabaseCopy {
             }
         }
         for table in tables {
+            if singletons.contains(table.name) {
+                try await target.write { connection in try connection.execute("DELETE FROM \(table.name)", []) }
+            }
             var copied = 0
             var offset = 0
             while true {
