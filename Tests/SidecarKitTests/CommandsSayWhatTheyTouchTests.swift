@@ -6,13 +6,10 @@ import TestSupport
 
 /// Issue 25: the CLI says which database it used, never creates one to
 /// read, leaves a complete main file behind, and its help is true.
-@Suite("Commands say what they touch")
+@Suite("Commands say what they touch", .enabled(if: TestBackend.isSQLite, "SQLite files of their own: once, on the SQLite run"))
 struct CommandsSayWhatTheyTouchTests {
     static func inDirectory(_ body: (URL) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("commands-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await body(directory)
+        try await TemporaryDirectory.run("commands", body)
     }
 
     /// Runs an operator command as `main` does; standard output and error apart.

@@ -12,10 +12,7 @@ import TestSupport
 struct DoctorTests {
     /// A temporary directory removed after the body.
     static func inDirectory(_ body: (URL) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-doctor-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await body(directory)
+        try await TemporaryDirectory.run("sidecar-doctor", body)
     }
 
     /// A OneBusAway server accepting the key `good`, and a gorush answering
