@@ -14,23 +14,38 @@ public enum SQLValue: Sendable, Hashable {
     public init(_ value: Double?) { self = value.map(SQLValue.real) ?? .null }
 }
 
-/// One result row. Columns are looked up by name.
+/// One result row. Columns are looked up by name, and a name the statement
+/// did not select is an error naming the column and the statement (never a
+/// silent NULL, which a misspelt column or alias would otherwise become).
+/// `int`, `string`, `double` and `bool` read a required value (NULL is an
+/// error too); the `optional…` forms read a nullable column.
 public struct Row: Sendable {
     public let columns: [String]
     public let values: [SQLValue]
+    /// The statement's text (placeholders, no values), for errors.
+    public let statement: String
 
-    public init(columns: [String], values: [SQLValue]) {
+    public init(columns: [String], values: [SQLValue], statement: String = "") {
         self.columns = columns
         self.values = values
+        self.statement = statement
     }
 
-    public subscript(_ column: String) -> SQLValue {
-        guard let index = columns.firstIndex(of: column) else { return .null }
+    /// The column's value; throws when the statement selected no such column.
+    public func value(_ column: String) throws(DatabaseError) -> SQLValue {
+        guard let index = columns.firstIndex(of: column) else {
+            throw .unknownColumn(column: column, statement: statement)
+        }
         return values[index]
     }
 
-    public func int(_ column: String) -> Int64? {
-        switch self[column] {
+    private func required<T>(_ column: String, _ read: (String) throws(DatabaseError) -> T?) throws(DatabaseError) -> T {
+        guard let value = try read(column) else { throw .unexpectedNull(column: column, statement: statement) }
+        return value
+    }
+
+    public func optionalInt(_ column: String) throws(DatabaseError) -> Int64? {
+        switch try value(column) {
         case .integer(let value): return value
         case .real(let value): return Int64(value)
         case .text(let text): return Int64(text)
@@ -38,8 +53,8 @@ public struct Row: Sendable {
         }
     }
 
-    public func string(_ column: String) -> String? {
-        switch self[column] {
+    public func optionalString(_ column: String) throws(DatabaseError) -> String? {
+        switch try value(column) {
         case .text(let value): return value
         case .integer(let value): return String(value)
         case .real(let value): return String(value)
@@ -47,15 +62,23 @@ public struct Row: Sendable {
         }
     }
 
-    public func bool(_ column: String) -> Bool { (int(column) ?? 0) != 0 }
-
-    public func double(_ column: String) -> Double? {
-        switch self[column] {
+    public func optionalDouble(_ column: String) throws(DatabaseError) -> Double? {
+        switch try value(column) {
         case .real(let value): return value
         case .integer(let value): return Double(value)
         default: return nil
         }
     }
+
+    public func optionalBool(_ column: String) throws(DatabaseError) -> Bool? { try optionalInt(column).map { $0 != 0 } }
+
+    public func int(_ column: String) throws(DatabaseError) -> Int64 { try required(column, optionalInt) }
+    public func string(_ column: String) throws(DatabaseError) -> String { try required(column, optionalString) }
+    public func double(_ column: String) throws(DatabaseError) -> Double { try required(column, optionalDouble) }
+    public func bool(_ column: String) throws(DatabaseError) -> Bool { try required(column, optionalBool) }
+
+    /// A required integer as `Int` (ids, counts, region ids).
+    public func count(_ column: String) throws(DatabaseError) -> Int { Int(try int(column)) }
 }
 
 /// A connection lent to a `read` or `write` closure. SQL uses `$1`, `$2`, …
@@ -97,6 +120,10 @@ public enum DatabaseError: Error, Equatable, CustomStringConvertible {
     case invalidConfiguration(String)
     /// Any other engine error.
     case failed(code: Int32, message: String)
+    /// A row was read by a column its statement did not select.
+    case unknownColumn(column: String, statement: String)
+    /// A required column held NULL.
+    case unexpectedNull(column: String, statement: String)
 
     public var description: String {
         switch self {
@@ -111,6 +138,8 @@ public enum DatabaseError: Error, Equatable, CustomStringConvertible {
         case .unavailable(let reason): return "database unavailable: \(reason)"
         case .invalidConfiguration(let reason): return reason
         case .failed(let code, let message): return "database error \(code): \(message)"
+        case .unknownColumn(let column, let statement): return "no column \(column) in the result of: \(statement)"
+        case .unexpectedNull(let column, let statement): return "column \(column) is NULL in the result of: \(statement)"
         }
     }
 }

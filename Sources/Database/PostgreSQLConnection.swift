@@ -169,7 +169,7 @@ final class PostgreSQLConnection: SQLConnection {
                 let text = String(cString: PQgetvalue(result, row, column))
                 values.append(Self.value(text, type: types[Int(column)]))
             }
-            rows.append(Row(columns: columns, values: values))
+            rows.append(Row(columns: columns, values: values, statement: sql))
         }
         return rows
     }

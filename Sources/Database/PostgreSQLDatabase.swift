@@ -95,7 +95,7 @@ public final class PostgreSQLDatabase: Database {
             try postgres.run("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)
                 """)
-            let applied = Set(try postgres.query("SELECT version FROM schema_migrations", []).compactMap { $0.int("version") }.map(Int.init))
+            let applied = Set(try postgres.query("SELECT version FROM schema_migrations", []).compactMap { try $0.optionalInt("version") }.map(Int.init))
             let known = ordered.last?.version ?? 0
             if let newest = applied.max(), newest > known { throw DatabaseError.schemaTooNew(applied: newest, known: known) }
             var done: [Int] = []

@@ -53,12 +53,12 @@ public enum SQLiteBackup {
                 guard code == SQLITE_DONE, finished == SQLITE_OK else {
                     throw SQLiteConnection.error(code: code == SQLITE_DONE ? finished : code, message: String(cString: sqlite3_errmsg(to.handle)))
                 }
-                let verdict = try to.query("PRAGMA integrity_check", []).first?.string("integrity_check") ?? "no answer"
+                let verdict = try to.query("PRAGMA integrity_check", []).first?.optionalString("integrity_check") ?? "no answer"
                 guard verdict == "ok" else { throw DatabaseError.failed(code: SQLITE_CORRUPT, message: "the copy failed integrity_check: \(verdict)") }
                 // Fold the copy's WAL back into its file: the result is one
                 // self-contained file.
                 try to.run("PRAGMA wal_checkpoint(TRUNCATE)")
-                summary = Summary(pages: pages, bytes: pages * Int(try to.query("PRAGMA page_size", []).first?.int("page_size") ?? 4096))
+                summary = Summary(pages: pages, bytes: pages * Int(try to.query("PRAGMA page_size", []).first?.optionalInt("page_size") ?? 4096))
             }
             try syncFile(partial)
             unlink(partial + "-wal")

@@ -102,7 +102,7 @@ final class SQLiteConnection: SQLConnection {
                 default: values.append(.null)
                 }
             }
-            rows.append(Row(columns: columns, values: values))
+            rows.append(Row(columns: columns, values: values, statement: sql))
         }
         return rows
     }

@@ -197,7 +197,7 @@ public final class SQLiteDatabase: Database {
                     applied_at TEXT NOT NULL
                 )
                 """)
-            let applied = Set(try sqlite.query("SELECT version FROM schema_migrations", []).compactMap { $0.int("version") }.map(Int.init))
+            let applied = Set(try sqlite.query("SELECT version FROM schema_migrations", []).compactMap { try $0.optionalInt("version") }.map(Int.init))
             let known = ordered.last?.version ?? 0
             if let newest = applied.max(), newest > known { throw DatabaseError.schemaTooNew(applied: newest, known: known) }
             var done: [Int] = []
@@ -241,15 +241,15 @@ public final class SQLiteDatabase: Database {
             let connection = try SQLiteConnection(path: path, readOnly: true, synchronous: synchronous)
             try connection.execute("BEGIN", [])
             for table in try connection.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []) {
-                guard let name = table.string("name"), !name.contains("\"") else { continue }
+                guard let name = try table.optionalString("name"), !name.contains("\"") else { continue }
                 _ = try connection.query("SELECT * FROM \"\(name)\" LIMIT 1", [])
             }
             // A small database is checked whole (a few milliseconds); a large
             // one only by the reads above, so a probe never stalls.
-            let pages = try connection.queryOne("PRAGMA page_count", [])?.int("page_count") ?? 0
-            let pageSize = try connection.queryOne("PRAGMA page_size", [])?.int("page_size") ?? 4096
+            let pages = try connection.queryOne("PRAGMA page_count", [])?.optionalInt("page_count") ?? 0
+            let pageSize = try connection.queryOne("PRAGMA page_size", [])?.optionalInt("page_size") ?? 4096
             if pages * pageSize <= Self.wholeCheckBytes,
-               let verdict = try connection.queryOne("PRAGMA quick_check(1)", [])?.string("quick_check"), verdict != "ok" {
+               let verdict = try connection.queryOne("PRAGMA quick_check(1)", [])?.optionalString("quick_check"), verdict != "ok" {
                 problems.append(HealthProblem(check: "integrity", detail: "the database is corrupt: \(verdict)"))
             }
             try connection.execute("COMMIT", [])

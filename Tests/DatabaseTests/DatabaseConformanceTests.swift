@@ -105,7 +105,7 @@ struct DatabaseConformanceTests {
             }
             let failures = outcomes.filter { !$0 }.count
             #expect(failures >= 5 && failures <= 6)
-            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.int("n") }
+            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
             #expect(count == Int64((300 - failures) * 2), "a failed write leaves no half behind")
         }
     }
@@ -114,8 +114,8 @@ struct DatabaseConformanceTests {
     func constraintViolationsAreTypedAndIDsAreAssigned(backend: Backend) async throws {
         try await Self.withDatabase(backend) { (database: any Database) async throws in
             try await database.migrate(Self.schema)
-            let first = try await database.write { try $0.queryOne("INSERT INTO things (name) VALUES ($1) RETURNING id", [.text("a")])?.int("id") }
-            let second = try await database.write { try $0.queryOne("INSERT INTO things (name) VALUES ($1) RETURNING id", [.text("b")])?.int("id") }
+            let first = try await database.write { try $0.queryOne("INSERT INTO things (name) VALUES ($1) RETURNING id", [.text("a")])?.optionalInt("id") }
+            let second = try await database.write { try $0.queryOne("INSERT INTO things (name) VALUES ($1) RETURNING id", [.text("b")])?.optionalInt("id") }
             #expect(first != nil && second != nil && first != second)
             await #expect {
                 try await database.write { try $0.execute("INSERT INTO things (name) VALUES ($1)", [.text("a")]) }
@@ -135,17 +135,17 @@ struct DatabaseConformanceTests {
                                        [.text("zh-Hant ✓ 'quoted' \"x\""), .real(1.5), .blob([0, 1, 255]), .null])
             }
             let row = try await database.read { try $0.queryOne("SELECT * FROM things WHERE name = $1 OR name = $1", [.text("zh-Hant ✓ 'quoted' \"x\"")]) }
-            #expect(row?["score"] == .real(1.5))
-            #expect(row?["payload"] == .blob([0, 1, 255]))
-            #expect(row?["claimed_until"] == .null)
-            #expect(row?.int("id") != nil)
+            #expect(try row?.value("score") == .real(1.5))
+            #expect(try row?.value("payload") == .blob([0, 1, 255]))
+            #expect(try row?.value("claimed_until") == .null)
+            #expect(try row?.optionalInt("id") != nil)
             // The upsert every store uses: the existing row's column qualified.
             for expected in 1...3 {
                 let hits = try await database.write { connection in
                     try connection.queryOne("""
                         INSERT INTO things (name, hits) VALUES ($1, 1)
                         ON CONFLICT (name) DO UPDATE SET hits = things.hits + 1 RETURNING hits
-                        """, [.text("counter")])?.int("hits")
+                        """, [.text("counter")])?.optionalInt("hits")
                 }
                 #expect(hits == Int64(expected))
             }
@@ -172,7 +172,7 @@ struct DatabaseConformanceTests {
                                     UPDATE things SET claimed_until = $2 WHERE id IN (
                                         SELECT id FROM things WHERE claimed_until IS NULL ORDER BY id LIMIT $1\(skipLocked))
                                     RETURNING id
-                                    """, [.integer(7), .integer(1)]).compactMap { $0.int("id") }
+                                    """, [.integer(7), .integer(1)]).compactMap { try $0.optionalInt("id") }
                             }) ?? []
                             if page.isEmpty { return mine }
                             mine += page

@@ -42,8 +42,8 @@ struct SQLiteBackupTests {
             #expect(!FileManager.default.fileExists(atPath: target + ".partial"))
             let copy = try SQLiteDatabase(path: target, synchronous: .normal)
             let (rows, verdict) = try await copy.read { connection in
-                (Int(try connection.queryOne("SELECT COUNT(*) AS n FROM things", [])?.int("n") ?? -1),
-                 try connection.queryOne("PRAGMA integrity_check", [])?.string("integrity_check"))
+                (Int(try connection.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") ?? -1),
+                 try connection.queryOne("PRAGMA integrity_check", [])?.optionalString("integrity_check"))
             }
             await copy.close()
             #expect(verdict == "ok")

@@ -26,7 +26,7 @@ struct SQLiteDatabaseTests {
         try await Self.withDatabase { database, _ in
             #expect(try await database.migrate(Self.schema.reversed()) == [1, 2])
             #expect(try await database.migrate(Self.schema) == [])
-            let versions = try await database.read { try $0.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { $0.int("version") } }
+            let versions = try await database.read { try $0.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { try $0.optionalInt("version") } }
             #expect(versions == [1, 2])
         }
     }
@@ -36,7 +36,7 @@ struct SQLiteDatabaseTests {
             let broken = Self.schema + [Migration(version: 3, name: "broken", sql: "CREATE TABLE extra (x INTEGER); CREATE TABLE oops (")]
             await #expect(throws: DatabaseError.self) { try await database.migrate(broken) }
             let tables = try await database.read { connection in
-                try connection.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []).compactMap { $0.string("name") }
+                try connection.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []).compactMap { try $0.optionalString("name") }
             }
             #expect(!tables.contains("things"), "version 1 and 2 ran in the same transaction and were rolled back")
             #expect(!tables.contains("extra"))
@@ -79,7 +79,7 @@ struct SQLiteDatabaseTests {
             }
             let failures = outcomes.filter { !$0 }.count
             #expect(failures >= 9 && failures <= 10)
-            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.int("n") }
+            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
             #expect(count == Int64((500 - failures) * 2), "a failed write leaves no half behind")
         }
     }
@@ -105,20 +105,20 @@ struct SQLiteDatabaseTests {
                                        [.integer(1_754_809_200_000), .real(1.5), .text("zh-Hant ✓ \u{0}x"), .blob([0, 1, 255]), .null])
             }
             let row = try await database.read { try $0.queryOne("SELECT * FROM v WHERE i = $1 OR i = $1", [.integer(1_754_809_200_000)]) }
-            #expect(row?["i"] == .integer(1_754_809_200_000))
-            #expect(row?["r"] == .real(1.5))
-            #expect(row?["t"] == .text("zh-Hant ✓ \u{0}x"))
-            #expect(row?["b"] == .blob([0, 1, 255]))
-            #expect(row?["n"] == .null)
+            #expect(try row?.value("i") == .integer(1_754_809_200_000))
+            #expect(try row?.value("r") == .real(1.5))
+            #expect(try row?.value("t") == .text("zh-Hant ✓ \u{0}x"))
+            #expect(try row?.value("b") == .blob([0, 1, 255]))
+            #expect(try row?.value("n") == .null)
         }
     }
 
     @Test("synchronous is set on every connection", arguments: [(SQLiteDatabase.Synchronous.normal, Int64(1)), (.full, 2)])
     func synchronousPragma(mode: SQLiteDatabase.Synchronous, expected: Int64) async throws {
         try await Self.withDatabase(synchronous: mode) { database, _ in
-            let reader = try await database.read { try $0.queryOne("PRAGMA synchronous", [])?.int("synchronous") }
-            let writer = try await database.write { try $0.queryOne("PRAGMA synchronous", [])?.int("synchronous") }
-            let journal = try await database.write { try $0.queryOne("PRAGMA journal_mode", [])?.string("journal_mode") }
+            let reader = try await database.read { try $0.queryOne("PRAGMA synchronous", [])?.optionalInt("synchronous") }
+            let writer = try await database.write { try $0.queryOne("PRAGMA synchronous", [])?.optionalInt("synchronous") }
+            let journal = try await database.write { try $0.queryOne("PRAGMA journal_mode", [])?.optionalString("journal_mode") }
             #expect(reader == expected)
             #expect(writer == expected)
             #expect(journal == "wal")

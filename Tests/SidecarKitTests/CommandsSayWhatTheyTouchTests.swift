@@ -97,8 +97,8 @@ struct CommandsSayWhatTheyTouchTests {
             let copy = directory.appendingPathComponent("copy.sqlite3").path
             try FileManager.default.copyItem(atPath: path, toPath: copy)
             let opened = try SQLiteDatabase(path: copy, readers: 1)
-            let keys = try await opened.read { try $0.queryOne("SELECT COUNT(*) AS n FROM api_keys", [])?.int("n") }
-            let zone = try await opened.read { try $0.queryOne("SELECT timezone FROM region_settings WHERE region_id = 1", [])?.string("timezone") }
+            let keys = try await opened.read { try $0.queryOne("SELECT COUNT(*) AS n FROM api_keys", [])?.optionalInt("n") }
+            let zone = try await opened.read { try $0.queryOne("SELECT timezone FROM region_settings WHERE region_id = 1", [])?.optionalString("timezone") }
             await opened.close()
             #expect(keys == 1)
             #expect(zone == "America/Los_Angeles")
@@ -121,7 +121,7 @@ struct CommandsSayWhatTheyTouchTests {
             let copy = directory.appendingPathComponent("copy.sqlite3").path
             try FileManager.default.copyItem(atPath: path, toPath: copy)
             let reopened = try SQLiteDatabase(path: copy, readers: 1)
-            #expect(try await reopened.read { try $0.queryOne("SELECT COUNT(*) AS n FROM rows", [])?.int("n") } == 200)
+            #expect(try await reopened.read { try $0.queryOne("SELECT COUNT(*) AS n FROM rows", [])?.optionalInt("n") } == 200)
             await reopened.close()
         }
     }

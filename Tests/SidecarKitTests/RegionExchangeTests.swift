@@ -46,7 +46,7 @@ struct RegionExchangeTests {
                                                                       ("user_latitude", "47.61"), ("user_longitude", "-122.33")]
         #expect(try await app.post(GhostBusTests.path, report).status == 201)
         let store = GhostBusStore(database: app.sidecar.database)
-        #expect(try await app.eventually { try await app.sidecar.database.read { try $0.queryOne("SELECT snapshot_captured_at FROM ghost_bus_reports", [])?.int("snapshot_captured_at") } != nil })
+        #expect(try await app.eventually { try await app.sidecar.database.read { try $0.queryOne("SELECT snapshot_captured_at FROM ghost_bus_reports", [])?.optionalInt("snapshot_captured_at") } != nil })
         _ = store
     }
 

@@ -101,7 +101,7 @@ struct ProbeTests {
             #expect(lines.value.contains { $0.hasPrefix("  skip  alarm") })
             #expect(lines.value.last == "every check passed")
             let left = try await app.sidecar.database.read { connection in
-                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations", [])?.int("n")
+                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations", [])?.optionalInt("n")
             }
             #expect(left == 0, "the probe cleaned up")
         }

@@ -74,9 +74,10 @@ public struct ApiKeyStore: Sendable {
         }
     }
 
-    static func record(_ row: Row) -> Record {
-        Record(id: row.int("id") ?? 0, name: row.string("name") ?? "", prefix: row.string("prefix") ?? "",
-               createdAt: row.int("created_at") ?? 0, lastUsedAt: row.int("last_used_at"), revokedAt: row.int("revoked_at"),
-               regions: ConsoleStore.decodeRegions(row.string("regions")), canPush: row.int("can_push") == 1)
+    static func record(_ row: Row) throws -> Record {
+        Record(id: try row.int("id"), name: try row.string("name"), prefix: try row.string("prefix"),
+               createdAt: try row.int("created_at"), lastUsedAt: try row.optionalInt("last_used_at"), revokedAt: try row.optionalInt("revoked_at"),
+               regions: ConsoleStore.decodeRegions(try row.optionalString("regions")), canPush: try row.bool("can_push"))
     }
+
 }

@@ -56,8 +56,8 @@ public struct AuditLog: Sendable {
         let query = sql, values = parameters
         return try await database.read { connection in
             try connection.query(query, values).map { row in
-                Entry(id: row.int("id") ?? 0, at: row.int("at") ?? 0, actor: row.string("actor") ?? "", action: row.string("action") ?? "",
-                      regionID: row.int("region_id").map { Int($0) }, target: row.string("target"), detail: row.string("detail"))
+                Entry(id: try row.int("id"), at: try row.int("at"), actor: try row.string("actor"), action: try row.string("action"),
+                      regionID: try row.optionalInt("region_id").map { Int($0) }, target: try row.optionalString("target"), detail: try row.optionalString("detail"))
             }
         }
     }

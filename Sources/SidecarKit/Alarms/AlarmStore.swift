@@ -97,7 +97,7 @@ public struct AlarmStore: Sendable {
     public func dueStops(atOrBefore cutoffMillis: Int64) async throws -> [(regionID: Int, stopID: String?)] {
         try await database.read { connection in
             try connection.query("SELECT DISTINCT region_id, stop_id FROM alarms WHERE next_check_at <= $1",
-                                 [.integer(cutoffMillis)]).map { (Int($0.int("region_id") ?? 0), $0.string("stop_id")) }
+                                 [.integer(cutoffMillis)]).map { (Int(try $0.int("region_id")), try $0.optionalString("stop_id")) }
         }
     }
 
@@ -157,16 +157,16 @@ public struct AlarmStore: Sendable {
         }
     }
 
-    static func alarm(_ row: Row) -> Alarm {
-        Alarm(id: row.int("id") ?? 0, token: row.string("token") ?? "", regionID: Int(row.int("region_id") ?? 0),
-              apiVersion: Int(row.int("api_version") ?? 2), userPushID: row.string("user_push_id") ?? "",
-              operatingSystem: row.string("operating_system") ?? "ios", apnsSandbox: row.bool("apns_sandbox"),
-              stopID: row.string("stop_id"), tripID: row.string("trip_id"), serviceDate: row.int("service_date"),
-              vehicleID: row.string("vehicle_id"), stopSequence: row.int("stop_sequence").map(Int.init),
-              secondsBefore: Int(row.int("seconds_before") ?? Int64(AlarmRules.defaultSecondsBefore)),
-              message: row.string("message") ?? "", failureCount: Int(row.int("failure_count") ?? 0),
-              departureEstimate: row.int("departure_estimate"), nextCheckAt: row.int("next_check_at") ?? 0,
-              createdAt: row.int("created_at") ?? 0)
+    static func alarm(_ row: Row) throws -> Alarm {
+        Alarm(id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
+              apiVersion: Int(try row.int("api_version")), userPushID: try row.string("user_push_id"),
+              operatingSystem: try row.string("operating_system"), apnsSandbox: try row.bool("apns_sandbox"),
+              stopID: try row.optionalString("stop_id"), tripID: try row.optionalString("trip_id"), serviceDate: try row.optionalInt("service_date"),
+              vehicleID: try row.optionalString("vehicle_id"), stopSequence: try row.optionalInt("stop_sequence").map(Int.init),
+              secondsBefore: Int(try row.optionalInt("seconds_before") ?? Int64(AlarmRules.defaultSecondsBefore)),
+              message: try row.string("message"), failureCount: Int(try row.int("failure_count")),
+              departureEstimate: try row.optionalInt("departure_estimate"), nextCheckAt: try row.int("next_check_at"),
+              createdAt: try row.int("created_at"))
     }
 
     /// Schema of this feature.

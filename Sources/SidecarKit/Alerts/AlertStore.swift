@@ -25,8 +25,8 @@ public struct AlertStore: Sendable {
         try await database.read { connection in
             var settings: [Int: RegionSettings] = [:]
             for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings", []) {
-                let id = Int(row.int("region_id") ?? 0)
-                settings[id] = RegionSettings(regionID: id, agencyID: row.string("agency_id"), timezone: row.string("timezone"))
+                let id = Int(try row.int("region_id"))
+                settings[id] = RegionSettings(regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"))
             }
             return settings
         }
@@ -87,7 +87,7 @@ public struct AlertStore: Sendable {
             try connection.execute("DELETE FROM alert_translations WHERE alert_id = $1", [.integer(id)])
             try connection.execute("DELETE FROM alert_sends WHERE alert_id = $1", [.integer(id)])
             try connection.execute("DELETE FROM alerts WHERE id = $1", [.integer(id)])
-            try Self.bumpFeed(connection, regionID: Int(row.int("region_id") ?? 0), now: now)
+            try Self.bumpFeed(connection, regionID: Int(row.int("region_id")), now: now)
             return true
         }
     }
@@ -118,11 +118,11 @@ public struct AlertStore: Sendable {
                 SELECT t.alert_id, t.language, t.header, t.description, t.source_version FROM alert_translations t
                 JOIN alerts a ON a.id = t.alert_id WHERE a.region_id = $1 AND a.published = 1
                 """, [.integer(Int64(regionID))]) {
-                translations[row.int("alert_id") ?? 0, default: []].append(Self.translation(row))
+                translations[try row.int("alert_id"), default: []].append(try Self.translation(row))
             }
             let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = $1",
                                               [.integer(Int64(regionID))])
-            return (alerts, translations, row?.int("changed_at"), row?.int("version") ?? 0)
+            return (alerts, translations, try row?.optionalInt("changed_at"), try row?.int("version") ?? 0)
         }
     }
 
@@ -131,7 +131,7 @@ public struct AlertStore: Sendable {
     public func feedVersions() async throws -> [Int: Int64] {
         try await database.read { connection in
             Dictionary(try connection.query("SELECT region_id, version FROM alert_feed_versions", []).map {
-                (Int($0.int("region_id") ?? 0), $0.int("version") ?? 0)
+                (Int(try $0.int("region_id")), try $0.int("version"))
             }, uniquingKeysWith: { first, _ in first })
         }
     }
@@ -170,7 +170,7 @@ public struct AlertStore: Sendable {
             guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = $1", [.integer(alertID)]) else { return false }
             let deleted = try connection.execute("DELETE FROM alert_translations WHERE alert_id = $1 AND language = $2",
                                                  [.integer(alertID), .text(language)])
-            if deleted > 0 { try Self.bumpFeed(connection, regionID: Int(row.int("region_id") ?? 0), now: now) }
+            if deleted > 0 { try Self.bumpFeed(connection, regionID: Int(row.int("region_id")), now: now) }
             return deleted > 0
         }
     }
@@ -189,17 +189,17 @@ public struct AlertStore: Sendable {
             if let unfinished = try connection.queryOne("""
                 SELECT * FROM alert_sends WHERE alert_id = $1 AND audience = $2 AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
                 """, [.integer(alertID), .text(audience.rawValue)]) {
-                let lease = unfinished.int("lease_until") ?? 0
+                let lease = try unfinished.optionalInt("lease_until") ?? 0
                 // The condition is repeated in the UPDATE: with several
                 // instances, two may read the same lapsed lease, and only the
                 // one whose UPDATE still finds it lapsed gets the send.
                 guard let claimed = try connection.queryOne("""
                     UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = $2
                     WHERE id = $1 AND (status = 'failed' OR lease_until IS NULL OR lease_until <= $3) RETURNING *
-                    """, [.integer(unfinished.int("id") ?? 0), .integer(now + sendLeaseSeconds), .integer(now)]) else {
+                    """, [.integer(unfinished.int("id")), .integer(now + sendLeaseSeconds), .integer(now)]) else {
                     throw AlertStoreError.busy(retryAfter: max(lease - now, 1))
                 }
-                return Self.send(claimed)
+                return try Self.send(claimed)
             }
             // Two instances starting the same send at once: the unique index
             // on unfinished sends lets one insert; the other is told to wait.
@@ -211,7 +211,7 @@ public struct AlertStore: Sendable {
                         SELECT COUNT(*) FROM push_registrations r JOIN alerts a ON a.region_id = r.region_id
                         WHERE a.id = $1 AND ($5 = 0 OR r.test_device = 1))) RETURNING *
                     """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + sendLeaseSeconds), SQLValue(audience == .test)])
-                return Self.send(row!)
+                return try Self.send(row!)
             } catch DatabaseError.constraintViolation(_) {
                 throw AlertStoreError.busy(retryAfter: 1)
             }
@@ -259,7 +259,7 @@ public struct AlertStore: Sendable {
                 FROM alert_send_pending p JOIN push_registrations r ON r.id = p.registration_id
                 WHERE p.send_id = $1 AND r.id > $2 ORDER BY r.id LIMIT $3
                 """, [.integer(sendID), .integer(registrationID), .integer(Int64(limit))]).map {
-                ($0.int("id") ?? 0, PushRegistrationStore.registration($0))
+                (try $0.int("id"), try PushRegistrationStore.registration($0))
             }
         }
     }
@@ -287,7 +287,7 @@ public struct AlertStore: Sendable {
                 SELECT id, \(PushRegistrationStore.columns) FROM push_registrations
                 WHERE region_id = $1 AND id > $2 AND ($3 = 0 OR test_device = 1) ORDER BY id LIMIT $4
                 """, [.integer(Int64(regionID)), .integer(cursor), SQLValue(audience == .test), .integer(Int64(limit))]).map {
-                ($0.int("id") ?? 0, PushRegistrationStore.registration($0))
+                (try $0.int("id"), try PushRegistrationStore.registration($0))
             }
         }
     }
@@ -354,7 +354,7 @@ public struct AlertStore: Sendable {
                       .integer(Int64(record.failed)), .integer(Int64(pruned)), .integer(pending), SQLValue(record.status),
                       SQLValue(ending), .integer(record.now), .integer(sendLeaseSeconds), SQLValue(record.lastError)])
             guard let row else { throw AlertStoreError.notFound }
-            return Self.send(row)
+            return try Self.send(row)
         }
     }
 
@@ -364,7 +364,7 @@ public struct AlertStore: Sendable {
     /// would hand the largest id out again after its alert was deleted, and
     /// the audit log names alerts by id.
     static func nextID(_ connection: any SQLConnection) throws -> Int64 {
-        guard let id = try connection.queryOne("UPDATE alert_id_sequence SET last_id = last_id + 1 RETURNING last_id", [])?.int("last_id") else {
+        guard let id = try connection.queryOne("UPDATE alert_id_sequence SET last_id = last_id + 1 RETURNING last_id", [])?.optionalInt("last_id") else {
             throw DatabaseError.failed(code: 0, message: "alert_id_sequence has no row")
         }
         return id
@@ -393,30 +393,30 @@ public struct AlertStore: Sendable {
          SQLValue(alert.published), SQLValue(alert.test), SQLValue(alert.impactStartsAt), SQLValue(alert.impactEndsAt)]
     }
 
-    static func alert(_ row: Row) -> ServiceAlert {
-        ServiceAlert(id: row.int("id") ?? 0, regionID: Int(row.int("region_id") ?? 0), agencyID: row.string("agency_id") ?? "",
-                     header: row.string("header") ?? "", description: row.string("description") ?? "", url: row.string("url"),
-                     cause: Cause(name: row.string("cause") ?? "") ?? .unknownCause,
-                     effect: Effect(name: row.string("effect") ?? "") ?? .unknownEffect,
-                     severity: SeverityLevel(name: row.string("severity") ?? "") ?? .unknownSeverity,
-                     startsAt: row.int("starts_at") ?? 0, endsAt: row.int("ends_at"), published: row.bool("published"),
-                     test: row.bool("test"), sourceVersion: Int(row.int("source_version") ?? 1),
-                     createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0,
-                     impactStartsAt: row.int("impact_starts_at"), impactEndsAt: row.int("impact_ends_at"), withdrawnAt: row.int("withdrawn_at"))
+    static func alert(_ row: Row) throws -> ServiceAlert {
+        ServiceAlert(id: try row.int("id"), regionID: Int(try row.int("region_id")), agencyID: try row.optionalString("agency_id") ?? "",
+                     header: try row.string("header"), description: try row.optionalString("description") ?? "", url: try row.optionalString("url"),
+                     cause: Cause(name: try row.string("cause")) ?? .unknownCause,
+                     effect: Effect(name: try row.string("effect")) ?? .unknownEffect,
+                     severity: SeverityLevel(name: try row.string("severity")) ?? .unknownSeverity,
+                     startsAt: try row.int("starts_at"), endsAt: try row.optionalInt("ends_at"), published: try row.bool("published"),
+                     test: try row.bool("test"), sourceVersion: Int(try row.int("source_version")),
+                     createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0,
+                     impactStartsAt: try row.optionalInt("impact_starts_at"), impactEndsAt: try row.optionalInt("impact_ends_at"), withdrawnAt: try row.optionalInt("withdrawn_at"))
     }
 
-    static func translation(_ row: Row) -> AlertTranslation {
-        AlertTranslation(language: row.string("language") ?? "", header: row.string("header") ?? "",
-                         description: row.string("description") ?? "", sourceVersion: Int(row.int("source_version") ?? 0))
+    static func translation(_ row: Row) throws -> AlertTranslation {
+        AlertTranslation(language: try row.string("language"), header: try row.string("header"),
+                         description: try row.optionalString("description") ?? "", sourceVersion: Int(try row.int("source_version")))
     }
 
-    static func send(_ row: Row) -> AlertSend {
-        AlertSend(id: row.int("id") ?? 0, alertID: row.int("alert_id") ?? 0,
-                  audience: AlertSend.Audience(rawValue: row.string("audience") ?? "") ?? .all, status: row.string("status") ?? "running",
-                  cursor: row.int("cursor") ?? 0, targeted: Int(row.int("targeted") ?? 0), delivered: Int(row.int("delivered") ?? 0),
-                  failed: Int(row.int("failed") ?? 0), pruned: Int(row.int("pruned") ?? 0), pending: Int(row.int("pending") ?? 0),
-                  startedAt: row.int("started_at") ?? 0, finishedAt: row.int("finished_at"), lastError: row.string("last_error"),
-                  audienceSize: Int(row.int("audience_size") ?? 0))
+    static func send(_ row: Row) throws -> AlertSend {
+        AlertSend(id: try row.int("id"), alertID: try row.int("alert_id"),
+                  audience: AlertSend.Audience(rawValue: try row.string("audience")) ?? .all, status: try row.string("status"),
+                  cursor: try row.int("cursor"), targeted: Int(try row.int("targeted")), delivered: Int(try row.int("delivered")),
+                  failed: Int(try row.int("failed")), pruned: Int(try row.int("pruned")), pending: Int(try row.int("pending")),
+                  startedAt: try row.int("started_at"), finishedAt: try row.optionalInt("finished_at"), lastError: try row.optionalString("last_error"),
+                  audienceSize: Int(try row.int("audience_size")))
     }
 
     static let migrations = [

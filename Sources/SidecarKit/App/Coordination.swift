@@ -46,8 +46,8 @@ public struct CoordinationStore: Sendable {
             guard let row = try connection.queryOne("SELECT body, fetched_at FROM shared_documents WHERE name = $1", [.text(name)]) else {
                 return nil
             }
-            guard case .blob(let body) = row["body"] else { return nil }
-            return (body, row.int("fetched_at") ?? 0)
+            guard case .blob(let body) = try row.value("body") else { return nil }
+            return (body, try row.int("fetched_at"))
         }
     }
 

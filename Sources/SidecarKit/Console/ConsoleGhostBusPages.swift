@@ -36,10 +36,11 @@ extension ConsoleRoutes {
             // OneBusAway names a service day by the instant of its local midnight.
             if let local = RegionTime.parse(dateText + "T00:00", zone) { serviceDate = local } else { problems.append("Date must be a date such as 2026-11-30") }
         }
-        let rows: [Row]
+        let rows: [[any HTMLContent]]
         let perDay: [(day: Int64, count: Int)]
         do {
             rows = try await ghostBus.reports(regionID: region.id, route: route, trip: trip, serviceDay: serviceDate, limit: 500)
+                .map { try Self.reportRow($0, zone: zone) }
             let offset = Int64(zone.offset(at: now))
             perDay = try await ghostBus.dailyCounts(regionID: region.id, utcOffset: offset, today: (now + offset) / 86_400, days: 30)
         } catch { return unavailable(error) }
@@ -56,17 +57,18 @@ extension ConsoleRoutes {
             ConsoleLayout.problems(problems),
             tag("p", [.class("hint")], ["Times " + zoneHint(zone)]),
             ConsoleLayout.table(caption: "Reports, newest first (up to 500)", headers: ["Reported", "Route", "Trip", "Stop", "Vehicle", "Waited", "Comment"],
-                                rows: rows.map { Self.reportRow($0, zone: zone) }, empty: "No reports match."),
+                                rows: rows, empty: "No reports match."),
         ]
         return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): ghost-bus reports", pageContext, content))
     }
 
-    static func reportRow(_ row: Row, zone: ZoneInfo) -> [any HTMLContent] {
-        let reported = RegionTime.display((row.int("created_at") ?? 0) / 1000, zone)
-        let waited = "\(row.int("wait_duration_minutes") ?? 0) min"
-        let route = [row.string("route_short_name"), row.string("route_identifier")].compactMap { $0 }.joined(separator: " · ")
-        let cells: [String] = [reported, route.isEmpty ? "—" : route, row.string("trip_identifier") ?? "",
-                               row.string("stop_identifier") ?? "—", row.string("vehicle_identifier") ?? "—", waited, row.string("comment") ?? ""]
+    static func reportRow(_ row: Row, zone: ZoneInfo) throws -> [any HTMLContent] {
+        let reported = RegionTime.display(try row.int("created_at") / 1000, zone)
+        let waited = "\(try row.int("wait_duration_minutes")) min"
+        let route = [try row.optionalString("route_short_name"), try row.optionalString("route_identifier")].compactMap { $0 }.joined(separator: " · ")
+        let cells: [String] = [reported, route.isEmpty ? "—" : route, try row.string("trip_identifier"),
+                               try row.optionalString("stop_identifier") ?? "—", try row.optionalString("vehicle_identifier") ?? "—", waited,
+                               try row.optionalString("comment") ?? ""]
         return cells
     }
 }

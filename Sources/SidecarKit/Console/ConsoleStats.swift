@@ -39,7 +39,7 @@ struct ConsoleStats: Sendable {
     static func locales(_ connection: any SQLConnection, regionID: Int, limit: Int = 12) throws -> [(locale: String?, count: Int)] {
         try connection.query("""
             SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = $1 GROUP BY locale ORDER BY n DESC, locale LIMIT $2
-            """, [.integer(Int64(regionID)), .integer(Int64(limit))]).map { (locale: $0.string("locale"), count: Int($0.int("n") ?? 0)) }
+            """, [.integer(Int64(regionID)), .integer(Int64(limit))]).map { (locale: try $0.optionalString("locale"), count: Int(try $0.int("n"))) }
     }
 
     /// Every language group of a region's devices (the alert page's
@@ -61,12 +61,12 @@ struct ConsoleStats: Sendable {
                 SELECT operating_system, apns_sandbox, test_device, COUNT(*) AS n FROM push_registrations WHERE region_id = $1
                 GROUP BY operating_system, apns_sandbox, test_device
                 """, [region]) {
-                let count = Int(row.int("n") ?? 0)
-                if row.string("operating_system") == "android" { stats.reach.android += count } else {
+                let count = Int(try row.int("n"))
+                if try row.optionalString("operating_system") == "android" { stats.reach.android += count } else {
                     stats.reach.ios += count
-                    if row.int("apns_sandbox") == 1 { stats.reach.apnsSandbox += count } else { stats.reach.apnsProduction += count }
+                    if try row.optionalInt("apns_sandbox") == 1 { stats.reach.apnsSandbox += count } else { stats.reach.apnsProduction += count }
                 }
-                if row.int("test_device") == 1 { stats.reach.testDevices += count }
+                if try row.optionalInt("test_device") == 1 { stats.reach.testDevices += count }
             }
             stats.reach.locales = try locales(connection, regionID: regionID)
             var counts: [Int64: Int] = [:]
@@ -75,7 +75,7 @@ struct ConsoleStats: Sendable {
                 SELECT (created_at / 1000 + $3) / 86400 AS day, COUNT(*) AS n FROM push_registrations
                 WHERE region_id = $1 AND created_at >= $2 GROUP BY 1
                 """, [region, .integer(from * 1000), .integer(offset)]) {
-                counts[row.int("day") ?? 0] = Int(row.int("n") ?? 0)
+                counts[try row.optionalInt("day") ?? 0] = Int(try row.int("n"))
             }
             stats.perDay = (firstDay...today).map { (day: $0, count: counts[$0] ?? 0) }
             stats.pendingAlarms = Int(try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE region_id = $1", [region])?.int("n") ?? 0)
@@ -83,7 +83,7 @@ struct ConsoleStats: Sendable {
             stats.recentSends = try connection.query("""
                 SELECT s.*, a.header AS alert_header FROM alert_sends s JOIN alerts a ON a.id = s.alert_id
                 WHERE a.region_id = $1 ORDER BY s.id DESC LIMIT 10
-                """, [region]).map { RecentSend(send: AlertStore.send($0), alertID: $0.int("alert_id") ?? 0, header: $0.string("alert_header") ?? "") }
+                """, [region]).map { RecentSend(send: try AlertStore.send($0), alertID: try $0.int("alert_id"), header: try $0.optionalString("alert_header") ?? "") }
             return stats
         }
     }

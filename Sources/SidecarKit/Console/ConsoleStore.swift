@@ -34,9 +34,9 @@ struct ConsoleStore: Sendable {
         return Set(text.split(separator: ",").compactMap { Int($0) })
     }
 
-    static func user(_ row: Row) -> User {
-        User(id: row.int("id") ?? 0, email: row.string("email") ?? "", role: ConsoleRole(rawValue: row.string("role") ?? "") ?? .viewer,
-             regions: decodeRegions(row.string("regions")), createdAt: row.int("created_at") ?? 0)
+    static func user(_ row: Row) throws -> User {
+        User(id: try row.int("id"), email: try row.string("email"), role: ConsoleRole(rawValue: try row.string("role")) ?? .viewer,
+             regions: decodeRegions(try row.optionalString("regions")), createdAt: try row.int("created_at"))
     }
 
     func createUser(email: String, passwordHash: String, role: ConsoleRole, regions: Set<Int>?, now: Int64) async throws -> User {
@@ -45,7 +45,7 @@ struct ConsoleStore: Sendable {
             return try connection.queryOne("""
                 INSERT INTO console_users (email, password_hash, role, regions, created_at, updated_at)
                 VALUES ($1, $2, $3, $4, $5, $5) RETURNING id
-                """, [.text(email), .text(passwordHash), .text(role.rawValue), Self.encodeRegions(regions), .integer(now)])?.int("id")
+                """, [.text(email), .text(passwordHash), .text(role.rawValue), Self.encodeRegions(regions), .integer(now)])?.optionalInt("id")
         }
         guard let id else { throw Failure.duplicateEmail }
         return User(id: id, email: email, role: role, regions: regions, createdAt: now)
@@ -58,14 +58,14 @@ struct ConsoleStore: Sendable {
     /// The account and its stored password hash.
     func credentials(email: String) async throws -> (User, String)? {
         try await database.read { connection in
-            try connection.queryOne("SELECT * FROM console_users WHERE email = $1", [.text(email)]).map { (Self.user($0), $0.string("password_hash") ?? "") }
+            try connection.queryOne("SELECT * FROM console_users WHERE email = $1", [.text(email)]).map { (try Self.user($0), try $0.string("password_hash")) }
         }
     }
 
     /// Sets a password and ends every session of the account.
     func setPassword(email: String, passwordHash: String, now: Int64) async throws {
         let changed = try await database.write { connection in
-            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)])?.int("id") else { return false }
+            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)])?.optionalInt("id") else { return false }
             _ = try connection.execute("UPDATE console_users SET password_hash = $2, updated_at = $3 WHERE id = $1",
                                        [.integer(id), .text(passwordHash), .integer(now)])
             _ = try connection.execute("DELETE FROM console_sessions WHERE user_id = $1", [.integer(id)])
@@ -76,7 +76,7 @@ struct ConsoleStore: Sendable {
 
     func deleteUser(email: String) async throws {
         let deleted = try await database.write { connection in
-            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)])?.int("id") else { return false }
+            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)])?.optionalInt("id") else { return false }
             _ = try connection.execute("DELETE FROM console_sessions WHERE user_id = $1", [.integer(id)])
             _ = try connection.execute("DELETE FROM console_users WHERE id = $1", [.integer(id)])
             return true
@@ -114,8 +114,8 @@ struct ConsoleStore: Sendable {
                 FROM console_sessions s JOIN console_users u ON u.id = s.user_id WHERE s.id_hash = $1
                 """, [.text(idHash)])
         }) else { return nil }
-        let created = row.int("session_created") ?? 0
-        let lastSeen = row.int("last_seen_at") ?? 0
+        let created = try row.optionalInt("session_created") ?? 0
+        let lastSeen = try row.int("last_seen_at")
         guard ConsoleRules.sessionIsLive(createdAt: created, lastSeenAt: lastSeen, now: now) else {
             try await endSession(idHash: idHash)
             return nil
@@ -125,7 +125,7 @@ struct ConsoleStore: Sendable {
                 try connection.execute("UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1", [.text(idHash), .integer(now)])
             }
         }
-        return Session(user: Self.user(row), csrfToken: row.string("csrf_token") ?? "", idHash: idHash)
+        return Session(user: try Self.user(row), csrfToken: try row.string("csrf_token"), idHash: idHash)
     }
 
     func endSession(idHash: String) async throws {
@@ -143,7 +143,7 @@ struct ConsoleStore: Sendable {
         let stored = try await database.write { connection in
             try connection.execute("INSERT INTO console_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
                                    [.text(name), .text(fresh)])
-            return try connection.queryOne("SELECT value FROM console_secrets WHERE name = $1", [.text(name)])?.string("value")
+            return try connection.queryOne("SELECT value FROM console_secrets WHERE name = $1", [.text(name)])?.optionalString("value")
         }
         return Base64URL.decode(stored ?? fresh) ?? Array(fresh.utf8)
     }

@@ -219,7 +219,7 @@ extension ConsoleRoutes {
 
     func surveyPage(_ request: Request, _ context: ConsoleLayout.Context, _ survey: Survey) async -> Response {
         let zone = await zone(regionID: survey.regionID)
-        let responses: [Row]
+        let responses: [SurveyStore.StoredResponse]
         let studies: [Study]
         do {
             responses = try await surveys.responses(surveyID: survey.id)
@@ -247,9 +247,9 @@ extension ConsoleRoutes {
         return ConsoleLayout.respond(200, ConsoleLayout.page("Survey \(survey.id): \(survey.name)", context, notice: Self.notice(request), content))
     }
 
-    static func responseRow(_ row: Row, labels: [Int64: String], zone: ZoneInfo) -> [any HTMLContent] {
+    static func responseRow(_ response: SurveyStore.StoredResponse, labels: [Int64: String], zone: ZoneInfo) -> [any HTMLContent] {
         var answers: [String] = []
-        for answer in SurveyStore.decodeAnswers(row.string("responses")) {
+        for answer in response.answers {
             var id: Int64 = 0
             if case .integer(let value)? = answer["question_id"] { id = value }
             let text: String
@@ -262,6 +262,6 @@ extension ConsoleRoutes {
             answers.append("\(labels[id] ?? "question \(id)"): \(text)")
         }
         let list = tag("ul", [], answers.map { tag("li", [], [$0]) })
-        return [RegionTime.display(row.int("created_at"), zone), row.string("stop_identifier") ?? "—", list]
+        return [RegionTime.display(response.createdAt, zone), response.stopIdentifier ?? "—", list]
     }
 }

@@ -87,7 +87,7 @@ public struct GhostBusStore: Sendable {
                 """, [.integer(Int64(regionID)), .integer(utcOffset), .integer(((today - days + 1) * 86_400 - utcOffset) * 1000)])
         }
         var byDay: [Int64: Int] = [:]
-        for row in rows { byDay[row.int("day") ?? 0] = Int(row.int("n") ?? 0) }
+        for row in rows { byDay[try row.optionalInt("day") ?? 0] = Int(try row.int("n")) }
         return (today - days + 1...today).map { (day: $0, count: byDay[$0] ?? 0) }
     }
 
@@ -108,18 +108,18 @@ public struct GhostBusStore: Sendable {
         let rows = try await database.read { connection in
             try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = $1 ORDER BY id", [.integer(Int64(regionID))])
         }
-        func seconds(_ row: Row, _ column: String) -> Int64? { row.int(column).map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
+        func seconds(_ row: Row, _ column: String) throws -> Int64? { try row.optionalInt(column).map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
         var lines = [CSV.line(Self.exportColumns)]
         for row in rows {
             lines.append(CSV.row([
-                .text(row.string("public_id")), .instant(seconds(row, "created_at"), zone), .text(row.string("user_identifier")),
-                .text(row.string("trip_identifier")), .instant(seconds(row, "service_date"), zone), .text(row.string("route_identifier")),
-                .text(row.string("route_short_name")), .text(row.string("stop_identifier")), .text(row.string("vehicle_identifier")),
-                .integer(row.int("stop_sequence")), .boolean(row.int("predicted").map { $0 != 0 }), .integer(row.int("schedule_deviation_minutes")),
-                .integer(row.int("wait_duration_minutes")), .text(row.string("comment")), .number(row.double("user_latitude")),
-                .number(row.double("user_longitude")), .instant(seconds(row, "scheduled_arrival_at"), zone),
-                .instant(seconds(row, "predicted_arrival_at"), zone), .instant(seconds(row, "prediction_last_updated_at"), zone),
-                .text(row.string("trip_snapshot")),
+                .text(try row.optionalString("public_id")), .instant(try seconds(row, "created_at"), zone), .text(try row.optionalString("user_identifier")),
+                .text(try row.optionalString("trip_identifier")), .instant(try seconds(row, "service_date"), zone), .text(try row.optionalString("route_identifier")),
+                .text(try row.optionalString("route_short_name")), .text(try row.optionalString("stop_identifier")), .text(try row.optionalString("vehicle_identifier")),
+                .integer(try row.optionalInt("stop_sequence")), .boolean(try row.optionalInt("predicted").map { $0 != 0 }), .integer(try row.optionalInt("schedule_deviation_minutes")),
+                .integer(try row.optionalInt("wait_duration_minutes")), .text(try row.optionalString("comment")), .number(try row.optionalDouble("user_latitude")),
+                .number(try row.optionalDouble("user_longitude")), .instant(try seconds(row, "scheduled_arrival_at"), zone),
+                .instant(try seconds(row, "predicted_arrival_at"), zone), .instant(try seconds(row, "prediction_last_updated_at"), zone),
+                .text(try row.optionalString("trip_snapshot")),
             ]))
         }
         return lines.joined(separator: "\n") + "\n"

@@ -78,7 +78,7 @@ public struct LiveActivityStore: Sendable {
                       .text(registration.stopID), .text(registration.routeShortName), .text(registration.tripHeadsign),
                       SQLValue(registration.tripID), SQLValue(registration.serviceDate), SQLValue(registration.vehicleID),
                       SQLValue(registration.stopSequence), SQLValue(registration.apnsSandbox), .integer(nowSeconds + Self.lifetimeSeconds),
-                      .integer(nowSeconds)])?.string("token") ?? token
+                      .integer(nowSeconds)])?.optionalString("token") ?? token
         }
     }
 
@@ -109,7 +109,7 @@ public struct LiveActivityStore: Sendable {
     public func stops() async throws -> [(regionID: Int, stopID: String)] {
         try await database.read { connection in
             try connection.query("SELECT DISTINCT region_id, stop_id FROM live_activities", []).map {
-                (Int($0.int("region_id") ?? 0), $0.string("stop_id") ?? "")
+                (Int(try $0.int("region_id")), try $0.optionalString("stop_id") ?? "")
             }
         }
     }
@@ -178,12 +178,12 @@ public struct LiveActivityStore: Sendable {
         }
     }
 
-    static func activity(_ row: Row) -> LiveActivity {
-        LiveActivity(id: row.int("id") ?? 0, token: row.string("token") ?? "", regionID: Int(row.int("region_id") ?? 0),
-                     activityID: row.string("activity_id") ?? "", pushToken: row.string("push_token") ?? "", stopID: row.string("stop_id") ?? "",
-                     routeShortName: row.string("route_short_name") ?? "", tripHeadsign: row.string("trip_headsign") ?? "",
-                     apnsSandbox: row.bool("apns_sandbox"), expiresAt: row.int("expires_at") ?? 0, failureCount: Int(row.int("failure_count") ?? 0),
-                     lastState: row.string("last_state"), lastPushedAt: row.int("last_pushed_at"))
+    static func activity(_ row: Row) throws -> LiveActivity {
+        LiveActivity(id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
+                     activityID: try row.string("activity_id"), pushToken: try row.string("push_token"), stopID: try row.optionalString("stop_id") ?? "",
+                     routeShortName: try row.optionalString("route_short_name") ?? "", tripHeadsign: try row.string("trip_headsign"),
+                     apnsSandbox: try row.bool("apns_sandbox"), expiresAt: try row.int("expires_at"), failureCount: Int(try row.int("failure_count")),
+                     lastState: try row.optionalString("last_state"), lastPushedAt: try row.optionalInt("last_pushed_at"))
     }
 
     static let migrations = [

@@ -50,94 +50,94 @@ enum RegionExchange {
         return try await database.read { connection in
             var alerts: [JSONValue] = []
             for row in try connection.query("SELECT * FROM alerts WHERE region_id = $1 ORDER BY id", [.integer(region)]) {
-                let id = row.int("id") ?? 0
-                let sourceVersion = row.int("source_version") ?? 1
+                let id = try row.int("id")
+                let sourceVersion = try row.int("source_version")
                 let translations = try connection.query(
                     "SELECT * FROM alert_translations WHERE alert_id = $1 ORDER BY language", [.integer(id)]).map { translation -> JSONValue in
                         // A translation made before its source text was kept
                         // was made from the current text when it is current.
-                        let current = translation.int("source_version") == sourceVersion
-                        let sourceHeader = translation.string("source_header") ?? (current ? row.string("header") : nil) ?? ""
-                        let sourceDescription = translation.string("source_description") ?? (current ? row.string("description") : nil) ?? ""
+                        let current = try translation.optionalInt("source_version") == sourceVersion
+                        let sourceHeader = try translation.optionalString("source_header") ?? (current ? try row.optionalString("header") : nil) ?? ""
+                        let sourceDescription = try translation.optionalString("source_description") ?? (current ? try row.optionalString("description") : nil) ?? ""
                         return .object([
-                            "language": .string(translation.string("language") ?? ""),
-                            "header_text": .string(translation.string("header") ?? ""),
-                            "description_text": .string(translation.string("description") ?? ""),
+                            "language": .string(try translation.string("language")),
+                            "header_text": .string(try translation.string("header")),
+                            "description_text": .string(try translation.optionalString("description") ?? ""),
                             "source_header_text": .string(sourceHeader), "source_description_text": .string(sourceDescription),
                         ])
                     }
                 var alert: [String: JSONValue] = [
-                    "id": .integer(id), "agency_id": text(row, "agency_id"), "header_text": text(row, "header"),
-                    "description_text": text(row, "description"), "url": text(row, "url"), "cause": text(row, "cause"),
-                    "effect": text(row, "effect"), "severity": text(row, "severity"), "start_time": seconds(row, "starts_at"),
-                    "end_time": seconds(row, "ends_at"), "published": .bool(row.bool("published")), "is_test": .bool(row.bool("test")),
-                    "created_at": seconds(row, "created_at"), "updated_at": seconds(row, "updated_at"), "translations": .array(translations),
+                    "id": .integer(id), "agency_id": try text(row, "agency_id"), "header_text": try text(row, "header"),
+                    "description_text": try text(row, "description"), "url": try text(row, "url"), "cause": try text(row, "cause"),
+                    "effect": try text(row, "effect"), "severity": try text(row, "severity"), "start_time": try seconds(row, "starts_at"),
+                    "end_time": try seconds(row, "ends_at"), "published": .bool(try row.bool("published")), "is_test": .bool(try row.bool("test")),
+                    "created_at": try seconds(row, "created_at"), "updated_at": try seconds(row, "updated_at"), "translations": .array(translations),
                 ]
                 // Optional members (a Sidecar extension): only when set, so
                 // documents without an impact period stay as OBACloud writes them.
-                if row.int("impact_starts_at") != nil, row.int("impact_ends_at") != nil {
-                    alert["impact_start_time"] = seconds(row, "impact_starts_at")
-                    alert["impact_end_time"] = seconds(row, "impact_ends_at")
+                if try row.optionalInt("impact_starts_at") != nil, try row.optionalInt("impact_ends_at") != nil {
+                    alert["impact_start_time"] = try seconds(row, "impact_starts_at")
+                    alert["impact_end_time"] = try seconds(row, "impact_ends_at")
                 }
                 alerts.append(.object(alert))
             }
             var studies: [JSONValue] = []
             for study in try connection.query("SELECT * FROM studies WHERE region_id = $1 ORDER BY id", [.integer(region)]) {
                 var surveys: [JSONValue] = []
-                for survey in try connection.query("SELECT * FROM surveys WHERE study_id = $1 ORDER BY id", [.integer(study.int("id") ?? 0)]) {
+                for survey in try connection.query("SELECT * FROM surveys WHERE study_id = $1 ORDER BY id", [.integer(study.int("id"))]) {
                     let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = $1 ORDER BY position, id",
-                                                          [.integer(survey.int("id") ?? 0)]).map { question -> JSONValue in
-                        .object(["id": .integer(question.int("id") ?? 0), "position": .integer(question.int("position") ?? 0),
-                                 "required": .bool(question.bool("required")), "content": json(question.string("content")) ?? .object([:])])
+                                                          [.integer(survey.int("id"))]).map { question -> JSONValue in
+                        .object(["id": .integer(try question.int("id")), "position": .integer(try question.int("position")),
+                                 "required": .bool(try question.bool("required")), "content": json(try question.optionalString("content")) ?? .object([:])])
                     }
                     surveys.append(.object([
-                        "id": .integer(survey.int("id") ?? 0), "name": text(survey, "name"), "available": .bool(survey.bool("available")),
-                        "start_time": seconds(survey, "start_date"), "end_time": seconds(survey, "end_date"),
-                        "show_on_map": .bool(survey.bool("show_on_map")), "show_on_stops": .bool(survey.bool("show_on_stops")),
-                        "always_visible": .bool(survey.bool("always_visible")),
-                        "allows_multiple_responses": .bool(survey.bool("allows_multiple_responses")),
-                        "visible_stop_list": json(survey.string("visible_stop_list")) ?? .null,
-                        "visible_route_list": json(survey.string("visible_route_list")) ?? .null,
-                        "created_at": seconds(survey, "created_at"), "updated_at": seconds(survey, "updated_at"), "questions": .array(questions),
+                        "id": .integer(try survey.int("id")), "name": try text(survey, "name"), "available": .bool(try survey.bool("available")),
+                        "start_time": try seconds(survey, "start_date"), "end_time": try seconds(survey, "end_date"),
+                        "show_on_map": .bool(try survey.bool("show_on_map")), "show_on_stops": .bool(try survey.bool("show_on_stops")),
+                        "always_visible": .bool(try survey.bool("always_visible")),
+                        "allows_multiple_responses": .bool(try survey.bool("allows_multiple_responses")),
+                        "visible_stop_list": json(try survey.optionalString("visible_stop_list")) ?? .null,
+                        "visible_route_list": json(try survey.optionalString("visible_route_list")) ?? .null,
+                        "created_at": try seconds(survey, "created_at"), "updated_at": try seconds(survey, "updated_at"), "questions": .array(questions),
                     ]))
                 }
                 studies.append(.object([
-                    "id": .integer(study.int("id") ?? 0), "name": text(study, "name"), "description": text(study, "description"),
-                    "created_at": seconds(study, "created_at"), "updated_at": seconds(study, study.int("updated_at") == nil ? "created_at" : "updated_at"),
+                    "id": .integer(try study.int("id")), "name": try text(study, "name"), "description": try text(study, "description"),
+                    "created_at": try seconds(study, "created_at"), "updated_at": try seconds(study, try study.optionalInt("updated_at") == nil ? "created_at" : "updated_at"),
                     "surveys": .array(surveys),
                 ]))
             }
             let responses = try connection.query("""
                 SELECT r.* FROM survey_responses r JOIN surveys s ON s.id = r.survey_id WHERE s.region_id = $1 ORDER BY r.id
                 """, [.integer(region)]).map { row -> JSONValue in
-                    .object(["survey_id": .integer(row.int("survey_id") ?? 0), "public_id": text(row, "public_id"),
-                             "user_identifier": text(row, "user_identifier"), "stop_identifier": text(row, "stop_identifier"),
-                             "stop_latitude": number(row, "stop_latitude"), "stop_longitude": number(row, "stop_longitude"),
-                             "answers": json(row.string("responses")) ?? .array([]),
-                             "created_at": seconds(row, "created_at"), "updated_at": seconds(row, "updated_at")])
+                    .object(["survey_id": .integer(try row.int("survey_id")), "public_id": try text(row, "public_id"),
+                             "user_identifier": try text(row, "user_identifier"), "stop_identifier": try text(row, "stop_identifier"),
+                             "stop_latitude": try number(row, "stop_latitude"), "stop_longitude": try number(row, "stop_longitude"),
+                             "answers": json(try row.optionalString("responses")) ?? .array([]),
+                             "created_at": try seconds(row, "created_at"), "updated_at": try seconds(row, "updated_at")])
                 }
             let registrations = try connection.query("SELECT * FROM push_registrations WHERE region_id = $1 ORDER BY id",
                                                      [.integer(region)]).map { row -> JSONValue in
-                .object(["token": text(row, "token"), "operating_system": text(row, "operating_system"), "locale": text(row, "locale"),
-                         "apns_sandbox": .bool(row.bool("apns_sandbox")), "test_device": .bool(row.bool("test_device")),
-                         "description": text(row, "description"), "last_seen_at": millis(row, "last_seen_at"), "created_at": millis(row, "created_at")])
+                .object(["token": try text(row, "token"), "operating_system": try text(row, "operating_system"), "locale": try text(row, "locale"),
+                         "apns_sandbox": .bool(try row.bool("apns_sandbox")), "test_device": .bool(try row.bool("test_device")),
+                         "description": try text(row, "description"), "last_seen_at": try millis(row, "last_seen_at"), "created_at": try millis(row, "created_at")])
             }
             let reports = try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = $1 ORDER BY id",
                                                [.integer(region)]).map { row -> JSONValue in
-                let snapshot = json(row.string("trip_snapshot"))
-                let status = snapshot != nil ? "captured" : (row.int("snapshot_attempts") ?? 0) > 0 ? "unavailable" : "pending"
+                let snapshot = json(try row.optionalString("trip_snapshot"))
+                let status = snapshot != nil ? "captured" : (try row.int("snapshot_attempts")) > 0 ? "unavailable" : "pending"
                 return .object([
-                    "public_id": text(row, "public_id"), "user_identifier": text(row, "user_identifier"),
-                    "trip_identifier": text(row, "trip_identifier"), "service_date_ms": integer(row, "service_date", orZero: true),
-                    "route_identifier": text(row, "route_identifier"), "stop_identifier": text(row, "stop_identifier"),
-                    "vehicle_identifier": text(row, "vehicle_identifier"), "stop_sequence": integer(row, "stop_sequence"),
-                    "predicted": row.int("predicted").map { .bool($0 != 0) } ?? .null,
-                    "schedule_deviation_minutes": integer(row, "schedule_deviation_minutes"),
-                    "wait_duration_minutes": integer(row, "wait_duration_minutes", orZero: true), "comment": text(row, "comment"),
-                    "user_latitude": number(row, "user_latitude"), "user_longitude": number(row, "user_longitude"),
-                    "scheduled_arrival_ms": integer(row, "scheduled_arrival_at"), "predicted_arrival_ms": integer(row, "predicted_arrival_at"),
-                    "prediction_last_updated_ms": integer(row, "prediction_last_updated_at"), "snapshot_status": .string(status),
-                    "snapshot": snapshot ?? .null, "snapshot_captured_at": millis(row, "snapshot_captured_at"), "created_at": millis(row, "created_at"),
+                    "public_id": try text(row, "public_id"), "user_identifier": try text(row, "user_identifier"),
+                    "trip_identifier": try text(row, "trip_identifier"), "service_date_ms": try integer(row, "service_date", orZero: true),
+                    "route_identifier": try text(row, "route_identifier"), "stop_identifier": try text(row, "stop_identifier"),
+                    "vehicle_identifier": try text(row, "vehicle_identifier"), "stop_sequence": try integer(row, "stop_sequence"),
+                    "predicted": try row.optionalInt("predicted").map { .bool($0 != 0) } ?? .null,
+                    "schedule_deviation_minutes": try integer(row, "schedule_deviation_minutes"),
+                    "wait_duration_minutes": try integer(row, "wait_duration_minutes", orZero: true), "comment": try text(row, "comment"),
+                    "user_latitude": try number(row, "user_latitude"), "user_longitude": try number(row, "user_longitude"),
+                    "scheduled_arrival_ms": try integer(row, "scheduled_arrival_at"), "predicted_arrival_ms": try integer(row, "predicted_arrival_at"),
+                    "prediction_last_updated_ms": try integer(row, "prediction_last_updated_at"), "snapshot_status": .string(status),
+                    "snapshot": snapshot ?? .null, "snapshot_captured_at": try millis(row, "snapshot_captured_at"), "created_at": try millis(row, "created_at"),
                 ])
             }
             return .object([
@@ -148,12 +148,12 @@ enum RegionExchange {
         }
     }
 
-    static func text(_ row: Row, _ column: String) -> JSONValue { .string(row.string(column) ?? "") }
-    static func seconds(_ row: Row, _ column: String) -> JSONValue { row.int(column).map { .string(Timestamp.format(seconds: $0)) } ?? .null }
-    static func millis(_ row: Row, _ column: String) -> JSONValue { row.int(column).map { .string(Timestamp.format(millis: $0)) } ?? .null }
-    static func number(_ row: Row, _ column: String) -> JSONValue { row.double(column).map(JSONValue.double) ?? .null }
-    static func integer(_ row: Row, _ column: String, orZero: Bool = false) -> JSONValue {
-        row.int(column).map(JSONValue.integer) ?? (orZero ? .integer(0) : .null)
+    static func text(_ row: Row, _ column: String) throws -> JSONValue { .string(try row.optionalString(column) ?? "") }
+    static func seconds(_ row: Row, _ column: String) throws -> JSONValue { try row.optionalInt(column).map { .string(Timestamp.format(seconds: $0)) } ?? .null }
+    static func millis(_ row: Row, _ column: String) throws -> JSONValue { try row.optionalInt(column).map { .string(Timestamp.format(millis: $0)) } ?? .null }
+    static func number(_ row: Row, _ column: String) throws -> JSONValue { try row.optionalDouble(column).map(JSONValue.double) ?? .null }
+    static func integer(_ row: Row, _ column: String, orZero: Bool = false) throws -> JSONValue {
+        try row.optionalInt(column).map(JSONValue.integer) ?? (orZero ? .integer(0) : .null)
     }
     static func json(_ text: String?) -> JSONValue? {
         guard let text else { return nil }
@@ -466,7 +466,7 @@ extension RegionExchange {
         var summary = Summary()
         let region = Int64(document.regionID)
         func owner(_ table: String, _ column: String, id: Int64) throws -> Int64? {
-            try connection.queryOne("SELECT \(column) AS owner FROM \(table) WHERE id = $1", [.integer(id)])?.int("owner")
+            try connection.queryOne("SELECT \(column) AS owner FROM \(table) WHERE id = $1", [.integer(id)])?.optionalInt("owner")
         }
         func seconds(_ millis: Int64) -> Int64 { millis >= 0 ? millis / 1000 : (millis - 999) / 1000 }
         func optionalText(_ value: String) -> SQLValue { value.isEmpty ? .null : .text(value) }

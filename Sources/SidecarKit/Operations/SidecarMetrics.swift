@@ -129,15 +129,15 @@ final class SidecarMetrics: Sendable {
             return [
                 CollectedFamily(name: "sidecar_push_registrations", help: "Push registrations stored, by region and platform.", kind: .gauge,
                                 labelNames: ["region", "platform"],
-                                samples: registrations.map { row in
-                                    (labels: [row.string("region_id") ?? "", row.string("operating_system") ?? ""], value: Double(row.int("n") ?? 0))
+                                samples: try registrations.map { row in
+                                    (labels: [try row.string("region_id"), try row.string("operating_system")], value: Double(try row.int("n")))
                                 }),
                 CollectedFamily(name: "sidecar_alert_sends_in_progress", help: "Alert sends running now (on any instance).", kind: .gauge,
-                                value: Double(sends?.int("n") ?? 0)),
+                                value: Double(try sends?.int("n") ?? 0)),
                 CollectedFamily(name: "sidecar_alarms_waiting", help: "Departure alarms stored and waiting to fire.", kind: .gauge,
-                                value: Double(alarms?.int("n") ?? 0)),
+                                value: Double(try alarms?.int("n") ?? 0)),
                 CollectedFamily(name: "sidecar_live_activities", help: "Live Activity subscriptions stored.", kind: .gauge,
-                                value: Double(activities?.int("n") ?? 0)),
+                                value: Double(try activities?.int("n") ?? 0)),
             ]
         }
     }
@@ -207,7 +207,7 @@ struct MeasuredDatabase: Database {
         case .busy: kind = "busy"
         case .constraintViolation: kind = "constraint"
         case .closed: kind = "closed"
-        case .failed, .migrationFailed, .schemaTooNew, .invalidConfiguration: kind = "failed"
+        case .failed, .migrationFailed, .schemaTooNew, .invalidConfiguration, .unknownColumn, .unexpectedNull: kind = "failed"
         }
         metrics.databaseErrors.increment(kind)
     }

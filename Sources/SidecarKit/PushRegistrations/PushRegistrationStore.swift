@@ -94,7 +94,7 @@ public struct PushRegistrationStore: Sendable {
         try await database.read { connection in
             let descriptions = try connection.query("""
                 SELECT description FROM push_registrations WHERE region_id = $1 AND test_device = 1 ORDER BY id LIMIT $2
-                """, [.integer(Int64(regionID)), .integer(Int64(limit))]).map { $0.string("description") ?? "(no description)" }
+                """, [.integer(Int64(regionID)), .integer(Int64(limit))]).map { try $0.optionalString("description") ?? "(no description)" }
             let total = try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1 AND test_device = 1",
                                                 [.integer(Int64(regionID))])?.int("n") ?? 0
             return (descriptions, Int(total))
@@ -109,7 +109,7 @@ public struct PushRegistrationStore: Sendable {
             } else {
                 try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations", [])
             }
-            return Int(row?.int("n") ?? 0)
+            return Int(try row?.int("n") ?? 0)
         }
     }
 
@@ -120,13 +120,13 @@ public struct PushRegistrationStore: Sendable {
                                 [.integer(Int64(regionID)), .text(token)]).map(registration)
     }
 
-    static func registration(_ row: Row) -> PushRegistration {
+    static func registration(_ row: Row) throws -> PushRegistration {
         PushRegistration(
-            regionID: Int(row.int("region_id") ?? 0), token: row.string("token") ?? "",
-            operatingSystem: row.string("operating_system") ?? "ios", locale: row.string("locale"),
-            rawLocale: row.string("raw_locale"), apnsSandbox: row.bool("apns_sandbox"),
-            testDevice: row.bool("test_device"), description: row.string("description"),
-            createdAt: date(row.int("created_at")), lastSeenAt: date(row.int("last_seen_at")))
+            regionID: Int(try row.int("region_id")), token: try row.string("token"),
+            operatingSystem: try row.string("operating_system"), locale: try row.optionalString("locale"),
+            rawLocale: try row.optionalString("raw_locale"), apnsSandbox: try row.bool("apns_sandbox"),
+            testDevice: try row.bool("test_device"), description: try row.optionalString("description"),
+            createdAt: date(try row.optionalInt("created_at")), lastSeenAt: date(try row.optionalInt("last_seen_at")))
     }
 
     static func values(_ registration: PushRegistration) -> [SQLValue] {

@@ -189,8 +189,8 @@ struct RelayBinder: Sendable {
                 WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = l.push_token AND b.bound_at > $1)
                 LIMIT \(limit)
                 """, [stale]).compactMap { row in
-                guard let token = row.string("token") else { return nil }
-                return (token, row.string("operating_system") == "android" ? .android : .ios)
+                guard let token = try row.optionalString("token") else { return nil }
+                return (token, try row.optionalString("operating_system") == "android" ? .android : .ios)
             }
         }
     }

@@ -76,7 +76,7 @@ struct RelayStore: Sendable {
         }
         var found: [String: PushPlatform] = [:]
         for row in rows {
-            if let hash = row.string("token_hash"), let token = hashes[hash], let platform = PushPlatform(rawValue: row.string("platform") ?? "") {
+            if let hash = try row.optionalString("token_hash"), let token = hashes[hash], let platform = PushPlatform(rawValue: try row.string("platform")) {
                 found[token] = platform
             }
         }
@@ -89,7 +89,7 @@ struct RelayStore: Sendable {
         _ = try await database.write { connection in
             for row in try connection.query("DELETE FROM relay_bindings WHERE token_hash = $1 AND server_id = $2 RETURNING client_hash",
                                             [.text(Self.tokenHash(token)), .text(serverID)]) {
-                try Self.count(connection, owners: ["server:" + serverID] + (row.string("client_hash").map { ["client:" + $0] } ?? []), by: -1)
+                try Self.count(connection, owners: ["server:" + serverID] + (row.optionalString("client_hash").map { ["client:" + $0] } ?? []), by: -1)
             }
         }
     }
@@ -115,8 +115,8 @@ struct RelayStore: Sendable {
             for row in try connection.query("""
                 SELECT server_id, client_hash, COUNT(*) AS n FROM relay_bindings WHERE bound_at <= $1 GROUP BY server_id, client_hash
                 """, [cutoff]) {
-                let owners = ["server:" + (row.string("server_id") ?? "")] + (row.string("client_hash").map { ["client:" + $0] } ?? [])
-                try Self.count(connection, owners: owners, by: -(row.int("n") ?? 0))
+                let owners = ["server:" + (try row.string("server_id"))] + (try row.optionalString("client_hash").map { ["client:" + $0] } ?? [])
+                try Self.count(connection, owners: owners, by: -(row.int("n")))
             }
             try connection.execute("DELETE FROM relay_binding_counts WHERE bindings <= 0", [])
             return try connection.execute("DELETE FROM relay_bindings WHERE bound_at <= $1", [cutoff])

@@ -25,8 +25,8 @@ public struct SurveyStore: Sendable {
         }
     }
 
-    static func study(_ row: Row) -> Study {
-        Study(id: row.int("id") ?? 0, regionID: Int(row.int("region_id") ?? 0), name: row.string("name") ?? "", description: row.string("description"))
+    static func study(_ row: Row) throws -> Study {
+        Study(id: try row.int("id"), regionID: Int(try row.int("region_id")), name: try row.string("name"), description: try row.optionalString("description"))
     }
 
     // MARK: Surveys
@@ -138,22 +138,22 @@ public struct SurveyStore: Sendable {
     }
 
     static func survey(_ row: Row, _ connection: any SQLConnection) throws -> Survey {
-        let id = row.int("id") ?? 0
+        let id = try row.int("id")
         let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = $1 ORDER BY position, id", [.integer(id)]).map { question in
             let content: [String: JSONValue]
-            if case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data((question.string("content") ?? "{}").utf8)) {
+            if case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data((question.string("content")).utf8)) {
                 content = object
             } else {
                 content = [:]
             }
-            return SurveyQuestion(id: question.int("id") ?? 0, position: Int(question.int("position") ?? 0), required: question.bool("required"), content: content)
+            return SurveyQuestion(id: try question.int("id"), position: Int(try question.int("position")), required: try question.bool("required"), content: content)
         }
-        return Survey(id: id, regionID: Int(row.int("region_id") ?? 0), studyID: row.int("study_id") ?? 0, name: row.string("name") ?? "",
-                      available: row.bool("available"), startDate: row.int("start_date"), endDate: row.int("end_date"),
-                      showOnMap: row.bool("show_on_map"), showOnStops: row.bool("show_on_stops"), alwaysVisible: row.bool("always_visible"),
-                      allowsMultipleResponses: row.bool("allows_multiple_responses"), visibleStopList: decodeList(row.string("visible_stop_list")),
-                      visibleRouteList: decodeList(row.string("visible_route_list")), requireStopIDInResponse: row.bool("require_stop_id_in_response"),
-                      questions: questions, createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0)
+        return Survey(id: id, regionID: Int(try row.int("region_id")), studyID: try row.int("study_id"), name: try row.string("name"),
+                      available: try row.bool("available"), startDate: try row.optionalInt("start_date"), endDate: try row.optionalInt("end_date"),
+                      showOnMap: try row.bool("show_on_map"), showOnStops: try row.bool("show_on_stops"), alwaysVisible: try row.bool("always_visible"),
+                      allowsMultipleResponses: try row.bool("allows_multiple_responses"), visibleStopList: decodeList(try row.optionalString("visible_stop_list")),
+                      visibleRouteList: decodeList(try row.optionalString("visible_route_list")), requireStopIDInResponse: try row.bool("require_stop_id_in_response"),
+                      questions: questions, createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0)
     }
 
     // MARK: Responses
@@ -164,6 +164,19 @@ public struct SurveyStore: Sendable {
         public var surveyID: Int64
         public var userIdentifier: String
         public var answers: [[String: JSONValue]]
+        public var stopIdentifier: String? = nil
+        public var stopLatitude: Double? = nil
+        public var stopLongitude: Double? = nil
+        /// Epoch seconds.
+        public var createdAt: Int64 = 0
+        public var updatedAt: Int64 = 0
+
+        static func read(_ row: Row) throws -> StoredResponse {
+            StoredResponse(publicID: try row.string("public_id"), surveyID: try row.int("survey_id"), userIdentifier: try row.string("user_identifier"),
+                           answers: SurveyStore.decodeAnswers(try row.string("responses")), stopIdentifier: try row.optionalString("stop_identifier"),
+                           stopLatitude: try row.optionalDouble("stop_latitude"), stopLongitude: try row.optionalDouble("stop_longitude"),
+                           createdAt: try row.int("created_at"), updatedAt: try row.int("updated_at"))
+        }
     }
 
     public func createResponse(surveyID: Int64, userIdentifier: String, stopIdentifier: String?, stopLatitude: Double?, stopLongitude: Double?,
@@ -176,18 +189,22 @@ public struct SurveyStore: Sendable {
                 """, [.text(publicID), .integer(surveyID), .text(userIdentifier), SQLValue(stopIdentifier), SQLValue(stopLatitude),
                       SQLValue(stopLongitude), .text(Self.encode(answers)), .integer(now)])
         }
-        return StoredResponse(publicID: publicID, surveyID: surveyID, userIdentifier: userIdentifier, answers: answers)
+        return StoredResponse(publicID: publicID, surveyID: surveyID, userIdentifier: userIdentifier, answers: answers, stopIdentifier: stopIdentifier,
+                              stopLatitude: stopLatitude, stopLongitude: stopLongitude, createdAt: now, updatedAt: now)
     }
 
     /// Merges answers into a stored response by `question_id`; nil when unknown.
     public func amendResponse(publicID: String, answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse? {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT * FROM survey_responses WHERE public_id = $1", [.text(publicID)]) else { return nil }
-            let merged = SurveyRules.merge(stored: Self.decodeAnswers(row.string("responses")), incoming: answers)
+            var stored = try StoredResponse.read(row)
+            let merged = SurveyRules.merge(stored: stored.answers, incoming: answers)
             if let problem = SurveyRules.answersTooLarge(merged.map(JSONValue.object)) { throw ValidationFailure([problem]) }
             try connection.execute("UPDATE survey_responses SET responses = $2, updated_at = $3 WHERE public_id = $1",
                                    [.text(publicID), .text(Self.encode(merged)), .integer(now)])
-            return StoredResponse(publicID: publicID, surveyID: row.int("survey_id") ?? 0, userIdentifier: row.string("user_identifier") ?? "", answers: merged)
+            stored.answers = merged
+            stored.updatedAt = now
+            return stored
         }
     }
 
@@ -197,9 +214,9 @@ public struct SurveyStore: Sendable {
         }
     }
 
-    public func responses(surveyID: Int64) async throws -> [Row] {
+    public func responses(surveyID: Int64) async throws -> [StoredResponse] {
         try await database.read { connection in
-            try connection.query("SELECT * FROM survey_responses WHERE survey_id = $1 ORDER BY id", [.integer(surveyID)])
+            try connection.query("SELECT * FROM survey_responses WHERE survey_id = $1 ORDER BY id", [.integer(surveyID)]).map(StoredResponse.read)
         }
     }
 
@@ -220,16 +237,15 @@ public struct SurveyStore: Sendable {
         let questions = survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.filter { $0.type != "label" }
         var lines = [CSV.line(["response_id", "created_at", "updated_at", "user_identifier", "stop_identifier", "stop_latitude", "stop_longitude"]
                               + questions.map { $0.content["label_text"]?.scalarText ?? "question \($0.id)" })]
-        for row in try await responses(surveyID: survey.id) {
-            let answers = Self.decodeAnswers(row.string("responses"))
-            let byQuestion = Dictionary(answers.compactMap { answer -> (Int64, String)? in
+        for response in try await responses(surveyID: survey.id) {
+            let byQuestion = Dictionary(response.answers.compactMap { answer -> (Int64, String)? in
                 guard case .integer(let id)? = answer["question_id"] else { return nil }
                 let value = answer["answer"].map { $0.scalarText ?? String(decoding: $0.encoded(), as: UTF8.self) }
                 return (id, value ?? "")
             }, uniquingKeysWith: { _, last in last })
-            lines.append(CSV.row([.text(row.string("public_id")), .instant(row.int("created_at"), zone), .instant(row.int("updated_at"), zone),
-                                  .text(row.string("user_identifier")), .text(row.string("stop_identifier")), .number(row.double("stop_latitude")),
-                                  .number(row.double("stop_longitude"))] + questions.map { .text(byQuestion[$0.id]) }))
+            lines.append(CSV.row([.text(response.publicID), .instant(response.createdAt, zone), .instant(response.updatedAt, zone),
+                                  .text(response.userIdentifier), .text(response.stopIdentifier), .number(response.stopLatitude),
+                                  .number(response.stopLongitude)] + questions.map { .text(byQuestion[$0.id]) }))
         }
         return lines.joined(separator: "\n") + "\n"
     }
