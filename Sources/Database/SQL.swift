@@ -112,3 +112,26 @@ extension SQLConnection {
         try query(sql).first
     }
 }
+
+/// Columns and their values, named once and used as an INSERT's column and
+/// value lists or an UPDATE's assignments, so the two never fall out of step.
+public struct SQLFields: Sendable {
+    public private(set) var pairs: [(column: String, value: SQLValue)] = []
+
+    public init() {}
+
+    /// Sets a column (its name is trusted SQL text, never a value from outside).
+    public mutating func set(_ column: String, _ value: some SQLBindable) { pairs.append((column, value.sqlValue)) }
+
+    /// Sets a column to a value or NULL.
+    public mutating func set(_ column: String, _ value: (some SQLBindable)?) { pairs.append((column, value?.sqlValue ?? .null)) }
+
+    /// `a, b, c`.
+    public var columns: SQL { SQL(segments: [.text(pairs.map(\.column).joined(separator: ", "))]) }
+
+    /// `$1, $2, $3` with the values bound.
+    public var values: SQL { SQL.joined(pairs.map { SQL(segments: [.value($0.value)]) }, separator: ", ") }
+
+    /// `a = $1, b = $2`.
+    public var assignments: SQL { SQL.joined(pairs.map { SQL(segments: [.text($0.column + " = "), .value($0.value)]) }, separator: ", ") }
+}

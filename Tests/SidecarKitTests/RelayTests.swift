@@ -107,7 +107,10 @@ struct TestRelay {
         _ = try await database.migrate(RelayStore.migrations)
         let apns = RecordingTransport()
         let clock = SystemClock()
-        let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
+        // The limiters' minute stands still: a test crossing a minute's
+        // boundary must not get a fresh budget halfway.
+        let started = clock.now().timeIntervalSince1970
+        let now: @Sendable () -> Double = { started }
         let store = RelayStore(database: database, maxBindingsPerServer: maxBindingsPerServer, maxBindingsPerClient: maxBindingsPerClient)
         let routes = RelayRoutes(store: store, apns: apns, fcm: nil, allowedServers: nil,
                                  clientLimiter: FixedWindowRateLimiter(limit: 0, windowSeconds: 60, now: now),

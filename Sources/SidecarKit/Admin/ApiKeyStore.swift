@@ -39,9 +39,8 @@ public struct ApiKeyStore: Sendable {
         let prefix = String(key.prefix(14))
         let id = try await database.write { connection in
             try connection.queryOne("""
-                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
-                """, [.text(name), .text(prefix), .text(Self.hash(key)), .integer(now), ConsoleStore.encodeRegions(regions),
-                      .integer(canPush ? 1 : 0)])?.int("id") ?? 0
+                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push) VALUES (\(name), \(prefix), \(Self.hash(key)), \(now), \(ConsoleStore.encodeRegions(regions)), \(canPush ? 1 : 0)) RETURNING id
+                """)?.int("id") ?? 0
         }
         return (key, Record(id: id, name: name, prefix: prefix, createdAt: now, lastUsedAt: nil, revokedAt: nil, regions: regions, canPush: canPush))
     }
@@ -50,27 +49,27 @@ public struct ApiKeyStore: Sendable {
     public func verify(_ presented: String, now: Int64) async throws -> Record? {
         let digest = Self.hash(presented)
         guard let record = try await database.read({ connection in
-            try connection.queryOne("SELECT * FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL", [.text(digest)]).map(Self.record)
+            try connection.queryOne("SELECT * FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL").map(Self.record)
         }) else { return nil }
         if (record.lastUsedAt ?? 0) < now - 60 {
             _ = try? await database.write { connection in
-                try connection.execute("UPDATE api_keys SET last_used_at = $2 WHERE id = $1", [.integer(record.id), .integer(now)])
+                try connection.execute("UPDATE api_keys SET last_used_at = \(now) WHERE id = \(record.id)")
             }
         }
         return record
     }
 
     public func list() async throws -> [Record] {
-        try await database.read { connection in try connection.query("SELECT * FROM api_keys ORDER BY id", []).map(Self.record) }
+        try await database.read { connection in try connection.query("SELECT * FROM api_keys ORDER BY id").map(Self.record) }
     }
 
     public func find(id: Int64) async throws -> Record? {
-        try await database.read { connection in try connection.queryOne("SELECT * FROM api_keys WHERE id = $1", [.integer(id)]).map(Self.record) }
+        try await database.read { connection in try connection.queryOne("SELECT * FROM api_keys WHERE id = \(id)").map(Self.record) }
     }
 
     public func revoke(id: Int64, now: Int64) async throws -> Bool {
         try await database.write { connection in
-            try connection.execute("UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL", [.integer(id), .integer(now)]) > 0
+            try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND revoked_at IS NULL") > 0
         }
     }
 

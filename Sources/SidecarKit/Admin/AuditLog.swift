@@ -33,9 +33,8 @@ public struct AuditLog: Sendable {
         do {
             _ = try await database.write { connection in
                 try connection.execute("""
-                    INSERT INTO audit_log (at, actor, action, region_id, target, detail) VALUES ($1, $2, $3, $4, $5, $6)
-                    """, [.integer(now), .text(actor), .text(action), regionID.map { .integer(Int64($0)) } ?? .null,
-                          target.map(SQLValue.text) ?? .null, detail.map(SQLValue.text) ?? .null])
+                    INSERT INTO audit_log (at, actor, action, region_id, target, detail) VALUES (\(now), \(actor), \(action), \(regionID.map { .integer(Int64($0)) } ?? SQLValue.null), \(target.map(SQLValue.text) ?? SQLValue.null), \(detail.map(SQLValue.text) ?? SQLValue.null))
+                    """)
             }
         } catch {
             logger?.error("audit entry not written", [("action", action), ("error", "\(error)")])

@@ -31,19 +31,14 @@ public struct AlarmStore: Sendable {
         let request = alarm.request
         _ = try await database.write { connection in
             if maxPerDevice > 0 {
-                let pending = try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE user_push_id = $1",
-                                                      [.text(request.userPushID)])?.int("n") ?? 0
+                let pending = try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE user_push_id = \(request.userPushID)")?.int("n") ?? 0
                 if pending >= maxPerDevice { throw AlarmStoreError.tooManyPending(limit: maxPerDevice) }
             }
             try connection.execute("""
                 INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_system, apns_sandbox, stop_id, trip_id,
                     service_date, vehicle_id, stop_sequence, seconds_before, message, failure_count, departure_estimate, next_check_at, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14, $15, $15)
-                """, [.text(alarm.token), .integer(Int64(alarm.regionID)), .integer(Int64(alarm.apiVersion)), .text(request.userPushID),
-                      .text(request.operatingSystem), SQLValue(request.apnsSandbox), SQLValue(request.stopID), SQLValue(request.tripID),
-                      SQLValue(request.serviceDate), SQLValue(request.vehicleID), SQLValue(request.stopSequence),
-                      .integer(Int64(request.secondsBefore)), .text(alarm.message), SQLValue(alarm.departureEstimate),
-                      .integer(alarm.nowMillis)])
+                VALUES (\(alarm.token), \(Int64(alarm.regionID)), \(Int64(alarm.apiVersion)), \(request.userPushID), \(request.operatingSystem), \(request.apnsSandbox), \(request.stopID), \(request.tripID), \(request.serviceDate), \(request.vehicleID), \(request.stopSequence), \(Int64(request.secondsBefore)), \(alarm.message), 0, \(alarm.departureEstimate), \(alarm.nowMillis), \(alarm.nowMillis))
+                """)
         }
     }
 
@@ -51,23 +46,22 @@ public struct AlarmStore: Sendable {
     public func findV1(regionID: Int, userPushID: String, tripID: String?, stopID: String?, serviceDate: Int64?) async throws -> Alarm? {
         try await database.read { connection in
             try connection.queryOne("""
-                SELECT \(Self.columns) FROM alarms WHERE api_version = 1 AND region_id = $1 AND user_push_id = $2
-                    AND COALESCE(trip_id, '') = $3 AND COALESCE(stop_id, '') = $4 AND COALESCE(service_date, -1) = $5
-                """, [.integer(Int64(regionID)), .text(userPushID), .text(tripID ?? ""), .text(stopID ?? ""),
-                      .integer(serviceDate ?? -1)]).map(Self.alarm)
+                SELECT \(raw: Self.columns) FROM alarms WHERE api_version = 1 AND region_id = \(Int64(regionID)) AND user_push_id = \(userPushID)
+                    AND COALESCE(trip_id, '') = \(tripID ?? "") AND COALESCE(stop_id, '') = \(stopID ?? "") AND COALESCE(service_date, -1) = \(serviceDate ?? -1)
+                """).map(Self.alarm)
         }
     }
 
     /// Deletes one region's alarm by token; false when there was none.
     public func delete(regionID: Int, token: String) async throws -> Bool {
         try await database.write { connection in
-            try connection.execute("DELETE FROM alarms WHERE region_id = $1 AND token = $2", [.integer(Int64(regionID)), .text(token)]) > 0
+            try connection.execute("DELETE FROM alarms WHERE region_id = \(Int64(regionID)) AND token = \(token)") > 0
         }
     }
 
     public func find(token: String) async throws -> Alarm? {
         try await database.read { connection in
-            try connection.queryOne("SELECT \(Self.columns) FROM alarms WHERE token = $1", [.text(token)]).map(Self.alarm)
+            try connection.queryOne("SELECT \(raw: Self.columns) FROM alarms WHERE token = \(token)").map(Self.alarm)
         }
     }
 
@@ -84,11 +78,11 @@ public struct AlarmStore: Sendable {
         let skipLocked = database.dialect.skipLocked
         return try await database.write { connection in
             try connection.query("""
-                UPDATE alarms SET claimed_until = $3 WHERE id IN (
-                    SELECT id FROM alarms WHERE next_check_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $2)
-                    ORDER BY region_id, stop_id, id LIMIT $4\(skipLocked))
-                RETURNING \(Self.columns)
-                """, [.integer(cutoffMillis), .integer(nowMillis), .integer(nowMillis + Self.claimMillis), .integer(Int64(limit))])
+                UPDATE alarms SET claimed_until = \(nowMillis + Self.claimMillis) WHERE id IN (
+                    SELECT id FROM alarms WHERE next_check_at <= \(cutoffMillis) AND (claimed_until IS NULL OR claimed_until <= \(nowMillis))
+                    ORDER BY region_id, stop_id, id LIMIT \(Int64(limit))\(raw: skipLocked))
+                RETURNING \(raw: Self.columns)
+                """)
                 .map(Self.alarm)
         }
     }
@@ -96,8 +90,7 @@ public struct AlarmStore: Sendable {
     /// The stops (region, stop id) with an alarm due at or before `cutoffMillis`.
     public func dueStops(atOrBefore cutoffMillis: Int64) async throws -> [(regionID: Int, stopID: String?)] {
         try await database.read { connection in
-            try connection.query("SELECT DISTINCT region_id, stop_id FROM alarms WHERE next_check_at <= $1",
-                                 [.integer(cutoffMillis)]).map { (Int(try $0.int("region_id")), try $0.optionalString("stop_id")) }
+            try connection.query("SELECT DISTINCT region_id, stop_id FROM alarms WHERE next_check_at <= \(cutoffMillis)").map { (Int(try $0.int("region_id")), try $0.optionalString("stop_id")) }
         }
     }
 
@@ -108,12 +101,12 @@ public struct AlarmStore: Sendable {
             for stop in stops {
                 if let stopID = stop.stopID {
                     alarms += try connection.query("""
-                        SELECT \(Self.columns) FROM alarms WHERE region_id = $1 AND stop_id = $2 AND next_check_at <= $3
-                        """, [.integer(Int64(stop.regionID)), .text(stopID), .integer(cutoffMillis)]).map(Self.alarm)
+                        SELECT \(raw: Self.columns) FROM alarms WHERE region_id = \(Int64(stop.regionID)) AND stop_id = \(stopID) AND next_check_at <= \(cutoffMillis)
+                        """).map(Self.alarm)
                 } else {
                     alarms += try connection.query("""
-                        SELECT \(Self.columns) FROM alarms WHERE region_id = $1 AND stop_id IS NULL AND next_check_at <= $2
-                        """, [.integer(Int64(stop.regionID)), .integer(cutoffMillis)]).map(Self.alarm)
+                        SELECT \(raw: Self.columns) FROM alarms WHERE region_id = \(Int64(stop.regionID)) AND stop_id IS NULL AND next_check_at <= \(cutoffMillis)
+                        """).map(Self.alarm)
                 }
             }
             return alarms
@@ -123,12 +116,12 @@ public struct AlarmStore: Sendable {
     /// Alarms whose next check is at or before `cutoffMillis`.
     public func due(atOrBefore cutoffMillis: Int64) async throws -> [Alarm] {
         try await database.read { connection in
-            try connection.query("SELECT \(Self.columns) FROM alarms WHERE next_check_at <= $1", [.integer(cutoffMillis)]).map(Self.alarm)
+            try connection.query("SELECT \(raw: Self.columns) FROM alarms WHERE next_check_at <= \(cutoffMillis)").map(Self.alarm)
         }
     }
 
     public func count() async throws -> Int {
-        try await database.read { connection in Int(try connection.queryOne("SELECT COUNT(*) AS n FROM alarms", [])?.int("n") ?? 0) }
+        try await database.read { connection in Int(try connection.queryOne("SELECT COUNT(*) AS n FROM alarms")?.int("n") ?? 0) }
     }
 
     /// What one check decided for one alarm.
@@ -146,12 +139,12 @@ public struct AlarmStore: Sendable {
                 switch update {
                 case .reschedule(let id, let failureCount, let nextCheckAt, let departureEstimate):
                     try connection.execute("""
-                        UPDATE alarms SET failure_count = $2, next_check_at = $3, departure_estimate = COALESCE($4, departure_estimate),
+                        UPDATE alarms SET failure_count = \(Int64(failureCount)), next_check_at = \(nextCheckAt), departure_estimate = COALESCE(\(departureEstimate), departure_estimate),
                             claimed_until = NULL
-                        WHERE id = $1
-                        """, [.integer(id), .integer(Int64(failureCount)), .integer(nextCheckAt), SQLValue(departureEstimate)])
+                        WHERE id = \(id)
+                        """)
                 case .delete(let id):
-                    try connection.execute("DELETE FROM alarms WHERE id = $1", [.integer(id)])
+                    try connection.execute("DELETE FROM alarms WHERE id = \(id)")
                 }
             }
         }

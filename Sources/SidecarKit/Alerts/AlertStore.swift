@@ -24,7 +24,7 @@ public struct AlertStore: Sendable {
     public func regionSettings() async throws -> [Int: RegionSettings] {
         try await database.read { connection in
             var settings: [Int: RegionSettings] = [:]
-            for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings", []) {
+            for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings") {
                 let id = Int(try row.int("region_id"))
                 settings[id] = RegionSettings(regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"))
             }
@@ -35,9 +35,9 @@ public struct AlertStore: Sendable {
     public func setRegionSettings(_ settings: RegionSettings) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
-                INSERT INTO region_settings (region_id, agency_id, timezone) VALUES ($1, $2, $3)
+                INSERT INTO region_settings (region_id, agency_id, timezone) VALUES (\(Int64(settings.regionID)), \(settings.agencyID), \(settings.timezone))
                 ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id, timezone = excluded.timezone
-                """, [.integer(Int64(settings.regionID)), SQLValue(settings.agencyID), SQLValue(settings.timezone)])
+                """)
         }
     }
 
@@ -47,11 +47,11 @@ public struct AlertStore: Sendable {
     public func create(_ alert: ServiceAlert) async throws -> ServiceAlert {
         try await database.write { connection in
             let id = try Self.nextID(connection)
+            let fields = Self.fields(alert)
             try connection.execute("""
-                INSERT INTO alerts (region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at,
-                    published, test, impact_starts_at, impact_ends_at, source_version, created_at, updated_at, id)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $15, $16)
-                """, Self.values(alert) + [.integer(alert.createdAt), .integer(id)])
+                INSERT INTO alerts (\(fields.columns), source_version, created_at, updated_at, id)
+                VALUES (\(fields.values), 1, \(alert.createdAt), \(alert.createdAt), \(id))
+                """)
             var created = alert
             created.id = id
             created.sourceVersion = 1
@@ -64,18 +64,17 @@ public struct AlertStore: Sendable {
     /// its source version, which makes older translations stale.
     public func update(_ alert: ServiceAlert, now: Int64) async throws -> ServiceAlert {
         try await database.write { connection in
-            guard let previous = try connection.queryOne("SELECT \(Self.columns) FROM alerts WHERE id = $1", [.integer(alert.id)]).map(Self.alert) else {
+            guard let previous = try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(alert.id)").map(Self.alert) else {
                 throw AlertStoreError.notFound
             }
             var saved = alert
             saved.sourceVersion = previous.sourceVersion + (previous.header != alert.header || previous.description != alert.description ? 1 : 0)
             saved.updatedAt = now
             try connection.execute("""
-                UPDATE alerts SET region_id = $1, agency_id = $2, header = $3, description = $4, url = $5, cause = $6, effect = $7,
-                    severity = $8, starts_at = $9, ends_at = $10, published = $11, test = $12, impact_starts_at = $13,
-                    impact_ends_at = $14, source_version = $15, updated_at = $16, withdrawn_at = $17
-                WHERE id = $18
-                """, Self.values(saved) + [.integer(Int64(saved.sourceVersion)), .integer(now), SQLValue(saved.withdrawnAt), .integer(saved.id)])
+                UPDATE alerts SET \(Self.fields(saved).assignments), source_version = \(saved.sourceVersion), updated_at = \(now),
+                    withdrawn_at = \(saved.withdrawnAt)
+                WHERE id = \(saved.id)
+                """)
             try Self.bumpFeed(connection, regionID: saved.regionID, now: now)
             return saved
         }
@@ -83,10 +82,10 @@ public struct AlertStore: Sendable {
 
     public func delete(id: Int64, now: Int64) async throws -> Bool {
         try await database.write { connection in
-            guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = $1", [.integer(id)]) else { return false }
-            try connection.execute("DELETE FROM alert_translations WHERE alert_id = $1", [.integer(id)])
-            try connection.execute("DELETE FROM alert_sends WHERE alert_id = $1", [.integer(id)])
-            try connection.execute("DELETE FROM alerts WHERE id = $1", [.integer(id)])
+            guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(id)") else { return false }
+            try connection.execute("DELETE FROM alert_translations WHERE alert_id = \(id)")
+            try connection.execute("DELETE FROM alert_sends WHERE alert_id = \(id)")
+            try connection.execute("DELETE FROM alerts WHERE id = \(id)")
             try Self.bumpFeed(connection, regionID: Int(row.int("region_id")), now: now)
             return true
         }
@@ -94,7 +93,7 @@ public struct AlertStore: Sendable {
 
     public func find(id: Int64) async throws -> ServiceAlert? {
         try await database.read { connection in
-            try connection.queryOne("SELECT \(Self.columns) FROM alerts WHERE id = $1", [.integer(id)]).map(Self.alert)
+            try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(id)").map(Self.alert)
         }
     }
 
@@ -102,8 +101,8 @@ public struct AlertStore: Sendable {
     public func alerts(regionID: Int, publishedOnly: Bool = false) async throws -> [ServiceAlert] {
         try await database.read { connection in
             try connection.query("""
-                SELECT \(Self.columns) FROM alerts WHERE region_id = $1 AND ($2 = 0 OR published = 1) ORDER BY starts_at DESC, id DESC
-                """, [.integer(Int64(regionID)), SQLValue(publishedOnly)]).map(Self.alert)
+                SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND (\(publishedOnly) = 0 OR published = 1) ORDER BY starts_at DESC, id DESC
+                """).map(Self.alert)
         }
     }
 
@@ -111,17 +110,15 @@ public struct AlertStore: Sendable {
     /// translations, and when the region's alerts last changed.
     public func feedSnapshot(regionID: Int) async throws -> (alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64?, version: Int64) {
         try await database.read { connection in
-            let alerts = try connection.query("SELECT \(Self.columns) FROM alerts WHERE region_id = $1 AND published = 1",
-                                              [.integer(Int64(regionID))]).map(Self.alert)
+            let alerts = try connection.query("SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1").map(Self.alert)
             var translations: [Int64: [AlertTranslation]] = [:]
             for row in try connection.query("""
                 SELECT t.alert_id, t.language, t.header, t.description, t.source_version FROM alert_translations t
-                JOIN alerts a ON a.id = t.alert_id WHERE a.region_id = $1 AND a.published = 1
-                """, [.integer(Int64(regionID))]) {
+                JOIN alerts a ON a.id = t.alert_id WHERE a.region_id = \(Int64(regionID)) AND a.published = 1
+                """) {
                 translations[try row.int("alert_id"), default: []].append(try Self.translation(row))
             }
-            let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = $1",
-                                              [.integer(Int64(regionID))])
+            let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = \(Int64(regionID))")
             return (alerts, translations, try row?.optionalInt("changed_at"), try row?.int("version") ?? 0)
         }
     }
@@ -130,7 +127,7 @@ public struct AlertStore: Sendable {
     /// made by other processes, such as the CLI).
     public func feedVersions() async throws -> [Int: Int64] {
         try await database.read { connection in
-            Dictionary(try connection.query("SELECT region_id, version FROM alert_feed_versions", []).map {
+            Dictionary(try connection.query("SELECT region_id, version FROM alert_feed_versions").map {
                 (Int(try $0.int("region_id")), try $0.int("version"))
             }, uniquingKeysWith: { first, _ in first })
         }
@@ -140,25 +137,23 @@ public struct AlertStore: Sendable {
 
     public func translations(alertID: Int64) async throws -> [AlertTranslation] {
         try await database.read { connection in
-            try connection.query("SELECT alert_id, language, header, description, source_version FROM alert_translations WHERE alert_id = $1 ORDER BY language",
-                                 [.integer(alertID)]).map(Self.translation)
+            try connection.query("SELECT alert_id, language, header, description, source_version FROM alert_translations WHERE alert_id = \(alertID) ORDER BY language").map(Self.translation)
         }
     }
 
     /// Stores a translation made from the alert's current English text.
     public func translate(alertID: Int64, language: String, header: String, description: String, now: Int64) async throws -> AlertTranslation {
         try await database.write { connection in
-            guard let alert = try connection.queryOne("SELECT \(Self.columns) FROM alerts WHERE id = $1", [.integer(alertID)]).map(Self.alert) else {
+            guard let alert = try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(alertID)").map(Self.alert) else {
                 throw AlertStoreError.notFound
             }
             try connection.execute("""
                 INSERT INTO alert_translations (alert_id, language, header, description, source_version, source_header, source_description)
-                VALUES ($1, $2, $3, $4, $5, $6, $7)
+                VALUES (\(alertID), \(language), \(header), \(description), \(Int64(alert.sourceVersion)), \(alert.header), \(alert.description))
                 ON CONFLICT (alert_id, language) DO UPDATE SET header = excluded.header, description = excluded.description,
                     source_version = excluded.source_version, source_header = excluded.source_header,
                     source_description = excluded.source_description
-                """, [.integer(alertID), .text(language), .text(header), .text(description), .integer(Int64(alert.sourceVersion)),
-                      .text(alert.header), .text(alert.description)])
+                """)
             try Self.bumpFeed(connection, regionID: alert.regionID, now: now)
             return AlertTranslation(language: language, header: header, description: description, sourceVersion: alert.sourceVersion)
         }
@@ -167,9 +162,8 @@ public struct AlertStore: Sendable {
     /// Deletes one translation; false when there was none.
     public func deleteTranslation(alertID: Int64, language: String, now: Int64) async throws -> Bool {
         try await database.write { connection in
-            guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = $1", [.integer(alertID)]) else { return false }
-            let deleted = try connection.execute("DELETE FROM alert_translations WHERE alert_id = $1 AND language = $2",
-                                                 [.integer(alertID), .text(language)])
+            guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(alertID)") else { return false }
+            let deleted = try connection.execute("DELETE FROM alert_translations WHERE alert_id = \(alertID) AND language = \(language)")
             if deleted > 0 { try Self.bumpFeed(connection, regionID: Int(row.int("region_id")), now: now) }
             return deleted > 0
         }
@@ -187,16 +181,16 @@ public struct AlertStore: Sendable {
     public func startSend(alertID: Int64, audience: AlertSend.Audience, now: Int64) async throws -> AlertSend {
         try await database.write { connection in
             if let unfinished = try connection.queryOne("""
-                SELECT * FROM alert_sends WHERE alert_id = $1 AND audience = $2 AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
-                """, [.integer(alertID), .text(audience.rawValue)]) {
+                SELECT * FROM alert_sends WHERE alert_id = \(alertID) AND audience = \(audience.rawValue) AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
+                """) {
                 let lease = try unfinished.optionalInt("lease_until") ?? 0
                 // The condition is repeated in the UPDATE: with several
                 // instances, two may read the same lapsed lease, and only the
                 // one whose UPDATE still finds it lapsed gets the send.
                 guard let claimed = try connection.queryOne("""
-                    UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = $2
-                    WHERE id = $1 AND (status = 'failed' OR lease_until IS NULL OR lease_until <= $3) RETURNING *
-                    """, [.integer(unfinished.int("id")), .integer(now + sendLeaseSeconds), .integer(now)]) else {
+                    UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = \(now + sendLeaseSeconds)
+                    WHERE id = \(unfinished.int("id")) AND (status = 'failed' OR lease_until IS NULL OR lease_until <= \(now)) RETURNING *
+                    """) else {
                     throw AlertStoreError.busy(retryAfter: max(lease - now, 1))
                 }
                 return try Self.send(claimed)
@@ -207,10 +201,10 @@ public struct AlertStore: Sendable {
                 let row = try connection.queryOne("""
                     INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until,
                         audience_size)
-                    VALUES ($1, $2, 'running', 0, 0, 0, 0, 0, $3, $4, (
+                    VALUES (\(alertID), \(audience.rawValue), 'running', 0, 0, 0, 0, 0, \(now), \(now + sendLeaseSeconds), (
                         SELECT COUNT(*) FROM push_registrations r JOIN alerts a ON a.region_id = r.region_id
-                        WHERE a.id = $1 AND ($5 = 0 OR r.test_device = 1))) RETURNING *
-                    """, [.integer(alertID), .text(audience.rawValue), .integer(now), .integer(now + sendLeaseSeconds), SQLValue(audience == .test)])
+                        WHERE a.id = \(alertID) AND (\(audience == .test) = 0 OR r.test_device = 1))) RETURNING *
+                    """)
                 return try Self.send(row!)
             } catch DatabaseError.constraintViolation(_) {
                 throw AlertStoreError.busy(retryAfter: 1)
@@ -223,30 +217,29 @@ public struct AlertStore: Sendable {
     public func claimLapsedSends(now: Int64) async throws -> [AlertSend] {
         try await database.write { connection in
             try connection.query("""
-                UPDATE alert_sends SET lease_until = $2
-                WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= $1) RETURNING *
-                """, [.integer(now), .integer(now + sendLeaseSeconds)]).map(Self.send)
+                UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds)
+                WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING *
+                """).map(Self.send)
         }
     }
 
     /// Extends a send's lease while its runner waits to retry.
     public func renewLease(sendID: Int64, now: Int64) async throws {
         _ = try await database.write { connection in
-            try connection.execute("UPDATE alert_sends SET lease_until = $2 WHERE id = $1 AND status = 'running'",
-                                   [.integer(sendID), .integer(now + sendLeaseSeconds)])
+            try connection.execute("UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds) WHERE id = \(sendID) AND status = 'running'")
         }
     }
 
     /// Gives up a send's lease (a run that stopped early).
     public func releaseSend(id: Int64) async throws {
         _ = try await database.write { connection in
-            try connection.execute("UPDATE alert_sends SET lease_until = NULL WHERE id = $1", [.integer(id)])
+            try connection.execute("UPDATE alert_sends SET lease_until = NULL WHERE id = \(id)")
         }
     }
 
     public func send(id: Int64) async throws -> AlertSend? {
         try await database.read { connection in
-            try connection.queryOne("SELECT * FROM alert_sends WHERE id = $1", [.integer(id)]).map(Self.send)
+            try connection.queryOne("SELECT * FROM alert_sends WHERE id = \(id)").map(Self.send)
         }
     }
 
@@ -255,10 +248,10 @@ public struct AlertStore: Sendable {
     public func pendingPage(sendID: Int64, after registrationID: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
         try await database.read { connection in
             try connection.query("""
-                SELECT r.id, \(PushRegistrationStore.columns(qualifiedBy: "r"))
+                SELECT r.id, \(raw: PushRegistrationStore.columns(qualifiedBy: "r"))
                 FROM alert_send_pending p JOIN push_registrations r ON r.id = p.registration_id
-                WHERE p.send_id = $1 AND r.id > $2 ORDER BY r.id LIMIT $3
-                """, [.integer(sendID), .integer(registrationID), .integer(Int64(limit))]).map {
+                WHERE p.send_id = \(sendID) AND r.id > \(registrationID) ORDER BY r.id LIMIT \(Int64(limit))
+                """).map {
                 (try $0.int("id"), try PushRegistrationStore.registration($0))
             }
         }
@@ -269,14 +262,14 @@ public struct AlertStore: Sendable {
     public func audienceCount(regionID: Int, audience: AlertSend.Audience, after cursor: Int64 = 0) async throws -> Int {
         try await database.read { connection in
             Int(try connection.queryOne("""
-                SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1 AND ($2 = 0 OR test_device = 1) AND id > $3
-                """, [.integer(Int64(regionID)), SQLValue(audience == .test), .integer(cursor)])?.int("n") ?? 0)
+                SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = \(Int64(regionID)) AND (\(audience == .test) = 0 OR test_device = 1) AND id > \(cursor)
+                """)?.int("n") ?? 0)
         }
     }
 
     public func sends(alertID: Int64) async throws -> [AlertSend] {
         try await database.read { connection in
-            try connection.query("SELECT * FROM alert_sends WHERE alert_id = $1 ORDER BY id", [.integer(alertID)]).map(Self.send)
+            try connection.query("SELECT * FROM alert_sends WHERE alert_id = \(alertID) ORDER BY id").map(Self.send)
         }
     }
 
@@ -284,9 +277,9 @@ public struct AlertStore: Sendable {
     public func audiencePage(regionID: Int, audience: AlertSend.Audience, after cursor: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
         try await database.read { connection in
             try connection.query("""
-                SELECT id, \(PushRegistrationStore.columns) FROM push_registrations
-                WHERE region_id = $1 AND id > $2 AND ($3 = 0 OR test_device = 1) ORDER BY id LIMIT $4
-                """, [.integer(Int64(regionID)), .integer(cursor), SQLValue(audience == .test), .integer(Int64(limit))]).map {
+                SELECT id, \(raw: PushRegistrationStore.columns) FROM push_registrations
+                WHERE region_id = \(Int64(regionID)) AND id > \(cursor) AND (\(audience == .test) = 0 OR test_device = 1) ORDER BY id LIMIT \(Int64(limit))
+                """).map {
                 (try $0.int("id"), try PushRegistrationStore.registration($0))
             }
         }
@@ -326,33 +319,29 @@ public struct AlertStore: Sendable {
         try await database.write { connection in
             var pruned = 0
             for dead in record.deadTokens {
-                pruned += try connection.execute("DELETE FROM push_registrations WHERE region_id = $1 AND token = $2",
-                                                 [.integer(Int64(dead.regionID)), .text(dead.token)])
+                pruned += try connection.execute("DELETE FROM push_registrations WHERE region_id = \(Int64(dead.regionID)) AND token = \(dead.token)")
             }
             for id in record.stillPending {
                 try connection.execute("""
-                    INSERT INTO alert_send_pending (send_id, registration_id) VALUES ($1, $2) ON CONFLICT (send_id, registration_id) DO NOTHING
-                    """, [.integer(record.sendID), .integer(id)])
+                    INSERT INTO alert_send_pending (send_id, registration_id) VALUES (\(record.sendID), \(id)) ON CONFLICT (send_id, registration_id) DO NOTHING
+                    """)
             }
             for id in record.resolved {
-                try connection.execute("DELETE FROM alert_send_pending WHERE send_id = $1 AND registration_id = $2",
-                                       [.integer(record.sendID), .integer(id)])
+                try connection.execute("DELETE FROM alert_send_pending WHERE send_id = \(record.sendID) AND registration_id = \(id)")
             }
             // Pending registrations deleted meanwhile (pruned, opted out) no longer count.
             let pending = try connection.queryOne("""
-                SELECT COUNT(*) AS n FROM alert_send_pending p JOIN push_registrations r ON r.id = p.registration_id WHERE p.send_id = $1
-                """, [.integer(record.sendID)])?.int("n") ?? 0
+                SELECT COUNT(*) AS n FROM alert_send_pending p JOIN push_registrations r ON r.id = p.registration_id WHERE p.send_id = \(record.sendID)
+                """)?.int("n") ?? 0
             let ending = record.status != nil
             let row = try connection.queryOne("""
-                UPDATE alert_sends SET cursor = $2, targeted = targeted + $3, delivered = delivered + $4, failed = failed + $5,
-                    pruned = pruned + $6, pending = $7, status = COALESCE($8, status),
-                    finished_at = CASE WHEN $9 = 1 THEN $10 ELSE finished_at END,
-                    lease_until = CASE WHEN $9 = 1 THEN NULL ELSE $10 + $11 END,
-                    last_error = CASE WHEN $8 = 'done' THEN NULL ELSE COALESCE($12, last_error) END
-                WHERE id = $1 RETURNING *
-                """, [.integer(record.sendID), .integer(record.cursor), .integer(Int64(record.targeted)), .integer(Int64(record.delivered)),
-                      .integer(Int64(record.failed)), .integer(Int64(pruned)), .integer(pending), SQLValue(record.status),
-                      SQLValue(ending), .integer(record.now), .integer(sendLeaseSeconds), SQLValue(record.lastError)])
+                UPDATE alert_sends SET cursor = \(record.cursor), targeted = targeted + \(Int64(record.targeted)), delivered = delivered + \(Int64(record.delivered)), failed = failed + \(Int64(record.failed)),
+                    pruned = pruned + \(Int64(pruned)), pending = \(pending), status = COALESCE(\(record.status), status),
+                    finished_at = CASE WHEN \(ending) = 1 THEN \(record.now) ELSE finished_at END,
+                    lease_until = CASE WHEN \(ending) = 1 THEN NULL ELSE \(record.now) + \(sendLeaseSeconds) END,
+                    last_error = CASE WHEN \(record.status) = 'done' THEN NULL ELSE COALESCE(\(record.lastError), last_error) END
+                WHERE id = \(record.sendID) RETURNING *
+                """)
             guard let row else { throw AlertStoreError.notFound }
             return try Self.send(row)
         }
@@ -364,7 +353,7 @@ public struct AlertStore: Sendable {
     /// would hand the largest id out again after its alert was deleted, and
     /// the audit log names alerts by id.
     static func nextID(_ connection: any SQLConnection) throws -> Int64 {
-        guard let id = try connection.queryOne("UPDATE alert_id_sequence SET last_id = last_id + 1 RETURNING last_id", [])?.optionalInt("last_id") else {
+        guard let id = try connection.queryOne("UPDATE alert_id_sequence SET last_id = last_id + 1 RETURNING last_id")?.optionalInt("last_id") else {
             throw DatabaseError.failed(code: 0, message: "alert_id_sequence has no row")
         }
         return id
@@ -375,22 +364,36 @@ public struct AlertStore: Sendable {
     static func advanceIDs(_ connection: any SQLConnection) throws {
         try connection.execute("""
             UPDATE alert_id_sequence SET last_id = (SELECT MAX(id) FROM alerts) WHERE last_id < (SELECT COALESCE(MAX(id), 0) FROM alerts)
-            """, [])
+            """)
     }
 
     // MARK: Rows
 
     static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: Int64) throws {
         try connection.execute("""
-            INSERT INTO alert_feed_versions (region_id, version, changed_at) VALUES ($1, 1, $2)
+            INSERT INTO alert_feed_versions (region_id, version, changed_at) VALUES (\(Int64(regionID)), 1, \(now))
             ON CONFLICT (region_id) DO UPDATE SET version = alert_feed_versions.version + 1, changed_at = excluded.changed_at
-            """, [.integer(Int64(regionID)), .integer(now)])
+            """)
     }
 
-    static func values(_ alert: ServiceAlert) -> [SQLValue] {
-        [.integer(Int64(alert.regionID)), .text(alert.agencyID), .text(alert.header), .text(alert.description), SQLValue(alert.url),
-         .text(alert.cause.name), .text(alert.effect.name), .text(alert.severity.name), .integer(alert.startsAt), SQLValue(alert.endsAt),
-         SQLValue(alert.published), SQLValue(alert.test), SQLValue(alert.impactStartsAt), SQLValue(alert.impactEndsAt)]
+    /// The columns an author sets, for INSERT and UPDATE alike.
+    static func fields(_ alert: ServiceAlert) -> SQLFields {
+        var fields = SQLFields()
+        fields.set("region_id", alert.regionID)
+        fields.set("agency_id", alert.agencyID)
+        fields.set("header", alert.header)
+        fields.set("description", alert.description)
+        fields.set("url", alert.url)
+        fields.set("cause", alert.cause.name)
+        fields.set("effect", alert.effect.name)
+        fields.set("severity", alert.severity.name)
+        fields.set("starts_at", alert.startsAt)
+        fields.set("ends_at", alert.endsAt)
+        fields.set("published", alert.published)
+        fields.set("test", alert.test)
+        fields.set("impact_starts_at", alert.impactStartsAt)
+        fields.set("impact_ends_at", alert.impactEndsAt)
+        return fields
     }
 
     static func alert(_ row: Row) throws -> ServiceAlert {

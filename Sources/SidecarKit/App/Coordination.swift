@@ -22,11 +22,11 @@ public struct CoordinationStore: Sendable {
     public func acquire(_ name: String, ttlSeconds: Int64, nowSeconds: Int64) async throws -> Bool {
         try await database.write { connection in
             try connection.queryOne("""
-                INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3)
+                INSERT INTO leases (name, holder, expires_at) VALUES (\(name), \(instance), \(nowSeconds + ttlSeconds))
                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-                WHERE leases.expires_at <= $4 OR leases.holder = excluded.holder
+                WHERE leases.expires_at <= \(nowSeconds) OR leases.holder = excluded.holder
                 RETURNING holder
-                """, [.text(name), .text(instance), .integer(nowSeconds + ttlSeconds), .integer(nowSeconds)]) != nil
+                """) != nil
         }
     }
 
@@ -34,16 +34,16 @@ public struct CoordinationStore: Sendable {
     public func storeDocument(_ name: String, body: [UInt8], nowSeconds: Int64) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
-                INSERT INTO shared_documents (name, body, fetched_at) VALUES ($1, $2, $3)
+                INSERT INTO shared_documents (name, body, fetched_at) VALUES (\(name), \(body), \(nowSeconds))
                 ON CONFLICT (name) DO UPDATE SET body = excluded.body, fetched_at = excluded.fetched_at
-                """, [.text(name), .blob(body), .integer(nowSeconds)])
+                """)
         }
     }
 
     /// A shared document and when it was fetched.
     public func document(_ name: String) async throws -> (body: [UInt8], fetchedAt: Int64)? {
         try await database.read { connection in
-            guard let row = try connection.queryOne("SELECT body, fetched_at FROM shared_documents WHERE name = $1", [.text(name)]) else {
+            guard let row = try connection.queryOne("SELECT body, fetched_at FROM shared_documents WHERE name = \(name)") else {
                 return nil
             }
             guard case .blob(let body) = try row.value("body") else { return nil }
@@ -82,24 +82,23 @@ struct DatabaseWindowCounter: SharedWindowCounter {
     func increment(key: String, windowStart: Int64) async throws -> Int {
         try await database.write { connection in
             Int(try connection.queryOne("""
-                INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, 1)
+                INSERT INTO rate_limits (key, window_start, hits) VALUES (\(key), \(windowStart), 1)
                 ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1
                 RETURNING hits
-                """, [.text(key), .integer(windowStart)])?.int("hits") ?? 1)
+                """)?.int("hits") ?? 1)
         }
     }
 
     func count(key: String, windowStart: Int64) async throws -> Int {
         try await database.read { connection in
-            Int(try connection.queryOne("SELECT hits FROM rate_limits WHERE key = $1 AND window_start = $2",
-                                        [.text(key), .integer(windowStart)])?.int("hits") ?? 0)
+            Int(try connection.queryOne("SELECT hits FROM rate_limits WHERE key = \(key) AND window_start = \(windowStart)")?.int("hits") ?? 0)
         }
     }
 
     /// Forgets windows that ended before `cutoff` (epoch seconds).
     func prune(endedBefore cutoff: Int64) async throws {
         _ = try await database.write { connection in
-            try connection.execute("DELETE FROM rate_limits WHERE window_start < $1", [.integer(cutoff)])
+            try connection.execute("DELETE FROM rate_limits WHERE window_start < \(cutoff)")
         }
     }
 }

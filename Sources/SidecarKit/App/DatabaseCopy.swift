@@ -53,20 +53,19 @@ public enum DatabaseCopy {
                 throw Failure(description: "the target database is not empty (\(sample)); pass --replace to empty it first")
             }
             try await target.write { connection in
-                for table in tables.reversed() { try connection.execute("DELETE FROM \(table.name)", []) }
+                for table in tables.reversed() { try connection.execute("DELETE FROM \(raw: table.name)") }
             }
         }
         for table in tables {
             if singletons.contains(table.name) {
-                try await target.write { connection in try connection.execute("DELETE FROM \(table.name)", []) }
+                try await target.write { connection in try connection.execute("DELETE FROM \(raw: table.name)") }
             }
             var copied = 0
             var offset = 0
             while true {
                 let skip = offset
                 let rows = try await source.read { connection in
-                    try connection.query("SELECT * FROM \(table.name) ORDER BY \(table.order) LIMIT $1 OFFSET $2",
-                                         [.integer(Int64(pageSize)), .integer(Int64(skip))])
+                    try connection.query("SELECT * FROM \(raw: table.name) ORDER BY \(raw: table.order) LIMIT \(Int64(pageSize)) OFFSET \(Int64(skip))")
                 }
                 guard let first = rows.first else { break }
                 let columns = first.columns
@@ -97,15 +96,15 @@ public enum DatabaseCopy {
     /// rows were written with ids of their own.
     static func advanceIdentity(_ connection: any SQLConnection, table: String) throws {
         _ = try connection.query("""
-            SELECT setval(pg_get_serial_sequence('\(table)', 'id'), GREATEST(COALESCE(MAX(id), 0), 1), MAX(id) IS NOT NULL)
-            FROM \(table)
-            """, [])
+            SELECT setval(pg_get_serial_sequence('\(raw: table)', 'id'), GREATEST(COALESCE(MAX(id), 0), 1), MAX(id) IS NOT NULL)
+            FROM \(raw: table)
+            """)
     }
 
     static func counts(_ database: any Database) async throws -> [(table: String, rows: Int)] {
         try await database.read { connection in
             try tables.map { table in
-                (table.name, Int(try connection.queryOne("SELECT COUNT(*) AS n FROM \(table.name)", [])?.int("n") ?? 0))
+                (table.name, Int(try connection.queryOne("SELECT COUNT(*) AS n FROM \(raw: table.name)")?.int("n") ?? 0))
             }
         }
     }

@@ -107,7 +107,7 @@ public enum SchemaOwner: Sendable {
     static func appliedVersions(_ database: any Database) async throws -> [Int] {
         do {
             return try await database.read { connection in
-                try connection.query("SELECT version FROM schema_migrations", []).compactMap { try $0.optionalInt("version") }.map(Int.init)
+                try connection.query("SELECT version FROM schema_migrations").compactMap { try $0.optionalInt("version") }.map(Int.init)
             }
         } catch let error as DatabaseError {
             // A database no one migrated has no such table: nothing applied.

@@ -38,8 +38,8 @@ struct ConsoleStats: Sendable {
     /// catalog language and one without), the largest first.
     static func locales(_ connection: any SQLConnection, regionID: Int, limit: Int = 12) throws -> [(locale: String?, count: Int)] {
         try connection.query("""
-            SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = $1 GROUP BY locale ORDER BY n DESC, locale LIMIT $2
-            """, [.integer(Int64(regionID)), .integer(Int64(limit))]).map { (locale: try $0.optionalString("locale"), count: Int(try $0.int("n"))) }
+            SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = \(Int64(regionID)) GROUP BY locale ORDER BY n DESC, locale LIMIT \(Int64(limit))
+            """).map { (locale: try $0.optionalString("locale"), count: Int(try $0.int("n"))) }
     }
 
     /// Every language group of a region's devices (the alert page's
@@ -58,9 +58,9 @@ struct ConsoleStats: Sendable {
         return try await database.read { connection in
             var stats = ConsoleStats()
             for row in try connection.query("""
-                SELECT operating_system, apns_sandbox, test_device, COUNT(*) AS n FROM push_registrations WHERE region_id = $1
+                SELECT operating_system, apns_sandbox, test_device, COUNT(*) AS n FROM push_registrations WHERE region_id = \(region)
                 GROUP BY operating_system, apns_sandbox, test_device
-                """, [region]) {
+                """) {
                 let count = Int(try row.int("n"))
                 if try row.optionalString("operating_system") == "android" { stats.reach.android += count } else {
                     stats.reach.ios += count
@@ -72,18 +72,18 @@ struct ConsoleStats: Sendable {
             var counts: [Int64: Int] = [:]
             // Registrations keep milliseconds.
             for row in try connection.query("""
-                SELECT (created_at / 1000 + $3) / 86400 AS day, COUNT(*) AS n FROM push_registrations
-                WHERE region_id = $1 AND created_at >= $2 GROUP BY 1
-                """, [region, .integer(from * 1000), .integer(offset)]) {
+                SELECT (created_at / 1000 + \(offset)) / 86400 AS day, COUNT(*) AS n FROM push_registrations
+                WHERE region_id = \(region) AND created_at >= \(from * 1000) GROUP BY 1
+                """) {
                 counts[try row.optionalInt("day") ?? 0] = Int(try row.int("n"))
             }
             stats.perDay = (firstDay...today).map { (day: $0, count: counts[$0] ?? 0) }
-            stats.pendingAlarms = Int(try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE region_id = $1", [region])?.int("n") ?? 0)
-            stats.liveActivities = Int(try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities WHERE region_id = $1", [region])?.int("n") ?? 0)
+            stats.pendingAlarms = Int(try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE region_id = \(region)")?.int("n") ?? 0)
+            stats.liveActivities = Int(try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities WHERE region_id = \(region)")?.int("n") ?? 0)
             stats.recentSends = try connection.query("""
                 SELECT s.*, a.header AS alert_header FROM alert_sends s JOIN alerts a ON a.id = s.alert_id
-                WHERE a.region_id = $1 ORDER BY s.id DESC LIMIT 10
-                """, [region]).map { RecentSend(send: try AlertStore.send($0), alertID: try $0.int("alert_id"), header: try $0.optionalString("alert_header") ?? "") }
+                WHERE a.region_id = \(region) ORDER BY s.id DESC LIMIT 10
+                """).map { RecentSend(send: try AlertStore.send($0), alertID: try $0.int("alert_id"), header: try $0.optionalString("alert_header") ?? "") }
             return stats
         }
     }

@@ -41,34 +41,33 @@ struct ConsoleStore: Sendable {
 
     func createUser(email: String, passwordHash: String, role: ConsoleRole, regions: Set<Int>?, now: Int64) async throws -> User {
         let id: Int64? = try await database.write { connection in
-            guard try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)]) == nil else { return nil }
+            guard try connection.queryOne("SELECT id FROM console_users WHERE email = \(email)") == nil else { return nil }
             return try connection.queryOne("""
                 INSERT INTO console_users (email, password_hash, role, regions, created_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $5) RETURNING id
-                """, [.text(email), .text(passwordHash), .text(role.rawValue), Self.encodeRegions(regions), .integer(now)])?.optionalInt("id")
+                VALUES (\(email), \(passwordHash), \(role.rawValue), \(Self.encodeRegions(regions)), \(now), \(now)) RETURNING id
+                """)?.optionalInt("id")
         }
         guard let id else { throw Failure.duplicateEmail }
         return User(id: id, email: email, role: role, regions: regions, createdAt: now)
     }
 
     func users() async throws -> [User] {
-        try await database.read { connection in try connection.query("SELECT * FROM console_users ORDER BY email", []).map(Self.user) }
+        try await database.read { connection in try connection.query("SELECT * FROM console_users ORDER BY email").map(Self.user) }
     }
 
     /// The account and its stored password hash.
     func credentials(email: String) async throws -> (User, String)? {
         try await database.read { connection in
-            try connection.queryOne("SELECT * FROM console_users WHERE email = $1", [.text(email)]).map { (try Self.user($0), try $0.string("password_hash")) }
+            try connection.queryOne("SELECT * FROM console_users WHERE email = \(email)").map { (try Self.user($0), try $0.string("password_hash")) }
         }
     }
 
     /// Sets a password and ends every session of the account.
     func setPassword(email: String, passwordHash: String, now: Int64) async throws {
         let changed = try await database.write { connection in
-            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)])?.optionalInt("id") else { return false }
-            _ = try connection.execute("UPDATE console_users SET password_hash = $2, updated_at = $3 WHERE id = $1",
-                                       [.integer(id), .text(passwordHash), .integer(now)])
-            _ = try connection.execute("DELETE FROM console_sessions WHERE user_id = $1", [.integer(id)])
+            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = \(email)")?.optionalInt("id") else { return false }
+            _ = try connection.execute("UPDATE console_users SET password_hash = \(passwordHash), updated_at = \(now) WHERE id = \(id)")
+            _ = try connection.execute("DELETE FROM console_sessions WHERE user_id = \(id)")
             return true
         }
         guard changed else { throw Failure.notFound }
@@ -76,9 +75,9 @@ struct ConsoleStore: Sendable {
 
     func deleteUser(email: String) async throws {
         let deleted = try await database.write { connection in
-            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = $1", [.text(email)])?.optionalInt("id") else { return false }
-            _ = try connection.execute("DELETE FROM console_sessions WHERE user_id = $1", [.integer(id)])
-            _ = try connection.execute("DELETE FROM console_users WHERE id = $1", [.integer(id)])
+            guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = \(email)")?.optionalInt("id") else { return false }
+            _ = try connection.execute("DELETE FROM console_sessions WHERE user_id = \(id)")
+            _ = try connection.execute("DELETE FROM console_users WHERE id = \(id)")
             return true
         }
         guard deleted else { throw Failure.notFound }
@@ -93,11 +92,10 @@ struct ConsoleStore: Sendable {
         let csrf = Base64URL.encode(SecureRandom.bytes(24))
         try await database.write { connection in
             // Sessions long dead are swept as new ones start.
-            _ = try connection.execute("DELETE FROM console_sessions WHERE last_seen_at < $1 OR created_at < $2",
-                                       [.integer(now - ConsoleRules.idleSeconds), .integer(now - ConsoleRules.absoluteSeconds)])
+            _ = try connection.execute("DELETE FROM console_sessions WHERE last_seen_at < \(now - ConsoleRules.idleSeconds) OR created_at < \(now - ConsoleRules.absoluteSeconds)")
             _ = try connection.execute("""
-                INSERT INTO console_sessions (id_hash, user_id, csrf_token, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $4)
-                """, [.text(Self.hash(cookie)), .integer(userID), .text(csrf), .integer(now)])
+                INSERT INTO console_sessions (id_hash, user_id, csrf_token, created_at, last_seen_at) VALUES (\(Self.hash(cookie)), \(userID), \(csrf), \(now), \(now))
+                """)
         }
         return (cookie, csrf)
     }
@@ -111,8 +109,8 @@ struct ConsoleStore: Sendable {
         guard let row = try await database.read({ connection in
             try connection.queryOne("""
                 SELECT s.csrf_token, s.created_at AS session_created, s.last_seen_at, u.*
-                FROM console_sessions s JOIN console_users u ON u.id = s.user_id WHERE s.id_hash = $1
-                """, [.text(idHash)])
+                FROM console_sessions s JOIN console_users u ON u.id = s.user_id WHERE s.id_hash = \(idHash)
+                """)
         }) else { return nil }
         let created = try row.optionalInt("session_created") ?? 0
         let lastSeen = try row.int("last_seen_at")
@@ -122,7 +120,7 @@ struct ConsoleStore: Sendable {
         }
         if now - lastSeen >= ConsoleRules.touchEverySeconds {
             _ = try await database.write { connection in
-                try connection.execute("UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1", [.text(idHash), .integer(now)])
+                try connection.execute("UPDATE console_sessions SET last_seen_at = \(now) WHERE id_hash = \(idHash)")
             }
         }
         return Session(user: try Self.user(row), csrfToken: try row.string("csrf_token"), idHash: idHash)
@@ -130,7 +128,7 @@ struct ConsoleStore: Sendable {
 
     func endSession(idHash: String) async throws {
         _ = try await database.write { connection in
-            try connection.execute("DELETE FROM console_sessions WHERE id_hash = $1", [.text(idHash)])
+            try connection.execute("DELETE FROM console_sessions WHERE id_hash = \(idHash)")
         }
     }
 
@@ -141,9 +139,8 @@ struct ConsoleStore: Sendable {
     func secret(named name: String) async throws -> [UInt8] {
         let fresh = Base64URL.encode(SecureRandom.bytes(32))
         let stored = try await database.write { connection in
-            try connection.execute("INSERT INTO console_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-                                   [.text(name), .text(fresh)])
-            return try connection.queryOne("SELECT value FROM console_secrets WHERE name = $1", [.text(name)])?.optionalString("value")
+            try connection.execute("INSERT INTO console_secrets (name, value) VALUES (\(name), \(fresh)) ON CONFLICT (name) DO NOTHING")
+            return try connection.queryOne("SELECT value FROM console_secrets WHERE name = \(name)")?.optionalString("value")
         }
         return Base64URL.decode(stored ?? fresh) ?? Array(fresh.utf8)
     }
@@ -152,10 +149,10 @@ struct ConsoleStore: Sendable {
     /// Spent tokens older than their lifetime are forgotten as new ones come.
     func spendFormToken(_ tokenHash: String, now: Int64, forgetBefore: Int64) async throws -> Bool {
         try await database.write { connection in
-            try connection.execute("DELETE FROM console_spent_tokens WHERE spent_at < $1", [.integer(forgetBefore)])
+            try connection.execute("DELETE FROM console_spent_tokens WHERE spent_at < \(forgetBefore)")
             return try connection.execute("""
-                INSERT INTO console_spent_tokens (token_hash, spent_at) VALUES ($1, $2) ON CONFLICT (token_hash) DO NOTHING
-                """, [.text(tokenHash), .integer(now)]) > 0
+                INSERT INTO console_spent_tokens (token_hash, spent_at) VALUES (\(tokenHash), \(now)) ON CONFLICT (token_hash) DO NOTHING
+                """) > 0
         }
     }
 

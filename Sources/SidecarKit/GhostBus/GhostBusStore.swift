@@ -26,21 +26,16 @@ public struct GhostBusStore: Sendable {
             return try await database.write { connection in
                 if checkFirst, try connection.queryOne("""
                     SELECT 1 AS found FROM ghost_bus_reports
-                    WHERE region_id = $1 AND user_identifier = $2 AND trip_identifier = $3 AND service_date = $4
-                    """, [.integer(Int64(regionID)), .text(report.userIdentifier), .text(report.tripIdentifier), .integer(report.serviceDate)]) != nil {
+                    WHERE region_id = \(Int64(regionID)) AND user_identifier = \(report.userIdentifier) AND trip_identifier = \(report.tripIdentifier) AND service_date = \(report.serviceDate)
+                    """) != nil {
                     return .duplicate
                 }
                 try connection.execute("""
                     INSERT INTO ghost_bus_reports (public_id, region_id, user_identifier, trip_identifier, service_date, route_identifier,
                         stop_identifier, vehicle_identifier, stop_sequence, predicted, schedule_deviation_minutes, wait_duration_minutes,
                         comment, user_latitude, user_longitude, scheduled_arrival_at, predicted_arrival_at, prediction_last_updated_at, created_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-                    """, [.text(publicID), .integer(Int64(regionID)), .text(report.userIdentifier), .text(report.tripIdentifier),
-                          .integer(report.serviceDate), SQLValue(report.routeIdentifier), SQLValue(report.stopIdentifier),
-                          SQLValue(report.vehicleIdentifier), SQLValue(report.stopSequence), report.predicted.map(SQLValue.init) ?? .null,
-                          SQLValue(report.scheduleDeviationMinutes), .integer(report.waitDurationMinutes), SQLValue(report.comment),
-                          SQLValue(report.userLatitude), SQLValue(report.userLongitude), SQLValue(report.scheduledArrivalAt),
-                          SQLValue(report.predictedArrivalAt), SQLValue(report.predictionLastUpdatedAt), .integer(now)])
+                    VALUES (\(publicID), \(Int64(regionID)), \(report.userIdentifier), \(report.tripIdentifier), \(report.serviceDate), \(report.routeIdentifier), \(report.stopIdentifier), \(report.vehicleIdentifier), \(report.stopSequence), \(report.predicted.map(SQLValue.init) ?? SQLValue.null), \(report.scheduleDeviationMinutes), \(report.waitDurationMinutes), \(report.comment), \(report.userLatitude), \(report.userLongitude), \(report.scheduledArrivalAt), \(report.predictedArrivalAt), \(report.predictionLastUpdatedAt), \(now))
+                    """)
                 return .created(publicID: publicID)
             }
         } catch DatabaseError.constraintViolation(let message) where !message.contains("public_id") {
@@ -55,10 +50,9 @@ public struct GhostBusStore: Sendable {
     public func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64, routeShortName: String? = nil) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
-                UPDATE ghost_bus_reports SET trip_snapshot = $2, snapshot_attempts = $3, snapshot_captured_at = $4,
-                    route_short_name = COALESCE($5, route_short_name) WHERE public_id = $1
-                """, [.text(publicID), SQLValue(snapshot), .integer(Int64(attempts)), snapshot == nil ? .null : .integer(nowMillis),
-                      SQLValue(routeShortName)])
+                UPDATE ghost_bus_reports SET trip_snapshot = \(snapshot), snapshot_attempts = \(Int64(attempts)), snapshot_captured_at = \(snapshot == nil ? SQLValue.null : .integer(nowMillis)),
+                    route_short_name = COALESCE(\(routeShortName), route_short_name) WHERE public_id = \(publicID)
+                """)
         }
     }
 
@@ -68,13 +62,12 @@ public struct GhostBusStore: Sendable {
     public func reports(regionID: Int, route: String?, trip: String?, serviceDay: Int64?, limit: Int) async throws -> [Row] {
         try await database.read { connection in
             try connection.query("""
-                SELECT * FROM ghost_bus_reports WHERE region_id = $1
-                    AND ($2 = '' OR route_identifier = $2 OR LOWER(route_short_name) = LOWER($2))
-                    AND ($3 = '' OR trip_identifier = $3)
-                    AND ($4 < 0 OR (service_date >= $4 AND service_date < $5))
-                ORDER BY id DESC LIMIT $6
-                """, [.integer(Int64(regionID)), .text(route ?? ""), .text(trip ?? ""), .integer(serviceDay.map { $0 * 1000 } ?? -1),
-                      .integer(serviceDay.map { ($0 + 86_400) * 1000 } ?? -1), .integer(Int64(limit))])
+                SELECT * FROM ghost_bus_reports WHERE region_id = \(Int64(regionID))
+                    AND (\(route ?? "") = '' OR route_identifier = \(route ?? "") OR LOWER(route_short_name) = LOWER(\(route ?? "")))
+                    AND (\(trip ?? "") = '' OR trip_identifier = \(trip ?? ""))
+                    AND (\(serviceDay.map { $0 * 1000 } ?? -1) < 0 OR (service_date >= \(serviceDay.map { $0 * 1000 } ?? -1) AND service_date < \(serviceDay.map { ($0 + 86_400) * 1000 } ?? -1)))
+                ORDER BY id DESC LIMIT \(Int64(limit))
+                """)
         }
     }
 
@@ -83,8 +76,8 @@ public struct GhostBusStore: Sendable {
     public func dailyCounts(regionID: Int, utcOffset: Int64, today: Int64, days: Int64) async throws -> [(day: Int64, count: Int)] {
         let rows = try await database.read { connection in
             try connection.query("""
-                SELECT (created_at / 1000 + $2) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports WHERE region_id = $1 AND created_at >= $3 GROUP BY 1
-                """, [.integer(Int64(regionID)), .integer(utcOffset), .integer(((today - days + 1) * 86_400 - utcOffset) * 1000)])
+                SELECT (created_at / 1000 + \(utcOffset)) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports WHERE region_id = \(Int64(regionID)) AND created_at >= \(((today - days + 1) * 86_400 - utcOffset) * 1000) GROUP BY 1
+                """)
         }
         var byDay: [Int64: Int] = [:]
         for row in rows { byDay[try row.optionalInt("day") ?? 0] = Int(try row.int("n")) }
@@ -93,7 +86,7 @@ public struct GhostBusStore: Sendable {
 
     public func report(publicID: String) async throws -> Row? {
         try await database.read { connection in
-            try connection.queryOne("SELECT * FROM ghost_bus_reports WHERE public_id = $1", [.text(publicID)])
+            try connection.queryOne("SELECT * FROM ghost_bus_reports WHERE public_id = \(publicID)")
         }
     }
 
@@ -106,7 +99,7 @@ public struct GhostBusStore: Sendable {
     /// in ISO 8601 in the region's zone, coordinates and counts as numbers.
     public func exportCSV(regionID: Int, zone: ZoneInfo) async throws -> String {
         let rows = try await database.read { connection in
-            try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = $1 ORDER BY id", [.integer(Int64(regionID))])
+            try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = \(Int64(regionID)) ORDER BY id")
         }
         func seconds(_ row: Row, _ column: String) throws -> Int64? { try row.optionalInt(column).map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
         var lines = [CSV.line(Self.exportColumns)]

@@ -61,54 +61,50 @@ public struct LiveActivityStore: Sendable {
             if maxPerPushToken > 0 {
                 // Re-registering the same activity never counts against the cap.
                 let others = try connection.queryOne("""
-                    SELECT COUNT(*) AS n FROM live_activities WHERE push_token = $1 AND NOT (region_id = $2 AND activity_id = $3)
-                    """, [.text(registration.pushToken), .integer(Int64(regionID)), .text(registration.activityID)])?.int("n") ?? 0
+                    SELECT COUNT(*) AS n FROM live_activities WHERE push_token = \(registration.pushToken) AND NOT (region_id = \(Int64(regionID)) AND activity_id = \(registration.activityID))
+                    """)?.int("n") ?? 0
                 if others >= maxPerPushToken { throw LiveActivityStoreError.tooManyForPushToken(limit: maxPerPushToken) }
             }
             return try connection.queryOne("""
                 INSERT INTO live_activities (token, region_id, activity_id, push_token, stop_id, route_short_name, trip_headsign, trip_id,
                     service_date, vehicle_id, stop_sequence, apns_sandbox, expires_at, failure_count, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14)
+                VALUES (\(token), \(Int64(regionID)), \(registration.activityID), \(registration.pushToken), \(registration.stopID), \(registration.routeShortName), \(registration.tripHeadsign), \(registration.tripID), \(registration.serviceDate), \(registration.vehicleID), \(registration.stopSequence), \(registration.apnsSandbox), \(nowSeconds + Self.lifetimeSeconds), 0, \(nowSeconds))
                 ON CONFLICT (region_id, activity_id) DO UPDATE SET push_token = excluded.push_token, stop_id = excluded.stop_id,
                     route_short_name = excluded.route_short_name, trip_headsign = excluded.trip_headsign, trip_id = excluded.trip_id,
                     service_date = excluded.service_date, vehicle_id = excluded.vehicle_id, stop_sequence = excluded.stop_sequence,
                     apns_sandbox = excluded.apns_sandbox
                 RETURNING token
-                """, [.text(token), .integer(Int64(regionID)), .text(registration.activityID), .text(registration.pushToken),
-                      .text(registration.stopID), .text(registration.routeShortName), .text(registration.tripHeadsign),
-                      SQLValue(registration.tripID), SQLValue(registration.serviceDate), SQLValue(registration.vehicleID),
-                      SQLValue(registration.stopSequence), SQLValue(registration.apnsSandbox), .integer(nowSeconds + Self.lifetimeSeconds),
-                      .integer(nowSeconds)])?.optionalString("token") ?? token
+                """)?.optionalString("token") ?? token
         }
     }
 
     public func delete(regionID: Int, token: String) async throws -> Bool {
         try await database.write { connection in
-            try connection.execute("DELETE FROM live_activities WHERE region_id = $1 AND token = $2", [.integer(Int64(regionID)), .text(token)]) > 0
+            try connection.execute("DELETE FROM live_activities WHERE region_id = \(Int64(regionID)) AND token = \(token)") > 0
         }
     }
 
     /// Deletes every subscription using a dead push token (§6.5).
     public func deleteByPushToken(_ pushToken: String) async throws -> Int {
         try await database.write { connection in
-            try connection.execute("DELETE FROM live_activities WHERE push_token = $1", [.text(pushToken)])
+            try connection.execute("DELETE FROM live_activities WHERE push_token = \(pushToken)")
         }
     }
 
     public func find(token: String) async throws -> LiveActivity? {
         try await database.read { connection in
-            try connection.queryOne("SELECT * FROM live_activities WHERE token = $1", [.text(token)]).map(Self.activity)
+            try connection.queryOne("SELECT * FROM live_activities WHERE token = \(token)").map(Self.activity)
         }
     }
 
     public func count() async throws -> Int {
-        try await database.read { connection in Int(try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities", [])?.int("n") ?? 0) }
+        try await database.read { connection in Int(try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities")?.int("n") ?? 0) }
     }
 
     /// The stops with subscriptions.
     public func stops() async throws -> [(regionID: Int, stopID: String)] {
         try await database.read { connection in
-            try connection.query("SELECT DISTINCT region_id, stop_id FROM live_activities", []).map {
+            try connection.query("SELECT DISTINCT region_id, stop_id FROM live_activities").map {
                 (Int(try $0.int("region_id")), try $0.optionalString("stop_id") ?? "")
             }
         }
@@ -118,8 +114,7 @@ public struct LiveActivityStore: Sendable {
         try await database.read { connection in
             var found: [LiveActivity] = []
             for stop in stops {
-                found += try connection.query("SELECT * FROM live_activities WHERE region_id = $1 AND stop_id = $2 ORDER BY id",
-                                              [.integer(Int64(regionID)), .text(stop)]).map(Self.activity)
+                found += try connection.query("SELECT * FROM live_activities WHERE region_id = \(Int64(regionID)) AND stop_id = \(stop) ORDER BY id").map(Self.activity)
             }
             return found
         }
@@ -131,12 +126,12 @@ public struct LiveActivityStore: Sendable {
         let skipLocked = database.dialect.skipLocked
         return try await database.write { connection in
             try connection.query("""
-                UPDATE live_activities SET claimed_until = $3 WHERE id IN (
-                    SELECT id FROM live_activities WHERE (next_update_at IS NULL OR next_update_at <= $1)
-                        AND (claimed_until IS NULL OR claimed_until <= $2)
-                    ORDER BY region_id, stop_id, id LIMIT $4\(skipLocked))
+                UPDATE live_activities SET claimed_until = \(nowMillis + AlarmStore.claimMillis) WHERE id IN (
+                    SELECT id FROM live_activities WHERE (next_update_at IS NULL OR next_update_at <= \(cutoffMillis))
+                        AND (claimed_until IS NULL OR claimed_until <= \(nowMillis))
+                    ORDER BY region_id, stop_id, id LIMIT \(Int64(limit))\(raw: skipLocked))
                 RETURNING *
-                """, [.integer(cutoffMillis), .integer(nowMillis), .integer(nowMillis + AlarmStore.claimMillis), .integer(Int64(limit))])
+                """)
                 .map(Self.activity)
         }
     }
@@ -146,8 +141,7 @@ public struct LiveActivityStore: Sendable {
         guard !ids.isEmpty else { return }
         _ = try await database.write { connection in
             for id in ids {
-                try connection.execute("UPDATE live_activities SET claimed_until = NULL, next_update_at = $2 WHERE id = $1",
-                                       [.integer(id), .integer(nextUpdateAt)])
+                try connection.execute("UPDATE live_activities SET claimed_until = NULL, next_update_at = \(nextUpdateAt) WHERE id = \(id)")
             }
         }
     }
@@ -165,14 +159,13 @@ public struct LiveActivityStore: Sendable {
             for update in updates {
                 switch update {
                 case .pushed(let id, let state, let at):
-                    try connection.execute("UPDATE live_activities SET last_state = $2, last_pushed_at = $3, failure_count = 0 WHERE id = $1",
-                                           [.integer(id), .text(state), .integer(at)])
+                    try connection.execute("UPDATE live_activities SET last_state = \(state), last_pushed_at = \(at), failure_count = 0 WHERE id = \(id)")
                 case .failure(let id, let count):
-                    try connection.execute("UPDATE live_activities SET failure_count = $2 WHERE id = $1", [.integer(id), .integer(Int64(count))])
+                    try connection.execute("UPDATE live_activities SET failure_count = \(Int64(count)) WHERE id = \(id)")
                 case .succeeded(let id):
-                    try connection.execute("UPDATE live_activities SET failure_count = 0 WHERE id = $1", [.integer(id)])
+                    try connection.execute("UPDATE live_activities SET failure_count = 0 WHERE id = \(id)")
                 case .delete(let id):
-                    try connection.execute("DELETE FROM live_activities WHERE id = $1", [.integer(id)])
+                    try connection.execute("DELETE FROM live_activities WHERE id = \(id)")
                 }
             }
         }

@@ -119,7 +119,7 @@ public enum Doctor {
         let place = configuration.usesPostgreSQL ? (try? PostgresLocation(url: configuration.database).description) ?? "PostgreSQL" : configuration.database
         do {
             let applied = try await database.read { connection in
-                try connection.queryOne("SELECT MAX(version) AS version FROM schema_migrations", [])?.optionalInt("version")
+                try connection.queryOne("SELECT MAX(version) AS version FROM schema_migrations")?.optionalInt("version")
             } ?? 0
             var checks: [Check] = []
             if applied > known {

@@ -49,11 +49,10 @@ enum RegionExchange {
         let region = Int64(regionID)
         return try await database.read { connection in
             var alerts: [JSONValue] = []
-            for row in try connection.query("SELECT * FROM alerts WHERE region_id = $1 ORDER BY id", [.integer(region)]) {
+            for row in try connection.query("SELECT * FROM alerts WHERE region_id = \(region) ORDER BY id") {
                 let id = try row.int("id")
                 let sourceVersion = try row.int("source_version")
-                let translations = try connection.query(
-                    "SELECT * FROM alert_translations WHERE alert_id = $1 ORDER BY language", [.integer(id)]).map { translation -> JSONValue in
+                let translations = try connection.query("SELECT * FROM alert_translations WHERE alert_id = \(id) ORDER BY language").map { translation -> JSONValue in
                         // A translation made before its source text was kept
                         // was made from the current text when it is current.
                         let current = try translation.optionalInt("source_version") == sourceVersion
@@ -82,11 +81,10 @@ enum RegionExchange {
                 alerts.append(.object(alert))
             }
             var studies: [JSONValue] = []
-            for study in try connection.query("SELECT * FROM studies WHERE region_id = $1 ORDER BY id", [.integer(region)]) {
+            for study in try connection.query("SELECT * FROM studies WHERE region_id = \(region) ORDER BY id") {
                 var surveys: [JSONValue] = []
-                for survey in try connection.query("SELECT * FROM surveys WHERE study_id = $1 ORDER BY id", [.integer(study.int("id"))]) {
-                    let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = $1 ORDER BY position, id",
-                                                          [.integer(survey.int("id"))]).map { question -> JSONValue in
+                for survey in try connection.query("SELECT * FROM surveys WHERE study_id = \(study.int("id")) ORDER BY id") {
+                    let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = \(survey.int("id")) ORDER BY position, id").map { question -> JSONValue in
                         .object(["id": .integer(try question.int("id")), "position": .integer(try question.int("position")),
                                  "required": .bool(try question.bool("required")), "content": json(try question.optionalString("content")) ?? .object([:])])
                     }
@@ -108,22 +106,20 @@ enum RegionExchange {
                 ]))
             }
             let responses = try connection.query("""
-                SELECT r.* FROM survey_responses r JOIN surveys s ON s.id = r.survey_id WHERE s.region_id = $1 ORDER BY r.id
-                """, [.integer(region)]).map { row -> JSONValue in
+                SELECT r.* FROM survey_responses r JOIN surveys s ON s.id = r.survey_id WHERE s.region_id = \(region) ORDER BY r.id
+                """).map { row -> JSONValue in
                     .object(["survey_id": .integer(try row.int("survey_id")), "public_id": try text(row, "public_id"),
                              "user_identifier": try text(row, "user_identifier"), "stop_identifier": try text(row, "stop_identifier"),
                              "stop_latitude": try number(row, "stop_latitude"), "stop_longitude": try number(row, "stop_longitude"),
                              "answers": json(try row.optionalString("responses")) ?? .array([]),
                              "created_at": try seconds(row, "created_at"), "updated_at": try seconds(row, "updated_at")])
                 }
-            let registrations = try connection.query("SELECT * FROM push_registrations WHERE region_id = $1 ORDER BY id",
-                                                     [.integer(region)]).map { row -> JSONValue in
+            let registrations = try connection.query("SELECT * FROM push_registrations WHERE region_id = \(region) ORDER BY id").map { row -> JSONValue in
                 .object(["token": try text(row, "token"), "operating_system": try text(row, "operating_system"), "locale": try text(row, "locale"),
                          "apns_sandbox": .bool(try row.bool("apns_sandbox")), "test_device": .bool(try row.bool("test_device")),
                          "description": try text(row, "description"), "last_seen_at": try millis(row, "last_seen_at"), "created_at": try millis(row, "created_at")])
             }
-            let reports = try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = $1 ORDER BY id",
-                                               [.integer(region)]).map { row -> JSONValue in
+            let reports = try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = \(region) ORDER BY id").map { row -> JSONValue in
                 let snapshot = json(try row.optionalString("trip_snapshot"))
                 let status = snapshot != nil ? "captured" : (try row.int("snapshot_attempts")) > 0 ? "unavailable" : "pending"
                 return .object([
@@ -466,7 +462,7 @@ extension RegionExchange {
         var summary = Summary()
         let region = Int64(document.regionID)
         func owner(_ table: String, _ column: String, id: Int64) throws -> Int64? {
-            try connection.queryOne("SELECT \(column) AS owner FROM \(table) WHERE id = $1", [.integer(id)])?.optionalInt("owner")
+            try connection.queryOne("SELECT \(raw: column) AS owner FROM \(raw: table) WHERE id = \(id)")?.optionalInt("owner")
         }
         func seconds(_ millis: Int64) -> Int64 { millis >= 0 ? millis / 1000 : (millis - 999) / 1000 }
         func optionalText(_ value: String) -> SQLValue { value.isEmpty ? .null : .text(value) }
@@ -481,21 +477,16 @@ extension RegionExchange {
             try connection.execute("""
                 INSERT INTO alerts (id, region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at, published, test,
                     source_version, created_at, updated_at, impact_starts_at, impact_ends_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $15, $16, $17)
-                """, [.integer(alert.id), .integer(region), .text(alert.agencyID), .text(alert.header), .text(alert.description), optionalText(alert.url),
-                      .text(alert.cause), .text(alert.effect), .text(alert.severity), .integer(seconds(alert.start)),
-                      alert.end.map { .integer(seconds($0)) } ?? .null, SQLValue(alert.published), SQLValue(alert.test),
-                      .integer(seconds(alert.created)), .integer(seconds(alert.updated)),
-                      alert.impactStart.map { .integer(seconds($0)) } ?? .null, alert.impactEnd.map { .integer(seconds($0)) } ?? .null])
+                VALUES (\(alert.id), \(region), \(alert.agencyID), \(alert.header), \(alert.description), \(optionalText(alert.url)), \(alert.cause), \(alert.effect), \(alert.severity), \(seconds(alert.start)), \(alert.end.map { .integer(seconds($0)) } ?? SQLValue.null), \(alert.published), \(alert.test), 1, \(seconds(alert.created)), \(seconds(alert.updated)), \(alert.impactStart.map { .integer(seconds($0)) } ?? SQLValue.null), \(alert.impactEnd.map { .integer(seconds($0)) } ?? SQLValue.null))
+                """)
             summary.alerts.added += 1
             for translation in alert.translations {
                 // Made from the text the alert has now: current; otherwise stale (withheld from the feed).
                 let current = translation.sourceHeader == alert.header && translation.sourceDescription == alert.description
                 try connection.execute("""
                     INSERT INTO alert_translations (alert_id, language, header, description, source_version, source_header, source_description)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7)
-                    """, [.integer(alert.id), .text(translation.language), .text(translation.header), .text(translation.description),
-                          .integer(current ? 1 : 0), .text(translation.sourceHeader), .text(translation.sourceDescription)])
+                    VALUES (\(alert.id), \(translation.language), \(translation.header), \(translation.description), \(current ? 1 : 0), \(translation.sourceHeader), \(translation.sourceDescription))
+                    """)
                 summary.translations.added += 1
             }
         }
@@ -504,9 +495,9 @@ extension RegionExchange {
         // (new alerts and the feed need one; `region set` can change it).
         if let agencyID = document.alerts.first(where: { !$0.agencyID.isEmpty })?.agencyID {
             try connection.execute("""
-                INSERT INTO region_settings (region_id, agency_id) VALUES ($1, $2)
+                INSERT INTO region_settings (region_id, agency_id) VALUES (\(region), \(agencyID))
                 ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id WHERE region_settings.agency_id IS NULL
-                """, [.integer(region), .text(agencyID)])
+                """)
         }
 
         for study in document.studies {
@@ -514,9 +505,7 @@ extension RegionExchange {
                 guard existing == region else { throw Failure("study \(study.id) already exists in region \(existing)") }
                 summary.studies.present += 1
             } else {
-                try connection.execute("INSERT INTO studies (id, region_id, name, description, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                                       [.integer(study.id), .integer(region), .text(study.name), optionalText(study.description),
-                                        .integer(seconds(study.created)), .integer(seconds(study.updated))])
+                try connection.execute("INSERT INTO studies (id, region_id, name, description, created_at, updated_at) VALUES (\(study.id), \(region), \(study.name), \(optionalText(study.description)), \(seconds(study.created)), \(seconds(study.updated)))")
                 summary.studies.added += 1
             }
             for survey in study.surveys {
@@ -527,12 +516,8 @@ extension RegionExchange {
                     try connection.execute("""
                         INSERT INTO surveys (id, region_id, study_id, name, available, start_date, end_date, show_on_map, show_on_stops, always_visible,
                             allows_multiple_responses, visible_stop_list, visible_route_list, created_at, updated_at)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-                        """, [.integer(survey.id), .integer(region), .integer(study.id), .text(survey.name), SQLValue(survey.available),
-                              survey.start.map { .integer(seconds($0)) } ?? .null, survey.end.map { .integer(seconds($0)) } ?? .null,
-                              SQLValue(survey.showOnMap), SQLValue(survey.showOnStops), SQLValue(survey.alwaysVisible),
-                              SQLValue(survey.allowsMultipleResponses), SurveyStore.encode(survey.visibleStops), SurveyStore.encode(survey.visibleRoutes),
-                              .integer(seconds(survey.created)), .integer(seconds(survey.updated))])
+                        VALUES (\(survey.id), \(region), \(study.id), \(survey.name), \(survey.available), \(survey.start.map { .integer(seconds($0)) } ?? SQLValue.null), \(survey.end.map { .integer(seconds($0)) } ?? SQLValue.null), \(survey.showOnMap), \(survey.showOnStops), \(survey.alwaysVisible), \(survey.allowsMultipleResponses), \(SurveyStore.encode(survey.visibleStops)), \(SurveyStore.encode(survey.visibleRoutes)), \(seconds(survey.created)), \(seconds(survey.updated)))
+                        """)
                     summary.surveys.added += 1
                 }
                 for question in survey.questions {
@@ -541,16 +526,14 @@ extension RegionExchange {
                         summary.questions.present += 1
                         continue
                     }
-                    try connection.execute("INSERT INTO survey_questions (id, survey_id, position, required, content) VALUES ($1, $2, $3, $4, $5)",
-                                           [.integer(question.id), .integer(survey.id), .integer(question.position), SQLValue(question.required),
-                                            .text(encoded(question.content))])
+                    try connection.execute("INSERT INTO survey_questions (id, survey_id, position, required, content) VALUES (\(question.id), \(survey.id), \(question.position), \(question.required), \(encoded(question.content)))")
                     summary.questions.added += 1
                 }
             }
         }
 
         for response in document.responses {
-            if try connection.queryOne("SELECT 1 AS found FROM survey_responses WHERE public_id = $1", [.text(response.publicID)]) != nil {
+            if try connection.queryOne("SELECT 1 AS found FROM survey_responses WHERE public_id = \(response.publicID)") != nil {
                 summary.surveyResponses.present += 1
                 continue
             }
@@ -560,10 +543,8 @@ extension RegionExchange {
             try connection.execute("""
                 INSERT INTO survey_responses (public_id, survey_id, user_identifier, stop_identifier, stop_latitude, stop_longitude, responses,
                     created_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                """, [.text(response.publicID), .integer(response.surveyID), .text(response.user), optionalText(response.stop),
-                      SQLValue(response.latitude), SQLValue(response.longitude), .text(encoded(response.answers)),
-                      .integer(seconds(response.created)), .integer(seconds(response.updated))])
+                VALUES (\(response.publicID), \(response.surveyID), \(response.user), \(optionalText(response.stop)), \(response.latitude), \(response.longitude), \(encoded(response.answers)), \(seconds(response.created)), \(seconds(response.updated)))
+                """)
             summary.surveyResponses.added += 1
         }
 
@@ -571,11 +552,9 @@ extension RegionExchange {
             let added = try connection.execute("""
                 INSERT INTO push_registrations (region_id, token, operating_system, locale, raw_locale, apns_sandbox, test_device, description,
                     created_at, last_seen_at)
-                VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9)
+                VALUES (\(region), \(registration.token), \(registration.operatingSystem), \(optionalText(registration.locale)), \(optionalText(registration.locale)), \(registration.sandbox && registration.operatingSystem == "ios"), \(registration.testDevice), \(optionalText(registration.description)), \(registration.created), \(registration.lastSeen))
                 ON CONFLICT (region_id, token) DO NOTHING
-                """, [.integer(region), .text(registration.token), .text(registration.operatingSystem), optionalText(registration.locale),
-                      SQLValue(registration.sandbox && registration.operatingSystem == "ios"), SQLValue(registration.testDevice),
-                      optionalText(registration.description), .integer(registration.created), .integer(registration.lastSeen)])
+                """)
             if added > 0 { summary.pushRegistrations.added += 1 } else { summary.pushRegistrations.present += 1 }
         }
 
@@ -586,14 +565,9 @@ extension RegionExchange {
                     vehicle_identifier, stop_sequence, predicted, schedule_deviation_minutes, wait_duration_minutes, comment, user_latitude,
                     user_longitude, scheduled_arrival_at, predicted_arrival_at, prediction_last_updated_at, trip_snapshot, snapshot_attempts,
                     snapshot_captured_at, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+                VALUES (\(report.publicID), \(region), \(report.user), \(report.trip), \(report.serviceDate), \(optionalText(report.route)), \(optionalText(report.stop)), \(optionalText(report.vehicle)), \(report.stopSequence), \(report.predicted.map(SQLValue.init) ?? SQLValue.null), \(report.deviation), \(report.wait), \(optionalText(report.comment)), \(report.latitude), \(report.longitude), \(report.scheduled), \(report.predictedArrival), \(report.predictionUpdated), \(report.snapshot.map { .text(encoded($0)) } ?? SQLValue.null), \(attempts), \(report.capturedAt), \(report.created))
                 ON CONFLICT DO NOTHING
-                """, [.text(report.publicID), .integer(region), .text(report.user), .text(report.trip), .integer(report.serviceDate),
-                      optionalText(report.route), optionalText(report.stop), optionalText(report.vehicle), SQLValue(report.stopSequence),
-                      report.predicted.map(SQLValue.init) ?? .null, SQLValue(report.deviation), .integer(report.wait), optionalText(report.comment),
-                      SQLValue(report.latitude), SQLValue(report.longitude), SQLValue(report.scheduled), SQLValue(report.predictedArrival),
-                      SQLValue(report.predictionUpdated), report.snapshot.map { .text(encoded($0)) } ?? .null, .integer(attempts),
-                      SQLValue(report.capturedAt), .integer(report.created)])
+                """)
             if added > 0 { summary.ghostBusReports.added += 1 } else { summary.ghostBusReports.present += 1 }
         }
 

@@ -122,10 +122,10 @@ final class SidecarMetrics: Sendable {
             let registrations = try connection.query("""
                 SELECT region_id, operating_system, COUNT(*) AS n FROM push_registrations GROUP BY region_id, operating_system
                 ORDER BY region_id, operating_system
-                """, [])
-            let sends = try connection.queryOne("SELECT COUNT(*) AS n FROM alert_sends WHERE status = 'running'", [])
-            let alarms = try connection.queryOne("SELECT COUNT(*) AS n FROM alarms", [])
-            let activities = try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities", [])
+                """)
+            let sends = try connection.queryOne("SELECT COUNT(*) AS n FROM alert_sends WHERE status = 'running'")
+            let alarms = try connection.queryOne("SELECT COUNT(*) AS n FROM alarms")
+            let activities = try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities")
             return [
                 CollectedFamily(name: "sidecar_push_registrations", help: "Push registrations stored, by region and platform.", kind: .gauge,
                                 labelNames: ["region", "platform"],

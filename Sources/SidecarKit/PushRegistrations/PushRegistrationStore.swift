@@ -24,15 +24,16 @@ public struct PushRegistrationStore: Sendable {
                                                          catalog: catalog, now: now).get()
             // ON CONFLICT keeps the write atomic even where two writers race
             // on a new token (a PostgreSQL backend); the caller also retries.
+            let fields = Self.fields(merged)
             try connection.execute("""
-                INSERT INTO push_registrations (\(Self.columns))
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                INSERT INTO push_registrations (\(fields.columns))
+                VALUES (\(fields.values))
                 ON CONFLICT (region_id, token) DO UPDATE SET
                     operating_system = excluded.operating_system, locale = excluded.locale,
                     raw_locale = excluded.raw_locale, apns_sandbox = excluded.apns_sandbox,
                     test_device = excluded.test_device, description = excluded.description,
                     last_seen_at = excluded.last_seen_at
-                """, Self.values(merged))
+                """)
             return merged
         }
     }
@@ -42,11 +43,11 @@ public struct PushRegistrationStore: Sendable {
     public func touch(regionID: Int, token: String, operatingSystem: String, now: Date) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
-                INSERT INTO push_registrations (\(Self.columns))
-                VALUES ($1, $2, $3, NULL, NULL, 0, 0, NULL, $4, $4)
+                INSERT INTO push_registrations (\(raw: Self.columns))
+                VALUES (\(Int64(regionID)), \(token), \(operatingSystem), NULL, NULL, 0, 0, NULL, \(Self.millis(now)), \(Self.millis(now)))
                 ON CONFLICT (region_id, token) DO UPDATE SET
                     operating_system = excluded.operating_system, last_seen_at = excluded.last_seen_at
-                """, [.integer(Int64(regionID)), .text(token), .text(operatingSystem), .integer(Self.millis(now))])
+                """)
         }
     }
 
@@ -58,8 +59,7 @@ public struct PushRegistrationStore: Sendable {
     /// Deletes one region's registration; false when there was none.
     public func delete(regionID: Int, token: String) async throws -> Bool {
         try await database.write { connection in
-            try connection.execute("DELETE FROM push_registrations WHERE region_id = $1 AND token = $2",
-                                   [.integer(Int64(regionID)), .text(token)]) > 0
+            try connection.execute("DELETE FROM push_registrations WHERE region_id = \(Int64(regionID)) AND token = \(token)") > 0
         }
     }
 
@@ -67,7 +67,7 @@ public struct PushRegistrationStore: Sendable {
     /// region-scoped); returns how many registrations were removed.
     public func deleteEverywhere(token: String) async throws -> Int {
         try await database.write { connection in
-            try connection.execute("DELETE FROM push_registrations WHERE token = $1", [.text(token)])
+            try connection.execute("DELETE FROM push_registrations WHERE token = \(token)")
         }
     }
 
@@ -79,8 +79,8 @@ public struct PushRegistrationStore: Sendable {
             let removed = try await database.write { connection in
                 try connection.execute("""
                     DELETE FROM push_registrations WHERE id IN (
-                        SELECT id FROM push_registrations WHERE last_seen_at <= $1 LIMIT $2)
-                    """, [.integer(Self.millis(cutoff)), .integer(Int64(batchSize))])
+                        SELECT id FROM push_registrations WHERE last_seen_at <= \(Self.millis(cutoff)) LIMIT \(Int64(batchSize)))
+                    """)
             }
             total += removed
             if removed < batchSize { return total }
@@ -93,10 +93,9 @@ public struct PushRegistrationStore: Sendable {
     public func testDevices(regionID: Int, limit: Int = 50) async throws -> (descriptions: [String], total: Int) {
         try await database.read { connection in
             let descriptions = try connection.query("""
-                SELECT description FROM push_registrations WHERE region_id = $1 AND test_device = 1 ORDER BY id LIMIT $2
-                """, [.integer(Int64(regionID)), .integer(Int64(limit))]).map { try $0.optionalString("description") ?? "(no description)" }
-            let total = try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1 AND test_device = 1",
-                                                [.integer(Int64(regionID))])?.int("n") ?? 0
+                SELECT description FROM push_registrations WHERE region_id = \(Int64(regionID)) AND test_device = 1 ORDER BY id LIMIT \(Int64(limit))
+                """).map { try $0.optionalString("description") ?? "(no description)" }
+            let total = try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = \(Int64(regionID)) AND test_device = 1")?.int("n") ?? 0
             return (descriptions, Int(total))
         }
     }
@@ -104,10 +103,9 @@ public struct PushRegistrationStore: Sendable {
     public func count(regionID: Int? = nil) async throws -> Int {
         try await database.read { connection in
             let row = if let regionID {
-                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = $1",
-                                        [.integer(Int64(regionID))])
+                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = \(Int64(regionID))")
             } else {
-                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations", [])
+                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations")
             }
             return Int(try row?.int("n") ?? 0)
         }
@@ -116,8 +114,7 @@ public struct PushRegistrationStore: Sendable {
     // MARK: Rows
 
     static func find(_ connection: any SQLConnection, regionID: Int, token: String) throws -> PushRegistration? {
-        try connection.queryOne("SELECT \(columns) FROM push_registrations WHERE region_id = $1 AND token = $2",
-                                [.integer(Int64(regionID)), .text(token)]).map(registration)
+        try connection.queryOne("SELECT \(raw: columns) FROM push_registrations WHERE region_id = \(Int64(regionID)) AND token = \(token)").map(registration)
     }
 
     static func registration(_ row: Row) throws -> PushRegistration {
@@ -129,11 +126,19 @@ public struct PushRegistrationStore: Sendable {
             createdAt: date(try row.optionalInt("created_at")), lastSeenAt: date(try row.optionalInt("last_seen_at")))
     }
 
-    static func values(_ registration: PushRegistration) -> [SQLValue] {
-        [.integer(Int64(registration.regionID)), .text(registration.token), .text(registration.operatingSystem),
-         SQLValue(registration.locale), SQLValue(registration.rawLocale), SQLValue(registration.apnsSandbox),
-         SQLValue(registration.testDevice), SQLValue(registration.description),
-         .integer(millis(registration.createdAt)), .integer(millis(registration.lastSeenAt))]
+    static func fields(_ registration: PushRegistration) -> SQLFields {
+        var fields = SQLFields()
+        fields.set("region_id", registration.regionID)
+        fields.set("token", registration.token)
+        fields.set("operating_system", registration.operatingSystem)
+        fields.set("locale", registration.locale)
+        fields.set("raw_locale", registration.rawLocale)
+        fields.set("apns_sandbox", registration.apnsSandbox)
+        fields.set("test_device", registration.testDevice)
+        fields.set("description", registration.description)
+        fields.set("created_at", millis(registration.createdAt))
+        fields.set("last_seen_at", millis(registration.lastSeenAt))
+        return fields
     }
 
     static func millis(_ date: Date) -> Int64 { date.epochMillis }

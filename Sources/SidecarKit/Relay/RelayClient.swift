@@ -180,15 +180,15 @@ struct RelayBinder: Sendable {
         return try await database.read { connection in
             try connection.query("""
                 SELECT token, operating_system FROM push_registrations p
-                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = p.token AND b.bound_at > $1)
+                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = p.token AND b.bound_at > \(stale))
                 UNION
                 SELECT user_push_id AS token, operating_system FROM alarms a
-                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = a.user_push_id AND b.bound_at > $1)
+                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = a.user_push_id AND b.bound_at > \(stale))
                 UNION
                 SELECT push_token AS token, 'ios' AS operating_system FROM live_activities l
-                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = l.push_token AND b.bound_at > $1)
+                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = l.push_token AND b.bound_at > \(stale))
                 LIMIT \(limit)
-                """, [stale]).compactMap { row in
+                """).compactMap { row in
                 guard let token = try row.optionalString("token") else { return nil }
                 return (token, try row.optionalString("operating_system") == "android" ? .android : .ios)
             }
@@ -210,9 +210,9 @@ struct RelayBinder: Sendable {
             let now = clock.now().epochMillis
             _ = try? await database.write { connection in
                 try connection.execute("""
-                    INSERT INTO relay_bound_tokens (token, bound_at) VALUES ($1, $2)
+                    INSERT INTO relay_bound_tokens (token, bound_at) VALUES (\(token), \(now))
                     ON CONFLICT (token) DO UPDATE SET bound_at = excluded.bound_at
-                    """, [.text(token), .integer(now)])
+                    """)
             }
         }
         if bound < tokens.count {

@@ -32,17 +32,17 @@ struct RelayStore: Sendable {
         let (perServer, perClient) = (maxBindingsPerServer, maxBindingsPerClient)
         _ = try await database.write { connection in
             let refreshed = try connection.execute("""
-                UPDATE relay_bindings SET platform = $3, bound_at = $4 WHERE token_hash = $1 AND server_id = $2
-                """, [.text(tokenHash), .text(serverID), .text(platform.rawValue), .integer(nowMillis)])
+                UPDATE relay_bindings SET platform = \(platform.rawValue), bound_at = \(nowMillis) WHERE token_hash = \(tokenHash) AND server_id = \(serverID)
+                """)
             guard refreshed == 0 else { return }
             for (owner, limit) in [("server:" + serverID, perServer), ("client:" + client, perClient)] where limit > 0 {
-                let held = try connection.queryOne("SELECT bindings FROM relay_binding_counts WHERE owner = $1", [.text(owner)])?.int("bindings") ?? 0
+                let held = try connection.queryOne("SELECT bindings FROM relay_binding_counts WHERE owner = \(owner)")?.int("bindings") ?? 0
                 if held >= Int64(limit) { throw Refusal.bindingLimit }
             }
             try connection.execute("""
-                INSERT INTO relay_bindings (token_hash, server_id, platform, bound_at, client_hash) VALUES ($1, $2, $3, $4, $5)
+                INSERT INTO relay_bindings (token_hash, server_id, platform, bound_at, client_hash) VALUES (\(tokenHash), \(serverID), \(platform.rawValue), \(nowMillis), \(client))
                 ON CONFLICT (token_hash, server_id) DO UPDATE SET platform = excluded.platform, bound_at = excluded.bound_at
-                """, [.text(tokenHash), .text(serverID), .text(platform.rawValue), .integer(nowMillis), .text(client)])
+                """)
             try Self.count(connection, owners: ["server:" + serverID, "client:" + client], by: 1)
         }
     }
@@ -50,16 +50,16 @@ struct RelayStore: Sendable {
     static func count(_ connection: any SQLConnection, owners: [String], by change: Int64) throws {
         for owner in owners {
             try connection.execute("""
-                INSERT INTO relay_binding_counts (owner, bindings) VALUES ($1, $2)
+                INSERT INTO relay_binding_counts (owner, bindings) VALUES (\(owner), \(change))
                 ON CONFLICT (owner) DO UPDATE SET bindings = relay_binding_counts.bindings + excluded.bindings
-                """, [.text(owner), .integer(change)])
+                """)
         }
     }
 
     /// The bindings an owner (`server:<id>` or `client:<hash>`) holds.
     func held(owner: String) async throws -> Int64 {
         try await database.read { connection in
-            try connection.queryOne("SELECT bindings FROM relay_binding_counts WHERE owner = $1", [.text(owner)])?.int("bindings") ?? 0
+            try connection.queryOne("SELECT bindings FROM relay_binding_counts WHERE owner = \(owner)")?.int("bindings") ?? 0
         }
     }
 
@@ -67,12 +67,12 @@ struct RelayStore: Sendable {
     func bindings(tokens: [String], serverID: String, nowMillis: Int64) async throws -> [String: PushPlatform] {
         let hashes = Dictionary(tokens.map { (Self.tokenHash($0), $0) }, uniquingKeysWith: { first, _ in first })
         guard !hashes.isEmpty else { return [:] }
-        let placeholders = (0..<hashes.count).map { "$\($0 + 3)" }.joined(separator: ", ")
-        let parameters: [SQLValue] = [.text(serverID), .integer(nowMillis - RelayProtocol.bindingLifetimeMillis)] + hashes.keys.map { .text($0) }
+        let since = nowMillis - RelayProtocol.bindingLifetimeMillis
         let rows = try await database.read { connection in
             try connection.query("""
-                SELECT token_hash, platform FROM relay_bindings WHERE server_id = $1 AND bound_at > $2 AND token_hash IN (\(placeholders))
-                """, parameters)
+                SELECT token_hash, platform FROM relay_bindings
+                WHERE server_id = \(serverID) AND bound_at > \(since) AND token_hash IN (\(list: Array(hashes.keys)))
+                """)
         }
         var found: [String: PushPlatform] = [:]
         for row in rows {
@@ -87,8 +87,7 @@ struct RelayStore: Sendable {
     /// binding ends, and no other server's.
     func forget(token: String, serverID: String) async throws {
         _ = try await database.write { connection in
-            for row in try connection.query("DELETE FROM relay_bindings WHERE token_hash = $1 AND server_id = $2 RETURNING client_hash",
-                                            [.text(Self.tokenHash(token)), .text(serverID)]) {
+            for row in try connection.query("DELETE FROM relay_bindings WHERE token_hash = \(Self.tokenHash(token)) AND server_id = \(serverID) RETURNING client_hash") {
                 try Self.count(connection, owners: ["server:" + serverID] + (row.optionalString("client_hash").map { ["client:" + $0] } ?? []), by: -1)
             }
         }
@@ -100,10 +99,10 @@ struct RelayStore: Sendable {
     func remember(_ replayKey: String, nowMillis: Int64) async throws -> Bool {
         let key = Base64URL.encode(SHA256.digest(Array(replayKey.utf8)))
         return try await database.write { connection in
-            _ = try connection.execute("DELETE FROM relay_replays WHERE expires_at <= $1", [.integer(nowMillis)])
+            _ = try connection.execute("DELETE FROM relay_replays WHERE expires_at <= \(nowMillis)")
             let inserted = try connection.execute("""
-                INSERT INTO relay_replays (signature_hash, expires_at) VALUES ($1, $2) ON CONFLICT (signature_hash) DO NOTHING
-                """, [.text(key), .integer(nowMillis + RelayProtocol.replayMillis)])
+                INSERT INTO relay_replays (signature_hash, expires_at) VALUES (\(key), \(nowMillis + RelayProtocol.replayMillis)) ON CONFLICT (signature_hash) DO NOTHING
+                """)
             return inserted > 0
         }
     }
@@ -113,13 +112,13 @@ struct RelayStore: Sendable {
         try await database.write { connection in
             let cutoff = SQLValue.integer(nowMillis - RelayProtocol.bindingLifetimeMillis)
             for row in try connection.query("""
-                SELECT server_id, client_hash, COUNT(*) AS n FROM relay_bindings WHERE bound_at <= $1 GROUP BY server_id, client_hash
-                """, [cutoff]) {
+                SELECT server_id, client_hash, COUNT(*) AS n FROM relay_bindings WHERE bound_at <= \(cutoff) GROUP BY server_id, client_hash
+                """) {
                 let owners = ["server:" + (try row.string("server_id"))] + (try row.optionalString("client_hash").map { ["client:" + $0] } ?? [])
                 try Self.count(connection, owners: owners, by: -(row.int("n")))
             }
-            try connection.execute("DELETE FROM relay_binding_counts WHERE bindings <= 0", [])
-            return try connection.execute("DELETE FROM relay_bindings WHERE bound_at <= $1", [cutoff])
+            try connection.execute("DELETE FROM relay_binding_counts WHERE bindings <= 0")
+            return try connection.execute("DELETE FROM relay_bindings WHERE bound_at <= \(cutoff)")
         }
     }
 

@@ -13,15 +13,14 @@ public struct SurveyStore: Sendable {
 
     public func createStudy(regionID: Int, name: String, description: String?, now: Int64) async throws -> Study {
         let id = try await database.write { connection in
-            try connection.queryOne("INSERT INTO studies (region_id, name, description, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
-                                    [.integer(Int64(regionID)), .text(name), SQLValue(description), .integer(now)])?.int("id") ?? 0
+            try connection.queryOne("INSERT INTO studies (region_id, name, description, created_at) VALUES (\(Int64(regionID)), \(name), \(description), \(now)) RETURNING id")?.int("id") ?? 0
         }
         return Study(id: id, regionID: regionID, name: name, description: description)
     }
 
     public func studies(regionID: Int? = nil) async throws -> [Study] {
         try await database.read { connection in
-            try connection.query("SELECT * FROM studies WHERE $1 < 0 OR region_id = $1 ORDER BY id", [.integer(Int64(regionID ?? -1))]).map(Self.study)
+            try connection.query("SELECT * FROM studies WHERE \(Int64(regionID ?? -1)) < 0 OR region_id = \(Int64(regionID ?? -1)) ORDER BY id").map(Self.study)
         }
     }
 
@@ -34,19 +33,19 @@ public struct SurveyStore: Sendable {
     /// Surveys of a region (or all) with their questions.
     public func surveys(regionID: Int? = nil) async throws -> [Survey] {
         try await database.read { connection in
-            let rows = try connection.query("SELECT * FROM surveys WHERE $1 < 0 OR region_id = $1 ORDER BY id", [.integer(Int64(regionID ?? -1))])
+            let rows = try connection.query("SELECT * FROM surveys WHERE \(Int64(regionID ?? -1)) < 0 OR region_id = \(Int64(regionID ?? -1)) ORDER BY id")
             return try rows.map { try Self.survey($0, connection) }
         }
     }
 
     public func survey(id: Int64) async throws -> Survey? {
         try await database.read { connection in
-            try connection.queryOne("SELECT * FROM surveys WHERE id = $1", [.integer(id)]).map { try Self.survey($0, connection) }
+            try connection.queryOne("SELECT * FROM surveys WHERE id = \(id)").map { try Self.survey($0, connection) }
         }
     }
 
     public func study(id: Int64) async throws -> Study? {
-        try await database.read { connection in try connection.queryOne("SELECT * FROM studies WHERE id = $1", [.integer(id)]).map(Self.study) }
+        try await database.read { connection in try connection.queryOne("SELECT * FROM studies WHERE id = \(id)").map(Self.study) }
     }
 
     /// Inserts or replaces a survey. Questions with an id keep it; new ones
@@ -54,54 +53,55 @@ public struct SurveyStore: Sendable {
     /// throws `SurveyStoreError.questionsFrozen`.
     public func save(_ survey: Survey, now: Int64) async throws -> Survey {
         try await database.write { connection in
-            guard try connection.queryOne("SELECT 1 AS ok FROM studies WHERE id = $1", [.integer(survey.studyID)]) != nil else {
+            guard try connection.queryOne("SELECT 1 AS ok FROM studies WHERE id = \(survey.studyID)") != nil else {
                 throw SurveyStoreError.unknownStudy(survey.studyID)
             }
             var saved = survey
             saved.updatedAt = now
-            let values: [SQLValue] = [.integer(Int64(survey.regionID)), .integer(survey.studyID), .text(survey.name), SQLValue(survey.available),
-                                      SQLValue(survey.startDate), SQLValue(survey.endDate), SQLValue(survey.showOnMap), SQLValue(survey.showOnStops),
-                                      SQLValue(survey.alwaysVisible), SQLValue(survey.allowsMultipleResponses), Self.encode(survey.visibleStopList),
-                                      Self.encode(survey.visibleRouteList), SQLValue(survey.requireStopIDInResponse), .integer(now)]
+            var fields = SQLFields()
+            fields.set("region_id", survey.regionID)
+            fields.set("study_id", survey.studyID)
+            fields.set("name", survey.name)
+            fields.set("available", survey.available)
+            fields.set("start_date", survey.startDate)
+            fields.set("end_date", survey.endDate)
+            fields.set("show_on_map", survey.showOnMap)
+            fields.set("show_on_stops", survey.showOnStops)
+            fields.set("always_visible", survey.alwaysVisible)
+            fields.set("allows_multiple_responses", survey.allowsMultipleResponses)
+            fields.set("visible_stop_list", Self.encode(survey.visibleStopList))
+            fields.set("visible_route_list", Self.encode(survey.visibleRouteList))
+            fields.set("require_stop_id_in_response", survey.requireStopIDInResponse)
+            fields.set("updated_at", now)
             if survey.id == 0 {
                 saved.createdAt = now
                 saved.id = try connection.queryOne("""
-                    INSERT INTO surveys (region_id, study_id, name, available, start_date, end_date, show_on_map, show_on_stops, always_visible,
-                        allows_multiple_responses, visible_stop_list, visible_route_list, require_stop_id_in_response, updated_at, created_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14) RETURNING id
-                    """, values)?.int("id") ?? 0
+                    INSERT INTO surveys (\(fields.columns), created_at) VALUES (\(fields.values), \(now)) RETURNING id
+                    """)?.int("id") ?? 0
             } else {
-                let existing = try connection.queryOne("SELECT * FROM surveys WHERE id = $1", [.integer(survey.id)]).map { try Self.survey($0, connection) }
+                let existing = try connection.queryOne("SELECT * FROM surveys WHERE id = \(survey.id)").map { try Self.survey($0, connection) }
                 guard let existing else { throw SurveyStoreError.notFound }
                 let responses = try Self.responseCount(connection, surveyID: survey.id)
                 if responses > 0 && !Self.sameQuestions(existing.questions, survey.questions) {
                     throw SurveyStoreError.questionsFrozen(responses: responses)
                 }
                 saved.createdAt = existing.createdAt
-                try connection.execute("""
-                    UPDATE surveys SET region_id = $1, study_id = $2, name = $3, available = $4, start_date = $5, end_date = $6, show_on_map = $7,
-                        show_on_stops = $8, always_visible = $9, allows_multiple_responses = $10, visible_stop_list = $11, visible_route_list = $12,
-                        require_stop_id_in_response = $13, updated_at = $14 WHERE id = $15
-                    """, values + [.integer(survey.id)])
+                try connection.execute("UPDATE surveys SET \(fields.assignments) WHERE id = \(survey.id)")
                 if responses > 0 { return saved }
                 let kept = survey.questions.map(\.id).filter { $0 != 0 }
                 for old in existing.questions where !kept.contains(old.id) {
-                    try connection.execute("DELETE FROM survey_questions WHERE id = $1", [.integer(old.id)])
+                    try connection.execute("DELETE FROM survey_questions WHERE id = \(old.id)")
                 }
             }
             var questions: [SurveyQuestion] = []
             for question in survey.questions {
                 var stored = question
                 let content = String(decoding: JSONValue.object(question.content).encoded(), as: UTF8.self)
-                if question.id != 0, try connection.execute("UPDATE survey_questions SET position = $2, required = $3, content = $4 WHERE id = $1 AND survey_id = $5",
-                                                             [.integer(question.id), .integer(Int64(question.position)), SQLValue(question.required),
-                                                              .text(content), .integer(saved.id)]) > 0 {
+                if question.id != 0, try connection.execute("UPDATE survey_questions SET position = \(Int64(question.position)), required = \(question.required), content = \(content) WHERE id = \(question.id) AND survey_id = \(saved.id)") > 0 {
                     questions.append(stored)
                     continue
                 }
-                stored.id = try connection.queryOne("INSERT INTO survey_questions (survey_id, position, required, content) VALUES ($1, $2, $3, $4) RETURNING id",
-                                                    [.integer(saved.id), .integer(Int64(question.position)), SQLValue(question.required),
-                                                     .text(content)])?.int("id") ?? 0
+                stored.id = try connection.queryOne("INSERT INTO survey_questions (survey_id, position, required, content) VALUES (\(saved.id), \(Int64(question.position)), \(question.required), \(content)) RETURNING id")?.int("id") ?? 0
                 questions.append(stored)
             }
             saved.questions = questions
@@ -112,11 +112,11 @@ public struct SurveyStore: Sendable {
     /// Deletes a survey that has no responses.
     public func delete(id: Int64) async throws {
         _ = try await database.write { connection in
-            guard try connection.queryOne("SELECT 1 AS ok FROM surveys WHERE id = $1", [.integer(id)]) != nil else { throw SurveyStoreError.notFound }
+            guard try connection.queryOne("SELECT 1 AS ok FROM surveys WHERE id = \(id)") != nil else { throw SurveyStoreError.notFound }
             let responses = try Self.responseCount(connection, surveyID: id)
             guard responses == 0 else { throw SurveyStoreError.hasResponses(responses) }
-            try connection.execute("DELETE FROM survey_questions WHERE survey_id = $1", [.integer(id)])
-            try connection.execute("DELETE FROM surveys WHERE id = $1", [.integer(id)])
+            try connection.execute("DELETE FROM survey_questions WHERE survey_id = \(id)")
+            try connection.execute("DELETE FROM surveys WHERE id = \(id)")
         }
     }
 
@@ -125,7 +125,7 @@ public struct SurveyStore: Sendable {
     }
 
     static func responseCount(_ connection: any SQLConnection, surveyID: Int64) throws -> Int {
-        Int(try connection.queryOne("SELECT COUNT(*) AS n FROM survey_responses WHERE survey_id = $1", [.integer(surveyID)])?.int("n") ?? 0)
+        Int(try connection.queryOne("SELECT COUNT(*) AS n FROM survey_responses WHERE survey_id = \(surveyID)")?.int("n") ?? 0)
     }
 
     static func encode(_ list: [String]?) -> SQLValue {
@@ -139,7 +139,7 @@ public struct SurveyStore: Sendable {
 
     static func survey(_ row: Row, _ connection: any SQLConnection) throws -> Survey {
         let id = try row.int("id")
-        let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = $1 ORDER BY position, id", [.integer(id)]).map { question in
+        let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = \(id) ORDER BY position, id").map { question in
             let content: [String: JSONValue]
             if case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data((question.string("content")).utf8)) {
                 content = object
@@ -185,9 +185,8 @@ public struct SurveyStore: Sendable {
         _ = try await database.write { connection in
             try connection.execute("""
                 INSERT INTO survey_responses (public_id, survey_id, user_identifier, stop_identifier, stop_latitude, stop_longitude, responses, created_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-                """, [.text(publicID), .integer(surveyID), .text(userIdentifier), SQLValue(stopIdentifier), SQLValue(stopLatitude),
-                      SQLValue(stopLongitude), .text(Self.encode(answers)), .integer(now)])
+                VALUES (\(publicID), \(surveyID), \(userIdentifier), \(stopIdentifier), \(stopLatitude), \(stopLongitude), \(Self.encode(answers)), \(now), \(now))
+                """)
         }
         return StoredResponse(publicID: publicID, surveyID: surveyID, userIdentifier: userIdentifier, answers: answers, stopIdentifier: stopIdentifier,
                               stopLatitude: stopLatitude, stopLongitude: stopLongitude, createdAt: now, updatedAt: now)
@@ -196,12 +195,11 @@ public struct SurveyStore: Sendable {
     /// Merges answers into a stored response by `question_id`; nil when unknown.
     public func amendResponse(publicID: String, answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse? {
         try await database.write { connection in
-            guard let row = try connection.queryOne("SELECT * FROM survey_responses WHERE public_id = $1", [.text(publicID)]) else { return nil }
+            guard let row = try connection.queryOne("SELECT * FROM survey_responses WHERE public_id = \(publicID)") else { return nil }
             var stored = try StoredResponse.read(row)
             let merged = SurveyRules.merge(stored: stored.answers, incoming: answers)
             if let problem = SurveyRules.answersTooLarge(merged.map(JSONValue.object)) { throw ValidationFailure([problem]) }
-            try connection.execute("UPDATE survey_responses SET responses = $2, updated_at = $3 WHERE public_id = $1",
-                                   [.text(publicID), .text(Self.encode(merged)), .integer(now)])
+            try connection.execute("UPDATE survey_responses SET responses = \(Self.encode(merged)), updated_at = \(now) WHERE public_id = \(publicID)")
             stored.answers = merged
             stored.updatedAt = now
             return stored
@@ -210,13 +208,13 @@ public struct SurveyStore: Sendable {
 
     public func responseExists(publicID: String) async throws -> Bool {
         try await database.read { connection in
-            try connection.queryOne("SELECT 1 AS ok FROM survey_responses WHERE public_id = $1", [.text(publicID)]) != nil
+            try connection.queryOne("SELECT 1 AS ok FROM survey_responses WHERE public_id = \(publicID)") != nil
         }
     }
 
     public func responses(surveyID: Int64) async throws -> [StoredResponse] {
         try await database.read { connection in
-            try connection.query("SELECT * FROM survey_responses WHERE survey_id = $1 ORDER BY id", [.integer(surveyID)]).map(StoredResponse.read)
+            try connection.query("SELECT * FROM survey_responses WHERE survey_id = \(surveyID) ORDER BY id").map(StoredResponse.read)
         }
     }
 
