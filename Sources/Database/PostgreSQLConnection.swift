@@ -57,6 +57,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
 /// text with their types (bigint, double precision, text, bytea) so the
 /// same SQL runs on SQLite and here.
 final class PostgreSQLConnection: SQLConnection {
+    var dialect: SQLDialect { .postgresql }
     private let connection: OpaquePointer
     private var statements: [String: String] = [:]
     private let location: PostgresLocation

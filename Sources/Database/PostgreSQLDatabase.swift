@@ -101,7 +101,7 @@ public final class PostgreSQLDatabase: Database {
             var done: [Int] = []
             for migration in ordered where !applied.contains(migration.version) {
                 do {
-                    try postgres.run(SQLDialect.postgresql.schema(migration.sql))
+                    for statement in migration.statements { try postgres.run(statement.postgresql) }
                     try postgres.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                                          [.integer(Int64(migration.version)), .text(migration.name), .text(Date.now.formatted(.iso8601))])
                 } catch {

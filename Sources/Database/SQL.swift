@@ -111,6 +111,17 @@ extension SQLConnection {
     public func queryOne(_ sql: SQL) throws(DatabaseError) -> Row? {
         try query(sql).first
     }
+
+    /// After rows were written with ids of their own (a copy, an import),
+    /// new rows of `table` continue after the largest id: PostgreSQL moves
+    /// the identity's sequence; SQLite assigns past the largest id anyway.
+    public func advanceIdentity(table: String) throws(DatabaseError) {
+        guard dialect == .postgresql else { return }
+        _ = try query("""
+            SELECT setval(pg_get_serial_sequence('\(raw: table)', 'id'), GREATEST(COALESCE(MAX(id), 0), 1), MAX(id) IS NOT NULL) AS value
+            FROM \(raw: table)
+            """)
+    }
 }
 
 /// Columns and their values, named once and used as an INSERT's column and

@@ -3,6 +3,7 @@ import CSQLite
 /// One SQLite connection with a cache of prepared statements. Used by one
 /// thread at a time (opened with SQLITE_OPEN_NOMUTEX).
 final class SQLiteConnection: SQLConnection {
+    var dialect: SQLDialect { .sqlite }
     let handle: OpaquePointer
     /// A prepared statement with what binding and reading it needs, worked
     /// out once: which value each `$n` slot takes, and the column names.

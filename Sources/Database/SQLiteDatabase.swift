@@ -203,7 +203,7 @@ public final class SQLiteDatabase: Database {
             var done: [Int] = []
             for migration in ordered where !applied.contains(migration.version) {
                 do {
-                    try sqlite.run(migration.sql)
+                    for statement in migration.statements { try sqlite.run(statement.sqlite) }
                     try sqlite.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                                        [.integer(Int64(migration.version)), .text(migration.name),
                                         .text(Date.now.formatted(.iso8601))])

@@ -18,8 +18,8 @@ struct SQLiteDatabaseTests {
     }
 
     static let schema = [
-        Migration(version: 1, name: "things", sql: "CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"),
-        Migration(version: 2, name: "things index", sql: "CREATE INDEX things_name ON things (name)"),
+        Migration(version: 1, name: "things", owners: ["test"], statements: [.table("things", withID: true, "name TEXT NOT NULL UNIQUE")]),
+        Migration(version: 2, name: "things index", owners: ["test"], statements: [.same("CREATE INDEX things_name ON things (name)")]),
     ]
 
     @Test func migrationsApplyOnceAndInOrder() async throws {
@@ -33,7 +33,8 @@ struct SQLiteDatabaseTests {
 
     @Test func aFailedMigrationLeavesTheDatabaseAsItWas() async throws {
         try await Self.withDatabase { database, _ in
-            let broken = Self.schema + [Migration(version: 3, name: "broken", sql: "CREATE TABLE extra (x INTEGER); CREATE TABLE oops (")]
+            let broken = Self.schema + [Migration(version: 3, name: "broken", owners: ["test"],
+                                                  statements: [.same("CREATE TABLE extra (x BIGINT)"), .same("CREATE TABLE oops (")])]
             await #expect(throws: DatabaseError.self) { try await database.migrate(broken) }
             let tables = try await database.read { connection in
                 try connection.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []).compactMap { try $0.optionalString("name") }
@@ -99,7 +100,8 @@ struct SQLiteDatabaseTests {
 
     @Test func valuesRoundTripAndPlaceholdersMayRepeat() async throws {
         try await Self.withDatabase { database, _ in
-            try await database.migrate([Migration(version: 1, name: "v", sql: "CREATE TABLE v (i INTEGER, r REAL, t TEXT, b BLOB, n TEXT)")])
+            try await database.migrate([Migration(version: 1, name: "v", owners: ["test"],
+                                                  statements: [.same("CREATE TABLE v (i INTEGER, r REAL, t TEXT, b BLOB, n TEXT)")])])
             try await database.write { connection in
                 try connection.execute("INSERT INTO v VALUES ($1, $2, $3, $4, $5)",
                                        [.integer(1_754_809_200_000), .real(1.5), .text("zh-Hant ✓ \u{0}x"), .blob([0, 1, 255]), .null])

@@ -81,10 +81,10 @@ struct GhostBusTests {
             #expect(try await app.post(Self.path, fields.map { $0.0 == "service_date" ? ($0.0, "1754895600000") : $0 }).status == 201)
 
             let store = GhostBusStore(database: app.sidecar.database)
-            #expect(try await app.eventually { try await store.report(publicID: id)?.optionalString("trip_snapshot") != nil })
-            let row = try #require(try await store.report(publicID: id))
-            #expect(try row.optionalString("trip_snapshot")?.contains("1_18196913") == true)
-            #expect(try row.optionalInt("predicted") == 1)
+            #expect(try await app.eventually { try await store.report(publicID: id)?.tripSnapshot != nil })
+            let stored = try #require(try await store.report(publicID: id))
+            #expect(stored.tripSnapshot?.contains("1_18196913") == true)
+            #expect(stored.report.predicted == true)
             #expect(oba.state.value.tripDetailRequests >= 1)
 
             // The race path: the unique index catches it, and it is still already_reported.
@@ -114,8 +114,8 @@ struct GhostBusTests {
                 #expect(try await app.eventually { app.clock.sleeperCount >= 3 }, "the enrichment waits to retry")
                 app.clock.advance(seconds: 30)
             }
-            #expect(try await app.eventually { try await store.report(publicID: id)?.optionalInt("snapshot_attempts") == 3 })
-            #expect(try await store.report(publicID: id)?.optionalString("trip_snapshot") == nil)
+            #expect(try await app.eventually { try await store.report(publicID: id)?.snapshotAttempts == 3 })
+            #expect(try await store.report(publicID: id)?.tripSnapshot == nil)
         }
     }
 

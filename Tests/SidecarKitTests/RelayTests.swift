@@ -104,7 +104,7 @@ struct TestRelay {
         var configuration = SidecarConfiguration()
         configuration.database = directory.appendingPathComponent("relay.sqlite3").path
         let database = try configuration.openDatabase(readers: 2)
-        _ = try await database.migrate(RelayStore.migrations)
+        _ = try await database.migrate(Migrations.relay)
         let apns = RecordingTransport()
         let clock = SystemClock()
         // The limiters' minute stands still: a test crossing a minute's

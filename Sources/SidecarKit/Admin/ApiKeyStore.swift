@@ -80,3 +80,24 @@ public struct ApiKeyStore: Sendable {
     }
 
 }
+
+extension ApiKeyStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("ApiKeyStore", [
+        3: [
+            .table("api_keys", withID: true, """
+                name TEXT NOT NULL,
+                prefix TEXT NOT NULL,
+                key_hash TEXT NOT NULL UNIQUE,
+                created_at BIGINT NOT NULL,
+                last_used_at BIGINT,
+                revoked_at BIGINT
+                """),
+        ],
+        14: [
+            .same("ALTER TABLE api_keys ADD COLUMN regions TEXT"),
+            .same("ALTER TABLE api_keys ADD COLUMN can_push BIGINT NOT NULL DEFAULT 1"),
+        ],
+    ])
+}

@@ -61,3 +61,21 @@ public struct AuditLog: Sendable {
         }
     }
 }
+
+extension AuditLog {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("AuditLog", [
+        14: [
+            .table("audit_log", withID: true, """
+                at BIGINT NOT NULL,
+                actor TEXT NOT NULL,
+                action TEXT NOT NULL,
+                region_id BIGINT,
+                target TEXT,
+                detail TEXT
+                """),
+            .same("CREATE INDEX audit_log_region ON audit_log (region_id, id)"),
+        ],
+    ])
+}

@@ -1,4 +1,5 @@
 import Database
+import Push
 
 /// Storage of alarms (table `alarms`).
 public struct AlarmStore: Sendable {
@@ -121,7 +122,21 @@ public struct AlarmStore: Sendable {
     }
 
     public func count() async throws -> Int {
-        try await database.read { connection in Int(try connection.queryOne("SELECT COUNT(*) AS n FROM alarms")?.int("n") ?? 0) }
+        try await database.read { connection in try Self.count(connection) }
+    }
+
+    /// Alarms waiting to fire, in one region or all.
+    static func count(_ connection: any SQLConnection, regionID: Int? = nil) throws -> Int {
+        if let regionID { return try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE region_id = \(regionID)")?.count("n") ?? 0 }
+        return try connection.queryOne("SELECT COUNT(*) AS n FROM alarms")?.count("n") ?? 0
+    }
+
+    /// Devices' tokens for which `unbound(column)` holds (the relay's
+    /// condition on the token column), a page at a time.
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(token: String, platform: PushPlatform)] {
+        try connection.query("""
+            SELECT DISTINCT user_push_id, operating_system FROM alarms a WHERE \(unbound("a.user_push_id")) LIMIT \(limit)
+            """).map { (try $0.string("user_push_id"), PushPlatform(rawValue: try $0.string("operating_system")) ?? .ios) }
     }
 
     /// What one check decided for one alarm.
@@ -162,47 +177,52 @@ public struct AlarmStore: Sendable {
               createdAt: try row.int("created_at"))
     }
 
-    /// Schema of this feature.
-    static let migrations = [
-        Migration(version: 2, name: "create alarms", sql: """
-            CREATE TABLE alarms (
-                id INTEGER PRIMARY KEY,
-                token TEXT NOT NULL UNIQUE,
-                region_id INTEGER NOT NULL,
-                api_version INTEGER NOT NULL,
-                user_push_id TEXT NOT NULL,
-                operating_system TEXT NOT NULL,
-                apns_sandbox INTEGER NOT NULL DEFAULT 0,
-                stop_id TEXT,
-                trip_id TEXT,
-                service_date INTEGER,
-                vehicle_id TEXT,
-                stop_sequence INTEGER,
-                seconds_before INTEGER NOT NULL,
-                message TEXT NOT NULL,
-                failure_count INTEGER NOT NULL DEFAULT 0,
-                departure_estimate INTEGER,
-                next_check_at INTEGER NOT NULL,
-                created_at INTEGER NOT NULL
-            );
-            CREATE INDEX alarms_next_check ON alarms (next_check_at);
-            CREATE INDEX alarms_region_token ON alarms (region_id, token);
-            CREATE INDEX alarms_stop_due ON alarms (region_id, stop_id, next_check_at);
-            CREATE UNIQUE INDEX alarms_v1_identity ON alarms (region_id, user_push_id, COALESCE(trip_id, ''), COALESCE(stop_id, ''),
-                COALESCE(service_date, -1)) WHERE api_version = 1;
-            """),
-        Migration(version: 8, name: "alarms counted per device", sql: """
-            CREATE INDEX alarms_user_push_id ON alarms (user_push_id);
-            """),
-        Migration(version: 9, name: "alarm pages claimed by one instance", sql: """
-            ALTER TABLE alarms ADD COLUMN claimed_until INTEGER;
-            CREATE INDEX alarms_due_unclaimed ON alarms (next_check_at, region_id, stop_id);
-            """),
-    ]
 }
 
 /// Storage outcomes the alarm routes answer with a 4xx.
 public enum AlarmStoreError: Error, Equatable {
     /// The device already has this many alarms waiting to fire.
     case tooManyPending(limit: Int)
+}
+
+extension AlarmStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("AlarmStore", [
+        2: [
+            .table("alarms", withID: true, """
+                token TEXT NOT NULL UNIQUE,
+                region_id BIGINT NOT NULL,
+                api_version BIGINT NOT NULL,
+                user_push_id TEXT NOT NULL,
+                operating_system TEXT NOT NULL,
+                apns_sandbox BIGINT NOT NULL DEFAULT 0,
+                stop_id TEXT,
+                trip_id TEXT,
+                service_date BIGINT,
+                vehicle_id TEXT,
+                stop_sequence BIGINT,
+                seconds_before BIGINT NOT NULL,
+                message TEXT NOT NULL,
+                failure_count BIGINT NOT NULL DEFAULT 0,
+                departure_estimate BIGINT,
+                next_check_at BIGINT NOT NULL,
+                created_at BIGINT NOT NULL
+                """),
+            .same("CREATE INDEX alarms_next_check ON alarms (next_check_at)"),
+            .same("CREATE INDEX alarms_region_token ON alarms (region_id, token)"),
+            .same("CREATE INDEX alarms_stop_due ON alarms (region_id, stop_id, next_check_at)"),
+            .same("""
+                CREATE UNIQUE INDEX alarms_v1_identity ON alarms (region_id, user_push_id, COALESCE(trip_id, ''), COALESCE(stop_id, ''),
+                                COALESCE(service_date, -1)) WHERE api_version = 1
+                """),
+        ],
+        8: [
+            .same("CREATE INDEX alarms_user_push_id ON alarms (user_push_id)"),
+        ],
+        9: [
+            .same("ALTER TABLE alarms ADD COLUMN claimed_until BIGINT"),
+            .same("CREATE INDEX alarms_due_unclaimed ON alarms (next_check_at, region_id, stop_id)"),
+        ],
+    ])
 }

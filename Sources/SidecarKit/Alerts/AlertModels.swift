@@ -41,12 +41,17 @@ public struct AlertTranslation: Sendable, Equatable {
     public var description: String
     /// The alert's `sourceVersion` this translation was made from.
     public var sourceVersion: Int
+    /// The English text it was made from (kept since migration 13).
+    public var sourceHeader: String?
+    public var sourceDescription: String?
 
-    public init(language: String, header: String, description: String, sourceVersion: Int) {
+    public init(language: String, header: String, description: String, sourceVersion: Int, sourceHeader: String? = nil, sourceDescription: String? = nil) {
         self.language = language
         self.header = header
         self.description = description
         self.sourceVersion = sourceVersion
+        self.sourceHeader = sourceHeader
+        self.sourceDescription = sourceDescription
     }
 }
 

@@ -84,7 +84,7 @@ public struct AlertStore: Sendable {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(id)") else { return false }
             try connection.execute("DELETE FROM alert_translations WHERE alert_id = \(id)")
-            try connection.execute("DELETE FROM alert_sends WHERE alert_id = \(id)")
+            try Self.deleteSends(connection, alertID: id)
             try connection.execute("DELETE FROM alerts WHERE id = \(id)")
             try Self.bumpFeed(connection, regionID: Int(row.int("region_id")), now: now)
             return true
@@ -113,7 +113,7 @@ public struct AlertStore: Sendable {
             let alerts = try connection.query("SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1").map(Self.alert)
             var translations: [Int64: [AlertTranslation]] = [:]
             for row in try connection.query("""
-                SELECT t.alert_id, t.language, t.header, t.description, t.source_version FROM alert_translations t
+                SELECT t.alert_id, t.language, t.header, t.description, t.source_version, t.source_header, t.source_description FROM alert_translations t
                 JOIN alerts a ON a.id = t.alert_id WHERE a.region_id = \(Int64(regionID)) AND a.published = 1
                 """) {
                 translations[try row.int("alert_id"), default: []].append(try Self.translation(row))
@@ -137,7 +137,9 @@ public struct AlertStore: Sendable {
 
     public func translations(alertID: Int64) async throws -> [AlertTranslation] {
         try await database.read { connection in
-            try connection.query("SELECT alert_id, language, header, description, source_version FROM alert_translations WHERE alert_id = \(alertID) ORDER BY language").map(Self.translation)
+            try connection.query("""
+                SELECT \(raw: Self.translationColumns) FROM alert_translations WHERE alert_id = \(alertID) ORDER BY language
+                """).map(Self.translation)
         }
     }
 
@@ -155,7 +157,8 @@ public struct AlertStore: Sendable {
                     source_description = excluded.source_description
                 """)
             try Self.bumpFeed(connection, regionID: alert.regionID, now: now)
-            return AlertTranslation(language: language, header: header, description: description, sourceVersion: alert.sourceVersion)
+            return AlertTranslation(language: language, header: header, description: description, sourceVersion: alert.sourceVersion,
+                                    sourceHeader: alert.header, sourceDescription: alert.description)
         }
     }
 
@@ -169,182 +172,58 @@ public struct AlertStore: Sendable {
         }
     }
 
-    // MARK: Sends
+    // MARK: For other features
 
-    /// `--send-lease-seconds` by default.
-    public static let defaultSendLeaseSeconds: Int64 = 30
+    /// The ids of a region's alerts, as a subquery.
+    static func alertIDs(inRegion regionID: Int) -> SQL { "SELECT id FROM alerts WHERE region_id = \(regionID)" }
 
-    /// Claims the unfinished (running or failed) send of this alert to this
-    /// audience, resuming it, or starts a new one. Throws
-    /// `AlertStoreError.busy` while another runner holds the lease, so two
-    /// processes never push the same pages.
-    public func startSend(alertID: Int64, audience: AlertSend.Audience, now: Int64) async throws -> AlertSend {
-        try await database.write { connection in
-            if let unfinished = try connection.queryOne("""
-                SELECT * FROM alert_sends WHERE alert_id = \(alertID) AND audience = \(audience.rawValue) AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
-                """) {
-                let lease = try unfinished.optionalInt("lease_until") ?? 0
-                // The condition is repeated in the UPDATE: with several
-                // instances, two may read the same lapsed lease, and only the
-                // one whose UPDATE still finds it lapsed gets the send.
-                guard let claimed = try connection.queryOne("""
-                    UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = \(now + sendLeaseSeconds)
-                    WHERE id = \(unfinished.int("id")) AND (status = 'failed' OR lease_until IS NULL OR lease_until <= \(now)) RETURNING *
-                    """) else {
-                    throw AlertStoreError.busy(retryAfter: max(lease - now, 1))
-                }
-                return try Self.send(claimed)
-            }
-            // Two instances starting the same send at once: the unique index
-            // on unfinished sends lets one insert; the other is told to wait.
-            do {
-                let row = try connection.queryOne("""
-                    INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until,
-                        audience_size)
-                    VALUES (\(alertID), \(audience.rawValue), 'running', 0, 0, 0, 0, 0, \(now), \(now + sendLeaseSeconds), (
-                        SELECT COUNT(*) FROM push_registrations r JOIN alerts a ON a.region_id = r.region_id
-                        WHERE a.id = \(alertID) AND (\(audience == .test) = 0 OR r.test_device = 1))) RETURNING *
-                    """)
-                return try Self.send(row!)
-            } catch DatabaseError.constraintViolation(_) {
-                throw AlertStoreError.busy(retryAfter: 1)
-            }
+    /// Alerts' headers by id.
+    static func headers(_ connection: any SQLConnection, alertIDs: [Int64]) throws -> [Int64: String] {
+        guard !alertIDs.isEmpty else { return [:] }
+        return Dictionary(try connection.query("SELECT id, header FROM alerts WHERE id IN (\(list: alertIDs))").map {
+            (try $0.int("id"), try $0.string("header"))
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// A region's alerts with their translations, oldest first (an export).
+    static func alertsWithTranslations(_ connection: any SQLConnection, regionID: Int) throws -> [(alert: ServiceAlert, translations: [AlertTranslation])] {
+        try connection.query("SELECT \(raw: columns) FROM alerts WHERE region_id = \(regionID) ORDER BY id").map { row in
+            let alert = try alert(row)
+            let translations = try connection.query("""
+                SELECT \(raw: translationColumns) FROM alert_translations WHERE alert_id = \(alert.id) ORDER BY language
+                """).map(translation)
+            return (alert, translations)
         }
     }
 
-    /// Claims every running send whose lease lapsed (its runner died or
-    /// stopped): any running server resumes them.
-    public func claimLapsedSends(now: Int64) async throws -> [AlertSend] {
-        try await database.write { connection in
-            try connection.query("""
-                UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds)
-                WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING *
-                """).map(Self.send)
-        }
+    /// The region an alert id belongs to, if the id is taken.
+    static func region(ofAlert id: Int64, _ connection: any SQLConnection) throws -> Int? {
+        try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(id)")?.count("region_id")
     }
 
-    /// Extends a send's lease while its runner waits to retry.
-    public func renewLease(sendID: Int64, now: Int64) async throws {
-        _ = try await database.write { connection in
-            try connection.execute("UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds) WHERE id = \(sendID) AND status = 'running'")
-        }
-    }
-
-    /// Gives up a send's lease (a run that stopped early).
-    public func releaseSend(id: Int64) async throws {
-        _ = try await database.write { connection in
-            try connection.execute("UPDATE alert_sends SET lease_until = NULL WHERE id = \(id)")
-        }
-    }
-
-    public func send(id: Int64) async throws -> AlertSend? {
-        try await database.read { connection in
-            try connection.queryOne("SELECT * FROM alert_sends WHERE id = \(id)").map(Self.send)
-        }
-    }
-
-    /// A page of a send's pending registrations (pushes that failed for a
-    /// passing reason), by registration id.
-    public func pendingPage(sendID: Int64, after registrationID: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
-        try await database.read { connection in
-            try connection.query("""
-                SELECT r.id, \(raw: PushRegistrationStore.columns(qualifiedBy: "r"))
-                FROM alert_send_pending p JOIN push_registrations r ON r.id = p.registration_id
-                WHERE p.send_id = \(sendID) AND r.id > \(registrationID) ORDER BY r.id LIMIT \(Int64(limit))
-                """).map {
-                (try $0.int("id"), try PushRegistrationStore.registration($0))
-            }
-        }
-    }
-
-    /// The number of registrations a send to this audience targets (those
-    /// after a cursor: still to try).
-    public func audienceCount(regionID: Int, audience: AlertSend.Audience, after cursor: Int64 = 0) async throws -> Int {
-        try await database.read { connection in
-            Int(try connection.queryOne("""
-                SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = \(Int64(regionID)) AND (\(audience == .test) = 0 OR test_device = 1) AND id > \(cursor)
-                """)?.int("n") ?? 0)
-        }
-    }
-
-    public func sends(alertID: Int64) async throws -> [AlertSend] {
-        try await database.read { connection in
-            try connection.query("SELECT * FROM alert_sends WHERE alert_id = \(alertID) ORDER BY id").map(Self.send)
-        }
-    }
-
-    /// A page of the audience after `cursor`, by registration id.
-    public func audiencePage(regionID: Int, audience: AlertSend.Audience, after cursor: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
-        try await database.read { connection in
-            try connection.query("""
-                SELECT id, \(raw: PushRegistrationStore.columns) FROM push_registrations
-                WHERE region_id = \(Int64(regionID)) AND id > \(cursor) AND (\(audience == .test) = 0 OR test_device = 1) ORDER BY id LIMIT \(Int64(limit))
-                """).map {
-                (try $0.int("id"), try PushRegistrationStore.registration($0))
-            }
-        }
-    }
-
-    /// What one page of a send did, recorded in one transaction.
-    public struct PageRecord: Sendable {
-        public var sendID: Int64
-        /// The last registration id of the audience handled.
-        public var cursor: Int64
-        public var now: Int64
-        public var targeted = 0
-        public var delivered = 0
-        public var failed = 0
-        /// Tokens the provider called dead: their registrations are deleted.
-        public var deadTokens: [(regionID: Int, token: String)] = []
-        /// Registration ids whose push failed for a passing reason.
-        public var stillPending: [Int64] = []
-        /// Pending registration ids now settled (delivered, dead or refused).
-        public var resolved: [Int64] = []
-        /// `done` or `failed` to end the send; nil keeps it running (and renews the lease).
-        public var status: String?
-        public var lastError: String?
-
-        public init(sendID: Int64, cursor: Int64, now: Int64, status: String? = nil) {
-            self.sendID = sendID
-            self.cursor = cursor
-            self.now = now
-            self.status = status
-        }
-    }
-
-    /// Records a sent page in one transaction: counts, the new cursor, the
-    /// pending set, and the deletion of registrations whose tokens the
-    /// provider called dead.
-    public func recordPage(_ record: PageRecord) async throws -> AlertSend {
-        try await database.write { connection in
-            var pruned = 0
-            for dead in record.deadTokens {
-                pruned += try connection.execute("DELETE FROM push_registrations WHERE region_id = \(Int64(dead.regionID)) AND token = \(dead.token)")
-            }
-            for id in record.stillPending {
-                try connection.execute("""
-                    INSERT INTO alert_send_pending (send_id, registration_id) VALUES (\(record.sendID), \(id)) ON CONFLICT (send_id, registration_id) DO NOTHING
-                    """)
-            }
-            for id in record.resolved {
-                try connection.execute("DELETE FROM alert_send_pending WHERE send_id = \(record.sendID) AND registration_id = \(id)")
-            }
-            // Pending registrations deleted meanwhile (pruned, opted out) no longer count.
-            let pending = try connection.queryOne("""
-                SELECT COUNT(*) AS n FROM alert_send_pending p JOIN push_registrations r ON r.id = p.registration_id WHERE p.send_id = \(record.sendID)
-                """)?.int("n") ?? 0
-            let ending = record.status != nil
-            let row = try connection.queryOne("""
-                UPDATE alert_sends SET cursor = \(record.cursor), targeted = targeted + \(Int64(record.targeted)), delivered = delivered + \(Int64(record.delivered)), failed = failed + \(Int64(record.failed)),
-                    pruned = pruned + \(Int64(pruned)), pending = \(pending), status = COALESCE(\(record.status), status),
-                    finished_at = CASE WHEN \(ending) = 1 THEN \(record.now) ELSE finished_at END,
-                    lease_until = CASE WHEN \(ending) = 1 THEN NULL ELSE \(record.now) + \(sendLeaseSeconds) END,
-                    last_error = CASE WHEN \(record.status) = 'done' THEN NULL ELSE COALESCE(\(record.lastError), last_error) END
-                WHERE id = \(record.sendID) RETURNING *
+    /// Adds an alert as it was exported, its id kept, with its translations
+    /// (each current when made from the text the alert has now).
+    static func insertImported(_ connection: any SQLConnection, alert: ServiceAlert, translations: [AlertTranslation]) throws {
+        let fields = fields(alert)
+        try connection.execute("""
+            INSERT INTO alerts (\(fields.columns), id, source_version, created_at, updated_at)
+            VALUES (\(fields.values), \(alert.id), 1, \(alert.createdAt), \(alert.updatedAt))
+            """)
+        for translation in translations {
+            try connection.execute("""
+                INSERT INTO alert_translations (alert_id, language, header, description, source_version, source_header, source_description)
+                VALUES (\(alert.id), \(translation.language), \(translation.header), \(translation.description), \(translation.sourceVersion),
+                    \(translation.sourceHeader), \(translation.sourceDescription))
                 """)
-            guard let row else { throw AlertStoreError.notFound }
-            return try Self.send(row)
         }
+    }
+
+    /// Gives a region the agency id its imported alerts name, unless it has one.
+    static func adoptAgency(_ connection: any SQLConnection, regionID: Int, agencyID: String) throws {
+        try connection.execute("""
+            INSERT INTO region_settings (region_id, agency_id) VALUES (\(regionID), \(agencyID))
+            ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id WHERE region_settings.agency_id IS NULL
+            """)
     }
 
     // MARK: Ids
@@ -357,6 +236,13 @@ public struct AlertStore: Sendable {
             throw DatabaseError.failed(code: 0, message: "alert_id_sequence has no row")
         }
         return id
+    }
+
+    /// After alerts were written with ids of their own (an import), new
+    /// ones continue after them.
+    static func advanceIdentities(_ connection: any SQLConnection) throws {
+        try connection.advanceIdentity(table: "alerts")
+        try advanceIDs(connection)
     }
 
     /// After alerts were written with ids of their own (an import), the
@@ -376,7 +262,7 @@ public struct AlertStore: Sendable {
             """)
     }
 
-    /// The columns an author sets, for INSERT and UPDATE alike.
+    /// The columns an author sets, for an insert and an update alike.
     static func fields(_ alert: ServiceAlert) -> SQLFields {
         var fields = SQLFields()
         fields.set("region_id", alert.regionID)
@@ -408,113 +294,15 @@ public struct AlertStore: Sendable {
                      impactStartsAt: try row.optionalInt("impact_starts_at"), impactEndsAt: try row.optionalInt("impact_ends_at"), withdrawnAt: try row.optionalInt("withdrawn_at"))
     }
 
+    static let translationColumns = "alert_id, language, header, description, source_version, source_header, source_description"
+
     static func translation(_ row: Row) throws -> AlertTranslation {
         AlertTranslation(language: try row.string("language"), header: try row.string("header"),
-                         description: try row.optionalString("description") ?? "", sourceVersion: Int(try row.int("source_version")))
+                         description: try row.optionalString("description") ?? "", sourceVersion: Int(try row.int("source_version")),
+                         sourceHeader: try row.optionalString("source_header"), sourceDescription: try row.optionalString("source_description"))
     }
 
-    static func send(_ row: Row) throws -> AlertSend {
-        AlertSend(id: try row.int("id"), alertID: try row.int("alert_id"),
-                  audience: AlertSend.Audience(rawValue: try row.string("audience")) ?? .all, status: try row.string("status"),
-                  cursor: try row.int("cursor"), targeted: Int(try row.int("targeted")), delivered: Int(try row.int("delivered")),
-                  failed: Int(try row.int("failed")), pruned: Int(try row.int("pruned")), pending: Int(try row.int("pending")),
-                  startedAt: try row.int("started_at"), finishedAt: try row.optionalInt("finished_at"), lastError: try row.optionalString("last_error"),
-                  audienceSize: Int(try row.int("audience_size")))
-    }
 
-    static let migrations = [
-        Migration(version: 3, name: "create alerts", sql: """
-            CREATE TABLE region_settings (
-                region_id INTEGER PRIMARY KEY,
-                agency_id TEXT,
-                timezone TEXT
-            );
-            CREATE TABLE alerts (
-                id INTEGER PRIMARY KEY,
-                region_id INTEGER NOT NULL,
-                agency_id TEXT NOT NULL,
-                header TEXT NOT NULL,
-                description TEXT NOT NULL DEFAULT '',
-                url TEXT,
-                cause TEXT NOT NULL,
-                effect TEXT NOT NULL,
-                severity TEXT NOT NULL,
-                starts_at INTEGER NOT NULL,
-                ends_at INTEGER,
-                published INTEGER NOT NULL DEFAULT 0,
-                test INTEGER NOT NULL DEFAULT 0,
-                source_version INTEGER NOT NULL DEFAULT 1,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE INDEX alerts_region ON alerts (region_id, published, starts_at);
-            CREATE TABLE alert_translations (
-                alert_id INTEGER NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
-                language TEXT NOT NULL,
-                header TEXT NOT NULL,
-                description TEXT NOT NULL DEFAULT '',
-                source_version INTEGER NOT NULL,
-                PRIMARY KEY (alert_id, language)
-            );
-            CREATE TABLE alert_sends (
-                id INTEGER PRIMARY KEY,
-                alert_id INTEGER NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
-                audience TEXT NOT NULL CHECK (audience IN ('all', 'test')),
-                status TEXT NOT NULL,
-                cursor INTEGER NOT NULL DEFAULT 0,
-                targeted INTEGER NOT NULL DEFAULT 0,
-                delivered INTEGER NOT NULL DEFAULT 0,
-                failed INTEGER NOT NULL DEFAULT 0,
-                pruned INTEGER NOT NULL DEFAULT 0,
-                started_at INTEGER NOT NULL,
-                finished_at INTEGER,
-                lease_until INTEGER
-            );
-            CREATE TABLE alert_feed_versions (
-                region_id INTEGER PRIMARY KEY,
-                version INTEGER NOT NULL,
-                changed_at INTEGER NOT NULL
-            );
-            CREATE TABLE api_keys (
-                id INTEGER PRIMARY KEY,
-                name TEXT NOT NULL,
-                prefix TEXT NOT NULL,
-                key_hash TEXT NOT NULL UNIQUE,
-                created_at INTEGER NOT NULL,
-                last_used_at INTEGER,
-                revoked_at INTEGER
-            );
-            """),
-        Migration(version: 7, name: "alert sends keep pushes to retry", sql: """
-            ALTER TABLE alert_sends ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
-            ALTER TABLE alert_sends ADD COLUMN last_error TEXT;
-            CREATE TABLE alert_send_pending (
-                send_id INTEGER NOT NULL REFERENCES alert_sends (id) ON DELETE CASCADE,
-                registration_id INTEGER NOT NULL,
-                PRIMARY KEY (send_id, registration_id)
-            );
-            CREATE INDEX alert_sends_lease ON alert_sends (status, lease_until);
-            """),
-        Migration(version: 11, name: "one unfinished send per alert and audience", sql: """
-            CREATE UNIQUE INDEX alert_sends_one_unfinished ON alert_sends (alert_id, audience) WHERE status IN ('running', 'failed');
-            """),
-        Migration(version: 16, name: "alerts keep an impact period", sql: """
-            ALTER TABLE alerts ADD COLUMN impact_starts_at INTEGER;
-            ALTER TABLE alerts ADD COLUMN impact_ends_at INTEGER
-            """),
-        Migration(version: 20, name: "a send remembers its audience's size", sql: """
-            ALTER TABLE alert_sends ADD COLUMN audience_size INTEGER NOT NULL DEFAULT 0
-            """),
-        Migration(version: 19, name: "alerts remember being withdrawn", sql: """
-            ALTER TABLE alerts ADD COLUMN withdrawn_at INTEGER
-            """),
-        Migration(version: 17, name: "alert ids are never reused", sql: """
-            CREATE TABLE alert_id_sequence (
-                last_id INTEGER NOT NULL
-            );
-            INSERT INTO alert_id_sequence (last_id) SELECT COALESCE(MAX(id), 0) FROM alerts
-            """),
-    ]
 }
 
 /// Storage outcomes a caller answers with a 4xx.
@@ -522,4 +310,66 @@ public enum AlertStoreError: Error, Equatable {
     case notFound
     /// Another runner holds the send's lease for this many more seconds.
     case busy(retryAfter: Int64)
+}
+
+extension AlertStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("AlertStore", [
+        3: [
+            .table("region_settings", """
+                region_id BIGINT PRIMARY KEY,
+                agency_id TEXT,
+                timezone TEXT
+                """),
+            .table("alerts", withID: true, """
+                region_id BIGINT NOT NULL,
+                agency_id TEXT NOT NULL,
+                header TEXT NOT NULL,
+                description TEXT NOT NULL DEFAULT '',
+                url TEXT,
+                cause TEXT NOT NULL,
+                effect TEXT NOT NULL,
+                severity TEXT NOT NULL,
+                starts_at BIGINT NOT NULL,
+                ends_at BIGINT,
+                published BIGINT NOT NULL DEFAULT 0,
+                test BIGINT NOT NULL DEFAULT 0,
+                source_version BIGINT NOT NULL DEFAULT 1,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL
+                """),
+            .same("CREATE INDEX alerts_region ON alerts (region_id, published, starts_at)"),
+            .table("alert_translations", """
+                alert_id BIGINT NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
+                language TEXT NOT NULL,
+                header TEXT NOT NULL,
+                description TEXT NOT NULL DEFAULT '',
+                source_version BIGINT NOT NULL,
+                PRIMARY KEY (alert_id, language)
+                """),
+            .table("alert_feed_versions", """
+                region_id BIGINT PRIMARY KEY,
+                version BIGINT NOT NULL,
+                changed_at BIGINT NOT NULL
+                """),
+        ],
+        13: [
+            .same("ALTER TABLE alert_translations ADD COLUMN source_header TEXT"),
+            .same("ALTER TABLE alert_translations ADD COLUMN source_description TEXT"),
+        ],
+        16: [
+            .same("ALTER TABLE alerts ADD COLUMN impact_starts_at BIGINT"),
+            .same("ALTER TABLE alerts ADD COLUMN impact_ends_at BIGINT"),
+        ],
+        17: [
+            .table("alert_id_sequence", """
+                last_id BIGINT NOT NULL
+                """),
+            .same("INSERT INTO alert_id_sequence (last_id) SELECT COALESCE(MAX(id), 0) FROM alerts"),
+        ],
+        19: [
+            .same("ALTER TABLE alerts ADD COLUMN withdrawn_at BIGINT"),
+        ],
+    ])
 }

@@ -51,26 +51,6 @@ public struct CoordinationStore: Sendable {
         }
     }
 
-    static let migrations = [
-        Migration(version: 12, name: "coordination between instances", sql: """
-            CREATE TABLE leases (
-                name TEXT PRIMARY KEY,
-                holder TEXT NOT NULL,
-                expires_at INTEGER NOT NULL
-            );
-            CREATE TABLE shared_documents (
-                name TEXT PRIMARY KEY,
-                body BLOB NOT NULL,
-                fetched_at INTEGER NOT NULL
-            );
-            CREATE TABLE rate_limits (
-                key TEXT NOT NULL,
-                window_start INTEGER NOT NULL,
-                hits INTEGER NOT NULL,
-                PRIMARY KEY (key, window_start)
-            );
-            """),
-    ]
 }
 
 /// Throttle counters in the database, so a limit holds across every
@@ -101,4 +81,37 @@ struct DatabaseWindowCounter: SharedWindowCounter {
             try connection.execute("DELETE FROM rate_limits WHERE window_start < \(cutoff)")
         }
     }
+}
+
+extension CoordinationStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("CoordinationStore", [
+        12: [
+            .table("leases", """
+                name TEXT PRIMARY KEY,
+                holder TEXT NOT NULL,
+                expires_at BIGINT NOT NULL
+                """),
+            .engines(sqlite: """
+                CREATE TABLE shared_documents (
+                    name TEXT PRIMARY KEY,
+                    body BLOB NOT NULL,
+                    fetched_at BIGINT NOT NULL
+                )
+                """, postgresql: """
+                CREATE TABLE shared_documents (
+                    name TEXT PRIMARY KEY,
+                    body BYTEA NOT NULL,
+                    fetched_at BIGINT NOT NULL
+                )
+                """),
+            .table("rate_limits", """
+                key TEXT NOT NULL,
+                window_start BIGINT NOT NULL,
+                hits BIGINT NOT NULL,
+                PRIMARY KEY (key, window_start)
+                """),
+        ],
+    ])
 }

@@ -78,9 +78,9 @@ public enum DatabaseCopy {
                 offset += rows.count
                 if rows.count < pageSize { break }
             }
-            if table.hasID && target.dialect == .postgresql {
+            if table.hasID {
                 // Ids were copied as they were: new rows continue after them.
-                try await target.write { connection in try advanceIdentity(connection, table: table.name) }
+                try await target.write { connection in try connection.advanceIdentity(table: table.name) }
             }
             report("\(table.name): \(copied) rows")
         }
@@ -90,15 +90,6 @@ public enum DatabaseCopy {
             throw Failure(description: "\(source.table) has \(source.rows) rows in the source but \(target.rows) in the target")
         }
         return after
-    }
-
-    /// PostgreSQL: moves a table's id sequence past the largest id, after
-    /// rows were written with ids of their own.
-    static func advanceIdentity(_ connection: any SQLConnection, table: String) throws {
-        _ = try connection.query("""
-            SELECT setval(pg_get_serial_sequence('\(raw: table)', 'id'), GREATEST(COALESCE(MAX(id), 0), 1), MAX(id) IS NOT NULL)
-            FROM \(raw: table)
-            """)
     }
 
     static func counts(_ database: any Database) async throws -> [(table: String, rows: Int)] {

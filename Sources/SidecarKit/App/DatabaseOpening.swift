@@ -89,7 +89,7 @@ public enum SchemaOwner: Sendable {
 
     var name: String { self == .sidecar ? "sidecar" : "relay" }
 
-    var migrations: [Migration] { self == .sidecar ? Migrations.all : RelayStore.migrations }
+    var migrations: [Migration] { self == .sidecar ? Migrations.sidecar : Migrations.relay }
 
     func owns(_ version: Int) -> Bool { self == .sidecar ? version < 1000 : version >= 1000 }
 

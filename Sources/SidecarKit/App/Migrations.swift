@@ -1,11 +1,64 @@
 import Database
 
-/// Every schema migration, from every feature, in version order. A feature
-/// adds its migrations with the next free version numbers.
+/// A store's schema changes by migration version: the DDL of the tables it
+/// owns, kept beside its SQL.
+struct Schema: Sendable {
+    let owner: String
+    let changes: [Int: [MigrationStatement]]
+
+    init(_ owner: String, _ changes: [Int: [MigrationStatement]]) {
+        self.owner = owner
+        self.changes = changes
+    }
+}
+
+/// Every schema migration, in version order, each naming the stores that
+/// own what it changes. A new change takes the next version here and its
+/// DDL in the owning store's `schema`.
 enum Migrations {
-    static var all: [Migration] {
-        PushRegistrationStore.migrations + AlarmStore.migrations + AlertStore.migrations + GhostBusStore.migrations + SurveyStore.migrations
-            + LiveActivityStore.migrations + CoordinationStore.migrations + RegionExchange.migrations + ConsoleStore.migrations + RelayBinder.migrations
+    static let sidecar: [Migration] = [
+        entry(1, "create push_registrations", PushRegistrationStore.schema),
+        entry(2, "create alarms", AlarmStore.schema),
+        entry(3, "create alerts", AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema),
+        entry(4, "create ghost_bus_reports", GhostBusStore.schema),
+        entry(5, "create surveys", SurveyStore.schema),
+        entry(6, "create live_activities", LiveActivityStore.schema),
+        entry(7, "alert sends keep pushes to retry", AlertStore.sendSchema),
+        entry(8, "alarms counted per device", AlarmStore.schema),
+        entry(9, "alarm pages claimed by one instance", AlarmStore.schema),
+        entry(10, "live activity pages claimed by one instance", LiveActivityStore.schema),
+        entry(11, "one unfinished send per alert and audience", AlertStore.sendSchema),
+        entry(12, "coordination between instances", CoordinationStore.schema),
+        entry(13, "keep what sidecar-export/1 carries", AlertStore.schema, SurveyStore.schema, GhostBusStore.schema),
+        entry(14, "console accounts, sessions, audit log, scoped API keys", ConsoleStore.schema, AuditLog.schema, ApiKeyStore.schema),
+        entry(15, "tokens bound at the push relay", RelayBinder.schema),
+        entry(16, "alerts keep an impact period", AlertStore.schema),
+        entry(17, "alert ids are never reused", AlertStore.schema),
+        entry(18, "console secrets", ConsoleStore.schema),
+        entry(19, "alerts remember being withdrawn", AlertStore.schema),
+        entry(20, "a send remembers its audience's size", AlertStore.sendSchema),
+        entry(21, "ghost-bus reports keep the route's short name", GhostBusStore.schema),
+    ]
+
+    /// The push relay's own database (versions from 1001, so each program
+    /// recognises and refuses the other's).
+    static let relay: [Migration] = [
+        entry(1001, "relay bindings and replay window", RelayStore.schema),
+        entry(1002, "relay bindings counted per server and client", RelayStore.schema),
+    ]
+
+    static var all: [Migration] { sidecar }
+
+    /// Every store's schema: each of their versions must be in a list above
+    /// under the store's name (a test checks), so no DDL is left unapplied.
+    static let schemas: [Schema] = [
+        PushRegistrationStore.schema, AlarmStore.schema, AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema, GhostBusStore.schema,
+        SurveyStore.schema, LiveActivityStore.schema, CoordinationStore.schema, ConsoleStore.schema, AuditLog.schema, RelayBinder.schema,
+        RelayStore.schema,
+    ]
+
+    static func entry(_ version: Int, _ name: String, _ owners: Schema...) -> Migration {
+        Migration(version: version, name: name, owners: owners.map(\.owner), statements: owners.flatMap { $0.changes[version] ?? [] })
     }
 }
 

@@ -40,7 +40,7 @@ extension ConsoleRoutes {
         let perDay: [(day: Int64, count: Int)]
         do {
             rows = try await ghostBus.reports(regionID: region.id, route: route, trip: trip, serviceDay: serviceDate, limit: 500)
-                .map { try Self.reportRow($0, zone: zone) }
+                .map { Self.reportRow($0, zone: zone) }
             let offset = Int64(zone.offset(at: now))
             perDay = try await ghostBus.dailyCounts(regionID: region.id, utcOffset: offset, today: (now + offset) / 86_400, days: 30)
         } catch { return unavailable(error) }
@@ -62,13 +62,12 @@ extension ConsoleRoutes {
         return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): ghost-bus reports", pageContext, content))
     }
 
-    static func reportRow(_ row: Row, zone: ZoneInfo) throws -> [any HTMLContent] {
-        let reported = RegionTime.display(try row.int("created_at") / 1000, zone)
-        let waited = "\(try row.int("wait_duration_minutes")) min"
-        let route = [try row.optionalString("route_short_name"), try row.optionalString("route_identifier")].compactMap { $0 }.joined(separator: " · ")
-        let cells: [String] = [reported, route.isEmpty ? "—" : route, try row.string("trip_identifier"),
-                               try row.optionalString("stop_identifier") ?? "—", try row.optionalString("vehicle_identifier") ?? "—", waited,
-                               try row.optionalString("comment") ?? ""]
+    static func reportRow(_ stored: GhostBusStore.Stored, zone: ZoneInfo) -> [any HTMLContent] {
+        let report = stored.report
+        let reported = RegionTime.display(stored.createdAt / 1000, zone)
+        let route = [stored.routeShortName, report.routeIdentifier].compactMap { $0 }.joined(separator: " · ")
+        let cells: [String] = [reported, route.isEmpty ? "—" : route, report.tripIdentifier, report.stopIdentifier ?? "—",
+                               report.vehicleIdentifier ?? "—", "\(report.waitDurationMinutes) min", report.comment ?? ""]
         return cells
     }
 }

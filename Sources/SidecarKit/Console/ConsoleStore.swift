@@ -158,48 +158,40 @@ struct ConsoleStore: Sendable {
 
     // MARK: Migrations
 
-    static let migrations: [Migration] = [
-        Migration(version: 14, name: "console accounts, sessions, audit log, scoped API keys", sql: """
-            CREATE TABLE console_users (
-                id INTEGER PRIMARY KEY,
+}
+
+extension ConsoleStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("ConsoleStore", [
+        14: [
+            .table("console_users", withID: true, """
                 email TEXT NOT NULL UNIQUE,
                 password_hash TEXT NOT NULL,
                 role TEXT NOT NULL CHECK (role IN ('viewer', 'editor', 'admin')),
                 regions TEXT,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE TABLE console_sessions (
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL
+                """),
+            .table("console_sessions", """
                 id_hash TEXT PRIMARY KEY,
-                user_id INTEGER NOT NULL,
+                user_id BIGINT NOT NULL,
                 csrf_token TEXT NOT NULL,
-                created_at INTEGER NOT NULL,
-                last_seen_at INTEGER NOT NULL
-            );
-            CREATE INDEX console_sessions_user ON console_sessions (user_id);
-            CREATE TABLE audit_log (
-                id INTEGER PRIMARY KEY,
-                at INTEGER NOT NULL,
-                actor TEXT NOT NULL,
-                action TEXT NOT NULL,
-                region_id INTEGER,
-                target TEXT,
-                detail TEXT
-            );
-            CREATE INDEX audit_log_region ON audit_log (region_id, id);
-            ALTER TABLE api_keys ADD COLUMN regions TEXT;
-            ALTER TABLE api_keys ADD COLUMN can_push INTEGER NOT NULL DEFAULT 1
-            """),
-        Migration(version: 18, name: "console secrets", sql: """
-            CREATE TABLE console_secrets (
+                created_at BIGINT NOT NULL,
+                last_seen_at BIGINT NOT NULL
+                """),
+            .same("CREATE INDEX console_sessions_user ON console_sessions (user_id)"),
+        ],
+        18: [
+            .table("console_secrets", """
                 name TEXT PRIMARY KEY,
                 value TEXT NOT NULL
-            );
-            CREATE TABLE console_spent_tokens (
+                """),
+            .table("console_spent_tokens", """
                 token_hash TEXT PRIMARY KEY,
-                spent_at INTEGER NOT NULL
-            );
-            CREATE INDEX console_spent_tokens_age ON console_spent_tokens (spent_at)
-            """),
-    ]
+                spent_at BIGINT NOT NULL
+                """),
+            .same("CREATE INDEX console_spent_tokens_age ON console_spent_tokens (spent_at)"),
+        ],
+    ])
 }

@@ -16,27 +16,40 @@ public struct GhostBusStore: Sendable {
         case duplicateRace
     }
 
+    /// A report as stored: what the rider sent, and what was captured after.
+    public struct Stored: Sendable, Equatable {
+        public var publicID: String
+        public var regionID: Int
+        public var report: GhostBusReport
+        /// The route's short name, from the captured trip's references.
+        public var routeShortName: String?
+        /// The trip's real-time status captured after the report (JSON).
+        public var tripSnapshot: String?
+        public var snapshotAttempts: Int
+        /// Epoch milliseconds.
+        public var snapshotCapturedAt: Int64?
+        /// Epoch milliseconds.
+        public var createdAt: Int64
+    }
+
     /// Inserts unless this user already reported this trip on this service
     /// date in this region.
     /// - Parameter checkFirst: false skips the check, leaving the unique
     ///   index to catch a duplicate (how a race between two writers ends).
     public func insert(_ report: GhostBusReport, regionID: Int, now: Int64, checkFirst: Bool = true) async throws -> InsertOutcome {
-        let publicID = SecureToken.hex(bytes: 10)
+        let stored = Stored(publicID: SecureToken.hex(bytes: 10), regionID: regionID, report: report, snapshotAttempts: 0, createdAt: now)
         do {
             return try await database.write { connection in
                 if checkFirst, try connection.queryOne("""
                     SELECT 1 AS found FROM ghost_bus_reports
-                    WHERE region_id = \(Int64(regionID)) AND user_identifier = \(report.userIdentifier) AND trip_identifier = \(report.tripIdentifier) AND service_date = \(report.serviceDate)
+                    WHERE region_id = \(regionID) AND user_identifier = \(report.userIdentifier) AND trip_identifier = \(report.tripIdentifier)
+                        AND service_date = \(report.serviceDate)
                     """) != nil {
                     return .duplicate
                 }
-                try connection.execute("""
-                    INSERT INTO ghost_bus_reports (public_id, region_id, user_identifier, trip_identifier, service_date, route_identifier,
-                        stop_identifier, vehicle_identifier, stop_sequence, predicted, schedule_deviation_minutes, wait_duration_minutes,
-                        comment, user_latitude, user_longitude, scheduled_arrival_at, predicted_arrival_at, prediction_last_updated_at, created_at)
-                    VALUES (\(publicID), \(Int64(regionID)), \(report.userIdentifier), \(report.tripIdentifier), \(report.serviceDate), \(report.routeIdentifier), \(report.stopIdentifier), \(report.vehicleIdentifier), \(report.stopSequence), \(report.predicted.map(SQLValue.init) ?? SQLValue.null), \(report.scheduleDeviationMinutes), \(report.waitDurationMinutes), \(report.comment), \(report.userLatitude), \(report.userLongitude), \(report.scheduledArrivalAt), \(report.predictedArrivalAt), \(report.predictionLastUpdatedAt), \(now))
-                    """)
-                return .created(publicID: publicID)
+                let fields = Self.fields(stored)
+                try connection.execute("INSERT INTO ghost_bus_reports (\(fields.columns)) VALUES (\(fields.values))")
+                return .created(publicID: stored.publicID)
             }
         } catch DatabaseError.constraintViolation(let message) where !message.contains("public_id") {
             // The dedupe key's unique index caught a concurrent duplicate
@@ -48,10 +61,12 @@ public struct GhostBusStore: Sendable {
     /// Stores the trip's real-time status captured after the report, and
     /// the route's short name it names (the console filters by either).
     public func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64, routeShortName: String? = nil) async throws {
+        let capturedAt: Int64? = snapshot == nil ? nil : nowMillis
         _ = try await database.write { connection in
             try connection.execute("""
-                UPDATE ghost_bus_reports SET trip_snapshot = \(snapshot), snapshot_attempts = \(Int64(attempts)), snapshot_captured_at = \(snapshot == nil ? SQLValue.null : .integer(nowMillis)),
-                    route_short_name = COALESCE(\(routeShortName), route_short_name) WHERE public_id = \(publicID)
+                UPDATE ghost_bus_reports SET trip_snapshot = \(snapshot), snapshot_attempts = \(attempts), snapshot_captured_at = \(capturedAt),
+                    route_short_name = COALESCE(\(routeShortName), route_short_name)
+                WHERE public_id = \(publicID)
                 """)
         }
     }
@@ -59,34 +74,38 @@ public struct GhostBusStore: Sendable {
     /// Reports of a region, newest first: `route` matches the route's id or
     /// its short name (`44`), `trip` the trip's id, `serviceDay` the instant
     /// of the local midnight that names a service day.
-    public func reports(regionID: Int, route: String?, trip: String?, serviceDay: Int64?, limit: Int) async throws -> [Row] {
-        try await database.read { connection in
+    public func reports(regionID: Int, route: String?, trip: String?, serviceDay: Int64?, limit: Int) async throws -> [Stored] {
+        let route = route ?? "", trip = trip ?? ""
+        let from = serviceDay.map { $0 * 1000 } ?? -1, until = serviceDay.map { ($0 + 86_400) * 1000 } ?? -1
+        return try await database.read { connection in
             try connection.query("""
-                SELECT * FROM ghost_bus_reports WHERE region_id = \(Int64(regionID))
-                    AND (\(route ?? "") = '' OR route_identifier = \(route ?? "") OR LOWER(route_short_name) = LOWER(\(route ?? "")))
-                    AND (\(trip ?? "") = '' OR trip_identifier = \(trip ?? ""))
-                    AND (\(serviceDay.map { $0 * 1000 } ?? -1) < 0 OR (service_date >= \(serviceDay.map { $0 * 1000 } ?? -1) AND service_date < \(serviceDay.map { ($0 + 86_400) * 1000 } ?? -1)))
-                ORDER BY id DESC LIMIT \(Int64(limit))
-                """)
+                SELECT * FROM ghost_bus_reports WHERE region_id = \(regionID)
+                    AND (\(route) = '' OR route_identifier = \(route) OR LOWER(route_short_name) = LOWER(\(route)))
+                    AND (\(trip) = '' OR trip_identifier = \(trip))
+                    AND (\(from) < 0 OR (service_date >= \(from) AND service_date < \(until)))
+                ORDER BY id DESC LIMIT \(limit)
+                """).map(Self.stored)
         }
     }
 
     /// Reports per local day (days since the epoch in the region's zone)
     /// for the `days` days ending `today`.
     public func dailyCounts(regionID: Int, utcOffset: Int64, today: Int64, days: Int64) async throws -> [(day: Int64, count: Int)] {
+        let since = ((today - days + 1) * 86_400 - utcOffset) * 1000
         let rows = try await database.read { connection in
             try connection.query("""
-                SELECT (created_at / 1000 + \(utcOffset)) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports WHERE region_id = \(Int64(regionID)) AND created_at >= \(((today - days + 1) * 86_400 - utcOffset) * 1000) GROUP BY 1
+                SELECT (created_at / 1000 + \(utcOffset)) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports
+                WHERE region_id = \(regionID) AND created_at >= \(since) GROUP BY 1
                 """)
         }
         var byDay: [Int64: Int] = [:]
-        for row in rows { byDay[try row.optionalInt("day") ?? 0] = Int(try row.int("n")) }
+        for row in rows { byDay[try row.int("day")] = try row.count("n") }
         return (today - days + 1...today).map { (day: $0, count: byDay[$0] ?? 0) }
     }
 
-    public func report(publicID: String) async throws -> Row? {
+    public func report(publicID: String) async throws -> Stored? {
         try await database.read { connection in
-            try connection.queryOne("SELECT * FROM ghost_bus_reports WHERE public_id = \(publicID)")
+            try connection.queryOne("SELECT * FROM ghost_bus_reports WHERE public_id = \(publicID)").map(Self.stored)
         }
     }
 
@@ -98,56 +117,123 @@ public struct GhostBusStore: Sendable {
     /// The region's reports as CSV (spreadsheet-safe), oldest first: times
     /// in ISO 8601 in the region's zone, coordinates and counts as numbers.
     public func exportCSV(regionID: Int, zone: ZoneInfo) async throws -> String {
-        let rows = try await database.read { connection in
-            try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = \(Int64(regionID)) ORDER BY id")
-        }
-        func seconds(_ row: Row, _ column: String) throws -> Int64? { try row.optionalInt(column).map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
+        let reports = try await database.read { connection in try Self.all(connection, regionID: regionID) }
+        func seconds(_ millis: Int64?) -> Int64? { millis.map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
         var lines = [CSV.line(Self.exportColumns)]
-        for row in rows {
+        for stored in reports {
+            let report = stored.report
             lines.append(CSV.row([
-                .text(try row.optionalString("public_id")), .instant(try seconds(row, "created_at"), zone), .text(try row.optionalString("user_identifier")),
-                .text(try row.optionalString("trip_identifier")), .instant(try seconds(row, "service_date"), zone), .text(try row.optionalString("route_identifier")),
-                .text(try row.optionalString("route_short_name")), .text(try row.optionalString("stop_identifier")), .text(try row.optionalString("vehicle_identifier")),
-                .integer(try row.optionalInt("stop_sequence")), .boolean(try row.optionalInt("predicted").map { $0 != 0 }), .integer(try row.optionalInt("schedule_deviation_minutes")),
-                .integer(try row.optionalInt("wait_duration_minutes")), .text(try row.optionalString("comment")), .number(try row.optionalDouble("user_latitude")),
-                .number(try row.optionalDouble("user_longitude")), .instant(try seconds(row, "scheduled_arrival_at"), zone),
-                .instant(try seconds(row, "predicted_arrival_at"), zone), .instant(try seconds(row, "prediction_last_updated_at"), zone),
-                .text(try row.optionalString("trip_snapshot")),
+                .text(stored.publicID), .instant(seconds(stored.createdAt), zone), .text(report.userIdentifier),
+                .text(report.tripIdentifier), .instant(seconds(report.serviceDate), zone), .text(report.routeIdentifier),
+                .text(stored.routeShortName), .text(report.stopIdentifier), .text(report.vehicleIdentifier),
+                .integer(report.stopSequence), .boolean(report.predicted), .integer(report.scheduleDeviationMinutes),
+                .integer(report.waitDurationMinutes), .text(report.comment), .number(report.userLatitude),
+                .number(report.userLongitude), .instant(seconds(report.scheduledArrivalAt), zone),
+                .instant(seconds(report.predictedArrivalAt), zone), .instant(seconds(report.predictionLastUpdatedAt), zone),
+                .text(stored.tripSnapshot),
             ]))
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    static let migrations = [
-        Migration(version: 4, name: "create ghost_bus_reports", sql: """
-            CREATE TABLE ghost_bus_reports (
-                id INTEGER PRIMARY KEY,
+    // MARK: For an export and an import
+
+    /// Every report of a region, oldest first.
+    static func all(_ connection: any SQLConnection, regionID: Int) throws -> [Stored] {
+        try connection.query("SELECT * FROM ghost_bus_reports WHERE region_id = \(regionID) ORDER BY id").map(stored)
+    }
+
+    /// Stores a report as it was (an import) unless its public id or its
+    /// dedupe key is taken; true when it was added.
+    static func insertIfAbsent(_ connection: any SQLConnection, _ stored: Stored) throws -> Bool {
+        let fields = fields(stored)
+        return try connection.execute("INSERT INTO ghost_bus_reports (\(fields.columns)) VALUES (\(fields.values)) ON CONFLICT DO NOTHING") > 0
+    }
+
+    // MARK: Rows
+
+    static func fields(_ stored: Stored) -> SQLFields {
+        let report = stored.report
+        var fields = SQLFields()
+        fields.set("public_id", stored.publicID)
+        fields.set("region_id", stored.regionID)
+        fields.set("user_identifier", report.userIdentifier)
+        fields.set("trip_identifier", report.tripIdentifier)
+        fields.set("service_date", report.serviceDate)
+        fields.set("route_identifier", report.routeIdentifier)
+        fields.set("stop_identifier", report.stopIdentifier)
+        fields.set("vehicle_identifier", report.vehicleIdentifier)
+        fields.set("stop_sequence", report.stopSequence)
+        fields.set("predicted", report.predicted)
+        fields.set("schedule_deviation_minutes", report.scheduleDeviationMinutes)
+        fields.set("wait_duration_minutes", report.waitDurationMinutes)
+        fields.set("comment", report.comment)
+        fields.set("user_latitude", report.userLatitude)
+        fields.set("user_longitude", report.userLongitude)
+        fields.set("scheduled_arrival_at", report.scheduledArrivalAt)
+        fields.set("predicted_arrival_at", report.predictedArrivalAt)
+        fields.set("prediction_last_updated_at", report.predictionLastUpdatedAt)
+        fields.set("route_short_name", stored.routeShortName)
+        fields.set("trip_snapshot", stored.tripSnapshot)
+        fields.set("snapshot_attempts", stored.snapshotAttempts)
+        fields.set("snapshot_captured_at", stored.snapshotCapturedAt)
+        fields.set("created_at", stored.createdAt)
+        return fields
+    }
+
+    static func stored(_ row: Row) throws -> Stored {
+        let report = GhostBusReport(
+            userIdentifier: try row.string("user_identifier"), tripIdentifier: try row.string("trip_identifier"), serviceDate: try row.int("service_date"),
+            routeIdentifier: try row.optionalString("route_identifier"), stopIdentifier: try row.optionalString("stop_identifier"),
+            vehicleIdentifier: try row.optionalString("vehicle_identifier"), stopSequence: try row.optionalInt("stop_sequence"),
+            predicted: try row.optionalBool("predicted"), scheduleDeviationMinutes: try row.optionalInt("schedule_deviation_minutes"),
+            waitDurationMinutes: try row.int("wait_duration_minutes"), comment: try row.optionalString("comment"),
+            userLatitude: try row.optionalDouble("user_latitude"), userLongitude: try row.optionalDouble("user_longitude"),
+            scheduledArrivalAt: try row.optionalInt("scheduled_arrival_at"), predictedArrivalAt: try row.optionalInt("predicted_arrival_at"),
+            predictionLastUpdatedAt: try row.optionalInt("prediction_last_updated_at"))
+        return Stored(publicID: try row.string("public_id"), regionID: try row.count("region_id"), report: report,
+                      routeShortName: try row.optionalString("route_short_name"), tripSnapshot: try row.optionalString("trip_snapshot"),
+                      snapshotAttempts: try row.count("snapshot_attempts"), snapshotCapturedAt: try row.optionalInt("snapshot_captured_at"),
+                      createdAt: try row.int("created_at"))
+    }
+
+}
+
+extension GhostBusStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("GhostBusStore", [
+        4: [
+            .table("ghost_bus_reports", withID: true, """
                 public_id TEXT NOT NULL UNIQUE,
-                region_id INTEGER NOT NULL,
+                region_id BIGINT NOT NULL,
                 user_identifier TEXT NOT NULL,
                 trip_identifier TEXT NOT NULL,
-                service_date INTEGER NOT NULL,
+                service_date BIGINT NOT NULL,
                 route_identifier TEXT,
                 stop_identifier TEXT,
                 vehicle_identifier TEXT,
-                stop_sequence INTEGER,
-                predicted INTEGER,
-                schedule_deviation_minutes INTEGER,
-                wait_duration_minutes INTEGER NOT NULL,
+                stop_sequence BIGINT,
+                predicted BIGINT,
+                schedule_deviation_minutes BIGINT,
+                wait_duration_minutes BIGINT NOT NULL,
                 comment TEXT,
-                user_latitude REAL,
-                user_longitude REAL,
-                scheduled_arrival_at INTEGER,
-                predicted_arrival_at INTEGER,
-                prediction_last_updated_at INTEGER,
+                user_latitude DOUBLE PRECISION,
+                user_longitude DOUBLE PRECISION,
+                scheduled_arrival_at BIGINT,
+                predicted_arrival_at BIGINT,
+                prediction_last_updated_at BIGINT,
                 trip_snapshot TEXT,
-                snapshot_attempts INTEGER NOT NULL DEFAULT 0,
-                created_at INTEGER NOT NULL,
+                snapshot_attempts BIGINT NOT NULL DEFAULT 0,
+                created_at BIGINT NOT NULL,
                 UNIQUE (region_id, user_identifier, trip_identifier, service_date)
-            );
-            """),
-        Migration(version: 21, name: "ghost-bus reports keep the route's short name", sql: """
-            ALTER TABLE ghost_bus_reports ADD COLUMN route_short_name TEXT
-            """),
-    ]
+                """),
+        ],
+        13: [
+            .same("ALTER TABLE ghost_bus_reports ADD COLUMN snapshot_captured_at BIGINT"),
+        ],
+        21: [
+            .same("ALTER TABLE ghost_bus_reports ADD COLUMN route_short_name TEXT"),
+        ],
+    ])
 }

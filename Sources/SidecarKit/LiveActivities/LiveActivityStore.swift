@@ -2,6 +2,7 @@ import Core
 import Crypto
 import Database
 import FoundationEssentials
+import Push
 
 /// A Live Activity subscription as stored.
 public struct LiveActivity: Sendable, Equatable {
@@ -98,7 +99,22 @@ public struct LiveActivityStore: Sendable {
     }
 
     public func count() async throws -> Int {
-        try await database.read { connection in Int(try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities")?.int("n") ?? 0) }
+        try await database.read { connection in try Self.count(connection) }
+    }
+
+    /// Live Activity subscriptions in one region or all.
+    static func count(_ connection: any SQLConnection, regionID: Int? = nil) throws -> Int {
+        if let regionID {
+            return try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities WHERE region_id = \(regionID)")?.count("n") ?? 0
+        }
+        return try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities")?.count("n") ?? 0
+    }
+
+    /// Push tokens (iOS only) for which `unbound(column)` holds (the
+    /// relay's condition on the token column), a page at a time.
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(token: String, platform: PushPlatform)] {
+        try connection.query("SELECT DISTINCT push_token FROM live_activities l WHERE \(unbound("l.push_token")) LIMIT \(limit)")
+            .map { (try $0.string("push_token"), .ios) }
     }
 
     /// The stops with subscriptions.
@@ -179,36 +195,40 @@ public struct LiveActivityStore: Sendable {
                      lastState: try row.optionalString("last_state"), lastPushedAt: try row.optionalInt("last_pushed_at"))
     }
 
-    static let migrations = [
-        Migration(version: 6, name: "create live_activities", sql: """
-            CREATE TABLE live_activities (
-                id INTEGER PRIMARY KEY,
+}
+
+extension LiveActivityStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("LiveActivityStore", [
+        6: [
+            .table("live_activities", withID: true, """
                 token TEXT NOT NULL UNIQUE,
-                region_id INTEGER NOT NULL,
+                region_id BIGINT NOT NULL,
                 activity_id TEXT NOT NULL,
                 push_token TEXT NOT NULL,
                 stop_id TEXT NOT NULL,
                 route_short_name TEXT NOT NULL,
                 trip_headsign TEXT NOT NULL,
                 trip_id TEXT,
-                service_date INTEGER,
+                service_date BIGINT,
                 vehicle_id TEXT,
-                stop_sequence INTEGER,
-                apns_sandbox INTEGER NOT NULL DEFAULT 0,
-                expires_at INTEGER NOT NULL,
-                failure_count INTEGER NOT NULL DEFAULT 0,
+                stop_sequence BIGINT,
+                apns_sandbox BIGINT NOT NULL DEFAULT 0,
+                expires_at BIGINT NOT NULL,
+                failure_count BIGINT NOT NULL DEFAULT 0,
                 last_state TEXT,
-                last_pushed_at INTEGER,
-                created_at INTEGER NOT NULL,
+                last_pushed_at BIGINT,
+                created_at BIGINT NOT NULL,
                 UNIQUE (region_id, activity_id)
-            );
-            CREATE INDEX live_activities_stop ON live_activities (region_id, stop_id);
-            CREATE INDEX live_activities_push_token ON live_activities (push_token);
-            """),
-        Migration(version: 10, name: "live activity pages claimed by one instance", sql: """
-            ALTER TABLE live_activities ADD COLUMN next_update_at INTEGER;
-            ALTER TABLE live_activities ADD COLUMN claimed_until INTEGER;
-            CREATE INDEX live_activities_due ON live_activities (next_update_at);
-            """),
-    ]
+                """),
+            .same("CREATE INDEX live_activities_stop ON live_activities (region_id, stop_id)"),
+            .same("CREATE INDEX live_activities_push_token ON live_activities (push_token)"),
+        ],
+        10: [
+            .same("ALTER TABLE live_activities ADD COLUMN next_update_at BIGINT"),
+            .same("ALTER TABLE live_activities ADD COLUMN claimed_until BIGINT"),
+            .same("CREATE INDEX live_activities_due ON live_activities (next_update_at)"),
+        ],
+    ])
 }

@@ -119,25 +119,17 @@ final class SidecarMetrics: Sendable {
 
     static func storageFamilies(_ database: any Database) async throws -> [CollectedFamily] {
         try await database.read { connection in
-            let registrations = try connection.query("""
-                SELECT region_id, operating_system, COUNT(*) AS n FROM push_registrations GROUP BY region_id, operating_system
-                ORDER BY region_id, operating_system
-                """)
-            let sends = try connection.queryOne("SELECT COUNT(*) AS n FROM alert_sends WHERE status = 'running'")
-            let alarms = try connection.queryOne("SELECT COUNT(*) AS n FROM alarms")
-            let activities = try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities")
+            let registrations = try PushRegistrationStore.countsByRegionAndPlatform(connection)
             return [
                 CollectedFamily(name: "sidecar_push_registrations", help: "Push registrations stored, by region and platform.", kind: .gauge,
                                 labelNames: ["region", "platform"],
-                                samples: try registrations.map { row in
-                                    (labels: [try row.string("region_id"), try row.string("operating_system")], value: Double(try row.int("n")))
-                                }),
+                                samples: registrations.map { (labels: [String($0.regionID), $0.platform], value: Double($0.count)) }),
                 CollectedFamily(name: "sidecar_alert_sends_in_progress", help: "Alert sends running now (on any instance).", kind: .gauge,
-                                value: Double(try sends?.int("n") ?? 0)),
+                                value: Double(try AlertStore.runningSendCount(connection))),
                 CollectedFamily(name: "sidecar_alarms_waiting", help: "Departure alarms stored and waiting to fire.", kind: .gauge,
-                                value: Double(try alarms?.int("n") ?? 0)),
+                                value: Double(try AlarmStore.count(connection))),
                 CollectedFamily(name: "sidecar_live_activities", help: "Live Activity subscriptions stored.", kind: .gauge,
-                                value: Double(try activities?.int("n") ?? 0)),
+                                value: Double(try LiveActivityStore.count(connection))),
             ]
         }
     }

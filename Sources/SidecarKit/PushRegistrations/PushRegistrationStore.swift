@@ -1,4 +1,5 @@
 import Database
+import Push
 import FoundationEssentials
 
 /// Storage of push registrations (table `push_registrations`).
@@ -101,14 +102,7 @@ public struct PushRegistrationStore: Sendable {
     }
 
     public func count(regionID: Int? = nil) async throws -> Int {
-        try await database.read { connection in
-            let row = if let regionID {
-                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = \(Int64(regionID))")
-            } else {
-                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations")
-            }
-            return Int(try row?.int("n") ?? 0)
-        }
+        try await database.read { connection in try Self.count(connection, regionID: regionID) }
     }
 
     // MARK: Rows
@@ -145,26 +139,176 @@ public struct PushRegistrationStore: Sendable {
     static func date(_ millis: Int64?) -> Date { Date(epochMillis: millis ?? 0) }
 }
 
+// MARK: - For other features
+/// What other features ask of the registrations: the audience an alert send
+/// pages through, the tokens the relay must bind, a region's registrations
+/// for an export. Each takes the caller's connection, so it shares the
+/// caller's transaction; the table's SQL stays here.
 extension PushRegistrationStore {
-    /// Schema of this feature.
-    static let migrations = [
-        Migration(version: 1, name: "create push_registrations", sql: """
-            CREATE TABLE push_registrations (
-                id INTEGER PRIMARY KEY,
-                region_id INTEGER NOT NULL,
+    /// `test`: only test devices; otherwise everyone in the region.
+    static func audienceCount(_ connection: any SQLConnection, regionID: Int, testOnly: Bool, after cursor: Int64 = 0) throws -> Int {
+        try connection.queryOne("""
+            SELECT COUNT(*) AS n FROM push_registrations
+            WHERE region_id = \(regionID) AND (\(testOnly) = 0 OR test_device = 1) AND id > \(cursor)
+            """)?.count("n") ?? 0
+    }
+
+    /// A page of the audience after `cursor`, by registration id.
+    static func audiencePage(_ connection: any SQLConnection, regionID: Int, testOnly: Bool, after cursor: Int64,
+                             limit: Int) throws -> [(id: Int64, registration: PushRegistration)] {
+        try connection.query("""
+            SELECT id, \(raw: columns) FROM push_registrations
+            WHERE region_id = \(regionID) AND id > \(cursor) AND (\(testOnly) = 0 OR test_device = 1) ORDER BY id LIMIT \(limit)
+            """).map { (try $0.int("id"), try registration($0)) }
+    }
+
+    /// The registrations with these ids that still exist, by id.
+    static func registrations(_ connection: any SQLConnection, ids: [Int64]) throws -> [(id: Int64, registration: PushRegistration)] {
+        guard !ids.isEmpty else { return [] }
+        return try connection.query("SELECT id, \(raw: columns) FROM push_registrations WHERE id IN (\(list: ids)) ORDER BY id")
+            .map { (try $0.int("id"), try registration($0)) }
+    }
+
+    /// A condition true when a registration with the id in `column` still
+    /// exists (a send's pending set forgets registrations deleted meanwhile).
+    static func exists(idIn column: String) -> SQL {
+        "EXISTS (SELECT 1 FROM push_registrations r WHERE r.id = \(raw: column))"
+    }
+
+    /// Deletes registrations whose tokens the provider called dead; returns how many.
+    static func deleteDead(_ connection: any SQLConnection, _ dead: [(regionID: Int, token: String)]) throws -> Int {
+        var deleted = 0
+        for (regionID, token) in dead {
+            deleted += try connection.execute("DELETE FROM push_registrations WHERE region_id = \(regionID) AND token = \(token)")
+        }
+        return deleted
+    }
+
+    /// Tokens for which `unbound(column)` holds (the relay's condition on
+    /// the token column), a page at a time.
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(token: String, platform: PushPlatform)] {
+        try connection.query("""
+            SELECT token, operating_system FROM push_registrations p WHERE \(unbound("p.token")) LIMIT \(limit)
+            """).map { (try $0.string("token"), PushPlatform(rawValue: try $0.string("operating_system")) ?? .ios) }
+    }
+
+    /// Every registration of a region, oldest first (an export).
+    static func all(_ connection: any SQLConnection, regionID: Int) throws -> [PushRegistration] {
+        try connection.query("SELECT \(raw: columns) FROM push_registrations WHERE region_id = \(regionID) ORDER BY id").map(registration)
+    }
+
+    /// Stores a registration unless the region already has its token (an
+    /// import); true when it was added.
+    static func insertIfAbsent(_ connection: any SQLConnection, _ registration: PushRegistration) throws -> Bool {
+        let fields = fields(registration)
+        return try connection.execute("""
+            INSERT INTO push_registrations (\(fields.columns)) VALUES (\(fields.values)) ON CONFLICT (region_id, token) DO NOTHING
+            """) > 0
+    }
+}
+
+// MARK: - Figures
+/// The figures of the registrations that the console's dashboard and the
+/// metrics show, counted in one place.
+extension PushRegistrationStore {
+    /// Whom a region's alerts reach.
+    struct Reach: Sendable, Equatable {
+        var ios = 0
+        var android = 0
+        var apnsProduction = 0
+        var apnsSandbox = 0
+        var testDevices = 0
+        /// Locale (nil: English) → registrations, largest first.
+        var locales: [(locale: String?, count: Int)] = []
+        var total: Int { ios + android }
+
+        static func == (lhs: Reach, rhs: Reach) -> Bool {
+            lhs.ios == rhs.ios && lhs.android == rhs.android && lhs.apnsProduction == rhs.apnsProduction && lhs.apnsSandbox == rhs.apnsSandbox
+                && lhs.testDevices == rhs.testDevices && lhs.locales.map(\.locale) == rhs.locales.map(\.locale)
+                && lhs.locales.map(\.count) == rhs.locales.map(\.count)
+        }
+    }
+
+    static func reach(_ connection: any SQLConnection, regionID: Int) throws -> Reach {
+        var reach = Reach()
+        for row in try connection.query("""
+            SELECT operating_system, apns_sandbox, test_device, COUNT(*) AS n FROM push_registrations WHERE region_id = \(regionID)
+            GROUP BY operating_system, apns_sandbox, test_device
+            """) {
+            let count = try row.count("n")
+            if try row.string("operating_system") == PushPlatform.android.rawValue {
+                reach.android += count
+            } else {
+                reach.ios += count
+                if try row.bool("apns_sandbox") { reach.apnsSandbox += count } else { reach.apnsProduction += count }
+            }
+            if try row.bool("test_device") { reach.testDevices += count }
+        }
+        reach.locales = try languages(connection, regionID: regionID)
+        return reach
+    }
+
+    /// Devices per language (the catalog's tags, so at most one group per
+    /// catalog language and one without), the largest first.
+    static func languages(_ connection: any SQLConnection, regionID: Int, limit: Int = 12) throws -> [(locale: String?, count: Int)] {
+        try connection.query("""
+            SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = \(regionID) GROUP BY locale ORDER BY n DESC, locale LIMIT \(limit)
+            """).map { (locale: try $0.optionalString("locale"), count: try $0.count("n")) }
+    }
+
+    /// New registrations per local day since `fromMillis`: day number (days
+    /// since 1970-01-01 at `utcOffset` seconds) → count.
+    static func newPerDay(_ connection: any SQLConnection, regionID: Int, fromMillis: Int64, utcOffset: Int64) throws -> [Int64: Int] {
+        var counts: [Int64: Int] = [:]
+        for row in try connection.query("""
+            SELECT (created_at / 1000 + \(utcOffset)) / 86400 AS day, COUNT(*) AS n FROM push_registrations
+            WHERE region_id = \(regionID) AND created_at >= \(fromMillis) GROUP BY 1
+            """) {
+            counts[try row.int("day")] = try row.count("n")
+        }
+        return counts
+    }
+
+    /// Registrations by region and platform (the metrics' gauge).
+    static func countsByRegionAndPlatform(_ connection: any SQLConnection) throws -> [(regionID: Int, platform: String, count: Int)] {
+        try connection.query("""
+            SELECT region_id, operating_system, COUNT(*) AS n FROM push_registrations GROUP BY region_id, operating_system
+            ORDER BY region_id, operating_system
+            """).map { (try $0.count("region_id"), try $0.string("operating_system"), try $0.count("n")) }
+    }
+
+    /// Registrations of one region, or of all.
+    static func count(_ connection: any SQLConnection, regionID: Int? = nil) throws -> Int {
+        if let regionID {
+            return try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = \(regionID)")?.count("n") ?? 0
+        }
+        return try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations")?.count("n") ?? 0
+    }
+}
+
+extension PushRegistrationStore {
+}
+
+extension PushRegistrationStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("PushRegistrationStore", [
+        1: [
+            .table("push_registrations", withID: true, """
+                region_id BIGINT NOT NULL,
                 token TEXT NOT NULL,
                 operating_system TEXT NOT NULL CHECK (operating_system IN ('ios', 'android')),
                 locale TEXT,
                 raw_locale TEXT,
-                apns_sandbox INTEGER NOT NULL DEFAULT 0,
-                test_device INTEGER NOT NULL DEFAULT 0,
+                apns_sandbox BIGINT NOT NULL DEFAULT 0,
+                test_device BIGINT NOT NULL DEFAULT 0,
                 description TEXT,
-                created_at INTEGER NOT NULL,
-                last_seen_at INTEGER NOT NULL,
+                created_at BIGINT NOT NULL,
+                last_seen_at BIGINT NOT NULL,
                 UNIQUE (region_id, token)
-            );
-            CREATE INDEX push_registrations_last_seen ON push_registrations (last_seen_at);
-            CREATE INDEX push_registrations_audience ON push_registrations (region_id, test_device, id);
-            """),
-    ]
+                """),
+            .same("CREATE INDEX push_registrations_last_seen ON push_registrations (last_seen_at)"),
+            .same("CREATE INDEX push_registrations_audience ON push_registrations (region_id, test_device, id)"),
+        ],
+    ])
 }

@@ -176,22 +176,21 @@ struct RelayBinder: Sendable {
 
     /// Tokens not bound (or bound long ago), a page at a time.
     func pending(limit: Int = 200) async throws -> [(token: String, platform: PushPlatform)] {
-        let stale = SQLValue.integer(clock.now().epochMillis - Self.renewMillis)
+        let stale = clock.now().epochMillis - Self.renewMillis
+        // The relay's condition on another table's token column: not bound
+        // here since `stale`. Each store that holds tokens applies it.
+        let unbound: @Sendable (String) -> SQL = { column in
+            "NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = \(raw: column) AND b.bound_at > \(stale))"
+        }
         return try await database.read { connection in
-            try connection.query("""
-                SELECT token, operating_system FROM push_registrations p
-                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = p.token AND b.bound_at > \(stale))
-                UNION
-                SELECT user_push_id AS token, operating_system FROM alarms a
-                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = a.user_push_id AND b.bound_at > \(stale))
-                UNION
-                SELECT push_token AS token, 'ios' AS operating_system FROM live_activities l
-                WHERE NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = l.push_token AND b.bound_at > \(stale))
-                LIMIT \(limit)
-                """).compactMap { row in
-                guard let token = try row.optionalString("token") else { return nil }
-                return (token, try row.optionalString("operating_system") == "android" ? .android : .ios)
+            var seen = Set<String>()
+            var tokens: [(token: String, platform: PushPlatform)] = []
+            for found in [try PushRegistrationStore.tokens(connection, where: unbound, limit: limit),
+                          try AlarmStore.tokens(connection, where: unbound, limit: limit),
+                          try LiveActivityStore.tokens(connection, where: unbound, limit: limit)] {
+                for entry in found where tokens.count < limit && seen.insert(entry.token).inserted { tokens.append(entry) }
             }
+            return tokens
         }
     }
 
@@ -221,12 +220,17 @@ struct RelayBinder: Sendable {
         return bound
     }
 
-    static let migrations: [Migration] = [
-        Migration(version: 15, name: "tokens bound at the push relay", sql: """
-            CREATE TABLE relay_bound_tokens (
+}
+
+extension RelayBinder {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("RelayBinder", [
+        15: [
+            .table("relay_bound_tokens", """
                 token TEXT PRIMARY KEY,
-                bound_at INTEGER NOT NULL
-            )
-            """),
-    ]
+                bound_at BIGINT NOT NULL
+                """),
+        ],
+    ])
 }

@@ -122,33 +122,34 @@ struct RelayStore: Sendable {
         }
     }
 
-    /// The relay's own schema, numbered apart from the sidecar's so the two
-    /// are never applied to one database by mistake.
-    static let migrations: [Migration] = [
-        Migration(version: 1001, name: "relay bindings and replay window", sql: """
-            CREATE TABLE relay_bindings (
+}
+
+extension RelayStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("RelayStore", [
+        1001: [
+            .table("relay_bindings", """
                 token_hash TEXT NOT NULL,
                 server_id TEXT NOT NULL,
                 platform TEXT NOT NULL,
-                bound_at INTEGER NOT NULL,
+                bound_at BIGINT NOT NULL,
                 PRIMARY KEY (token_hash, server_id)
-            );
-            CREATE INDEX relay_bindings_server ON relay_bindings (server_id, token_hash);
-            CREATE TABLE relay_replays (
+                """),
+            .same("CREATE INDEX relay_bindings_server ON relay_bindings (server_id, token_hash)"),
+            .table("relay_replays", """
                 signature_hash TEXT PRIMARY KEY,
-                expires_at INTEGER NOT NULL
-            );
-            CREATE INDEX relay_replays_expiry ON relay_replays (expires_at)
-            """),
-        // Issue 24: bindings are bounded per server key and per client
-        // address; the counts live beside them so a check costs one row.
-        Migration(version: 1002, name: "relay bindings counted per server and client", sql: """
-            ALTER TABLE relay_bindings ADD COLUMN client_hash TEXT;
-            CREATE TABLE relay_binding_counts (
+                expires_at BIGINT NOT NULL
+                """),
+            .same("CREATE INDEX relay_replays_expiry ON relay_replays (expires_at)"),
+        ],
+        1002: [
+            .same("ALTER TABLE relay_bindings ADD COLUMN client_hash TEXT"),
+            .table("relay_binding_counts", """
                 owner TEXT PRIMARY KEY,
-                bindings INTEGER NOT NULL
-            );
-            INSERT INTO relay_binding_counts (owner, bindings) SELECT 'server:' || server_id, COUNT(*) FROM relay_bindings GROUP BY server_id
-            """),
-    ]
+                bindings BIGINT NOT NULL
+                """),
+            .same("INSERT INTO relay_binding_counts (owner, bindings) SELECT 'server:' || server_id, COUNT(*) FROM relay_bindings GROUP BY server_id"),
+        ],
+    ])
 }

@@ -40,6 +40,10 @@ public struct Study: Sendable, Equatable {
     public var regionID: Int
     public var name: String
     public var description: String?
+    /// Epoch seconds.
+    public var createdAt: Int64 = 0
+    /// Epoch seconds; nil for a study never changed since the schema kept it.
+    public var updatedAt: Int64? = nil
 }
 
 /// Spec §7 rules: authoring documents, the served shape, the active window,

@@ -25,7 +25,8 @@ public struct SurveyStore: Sendable {
     }
 
     static func study(_ row: Row) throws -> Study {
-        Study(id: try row.int("id"), regionID: Int(try row.int("region_id")), name: try row.string("name"), description: try row.optionalString("description"))
+        Study(id: try row.int("id"), regionID: try row.count("region_id"), name: try row.string("name"), description: try row.optionalString("description"),
+              createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at"))
     }
 
     // MARK: Surveys
@@ -58,20 +59,7 @@ public struct SurveyStore: Sendable {
             }
             var saved = survey
             saved.updatedAt = now
-            var fields = SQLFields()
-            fields.set("region_id", survey.regionID)
-            fields.set("study_id", survey.studyID)
-            fields.set("name", survey.name)
-            fields.set("available", survey.available)
-            fields.set("start_date", survey.startDate)
-            fields.set("end_date", survey.endDate)
-            fields.set("show_on_map", survey.showOnMap)
-            fields.set("show_on_stops", survey.showOnStops)
-            fields.set("always_visible", survey.alwaysVisible)
-            fields.set("allows_multiple_responses", survey.allowsMultipleResponses)
-            fields.set("visible_stop_list", Self.encode(survey.visibleStopList))
-            fields.set("visible_route_list", Self.encode(survey.visibleRouteList))
-            fields.set("require_stop_id_in_response", survey.requireStopIDInResponse)
+            var fields = Self.fields(survey)
             fields.set("updated_at", now)
             if survey.id == 0 {
                 saved.createdAt = now
@@ -118,6 +106,25 @@ public struct SurveyStore: Sendable {
             try connection.execute("DELETE FROM survey_questions WHERE survey_id = \(id)")
             try connection.execute("DELETE FROM surveys WHERE id = \(id)")
         }
+    }
+
+    /// The columns an author sets, for an insert and an update alike.
+    static func fields(_ survey: Survey) -> SQLFields {
+        var fields = SQLFields()
+        fields.set("region_id", survey.regionID)
+        fields.set("study_id", survey.studyID)
+        fields.set("name", survey.name)
+        fields.set("available", survey.available)
+        fields.set("start_date", survey.startDate)
+        fields.set("end_date", survey.endDate)
+        fields.set("show_on_map", survey.showOnMap)
+        fields.set("show_on_stops", survey.showOnStops)
+        fields.set("always_visible", survey.alwaysVisible)
+        fields.set("allows_multiple_responses", survey.allowsMultipleResponses)
+        fields.set("visible_stop_list", encode(survey.visibleStopList))
+        fields.set("visible_route_list", encode(survey.visibleRouteList))
+        fields.set("require_stop_id_in_response", survey.requireStopIDInResponse)
+        return fields
     }
 
     static func sameQuestions(_ lhs: [SurveyQuestion], _ rhs: [SurveyQuestion]) -> Bool {
@@ -248,57 +255,91 @@ public struct SurveyStore: Sendable {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    static let migrations = [
-        Migration(version: 5, name: "create surveys", sql: """
-            CREATE TABLE studies (
-                id INTEGER PRIMARY KEY,
-                region_id INTEGER NOT NULL,
-                name TEXT NOT NULL,
-                description TEXT,
-                created_at INTEGER NOT NULL
-            );
-            CREATE TABLE surveys (
-                id INTEGER PRIMARY KEY,
-                region_id INTEGER NOT NULL,
-                study_id INTEGER NOT NULL REFERENCES studies (id),
-                name TEXT NOT NULL,
-                available INTEGER NOT NULL DEFAULT 1,
-                start_date INTEGER,
-                end_date INTEGER,
-                show_on_map INTEGER NOT NULL DEFAULT 0,
-                show_on_stops INTEGER NOT NULL DEFAULT 0,
-                always_visible INTEGER NOT NULL DEFAULT 0,
-                allows_multiple_responses INTEGER NOT NULL DEFAULT 0,
-                visible_stop_list TEXT,
-                visible_route_list TEXT,
-                require_stop_id_in_response INTEGER NOT NULL DEFAULT 0,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE INDEX surveys_region ON surveys (region_id);
-            CREATE TABLE survey_questions (
-                id INTEGER PRIMARY KEY,
-                survey_id INTEGER NOT NULL REFERENCES surveys (id),
-                position INTEGER NOT NULL,
-                required INTEGER NOT NULL DEFAULT 0,
-                content TEXT NOT NULL
-            );
-            CREATE INDEX survey_questions_survey ON survey_questions (survey_id);
-            CREATE TABLE survey_responses (
-                id INTEGER PRIMARY KEY,
-                public_id TEXT NOT NULL UNIQUE,
-                survey_id INTEGER NOT NULL REFERENCES surveys (id),
-                user_identifier TEXT NOT NULL,
-                stop_identifier TEXT,
-                stop_latitude REAL,
-                stop_longitude REAL,
-                responses TEXT NOT NULL,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE INDEX survey_responses_survey ON survey_responses (survey_id);
-            """),
-    ]
+    // MARK: For an export and an import
+
+    /// A region's studies with their surveys (and questions), oldest first.
+    static func studiesWithSurveys(_ connection: any SQLConnection, regionID: Int) throws -> [(study: Study, surveys: [Survey])] {
+        try connection.query("SELECT * FROM studies WHERE region_id = \(regionID) ORDER BY id").map { row in
+            let study = try study(row)
+            let surveys = try connection.query("SELECT * FROM surveys WHERE study_id = \(study.id) ORDER BY id").map { try survey($0, connection) }
+            return (study, surveys)
+        }
+    }
+
+    /// Every response to a region's surveys, oldest first.
+    static func responses(_ connection: any SQLConnection, regionID: Int) throws -> [StoredResponse] {
+        try connection.query("""
+            SELECT r.* FROM survey_responses r JOIN surveys s ON s.id = r.survey_id WHERE s.region_id = \(regionID) ORDER BY r.id
+            """).map(StoredResponse.read)
+    }
+
+    /// What a row of `table` (studies, surveys, survey_questions) with this
+    /// id belongs to: the value of `column` (its region, study or survey).
+    static func owner(_ connection: any SQLConnection, of kind: Kind, id: Int64) throws -> Int64? {
+        try connection.queryOne("SELECT \(raw: kind.ownerColumn) AS owner FROM \(raw: kind.table) WHERE id = \(id)")?.int("owner")
+    }
+
+    /// The rows an import checks before it adds, by what they belong to.
+    enum Kind {
+        case studyRegion, surveyStudy, surveyRegion, questionSurvey
+        var table: String {
+            switch self {
+            case .studyRegion: "studies"
+            case .surveyStudy, .surveyRegion: "surveys"
+            case .questionSurvey: "survey_questions"
+            }
+        }
+        var ownerColumn: String {
+            switch self {
+            case .studyRegion, .surveyRegion: "region_id"
+            case .surveyStudy: "study_id"
+            case .questionSurvey: "survey_id"
+            }
+        }
+    }
+
+    static func responseExists(_ connection: any SQLConnection, publicID: String) throws -> Bool {
+        try connection.queryOne("SELECT 1 AS found FROM survey_responses WHERE public_id = \(publicID)") != nil
+    }
+
+    /// Adds rows as they were exported, ids kept (an import).
+    static func insertImported(_ connection: any SQLConnection, study: Study) throws {
+        try connection.execute("""
+            INSERT INTO studies (id, region_id, name, description, created_at, updated_at)
+            VALUES (\(study.id), \(study.regionID), \(study.name), \(study.description), \(study.createdAt), \(study.updatedAt))
+            """)
+    }
+
+    static func insertImported(_ connection: any SQLConnection, survey: Survey) throws {
+        var fields = fields(survey)
+        fields.set("id", survey.id)
+        fields.set("created_at", survey.createdAt)
+        fields.set("updated_at", survey.updatedAt)
+        try connection.execute("INSERT INTO surveys (\(fields.columns)) VALUES (\(fields.values))")
+    }
+
+    static func insertImported(_ connection: any SQLConnection, question: SurveyQuestion, surveyID: Int64) throws {
+        let content = String(decoding: JSONValue.object(question.content).encoded(), as: UTF8.self)
+        try connection.execute("""
+            INSERT INTO survey_questions (id, survey_id, position, required, content)
+            VALUES (\(question.id), \(surveyID), \(question.position), \(question.required), \(content))
+            """)
+    }
+
+    static func insertImported(_ connection: any SQLConnection, response: StoredResponse) throws {
+        try connection.execute("""
+            INSERT INTO survey_responses (public_id, survey_id, user_identifier, stop_identifier, stop_latitude, stop_longitude, responses,
+                created_at, updated_at)
+            VALUES (\(response.publicID), \(response.surveyID), \(response.userIdentifier), \(response.stopIdentifier), \(response.stopLatitude),
+                \(response.stopLongitude), \(encode(response.answers)), \(response.createdAt), \(response.updatedAt))
+            """)
+    }
+
+    /// After rows were written with ids of their own, new ones continue after them.
+    static func advanceIdentities(_ connection: any SQLConnection) throws {
+        for table in ["studies", "surveys", "survey_questions"] { try connection.advanceIdentity(table: table) }
+    }
+
 }
 
 public enum SurveyStoreError: Error, Equatable {
@@ -315,4 +356,59 @@ public enum SurveyStoreError: Error, Equatable {
         case .hasResponses(let count): return "The survey has \(count) responses and cannot be deleted"
         }
     }
+}
+
+extension SurveyStore {
+    /// The schema changes of the tables this store owns, by migration
+    /// version (the list itself is `Migrations.sidecar`).
+    static let schema = Schema("SurveyStore", [
+        5: [
+            .table("studies", withID: true, """
+                region_id BIGINT NOT NULL,
+                name TEXT NOT NULL,
+                description TEXT,
+                created_at BIGINT NOT NULL
+                """),
+            .table("surveys", withID: true, """
+                region_id BIGINT NOT NULL,
+                study_id BIGINT NOT NULL REFERENCES studies (id),
+                name TEXT NOT NULL,
+                available BIGINT NOT NULL DEFAULT 1,
+                start_date BIGINT,
+                end_date BIGINT,
+                show_on_map BIGINT NOT NULL DEFAULT 0,
+                show_on_stops BIGINT NOT NULL DEFAULT 0,
+                always_visible BIGINT NOT NULL DEFAULT 0,
+                allows_multiple_responses BIGINT NOT NULL DEFAULT 0,
+                visible_stop_list TEXT,
+                visible_route_list TEXT,
+                require_stop_id_in_response BIGINT NOT NULL DEFAULT 0,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL
+                """),
+            .same("CREATE INDEX surveys_region ON surveys (region_id)"),
+            .table("survey_questions", withID: true, """
+                survey_id BIGINT NOT NULL REFERENCES surveys (id),
+                position BIGINT NOT NULL,
+                required BIGINT NOT NULL DEFAULT 0,
+                content TEXT NOT NULL
+                """),
+            .same("CREATE INDEX survey_questions_survey ON survey_questions (survey_id)"),
+            .table("survey_responses", withID: true, """
+                public_id TEXT NOT NULL UNIQUE,
+                survey_id BIGINT NOT NULL REFERENCES surveys (id),
+                user_identifier TEXT NOT NULL,
+                stop_identifier TEXT,
+                stop_latitude DOUBLE PRECISION,
+                stop_longitude DOUBLE PRECISION,
+                responses TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL
+                """),
+            .same("CREATE INDEX survey_responses_survey ON survey_responses (survey_id)"),
+        ],
+        13: [
+            .same("ALTER TABLE studies ADD COLUMN updated_at BIGINT"),
+        ],
+    ])
 }

@@ -1,0 +1,114 @@
+import Core
+import Database
+import FoundationEssentials
+
+/// `sidecar export`: one region as a `sidecar-export/1` document, read in
+/// one snapshot from the stores that own each kind.
+extension RegionExchange {
+    static func export(regionID: Int, database: any Database, nowMillis: Int64) async throws -> JSONValue {
+        try await database.read { connection in
+            let alerts = try AlertStore.alertsWithTranslations(connection, regionID: regionID).map(document)
+            let studies = try SurveyStore.studiesWithSurveys(connection, regionID: regionID).map(document)
+            let responses = try SurveyStore.responses(connection, regionID: regionID).map(document)
+            let registrations = try PushRegistrationStore.all(connection, regionID: regionID).map(document)
+            let reports = try GhostBusStore.all(connection, regionID: regionID).map(document)
+            return .object([
+                "format": .string(format), "exported_at": .string(Timestamp.format(millis: nowMillis)), "region_id": .integer(Int64(regionID)),
+                "alerts": .array(alerts), "studies": .array(studies), "survey_responses": .array(responses),
+                "push_registrations": .array(registrations), "ghost_bus_reports": .array(reports),
+            ])
+        }
+    }
+
+    static func time(seconds: Int64?) -> JSONValue { seconds.map { .string(Timestamp.format(seconds: $0)) } ?? .null }
+    static func time(millis: Int64?) -> JSONValue { millis.map { .string(Timestamp.format(millis: $0)) } ?? .null }
+    static func text(_ value: String?) -> JSONValue { .string(value ?? "") }
+    static func integer(_ value: Int64?) -> JSONValue { value.map(JSONValue.integer) ?? .null }
+    static func number(_ value: Double?) -> JSONValue { value.map(JSONValue.double) ?? .null }
+
+    static func document(_ entry: (alert: ServiceAlert, translations: [AlertTranslation])) -> JSONValue {
+        let alert = entry.alert
+        let translations = entry.translations.map { translation -> JSONValue in
+            // A translation made before its source text was kept was made
+            // from the current text when it is current.
+            let current = translation.sourceVersion == alert.sourceVersion
+            return .object([
+                "language": .string(translation.language), "header_text": .string(translation.header),
+                "description_text": .string(translation.description),
+                "source_header_text": text(translation.sourceHeader ?? (current ? alert.header : nil)),
+                "source_description_text": text(translation.sourceDescription ?? (current ? alert.description : nil)),
+            ])
+        }
+        var object: [String: JSONValue] = [
+            "id": .integer(alert.id), "agency_id": .string(alert.agencyID), "header_text": .string(alert.header),
+            "description_text": .string(alert.description), "url": text(alert.url), "cause": .string(alert.cause.name),
+            "effect": .string(alert.effect.name), "severity": .string(alert.severity.name), "start_time": time(seconds: alert.startsAt),
+            "end_time": time(seconds: alert.endsAt), "published": .bool(alert.published), "is_test": .bool(alert.test),
+            "created_at": time(seconds: alert.createdAt), "updated_at": time(seconds: alert.updatedAt), "translations": .array(translations),
+        ]
+        // Optional members (a Sidecar extension): only when set, so
+        // documents without an impact period stay as OBACloud writes them.
+        if let start = alert.impactStartsAt, let end = alert.impactEndsAt {
+            object["impact_start_time"] = time(seconds: start)
+            object["impact_end_time"] = time(seconds: end)
+        }
+        return .object(object)
+    }
+
+    static func document(_ entry: (study: SidecarKit.Study, surveys: [SidecarKit.Survey])) -> JSONValue {
+        let study = entry.study
+        let surveys = entry.surveys.map { survey -> JSONValue in
+            let questions = survey.questions.map { question -> JSONValue in
+                .object(["id": .integer(question.id), "position": .integer(Int64(question.position)), "required": .bool(question.required),
+                         "content": .object(question.content)])
+            }
+            return .object([
+                "id": .integer(survey.id), "name": .string(survey.name), "available": .bool(survey.available),
+                "start_time": time(seconds: survey.startDate), "end_time": time(seconds: survey.endDate),
+                "show_on_map": .bool(survey.showOnMap), "show_on_stops": .bool(survey.showOnStops), "always_visible": .bool(survey.alwaysVisible),
+                "allows_multiple_responses": .bool(survey.allowsMultipleResponses),
+                "visible_stop_list": survey.visibleStopList.map { .array($0.map(JSONValue.string)) } ?? .null,
+                "visible_route_list": survey.visibleRouteList.map { .array($0.map(JSONValue.string)) } ?? .null,
+                "created_at": time(seconds: survey.createdAt), "updated_at": time(seconds: survey.updatedAt), "questions": .array(questions),
+            ])
+        }
+        return .object([
+            "id": .integer(study.id), "name": .string(study.name), "description": text(study.description),
+            "created_at": time(seconds: study.createdAt), "updated_at": time(seconds: study.updatedAt ?? study.createdAt),
+            "surveys": .array(surveys),
+        ])
+    }
+
+    static func document(_ response: SurveyStore.StoredResponse) -> JSONValue {
+        .object(["survey_id": .integer(response.surveyID), "public_id": .string(response.publicID),
+                 "user_identifier": .string(response.userIdentifier), "stop_identifier": text(response.stopIdentifier),
+                 "stop_latitude": number(response.stopLatitude), "stop_longitude": number(response.stopLongitude),
+                 "answers": .array(response.answers.map(JSONValue.object)),
+                 "created_at": time(seconds: response.createdAt), "updated_at": time(seconds: response.updatedAt)])
+    }
+
+    static func document(_ registration: PushRegistration) -> JSONValue {
+        .object(["token": .string(registration.token), "operating_system": .string(registration.operatingSystem),
+                 "locale": text(registration.locale), "apns_sandbox": .bool(registration.apnsSandbox), "test_device": .bool(registration.testDevice),
+                 "description": text(registration.description), "last_seen_at": time(millis: registration.lastSeenAt.epochMillis),
+                 "created_at": time(millis: registration.createdAt.epochMillis)])
+    }
+
+    static func document(_ stored: GhostBusStore.Stored) -> JSONValue {
+        let report = stored.report
+        let snapshot = json(stored.tripSnapshot)
+        let status = snapshot != nil ? "captured" : stored.snapshotAttempts > 0 ? "unavailable" : "pending"
+        return .object([
+            "public_id": .string(stored.publicID), "user_identifier": .string(report.userIdentifier),
+            "trip_identifier": .string(report.tripIdentifier), "service_date_ms": .integer(report.serviceDate),
+            "route_identifier": text(report.routeIdentifier), "stop_identifier": text(report.stopIdentifier),
+            "vehicle_identifier": text(report.vehicleIdentifier), "stop_sequence": integer(report.stopSequence),
+            "predicted": report.predicted.map(JSONValue.bool) ?? .null, "schedule_deviation_minutes": integer(report.scheduleDeviationMinutes),
+            "wait_duration_minutes": .integer(report.waitDurationMinutes), "comment": text(report.comment),
+            "user_latitude": number(report.userLatitude), "user_longitude": number(report.userLongitude),
+            "scheduled_arrival_ms": integer(report.scheduledArrivalAt), "predicted_arrival_ms": integer(report.predictedArrivalAt),
+            "prediction_last_updated_ms": integer(report.predictionLastUpdatedAt), "snapshot_status": .string(status),
+            "snapshot": snapshot ?? .null, "snapshot_captured_at": time(millis: stored.snapshotCapturedAt), "created_at": time(millis: stored.createdAt),
+        ])
+    }
+}
