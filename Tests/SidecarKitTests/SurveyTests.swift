@@ -91,7 +91,7 @@ struct SurveyTests {
             #expect(questions.map { $0["required"] as? Bool } == [true, false, false, false, false])
             let external = try #require(questions[3]["content"] as? [String: Any])
             #expect(Set(external.keys) == ["type", "label_text", "url", "survey_provider", "embedded_data_fields"])
-            #expect((survey["start_date"] as? Any).map { $0 is NSNull } == true)
+            #expect(survey["start_date"].map { $0 is NSNull } == true)
             #expect((body["region"] as? [String: Any])?["name"] as? String == "Puget Sound")
             let questionIDs = questions.compactMap { $0["id"] as? Int }
 

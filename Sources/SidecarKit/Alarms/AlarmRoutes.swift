@@ -85,7 +85,7 @@ struct AlarmRoutes: Sendable {
                 } catch AlarmStoreError.tooManyPending(let limit) {
                     return ErrorStyle.messages.response(status: 422, error: Self.summary,
                                                         messages: ["This device already has \(limit) alarms waiting"]).logging(log.0, log.1)
-                } catch DatabaseError.constraintViolation(_) where attempt < 3 {
+                } catch AlarmStoreError.duplicate where attempt < 3 {
                     // A concurrent identical v1 POST won: answer with its URL.
                     if version == 1, let existing = try await findV1(alarm, region: region) {
                         return Response.json(201, ["url": url((1, region.id, existing.token))]).logging(log.0, log.1)

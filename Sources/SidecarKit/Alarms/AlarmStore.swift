@@ -24,12 +24,21 @@ public struct AlarmStore: Sendable {
         public var nowMillis: Int64
     }
 
-    /// Inserts an alarm; throws `DatabaseError.constraintViolation` when a v1
-    /// alarm with the same identity already exists, and
-    /// `AlarmStoreError.tooManyPending` when the device already has
-    /// `maxPerDevice` alarms waiting (checked in the same transaction).
+    /// Inserts an alarm; throws `AlarmStoreError.duplicate` when a v1
+    /// alarm with the same identity (or, by a one-in-2^128 chance, the
+    /// same token) already exists, and `AlarmStoreError.tooManyPending`
+    /// when the device already has `maxPerDevice` alarms waiting (checked in
+    /// the same transaction).
     public func insert(_ alarm: NewAlarm, maxPerDevice: Int = 0) async throws {
         let request = alarm.request
+        do {
+            try await insertRow(alarm, request: request, maxPerDevice: maxPerDevice)
+        } catch DatabaseError.constraintViolation(_) {
+            throw AlarmStoreError.duplicate
+        }
+    }
+
+    private func insertRow(_ alarm: NewAlarm, request: AlarmRequest, maxPerDevice: Int) async throws {
         _ = try await database.write { connection in
             if maxPerDevice > 0 {
                 let pending = try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE user_push_id = \(request.userPushID)")?.int("n") ?? 0
@@ -183,6 +192,9 @@ public struct AlarmStore: Sendable {
 public enum AlarmStoreError: Error, Equatable {
     /// The device already has this many alarms waiting to fire.
     case tooManyPending(limit: Int)
+    /// A v1 alarm with the same identity exists (a concurrent identical
+    /// request won), or the random token was taken.
+    case duplicate
 }
 
 extension AlarmStore {

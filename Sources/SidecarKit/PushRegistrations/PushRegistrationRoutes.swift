@@ -39,23 +39,15 @@ struct PushRegistrationRoutes: Sendable {
             let raw = String((request.parameters["apns_sandbox"] ?? "").prefix(32))
             logger.warning("unrecognized apns_sandbox value; routing to production", [("value", raw), ("region", String(region.id))])
         }
-        // The first registration of a new token can race another request for
-        // the same token; the loser of the unique-constraint race retries and
-        // then finds the winner's row to update.
-        for attempt in 1...3 {
-            do {
-                _ = try await store.register(parsed, regionID: region.id, catalog: catalog, now: clock.now())
-                return Response.empty(204).logging("region", String(region.id))
-            } catch let failure as ValidationFailure {
-                return invalid(failure, region: region)
-            } catch DatabaseError.constraintViolation(_) where attempt < 3 {
-                continue
-            } catch {
-                logger.error("push registration write failed", [("region", String(region.id)), ("error", "\(error)")])
-                return Response.storageUnavailable(.messages, summary: Self.summary).logging("region", String(region.id))
-            }
+        do {
+            _ = try await store.register(parsed, regionID: region.id, catalog: catalog, now: clock.now())
+            return Response.empty(204).logging("region", String(region.id))
+        } catch let failure as ValidationFailure {
+            return invalid(failure, region: region)
+        } catch {
+            logger.error("push registration write failed", [("region", String(region.id)), ("error", "\(error)")])
+            return Response.storageUnavailable(.messages, summary: Self.summary).logging("region", String(region.id))
         }
-        return Response.storageUnavailable(.messages, summary: Self.summary)
     }
 
     /// Opt-out: 204 when a registration was deleted, 404 when there was none.

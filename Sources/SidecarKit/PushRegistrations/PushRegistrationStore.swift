@@ -19,6 +19,20 @@ public struct PushRegistrationStore: Sendable {
     /// transaction and returns what was stored. Throws `ValidationFailure`
     /// when the merged registration is invalid (nothing is written).
     public func register(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws -> PushRegistration {
+        // The first registration of a new token can race another request
+        // for the same token; the loser retries and then finds the winner's
+        // row to update.
+        for attempt in 1...3 {
+            do {
+                return try await registerOnce(request, regionID: regionID, catalog: catalog, now: now)
+            } catch DatabaseError.constraintViolation(_) where attempt < 3 {
+                continue
+            }
+        }
+        throw DatabaseError.busy("the registration kept racing another writer")
+    }
+
+    private func registerOnce(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws -> PushRegistration {
         try await database.write { connection in
             let existing = try Self.find(connection, regionID: regionID, token: request.token)
             let merged = try PushRegistrationRules.merge(existing: existing, request: request, regionID: regionID,
