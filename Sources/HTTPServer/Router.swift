@@ -10,6 +10,31 @@ public typealias Middleware = @Sendable (Request, Handler) async -> Response
 /// the request there and then, nil lets it through.
 public typealias Precheck = @Sendable (Request) -> Response?
 
+/// Who may call a route, declared with it, so the whole table of guards is
+/// one list a test can read.
+public enum Access: Sendable, Hashable, CustomStringConvertible {
+    /// Anyone, unthrottled (reads, health, static files).
+    case open
+    /// Anyone, within a per-client limit (its name).
+    case throttled(String)
+    /// A caller with an admin API key of this scope (`any`, `push`).
+    case apiKey(String)
+    /// A signed-in console user allowed this action (`read`, `author`, ...).
+    case session(String)
+    /// A caller presenting a shared secret (a webhook's).
+    case secret(String)
+
+    public var description: String {
+        switch self {
+        case .open: return "open"
+        case .throttled(let name): return "throttled(\(name))"
+        case .apiKey(let scope): return "api key(\(scope))"
+        case .session(let action): return "session(\(action))"
+        case .secret(let name): return "secret(\(name))"
+        }
+    }
+}
+
 /// One route: a method, a path pattern whose `:name` segments capture values,
 /// and what the route allows beyond the default. A class, so matching a
 /// request against many routes copies nothing.
@@ -37,20 +62,29 @@ public final class Route: Sendable {
     /// a cached feed. Returning nil falls through to `handler`. Routes with
     /// middleware never use it.
     public let immediate: (@Sendable (Request) -> Response?)?
+    /// Who may call it (see `Access`).
+    public let access: Access
 
     let segments: [Segment]
 
+    /// - Parameters:
+    ///   - access: who may call it; a route with a `throttle` is `.throttled` by it unless told otherwise.
+    ///   - throttle: a per-client limit checked before anything else: on the
+    ///     server's thread, and again against the counts all instances share
+    ///     when there are any.
     public init(_ method: String, _ pattern: String, suffixes: [String] = [], bodyLimit: Int? = nil,
-                errorStyle: ErrorStyle = .simple, prechecks: [Precheck] = [], middleware: [Middleware] = [], parsesParameters: Bool = true,
+                errorStyle: ErrorStyle = .simple, access: Access? = nil, throttle: FixedWindowRateLimiter? = nil, prechecks: [Precheck] = [],
+                middleware: [Middleware] = [], parsesParameters: Bool = true,
                 immediate: (@Sendable (Request) -> Response?)? = nil, handler: @escaping Handler) {
         self.immediate = immediate
-        self.prechecks = prechecks
+        self.prechecks = (throttle.map { [$0.precheck(errorStyle: errorStyle)] } ?? []) + prechecks
+        self.access = access ?? throttle.map { .throttled($0.name) } ?? .open
         self.method = method
         self.pattern = pattern
         self.suffixes = suffixes
         self.bodyLimit = bodyLimit
         self.errorStyle = errorStyle
-        self.middleware = middleware
+        self.middleware = (throttle.map { [$0.middleware(errorStyle: errorStyle)] } ?? []) + middleware
         self.parsesParameters = parsesParameters
         self.handler = handler
         self.segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map { part in
@@ -114,6 +148,22 @@ public struct Router: Sendable {
     public mutating func add(_ route: Route) {
         routes.append(route)
         routesBySegmentCount[route.segments.count, default: []].append(route)
+    }
+
+    /// Two routes for the same method and pattern: the second would never answer.
+    public struct Conflict: Error, CustomStringConvertible {
+        public let method: String, pattern: String
+        public var description: String { "two routes for \(method) \(pattern)" }
+    }
+
+    /// Adds routes, refusing one whose method and pattern another has (a
+    /// server refuses to start on it rather than leave one unreachable).
+    public mutating func register(_ added: [Route]) throws(Conflict) {
+        var taken = Set(routes.map { "\($0.method) \($0.pattern)" })
+        for route in added {
+            guard taken.insert("\(route.method) \(route.pattern)").inserted else { throw Conflict(method: route.method, pattern: route.pattern) }
+            add(route)
+        }
     }
 
     /// The outcome of matching a request line.

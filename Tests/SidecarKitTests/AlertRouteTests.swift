@@ -135,7 +135,7 @@ struct AlertRouteTests {
             var alert = try await admin.create(regionID: 1, fields: ["header": "Route 44 detoured", "description": "Skips 45th", "start": Self.start])
             alert = try await admin.setPublished(id: alert.id, true)
             _ = try await admin.translate(id: alert.id, language: "es", header: "Ruta 44 desviada", description: "No para en la 45")
-            let transport = try #require(app.sidecar.pushTransport)
+            let transport = try #require(app.sidecar.transport)
             let sender = AlertSender(store: store, transport: transport, clock: app.clock, logger: Logger(level: .error, sink: MemorySink()), pageSize: 100,
                                      retry: .immediate)
             let translations = try await store.translations(alertID: alert.id)

@@ -232,7 +232,7 @@ struct OpenInternetTests {
         try await AlertRouteTests.run { app, gorush, _ in
             let alert = try await Self.audienceAndAlert(app)
             let store = AlertStore(database: app.sidecar.database)
-            let transport = try #require(app.sidecar.pushTransport)
+            let transport = try #require(app.sidecar.transport)
             let (send, _) = try await app.administration.startSend(id: alert.id, audience: .all)
             let dying = AlertSender(store: store, transport: transport, clock: app.clock, logger: Logger(level: .error, sink: MemorySink()), pageSize: 100)
             _ = try await dying.run(send, alert: alert, translations: [], stopAfterPages: 1)
@@ -250,7 +250,7 @@ struct OpenInternetTests {
         try await AlertRouteTests.run { app, gorush, _ in
             let alert = try await Self.audienceAndAlert(app)
             let store = AlertStore(database: app.sidecar.database)
-            let transport = try #require(app.sidecar.pushTransport)
+            let transport = try #require(app.sidecar.transport)
             let stop = StopSignal()
             let (send, _) = try await app.administration.startSend(id: alert.id, audience: .all)
             let sender = AlertSender(store: store, transport: StoppingTransport(inner: transport, stop: stop), clock: app.clock,
@@ -285,7 +285,7 @@ struct OpenInternetTests {
             let stop = StopSignal()
             let base = app.sidecar.alarmChecker
             let checker = AlarmChecker(store: base.store, regions: base.regions, oba: base.oba,
-                                       transport: StoppingTransport(inner: try #require(app.sidecar.pushTransport), stop: stop),
+                                       transport: StoppingTransport(inner: try #require(app.sidecar.transport), stop: stop),
                                        pushRegistrations: base.pushRegistrations, clock: base.clock, logger: base.logger,
                                        intervalSeconds: base.intervalSeconds, stop: stop, alarmsPerPage: 10)
             let first = await checker.runCycle()

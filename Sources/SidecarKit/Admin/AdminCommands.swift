@@ -106,10 +106,8 @@ public enum AdminCommands {
         let store = AlertStore(database: database, sendLeaseSeconds: Int64(configuration.sendLeaseSeconds))
         let audit = AuditLog(database: database, logger: logger)
         let actor = "cli:" + operatorLogin()
-        var administration = AlertAdministration(store: store, regions: directory, clock: clock, cache: nil)
-        administration.catalog = configuration.locales
-        administration.audit = audit
-        administration.actor = actor
+        let administration = AlertAdministration(store: store, regions: directory, clock: clock, cache: nil, catalog: configuration.locales,
+                                                 audit: audit, actor: actor)
         let options = invocation.options
         let now = clock.now().epochMillis / 1000
         func alertID() throws -> Int64 {

@@ -14,14 +14,23 @@ struct AdminRoutes: Sendable {
     let sends: AlertSendRunner
     let clock: any WallClock
     let logger: Logger
+    /// Whether this server resumes sends whose runner stopped.
+    let resumesSends: Bool
 
     /// A handler that knows which key called it.
     typealias KeyHandler = @Sendable (Request, ApiKeyStore.Record) async -> Response
 
+    /// What a key must carry to call a route.
+    enum Scope: String { case any, push }
+
+    /// Every route with the scope its key needs, declared here.
     var routes: [Route] {
-        func route(_ method: String, _ path: String, _ handler: @escaping KeyHandler) -> Route {
-            Route(method, "/admin/api" + path, errorStyle: .messages) { request in
-                await authenticate(request, handler)
+        func route(_ method: String, _ path: String, _ scope: Scope = .any, _ handler: @escaping KeyHandler) -> Route {
+            Route(method, "/admin/api" + path, errorStyle: .messages, access: .apiKey(scope.rawValue)) { request in
+                await authenticate(request) { request, key in
+                    if scope == .push, let refusal = await pushScopeRefusal(request, key) { return refusal }
+                    return await handler(request, key)
+                }
             }
         }
         return [
@@ -36,9 +45,20 @@ struct AdminRoutes: Sendable {
             route("POST", "/alerts/:id/publish") { request, key in await publish(request, key, true) },
             route("POST", "/alerts/:id/unpublish") { request, key in await publish(request, key, false) },
             route("PUT", "/alerts/:id/translations/:language") { request, key in await translate(request, key) },
-            route("POST", "/alerts/:id/sends") { request, key in await send(request, key) },
+            route("POST", "/alerts/:id/sends", .push) { request, key in await send(request, key) },
             route("GET", "/alerts/:id/sends") { request, key in await listSends(request, key) },
         ]
+    }
+
+    /// A key without the push scope is refused a send, and the refusal audited.
+    func pushScopeRefusal(_ request: Request, _ key: ApiKeyStore.Record) async -> Response? {
+        guard key.canPush else {
+            await administration(for: key).record("refused.alert.send", region: nil,
+                                                  target: request.pathParameters["id"].map { "alert \($0)" }, detail: "the key has no push scope")
+            return ErrorStyle.messages.response(status: 403, error: "Forbidden",
+                                                messages: ["This API key may not start sends; create one with --push"])
+        }
+        return nil
     }
 
     func authenticate(_ request: Request, _ next: KeyHandler) async -> Response {
@@ -170,15 +190,9 @@ struct AdminRoutes: Sendable {
         } catch { return failure(error) }
     }
 
-    /// Starts (or resumes) a send in the background; 202 with its state.
-    /// Only a key with the push scope may.
+    /// Starts (or resumes) a send in the background; 202 with its state
+    /// (the route admits only a key with the push scope).
     func send(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
-        guard key.canPush else {
-            await administration(for: key).record("refused.alert.send", region: nil,
-                                                  target: request.pathParameters["id"].map { "alert \($0)" }, detail: "the key has no push scope")
-            return ErrorStyle.messages.response(status: 403, error: "Forbidden",
-                                                messages: ["This API key may not start sends; create one with --push"])
-        }
         guard sends.transport != nil else {
             return failure(AdministrationError.invalid(["No push transport is configured (--gorush-url or --push-transport)"]))
         }
@@ -240,4 +254,14 @@ enum AdminJSON {
                  "last_error": send.lastError.map(JSONValue.string) ?? .null, "audience_size": .integer(Int64(send.audienceSize)),
                  "started_at": time(send.startedAt), "finished_at": time(send.finishedAt)])
     }
+}
+
+extension AdminRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(administration: context.administration, keys: context.stores.apiKeys, store: context.stores.alerts, sends: context.alertSends,
+                  clock: context.clock, logger: context.logger, resumesSends: context.configuration.runsSendResumer)
+    }
+
+    /// Resumes sends whose runner died or stopped.
+    var jobs: [BackgroundJob] { resumesSends ? [BackgroundJob(name: "alert send resumer", run: sends.run)] : [] }
 }

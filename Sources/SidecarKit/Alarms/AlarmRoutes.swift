@@ -16,19 +16,18 @@ struct AlarmRoutes: Sendable {
     /// `--public-url`, without a trailing slash.
     let publicURL: PublicBaseURL
     let limits: RiderLimits
+    let checker: AlarmChecker
+    /// `--no-alarm-checker` style switches (tests drive cycles by hand).
+    let runsChecker: Bool
 
     var routes: [Route] {
         // One budget for both versions and both methods.
-        let throttle = limits.alarms.precheck(errorStyle: .messages)
-        let sharedThrottle = limits.alarms.middleware(errorStyle: .messages)
-        return [1, 2].flatMap { version in
+        [1, 2].flatMap { version in
             [
-                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages, prechecks: [throttle],
-                      middleware: [sharedThrottle]) { request in
+                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages, throttle: limits.alarms) { request in
                     await create(request, version: version)
                 },
-                Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, prechecks: [throttle],
-                      middleware: [sharedThrottle],
+                Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, throttle: limits.alarms,
                       parsesParameters: false) { request in
                     await delete(request)
                 },
@@ -147,4 +146,21 @@ struct AlarmRoutes: Sendable {
             return Response.storageUnavailable(.messages, summary: "Unable to cancel alarm").logging("region", String(region.id))
         }
     }
+}
+
+extension AlarmRoutes: Feature {
+    init(_ context: FeatureContext) {
+        var onCycle: (@Sendable (AlarmChecker.CycleReport, Double) -> Void)?
+        if let metrics = context.metrics { onCycle = { report, seconds in metrics.observe(alarmCycle: report, seconds: seconds) } }
+        self.init(store: context.stores.alarms, pushRegistrations: context.stores.pushRegistrations, regions: context.regions, oba: context.oba,
+                  clock: context.clock, logger: context.logger, publicURL: context.publicURL, limits: context.limits,
+                  checker: AlarmChecker(store: context.stores.alarms, regions: context.regions, oba: context.oba, transport: context.transport,
+                                        pushRegistrations: context.stores.pushRegistrations, clock: context.clock, logger: context.logger,
+                                        intervalSeconds: context.configuration.alarmCheckIntervalSeconds, stop: context.stop,
+                                        onCycle: onCycle),
+                  runsChecker: context.configuration.runsAlarmChecker)
+    }
+
+    /// The alarm checker: every interval, the due alarms against OneBusAway.
+    var jobs: [BackgroundJob] { runsChecker ? [BackgroundJob(name: "alarm checker", run: checker.run)] : [] }
 }

@@ -74,6 +74,7 @@ struct AlertFeedRoutes: Sendable {
     let logger: Logger
     /// Epoch seconds the server started: an untouched region's `Last-Modified`.
     let serverStart: Int64
+    let watcher: AlertFeedVersionWatcher
 
     static let contentType = "application/octet-stream"
     /// A cache may serve a copy for a minute (the header stamp's own
@@ -159,12 +160,25 @@ struct AlertFeedVersionWatcher: Sendable {
     // Four times a second: an edit through any instance (or the CLI) is in
     // every instance's feed well within a second.
     var intervalSeconds: Double = 0.25
+    /// The server's stop signal: the loop ends once it is raised.
+    var stop: StopSignal? = nil
 
-    func run(stop: StopSignal? = nil) async {
+    func run() async {
         await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { await refresh() }
     }
 
     func refresh() async {
         if let versions = try? await store.feedVersions() { cache.retain(currentVersions: versions) }
     }
+}
+
+extension AlertFeedRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(store: context.stores.alerts, regions: context.regions, cache: context.alertFeedCache, clock: context.clock, logger: context.logger,
+                  serverStart: context.clock.now().epochMillis / 1000,
+                  watcher: AlertFeedVersionWatcher(store: context.stores.alerts, cache: context.alertFeedCache, clock: context.clock, stop: context.stop))
+    }
+
+    /// Notices edits made by other processes (the CLI, other instances).
+    var jobs: [BackgroundJob] { [BackgroundJob(name: "alert feed watcher", run: watcher.run)] }
 }

@@ -81,3 +81,9 @@ final class HealthVerdictCache: Sendable {
         }
     }
 }
+
+extension HealthRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(database: context.database, logger: context.logger, freshSeconds: context.configuration.healthCacheSeconds)
+    }
+}

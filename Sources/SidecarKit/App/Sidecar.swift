@@ -19,40 +19,37 @@ public struct StartupError: Error, CustomStringConvertible {
 }
 
 /// The running application: regions, storage, routes and background loops,
-/// wired from one configuration.
+/// wired from one configuration as a list of features.
 public final class Sidecar: Sendable {
     public let configuration: SidecarConfiguration
     public let database: any Database
     public let regions: RegionDirectory
     public let server: HTTPServer
-    let clock: any WallClock
-    let logger: Logger
-    let regionRefresher: RegionRefresher
-    let pruner: PushRegistrationPruner
-    let alarmChecker: AlarmChecker
-    let liveActivityUpdater: LiveActivityUpdater
-    let alertFeedCache = AlertFeedCache()
-    let alertFeedWatcher: AlertFeedVersionWatcher
-    let alertSends: AlertSendRunner
-    let pushTransport: (any PushTransport)?
-    /// Base of handed-out URLs; known for sure only once the port is bound.
-    let publicURL: PublicBaseURL
-    /// The outbound client for OneBusAway servers and push gateways.
-    let upstream: HTTPClient
-    /// Background loops and sends, and the stop signal they obey.
-    let work = BackgroundWork()
+    let context: FeatureContext
+    /// Every feature: its routes are the server's, its jobs run in the background.
+    let features: [any Feature]
+    let metricsServer: HTTPServer?
     /// The simulated region of `--demo`, or nil.
     let demoRegionID: Int?
-    /// Every region's OneBusAway server, as the loops and routes reach them.
-    let oba: OBAGateway
-    /// Metrics and their own listener (`--metrics-listen`), or nil.
-    let metrics: SidecarMetrics?
-    /// The per-client limits rider routes share.
-    let limits: RiderLimits
-    let metricsServer: HTTPServer?
+
+    var clock: any WallClock { context.clock }
+    var logger: Logger { context.logger }
+    var work: BackgroundWork { context.work }
+    var publicURL: PublicBaseURL { context.publicURL }
+    var oba: OBAGateway { context.oba }
+    var transport: (any PushTransport)? { context.transport }
+    var limits: RiderLimits { context.limits }
+    var metrics: SidecarMetrics? { context.metrics }
+    var alertFeedCache: AlertFeedCache { context.alertFeedCache }
+    var alertSends: AlertSendRunner { context.alertSends }
+    func feature<F: Feature>(_ type: F.Type) -> F? { features.lazy.compactMap { $0 as? F }.first }
+    var alarmChecker: AlarmChecker { feature(AlarmRoutes.self)!.checker }
+    var liveActivityUpdater: LiveActivityUpdater { feature(LiveActivityRoutes.self)!.updater }
+    var alertFeedWatcher: AlertFeedVersionWatcher { feature(AlertFeedRoutes.self)!.watcher }
+    var pruner: PushRegistrationPruner { feature(PushRegistrationRoutes.self)!.pruner }
 
     /// Loads the regions directory, opens and migrates the database and
-    /// builds the routes. Nothing listens until `start()`.
+    /// builds the features. Nothing listens until `start()`.
     public static func prepare(configuration: SidecarConfiguration, clock: any WallClock = SystemClock(),
                                logger: Logger, httpClient: HTTPClient = HTTPClient()) async throws(StartupError) -> Sidecar {
         let metrics = configuration.metricsListen != nil ? SidecarMetrics() : nil
@@ -88,9 +85,81 @@ public final class Sidecar: Sendable {
                 logger.warning("demo content could not be written", [("error", "\(error)")])
             }
         }
-        return Sidecar(configuration: configuration, database: database, regions: directory,
-                       source: source, clock: clock, logger: logger, httpClient: httpClient, upstream: upstream, transport: transport,
-                       metrics: metrics, demoRegionID: demoRegion?.id)
+        let context = Self.context(configuration, database: database, regions: directory, clock: clock, logger: logger, upstream: upstream,
+                                   transport: transport, metrics: metrics)
+        let features = Self.features(context, regionSource: source, directoryClient: httpClient, demoRegionID: demoRegion?.id)
+        do {
+            return try Sidecar(context: context, features: features, demoRegionID: demoRegion?.id)
+        } catch {
+            await database.close()
+            throw StartupError(description: "\(error)", exitCode: 1)
+        }
+    }
+
+    /// One of each thing the features share.
+    static func context(_ configuration: SidecarConfiguration, database: any Database, regions: RegionDirectory, clock: any WallClock,
+                        logger: Logger, upstream: HTTPClient, transport: (any PushTransport)?, metrics: SidecarMetrics?) -> FeatureContext {
+        let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
+        let postgres = database.dialect == .postgresql
+        let shared: SharedWindowCounter? = postgres ? DatabaseWindowCounter(database: database) : nil
+        let stores = FeatureContext.Stores(database: database, logger: logger, sendLeaseSeconds: configuration.sendLeaseSeconds)
+        let cache = AlertFeedCache()
+        let work = BackgroundWork()
+        return FeatureContext(
+            configuration: configuration, database: database, stores: stores, regions: regions, clock: clock, logger: logger,
+            oba: OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys,
+                            logger: logger),
+            upstream: upstream, transport: transport, publicURL: PublicBaseURL(configuration.effectivePublicURL()), metrics: metrics,
+            coordination: postgres ? CoordinationStore(database: database) : nil, sharedCounts: shared,
+            limits: RiderLimits(configuration, logger: logger, shared: shared, now: now), work: work, alertFeedCache: cache,
+            administration: AlertAdministration(store: stores.alerts, regions: regions, clock: clock, cache: cache, catalog: configuration.locales,
+                                                audit: stores.audit),
+            alertSends: AlertSendRunner(store: stores.alerts, transport: transport, clock: clock, logger: logger, work: work,
+                                        retry: configuration.sendRetry))
+    }
+
+    /// Every feature of the server, in one list.
+    static func features(_ context: FeatureContext, regionSource: RegionSource, directoryClient: HTTPClient, demoRegionID: Int?) -> [any Feature] {
+        var features: [any Feature] = [
+            HealthRoutes(context), OpenAPIRoutes(), PushRegistrationRoutes(context), AlarmRoutes(context), LiveActivityRoutes(context),
+            AlertFeedRoutes(context), SurveyRoutes(context), GhostBusRoutes(context), DonationRoutes(context), GorushWebhookRoutes(context),
+            WeatherRoutes(context), VehicleRoutes(context), AdminRoutes(context), ConsoleRoutes(context), ShareRoutes(context),
+            RegionRefresher(context, source: regionSource, client: directoryClient),
+        ]
+        if let binder = RelayBinder(context) { features.append(binder) }
+        if let demoRegionID { features.append(DemoFeature(context, regionID: demoRegionID)) }
+        return features
+    }
+
+    init(context: FeatureContext, features: [any Feature], demoRegionID: Int?) throws(Router.Conflict) {
+        self.context = context
+        self.features = features
+        self.demoRegionID = demoRegionID
+        configuration = context.configuration
+        database = context.database
+        regions = context.regions
+        var router = Router()
+        try router.register(features.flatMap(\.routes))
+        // The console answers its unknown paths with its own page; the admin API stays JSON.
+        router.answerNotFound(under: "/admin") { _ in
+            ConsoleLayout.errorPage(404, "Not found", "There is no such page, or it belongs to a region you cannot see.")
+        }
+        router.answerNotFound(under: "/admin/api") { _ in .json(404, ["error": "Not Found"]) }
+        var serverConfiguration = configuration.serverConfiguration
+        let metrics = context.metrics
+        if let metrics {
+            serverConfiguration.onAnswer = { method, route, status, seconds in
+                metrics.observeAnswer(method: method, route: route, status: status, seconds: seconds)
+            }
+        }
+        server = HTTPServer(configuration: serverConfiguration, router: router, logger: context.logger)
+        if let metrics, let listen = configuration.metricsListen, let health = features.lazy.compactMap({ $0 as? HealthRoutes }).first {
+            metrics.watch(server: server)
+            metrics.watch(storage: database, now: context.now)
+            metricsServer = MetricsRoutes.server(metrics: metrics, listen: listen, logger: context.logger, extra: [health.detailedRoute()])
+        } else {
+            metricsServer = nil
+        }
     }
 
     /// The outbound client for OneBusAway servers, gorush, weather and Stripe.
@@ -100,221 +169,6 @@ public final class Sidecar: Sendable {
         // Alarm cycles fan out one request per stop to each region's server.
         configuration.maxConnectionsPerHost = 16
         return HTTPClient(configuration: configuration)
-    }
-
-    init(configuration: SidecarConfiguration, database: any Database, regions: RegionDirectory, source: RegionSource,
-         clock: any WallClock, logger: Logger, httpClient: HTTPClient, upstream: HTTPClient, transport: (any PushTransport)?,
-         metrics: SidecarMetrics? = nil, demoRegionID: Int? = nil) {
-        self.configuration = configuration
-        self.metrics = metrics
-        self.demoRegionID = demoRegionID
-        self.database = database
-        self.regions = regions
-        self.clock = clock
-        self.logger = logger
-        let pushStore = PushRegistrationStore(database: database)
-        // On PostgreSQL several instances may share the database: singleton
-        // jobs take a lease there, and one instance fetches for all.
-        let coordination = database.dialect == .postgresql ? CoordinationStore(database: database) : nil
-        var refresher = RegionRefresher(source: source, directory: regions, client: httpClient,
-                                        intervalSeconds: Double(configuration.regionsRefreshSeconds), clock: clock, logger: logger)
-        refresher.coordination = coordination
-        regionRefresher = refresher
-        var pruner = PushRegistrationPruner(store: pushStore, clock: clock, logger: logger)
-        pruner.coordination = coordination
-        pruner.sharedCounters = coordination.map { _ in DatabaseWindowCounter(database: database) }
-        self.pruner = pruner
-        publicURL = PublicBaseURL(configuration.effectivePublicURL())
-        self.upstream = upstream
-        let oba = OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey,
-                             regionKeys: configuration.obaRegionAPIKeys, logger: logger)
-        self.oba = oba
-        pushTransport = transport
-        let alertStore = AlertStore(database: database, sendLeaseSeconds: Int64(configuration.sendLeaseSeconds))
-        alertFeedWatcher = AlertFeedVersionWatcher(store: alertStore, cache: alertFeedCache, clock: clock)
-        let liveActivityStore = LiveActivityStore(database: database)
-        var updater = LiveActivityUpdater(store: liveActivityStore, regions: regions, oba: oba, transport: transport, clock: clock,
-                                          logger: logger, intervalSeconds: configuration.liveActivityIntervalSeconds,
-                                          stopCache: TimedCache(lifetimeSeconds: 55, now: { clock.now().timeIntervalSince1970 }))
-        updater.stop = work.stop
-        if let metrics { updater.onCycle = { report, seconds in metrics.observe(liveActivityCycle: report, seconds: seconds) } }
-        liveActivityUpdater = updater
-        let audit = AuditLog(database: database, logger: logger)
-        var administration = AlertAdministration(store: alertStore, regions: regions, clock: clock, cache: alertFeedCache)
-        administration.catalog = configuration.locales
-        administration.audit = audit
-        let alarmStore = AlarmStore(database: database)
-        var checker = AlarmChecker(store: alarmStore, regions: regions, oba: oba, transport: transport, pushRegistrations: pushStore,
-                                   clock: clock, logger: logger, intervalSeconds: configuration.alarmCheckIntervalSeconds)
-        checker.stop = work.stop
-        if let metrics { checker.onCycle = { report, seconds in metrics.observe(alarmCycle: report, seconds: seconds) } }
-        alarmChecker = checker
-        alertSends = AlertSendRunner(store: alertStore, transport: transport, clock: clock, logger: logger, work: work,
-                                     retry: configuration.sendRetry)
-
-        let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
-        // On PostgreSQL several instances may share the work: throttle counts
-        // live in the database so a limit holds across all of them.
-        let shared: SharedWindowCounter? = database.dialect == .postgresql ? DatabaseWindowCounter(database: database) : nil
-        limits = RiderLimits(configuration, logger: logger, shared: shared, now: now)
-        var router = Router()
-        let consoleStore = ConsoleStore(database: database)
-        let health = HealthRoutes(database: database, logger: logger, freshSeconds: configuration.healthCacheSeconds)
-        let features: [[Route]] = [
-            health.routes,
-            OpenAPIDocument.routes,
-            PushRegistrationRoutes(
-                store: pushStore, regions: regions, catalog: configuration.locales, clock: clock, logger: logger,
-                limiter: limits.pushRegistrations).routes,
-            AlarmRoutes(store: alarmStore, pushRegistrations: pushStore, regions: regions, oba: oba, clock: clock, logger: logger,
-                        publicURL: publicURL, limits: limits).routes,
-            LiveActivityRoutes(store: liveActivityStore, regions: regions, clock: clock, logger: logger, publicURL: publicURL,
-                               limits: limits).routes,
-            AlertFeedRoutes(store: alertStore, regions: regions, cache: alertFeedCache, clock: clock, logger: logger,
-                            serverStart: clock.now().epochMillis / 1000).routes,
-            SurveyRoutes(store: SurveyStore(database: database), regions: regions, clock: clock, logger: logger,
-                         limiter: FixedWindowRateLimiter(limit: configuration.surveyResponseLimit, windowSeconds: 60, name: "survey_responses",
-                                                         logger: logger, shared: shared, now: now)).routes,
-            GhostBusRoutes(store: GhostBusStore(database: database), regions: regions, oba: oba, clock: clock, logger: logger,
-                           peerLimiter: limits.ghostBusPeers, userLimiter: limits.ghostBusUsers).routes,
-            DonationRoutes(stripe: StripeClient(http: upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
-                           testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
-                           limiter: FixedWindowRateLimiter(limit: configuration.donationLimit, windowSeconds: 60, name: "donations", logger: logger,
-                                                   shared: shared, now: now), logger: logger).routes,
-            GorushWebhookRoutes(registrations: pushStore, liveActivities: liveActivityStore, secret: configuration.gorushWebhookSecret,
-                                limiter: FixedWindowRateLimiter(limit: configuration.webhookLimit, windowSeconds: 60, name: "webhook", logger: logger,
-                                                          shared: shared, now: now), logger: logger).routes,
-            WeatherRoutes(regions: regions, http: upstream, apiKey: configuration.pirateWeatherKey, baseURL: configuration.pirateWeatherURL,
-                          cache: TimedCache(lifetimeSeconds: 30 * 60, now: now), clock: clock, logger: logger).routes,
-            VehicleRoutes(regions: regions, oba: oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: now),
-                          results: TimedCache(lifetimeSeconds: 5 * 60, now: now), lookups: limits.upstreamLookups, logger: logger).routes,
-            AdminRoutes(administration: administration, keys: ApiKeyStore(database: database), store: alertStore, sends: alertSends,
-                        clock: clock, logger: logger).routes,
-            ConsoleRoutes(store: consoleStore, administration: administration, alerts: alertStore, sends: alertSends,
-                          surveys: SurveyStore(database: database), ghostBus: GhostBusStore(database: database), keys: ApiKeyStore(database: database),
-                          audit: audit, regions: regions, database: database, clock: clock, logger: logger,
-                          secureCookies: publicURL.url.hasPrefix("https://"),
-                          clientLogins: FixedWindowRateLimiter(limit: ConsoleRules.attemptsPerClient, windowSeconds: ConsoleRules.loginWindowSeconds,
-                                                               name: "console_login_client", logger: logger, shared: shared, now: now),
-                          accountLogins: FixedWindowRateLimiter(limit: ConsoleRules.failuresPerAccount, windowSeconds: ConsoleRules.loginWindowSeconds,
-                                                                name: "console_login_account", logger: logger, keyForLogs: SHA256.fingerprint,
-                                                                shared: shared, now: now),
-                          failingSources: FixedWindowRateLimiter(limit: Int(Int32.max), windowSeconds: ConsoleRules.loginWindowSeconds,
-                                                                 name: "console_login_source", logger: logger, keyForLogs: SHA256.fingerprint,
-                                                                 shared: shared, now: now),
-                          formTokens: FormTokens(store: consoleStore),
-                          userWrites: FixedWindowRateLimiter(limit: configuration.consoleWriteLimit, windowSeconds: 60, name: "console_writes",
-                                                             logger: logger, shared: shared, now: now)).routes,
-            ShareRoutes(regions: regions, oba: oba, settings: configuration.links, publicURL: publicURL, clock: clock, logger: logger,
-                        arrivals: TimedCache(lifetimeSeconds: Double(ShareRoutes.cacheSeconds), maxEntries: 5000, now: now),
-                        zones: { regionID in
-                            let name = (try? await alertStore.regionSettings()[regionID]?.timezone) ?? nil
-                            return name.flatMap { ZoneInfo.named($0) } ?? .utc
-                        }, lookups: limits.upstreamLookups).routes,
-        ]
-        features.joined().forEach { router.add($0) }
-        // The console answers its unknown paths with its own page; the admin API stays JSON.
-        router.answerNotFound(under: "/admin") { _ in
-            ConsoleLayout.errorPage(404, "Not found", "There is no such page, or it belongs to a region you cannot see.")
-        }
-        router.answerNotFound(under: "/admin/api") { _ in .json(404, ["error": "Not Found"]) }
-        if let demoRegionID {
-            (DemoOneBusAway(clock: clock).routes + [DemoRegion.guide(regionID: demoRegionID, publicURL: publicURL, clock: clock)]).forEach { router.add($0) }
-        }
-        var serverConfiguration = configuration.serverConfiguration
-        if let metrics {
-            serverConfiguration.onAnswer = { method, route, status, seconds in
-                metrics.observeAnswer(method: method, route: route, status: status, seconds: seconds)
-            }
-        }
-        server = HTTPServer(configuration: serverConfiguration, router: router, logger: logger)
-        if let metrics, let listen = configuration.metricsListen {
-            metrics.watch(server: server)
-            metrics.watch(storage: database, now: now)
-            metricsServer = MetricsRoutes.server(metrics: metrics, listen: listen, logger: logger, extra: [health.detailedRoute()])
-        } else {
-            metricsServer = nil
-        }
-    }
-
-    /// Builds the configured push transport; a key or account file that
-    /// cannot be read is an error the operator must fix.
-    static func pushTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger,
-                              observer: HTTPClient.Observer? = nil) throws(StartupError) -> (any PushTransport)? {
-        let direct = configuration.apnsKeyFile != nil || configuration.fcmServiceAccount != nil
-        switch configuration.pushTransport {
-        case .none: return nil
-        case .log: return LogTransport(logger: logger, fingerprint: SHA256.fingerprint)
-        case .relay: return try relayTransport(configuration, http: http, logger: logger)
-        case .gorush:
-            return configuration.gorushURL.map { GorushTransport(baseURL: $0, apnsTopic: configuration.apnsTopic, http: http) }
-        case .automatic where configuration.gorushURL != nil:
-            return GorushTransport(baseURL: configuration.gorushURL!, apnsTopic: configuration.apnsTopic, http: http)
-        case .automatic where !direct:
-            return nil
-        case .direct, .automatic:
-            return try directTransport(configuration, observer: observer)
-        }
-    }
-
-    /// `--push-transport relay`: the relay at `--relay-url`, signing with the
-    /// key at `--relay-key-file` (created on first use).
-    static func relayTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger,
-                               clock: any WallClock = SystemClock()) throws(StartupError) -> RelayTransport {
-        guard let url = configuration.relayURL else { throw StartupError(description: "--push-transport relay needs --relay-url", exitCode: 2) }
-        let identity = try RelayIdentity.loadOrCreate(path: configuration.relayKeyFile)
-        return RelayTransport(baseURL: url, identity: identity, http: http, clock: clock, logger: logger)
-    }
-
-    /// APNs for iOS and FCM for Android, each over its own HTTP/2 client.
-    static func directTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> any PushTransport {
-        let ios: any PushTransport = try apnsTransport(configuration, observer: observer) ?? UnavailableTransport(name: "APNs")
-        let android: any PushTransport = try fcmTransport(configuration, observer: observer) ?? UnavailableTransport(name: "FCM")
-        return PlatformRouter(ios: ios, android: android)
-    }
-
-    /// Direct APNs from `--apns-key-file` (nil without one).
-    static func apnsTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> APNsTransport? {
-        guard let path = configuration.apnsKeyFile else { return nil }
-        guard let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID else {
-            throw StartupError(description: "--apns-key-file needs --apns-key-id and --apns-team-id", exitCode: 2)
-        }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StartupError(description: "cannot read the APNs key \(path)", exitCode: 2)
-        }
-        let key: PrivateKey
-        do { key = try PrivateKey(pem: String(decoding: data, as: UTF8.self)) } catch {
-            throw StartupError(description: "APNs key \(path): \(error)", exitCode: 2)
-        }
-        var http = HTTPClient.Configuration()
-        http.http2 = true
-        http.maxConcurrentTransfers = 1000
-        http.maxConnectionsPerHost = 4
-        http.caFile = configuration.apnsCAFile
-        var apns = APNsTransport.Configuration(keyID: keyID, teamID: teamID, topic: configuration.apnsTopic)
-        apns.productionURL = configuration.apnsURL
-        apns.sandboxURL = configuration.apnsSandboxURL
-        let client = HTTPClient(configuration: http)
-        client.observe(observer)
-        return APNsTransport(configuration: apns, key: key, http: client)
-    }
-
-    /// Direct FCM from `--fcm-service-account` (nil without one).
-    static func fcmTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> FCMTransport? {
-        guard let path = configuration.fcmServiceAccount else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StartupError(description: "cannot read the FCM service account \(path)", exitCode: 2)
-        }
-        let account: FCMTransport.ServiceAccount
-        do { account = try FCMTransport.ServiceAccount(json: [UInt8](data)) } catch {
-            throw StartupError(description: "FCM service account \(path): \(error)", exitCode: 2)
-        }
-        var http = HTTPClient.Configuration()
-        http.http2 = true
-        http.maxConcurrentTransfers = 200
-        let client = HTTPClient(configuration: http)
-        client.observe(observer)
-        return FCMTransport(account: account, http: client, baseURL: configuration.fcmURL)
     }
 
     /// Starts listening and the background loops; returns the bound port.
@@ -338,26 +192,9 @@ public final class Sidecar: Sendable {
             regions.pin(DemoTransit.region(id: demoRegionID, obaBaseURL: DemoRegion.serverURL(base: publicURL.url)))
             oba.localBaseURLs.set(DemoRegion.serverURL(base: "http://\(Self.loopback(for: configuration.host)):\(port)"), for: demoRegionID)
             logger.info("demo region ready", [("region", String(demoRegionID)), ("guide", publicURL.url + "/demo"),
-                                              ("push_transport", pushTransport?.name ?? "none")])
+                                              ("push_transport", transport?.name ?? "none")])
         }
-        let refresher = regionRefresher
-        let pruner = self.pruner
-        let checker = alarmChecker
-        let watcher = alertFeedWatcher
-        let updater = liveActivityUpdater
-        let sends = alertSends
-        let stop = work.stop
-        if configuration.runsLiveActivityUpdater { work.run { await updater.run() } }
-        work.run { await watcher.run(stop: stop) }
-        work.run { await pruner.run(stop: stop) }
-        work.run { await refresher.run(stop: stop) }
-        if configuration.runsSendResumer { work.run { await sends.run() } }
-        if configuration.runsAlarmChecker { work.run { await checker.run() } }
-        if configuration.pushTransport == .relay, let relay = (pushTransport as? RelayTransport) ?? (pushTransport as? MeasuredTransport)?.inner as? RelayTransport {
-            let binder = RelayBinder(database: database, transport: relay, clock: clock, logger: logger)
-            work.run { await binder.run(stop: stop) }
-            logger.info("pushing through the relay", [("relay", relay.baseURL), ("server_id", relay.identity.serverID)])
-        }
+        for job in features.flatMap(\.jobs) { work.run(job.run) }
         logger.info("sidecar listening", [
             ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
             ("public_url", configuration.effectivePublicURL(boundPort: port)),
@@ -393,7 +230,7 @@ public final class Sidecar: Sendable {
         let workStopped = await work.stopAndWait(until: deadline)
         let requestsFinished = await serverStopped
         _ = await metricsStopped
-        upstream.shutdown()
+        context.upstream.shutdown()
         guard requestsFinished && workStopped else {
             logger.warning("stopped at the shutdown deadline with work unfinished", [
                 ("requests_finished", String(requestsFinished)), ("background_tasks_left", String(work.runningCount))])

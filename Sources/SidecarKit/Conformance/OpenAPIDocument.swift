@@ -847,3 +847,8 @@ components:
               is_arrival: {type: boolean}
 """#
 }
+
+/// `GET /openapi.yaml`: this server's contract, as a feature.
+struct OpenAPIRoutes: Feature {
+    var routes: [Route] { OpenAPIDocument.routes }
+}

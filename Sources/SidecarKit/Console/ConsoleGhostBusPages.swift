@@ -6,19 +6,17 @@ import HTTPServer
 
 /// Ghost-bus reports: the chart, the filtered table and the CSV export.
 extension ConsoleRoutes {
-    func ghostBusRoutes(_ page: PageRoute) -> [Route] {
+    var ghostBusRoutes: [Route] {
         [
-            page("GET", "/admin/regions/:region/ghost-bus") { request in await inRegion(request, .read) { request, context in await ghostBusPage(request, context) } },
-            page("GET", "/admin/regions/:region/ghost-bus.csv") { request in
-                await inRegion(request, .read) { _, context in
+            regionPage("GET", "/admin/regions/:region/ghost-bus", .read) { request, context in await ghostBusPage(request, context) },
+            regionPage("GET", "/admin/regions/:region/ghost-bus.csv", .read) { _, context in
                     do {
                         let csv = try await ghostBus.exportCSV(regionID: context.region!.id, zone: await zone(regionID: context.region!.id))
                         return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
                             .adding(header: "Content-Disposition", "attachment; filename=\"ghost-bus-region-\(context.region!.id).csv\"")
                             .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
                     } catch { return unavailable(error) }
-                }
-            },
+                },
         ]
     }
 

@@ -42,69 +42,72 @@ struct ConsoleRoutes: Sendable {
 
     var now: Int64 { clock.now().epochMillis / 1000 }
 
+    /// Every page, each declaring who may open it (`openPage`, or a
+    /// signed-in user allowed an action: `userPage`, `regionPage`,
+    /// `alertRoute`, `surveyRoute`), so the guards are this one table.
     var routes: [Route] {
-        func page(_ method: String, _ path: String, _ handler: @escaping Handler) -> Route {
-            Route(method, path, bodyLimit: 256 * 1024, errorStyle: ConsoleLayout.errorStyle, handler: handler)
-        }
-        return ConsoleAssets.routes() + [
-            page("GET", "/admin") { request in await home(request) },
-            page("GET", "/admin/login") { request in await loginPage(request) },
-            page("POST", "/admin/login") { request in await login(request) },
-            page("POST", "/admin/logout") { request in await signedIn(request, .read) { _, session in await logout(session) } },
-            page("GET", "/admin/regions/:region") { request in await inRegion(request, .read) { request, context in await dashboard(request, context) } },
-            page("GET", "/admin/regions/:region/settings") { request in
-                await inRegion(request, .manageRegion) { request, context in await regionSettingsPage(request, context) }
-            },
-            page("POST", "/admin/regions/:region/settings") { request in
-                await inRegion(request, .manageRegion) { request, context in await saveRegionSettings(request, context) }
-            },
-            page("GET", "/admin/regions/:region/alerts") { request in
-                await inRegion(request, .read) { request, context in await alertList(request, context) }
-            },
-            page("GET", "/admin/regions/:region/alerts/new") { request in
-                await inRegion(request, .author) { _, context in
+        ConsoleAssets.routes() + [
+            openPage("GET", "/admin") { request in await home(request) },
+            openPage("GET", "/admin/login") { request in await loginPage(request) },
+            openPage("POST", "/admin/login") { request in await login(request) },
+            userPage("POST", "/admin/logout", .read) { _, session in await logout(session) },
+            regionPage("GET", "/admin/regions/:region", .read) { request, context in await dashboard(request, context) },
+            regionPage("GET", "/admin/regions/:region/settings", .manageRegion) { request, context in await regionSettingsPage(request, context) },
+            regionPage("POST", "/admin/regions/:region/settings", .manageRegion) { request, context in await saveRegionSettings(request, context) },
+            regionPage("GET", "/admin/regions/:region/alerts", .read) { request, context in await alertList(request, context) },
+            regionPage("GET", "/admin/regions/:region/alerts/new", .author) { _, context in
                     alertForm(context, alert: nil, values: [:], problems: [], zone: await zone(regionID: context.region?.id ?? 0))
-                }
-            },
-            page("POST", "/admin/regions/:region/alerts") { request in
-                await inRegion(request, .author) { request, context in await createAlert(request, context) }
-            },
-            page("GET", "/admin/alerts/:id") { request in await withAlert(request, .read) { request, context, alert in await alertPage(request, context, alert) } },
-            page("POST", "/admin/alerts/:id") { request in await withAlert(request, .author) { request, context, alert in await editAlert(request, context, alert) } },
-            page("POST", "/admin/alerts/:id/publish") { request in
-                await withAlert(request, .author) { _, context, alert in await setPublished(context, alert, true) }
-            },
-            page("GET", "/admin/alerts/:id/unpublish") { request in
-                await withAlert(request, .author) { _, context, alert in confirmUnpublish(context, alert) }
-            },
-            page("POST", "/admin/alerts/:id/unpublish") { request in
-                await withAlert(request, .author) { _, context, alert in await setPublished(context, alert, false) }
-            },
-            page("POST", "/admin/alerts/:id/translations") { request in
-                await withAlert(request, .author) { request, context, alert in await translate(request, context, alert) }
-            },
-            page("POST", "/admin/alerts/:id/translations/delete") { request in
-                await withAlert(request, .author) { request, context, alert in await deleteTranslation(request, context, alert) }
-            },
-            page("GET", "/admin/alerts/:id/send") { request in
-                await withAlert(request, .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert) }
-            },
-            page("POST", "/admin/alerts/:id/sends") { request in
-                await withAlert(request, .sendToTestDevices) { request, context, alert in await startSend(request, context, alert) }
-            },
-            page("GET", "/admin/alerts/:id/sends.json") { request in
-                await withAlert(request, .read) { _, _, alert in await sendsJSON(alert) }
-            },
-            page("GET", "/admin/keys") { request in await signedIn(request, .manageKeys) { request, session in await keyList(request, session) } },
-            page("POST", "/admin/keys") { request in await signedIn(request, .manageKeys) { request, session in await createKey(request, session) } },
-            page("GET", "/admin/keys/:id/revoke") { request in
-                await signedIn(request, .manageKeys) { request, session in await confirmRevokeKey(request, session) }
-            },
-            page("POST", "/admin/keys/:id/revoke") { request in
-                await signedIn(request, .manageKeys) { request, session in await revokeKey(request, session) }
-            },
-            page("GET", "/admin/audit") { request in await signedIn(request, .read) { request, session in await auditPage(request, session) } },
-        ] + surveyRoutes(page) + ghostBusRoutes(page)
+                },
+            regionPage("POST", "/admin/regions/:region/alerts", .author) { request, context in await createAlert(request, context) },
+            alertRoute("GET", "/admin/alerts/:id", .read) { request, context, alert in await alertPage(request, context, alert) },
+            alertRoute("POST", "/admin/alerts/:id", .author) { request, context, alert in await editAlert(request, context, alert) },
+            alertRoute("POST", "/admin/alerts/:id/publish", .author) { _, context, alert in await setPublished(context, alert, true) },
+            alertRoute("GET", "/admin/alerts/:id/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
+            alertRoute("POST", "/admin/alerts/:id/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
+            alertRoute("POST", "/admin/alerts/:id/translations", .author) { request, context, alert in await translate(request, context, alert) },
+            alertRoute("POST", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in await deleteTranslation(request, context, alert) },
+            alertRoute("GET", "/admin/alerts/:id/send", .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert) },
+            alertRoute("POST", "/admin/alerts/:id/sends", .sendToTestDevices) { request, context, alert in await startSend(request, context, alert) },
+            alertRoute("GET", "/admin/alerts/:id/sends.json", .read) { _, _, alert in await sendsJSON(alert) },
+            userPage("GET", "/admin/keys", .manageKeys) { request, session in await keyList(request, session) },
+            userPage("POST", "/admin/keys", .manageKeys) { request, session in await createKey(request, session) },
+            userPage("GET", "/admin/keys/:id/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
+            userPage("POST", "/admin/keys/:id/revoke", .manageKeys) { request, session in await revokeKey(request, session) },
+            userPage("GET", "/admin/audit", .read) { request, session in await auditPage(request, session) },
+        ] + surveyRoutes + ghostBusRoutes
+    }
+
+    // MARK: Declaring a page's guard
+
+    func route(_ method: String, _ path: String, _ access: Access, _ handler: @escaping Handler) -> Route {
+        Route(method, path, bodyLimit: 256 * 1024, errorStyle: ConsoleLayout.errorStyle, access: access, handler: handler)
+    }
+
+    /// A page anyone may open (signing in; the home page sends strangers there).
+    func openPage(_ method: String, _ path: String, _ handler: @escaping Handler) -> Route { route(method, path, .open, handler) }
+
+    /// A page for a signed-in user allowed `action`.
+    func userPage(_ method: String, _ path: String, _ action: ConsoleAction,
+                  _ handler: @escaping @Sendable (Request, ConsoleStore.Session) async -> Response) -> Route {
+        route(method, path, .session("\(action)")) { request in await signedIn(request, action, handler) }
+    }
+
+    /// A page of the region in `:region`, for a user allowed `action` there.
+    func regionPage(_ method: String, _ path: String, _ action: ConsoleAction,
+                    _ handler: @escaping @Sendable (Request, ConsoleLayout.Context) async -> Response) -> Route {
+        route(method, path, .session("\(action)")) { request in await inRegion(request, action, handler) }
+    }
+
+    /// A page of the alert in `:id`, for a user allowed `action` in its region.
+    func alertRoute(_ method: String, _ path: String, _ action: ConsoleAction,
+                    _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, ServiceAlert) async -> Response) -> Route {
+        route(method, path, .session("\(action)")) { request in await withAlert(request, action, handler) }
+    }
+
+    /// A page of the survey in `:id`, for a user allowed `action` in its region.
+    func surveyRoute(_ method: String, _ path: String, _ action: ConsoleAction,
+                     _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, Survey) async -> Response) -> Route {
+        route(method, path, .session("\(action)")) { request in await withSurvey(request, action, handler) }
     }
 
     // MARK: Sessions, CSRF, roles, regions
@@ -250,5 +253,21 @@ extension Optional {
     func asyncFlatMap<T>(_ transform: (Wrapped) async throws -> T?) async rethrows -> T? {
         guard let self else { return nil }
         return try await transform(self)
+    }
+}
+
+extension ConsoleRoutes: Feature {
+    init(_ context: FeatureContext) {
+        let logins = ConsoleRules.loginWindowSeconds
+        self.init(store: context.stores.console, administration: context.administration, alerts: context.stores.alerts, sends: context.alertSends,
+                  surveys: context.stores.surveys, ghostBus: context.stores.ghostBus, keys: context.stores.apiKeys, audit: context.stores.audit,
+                  regions: context.regions, database: context.database, clock: context.clock, logger: context.logger,
+                  secureCookies: context.publicURL.url.hasPrefix("https://"),
+                  clientLogins: context.limiter("console_login_client", limit: ConsoleRules.attemptsPerClient, windowSeconds: logins),
+                  accountLogins: context.limiter("console_login_account", limit: ConsoleRules.failuresPerAccount, windowSeconds: logins,
+                                                 keyForLogs: SHA256.fingerprint),
+                  failingSources: context.limiter("console_login_source", limit: Int(Int32.max), windowSeconds: logins, keyForLogs: SHA256.fingerprint),
+                  formTokens: FormTokens(store: context.stores.console),
+                  userWrites: context.limiter("console_writes", limit: context.configuration.consoleWriteLimit))
     }
 }

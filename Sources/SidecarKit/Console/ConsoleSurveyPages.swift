@@ -6,31 +6,21 @@ import HTTPServer
 
 /// The console's survey pages.
 extension ConsoleRoutes {
-    typealias PageRoute = (String, String, @escaping Handler) -> Route
-
-    func surveyRoutes(_ page: PageRoute) -> [Route] {
+    var surveyRoutes: [Route] {
         [
-            page("GET", "/admin/regions/:region/surveys") { request in await inRegion(request, .read) { request, context in await surveyList(request, context) } },
-            page("GET", "/admin/regions/:region/surveys/new") { request in
-                await inRegion(request, .author) { _, context in await surveyForm(context, survey: nil, values: [:], problems: []) }
-            },
-            page("POST", "/admin/regions/:region/surveys") { request in
-                await inRegion(request, .author) { request, context in await saveSurvey(request, context, existing: nil) }
-            },
-            page("GET", "/admin/surveys/:id") { request in await withSurvey(request, .read) { request, context, survey in await surveyPage(request, context, survey) } },
-            page("POST", "/admin/surveys/:id") { request in
-                await withSurvey(request, .author) { request, context, survey in await saveSurvey(request, context, existing: survey) }
-            },
-            page("GET", "/admin/surveys/:id/responses.csv") { request in
-                await withSurvey(request, .read) { _, _, survey in
+            regionPage("GET", "/admin/regions/:region/surveys", .read) { request, context in await surveyList(request, context) },
+            regionPage("GET", "/admin/regions/:region/surveys/new", .author) { _, context in await surveyForm(context, survey: nil, values: [:], problems: []) },
+            regionPage("POST", "/admin/regions/:region/surveys", .author) { request, context in await saveSurvey(request, context, existing: nil) },
+            surveyRoute("GET", "/admin/surveys/:id", .read) { request, context, survey in await surveyPage(request, context, survey) },
+            surveyRoute("POST", "/admin/surveys/:id", .author) { request, context, survey in await saveSurvey(request, context, existing: survey) },
+            surveyRoute("GET", "/admin/surveys/:id/responses.csv", .read) { _, _, survey in
                     do {
                         let csv = try await surveys.responsesCSV(survey: survey, zone: await zone(regionID: survey.regionID))
                         return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
                             .adding(header: "Content-Disposition", "attachment; filename=\"survey-\(survey.id)-responses.csv\"")
                             .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
                     } catch { return unavailable(error) }
-                }
-            },
+                },
         ]
     }
 

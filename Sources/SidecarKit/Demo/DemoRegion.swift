@@ -117,3 +117,18 @@ enum DemoRegion {
         }
     }
 }
+
+/// `--demo`: the simulated OneBusAway server and the guide at `/demo`.
+struct DemoFeature: Feature {
+    let regionID: Int
+    let publicURL: PublicBaseURL
+    let clock: any WallClock
+
+    init(_ context: FeatureContext, regionID: Int) {
+        self.regionID = regionID
+        publicURL = context.publicURL
+        clock = context.clock
+    }
+
+    var routes: [Route] { DemoOneBusAway(clock: clock).routes + [DemoRegion.guide(regionID: regionID, publicURL: publicURL, clock: clock)] }
+}

@@ -106,9 +106,7 @@ struct DonationRoutes: Sendable {
     static let ephemeralKeyVersion = "2024-06-20"
 
     var routes: [Route] {
-        [Route("POST", "/api/v1/payment_intents", suffixes: [".json"], prechecks: [limiter.precheck(errorStyle: .simple)],
-               middleware: [limiter.middleware(errorStyle: .simple)],
-               parsesParameters: false, handler: donate)]
+        [Route("POST", "/api/v1/payment_intents", suffixes: [".json"], throttle: limiter, parsesParameters: false, handler: donate)]
     }
 
     func donate(_ request: Request) async -> Response {
@@ -150,5 +148,14 @@ struct DonationRoutes: Sendable {
             logger.error("donation failed at Stripe", [("reason", (error as? StripeClient.Failure)?.detail ?? "transfer failed")])
             return .empty(500)
         }
+    }
+}
+
+extension DonationRoutes: Feature {
+    init(_ context: FeatureContext) {
+        let configuration = context.configuration
+        self.init(stripe: StripeClient(http: context.upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
+                  testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
+                  limiter: context.limiter("donations", limit: configuration.donationLimit), logger: context.logger)
     }
 }

@@ -16,11 +16,17 @@ struct GhostBusRoutes: Sendable {
     let peerLimiter: FixedWindowRateLimiter
     /// 20 per day per `user_identifier`.
     let userLimiter: FixedWindowRateLimiter
+    /// Snapshot captures run as the server's background work, so a stop
+    /// waits for them before the database closes.
+    let work: BackgroundWork
     /// Seconds between snapshot attempts (tests shorten nothing: the clock is manual).
     var snapshotRetrySeconds: Double = 10
 
     var routes: [Route] {
-        [Route("POST", "/api/v2/regions/:region/ghost_bus_reports", errorStyle: .messages, prechecks: [{ request in capAndThrottle(request) }],
+        // Its own throttles: the body cap first, a message of its own, and
+        // the per-rider limit counted only once a report validated.
+        [Route("POST", "/api/v2/regions/:region/ghost_bus_reports", errorStyle: .messages, access: .throttled(peerLimiter.name),
+               prechecks: [{ request in capAndThrottle(request) }],
                middleware: [{ request, next in await sharedThrottles(request, next) }], handler: create)]
     }
 
@@ -81,7 +87,7 @@ struct GhostBusRoutes: Sendable {
             case .created(let publicID):
                 let enrich = self
                 // After the 201: the rider never waits on the OBA server.
-                Task { await enrich.captureSnapshot(publicID: publicID, report: report, region: region) }
+                work.run { await enrich.captureSnapshot(publicID: publicID, report: report, region: region) }
                 return Response.json(201, ["id": publicID]).logging(log.0, log.1)
             }
         } catch {
@@ -95,7 +101,7 @@ struct GhostBusRoutes: Sendable {
         var snapshot: String?
         var shortName: String?
         var attempts = 0
-        while attempts < 3 && snapshot == nil {
+        while attempts < 3 && snapshot == nil && !work.stop.isStopping {
             attempts += 1
             do {
                 let response = try await oba.tripDetails(region: region, tripID: report.tripIdentifier, serviceDate: report.serviceDate)
@@ -109,5 +115,12 @@ struct GhostBusRoutes: Sendable {
         }
         try? await store.recordSnapshot(publicID: publicID, snapshot: snapshot, attempts: attempts, nowMillis: clock.now().epochMillis,
                                         routeShortName: shortName)
+    }
+}
+
+extension GhostBusRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(store: context.stores.ghostBus, regions: context.regions, oba: context.oba, clock: context.clock, logger: context.logger,
+                  peerLimiter: context.limits.ghostBusPeers, userLimiter: context.limits.ghostBusUsers, work: context.work)
     }
 }

@@ -192,3 +192,12 @@ struct LinkSettings: Sendable {
     var playStoreURL: String?
     var redirectTemplate: String?
 }
+
+extension ShareRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(regions: context.regions, oba: context.oba, settings: context.configuration.links, publicURL: context.publicURL,
+                  clock: context.clock, logger: context.logger,
+                  arrivals: TimedCache(lifetimeSeconds: Double(ShareRoutes.cacheSeconds), maxEntries: 5000, now: context.now),
+                  zones: { regionID in await context.zone(regionID: regionID) }, lookups: context.limits.upstreamLookups)
+    }
+}

@@ -11,15 +11,14 @@ struct LiveActivityRoutes: Sendable {
     let logger: Logger
     let publicURL: PublicBaseURL
     let limits: RiderLimits
+    let updater: LiveActivityUpdater
+    let runsUpdater: Bool
 
     var routes: [Route] {
-        let throttle = limits.liveActivities.precheck(errorStyle: .messages)
-        let sharedThrottle = limits.liveActivities.middleware(errorStyle: .messages)
-        return [
-            Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, prechecks: [throttle], middleware: [sharedThrottle],
-                  handler: register),
-            Route("DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, prechecks: [throttle],
-                  middleware: [sharedThrottle], parsesParameters: false, handler: unregister),
+        [
+            Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, throttle: limits.liveActivities, handler: register),
+            Route("DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, throttle: limits.liveActivities,
+                  parsesParameters: false, handler: unregister),
         ]
     }
 
@@ -89,4 +88,23 @@ struct LiveActivityRoutes: Sendable {
             return Response.storageUnavailable(.messages, summary: "Unable to end live activity")
         }
     }
+}
+
+extension LiveActivityRoutes: Feature {
+    init(_ context: FeatureContext) {
+        let clock = context.clock
+        var onCycle: (@Sendable (LiveActivityUpdater.CycleReport, Double) -> Void)?
+        if let metrics = context.metrics { onCycle = { report, seconds in metrics.observe(liveActivityCycle: report, seconds: seconds) } }
+        self.init(store: context.stores.liveActivities, regions: context.regions, clock: context.clock, logger: context.logger,
+                  publicURL: context.publicURL, limits: context.limits,
+                  updater: LiveActivityUpdater(store: context.stores.liveActivities, regions: context.regions, oba: context.oba,
+                                               transport: context.transport, clock: clock, logger: context.logger,
+                                               intervalSeconds: context.configuration.liveActivityIntervalSeconds,
+                                               stopCache: TimedCache(lifetimeSeconds: 55, now: { clock.now().timeIntervalSince1970 }), stop: context.stop,
+                                               onCycle: onCycle),
+                  runsUpdater: context.configuration.runsLiveActivityUpdater)
+    }
+
+    /// The updater: every interval, each subscription's content state pushed.
+    var jobs: [BackgroundJob] { runsUpdater ? [BackgroundJob(name: "live activity updater", run: updater.run)] : [] }
 }

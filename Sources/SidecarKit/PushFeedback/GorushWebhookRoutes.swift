@@ -18,8 +18,7 @@ struct GorushWebhookRoutes: Sendable {
 
     var routes: [Route] {
         guard secret != nil else { return [] }
-        return [Route("POST", "/webhooks/gorush", bodyLimit: 4 << 20, prechecks: [limiter.precheck(errorStyle: .simple)],
-                      middleware: [limiter.middleware(errorStyle: .simple)],
+        return [Route("POST", "/webhooks/gorush", bodyLimit: 4 << 20, access: .secret("gorush webhook"), throttle: limiter,
                       parsesParameters: false, handler: feedback)]
     }
 
@@ -61,5 +60,13 @@ struct GorushWebhookRoutes: Sendable {
         }
         if deleted > 0 { logger.info("push feedback removed dead tokens", [("source", "gorush"), ("deleted", String(deleted))]) }
         return .json(200, ["deleted": deleted])
+    }
+}
+
+extension GorushWebhookRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(registrations: context.stores.pushRegistrations, liveActivities: context.stores.liveActivities,
+                  secret: context.configuration.gorushWebhookSecret, limiter: context.limiter("webhook", limit: context.configuration.webhookLimit),
+                  logger: context.logger)
     }
 }

@@ -12,6 +12,8 @@ struct PushRegistrationPruner: Sendable {
     var coordination: CoordinationStore? = nil
     /// Throttle counters kept in the database: old windows are dropped too.
     var sharedCounters: DatabaseWindowCounter? = nil
+    /// The server's stop signal: the loop ends once it is raised.
+    var stop: StopSignal? = nil
 
     /// Prunes now; returns how many registrations were removed.
     @discardableResult
@@ -28,7 +30,7 @@ struct PushRegistrationPruner: Sendable {
     }
 
     /// Prunes at start and then every interval until stopped.
-    func run(stop: StopSignal? = nil) async {
+    func run() async {
         guard let coordination else {
             await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { _ = await pruneOnce() }
             return

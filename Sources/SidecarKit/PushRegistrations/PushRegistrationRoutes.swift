@@ -15,13 +15,12 @@ struct PushRegistrationRoutes: Sendable {
     /// One bucket for both methods: the reference throttle matches the path
     /// alone, so opt-out DELETEs share the POST budget.
     let limiter: FixedWindowRateLimiter
+    let pruner: PushRegistrationPruner
 
     var routes: [Route] {
-        let throttle = limiter.precheck(errorStyle: .messages)
-        let sharedThrottle = limiter.middleware(errorStyle: .messages)
-        return [
-            Route("POST", Self.path, errorStyle: .messages, prechecks: [throttle], middleware: [sharedThrottle], handler: register),
-            Route("DELETE", Self.path, errorStyle: .messages, prechecks: [throttle], middleware: [sharedThrottle], handler: unregister),
+        [
+            Route("POST", Self.path, errorStyle: .messages, throttle: limiter, handler: register),
+            Route("DELETE", Self.path, errorStyle: .messages, throttle: limiter, handler: unregister),
         ]
     }
 
@@ -69,4 +68,16 @@ struct PushRegistrationRoutes: Sendable {
         ErrorStyle.messages.response(status: 422, error: Self.summary, messages: failure.messages)
             .logging("region", String(region.id))
     }
+}
+
+extension PushRegistrationRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(store: context.stores.pushRegistrations, regions: context.regions, catalog: context.configuration.locales, clock: context.clock,
+                  logger: context.logger, limiter: context.limits.pushRegistrations, pruner: PushRegistrationPruner(
+                      store: context.stores.pushRegistrations, clock: context.clock, logger: context.logger, coordination: context.coordination,
+                      sharedCounters: context.coordination.map { _ in DatabaseWindowCounter(database: context.database) }, stop: context.stop))
+    }
+
+    /// The daily prune of registrations not seen for 180 days.
+    var jobs: [BackgroundJob] { [BackgroundJob(name: "push registration pruner", run: pruner.run)] }
 }

@@ -63,9 +63,15 @@ struct RegionRefresher: Sendable {
     let intervalSeconds: Double
     let clock: any WallClock
     let logger: Logger
+    /// With several instances on one database: one instance at a time (the
+    /// holder of a lease) fetches the URL and stores what it read; every
+    /// instance applies the stored copy.
+    var coordination: CoordinationStore? = nil
+    /// The server's stop signal: the loop ends once it is raised.
+    var stop: StopSignal? = nil
 
     /// Runs until cancelled or stopped.
-    func run(stop: StopSignal? = nil) async {
+    func run() async {
         guard case .url = source, intervalSeconds > 0 else { return }
         while !Task.isCancelled && !(stop?.isStopping ?? false) {
             do { try await clock.sleep(seconds: intervalSeconds) } catch { return }
@@ -73,10 +79,6 @@ struct RegionRefresher: Sendable {
         }
     }
 
-    /// With several instances on one database: one instance at a time (the
-    /// holder of a lease) fetches the URL and stores what it read; every
-    /// instance applies the stored copy.
-    var coordination: CoordinationStore? = nil
     /// When the stored copy this instance applied was fetched.
     let applied = RefreshMark()
     static let documentName = "regions-directory"
@@ -120,4 +122,14 @@ final class RefreshMark: Sendable {
     private let mark = Mutex<Int64>(0)
     var value: Int64 { mark.withLock { $0 } }
     func set(_ value: Int64) { mark.withLock { $0 = value } }
+}
+
+extension RegionRefresher: Feature {
+    init(_ context: FeatureContext, source: RegionSource, client: HTTPClient) {
+        self.init(source: source, directory: context.regions, client: client, intervalSeconds: Double(context.configuration.regionsRefreshSeconds),
+                  clock: context.clock, logger: context.logger, coordination: context.coordination, stop: context.stop)
+    }
+
+    /// Re-reads a URL directory every `--regions-refresh` seconds.
+    var jobs: [BackgroundJob] { [BackgroundJob(name: "regions refresh", run: run)] }
 }

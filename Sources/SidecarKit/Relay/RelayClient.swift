@@ -170,7 +170,10 @@ struct RelayBinder: Sendable {
     /// Bindings are renewed well inside the relay's 180-day lapse.
     static let renewMillis: Int64 = 30 * 86_400_000
 
-    func run(stop: StopSignal?) async {
+    /// The server's stop signal: the loop ends once it is raised.
+    var stop: StopSignal? = nil
+
+    func run() async {
         await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { _ = await bindPending() }
     }
 
@@ -233,4 +236,16 @@ extension RelayBinder {
                 """),
         ],
     ])
+}
+
+extension RelayBinder: Feature {
+    /// The binder of a server that pushes through a relay; nil otherwise.
+    init?(_ context: FeatureContext) {
+        guard context.configuration.pushTransport == .relay,
+              let relay = (context.transport as? RelayTransport) ?? (context.transport as? MeasuredTransport)?.inner as? RelayTransport else { return nil }
+        self.init(database: context.database, transport: relay, clock: context.clock, logger: context.logger, stop: context.stop)
+        context.logger.info("pushing through the relay", [("relay", relay.baseURL), ("server_id", relay.identity.serverID)])
+    }
+
+    var jobs: [BackgroundJob] { [BackgroundJob(name: "relay binder", run: run)] }
 }

@@ -11,16 +11,12 @@ struct SurveyRoutes: Sendable {
     let limiter: FixedWindowRateLimiter
 
     var routes: [Route] {
-        let throttle = limiter.precheck(errorStyle: .legacy)
-        let sharedThrottle = limiter.middleware(errorStyle: .legacy)
         var routes = [
             Route("GET", "/api/v1/regions/:region/surveys", suffixes: [".json"], errorStyle: .legacy, handler: list),
-            Route("POST", "/api/v1/survey_responses", suffixes: [".json"], errorStyle: .legacy, prechecks: [throttle],
-                  middleware: [sharedThrottle], handler: create),
+            Route("POST", "/api/v1/survey_responses", suffixes: [".json"], errorStyle: .legacy, throttle: limiter, handler: create),
         ]
         for method in ["POST", "PUT", "PATCH"] {
-            routes.append(Route(method, "/api/v1/survey_responses/:id", suffixes: [".json"], errorStyle: .legacy, prechecks: [throttle],
-                                middleware: [sharedThrottle], handler: amend))
+            routes.append(Route(method, "/api/v1/survey_responses/:id", suffixes: [".json"], errorStyle: .legacy, throttle: limiter, handler: amend))
         }
         return routes
     }
@@ -111,5 +107,12 @@ struct SurveyRoutes: Sendable {
             logger.error("survey response amend failed", [("error", "\(error)")])
             return Response.storageUnavailable(.legacy, summary: "Unavailable")
         }
+    }
+}
+
+extension SurveyRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(store: context.stores.surveys, regions: context.regions, clock: context.clock, logger: context.logger,
+                  limiter: context.limiter("survey_responses", limit: context.configuration.surveyResponseLimit))
     }
 }

@@ -78,3 +78,10 @@ struct VehicleRoutes: Sendable {
         return Response.json(200, matches).logging("region", String(region.id))
     }
 }
+
+extension VehicleRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(regions: context.regions, oba: context.oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: context.now),
+                  results: TimedCache(lifetimeSeconds: 5 * 60, now: context.now), lookups: context.limits.upstreamLookups, logger: context.logger)
+    }
+}

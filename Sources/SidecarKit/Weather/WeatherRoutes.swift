@@ -124,3 +124,11 @@ struct WeatherRoutes: Sendable {
         }
     }
 }
+
+extension WeatherRoutes: Feature {
+    init(_ context: FeatureContext) {
+        self.init(regions: context.regions, http: context.upstream, apiKey: context.configuration.pirateWeatherKey,
+                  baseURL: context.configuration.pirateWeatherURL, cache: TimedCache(lifetimeSeconds: 30 * 60, now: context.now), clock: context.clock,
+                  logger: context.logger)
+    }
+}

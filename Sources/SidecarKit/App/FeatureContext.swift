@@ -1,0 +1,101 @@
+import Crypto
+import Database
+import HTTPClient
+import HTTPServer
+import Push
+
+/// What every feature is built from, each made once: storage and its
+/// stores, the regions, the clock, the log, the OneBusAway gateway, the push
+/// transport, the public URL, the limits and the server's stop signal.
+struct FeatureContext: Sendable {
+    let configuration: SidecarConfiguration
+    let database: any Database
+    let stores: Stores
+    let regions: RegionDirectory
+    let clock: any WallClock
+    let logger: Logger
+    let oba: OBAGateway
+    /// The outbound client for OneBusAway servers, gorush, weather and Stripe.
+    let upstream: HTTPClient
+    let transport: (any PushTransport)?
+    let publicURL: PublicBaseURL
+    let metrics: SidecarMetrics?
+    /// On PostgreSQL, where several instances may share the database:
+    /// singleton jobs take a lease there, and one instance fetches for all.
+    let coordination: CoordinationStore?
+    /// Throttle counts kept in the database (PostgreSQL), so a limit holds
+    /// across every instance.
+    let sharedCounts: SharedWindowCounter?
+    let limits: RiderLimits
+    /// The background work, and the stop signal every job is built with.
+    let work: BackgroundWork
+    var stop: StopSignal { work.stop }
+    let alertFeedCache: AlertFeedCache
+    let administration: AlertAdministration
+    let alertSends: AlertSendRunner
+
+    /// The stores, one of each.
+    struct Stores: Sendable {
+        let pushRegistrations: PushRegistrationStore
+        let alarms: AlarmStore
+        let alerts: AlertStore
+        let liveActivities: LiveActivityStore
+        let surveys: SurveyStore
+        let ghostBus: GhostBusStore
+        let apiKeys: ApiKeyStore
+        let console: ConsoleStore
+        let audit: AuditLog
+
+        init(database: any Database, logger: Logger, sendLeaseSeconds: Int) {
+            pushRegistrations = PushRegistrationStore(database: database)
+            alarms = AlarmStore(database: database)
+            alerts = AlertStore(database: database, sendLeaseSeconds: Int64(sendLeaseSeconds))
+            liveActivities = LiveActivityStore(database: database)
+            surveys = SurveyStore(database: database)
+            ghostBus = GhostBusStore(database: database)
+            apiKeys = ApiKeyStore(database: database)
+            console = ConsoleStore(database: database)
+            audit = AuditLog(database: database, logger: logger)
+        }
+    }
+
+    /// Seconds since 1970 by the injected clock, for limiters and caches.
+    var now: @Sendable () -> Double {
+        let clock = clock
+        return { clock.now().timeIntervalSince1970 }
+    }
+
+    /// A limit of `limit` requests per window per key (0: none), shared by
+    /// every instance on PostgreSQL.
+    func limiter(_ name: String, limit: Int, windowSeconds: Int = 60,
+                 keyForLogs: @escaping @Sendable (String) -> String = { $0 }) -> FixedWindowRateLimiter {
+        FixedWindowRateLimiter(limit: limit, windowSeconds: windowSeconds, name: name, logger: logger, keyForLogs: keyForLogs,
+                               shared: sharedCounts, now: now)
+    }
+
+    /// A region's time zone (UTC when none is set).
+    func zone(regionID: Int) async -> ZoneInfo {
+        let name = (try? await stores.alerts.regionSettings()[regionID]?.timezone) ?? nil
+        return name.flatMap { ZoneInfo.named($0) } ?? .utc
+    }
+}
+
+/// A part of the server: the routes it answers and the background jobs it
+/// runs. Features are built from a `FeatureContext` and registered in one
+/// list (`Sidecar.features`); nothing is wired after construction.
+protocol Feature: Sendable {
+    var routes: [Route] { get }
+    var jobs: [BackgroundJob] { get }
+}
+
+extension Feature {
+    var routes: [Route] { [] }
+    var jobs: [BackgroundJob] { [] }
+}
+
+/// A loop the server runs in the background until its stop signal (given to
+/// the loop when it was built) is raised.
+struct BackgroundJob: Sendable {
+    let name: String
+    let run: @Sendable () async -> Void
+}
