@@ -73,7 +73,7 @@ struct AttackedAgainTests {
     }
 
     @Test func theCLIActorIsTheOperatingSystemsUser() {
-        let actor = AdminCommands.operatorLogin()
+        let actor = CommandRun.operatorLogin()
         #expect(!actor.isEmpty && actor != "unknown")
     }
 

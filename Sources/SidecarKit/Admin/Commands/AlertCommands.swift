@@ -1,0 +1,176 @@
+import Core
+import Crypto
+import Database
+import FoundationEssentials
+import GTFSRealtime
+import HTTPClient
+import Push
+
+/// Service alerts: `alert create|list|show|edit|publish|unpublish|delete|translate|send`.
+extension OperatorCommands {
+    static let alerts: [OperatorCommand] = [
+        OperatorCommand(name: "alert create", id: nil, access: .writes, summary: "Create a draft alert (publish it with 'sidecar alert publish ID')",
+                        options: [region] + authoring(creating: true), notes: alertNotes,
+                        run: { c in
+                let alert = try await c.administration.create(regionID: try c.region(), fields: c.options)
+                c.output("created alert \(alert.id) (draft; publish with: sidecar alert publish \(alert.id))")
+                            return 0
+                        }),
+        OperatorCommand(name: "alert list", id: nil, access: .reads, summary: "List a region's alerts with their state and times in the region's zone",
+                        options: [region],
+                        run: { c in
+                let regionID = try c.region()
+                _ = try c.administration.region(regionID)
+                let zone = await c.zone(regionID: regionID)
+                for alert in try await c.alerts.alerts(regionID: regionID) {
+                    let state = AlertVisibility.of(alert, now: c.now).rawValue
+                    c.output("\(alert.id)\t\(state)\(alert.test ? " test" : "")\t\(RegionTime.iso8601(alert.startsAt, zone))"
+                           + "\tuntil \(RegionTime.iso8601(AlertFeedRules.effectiveEnd(alert), zone))\t\(alert.header)")
+                }
+                            return 0
+                        }),
+        OperatorCommand(name: "alert show", id: "ID", access: .reads, summary: "Show an alert, its translations and its sends", options: [],
+                        run: { c in
+                let id = try c.id()
+                let alert = try await c.administration.alert(id: id)
+                c.output(describe(alert, translations: try await c.alerts.translations(alertID: id), sends: try await c.alerts.sends(alertID: id),
+                                zone: await c.zone(regionID: alert.regionID), now: c.now))
+                            return 0
+                        }),
+        OperatorCommand(name: "alert edit", id: "ID", access: .writes, summary: "Change an alert's fields (only those given)",
+                        options: authoring(creating: false), notes: alertNotes,
+                        run: { c in
+                let alert = try await c.administration.edit(id: try c.id(), fields: c.options)
+                c.output("updated alert \(alert.id)")
+                            return 0
+                        }),
+        OperatorCommand(name: "alert publish", id: "ID", access: .writes, summary: "Publish an alert (it appears in the feed)", options: [],
+                        run: { c in
+                let alert = try await c.administration.setPublished(id: try c.id(), c.invocation.command == "alert publish")
+                c.output("alert \(alert.id) is \(alert.published ? "published" : "unpublished")")
+                            return 0
+                        }),
+        OperatorCommand(name: "alert unpublish", id: "ID", access: .writes, summary: "Withdraw an alert from the feed", options: [],
+                        run: { c in
+                let alert = try await c.administration.setPublished(id: try c.id(), c.invocation.command == "alert publish")
+                c.output("alert \(alert.id) is \(alert.published ? "published" : "unpublished")")
+                            return 0
+                        }),
+        OperatorCommand(name: "alert delete", id: "ID", access: .writes, summary: "Delete an alert", options: [],
+                        run: { c in
+                let id = try c.id()
+                try await c.administration.delete(id: id)
+                c.output("deleted alert \(id)")
+                            return 0
+                        }),
+        OperatorCommand(name: "alert translate", id: "ID", access: .writes,
+                        summary: "Add or replace the translation of an alert into one language", options: [
+                            OperatorOption("language", "TAG", required: true,
+                                           "A language of --locales, as a tag (es, es-MX, zh-TW): stored as registrations normalise it"),
+                            OperatorOption("header", "TEXT", required: true, "The translated headline"),
+                            OperatorOption("description", "TEXT", "The translated body (required when the English has one)"),
+                        ],
+                        run: { c in
+                let translation = try await c.administration.translate(id: try c.id(), language: c.options["language"] ?? "",
+                                                                     header: c.options["header"], description: c.options["description"])
+                c.output("saved the \(translation.language) translation of alert \(try c.id())")
+                            return 0
+                        }),
+        OperatorCommand(name: "alert send", id: "ID", access: .writes,
+                        summary: "Push a published alert to the region's registrations, resuming an unfinished send",
+                        options: [OperatorOption("audience", "all|test", "Everyone (default) or only test devices; a draft goes to test devices only")],
+                        notes: "Needs a push transport: the push flags below, as 'sidecar serve' takes them.",
+                        run: { c in
+                guard let transport = try Sidecar.pushTransport(c.configuration, http: c.http, logger: c.logger) else {
+                    throw AdministrationError.invalid(["no push transport: pass --gorush-url URL (or --push-transport log)"])
+                }
+                guard let audience = AlertSend.Audience(rawValue: c.options["audience"] ?? "all") else {
+                    throw AdministrationError.invalid(["--audience must be all or test"])
+                }
+                let (send, alert) = try await c.administration.startSend(id: try c.id(), audience: audience)
+                let total = try await c.alerts.audienceCount(regionID: alert.regionID, audience: audience)
+                if send.cursor > 0 { c.output("resuming send \(send.id) after \(send.targeted) registrations") }
+                let sender = AlertSender(store: c.alerts, transport: transport, clock: c.clock, logger: Logger(level: .error), retry: c.configuration.sendRetry)
+                let finished = try await sender.run(send, alert: alert, translations: try await c.alerts.translations(alertID: alert.id)) { progress in
+                    c.errors(progressBar(progress, total: total))
+                }
+                c.output("send \(finished.id) \(finished.status): \(counts(finished))")
+                if finished.status == "failed" {
+                    let untried = try await c.alerts.audienceCount(regionID: alert.regionID, audience: audience, after: finished.cursor)
+                    c.errors("sidecar: error: \(finished.pending + untried) pushes were not delivered (\(finished.lastError ?? "the provider kept failing")); "
+                           + "run 'sidecar alert send \(alert.id)\(audience == .test ? " --audience test" : "")' again to retry only those")
+                    return 1
+                }
+                            return 0
+                        }),
+    ]
+    static let time = "TIME"
+    static let timeNote = """
+        Times are ISO 8601 with a UTC offset, e.g. 2026-12-01T08:00:00-08:00, from 2000 to 2100.
+        """
+
+    /// The authoring fields of `alert create` and `alert edit`.
+    static func authoring(creating: Bool) -> [OperatorOption] {
+        [
+            OperatorOption("header", "TEXT", required: creating, "The English headline riders see (at most 200 characters)"),
+            OperatorOption("start", time, required: creating, "When riders start seeing the alert"),
+            OperatorOption("description", "TEXT", "The English body"),
+            OperatorOption("url", "URL", "A page with more information"),
+            OperatorOption("cause", "CAUSE", "GTFS-realtime cause (default UNKNOWN_CAUSE)"),
+            OperatorOption("effect", "EFFECT", "GTFS-realtime effect (default UNKNOWN_EFFECT)"),
+            OperatorOption("severity", "LEVEL", "INFO, WARNING (default) or SEVERE"),
+            OperatorOption("end", "TIME|none", "When riders stop seeing it; without one the feed ends it 8 hours after the start"),
+            OperatorOption("impact-start", time, "When service is affected from, if not the whole shown period"),
+            OperatorOption("impact-end", "TIME|none", "When service is affected until"),
+            OperatorOption("test", "true|false", "A test alert goes only to test devices"),
+            OperatorOption("agency-id", "ID", "The OneBusAway agency id (default: the region's, see 'sidecar region set')"),
+        ]
+    }
+
+    static let alertNotes = """
+        \(timeNote)
+        Causes: \(Cause.allCases.map(\.name).joined(separator: " "))
+        Effects: \(Effect.allCases.map(\.name).joined(separator: " "))
+        Severities: \(SeverityLevel.allCases.map(\.name).joined(separator: " "))
+        """
+
+    static func format(_ seconds: Int64) -> String {
+        Date(timeIntervalSince1970: Double(seconds)).formatted(.iso8601)
+    }
+
+    /// An alert as `alert show` prints it, times in the region's zone.
+    static func describe(_ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, now: Int64) -> String {
+        func time(_ seconds: Int64) -> String { RegionTime.iso8601(seconds, zone) }
+        var lines = [
+            "alert \(alert.id) (region \(alert.regionID), agency \(alert.agencyID)); times in \(zone.identifier)",
+            "  state:       \(AlertVisibility.of(alert, now: now).rawValue)\(alert.test ? ", test" : "")",
+            "  header:      \(alert.header)",
+            "  description: \(alert.description)",
+            "  url:         \(alert.url ?? "-")",
+            "  cause:       \(alert.cause.name)   effect: \(alert.effect.name)   severity: \(alert.severity.name)",
+            "  start:       \(time(alert.startsAt))",
+            "  end:         \(alert.endsAt.map(time) ?? "none set: riders see it until \(time(AlertFeedRules.effectiveEnd(alert))) (start + 8 h)")",
+            "  affected:    \(alert.impactStartsAt.map { "\(time($0)) to \(alert.impactEndsAt.map(time) ?? "-")" } ?? "the whole shown period")",
+        ]
+        for translation in translations {
+            let stale = translation.sourceVersion != alert.sourceVersion ? " [stale: made from an earlier English text, withheld]" : ""
+            lines.append("  translation \(translation.language)\(stale): \(translation.header)")
+        }
+        for send in sends {
+            lines.append("  send \(send.id) to \(send.audience.rawValue): \(send.status), \(counts(send))"
+                         + (send.status == "failed" ? " (\(send.lastError ?? "provider failing"))" : ""))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func counts(_ send: AlertSend) -> String {
+        "targeted \(send.targeted), delivered \(send.delivered), failed \(send.failed), pruned \(send.pruned), pending \(send.pending)"
+    }
+
+    static func progressBar(_ send: AlertSend, total: Int) -> String {
+        let width = 30
+        let fraction = total > 0 ? min(Double(send.targeted) / Double(total), 1) : 1
+        let filled = Int(fraction * Double(width))
+        return "[\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(Int(fraction * 100))% \(send.targeted)/\(total) delivered \(send.delivered) failed \(send.failed)"
+    }
+}

@@ -1,0 +1,78 @@
+/// One option of an operator command (`--region N`), as its help shows it.
+struct OperatorOption: Sendable {
+    let name: String
+    /// What the value looks like (`N`, `TEXT`); nil for a switch, which
+    /// takes no value (`--push`), though `--push false` is read too.
+    let value: String?
+    let required: Bool
+    /// Given more than once, the values are joined with commas.
+    let repeatable: Bool
+    let help: String
+
+    init(_ name: String, _ value: String?, required: Bool = false, repeatable: Bool = false, _ help: String) {
+        self.name = name
+        self.value = value
+        self.required = required
+        self.repeatable = repeatable
+        self.help = help
+    }
+
+    /// `--region N`, or `[--push]` when optional.
+    var synopsis: String {
+        let text = "--\(name)" + (value.map { " \($0)" } ?? "")
+        return required ? text : "[\(text)]"
+    }
+}
+
+/// An operator command (`sidecar alert create ...`): its options, whether it
+/// takes an id, and what it does to the database.
+struct OperatorCommand: Sendable {
+    /// How a command uses the database, which decides what it may do to a
+    /// missing one.
+    enum Access: Sendable {
+        /// Only reads: a missing database is an error, never created.
+        case reads
+        /// Writes: a missing SQLite database is created, and the command says so.
+        case writes
+        /// Never opens the database (`push test`, `links add-region`).
+        case none
+    }
+
+    let name: String
+    /// The positional argument's placeholder (`ID`), nil when there is none.
+    let id: String?
+    let access: Access
+    let summary: String
+    let options: [OperatorOption]
+    /// More help printed after the options (formats, examples).
+    var notes: String = ""
+    /// What it does; returns the exit status (errors it throws are reported
+    /// by `AdminCommands.run`).
+    let run: @Sendable (CommandRun) async throws -> Int32
+
+    func option(_ name: String) -> OperatorOption? { options.first { $0.name == name } }
+
+    /// `sidecar alert create --region N --header TEXT --start TIME [--description TEXT] ...`
+    var synopsis: String {
+        (["sidecar", name] + (id.map { [$0] } ?? []) + options.map(\.synopsis)).joined(separator: " ")
+    }
+}
+
+/// Every operator command, in the order `--help` lists them: each group's
+/// file describes its commands and implements them in one place.
+enum OperatorCommands {
+    static let all: [OperatorCommand] = regions + alerts + surveys + access + devices
+
+    static func named(_ name: String) -> OperatorCommand? { byName[name] }
+
+    static let byName: [String: OperatorCommand] = Dictionary(all.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+
+    /// The groups whose commands are `sidecar GROUP COMMAND`.
+    static let groups: Set<String> = Set(all.compactMap { command in
+        let parts = command.name.split(separator: " ")
+        return parts.count == 2 ? String(parts[0]) : nil
+    })
+
+    static let region = OperatorOption("region", "N", required: true, "The region's id in the regions directory")
+    static let optionalRegion = OperatorOption("region", "N", "Only this region")
+}
