@@ -50,7 +50,9 @@ let package = Package(
         .target(name: "Push", dependencies: ["HTTPClient", "Core", "Crypto"]),
 
         // The application: one folder per feature.
-        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode", "SidecarClient"]),
+        // Resources/openapi.yaml is embedded in the binary (GET /openapi.yaml).
+        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode", "SidecarClient"],
+                resources: [.embedInCode("Resources/openapi.yaml")]),
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
         // No server module: it builds for iOS, macOS and Linux.
         .target(name: "SidecarClient"),
