@@ -100,7 +100,7 @@ public struct OBAClient: Sendable {
         if envelope.code == 404 { throw .notFound }
         guard envelope.code == 200 || envelope.code == nil else { throw .transient("OBA code \(envelope.code ?? 0): \(envelope.text ?? "")") }
         guard let entry = envelope.data?.entry else { throw .notFound }
-        return OBAResponse(currentTime: envelope.currentTime ?? 0, entry: entry, references: envelope.data?.references)
+        return OBAResponse(currentTime: EpochMillis(envelope.currentTime ?? 0), entry: entry, references: envelope.data?.references)
     }
 
     struct Envelope<Entry: Decodable>: Decodable {

@@ -11,24 +11,24 @@ public struct ArrivalAndDeparture: Decodable, Sendable, Equatable {
     public var routeLongName: String?
     public var tripHeadsign: String?
     /// Epoch milliseconds of the service day's midnight (OBA convention).
-    public var serviceDate: Int64?
+    public var serviceDate: EpochMillis?
     public var stopSequence: Int?
     public var vehicleId: String?
     public var predicted: Bool?
     /// Epoch milliseconds; 0 when there is no prediction.
-    public var predictedArrivalTime: Int64?
-    public var predictedDepartureTime: Int64?
-    public var scheduledArrivalTime: Int64?
-    public var scheduledDepartureTime: Int64?
+    public var predictedArrivalTime: EpochMillis?
+    public var predictedDepartureTime: EpochMillis?
+    public var scheduledArrivalTime: EpochMillis?
+    public var scheduledDepartureTime: EpochMillis?
     /// Epoch milliseconds of the last real-time update.
-    public var lastUpdateTime: Int64?
+    public var lastUpdateTime: EpochMillis?
     public var tripStatus: TripStatus?
 
     public init(stopId: String? = nil, tripId: String? = nil, routeId: String? = nil, routeShortName: String? = nil,
-                routeLongName: String? = nil, tripHeadsign: String? = nil, serviceDate: Int64? = nil, stopSequence: Int? = nil,
-                vehicleId: String? = nil, predicted: Bool? = nil, predictedArrivalTime: Int64? = nil,
-                predictedDepartureTime: Int64? = nil, scheduledArrivalTime: Int64? = nil, scheduledDepartureTime: Int64? = nil,
-                lastUpdateTime: Int64? = nil, tripStatus: TripStatus? = nil) {
+                routeLongName: String? = nil, tripHeadsign: String? = nil, serviceDate: EpochMillis? = nil, stopSequence: Int? = nil,
+                vehicleId: String? = nil, predicted: Bool? = nil, predictedArrivalTime: EpochMillis? = nil,
+                predictedDepartureTime: EpochMillis? = nil, scheduledArrivalTime: EpochMillis? = nil, scheduledDepartureTime: EpochMillis? = nil,
+                lastUpdateTime: EpochMillis? = nil, tripStatus: TripStatus? = nil) {
         self.stopId = stopId
         self.tripId = tripId
         self.routeId = routeId
@@ -64,8 +64,8 @@ public struct ArrivalAndDeparture: Decodable, Sendable, Equatable {
 
     /// The departure time the spec's rules use: predicted when the entry is
     /// predicted and the prediction is positive, else scheduled (ms).
-    public var effectiveDepartureTime: Int64? {
-        if predicted == true, let predicted = predictedDepartureTime, predicted > 0 { return predicted }
+    public var effectiveDepartureTime: EpochMillis? {
+        if predicted == true, let predicted = predictedDepartureTime, predicted.value > 0 { return predicted }
         return scheduledDepartureTime
     }
 }
@@ -154,11 +154,11 @@ public struct StopArrivals: Decodable, Sendable, Equatable {
 public struct OBAResponse<Entry: Sendable>: Sendable {
     /// The OBA server's `currentTime` (epoch ms); rules measure against it,
     /// not against this machine's clock.
-    public var currentTime: Int64
+    public var currentTime: EpochMillis
     public var entry: Entry
     public var references: References?
 
-    public init(currentTime: Int64, entry: Entry, references: References? = nil) {
+    public init(currentTime: EpochMillis, entry: Entry, references: References? = nil) {
         self.currentTime = currentTime
         self.entry = entry
         self.references = references

@@ -36,7 +36,7 @@ struct OBADecodingTests {
     func stopArrivals(path: String) throws {
         let response = try OBAClient.decode(status: 200, body: try SharedFixtures.bytes(path), as: StopArrivals.self)
         #expect(!response.entry.arrivalsAndDepartures.isEmpty)
-        #expect(response.currentTime > 0)
+        #expect(response.currentTime.value > 0)
         #expect(response.entry.arrivalsAndDepartures.allSatisfy { $0.tripId != nil && $0.scheduledDepartureTime != nil })
     }
 

@@ -56,7 +56,7 @@ struct AlarmRouteTests {
             #expect(alarm.stopSequence == 4)
             #expect(oba.state.value.keys.allSatisfy { $0 == "TEST-KEY" })
             let registration = try #require(try await app.pushStore.find(regionID: 1, token: "device-1"))
-            #expect(registration.operatingSystem == "ios")
+            #expect(registration.operatingSystem == .ios)
             #expect(!registration.apnsSandbox, "v2 alarm creation carries no apns_sandbox into the registration")
             #expect(registration.locale == nil)
         }
@@ -70,7 +70,7 @@ struct AlarmRouteTests {
             let token = String((response.json?["url"] as? String ?? "").split(separator: "/").last ?? "")
             let alarm = try #require(try await AlarmStore(database: app.sidecar.database).find(token: token))
             #expect(alarm.message == "The 10 to Downtown Seattle leaves in 1 minute")
-            #expect(alarm.departureEstimate == 1_538_844_086_000)
+            #expect(alarm.departureEstimate == EpochMillis(1_538_844_086_000))
         }
     }
 
@@ -84,7 +84,7 @@ struct AlarmRouteTests {
             let alarm = try #require(try await AlarmStore(database: app.sidecar.database).find(token: token))
             #expect(alarm.message == "The bus leaves in 10 minutes")
             #expect(alarm.tripID == nil)
-            #expect(alarm.operatingSystem == "android")
+            #expect(alarm.operatingSystem == .android)
         }
     }
 
@@ -101,7 +101,7 @@ struct AlarmRouteTests {
             #expect(try await AlarmStore(database: app.sidecar.database).count() == 1)
             let alarm = try #require(try await AlarmStore(database: app.sidecar.database).find(token: String(url.split(separator: "/").last!)))
             #expect(alarm.secondsBefore == 300, "the re-POST changed nothing")
-            #expect(alarm.operatingSystem == "ios")
+            #expect(alarm.operatingSystem == .ios)
             #expect(try await app.pushStore.count() == 0, "v1 does not register devices")
 
             oba.setMode(.serverError)

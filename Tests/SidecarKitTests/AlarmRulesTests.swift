@@ -49,7 +49,7 @@ struct AlarmRulesTests {
         (10_999 as Int64, 10 as Int64), (10_000, 10), (0, 0), (-1, -1), (-500, -1), (-1000, -1), (-1001, -2), (999, 0),
     ])
     func secondsUntil(difference: Int64, expected: Int64) {
-        #expect(AlarmRules.secondsUntilDeparture(departureMillis: 1_000_000 + difference, currentTimeMillis: 1_000_000) == expected)
+        #expect(AlarmRules.secondsUntilDeparture(EpochMillis(1_000_000 + difference), currentTime: 1_000_000) == expected)
     }
 
     @Test func predictedWhenPredictedAndPositiveElseScheduled() {
@@ -75,15 +75,15 @@ struct AlarmRulesTests {
         #expect(AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: 5400, secondsBefore: 600, intervalSeconds: 60) == now + 32 * 60_000)
     }
 
-    func alarm(os: String, stopSequence: Int? = 3, vehicle: String? = "1_4361") -> Alarm {
-        Alarm(id: 1, token: "t", regionID: 1, apiVersion: 2, userPushID: "device-token", operatingSystem: os, apnsSandbox: true,
+    func alarm(os: PushPlatform, stopSequence: Int? = 3, vehicle: String? = "1_4361") -> Alarm {
+        Alarm(id: 1, token: "t", regionID: 1, apiVersion: .v2, userPushID: "device-token", operatingSystem: os, apnsSandbox: true,
               stopID: "1_570", tripID: "1_604370", serviceDate: 1_754_809_200_000, vehicleID: vehicle, stopSequence: stopSequence,
               secondsBefore: 600, message: "The 44 to Ballard leaves in 10 minutes", failureCount: 0, departureEstimate: nil,
               nextCheckAt: 0, createdAt: 0)
     }
 
     @Test func iosPayloadIsExactlyArrivalAndDeparture() {
-        let push = AlarmRules.push(for: alarm(os: "ios"))
+        let push = AlarmRules.push(for: alarm(os: .ios))
         #expect(push.platform == .ios)
         #expect(push.apnsSandbox)
         #expect(push.title == "OneBusAway")
@@ -95,7 +95,7 @@ struct AlarmRulesTests {
     }
 
     @Test func missingTripFieldsAreNulls() {
-        let push = AlarmRules.push(for: alarm(os: "ios", stopSequence: nil, vehicle: nil))
+        let push = AlarmRules.push(for: alarm(os: .ios, stopSequence: nil, vehicle: nil))
         guard case .object(let fields)? = push.data["arrival_and_departure"] else { Issue.record("no object"); return }
         #expect(Set(fields.keys) == ["region_id", "stop_id", "trip_id", "service_date", "vehicle_id", "stop_sequence"])
         #expect(fields["vehicle_id"] == .null)
@@ -103,7 +103,7 @@ struct AlarmRulesTests {
     }
 
     @Test func androidPayloadIsAJSONString() throws {
-        let push = AlarmRules.push(for: alarm(os: "android"))
+        let push = AlarmRules.push(for: alarm(os: .android))
         #expect(push.platform == .android)
         #expect(!push.apnsSandbox, "sandbox is meaningless off iOS")
         #expect(Set(push.data.keys) == ["arrival_and_departure"])
@@ -111,30 +111,30 @@ struct AlarmRulesTests {
         #expect(text == #"{"region_id":1,"service_date":1754809200000,"stop_id":"1_570","stop_sequence":3,"trip_id":"1_604370","vehicle_id":"1_4361"}"#)
     }
 
-    func parse(_ fields: [String: String], version: Int) -> Result<AlarmRequest, ValidationFailure> {
+    func parse(_ fields: [String: String], version: AlarmAPIVersion) -> Result<AlarmRequest, ValidationFailure> {
         AlarmRequest.parse(Parameters(fields.mapValues { .string($0) }), version: version)
     }
 
     @Test func onlyThePushIDAndOnV2TheOperatingSystemAreValidated() throws {
-        #expect(throws: ValidationFailure(["Push identifier can't be blank", "Operating system can't be blank"])) { try parse([:], version: 2).get() }
+        #expect(throws: ValidationFailure(["Push identifier can't be blank", "Operating system can't be blank"])) { try parse([:], version: .v2).get() }
         #expect(throws: ValidationFailure(["Operating system is not included in the list"])) {
-            try parse(["user_push_id": "p", "operating_system": "symbian"], version: 2).get()
+            try parse(["user_push_id": "p", "operating_system": "symbian"], version: .v2).get()
         }
-        #expect(throws: ValidationFailure(["Push identifier can't be blank"])) { try parse(["operating_system": "ios"], version: 1).get() }
-        let v1 = try parse(["user_push_id": "p", "operating_system": "symbian", "apns_sandbox": "1"], version: 1).get()
-        #expect(v1.operatingSystem == "ios")
+        #expect(throws: ValidationFailure(["Push identifier can't be blank"])) { try parse(["operating_system": "ios"], version: .v1).get() }
+        let v1 = try parse(["user_push_id": "p", "operating_system": "symbian", "apns_sandbox": "1"], version: .v1).get()
+        #expect(v1.operatingSystem == .ios)
         #expect(!v1.apnsSandbox, "v1 has no apns_sandbox")
-        let bare = try parse(["user_push_id": "p", "operating_system": "android"], version: 2).get()
+        let bare = try parse(["user_push_id": "p", "operating_system": "android"], version: .v2).get()
         #expect(bare.stopID == nil && bare.tripID == nil && bare.serviceDate == nil && bare.stopSequence == nil)
         #expect(bare.secondsBefore == 600)
         let full = try parse(["user_push_id": "p", "operating_system": "ios", "stop_id": "1_570", "trip_id": "1_604370",
                               "service_date": "1754809200000", "stop_sequence": "0", "vehicle_id": "1_4361", "seconds_before": "300.0",
-                              "apns_sandbox": "true"], version: 2).get()
+                              "apns_sandbox": "true"], version: .v2).get()
         #expect(full.serviceDate == 1_754_809_200_000)
         #expect(full.stopSequence == 0)
         #expect(full.secondsBefore == 300)
         #expect(full.apnsSandbox)
-        #expect(try parse(["user_push_id": "p", "operating_system": "ios", "service_date": "2025-08-10"], version: 2).get().serviceDate == nil)
+        #expect(try parse(["user_push_id": "p", "operating_system": "ios", "service_date": "2025-08-10"], version: .v2).get().serviceDate == nil)
     }
 }
 

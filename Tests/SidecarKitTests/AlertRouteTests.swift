@@ -125,7 +125,7 @@ struct AlertRouteTests {
             let store = AlertStore(database: app.sidecar.database)
             for index in 0..<250 {
                 let locale = ["es-MX", "zh-TW", "en-US", "vi"][index % 4]
-                _ = try await app.pushStore.register(PushRegistrationRequest(token: "device-\(index)", operatingSystem: index % 5 == 0 ? "android" : "ios",
+                _ = try await app.pushStore.register(PushRegistrationRequest(token: "device-\(index)", operatingSystem: index % 5 == 0 ? .android : .ios,
                                                                              locale: locale, testDevice: index < 3, description: index < 3 ? "Lab \(index)" : nil,
                                                                              apnsSandbox: index % 7 == 0, apnsSandboxUnrecognized: false),
                                                      regionID: 1, catalog: .standard, now: app.clock.now())

@@ -92,13 +92,13 @@ struct AlertPushRulesTests {
     }
 
     @Test func groupsByPlatformLocaleAndEnvironment() {
-        func registration(_ os: String, _ locale: String?, _ sandbox: Bool) -> PushRegistration {
+        func registration(_ os: PushPlatform, _ locale: String?, _ sandbox: Bool) -> PushRegistration {
             PushRegistration(regionID: 1, token: "t", operatingSystem: os, locale: locale, rawLocale: locale, apnsSandbox: sandbox,
                              testDevice: false, description: nil, createdAt: .distantPast, lastSeenAt: .distantPast)
         }
-        #expect(AlertPushRules.group(of: registration("ios", "es", true)) == .init(platform: .ios, locale: "es", apnsSandbox: true))
-        #expect(AlertPushRules.group(of: registration("android", nil, true)) == .init(platform: .android, locale: nil, apnsSandbox: false))
-        #expect(AlertPushRules.group(of: registration("ios", "es", false)) != AlertPushRules.group(of: registration("ios", "es", true)))
+        #expect(AlertPushRules.group(of: registration(.ios, "es", true)) == .init(platform: .ios, locale: "es", apnsSandbox: true))
+        #expect(AlertPushRules.group(of: registration(.android, nil, true)) == .init(platform: .android, locale: nil, apnsSandbox: false))
+        #expect(AlertPushRules.group(of: registration(.ios, "es", false)) != AlertPushRules.group(of: registration(.ios, "es", true)))
     }
 }
 

@@ -330,7 +330,7 @@ struct AppsAsTheyShipTests {
     }
 
     @Test func androidAlarmPushesExpireWithTheBusAndUseTheRemindersChannel() throws {
-        let alarm = Alarm(id: 1, token: "t", regionID: 1, apiVersion: 2, userPushID: "fcm-token", operatingSystem: "android", apnsSandbox: false,
+        let alarm = Alarm(id: 1, token: "t", regionID: 1, apiVersion: .v2, userPushID: "fcm-token", operatingSystem: .android, apnsSandbox: false,
                           stopID: "1_1", tripID: "t1", serviceDate: 1, vehicleID: nil, stopSequence: 3, secondsBefore: 300, message: "m",
                           failureCount: 0, departureEstimate: nil, nextCheckAt: 0, createdAt: 0)
         let message = AlarmRules.push(for: alarm, text: "The 44 leaves in 4 minutes", expiresAt: 1_000_240)

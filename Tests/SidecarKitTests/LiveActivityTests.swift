@@ -17,7 +17,7 @@ struct ContentStateBuilderTests {
         #expect(collapsed.count == 2)
         #expect(collapsed.first { $0.tripId == "1_40984902" }?.vehicleId == "1_8109999", "newest lastUpdateTime wins")
         let state = ContentStateBuilder.build(response.entry.arrivalsAndDepartures, routeShortName: "49", tripHeadsign: "Downtown Seattle Broadway",
-                                              currentTimeMillis: response.currentTime)
+                                              currentTime: response.currentTime)
         #expect(state.arrivals.count == 2)
         #expect(state.arrivals.map(\.departureTime) == [1_541_142_156, 1_541_143_056])
         #expect(state.arrivals.allSatisfy { $0.isArrival && $0.scheduleStatus == "delayed" && $0.scheduleDeviation == 156 })
@@ -30,7 +30,7 @@ struct ContentStateBuilderTests {
         let route = try #require(collapsed.first?.routeShortName)
         let headsign = try #require(collapsed.first?.tripHeadsign)
         let state = ContentStateBuilder.build(response.entry.arrivalsAndDepartures, routeShortName: route, tripHeadsign: headsign,
-                                              currentTimeMillis: response.currentTime)
+                                              currentTime: response.currentTime)
         #expect(state.arrivals.count == 2)
         #expect(state.arrivals[1].scheduleStatus == "unknown")
         #expect(state.arrivals[1].scheduleDeviation == 0)
@@ -40,9 +40,9 @@ struct ContentStateBuilderTests {
                       arrival: Int64 = 2_000_000, predictedArrival: Int64 = 2_060_000, departure: Int64 = 2_000_000,
                       predictedDeparture: Int64 = 2_060_000, route: String = "44", headsign: String = "Ballard") -> ArrivalAndDeparture {
         ArrivalAndDeparture(stopId: "s", tripId: trip, routeId: "r", routeShortName: route, tripHeadsign: headsign, serviceDate: 1,
-                            stopSequence: sequence, vehicleId: vehicle, predicted: predicted, predictedArrivalTime: predictedArrival,
-                            predictedDepartureTime: predictedDeparture, scheduledArrivalTime: arrival, scheduledDepartureTime: departure,
-                            lastUpdateTime: updated)
+                            stopSequence: sequence, vehicleId: vehicle, predicted: predicted, predictedArrivalTime: EpochMillis(predictedArrival),
+                            predictedDepartureTime: EpochMillis(predictedDeparture), scheduledArrivalTime: EpochMillis(arrival),
+                            scheduledDepartureTime: EpochMillis(departure), lastUpdateTime: EpochMillis(updated))
     }
 
     @Test func aLoopRouteKeepsBothVisitsAndIncompleteIdentitiesStay() {
@@ -86,7 +86,7 @@ struct ContentStateBuilderTests {
             Self.entry(trip: "f", route: "45"),
             Self.entry(trip: "g", headsign: "Fremont"),
         ]
-        let state = ContentStateBuilder.build(entries, routeShortName: "44", tripHeadsign: "Ballard", currentTimeMillis: 2_500_000)
+        let state = ContentStateBuilder.build(entries, routeShortName: "44", tripHeadsign: "Ballard", currentTime: EpochMillis(2_500_000))
         #expect(state.arrivals.map(\.departureTime) == [3_000, 3_940, 5_000])
         #expect(state.arrivals[1].scheduleStatus == "on_time")
         #expect(state.arrivals[1].scheduleDeviation == -60)

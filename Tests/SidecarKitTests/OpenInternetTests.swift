@@ -144,7 +144,7 @@ struct OpenInternetTests {
     @Test(.enabled(if: TestBackend.isSQLite, "a SQLite file")) func healthzNoticesACorruptDatabase() async throws {
         try await TestSidecar.run({ $0.healthCacheSeconds = 0 }) { app in
             for index in 0..<200 { _ = try await app.pushStore.register(
-                PushRegistrationRequest(token: "device-\(index)-" + String(repeating: "z", count: 200), operatingSystem: "ios", locale: nil,
+                PushRegistrationRequest(token: "device-\(index)-" + String(repeating: "z", count: 200), operatingSystem: .ios, locale: nil,
                                         testDevice: nil, description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
                 regionID: 1, catalog: .standard, now: app.clock.now()) }
             // Move everything from the WAL into the main file, then damage it.
@@ -168,7 +168,7 @@ struct OpenInternetTests {
     /// 250 registrations in region 1 and a published alert.
     static func audienceAndAlert(_ app: TestSidecar) async throws -> ServiceAlert {
         for index in 0..<250 {
-            _ = try await app.pushStore.register(PushRegistrationRequest(token: "device-\(index)", operatingSystem: "ios", locale: nil, testDevice: nil,
+            _ = try await app.pushStore.register(PushRegistrationRequest(token: "device-\(index)", operatingSystem: .ios, locale: nil, testDevice: nil,
                                                                          description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
                                                  regionID: 1, catalog: .standard, now: app.clock.now())
         }

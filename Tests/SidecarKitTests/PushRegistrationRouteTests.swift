@@ -15,7 +15,7 @@ struct PushRegistrationRouteTests {
             #expect(response.status == 204)
             #expect(response.body.isEmpty)
             let stored = try #require(try await app.pushStore.find(regionID: 1, token: "01abff007f"))
-            #expect(stored.operatingSystem == "ios")
+            #expect(stored.operatingSystem == .ios)
             #expect(stored.locale == "es")
             #expect(stored.rawLocale == "es-MX")
             #expect(stored.apnsSandbox)

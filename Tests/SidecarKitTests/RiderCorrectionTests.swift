@@ -36,14 +36,14 @@ struct RiderCorrectionTests {
 
     @Test("minutes from the predicted time when predicted, else the scheduled one")
     func minutesFromPredictedAndScheduledTimes() throws {
-        let now: Int64 = 1_767_225_600_000
+        let now: EpochMillis = 1_767_225_600_000
         let predicted = ArrivalAndDeparture(routeShortName: "44", tripHeadsign: "Ballard", predicted: true,
-                                            predictedDepartureTime: now + 290_000, scheduledDepartureTime: now + 600_000)
+                                            predictedDepartureTime: now.adding(millis: 290_000), scheduledDepartureTime: now.adding(millis: 600_000))
         let scheduled = ArrivalAndDeparture(routeShortName: "44", tripHeadsign: "Ballard", predicted: false,
-                                            predictedDepartureTime: 0, scheduledDepartureTime: now + 600_000)
+                                            predictedDepartureTime: 0, scheduledDepartureTime: now.adding(millis: 600_000))
         for (entry, expected) in [(predicted, "The 44 to Ballard leaves in 4 minutes"), (scheduled, "The 44 to Ballard leaves in 10 minutes")] {
             let departure = try #require(entry.effectiveDepartureTime)
-            let seconds = AlarmRules.secondsUntilDeparture(departureMillis: departure, currentTimeMillis: now)
+            let seconds = AlarmRules.secondsUntilDeparture(departure, currentTime: now)
             #expect(AlarmRules.firingMessage(route: AlarmRules.routeName(of: entry, references: nil), headsign: entry.tripHeadsign,
                                              secondsUntilDeparture: seconds, stored: "x") == expected)
         }
@@ -65,8 +65,8 @@ struct RiderCorrectionTests {
 
     // MARK: Payloads that ring
 
-    static func alarm(_ os: String) -> Alarm {
-        Alarm(id: 1, token: "tok", regionID: 1, apiVersion: 2, userPushID: "device", operatingSystem: os, apnsSandbox: false, stopID: "1_75403",
+    static func alarm(_ os: PushPlatform) -> Alarm {
+        Alarm(id: 1, token: "tok", regionID: 1, apiVersion: .v2, userPushID: "device", operatingSystem: os, apnsSandbox: false, stopID: "1_75403",
               tripID: "1_123", serviceDate: 1_767_168_000_000, vehicleID: nil, stopSequence: 4, secondsBefore: 600,
               message: "The 44 to Ballard leaves in 10 minutes", failureCount: 0, departureEstimate: nil, nextCheckAt: 0, createdAt: 0)
     }
@@ -76,7 +76,7 @@ struct RiderCorrectionTests {
     }
 
     @Test func anAlarmPushRingsThroughDirectAPNs() throws {
-        let root = try Self.object(APNsTransport.payload(AlarmRules.push(for: Self.alarm("ios"), text: "The 44 to Ballard leaves now")))
+        let root = try Self.object(APNsTransport.payload(AlarmRules.push(for: Self.alarm(.ios), text: "The 44 to Ballard leaves now")))
         #expect(Set(root.keys) == ["aps", "arrival_and_departure"])
         let aps = try #require(root["aps"] as? [String: Any])
         #expect(Set(aps.keys) == ["alert", "sound", "interruption-level"])
@@ -91,7 +91,7 @@ struct RiderCorrectionTests {
     }
 
     @Test func anAlarmPushRingsThroughFCM() throws {
-        let message = try #require(try Self.object(FCMTransport.body(AlarmRules.push(for: Self.alarm("android"))))["message"] as? [String: Any])
+        let message = try #require(try Self.object(FCMTransport.body(AlarmRules.push(for: Self.alarm(.android))))["message"] as? [String: Any])
         #expect(Set(message.keys) == ["token", "android", "notification", "data"])
         let android = try #require(message["android"] as? [String: Any])
         #expect(Set(android.keys) == ["priority", "notification"])
@@ -106,7 +106,7 @@ struct RiderCorrectionTests {
 
     @Test func anAlarmPushRingsThroughGorush() throws {
         let gorush = GorushTransport(baseURL: "http://127.0.0.1:1", apnsTopic: "org.onebusaway.iphone", http: HTTPClient())
-        let body = try Self.object(gorush.requestBody([AlarmRules.push(for: Self.alarm("ios")), AlarmRules.push(for: Self.alarm("android")),
+        let body = try Self.object(gorush.requestBody([AlarmRules.push(for: Self.alarm(.ios)), AlarmRules.push(for: Self.alarm(.android)),
                                                        PushMessage(token: "t", platform: .ios, title: "Detour", body: "x")]))
         let notifications = try #require(body["notifications"] as? [[String: Any]])
         #expect(Set(notifications[0].keys) == ["tokens", "platform", "title", "message", "data", "sound", "priority", "interruption_level",

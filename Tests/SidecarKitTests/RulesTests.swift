@@ -1,4 +1,5 @@
 import Foundation
+import Push
 import HTTPServer
 import Testing
 import TestSupport
@@ -20,9 +21,9 @@ struct ApnsSandboxTests {
 
     @Test func absentIsProductionAndUnrecognizedNeverRoutesToTheSandbox() {
         #expect(ApnsSandbox.read(nil) == .production)
-        #expect(ApnsSandbox.flag("yes", operatingSystem: "ios") == false)
-        #expect(ApnsSandbox.flag("1", operatingSystem: "ios") == true)
-        #expect(ApnsSandbox.flag("1", operatingSystem: "android") == false, "meaningless off iOS: cleared")
+        #expect(ApnsSandbox.flag("yes", operatingSystem: .ios) == false)
+        #expect(ApnsSandbox.flag("1", operatingSystem: .ios) == true)
+        #expect(ApnsSandbox.flag("1", operatingSystem: .android) == false, "meaningless off iOS: cleared")
     }
 }
 
@@ -78,7 +79,7 @@ struct PushRegistrationRuleTests {
 
     @Test func acceptsTheLongestToken() throws {
         let parsed = try request(["token": String(repeating: "a", count: 4096), "operating_system": "IOS"]).get()
-        #expect(parsed.operatingSystem == "ios")
+        #expect(parsed.operatingSystem == .ios)
     }
 
     func merge(_ existing: PushRegistration?, _ fields: [String: String]) -> Result<PushRegistration, ValidationFailure> {
@@ -88,7 +89,7 @@ struct PushRegistrationRuleTests {
     }
 
     func stored(locale: String? = "es", raw: String? = "es-MX", test: Bool = false, description: String? = nil,
-                sandbox: Bool = false, os: String = "ios") -> PushRegistration {
+                sandbox: Bool = false, os: PushPlatform = .ios) -> PushRegistration {
         PushRegistration(regionID: 1, token: "t", operatingSystem: os, locale: locale, rawLocale: raw, apnsSandbox: sandbox,
                          testDevice: test, description: description, createdAt: Date(timeIntervalSince1970: 1),
                          lastSeenAt: Date(timeIntervalSince1970: 2))
@@ -159,7 +160,7 @@ struct PushRegistrationRuleTests {
     @Test func androidNeverStoresSandbox() throws {
         let merged = try merge(stored(sandbox: true), ["token": "t", "operating_system": "android", "apns_sandbox": "true"]).get()
         #expect(!merged.apnsSandbox)
-        #expect(merged.operatingSystem == "android", "operating_system is rewritten every time")
+        #expect(merged.operatingSystem == .android, "operating_system is rewritten every time")
     }
 
     @Test func pruneCutoffIs180Days() {

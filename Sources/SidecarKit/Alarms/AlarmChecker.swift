@@ -50,7 +50,7 @@ struct AlarmChecker: Sendable {
     enum Verdict: Sendable {
         /// `stopSequence` is the visit's, from the lookup (an alarm created
         /// without one gets it filled in so the iOS app can decode the push).
-        case found(departureMillis: Int64, currentTimeMillis: Int64, route: String?, headsign: String?, stopSequence: Int?)
+        case found(departure: EpochMillis, currentTime: EpochMillis, route: String?, headsign: String?, stopSequence: Int?)
         case notFound
         case transient
     }
@@ -122,7 +122,7 @@ struct AlarmChecker: Sendable {
         for (alarm, verdict) in verdicts {
             switch verdict {
             case .found(let departure, let currentTime, let route, let headsign, let stopSequence):
-                let seconds = AlarmRules.secondsUntilDeparture(departureMillis: departure, currentTimeMillis: currentTime)
+                let seconds = AlarmRules.secondsUntilDeparture(departure, currentTime: currentTime)
                 let decision = AlarmRules.decide(secondsUntilDeparture: seconds, secondsBefore: alarm.secondsBefore)
                 note(alarm, "\(decision)")
                 switch decision {
@@ -232,7 +232,7 @@ struct AlarmChecker: Sendable {
         let lookupable = alarms.filter { $0.tripID != nil && $0.serviceDate != nil }
         var verdicts: [(Alarm, Verdict)] = alarms.filter { $0.tripID == nil || $0.serviceDate == nil }.map { ($0, .notFound) }
         guard !lookupable.isEmpty else { return (verdicts, 0, 0) }
-        let horizon = lookupable.map { ($0.departureEstimate ?? now + 3_600_000) - now }.max() ?? 0
+        let horizon = lookupable.map { ($0.departureEstimate?.value ?? now + 3_600_000) - now }.max() ?? 0
         let minutesAfter = min(max(Int(horizon / 60_000) + 10, 35), 240)
         var tripRequests = 0
         let stopResponse: OBAResponse<StopArrivals>
@@ -245,7 +245,7 @@ struct AlarmChecker: Sendable {
         }
         for alarm in lookupable {
             if let entry = Self.match(alarm, in: stopResponse.entry.arrivalsAndDepartures), let departure = entry.effectiveDepartureTime {
-                verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: stopResponse.currentTime,
+                verdicts.append((alarm, .found(departure: departure, currentTime: stopResponse.currentTime,
                                                route: AlarmRules.routeName(of: entry, references: stopResponse.references),
                                                headsign: entry.tripHeadsign, stopSequence: entry.stopSequence)))
                 continue
@@ -257,7 +257,7 @@ struct AlarmChecker: Sendable {
                                                                  serviceDate: alarm.serviceDate!, vehicleID: alarm.vehicleID,
                                                                  stopSequence: alarm.stopSequence)
                 if let departure = response.entry.effectiveDepartureTime {
-                    verdicts.append((alarm, .found(departureMillis: departure, currentTimeMillis: response.currentTime,
+                    verdicts.append((alarm, .found(departure: departure, currentTime: response.currentTime,
                                                    route: AlarmRules.routeName(of: response.entry, references: response.references),
                                                    headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence)))
                 } else {
@@ -277,7 +277,7 @@ struct AlarmChecker: Sendable {
     /// a stop twice), preferring the alarm's vehicle when several report.
     static func match(_ alarm: Alarm, in entries: [ArrivalAndDeparture]) -> ArrivalAndDeparture? {
         let candidates = entries.filter { entry in
-            entry.tripId == alarm.tripID && entry.serviceDate == alarm.serviceDate
+            entry.tripId == alarm.tripID && entry.serviceDate?.value == alarm.serviceDate
                 && (alarm.stopSequence == nil || entry.stopSequence == alarm.stopSequence)
         }
         if let vehicle = alarm.vehicleID, let exact = candidates.first(where: { $0.vehicleId == vehicle }) { return exact }

@@ -1,9 +1,17 @@
 import HTTPServer
+import Push
+
+/// The alarm API an alarm was made through: v1 (the legacy app, the
+/// arrival looked up at creation) or v2 (the device registered too).
+public enum AlarmAPIVersion: Int, Sendable, CaseIterable {
+    case v1 = 1
+    case v2 = 2
+}
 
 /// An alarm creation request after parsing (§5.2 request fields).
 public struct AlarmRequest: Sendable, Equatable {
     public var userPushID: String
-    public var operatingSystem: String
+    public var operatingSystem: PushPlatform
     public var apnsSandbox: Bool
     public var stopID: String?
     public var tripID: String?
@@ -17,19 +25,20 @@ public struct AlarmRequest: Sendable, Equatable {
     /// non-numeric `service_date` or `stop_sequence` is stored as absent).
     /// v1 treats a missing or unknown `operating_system` as `ios` and has
     /// no `apns_sandbox`.
-    public static func parse(_ parameters: Parameters, version: Int) -> Result<AlarmRequest, ValidationFailure> {
+    public static func parse(_ parameters: Parameters, version: AlarmAPIVersion) -> Result<AlarmRequest, ValidationFailure> {
         var messages: [String] = []
         let userPushID = parameters.identifier("user_push_id")?.presence
         if userPushID == nil { messages.append("Push identifier can't be blank") }
-        var operatingSystem = parameters["operating_system"]?.presence?.lowercased()
-        if version >= 2 {
-            if operatingSystem == nil {
+        let named = parameters["operating_system"]?.presence?.lowercased()
+        var operatingSystem = named.flatMap(PushPlatform.init(rawValue:))
+        if version == .v2 {
+            if named == nil {
                 messages.append("Operating system can't be blank")
-            } else if operatingSystem != "ios" && operatingSystem != "android" {
+            } else if operatingSystem == nil {
                 messages.append("Operating system is not included in the list")
             }
-        } else if operatingSystem != "ios" && operatingSystem != "android" {
-            operatingSystem = "ios"
+        } else if operatingSystem == nil {
+            operatingSystem = .ios
         }
         messages += FieldLimits.check([
             ("Push identifier", userPushID, FieldLimits.token), ("Stop", parameters.identifier("stop_id"), FieldLimits.identifier),
@@ -38,7 +47,7 @@ public struct AlarmRequest: Sendable, Equatable {
         guard messages.isEmpty, let userPushID, let operatingSystem else { return .failure(ValidationFailure(messages)) }
         return .success(AlarmRequest(
             userPushID: userPushID, operatingSystem: operatingSystem,
-            apnsSandbox: version >= 2 && ApnsSandbox.flag(parameters["apns_sandbox"], operatingSystem: operatingSystem),
+            apnsSandbox: version == .v2 && ApnsSandbox.flag(parameters["apns_sandbox"], operatingSystem: operatingSystem),
             stopID: parameters.identifier("stop_id")?.presence, tripID: parameters.identifier("trip_id")?.presence,
             serviceDate: integer(parameters["service_date"]), vehicleID: parameters.identifier("vehicle_id")?.presence,
             stopSequence: integer(parameters["stop_sequence"]).flatMap { Int(exactly: $0) },

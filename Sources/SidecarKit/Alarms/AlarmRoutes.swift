@@ -22,12 +22,12 @@ struct AlarmRoutes: Sendable {
 
     var routes: [Route] {
         // One budget for both versions and both methods.
-        [1, 2].flatMap { version in
+        AlarmAPIVersion.allCases.flatMap { version in
             [
-                Route("POST", "/api/v\(version)/regions/:region/alarms", errorStyle: .messages, throttle: limits.alarms) { request in
+                Route("POST", "/api/v\(version.rawValue)/regions/:region/alarms", errorStyle: .messages, throttle: limits.alarms) { request in
                     await create(request, version: version)
                 },
-                Route("DELETE", "/api/v\(version)/regions/:region/alarms/:token", errorStyle: .messages, throttle: limits.alarms,
+                Route("DELETE", "/api/v\(version.rawValue)/regions/:region/alarms/:token", errorStyle: .messages, throttle: limits.alarms,
                       parsesParameters: false) { request in
                     await delete(request)
                 },
@@ -35,11 +35,11 @@ struct AlarmRoutes: Sendable {
         }
     }
 
-    func url(_ alarm: (version: Int, regionID: Int, token: String)) -> String {
-        "\(publicURL.url)/api/v\(alarm.version)/regions/\(alarm.regionID)/alarms/\(alarm.token)"
+    func url(_ alarm: (version: AlarmAPIVersion, regionID: Int, token: String)) -> String {
+        "\(publicURL.url)/api/v\(alarm.version.rawValue)/regions/\(alarm.regionID)/alarms/\(alarm.token)"
     }
 
-    func create(_ request: Request, version: Int) async -> Response {
+    func create(_ request: Request, version: AlarmAPIVersion) async -> Response {
         guard let region = regions.resolve(request) else { return .regionNotFound }
         let log = ("region", String(region.id))
         var alarm: AlarmRequest
@@ -49,15 +49,15 @@ struct AlarmRoutes: Sendable {
         case .success(let value):
             alarm = value
         }
-        if version == 1, let missing = AlarmRules.missingTripIdentity(alarm) {
+        if version == .v1, let missing = AlarmRules.missingTripIdentity(alarm) {
             // Nothing to look up: say what is missing rather than blame the
             // OneBusAway server, which is not asked.
             return ErrorStyle.messages.response(status: 422, error: Self.summary, messages: missing).logging(log.0, log.1)
         }
         do {
             // §5.1: v1 re-POSTs of the same alarm return the existing URL unchanged.
-            if version == 1, let existing = try await findV1(alarm, region: region) {
-                return Response.json(201, ["url": url((1, region.id, existing.token))]).logging(log.0, log.1)
+            if version == .v1, let existing = try await findV1(alarm, region: region) {
+                return Response.json(201, ["url": url((.v1, region.id, existing.token))]).logging(log.0, log.1)
             }
             // The lookup below costs the agency's OneBusAway server a request.
             if case .limited(let retryAfter) = await limits.upstreamLookups.check(request.clientKey) {
@@ -67,7 +67,7 @@ struct AlarmRoutes: Sendable {
             // The push names the visit's stop sequence, which the iOS app's
             // decoder requires: take it from the arrival when not sent.
             if alarm.stopSequence == nil { alarm.stopSequence = composed.stopSequence }
-            if version == 1, composed.estimate == nil, composed.failure != nil {
+            if version == .v1, composed.estimate == nil, composed.failure != nil {
                 return ErrorStyle.messages.response(status: 502, error: Self.summary,
                                                     messages: ["The arrival could not be looked up on the OneBusAway server"])
                     .logging(log.0, log.1)
@@ -86,13 +86,13 @@ struct AlarmRoutes: Sendable {
                                                         messages: ["This device already has \(limit) alarms waiting"]).logging(log.0, log.1)
                 } catch AlarmStoreError.duplicate where attempt < 3 {
                     // A concurrent identical v1 POST won: answer with its URL.
-                    if version == 1, let existing = try await findV1(alarm, region: region) {
-                        return Response.json(201, ["url": url((1, region.id, existing.token))]).logging(log.0, log.1)
+                    if version == .v1, let existing = try await findV1(alarm, region: region) {
+                        return Response.json(201, ["url": url((.v1, region.id, existing.token))]).logging(log.0, log.1)
                     }
                     token = SecureToken.urlSafe()
                 }
             }
-            if version >= 2, await limits.pushRegistrations.check(request.clientKey) == .allowed {
+            if version == .v2, await limits.pushRegistrations.check(request.clientKey) == .allowed {
                 // §5.2 side effect: the device joins the alert audience and its
                 // retention clock restarts (no locale, no apns_sandbox). It
                 // draws on the push-registration budget, so alarms cannot be
@@ -119,7 +119,7 @@ struct AlarmRoutes: Sendable {
 
     /// §5.2: the message is composed now, from an arrival lookup.
     private func composeMessage(_ alarm: AlarmRequest, region: Region)
-        async -> (message: String, estimate: Int64?, failure: OBAError?, stopSequence: Int?) {
+        async -> (message: String, estimate: EpochMillis?, failure: OBAError?, stopSequence: Int?) {
         guard let stopID = alarm.stopID, let tripID = alarm.tripID, let serviceDate = alarm.serviceDate else {
             return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, .notFound, nil)
         }

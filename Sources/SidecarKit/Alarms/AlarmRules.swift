@@ -101,8 +101,8 @@ public enum AlarmRules {
 
     /// Whole seconds until departure, rounded down (a departure 0.5 s ago is
     /// in the past), measured against the OBA server's clock.
-    public static func secondsUntilDeparture(departureMillis: Int64, currentTimeMillis: Int64) -> Int64 {
-        let difference = departureMillis - currentTimeMillis
+    public static func secondsUntilDeparture(_ departure: EpochMillis, currentTime: EpochMillis) -> Int64 {
+        let difference = departure.millis(since: currentTime)
         return difference >= 0 ? difference / 1000 : -((-difference + 999) / 1000)
     }
 
@@ -172,7 +172,7 @@ public enum AlarmRules {
             "vehicle_id": alarm.vehicleID.map(JSONValue.string) ?? .null,
             "stop_sequence": alarm.stopSequence.map { JSONValue.integer(Int64($0)) } ?? .null,
         ])
-        let platform: PushPlatform = alarm.operatingSystem == "android" ? .android : .ios
+        let platform = alarm.operatingSystem
         let data: JSONValue = platform == .ios ? payload : .string(String(decoding: payload.encoded(), as: UTF8.self))
         var message = PushMessage(token: alarm.userPushID, platform: platform, apnsSandbox: alarm.apnsSandbox,
                                   title: "OneBusAway", body: text ?? alarm.message, data: ["arrival_and_departure": data])
@@ -190,10 +190,10 @@ public struct Alarm: Sendable, Equatable {
     public var token: String
     public var regionID: Int
     /// 1 or 2: which API created it (v1 dedupes).
-    public var apiVersion: Int
+    public var apiVersion: AlarmAPIVersion
     /// APNs device token or FCM registration token (a OneSignal id on v1).
     public var userPushID: String
-    public var operatingSystem: String
+    public var operatingSystem: PushPlatform
     public var apnsSandbox: Bool
     public var stopID: String?
     public var tripID: String?
@@ -208,7 +208,7 @@ public struct Alarm: Sendable, Equatable {
     /// Consecutive not-found lookups.
     public var failureCount: Int
     /// Last known departure (epoch ms), for choosing a stop's window.
-    public var departureEstimate: Int64?
+    public var departureEstimate: EpochMillis?
     /// When the checker looks at it next (epoch ms).
     public var nextCheckAt: Int64
     public var createdAt: Int64

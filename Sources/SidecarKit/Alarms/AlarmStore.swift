@@ -1,3 +1,4 @@
+import Core
 import Database
 import Push
 
@@ -17,10 +18,10 @@ public struct AlarmStore: Sendable {
     public struct NewAlarm: Sendable {
         public var token: String
         public var regionID: Int
-        public var apiVersion: Int
+        public var apiVersion: AlarmAPIVersion
         public var request: AlarmRequest
         public var message: String
-        public var departureEstimate: Int64?
+        public var departureEstimate: EpochMillis?
         public var nowMillis: Int64
     }
 
@@ -47,7 +48,7 @@ public struct AlarmStore: Sendable {
             try connection.execute("""
                 INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_system, apns_sandbox, stop_id, trip_id,
                     service_date, vehicle_id, stop_sequence, seconds_before, message, failure_count, departure_estimate, next_check_at, created_at)
-                VALUES (\(alarm.token), \(Int64(alarm.regionID)), \(Int64(alarm.apiVersion)), \(request.userPushID), \(request.operatingSystem), \(request.apnsSandbox), \(request.stopID), \(request.tripID), \(request.serviceDate), \(request.vehicleID), \(request.stopSequence), \(Int64(request.secondsBefore)), \(alarm.message), 0, \(alarm.departureEstimate), \(alarm.nowMillis), \(alarm.nowMillis))
+                VALUES (\(alarm.token), \(Int64(alarm.regionID)), \(alarm.apiVersion.rawValue), \(request.userPushID), \(request.operatingSystem), \(request.apnsSandbox), \(request.stopID), \(request.tripID), \(request.serviceDate), \(request.vehicleID), \(request.stopSequence), \(Int64(request.secondsBefore)), \(alarm.message), 0, \(alarm.departureEstimate), \(alarm.nowMillis), \(alarm.nowMillis))
                 """)
         }
     }
@@ -151,7 +152,7 @@ public struct AlarmStore: Sendable {
     /// What one check decided for one alarm.
     public enum Update: Sendable {
         /// Keep it: new streak, next check, departure estimate.
-        case reschedule(id: Int64, failureCount: Int, nextCheckAt: Int64, departureEstimate: Int64?)
+        case reschedule(id: Int64, failureCount: Int, nextCheckAt: Int64, departureEstimate: EpochMillis?)
         case delete(id: Int64)
     }
 
@@ -174,15 +175,23 @@ public struct AlarmStore: Sendable {
         }
     }
 
+    static func apiVersion(_ row: Row) throws -> AlarmAPIVersion {
+        let number = try row.count("api_version")
+        guard let version = AlarmAPIVersion(rawValue: number) else {
+            throw DatabaseError.failed(code: 0, message: "alarm api_version \(number) is neither 1 nor 2")
+        }
+        return version
+    }
+
     static func alarm(_ row: Row) throws -> Alarm {
         Alarm(id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
-              apiVersion: Int(try row.int("api_version")), userPushID: try row.string("user_push_id"),
-              operatingSystem: try row.string("operating_system"), apnsSandbox: try row.bool("apns_sandbox"),
+              apiVersion: try Self.apiVersion(row), userPushID: try row.string("user_push_id"),
+              operatingSystem: try row.platform("operating_system"), apnsSandbox: try row.bool("apns_sandbox"),
               stopID: try row.optionalString("stop_id"), tripID: try row.optionalString("trip_id"), serviceDate: try row.optionalInt("service_date"),
               vehicleID: try row.optionalString("vehicle_id"), stopSequence: try row.optionalInt("stop_sequence").map(Int.init),
               secondsBefore: Int(try row.optionalInt("seconds_before") ?? Int64(AlarmRules.defaultSecondsBefore)),
               message: try row.string("message"), failureCount: Int(try row.int("failure_count")),
-              departureEstimate: try row.optionalInt("departure_estimate"), nextCheckAt: try row.int("next_check_at"),
+              departureEstimate: try row.optionalMillis("departure_estimate"), nextCheckAt: try row.int("next_check_at"),
               createdAt: try row.int("created_at"))
     }
 

@@ -150,7 +150,7 @@ public enum AlertPushRules {
     }
 
     public static func group(of registration: PushRegistration) -> Group {
-        let platform: PushPlatform = registration.operatingSystem == "android" ? .android : .ios
+        let platform = registration.operatingSystem
         return Group(platform: platform, locale: registration.locale, apnsSandbox: platform == .ios && registration.apnsSandbox)
     }
 

@@ -1,3 +1,4 @@
+import Push
 /// Spec §2.7: whether a token came from a debug build and so must be pushed
 /// through the APNs sandbox host.
 ///
@@ -28,8 +29,8 @@ public enum ApnsSandbox {
 
     /// The stored flag for a registration: only iOS tokens can be sandbox
     /// tokens, so the flag is always false for Android.
-    public static func flag(_ raw: String?, operatingSystem: String) -> Bool {
-        operatingSystem == "ios" && read(raw) == .sandbox
+    public static func flag(_ raw: String?, operatingSystem: PushPlatform) -> Bool {
+        operatingSystem == .ios && read(raw) == .sandbox
     }
 }
 

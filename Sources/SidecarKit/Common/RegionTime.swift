@@ -11,9 +11,9 @@ enum RegionTime {
     }
 
     /// `08:14`, the time of day alone (share pages).
-    static func clock(_ epochMillis: Int64?, _ zone: ZoneInfo) -> String {
-        guard let epochMillis else { return "—" }
-        let seconds = epochMillis / 1000
+    static func clock(_ instant: EpochMillis?, _ zone: ZoneInfo) -> String {
+        guard let instant else { return "—" }
+        let seconds = instant.seconds.value
         let local = CivilDate(epochSeconds: seconds + Int64(zone.offset(at: seconds)))
         return "\(pad(local.secondsOfDay / 3600)):\(pad(local.secondsOfDay / 60 % 60))"
     }

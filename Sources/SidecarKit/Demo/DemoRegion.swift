@@ -91,7 +91,7 @@ enum DemoRegion {
                 let trip = visit.trip
                 lines += [
                     "",
-                    "These commands name a bus that is \(away / 60) min away now (at \(RegionTime.clock(now, demoZone)) \(DemoTransit.timezone)):",
+                    "These commands name a bus that is \(away / 60) min away now (at \(RegionTime.clock(EpochMillis(now), demoZone)) \(DemoTransit.timezone)):",
                     "they go stale once it has left, a few minutes from now. Fetch this page again for fresh ones:",
                     "  curl \(base)/demo",
                     "",

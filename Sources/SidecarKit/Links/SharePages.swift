@@ -59,7 +59,7 @@ enum SharePages {
         var highlighted: ArrivalAndDeparture?
         var unavailable: Bool
         var zone: ZoneInfo
-        var nowMillis: Int64
+        var now: EpochMillis
         var canonicalURL: String
         var appLink: String
         var settings: LinkSettings
@@ -72,11 +72,11 @@ enum SharePages {
 
     /// `Real-time · 2 min late`, `Real-time · on time` or `Scheduled`.
     static func status(_ arrival: ArrivalAndDeparture) -> String {
-        guard arrival.predicted == true, let predicted = arrival.predictedDepartureTime ?? arrival.predictedArrivalTime, predicted > 0 else {
+        guard arrival.predicted == true, let predicted = arrival.predictedDepartureTime ?? arrival.predictedArrivalTime, predicted.value > 0 else {
             return "Scheduled"
         }
         let scheduled = arrival.scheduledDepartureTime ?? arrival.scheduledArrivalTime ?? predicted
-        let minutes = Int((predicted - scheduled) / 60_000)
+        let minutes = Int(predicted.millis(since: scheduled) / 60_000)
         return "Real-time · " + (minutes > 0 ? "\(minutes) min late" : minutes < 0 ? "\(-minutes) min early" : "on time")
     }
 
@@ -93,9 +93,9 @@ enum SharePages {
         return long.hasPrefix("Real-time · ") ? String(long.dropFirst("Real-time · ".count)) : "scheduled"
     }
 
-    static func minutesAway(_ arrival: ArrivalAndDeparture, now: Int64) -> String {
+    static func minutesAway(_ arrival: ArrivalAndDeparture, now: EpochMillis) -> String {
         guard let time = arrival.effectiveDepartureTime else { return "" }
-        let minutes = Int((time - now) / 60_000)
+        let minutes = Int(time.millis(since: now) / 60_000)
         return minutes <= 0 ? "now" : "\(minutes) min"
     }
 
@@ -106,8 +106,8 @@ enum SharePages {
         let stopName = stop?.name?.presence ?? "Stop \(target.stopID)"
         let routeNames = (stop?.routeIds ?? []).map { id in references?.route(id: id)?.shortName?.presence ?? id }
         let departures = content.response?.entry.arrivalsAndDepartures
-            .filter { ($0.effectiveDepartureTime ?? 0) >= content.nowMillis - 60_000 }
-            .sorted { ($0.effectiveDepartureTime ?? 0) < ($1.effectiveDepartureTime ?? 0) } ?? []
+            .filter { ($0.effectiveDepartureTime?.millis(since: content.now) ?? .min) >= -60_000 }
+            .sorted { ($0.effectiveDepartureTime?.value ?? 0) < ($1.effectiveDepartureTime?.value ?? 0) } ?? []
         let highlighted = content.highlighted
         let title: String
         let description: String
@@ -116,7 +116,7 @@ enum SharePages {
             description = "\(status(highlighted)), departing \(RegionTime.clock(highlighted.effectiveDepartureTime, content.zone)) · OneBusAway"
         } else {
             title = stopName + (stop?.code.map { " (Stop \($0))" } ?? "")
-            let next = departures.prefix(3).map { "\(routeName($0, references)) in \(minutesAway($0, now: content.nowMillis))" }
+            let next = departures.prefix(3).map { "\(routeName($0, references)) in \(minutesAway($0, now: content.now))" }
             description = next.isEmpty ? "Departures from \(stopName) on OneBusAway" : "Next: " + next.joined(separator: ", ")
         }
         var body: [any HTMLContent] = [
@@ -134,7 +134,7 @@ enum SharePages {
             body.append(tag("section", [.class("trip"), Attribute("aria-label", "The shared trip")], [
                 tag("h2", [], ["Route \(routeName(highlighted, references)) to \(highlighted.tripHeadsign?.presence ?? "its destination")"]),
                 tag("p", [.class(highlighted.predicted == true ? "live" : "scheduled")], [status(highlighted)]),
-                tag("p", [], ["Departs \(RegionTime.clock(highlighted.effectiveDepartureTime, content.zone)) (\(minutesAway(highlighted, now: content.nowMillis)))"]),
+                tag("p", [], ["Departs \(RegionTime.clock(highlighted.effectiveDepartureTime, content.zone)) (\(minutesAway(highlighted, now: content.now)))"]),
                 (highlighted.vehicleId ?? highlighted.tripStatus?.vehicleId).map { tag("p", [], ["Vehicle \($0)"]) } ?? HTML.empty,
             ]))
         }
@@ -156,7 +156,7 @@ enum SharePages {
                     return tag("tr", [isShared ? .class("shared") : nil, isShared ? Attribute("aria-current", "true") : nil], [
                         tag("td", [.class("route")], [routeName(arrival, references)]), tag("td", [], [arrival.tripHeadsign ?? ""]),
                         tag("td", [.class("when")], [
-                            tag("strong", [], [minutesAway(arrival, now: content.nowMillis)]), " ",
+                            tag("strong", [], [minutesAway(arrival, now: content.now)]), " ",
                             tag("span", [], [RegionTime.clock(arrival.effectiveDepartureTime, content.zone)]),
                             tag("span", [.class(arrival.predicted == true ? "live" : "scheduled")], [shortStatus(arrival)]),
                         ]),

@@ -132,7 +132,7 @@ struct ShareRoutes: Sendable {
         }
         var highlighted: ArrivalAndDeparture?
         if let tripID = target.tripID, let serviceDate = target.serviceDate {
-            highlighted = live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID && $0.serviceDate == serviceDate }
+            highlighted = live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID && $0.serviceDate?.value == serviceDate }
                 ?? live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID }
             if highlighted == nil && !unavailable, await lookups.check(request.clientKey) == .allowed {
                 do {
@@ -147,7 +147,7 @@ struct ShareRoutes: Sendable {
         }
         let page = SharePages.share(SharePages.ShareContent(
             target: target, response: live, highlighted: highlighted, unavailable: unavailable, zone: zone,
-            nowMillis: live?.currentTime ?? clock.now().epochMillis, canonicalURL: publicURL.url + request.rawPath + (target.tripID == nil ? "" : "?" + Self.canonicalQuery(target)),
+            now: live?.currentTime ?? EpochMillis(clock.now().epochMillis), canonicalURL: publicURL.url + request.rawPath + (target.tripID == nil ? "" : "?" + Self.canonicalQuery(target)),
             appLink: LinkRules.viewStopLink(stopID: target.stopID, regionID: target.region.id), settings: settings))
         return SharePages.respond(200, page).adding(header: "Cache-Control", "public, max-age=\(Self.cacheSeconds)")
     }

@@ -51,7 +51,7 @@ public enum ContentStateBuilder {
         let stopID: String
         let tripID: String
         let routeID: String
-        let serviceDate: Int64
+        let serviceDate: EpochMillis
         let stopSequence: Int
     }
 
@@ -73,7 +73,7 @@ public enum ContentStateBuilder {
                 continue
             }
             if let index = survivorIndex[key], let current = kept[index] {
-                if (entry.lastUpdateTime ?? 0) > (current.lastUpdateTime ?? 0) { kept[index] = entry }
+                if (entry.lastUpdateTime?.value ?? 0) > (current.lastUpdateTime?.value ?? 0) { kept[index] = entry }
             } else {
                 survivorIndex[key] = kept.count
                 kept.append(entry)
@@ -94,27 +94,27 @@ public enum ContentStateBuilder {
     /// Step 3 for one entry: arrival times at any stop but the trip's first
     /// (`stopSequence != 0`), falling back to departure times when the feed
     /// omits arrival times; the prediction when predicted and positive.
-    public static func arrival(for entry: ArrivalAndDeparture) -> (timeMillis: Int64, arrival: ContentState.Arrival)? {
+    public static func arrival(for entry: ArrivalAndDeparture) -> (time: EpochMillis, arrival: ContentState.Arrival)? {
         let isArrival = entry.stopSequence != 0
         var scheduled = isArrival ? entry.scheduledArrivalTime : entry.scheduledDepartureTime
         var predicted = isArrival ? entry.predictedArrivalTime : entry.predictedDepartureTime
-        if isArrival && (scheduled ?? 0) <= 0 {
+        if isArrival && (scheduled?.value ?? 0) <= 0 {
             scheduled = entry.scheduledDepartureTime
             predicted = entry.predictedDepartureTime
         }
-        let usePrediction = entry.predicted == true && (predicted ?? 0) > 0
-        guard let time = usePrediction ? predicted : scheduled, time > 0 else { return nil }
-        let deviation = usePrediction ? ((predicted ?? 0) - (scheduled ?? predicted ?? 0)) / 1000 : 0
-        return (time, ContentState.Arrival(departureTime: time / 1000, scheduleStatus: usePrediction ? status(deviationSeconds: deviation) : "unknown",
+        let usePrediction = entry.predicted == true && (predicted?.value ?? 0) > 0
+        guard let time = usePrediction ? predicted : scheduled, time.value > 0 else { return nil }
+        let deviation = usePrediction ? time.millis(since: scheduled ?? time) / 1000 : 0
+        return (time, ContentState.Arrival(departureTime: time.seconds.value, scheduleStatus: usePrediction ? status(deviationSeconds: deviation) : "unknown",
                                            scheduleDeviation: deviation, isArrival: isArrival))
     }
 
     /// Steps 1–4: filter to the route and headsign, collapse duplicates,
     /// choose times, drop the past, sort, keep 3.
-    public static func build(_ entries: [ArrivalAndDeparture], routeShortName: String, tripHeadsign: String, currentTimeMillis: Int64) -> ContentState {
+    public static func build(_ entries: [ArrivalAndDeparture], routeShortName: String, tripHeadsign: String, currentTime: EpochMillis) -> ContentState {
         let matching = entries.filter { $0.routeShortName == routeShortName && $0.tripHeadsign == tripHeadsign }
-        let chosen = collapseDuplicates(matching).compactMap(arrival(for:)).filter { $0.timeMillis >= currentTimeMillis }
-        let sorted = chosen.enumerated().sorted { ($0.element.timeMillis, $0.offset) < ($1.element.timeMillis, $1.offset) }.map(\.element.arrival)
+        let chosen = collapseDuplicates(matching).compactMap(arrival(for:)).filter { $0.time >= currentTime }
+        let sorted = chosen.enumerated().sorted { ($0.element.time.value, $0.offset) < ($1.element.time.value, $1.offset) }.map(\.element.arrival)
         return ContentState(arrivals: Array(sorted.prefix(maxArrivals)))
     }
 }

@@ -113,7 +113,7 @@ struct LiveActivityUpdater: Sendable {
                 continue
             }
             let state = ContentStateBuilder.build(response.entry.arrivalsAndDepartures, routeShortName: activity.routeShortName,
-                                                  tripHeadsign: activity.tripHeadsign, currentTimeMillis: response.currentTime)
+                                                  tripHeadsign: activity.tripHeadsign, currentTime: response.currentTime)
             guard !state.arrivals.isEmpty else {
                 // Night headways and feed gaps: one empty cycle is not an end.
                 report.failures += 1

@@ -1,6 +1,7 @@
 import Core
 import FoundationEssentials
 import GTFSRealtime
+import Push
 
 // MARK: - Reading a document
 
@@ -25,7 +26,7 @@ extension RegionExchange {
         var created: Int64, updated: Int64
     }
     struct Registration {
-        var token: String, operatingSystem: String, locale: String, sandbox: Bool, testDevice: Bool, description: String
+        var token: String, operatingSystem: PushPlatform, locale: String, sandbox: Bool, testDevice: Bool, description: String
         var lastSeen: Int64, created: Int64
     }
     struct GhostBusReport {
@@ -244,8 +245,9 @@ extension RegionExchange {
         for (item, path) in try top.array("push_registrations") {
             let r = try Reader(item, at: path, keys: ["token", "operating_system", "locale", "apns_sandbox", "test_device", "description",
                                                       "last_seen_at", "created_at"])
-            let system = try r.string("operating_system")
-            guard system == "ios" || system == "android" else { throw Failure("\(r.place("operating_system")) must be ios or android") }
+            guard let system = PushPlatform(rawValue: try r.string("operating_system")) else {
+                throw Failure("\(r.place("operating_system")) must be ios or android")
+            }
             let created = try r.optionalTime("created_at") ?? 0
             registrations.append(Registration(token: try r.required("token"), operatingSystem: system, locale: try r.string("locale"),
                                               sandbox: try r.bool("apns_sandbox"), testDevice: try r.bool("test_device"),

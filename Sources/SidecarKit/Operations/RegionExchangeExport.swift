@@ -88,7 +88,7 @@ extension RegionExchange {
     }
 
     static func document(_ registration: PushRegistration) -> JSONValue {
-        .object(["token": .string(registration.token), "operating_system": .string(registration.operatingSystem),
+        .object(["token": .string(registration.token), "operating_system": .string(registration.operatingSystem.rawValue),
                  "locale": text(registration.locale), "apns_sandbox": .bool(registration.apnsSandbox), "test_device": .bool(registration.testDevice),
                  "description": text(registration.description), "last_seen_at": time(millis: registration.lastSeenAt.epochMillis),
                  "created_at": time(millis: registration.createdAt.epochMillis)])

@@ -2,6 +2,7 @@ import Core
 import Database
 import FoundationEssentials
 import GTFSRealtime
+import Push
 
 /// `sidecar import`: a `sidecar-export/1` document into its region, all or
 /// nothing, through the stores that own each kind. A row already there
@@ -151,7 +152,7 @@ extension RegionExchange {
     static func stored(_ registration: Registration, regionID: Int) -> PushRegistration {
         let locale = registration.locale.isEmpty ? nil : registration.locale
         return PushRegistration(regionID: regionID, token: registration.token, operatingSystem: registration.operatingSystem, locale: locale,
-                                rawLocale: locale, apnsSandbox: registration.sandbox && registration.operatingSystem == "ios",
+                                rawLocale: locale, apnsSandbox: registration.sandbox && registration.operatingSystem == .ios,
                                 testDevice: registration.testDevice, description: registration.description.isEmpty ? nil : registration.description,
                                 createdAt: Date(epochMillis: registration.created), lastSeenAt: Date(epochMillis: registration.lastSeen))
     }

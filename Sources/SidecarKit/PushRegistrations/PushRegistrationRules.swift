@@ -1,5 +1,6 @@
 import FoundationEssentials
 import HTTPServer
+import Push
 
 /// Spec §4, locale normalization: map the tag an app reports onto the
 /// translation catalog at registration time.
@@ -86,7 +87,7 @@ public struct PushRegistrationRequest: Sendable, Equatable {
     public static let maxDescriptionLength = 255
 
     public var token: String
-    public var operatingSystem: String
+    public var operatingSystem: PushPlatform
     /// The reported BCP-47 tag; nil when absent or blank (sticky: keep stored).
     public var locale: String?
     /// nil when absent, blank or unrecognised (sticky: keep stored).
@@ -106,10 +107,11 @@ public struct PushRegistrationRequest: Sendable, Equatable {
         if let token, token.count > maxTokenLength {
             messages.append("Token is too long (maximum is \(maxTokenLength) characters)")
         }
-        let operatingSystem = parameters["operating_system"]?.presence?.lowercased()
-        if operatingSystem == nil {
+        let named = parameters["operating_system"]?.presence?.lowercased()
+        let operatingSystem = named.flatMap(PushPlatform.init(rawValue:))
+        if named == nil {
             messages.append("Operating system can't be blank")
-        } else if operatingSystem != "ios" && operatingSystem != "android" {
+        } else if operatingSystem == nil {
             messages.append("Operating system is not included in the list")
         }
         let description = parameters["description"]?.presence
@@ -122,7 +124,7 @@ public struct PushRegistrationRequest: Sendable, Equatable {
         return .success(PushRegistrationRequest(
             token: token, operatingSystem: operatingSystem, locale: parameters["locale"]?.presence,
             testDevice: BooleanParameter.read(parameters["test_device"]), description: description,
-            apnsSandbox: operatingSystem == "ios" && sandbox == .sandbox,
+            apnsSandbox: operatingSystem == .ios && sandbox == .sandbox,
             apnsSandboxUnrecognized: sandbox == .unrecognized))
     }
 }
@@ -131,7 +133,7 @@ public struct PushRegistrationRequest: Sendable, Equatable {
 public struct PushRegistration: Sendable, Equatable {
     public var regionID: Int
     public var token: String
-    public var operatingSystem: String
+    public var operatingSystem: PushPlatform
     /// Normalized onto the catalog; nil = English.
     public var locale: String?
     /// The tag as reported, kept so a later catalog can re-normalize it.
@@ -169,7 +171,7 @@ public enum PushRegistrationRules {
         return .success(PushRegistration(
             regionID: regionID, token: request.token, operatingSystem: request.operatingSystem,
             locale: locale, rawLocale: rawLocale,
-            apnsSandbox: request.operatingSystem == "ios" && request.apnsSandbox,
+            apnsSandbox: request.operatingSystem == .ios && request.apnsSandbox,
             testDevice: testDevice, description: description,
             createdAt: existing?.createdAt ?? now, lastSeenAt: now))
     }

@@ -55,7 +55,7 @@ public struct PushRegistrationStore: Sendable {
 
     /// Refreshes a registration from a side channel (v2 alarm creation):
     /// operating system and `last_seen_at` only; sticky fields untouched.
-    public func touch(regionID: Int, token: String, operatingSystem: String, now: Date) async throws {
+    public func touch(regionID: Int, token: String, operatingSystem: PushPlatform, now: Date) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
                 INSERT INTO push_registrations (\(raw: Self.columns))
@@ -128,7 +128,7 @@ public struct PushRegistrationStore: Sendable {
     static func registration(_ row: Row) throws -> PushRegistration {
         PushRegistration(
             regionID: Int(try row.int("region_id")), token: try row.string("token"),
-            operatingSystem: try row.string("operating_system"), locale: try row.optionalString("locale"),
+            operatingSystem: try row.platform("operating_system"), locale: try row.optionalString("locale"),
             rawLocale: try row.optionalString("raw_locale"), apnsSandbox: try row.bool("apns_sandbox"),
             testDevice: try row.bool("test_device"), description: try row.optionalString("description"),
             createdAt: date(try row.optionalInt("created_at")), lastSeenAt: date(try row.optionalInt("last_seen_at")))

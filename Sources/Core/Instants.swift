@@ -1,0 +1,54 @@
+/// An instant as milliseconds since 1970: OneBusAway's unit (arrival
+/// times, service dates, its `currentTime`) and the one registrations and
+/// alarms keep. A type of its own so it cannot be mixed with seconds.
+public struct EpochMillis: Hashable, Comparable, Sendable, Codable, CustomStringConvertible, ExpressibleByIntegerLiteral {
+    public var value: Int64
+
+    public init(_ value: Int64) { self.value = value }
+
+    /// A literal is a number of milliseconds written where an instant is
+    /// expected; a variable of another type still has to say its unit.
+    public init(integerLiteral value: Int64) { self.value = value }
+
+    /// The same instant in whole seconds, rounded down (before 1970 too).
+    public var seconds: EpochSeconds { EpochSeconds(value >= 0 ? value / 1000 : (value - 999) / 1000) }
+
+    /// Milliseconds from `other` to this instant.
+    public func millis(since other: EpochMillis) -> Int64 { value - other.value }
+
+    public func adding(millis: Int64) -> EpochMillis { EpochMillis(value + millis) }
+
+    public static func < (lhs: EpochMillis, rhs: EpochMillis) -> Bool { lhs.value < rhs.value }
+
+    public var description: String { "\(value) ms" }
+
+    public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int64.self) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+/// An instant as whole seconds since 1970: the unit of alerts (GTFS-realtime
+/// active periods), surveys and the console.
+public struct EpochSeconds: Hashable, Comparable, Sendable, Codable, CustomStringConvertible, ExpressibleByIntegerLiteral {
+    public var value: Int64
+
+    public init(_ value: Int64) { self.value = value }
+
+    public init(integerLiteral value: Int64) { self.value = value }
+
+    public var millis: EpochMillis { EpochMillis(value * 1000) }
+
+    public static func < (lhs: EpochSeconds, rhs: EpochSeconds) -> Bool { lhs.value < rhs.value }
+
+    public var description: String { "\(value) s" }
+
+    public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int64.self) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
