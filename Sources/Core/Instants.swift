@@ -41,6 +41,11 @@ public struct EpochSeconds: Hashable, Comparable, Sendable, Codable, CustomStrin
 
     public var millis: EpochMillis { EpochMillis(value * 1000) }
 
+    /// Seconds from `other` to this instant.
+    public func seconds(since other: EpochSeconds) -> Int64 { value - other.value }
+
+    public func adding(seconds: Int64) -> EpochSeconds { EpochSeconds(value + seconds) }
+
     public static func < (lhs: EpochSeconds, rhs: EpochSeconds) -> Bool { lhs.value < rhs.value }
 
     public var description: String { "\(value) s" }

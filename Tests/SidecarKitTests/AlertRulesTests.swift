@@ -1,3 +1,4 @@
+import Core
 import GTFSRealtime
 import Push
 import Testing
@@ -5,14 +6,14 @@ import Testing
 
 @Suite("Spec §3 alert feed rules")
 struct AlertFeedRulesTests {
-    static func alert(_ id: Int64, start: Int64, end: Int64? = nil, published: Bool = true, test: Bool = false, version: Int = 1) -> ServiceAlert {
+    static func alert(_ id: Int64, start: EpochSeconds, end: EpochSeconds? = nil, published: Bool = true, test: Bool = false, version: Int = 1) -> ServiceAlert {
         ServiceAlert(id: id, regionID: 1, agencyID: "1", header: "Header \(id)", description: "Description \(id)", url: "https://example.org/\(id)",
                      cause: .construction, effect: .detour, severity: .warning, startsAt: start, endsAt: end, published: published,
                      test: test, sourceVersion: version, createdAt: 0, updatedAt: 0)
     }
 
     @Test func onlyPublishedNewestFirstAtMost20() {
-        var alerts = (1...25).map { Self.alert(Int64($0), start: Int64($0) * 100) }
+        var alerts = (1...25).map { Self.alert(Int64($0), start: EpochSeconds(Int64($0) * 100)) }
         alerts.append(Self.alert(99, start: 100_000, published: false))
         let visible = AlertFeedRules.visible(alerts, includeTest: false)
         #expect(visible.count == 20)
@@ -110,7 +111,7 @@ struct AlertInputRulesTests {
         ("2026-12-01T16:00:00.250Z", 1_796_140_800), ("1970-01-01T00:00:00Z", 0), ("2024-02-29T00:00:00Z", 1_709_164_800),
     ])
     func parses(text: String, expected: Int64) {
-        #expect(AlertInputRules.parseTime(text) == expected)
+        #expect(AlertInputRules.parseTime(text) == EpochSeconds(expected))
     }
 
     @Test("refused times", arguments: ["2026-12-01T08:00:00", "2026-12-01", "tomorrow", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z",

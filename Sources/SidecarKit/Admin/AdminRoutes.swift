@@ -217,10 +217,12 @@ struct AdminRoutes: Sendable {
 
 /// JSON shapes of the admin API (and `--json` CLI output).
 enum AdminJSON {
-    static func time(_ seconds: Int64?) -> JSONValue {
-        guard let seconds else { return .null }
-        return .string(Date(timeIntervalSince1970: Double(seconds)).formatted(.iso8601))
+    static func time(_ instant: EpochSeconds?) -> JSONValue {
+        guard let instant else { return .null }
+        return .string(Date(timeIntervalSince1970: Double(instant.value)).formatted(.iso8601))
     }
+
+    static func time(_ seconds: Int64?) -> JSONValue { time(seconds.map { EpochSeconds($0) }) }
 
     static func region(_ region: Region, _ settings: RegionSettings?) -> JSONValue {
         .object(["id": .integer(Int64(region.id)), "name": .string(region.name),

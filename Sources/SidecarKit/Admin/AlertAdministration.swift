@@ -133,7 +133,7 @@ public struct AlertAdministration: Sendable {
 
     public func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {
         var alert = try await alert(id: id)
-        if alert.published && !published { alert.withdrawnAt = now }
+        if alert.published && !published { alert.withdrawnAt = EpochSeconds(now) }
         if published { alert.withdrawnAt = nil }
         alert.published = published
         let saved = try await save(alert)

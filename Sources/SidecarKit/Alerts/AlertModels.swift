@@ -1,3 +1,4 @@
+import Core
 import GTFSRealtime
 
 /// An authored service alert (spec §3), as stored.
@@ -15,8 +16,8 @@ public struct ServiceAlert: Sendable, Equatable {
     public var severity: SeverityLevel
     /// Epoch seconds: when riders are shown the alert (the feed's
     /// `active_period` and `communication_period`).
-    public var startsAt: Int64
-    public var endsAt: Int64?
+    public var startsAt: EpochSeconds
+    public var endsAt: EpochSeconds?
     public var published: Bool
     /// Shown only to feeds requested with `?test=` and pushed only to test devices.
     public var test: Bool
@@ -27,11 +28,11 @@ public struct ServiceAlert: Sendable, Equatable {
     public var updatedAt: Int64
     /// Epoch seconds: when service is affected (the feed's `impact_period`),
     /// both or neither, inside the shown period.
-    public var impactStartsAt: Int64? = nil
-    public var impactEndsAt: Int64? = nil
+    public var impactStartsAt: EpochSeconds? = nil
+    public var impactEndsAt: EpochSeconds? = nil
     /// When it was unpublished after being published (nil: never, or
     /// published again since): a withdrawn alert, not a draft.
-    public var withdrawnAt: Int64? = nil
+    public var withdrawnAt: EpochSeconds? = nil
 }
 
 /// A translation of an alert's header and description.

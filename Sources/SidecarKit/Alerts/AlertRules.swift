@@ -37,9 +37,9 @@ public enum AlertFeedRules {
             TranslatedString([.init(text: english, language: "en")]
                 + tags.compactMap { entry in pick(current[entry.index]).presence.map { .init(text: $0, language: entry.tag) } })
         }
-        let shown = TimeRange(start: UInt64(max(alert.startsAt, 0)), end: UInt64(max(effectiveEnd(alert), 0)))
+        let shown = TimeRange(start: UInt64(max(alert.startsAt.value, 0)), end: UInt64(max(effectiveEnd(alert).value, 0)))
         let impact = alert.impactStartsAt.flatMap { start in
-            alert.impactEndsAt.map { TimeRange(start: UInt64(max(start, 0)), end: UInt64(max($0, 0))) }
+            alert.impactEndsAt.map { TimeRange(start: UInt64(max(start.value, 0)), end: UInt64(max($0.value, 0))) }
         }
         return FeedEntity(id: "Alert_\(alert.id)", alert: Alert(
             // The migration guide lets a producer keep active_period beside
@@ -80,7 +80,7 @@ public enum AlertFeedRules {
     }
 
     /// When riders stop seeing the alert: its end, or 8 hours after its start.
-    public static func effectiveEnd(_ alert: ServiceAlert) -> Int64 { alert.endsAt ?? alert.startsAt + defaultDurationSeconds }
+    public static func effectiveEnd(_ alert: ServiceAlert) -> EpochSeconds { alert.endsAt ?? alert.startsAt.adding(seconds: defaultDurationSeconds) }
 
     /// The feed header's timestamp: the time of the response rounded down to
     /// the minute. The Android app measures "now" by it (an alert shows in
@@ -109,7 +109,7 @@ public enum AlertFeedRules {
 public enum AlertVisibility: String, CaseIterable, Sendable {
     case live, upcoming, draft, withdrawn, ended
 
-    public static func of(_ alert: ServiceAlert, now: Int64) -> AlertVisibility {
+    public static func of(_ alert: ServiceAlert, now: EpochSeconds) -> AlertVisibility {
         if !alert.published { return alert.withdrawnAt == nil ? .draft : .withdrawn }
         if AlertFeedRules.effectiveEnd(alert) <= now { return .ended }
         return alert.startsAt > now ? .upcoming : .live
@@ -173,17 +173,17 @@ public enum AlertInputRules {
     /// `2026-12-01T16:00:00Z`); epoch seconds, or nil when not of that form.
     /// A time without an offset is refused: it would mean different instants
     /// to an operator and to the server.
-    public static func parseTime(_ text: String) -> Int64? {
-        Timestamp.parseMillis(text).map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 }
+    public static func parseTime(_ text: String) -> EpochSeconds? {
+        Timestamp.parseMillis(text).map { EpochMillis($0).seconds }
     }
 
     /// A time field: an ISO 8601 instant with an offset, between 2000 and
     /// 2100; else the message for `field`.
-    static func time(_ raw: String, field: String, example: String) -> Result<Int64, ValidationFailure> {
+    static func time(_ raw: String, field: String, example: String) -> Result<EpochSeconds, ValidationFailure> {
         guard let value = parseTime(raw) else {
             return .failure(ValidationFailure(["\(field) must be an ISO 8601 time with a UTC offset, e.g. \(example) (got '\(raw)')"]))
         }
-        guard TimeBounds.contains(value) else { return .failure(ValidationFailure([TimeBounds.message(field, value)])) }
+        guard TimeBounds.contains(value.value) else { return .failure(ValidationFailure([TimeBounds.message(field, value.value)])) }
         return .success(value)
     }
 
@@ -270,8 +270,8 @@ public enum AlertInputRules {
             return ["impact_start and impact_end go together: give both, or clear both with none"]
         case (let start?, let end?):
             let shownEnd = AlertFeedRules.effectiveEnd(alert)
-            let impact = "the impact period (\(Timestamp.format(seconds: start)) to \(Timestamp.format(seconds: end)))"
-            let shown = "the shown period (\(Timestamp.format(seconds: alert.startsAt)) to \(Timestamp.format(seconds: shownEnd))"
+            let impact = "the impact period (\(Timestamp.format(start)) to \(Timestamp.format(end)))"
+            let shown = "the shown period (\(Timestamp.format(alert.startsAt)) to \(Timestamp.format(shownEnd))"
                 + (alert.endsAt == nil ? ", 8 hours since it has no end)" : ")")
             if end <= start { return ["impact_end must be after impact_start: \(impact) ends before it starts"] }
             if start < alert.startsAt || end > shownEnd { return ["\(impact) must lie within \(shown)"] }

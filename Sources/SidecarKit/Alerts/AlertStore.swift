@@ -288,10 +288,10 @@ public struct AlertStore: Sendable {
                      cause: Cause(name: try row.string("cause")) ?? .unknownCause,
                      effect: Effect(name: try row.string("effect")) ?? .unknownEffect,
                      severity: SeverityLevel(name: try row.string("severity")) ?? .unknownSeverity,
-                     startsAt: try row.int("starts_at"), endsAt: try row.optionalInt("ends_at"), published: try row.bool("published"),
+                     startsAt: try row.seconds("starts_at"), endsAt: try row.optionalSeconds("ends_at"), published: try row.bool("published"),
                      test: try row.bool("test"), sourceVersion: Int(try row.int("source_version")),
                      createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0,
-                     impactStartsAt: try row.optionalInt("impact_starts_at"), impactEndsAt: try row.optionalInt("impact_ends_at"), withdrawnAt: try row.optionalInt("withdrawn_at"))
+                     impactStartsAt: try row.optionalSeconds("impact_starts_at"), impactEndsAt: try row.optionalSeconds("impact_ends_at"), withdrawnAt: try row.optionalSeconds("withdrawn_at"))
     }
 
     static let translationColumns = "alert_id, language, header, description, source_version, source_header, source_description"

@@ -34,7 +34,7 @@ public enum CSV {
         case .number(let number): return number.map { $0.isFinite ? String($0) : "" } ?? ""
         case .integer(let number): return number.map(String.init) ?? ""
         case .boolean(let flag): return flag.map { $0 ? "true" : "false" } ?? ""
-        case .instant(let seconds, let zone): return seconds.map { RegionTime.iso8601($0, zone) } ?? ""
+        case .instant(let seconds, let zone): return seconds.map { RegionTime.iso8601(EpochSeconds($0), zone) } ?? ""
         }
     }
 

@@ -1,3 +1,4 @@
+import Core
 import FoundationEssentials
 
 extension Date {
@@ -5,4 +6,10 @@ extension Date {
     var epochMillis: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
 
     init(epochMillis: Int64) { self.init(timeIntervalSince1970: Double(epochMillis) / 1000) }
+
+    /// This instant in milliseconds, typed.
+    var instantMillis: EpochMillis { EpochMillis(epochMillis) }
+
+    /// This instant in whole seconds (rounded down), typed.
+    var instantSeconds: EpochSeconds { instantMillis.seconds }
 }

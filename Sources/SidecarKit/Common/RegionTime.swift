@@ -4,11 +4,15 @@ import Core
 /// (the console's forms, share pages).
 enum RegionTime {
     /// `2026-12-01 08:00`.
-    static func display(_ epochSeconds: Int64?, _ zone: ZoneInfo) -> String {
-        guard let epochSeconds else { return "—" }
+    static func display(_ instant: EpochSeconds?, _ zone: ZoneInfo) -> String {
+        guard let epochSeconds = instant?.value else { return "—" }
         let local = CivilDate(epochSeconds: epochSeconds + Int64(zone.offset(at: epochSeconds)))
         return "\(local.year)-\(pad(local.month))-\(pad(local.day)) \(pad(local.secondsOfDay / 3600)):\(pad(local.secondsOfDay / 60 % 60))"
     }
+
+    /// `2026-12-01 08:00` for a count of seconds since 1970 kept untyped
+    /// (bookkeeping times: sends, keys, audit entries).
+    static func display(seconds: Int64?, _ zone: ZoneInfo) -> String { display(seconds.map { EpochSeconds($0) }, zone) }
 
     /// `08:14`, the time of day alone (share pages).
     static func clock(_ instant: EpochMillis?, _ zone: ZoneInfo) -> String {
@@ -19,14 +23,14 @@ enum RegionTime {
     }
 
     /// The value of an `<input type="datetime-local">`: `2026-12-01T08:00`.
-    static func inputValue(_ epochSeconds: Int64?, _ zone: ZoneInfo) -> String {
-        guard let epochSeconds else { return "" }
-        return String(display(epochSeconds, zone).map { $0 == " " ? "T" : $0 })
+    static func inputValue(_ instant: EpochSeconds?, _ zone: ZoneInfo) -> String {
+        guard let instant else { return "" }
+        return String(display(instant, zone).map { $0 == " " ? "T" : $0 })
     }
 
     /// The instant a `datetime-local` value (`YYYY-MM-DDTHH:MM[:SS]`) names
     /// in the zone; nil when it is not one.
-    static func parse(_ text: String, _ zone: ZoneInfo) -> Int64? {
+    static func parse(_ text: String, _ zone: ZoneInfo) -> EpochSeconds? {
         let parts = text.trimmingWhitespace().split(separator: "T")
         guard parts.count == 2 else { return nil }
         let date = parts[0].split(separator: "-").compactMap { Int($0) }
@@ -35,11 +39,12 @@ enum RegionTime {
               (1...CivilDate.daysInMonth(year: date[0], month: date[1])).contains(date[2]), (0...23).contains(time[0]), (0...59).contains(time[1]),
               time.count == 2 || (0...59).contains(time[2]) else { return nil }
         let local = CivilDate(year: date[0], month: date[1], day: date[2], secondsOfDay: time[0] * 3600 + time[1] * 60 + (time.count == 3 ? time[2] : 0))
-        return zone.instant(fromLocal: local.epochSeconds)
+        return EpochSeconds(zone.instant(fromLocal: local.epochSeconds))
     }
 
     /// `2026-12-01T08:00:00-08:00`: the instant in the zone, with its offset.
-    static func iso8601(_ epochSeconds: Int64, _ zone: ZoneInfo) -> String {
+    static func iso8601(_ instant: EpochSeconds, _ zone: ZoneInfo) -> String {
+        let epochSeconds = instant.value
         let offset = zone.offset(at: epochSeconds)
         let local = CivilDate(epochSeconds: epochSeconds + Int64(offset))
         let seconds = local.secondsOfDay
@@ -50,8 +55,8 @@ enum RegionTime {
     }
 
     /// `UTC−08:00` for the zone's offset at an instant.
-    static func offsetLabel(_ zone: ZoneInfo, at epochSeconds: Int64) -> String {
-        let offset = zone.offset(at: epochSeconds)
+    static func offsetLabel(_ zone: ZoneInfo, at instant: EpochSeconds) -> String {
+        let offset = zone.offset(at: instant.value)
         let sign = offset < 0 ? "−" : "+"
         return "UTC\(sign)\(pad(abs(offset) / 3600)):\(pad(abs(offset) / 60 % 60))"
     }

@@ -27,6 +27,21 @@ extension EpochMillis: SQLBindable {
 extension Row {
     /// A nullable column of milliseconds since 1970.
     func optionalMillis(_ column: String) throws -> EpochMillis? {
-        try optionalInt(column).map(EpochMillis.init)
+        try optionalInt(column).map { EpochMillis($0) }
+    }
+}
+
+/// An instant in seconds is stored as its number.
+extension EpochSeconds: SQLBindable {
+    public var sqlValue: SQLValue { .integer(value) }
+}
+
+extension Row {
+    /// A column of seconds since 1970.
+    func seconds(_ column: String) throws -> EpochSeconds { EpochSeconds(try int(column)) }
+
+    /// A nullable column of seconds since 1970.
+    func optionalSeconds(_ column: String) throws -> EpochSeconds? {
+        try optionalInt(column).map { EpochSeconds($0) }
     }
 }

@@ -73,8 +73,8 @@ public enum Timestamp {
         return text + "Z"
     }
 
-    /// Epoch seconds, as `format(millis:)`.
-    public static func format(seconds: Int64) -> String { format(millis: seconds * 1000) }
+    /// An instant in seconds, as `format(millis:)`.
+    public static func format(_ instant: EpochSeconds) -> String { format(millis: instant.millis.value) }
 
     // Calendar arithmetic: Core's `CivilDate` (Hinnant's algorithms).
     static func daysInMonth(year: Int, month: Int) -> Int { CivilDate.daysInMonth(year: year, month: month) }
@@ -96,6 +96,6 @@ enum TimeBounds {
     static func contains(_ epochSeconds: Int64) -> Bool { (earliest...latest).contains(epochSeconds) }
     /// `Starts must be between the years 2000 and 2100 (got 1999-12-31T08:00:00Z)`.
     static func message(_ label: String, _ epochSeconds: Int64) -> String {
-        "\(label) must be between the years 2000 and 2100 (got \(Timestamp.format(seconds: epochSeconds)))"
+        "\(label) must be between the years 2000 and 2100 (got \(Timestamp.format(EpochSeconds(epochSeconds))))"
     }
 }

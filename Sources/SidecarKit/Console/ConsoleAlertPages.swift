@@ -13,7 +13,7 @@ extension ConsoleRoutes {
 
     typealias AlertState = AlertVisibility
 
-    static func state(of alert: ServiceAlert, now: Int64) -> AlertState { AlertVisibility.of(alert, now: now) }
+    static func state(of alert: ServiceAlert, now: Int64) -> AlertState { AlertVisibility.of(alert, now: EpochSeconds(now)) }
 
     /// The end riders get: the alert's, or the feed's 8-hour default, said so.
     static func shownUntil(_ alert: ServiceAlert, _ zone: ZoneInfo) -> String {
@@ -83,7 +83,7 @@ extension ConsoleRoutes {
                                      hint: "The Android app shows only Warning and Severe alerts: Info and Unknown severity are hidden there."),
             ]),
             tag("div", [.class("columns")], [
-                ConsoleLayout.field("Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? now, zone)),
+                ConsoleLayout.field("Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? EpochSeconds(now), zone)),
                                     type: "datetime-local", required: true, hint: zoneHint),
                 ConsoleLayout.field("Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
                                     hint: "Leave empty and riders see the alert for 8 hours from its start (the feed's rule). " + zoneHint),
@@ -130,7 +130,7 @@ extension ConsoleRoutes {
             if text.isEmpty {
                 fields[name] = name == "start" ? nil : (editing ? "none" : nil)
             } else if let instant = RegionTime.parse(text, zone) {
-                fields[name] = Timestamp.format(millis: instant * 1000)
+                fields[name] = Timestamp.format(instant)
             } else {
                 problems.append("\(labels[name] ?? name) must be a date and time such as 2026-12-01T08:00")
                 fields[name] = nil

@@ -18,7 +18,7 @@ extension ConsoleRoutes {
         var content: [any HTMLContent] = [
             tag("p", [.class("hint")], ["Every change made through this console, the admin API and the command line, newest first. Times in UTC."]),
             ConsoleLayout.table(caption: "Audit log", headers: ["When (UTC)", "Who", "What", "Region", "Target", "Detail"], rows: entries.map { entry in
-                [RegionTime.display(entry.at, .utc), entry.actor, entry.action, entry.regionID.map(String.init) ?? "—", entry.target ?? "", entry.detail ?? ""]
+                [RegionTime.display(seconds: entry.at, .utc), entry.actor, entry.action, entry.regionID.map(String.init) ?? "—", entry.target ?? "", entry.detail ?? ""]
                     as [any HTMLContent]
             }, empty: "Nothing recorded yet."),
         ]

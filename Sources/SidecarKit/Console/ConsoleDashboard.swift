@@ -43,7 +43,7 @@ extension ConsoleRoutes {
                                 rows: stats.recentSends.map { recent in
                                     [tag("a", [.href("/admin/alerts/\(recent.alertID)")], [recent.header]), recent.send.audience.rawValue, recent.send.status,
                                      recent.send.targeted, recent.send.delivered, recent.send.failed, recent.send.pruned,
-                                     RegionTime.display(recent.send.startedAt, zone)] as [any HTMLContent]
+                                     RegionTime.display(seconds: recent.send.startedAt, zone)] as [any HTMLContent]
                                 }, empty: "No alert has been sent in this region yet."),
         ]
         var dashboardContext = context

@@ -29,7 +29,7 @@ extension ConsoleRoutes {
         let trip = request.parameters["trip"]?.trimmingWhitespace().prefix(255).description ?? ""
         let dateText = request.parameters["date"]?.trimmingWhitespace() ?? ""
         var problems: [String] = []
-        var serviceDate: Int64?
+        var serviceDate: EpochSeconds?
         if !dateText.isEmpty {
             // OneBusAway names a service day by the instant of its local midnight.
             if let local = RegionTime.parse(dateText + "T00:00", zone) { serviceDate = local } else { problems.append("Date must be a date such as 2026-11-30") }
@@ -62,7 +62,7 @@ extension ConsoleRoutes {
 
     static func reportRow(_ stored: GhostBusStore.Stored, zone: ZoneInfo) -> [any HTMLContent] {
         let report = stored.report
-        let reported = RegionTime.display(stored.createdAt / 1000, zone)
+        let reported = RegionTime.display(EpochMillis(stored.createdAt).seconds, zone)
         let route = [stored.routeShortName, report.routeIdentifier].compactMap { $0 }.joined(separator: " · ")
         let cells: [String] = [reported, route.isEmpty ? "—" : route, report.tripIdentifier, report.stopIdentifier ?? "—",
                                report.vehicleIdentifier ?? "—", "\(report.waitDurationMinutes) min", report.comment ?? ""]

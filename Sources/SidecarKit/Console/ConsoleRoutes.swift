@@ -215,8 +215,8 @@ struct ConsoleRoutes: Sendable {
     /// What every date field says beside it: the zone it is read in, its
     /// offset, and the time it is there now.
     func zoneHint(_ zone: ZoneInfo) -> String {
-        "In \(zone.identifier == "UTC" ? "UTC (this region has no time zone set)" : zone.identifier) (\(RegionTime.offsetLabel(zone, at: now))); "
-            + "it is now \(RegionTime.display(now, zone)) there."
+        "In \(zone.identifier == "UTC" ? "UTC (this region has no time zone set)" : zone.identifier) (\(RegionTime.offsetLabel(zone, at: EpochSeconds(now)))); "
+            + "it is now \(RegionTime.display(EpochSeconds(now), zone)) there."
     }
 
     func cookie(_ name: String, _ value: String, path: String, maxAge: Int? = nil, sameSite: String = "Lax") -> String {

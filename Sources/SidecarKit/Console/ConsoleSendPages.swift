@@ -52,7 +52,7 @@ extension ConsoleRoutes {
                     ]),
                 ]),
                 cell("pruned", send.pruned),
-                tag("td", [Attribute("data-label", "Started")], [RegionTime.display(send.startedAt, zone)]),
+                tag("td", [Attribute("data-label", "Started")], [RegionTime.display(seconds: send.startedAt, zone)]),
             ]))
             if send.status == "failed" {
                 let left = send.undelivered(remainingAfterCursor: remaining[send.id] ?? 0)
@@ -142,7 +142,7 @@ extension ConsoleRoutes {
         content.append(tag("h2", [], ["Sent before"]))
         content.append(ConsoleLayout.table(caption: "Earlier sends of this alert", headers: ["When", "Audience", "Status", "Delivered"],
                                            rows: earlier.reversed().map { send in
-                                               [RegionTime.display(send.startedAt, zone), send.audience == .all ? "everyone" : "test devices", send.status,
+                                               [RegionTime.display(seconds: send.startedAt, zone), send.audience == .all ? "everyone" : "test devices", send.status,
                                                 "\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize))"] as [any HTMLContent]
                                            }, empty: "Never sent."))
         var fields: [any HTMLContent] = [

@@ -55,7 +55,7 @@ extension ConsoleRoutes {
         content.append(tag("p", [.class("hint")], ["Times " + zoneHint(zone)]))
         content.append(ConsoleLayout.table(caption: "Surveys", headers: ["Survey", "Study", "Questions", "Shown", "From", "Until"], rows: list.map { survey in
             [tag("a", [.href("/admin/surveys/\(survey.id)")], [survey.name]), studies.first { $0.id == survey.studyID }?.name ?? "—", survey.questions.count,
-             SurveyRules.isActive(survey, now: now) ? "now" : "not now", RegionTime.display(survey.startDate, zone), RegionTime.display(survey.endDate, zone)]
+             SurveyRules.isActive(survey, now: now) ? "now" : "not now", RegionTime.display(seconds: survey.startDate, zone), RegionTime.display(seconds: survey.endDate, zone)]
                 as [any HTMLContent]
         }, empty: "No surveys in this region yet."))
         return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): surveys", listContext, notice: Self.notice(request), content))
@@ -109,9 +109,9 @@ extension ConsoleRoutes {
             ConsoleLayout.field("New study name", name: "new_study", value: values["new_study"], hint: "Only when “a new study” is chosen.",
                                 maxLength: FieldLimits.name),
             tag("div", [.class("columns")], [
-                ConsoleLayout.field("Available from", name: "start_date", value: value("start_date", RegionTime.inputValue(survey?.startDate, zone)),
+                ConsoleLayout.field("Available from", name: "start_date", value: value("start_date", RegionTime.inputValue((survey?.startDate).map { EpochSeconds($0) }, zone)),
                                     type: "datetime-local", hint: zoneHint),
-                ConsoleLayout.field("Available until", name: "end_date", value: value("end_date", RegionTime.inputValue(survey?.endDate, zone)),
+                ConsoleLayout.field("Available until", name: "end_date", value: value("end_date", RegionTime.inputValue((survey?.endDate).map { EpochSeconds($0) }, zone)),
                                     type: "datetime-local", hint: zoneHint),
             ]),
             ConsoleLayout.checkbox("Available", name: "available", checked: flag("available", survey?.available ?? true)),
@@ -148,7 +148,7 @@ extension ConsoleRoutes {
         for name in ["start_date", "end_date"] {
             let text = values[name]?.trimmingWhitespace() ?? ""
             if text.isEmpty { document[name] = .null } else if let instant = RegionTime.parse(text, zone) {
-                document[name] = .string(Timestamp.format(millis: instant * 1000))
+                document[name] = .string(Timestamp.format(instant))
             } else { problems.append("\(name == "start_date" ? "Available from" : "Available until") must be a date and time") }
         }
         var questions: [JSONValue] = []
@@ -252,6 +252,6 @@ extension ConsoleRoutes {
             answers.append("\(labels[id] ?? "question \(id)"): \(text)")
         }
         let list = tag("ul", [], answers.map { tag("li", [], [$0]) })
-        return [RegionTime.display(response.createdAt, zone), response.stopIdentifier ?? "—", list]
+        return [RegionTime.display(seconds: response.createdAt, zone), response.stopIdentifier ?? "—", list]
     }
 }

@@ -74,9 +74,9 @@ public struct GhostBusStore: Sendable {
     /// Reports of a region, newest first: `route` matches the route's id or
     /// its short name (`44`), `trip` the trip's id, `serviceDay` the instant
     /// of the local midnight that names a service day.
-    public func reports(regionID: Int, route: String?, trip: String?, serviceDay: Int64?, limit: Int) async throws -> [Stored] {
+    public func reports(regionID: Int, route: String?, trip: String?, serviceDay: EpochSeconds?, limit: Int) async throws -> [Stored] {
         let route = route ?? "", trip = trip ?? ""
-        let from = serviceDay.map { $0 * 1000 } ?? -1, until = serviceDay.map { ($0 + 86_400) * 1000 } ?? -1
+        let from = serviceDay.map { $0.millis.value } ?? -1, until = serviceDay.map { $0.adding(seconds: 86_400).millis.value } ?? -1
         return try await database.read { connection in
             try connection.query("""
                 SELECT * FROM ghost_bus_reports WHERE region_id = \(regionID)

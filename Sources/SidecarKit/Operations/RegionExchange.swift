@@ -50,7 +50,10 @@ enum RegionExchange {
     static func encoded(_ value: JSONValue) -> String { String(decoding: value.encoded(), as: UTF8.self) }
 
     /// Epoch milliseconds (the document's instants) as whole seconds, rounding down.
-    static func seconds(_ millis: Int64) -> Int64 { millis >= 0 ? millis / 1000 : (millis - 999) / 1000 }
+    static func seconds(_ millis: Int64) -> Int64 { EpochMillis(millis).seconds.value }
+
+    /// A document's milliseconds as an alert's instant in seconds.
+    static func instant(_ millis: Int64) -> EpochSeconds { EpochMillis(millis).seconds }
 }
 
 extension RegionExchange {

@@ -290,10 +290,10 @@ extension RegionExchange {
     /// or neither, and inside the shown period.
     static func checkPeriods(_ alert: Alert, _ reader: Reader) throws(Failure) {
         var probe = ServiceAlert(id: alert.id, regionID: 0, agencyID: "", header: "", description: "", url: nil, cause: .unknownCause,
-                                 effect: .unknownEffect, severity: .unknownSeverity, startsAt: seconds(alert.start), endsAt: alert.end.map(seconds),
+                                 effect: .unknownEffect, severity: .unknownSeverity, startsAt: instant(alert.start), endsAt: alert.end.map(instant),
                                  published: false, test: false, sourceVersion: 1, createdAt: 0, updatedAt: 0)
-        probe.impactStartsAt = alert.impactStart.map(seconds)
-        probe.impactEndsAt = alert.impactEnd.map(seconds)
+        probe.impactStartsAt = alert.impactStart.map(instant)
+        probe.impactEndsAt = alert.impactEnd.map(instant)
         if let problem = AlertInputRules.periodProblems(probe).first { throw Failure("\(reader.place("impact_start_time")): \(problem)") }
     }
 }

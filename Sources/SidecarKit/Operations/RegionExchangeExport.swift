@@ -20,7 +20,8 @@ extension RegionExchange {
         }
     }
 
-    static func time(seconds: Int64?) -> JSONValue { seconds.map { .string(Timestamp.format(seconds: $0)) } ?? .null }
+    static func time(seconds: Int64?) -> JSONValue { time(seconds.map { EpochSeconds($0) }) }
+    static func time(_ instant: EpochSeconds?) -> JSONValue { instant.map { .string(Timestamp.format($0)) } ?? .null }
     static func time(millis: Int64?) -> JSONValue { millis.map { .string(Timestamp.format(millis: $0)) } ?? .null }
     static func text(_ value: String?) -> JSONValue { .string(value ?? "") }
     static func integer(_ value: Int64?) -> JSONValue { value.map(JSONValue.integer) ?? .null }
@@ -42,15 +43,15 @@ extension RegionExchange {
         var object: [String: JSONValue] = [
             "id": .integer(alert.id), "agency_id": .string(alert.agencyID), "header_text": .string(alert.header),
             "description_text": .string(alert.description), "url": text(alert.url), "cause": .string(alert.cause.name),
-            "effect": .string(alert.effect.name), "severity": .string(alert.severity.name), "start_time": time(seconds: alert.startsAt),
-            "end_time": time(seconds: alert.endsAt), "published": .bool(alert.published), "is_test": .bool(alert.test),
+            "effect": .string(alert.effect.name), "severity": .string(alert.severity.name), "start_time": time(alert.startsAt),
+            "end_time": time(alert.endsAt), "published": .bool(alert.published), "is_test": .bool(alert.test),
             "created_at": time(seconds: alert.createdAt), "updated_at": time(seconds: alert.updatedAt), "translations": .array(translations),
         ]
         // Optional members (a Sidecar extension): only when set, so
         // documents without an impact period stay as OBACloud writes them.
         if let start = alert.impactStartsAt, let end = alert.impactEndsAt {
-            object["impact_start_time"] = time(seconds: start)
-            object["impact_end_time"] = time(seconds: end)
+            object["impact_start_time"] = time(start)
+            object["impact_end_time"] = time(end)
         }
         return .object(object)
     }

@@ -124,10 +124,10 @@ extension RegionExchange {
         var stored = ServiceAlert(id: alert.id, regionID: regionID, agencyID: alert.agencyID, header: alert.header, description: alert.description,
                                   url: alert.url.isEmpty ? nil : alert.url, cause: Cause(name: alert.cause) ?? .unknownCause,
                                   effect: Effect(name: alert.effect) ?? .unknownEffect, severity: SeverityLevel(name: alert.severity) ?? .unknownSeverity,
-                                  startsAt: seconds(alert.start), endsAt: alert.end.map(seconds), published: alert.published, test: alert.test,
+                                  startsAt: instant(alert.start), endsAt: alert.end.map(instant), published: alert.published, test: alert.test,
                                   sourceVersion: 1, createdAt: seconds(alert.created), updatedAt: seconds(alert.updated))
-        stored.impactStartsAt = alert.impactStart.map(seconds)
-        stored.impactEndsAt = alert.impactEnd.map(seconds)
+        stored.impactStartsAt = alert.impactStart.map(instant)
+        stored.impactEndsAt = alert.impactEnd.map(instant)
         return stored
     }
 

@@ -118,7 +118,7 @@ public enum SurveyRules {
             switch value {
             case .null: assign(nil)
             case .string(let text):
-                if let seconds = AlertInputRules.parseTime(text) {
+                if let seconds = AlertInputRules.parseTime(text)?.value {
                     if TimeBounds.contains(seconds) { assign(seconds) } else { messages.append(TimeBounds.message(key, seconds)) }
                 } else {
                     messages.append("\(key) must be an ISO 8601 time with a UTC offset or null")

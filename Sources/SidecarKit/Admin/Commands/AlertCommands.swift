@@ -23,7 +23,7 @@ extension OperatorCommands {
                 _ = try c.administration.region(regionID)
                 let zone = await c.zone(regionID: regionID)
                 for alert in try await c.alerts.alerts(regionID: regionID) {
-                    let state = AlertVisibility.of(alert, now: c.now).rawValue
+                    let state = AlertVisibility.of(alert, now: EpochSeconds(c.now)).rawValue
                     c.output("\(alert.id)\t\(state)\(alert.test ? " test" : "")\t\(RegionTime.iso8601(alert.startsAt, zone))"
                            + "\tuntil \(RegionTime.iso8601(AlertFeedRules.effectiveEnd(alert), zone))\t\(alert.header)")
                 }
@@ -140,10 +140,10 @@ extension OperatorCommands {
 
     /// An alert as `alert show` prints it, times in the region's zone.
     static func describe(_ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, now: Int64) -> String {
-        func time(_ seconds: Int64) -> String { RegionTime.iso8601(seconds, zone) }
+        func time(_ instant: EpochSeconds) -> String { RegionTime.iso8601(instant, zone) }
         var lines = [
             "alert \(alert.id) (region \(alert.regionID), agency \(alert.agencyID)); times in \(zone.identifier)",
-            "  state:       \(AlertVisibility.of(alert, now: now).rawValue)\(alert.test ? ", test" : "")",
+            "  state:       \(AlertVisibility.of(alert, now: EpochSeconds(now)).rawValue)\(alert.test ? ", test" : "")",
             "  header:      \(alert.header)",
             "  description: \(alert.description)",
             "  url:         \(alert.url ?? "-")",
