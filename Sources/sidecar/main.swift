@@ -78,7 +78,7 @@ case .serve(let configuration):
     let logger = configuration.makeLogger()
     do {
         let sidecar = try await Sidecar.prepare(configuration: configuration, logger: logger)
-        try sidecar.start()
+        try await sidecar.start()
         let received = await ShutdownSignal.wait()
         logger.info("signal received", [("signal", received == SIGTERM ? "SIGTERM" : "SIGINT")])
         // Exit at once, without further teardown, when the deadline cut work

@@ -34,7 +34,7 @@ struct TestSidecar {
         configure(&configuration)
         let log = MemorySink()
         let sidecar = try await Sidecar.prepare(configuration: configuration, clock: clock, logger: Logger(level: .debug, format: configuration.logFormat, sink: log))
-        try sidecar.start()
+        try await sidecar.start()
         let harness = TestSidecar(sidecar: sidecar, clock: clock, log: log)
         do { try await body(harness) } catch {
             await sidecar.shutdown()

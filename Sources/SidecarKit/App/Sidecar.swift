@@ -173,7 +173,7 @@ public final class Sidecar: Sendable {
 
     /// Starts listening and the background loops; returns the bound port.
     @discardableResult
-    public func start() throws(StartupError) -> Int {
+    public func start() async throws(StartupError) -> Int {
         let port: Int
         do { port = try server.start() } catch { throw StartupError(description: "\(error)", exitCode: 1) }
         if let metricsServer {
@@ -181,7 +181,9 @@ public final class Sidecar: Sendable {
                 let metricsPort = try metricsServer.start()
                 logger.info("metrics listening", [("address", "http://\(SidecarConfiguration.ListenAddress(host: metricsServer.configuration.host, port: metricsPort))/metrics")])
             } catch {
-                Task { [server] in await server.shutdown(grace: .zero) }
+                // The main listener is stopped before the error is
+                // returned, so nothing is left serving half a server.
+                await server.shutdown(grace: .zero)
                 throw StartupError(description: "metrics: \(error)", exitCode: 1)
             }
         }

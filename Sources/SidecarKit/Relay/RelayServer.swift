@@ -21,18 +21,22 @@ public enum RelayServer {
                                             ("port", String(relay.server.port)), ("database", configuration.database),
                                             ("apns", relay.apns == nil ? "off" : "on"), ("fcm", relay.fcm == nil ? "off" : "on"),
                                             ("allowed_servers", relay.allowed.map { String($0.count) } ?? "any")])
-            let sweeper = Task {
-                while !Task.isCancelled {
+            // Hourly sweep of expired nonces and counters, as tracked
+            // background work: it is waited for before the database closes.
+            let work = BackgroundWork()
+            work.run {
+                while !work.stop.isStopping {
                     _ = try? await relay.store.sweep(nowMillis: clock.now().epochMillis)
                     try? await Task.sleep(for: .seconds(3600))
                 }
             }
             let received = await ShutdownSignal.wait()
             logger.info("signal received", [("signal", received == SIGTERM ? "SIGTERM" : "SIGINT")])
-            sweeper.cancel()
-            let clean = await relay.server.shutdown(grace: .seconds(Int64(configuration.shutdownTimeoutSeconds)))
+            let grace = Duration.seconds(Int64(configuration.shutdownTimeoutSeconds))
+            let clean = await relay.server.shutdown(grace: grace)
+            let swept = await work.stopAndWait(until: .now + grace)
             await relay.database.close()
-            return clean ? 0 : 1
+            return clean && swept ? 0 : 1
         } catch let error as StartupError {
             StandardErrorSink().write("sidecar: error: \(error.description)")
             return error.exitCode
