@@ -57,10 +57,12 @@ let package = Package(
         // No server module: it builds for iOS, macOS and Linux.
         .target(name: "SidecarClient"),
 
-        // A raw-socket HTTP client for tests that must send malformed bytes.
-        .target(name: "TestSupport", dependencies: ["HTTPServer"], path: "Tests/TestSupport"),
+        // What the test targets share: a raw-socket HTTP client for tests that
+        // must send malformed bytes, the apps' fixtures, the off-pool runner,
+        // and a PostgreSQL database per test.
+        .target(name: "TestSupport", dependencies: ["HTTPServer", "Database"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
-        .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
+        .testTarget(name: "DatabaseTests", dependencies: ["Database", "TestSupport"]),
         .testTarget(name: "HTMLTests", dependencies: ["HTML"]),
         .testTarget(name: "SidecarClientTests", dependencies: ["SidecarClient"]),
         .testTarget(name: "PushTests", dependencies: ["Push", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"]),

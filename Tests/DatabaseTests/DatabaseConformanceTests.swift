@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import Database
 
 /// What every backend behind `Database` must do alike. Runs on SQLite always
@@ -10,41 +11,30 @@ struct DatabaseConformanceTests {
     enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case sqlite, postgresql
         var testDescription: String { rawValue }
-        static var available: [Backend] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgresql] }
+        static var available: [Backend] { TestBackend.isPostgreSQL ? [.sqlite, .postgresql] : [.sqlite] }
     }
-
-    static let postgresURL = ProcessInfo.processInfo.environment["SIDECAR_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
 
     /// A fresh, empty database of the backend; removed afterwards.
     static func withDatabase(_ backend: Backend, _ body: (any Database) async throws -> Void) async throws {
         switch backend {
         case .sqlite:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-conformance-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let database = try SQLiteDatabase(path: directory.appendingPathComponent("db.sqlite3").path)
-            do { try await body(database) } catch { await database.close(); throw error }
-            await database.close()
+            try await TemporaryDirectory.run("sidecar-conformance") { directory in
+                let database = try SQLiteDatabase(path: directory.appendingPathComponent("db.sqlite3").path)
+                do { try await body(database) } catch { await database.close(); throw error }
+                await database.close()
+            }
         case .postgresql:
-            let admin = try #require(postgresURL)
-            let name = "c_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-            try await offPool { try PostgreSQLConnection(PostgresLocation(url: admin)).run("CREATE DATABASE \(name)") }
-            let slash = admin.lastIndex(of: "/")!
-            let database = try await offPool { try PostgreSQLDatabase(url: admin[..<slash] + "/" + name, connections: 4) }
+            // Blocking libpq setup off the small concurrency pool the tests share.
+            let created = try await offPool { try TestBackend.makePostgresDatabase() }
+            let postgres = try #require(created, "needs SIDECAR_TEST_POSTGRES_URL")
+            let database = try await offPool { try PostgreSQLDatabase(url: postgres.url, connections: 4) }
             do { try await body(database) } catch {
                 await database.close()
-                try? await offPool { try PostgreSQLConnection(PostgresLocation(url: admin)).run("DROP DATABASE \(name) WITH (FORCE)") }
+                try? await offPool { try TestBackend.dropPostgresDatabase(postgres) }
                 throw error
             }
             await database.close()
-            try await offPool { try PostgreSQLConnection(PostgresLocation(url: admin)).run("DROP DATABASE \(name) WITH (FORCE)") }
-        }
-    }
-
-    /// Blocking libpq setup off the small concurrency pool the tests share.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
+            try await offPool { try TestBackend.dropPostgresDatabase(postgres) }
         }
     }
 
@@ -198,7 +188,7 @@ struct DatabaseConformanceTests {
         }
     }
 
-    @Test(.enabled(if: postgresURL != nil, "needs SIDECAR_TEST_POSTGRES_URL"))
+    @Test(.enabled(if: TestBackend.isPostgreSQL, "needs SIDECAR_TEST_POSTGRES_URL"))
     func anUnreachableServerIsAClearErrorNamingTheHostButNotThePassword() throws {
         do {
             _ = try PostgreSQLDatabase(url: "postgres://someone:hunter2@127.0.0.1:1/nothing", connections: 1)

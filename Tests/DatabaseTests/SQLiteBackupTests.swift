@@ -1,18 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import Database
 
 /// `sidecar backup`: a consistent copy while writers keep writing.
 @Suite("SQLite online backup")
 struct SQLiteBackupTests {
-    /// Runs blocking work on a thread of its own, not the cooperative pool.
-    static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
-        }
-    }
-
     @Test func aBackupTakenDuringAWriteLoadIsConsistentAndComplete() async throws {
         try await SQLiteDatabaseTests.withDatabase { database, path in
             try await database.migrate(SQLiteDatabaseTests.schema)
@@ -34,7 +28,7 @@ struct SQLiteBackupTests {
             while written.load(ordering: .relaxed) < 2000 { try await Task.sleep(for: .milliseconds(5)) }
             let target = path + ".backup"
             let before = written.load(ordering: .relaxed)
-            let summary = try await Self.onThread { try SQLiteBackup.copy(from: path, to: target) }
+            let summary = try await offPool { try SQLiteBackup.copy(from: path, to: target) }
             let after = written.load(ordering: .relaxed)
             stop.store(true, ordering: .relaxed)
             try await writer.value

@@ -1,20 +1,20 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import Database
 
 @Suite("SQLite database")
 struct SQLiteDatabaseTests {
     static func withDatabase(synchronous: SQLiteDatabase.Synchronous = .normal, _ body: (SQLiteDatabase, String) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-db-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("test.sqlite3").path
-        let database = try SQLiteDatabase(path: path, synchronous: synchronous)
-        do { try await body(database, path) } catch {
+        try await TemporaryDirectory.run("sidecar-db") { directory in
+            let path = directory.appendingPathComponent("test.sqlite3").path
+            let database = try SQLiteDatabase(path: path, synchronous: synchronous)
+            do { try await body(database, path) } catch {
+                await database.close()
+                throw error
+            }
             await database.close()
-            throw error
         }
-        await database.close()
     }
 
     static let schema = [

@@ -90,12 +90,13 @@ struct OBADecodingTests {
 @Suite("OneBusAway client over HTTP")
 struct OBAClientLiveTests {
     @Test func sendsTheKeyAndParametersAndClassifiesTransportFailures() async throws {
+        let fixtures = try LoadedFixtures(["ios/arrival-and-departure-for-stop-1_11420.json"])
         var router = Router()
         router.add(Route("GET", "/api/where/arrival-and-departure-for-stop/:stop") { request in
             guard request.parameters["key"] == "K", request.parameters["tripId"] == "1_40989208",
                   request.parameters["serviceDate"] == "1538809200000", request.parameters["stopSequence"] == "4",
                   request.pathParameters["stop"] == "1_11420.json" else { return .json(400, ["error": "bad"]) }
-            return .bytes(200, contentType: "application/json", (try? SharedFixtures.bytes("ios/arrival-and-departure-for-stop-1_11420.json")) ?? [])
+            return fixtures.response("ios/arrival-and-departure-for-stop-1_11420.json")
         })
         let server = try startLocalServer(router)
         let port = server.port

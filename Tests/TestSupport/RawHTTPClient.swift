@@ -57,12 +57,8 @@ public enum RawHTTPClient {
     @discardableResult
     public static func send(port: Int, _ bytes: [UInt8], source: String? = nil, closeAfterSend: Bool = false,
                             timeoutSeconds: Int = 10) async throws -> RawResponse {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(with: Result {
-                    try blockingExchange(port: port, bytes: bytes, source: source, closeAfterSend: closeAfterSend, timeoutSeconds: timeoutSeconds)
-                })
-            }.start()
+        try await offPool {
+            try blockingExchange(port: port, bytes: bytes, source: source, closeAfterSend: closeAfterSend, timeoutSeconds: timeoutSeconds)
         }
     }
 
@@ -194,9 +190,7 @@ public final class RawSocket: @unchecked Sendable {
     /// `read` on a plain thread, so waiting never holds one of the few
     /// threads of the shared concurrency pool (the server's handlers run there).
     public func readOffPool(timeoutSeconds: Double) async -> (bytes: [UInt8], closed: Bool) {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: self.read(timeoutSeconds: timeoutSeconds)) }.start()
-        }
+        await offPool { self.read(timeoutSeconds: timeoutSeconds) }
     }
 
     /// The response read (status and headers), or nil.

@@ -1,0 +1,79 @@
+import Core
+import Crypto
+import Foundation
+import HTTPClient
+import HTTPServer
+import Push
+import Testing
+import TestSupport
+@testable import SidecarKit
+
+/// Issue 17: the signed push relay's protocol (signatures, server ids, payloads, tokens).
+@Suite("Relay: protocol")
+struct RelayProtocolTests {
+    @Test func keysSignAndVerifyAsRawRS() throws {
+        let key = try PrivateKey.generateP256()
+        let publicKey = try key.publicKey()
+        let message = Array("1767225600000.a1b2c3d4.ios".utf8)
+        let signature = try key.sign(message)
+        #expect(signature.count == 64)
+        #expect(publicKey.verify(message, signature: signature))
+        #expect(!publicKey.verify(Array("1767225600000.a1b2c3d4.android".utf8), signature: signature))
+        #expect(!publicKey.verify(message, signature: Array(signature.dropLast())))
+        var flipped = signature
+        flipped[10] ^= 1
+        #expect(!publicKey.verify(message, signature: flipped))
+        // The PEM reloads to the same identity.
+        let reloaded = try PrivateKey(pem: key.pem())
+        #expect(RelayProtocol.PublicJWK(try reloaded.publicKey()) == RelayProtocol.PublicJWK(publicKey))
+    }
+
+    @Test func serverIDHashesTheCanonicalJWK() throws {
+        let jwk = RelayProtocol.PublicJWK(x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0")
+        #expect(jwk.canonical == #"{"crv":"P-256","kty":"EC","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}"#)
+        #expect(jwk.serverID == Base64URL.encode(SHA256.digest(Array(jwk.canonical.utf8))))
+        #expect(jwk.serverID.count == 43)
+        // Member order in the request does not matter; the key must be on P-256.
+        let shuffled: JSONValue = .object(["y": .string(jwk.y), "crv": .string("P-256"), "x": .string(jwk.x), "kty": .string("EC")])
+        #expect(try RelayProtocol.PublicJWK.parse(shuffled) == jwk)
+        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.PublicJWK.parse(.object(["kty": .string("EC"), "crv": .string("P-384"), "x": .string(jwk.x), "y": .string(jwk.y)])) }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.PublicJWK.parse(.object(["kty": .string("EC"), "crv": .string("P-256"), "x": .string(jwk.x), "y": .string(jwk.y), "d": .string("secret")])) }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) {
+            try RelayProtocol.PublicJWK(x: jwk.x, y: Base64URL.encode(Array(repeating: 7, count: 32))).key()
+        }
+    }
+
+    @Test(arguments: [
+        (RelayProtocol.registerString(ts: 1, token: "abc", platform: "ios"), "1.abc.ios"),
+        (RelayProtocol.registerString(ts: 1, token: "abc", platform: nil), "1.abc"),
+        (RelayProtocol.sendString(ts: 5, tokens: ["bb", "aa", "cc"], title: "Hi. There"), "5.aa,bb,cc.Hi. There"),
+        (RelayProtocol.requestString(method: "POST", path: "/v1/push/send", ts: 9, bodyDigest: "d"), "sidecar-relay-v2\nPOST\n/v1/push/send\n9\nd"),
+    ])
+    func signedStrings(actual: String, expected: String) {
+        #expect(actual == expected)
+    }
+
+    @Test func payloadsRoundTripEveryFieldOurPushesUse() throws {
+        var alarm = PushMessage(token: "t", platform: .ios, apnsSandbox: true, title: "Your bus", body: "5 minutes away",
+                                data: ["arrival_and_departure": .object(["stopID": .string("1_75403")])])
+        alarm.attention = .timeSensitive
+        alarm.collapseID = "alarm-1"
+        alarm.expiration = 99
+        alarm.badge = 3
+        let decoded = try RelayProtocol.decode(RelayProtocol.encode(alarm), token: "t", platform: .ios)
+        #expect(decoded == alarm)
+        var activity = PushMessage(token: "t", platform: .ios)
+        activity.kind = .liveActivity
+        activity.priority = 5
+        activity.liveActivity = ["event": .string("update"), "timestamp": .integer(1), "content-state": .object(["minutes": .integer(5)]),
+                                 "stale-date": .integer(2), "dismissal-date": .integer(3)]
+        #expect(try RelayProtocol.decode(RelayProtocol.encode(activity), token: "t", platform: .ios) == activity)
+        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.decode(RelayProtocol.encode(activity), token: "t", platform: .android) }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.decode(.object(["kind": .string("alert"), "surprise": .bool(true)]), token: "t", platform: .ios) }
+    }
+
+    @Test(arguments: [("0a1b2c3d4e5f6a7b", true), ("fcm-token:APA91b_x-y", true), ("short", false), ("has space 123", false), ("<script>alert</script>", false)])
+    func tokens(token: String, valid: Bool) {
+        #expect(RelayProtocol.isToken(token) == valid)
+    }
+}
