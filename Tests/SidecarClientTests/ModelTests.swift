@@ -54,6 +54,8 @@ struct ModelTests {
     @Test func randomBytesNeverCrashTheFeedReader() throws {
         var generator = SeededGenerator(seed: 18)
         let valid = try Array(Self.fixture("puget_sound_alerts.pb"))
+        var decoded = 0
+        var refused = 0
         for round in 0..<2_000 {
             var bytes = valid
             // Flip, cut or replace: every outcome is a feed or a DecodingError.
@@ -62,8 +64,20 @@ struct ModelTests {
             case 1: bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &generator)))
             default: bytes = (0..<Int.random(in: 0..<64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             }
-            _ = try? AlertsFeed(decoding: Data(bytes))
+            // Through an untyped Result: whatever the reader throws is caught and judged here.
+            let outcome = Result<AlertsFeed, any Error> { try AlertsFeed(decoding: Data(bytes)) }
+            switch outcome {
+            case .success:
+                decoded += 1
+            case .failure(let error as AlertsFeed.DecodingError):
+                refused += 1
+                #expect(!error.description.isEmpty, "round \(round): a refusal says why")
+            case .failure(let error):
+                Issue.record("round \(round): \(type(of: error)) is neither a feed nor an AlertsFeed.DecodingError: \(error)")
+            }
         }
+        #expect(decoded > 0, "some damaged feeds still decode (\(decoded) of 2000)")
+        #expect(refused > 0, "some are refused with a DecodingError (\(refused) of 2000)")
     }
 
     @Test func translationsFallBackAsTheAppsShowThem() {
