@@ -69,7 +69,6 @@ struct MigrationListTests {
 
             let created = try await offPool { try TestBackend.makePostgresDatabase() }
             let postgresDatabase = try #require(created)
-            defer { Thread { try? TestBackend.dropPostgresDatabase(postgresDatabase) }.start() }
             let postgres = try PostgreSQLDatabase(url: postgresDatabase.url, connections: 1)
             try await postgres.migrate(Migrations.sidecar)
             let postgresSchema = try await postgres.read { connection -> (columns: Set<Column>, indexes: Set<String>) in
@@ -89,6 +88,7 @@ struct MigrationListTests {
                 return (columns, indexes)
             }
             await postgres.close()
+            try await offPool { try TestBackend.dropPostgresDatabase(postgresDatabase) }
             #expect(sqliteSchema.columns.count > 100)
             #expect(sqliteSchema.columns.subtracting(postgresSchema.columns).sorted { $0.description < $1.description }.map(\.description) == [])
             #expect(postgresSchema.columns.subtracting(sqliteSchema.columns).sorted { $0.description < $1.description }.map(\.description) == [])

@@ -23,7 +23,24 @@ struct TestSidecar {
         configuration.port = 0
         configuration.database = directory.appendingPathComponent("sidecar.sqlite3").path
         let postgres = try await offPool { try TestBackend.makePostgresDatabase() }
-        defer { if let postgres { Thread { try? TestBackend.dropPostgresDatabase(postgres) }.start() } }
+        do {
+            try await serve(configuration, postgres: postgres, clock: clock, configure, body)
+        } catch {
+            await drop(postgres)
+            throw error
+        }
+        // Awaited, so a test run leaves no database behind when it exits.
+        await drop(postgres)
+    }
+
+    private static func drop(_ postgres: TestBackend.PostgresDatabase?) async {
+        guard let postgres else { return }
+        _ = try? await offPool { try TestBackend.dropPostgresDatabase(postgres) }
+    }
+
+    private static func serve(_ base: SidecarConfiguration, postgres: TestBackend.PostgresDatabase?, clock: ManualClock,
+                              _ configure: (inout SidecarConfiguration) -> Void, _ body: (TestSidecar) async throws -> Void) async throws {
+        var configuration = base
         if let postgres {
             configuration.database = postgres.url
             configuration.postgresConnections = 3  // many tests run at once
