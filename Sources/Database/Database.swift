@@ -237,7 +237,7 @@ public struct HealthProblem: Sendable, Equatable, CustomStringConvertible {
 
 extension Database {
     /// True when the database answers a trivial query.
-    public func ping() async -> Bool {
+    func ping() async -> Bool {
         (try? await read { connection in try connection.queryOne("SELECT 1 AS ok", []) != nil }) ?? false
     }
 

@@ -223,7 +223,7 @@ public final class SQLiteDatabase: Database {
 
     /// Why the file at `path` is not the database this object has open:
     /// deleted, or replaced by another file. Nil when it still is.
-    public func fileProblem() -> String? {
+    func fileProblem() -> String? {
         guard let openedFile else { return nil }
         guard let current = FileIdentity(path: path) else {
             return "the database file \(path) was deleted while the server was running"

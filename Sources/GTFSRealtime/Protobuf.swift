@@ -1,7 +1,7 @@
 /// Protocol buffers wire format (proto2), just what GTFS-realtime needs.
 /// Written here because no Swift protobuf package can be fetched; the format
 /// is small and fixed: varints, length-delimited fields and fixed64/32 skips.
-public struct ProtobufWriter {
+struct ProtobufWriter {
     public private(set) var bytes: [UInt8] = []
 
     public init() {}
@@ -18,7 +18,7 @@ public struct ProtobufWriter {
     mutating func tag(_ field: Int, wireType: UInt64) { varint(UInt64(field) << 3 | wireType) }
 
     /// A varint field (uint64, enum, bool).
-    public mutating func uint(_ field: Int, _ value: UInt64) {
+    mutating func uint(_ field: Int, _ value: UInt64) {
         tag(field, wireType: 0)
         varint(value)
     }
@@ -48,7 +48,7 @@ public struct ProtobufError: Error, Equatable, CustomStringConvertible {
 }
 
 /// Reads fields one by one; unknown fields are skipped by the caller.
-public struct ProtobufReader {
+struct ProtobufReader {
     /// One field as read off the wire.
     public enum Value {
         case varint(UInt64)

@@ -3,11 +3,11 @@ import Glibc
 #endif
 
 /// Client addresses as per-client limits see them.
-public enum ClientAddress {
+enum ClientAddress {
     /// The key limits count under: an IPv4 address as is (IPv4-mapped IPv6
     /// as IPv4), an IPv6 address reduced to its /64 prefix, anything else
     /// unchanged.
-    public static func limitKey(_ address: String) -> String {
+    static func limitKey(_ address: String) -> String {
         guard address.utf8.contains(UInt8(ascii: ":")) else { return address }
         guard var parsed = IPAddress(address) else { return address }
         if parsed.isIPv4 { return parsed.description }
@@ -19,7 +19,7 @@ public enum ClientAddress {
 /// An IPv4 or IPv6 address held as 16 bytes, IPv4 as IPv4-mapped IPv6
 /// (`::ffff:a.b.c.d`) so one comparison serves both families and a mapped
 /// peer matches an IPv4 range.
-public struct IPAddress: Equatable, Sendable, CustomStringConvertible {
+struct IPAddress: Equatable, Sendable, CustomStringConvertible {
     public var bytes: [UInt8]
 
     /// Parses `192.0.2.1`, `2001:db8::1`, `::ffff:192.0.2.1`; nil for
@@ -39,7 +39,7 @@ public struct IPAddress: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Whether this is an IPv4 address (or IPv4-mapped IPv6).
-    public var isIPv4: Bool { bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF }
+    var isIPv4: Bool { bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF }
 
     /// IPv4 in dotted form (mapped addresses too), IPv6 in RFC 5952 form.
     public var description: String {

@@ -22,7 +22,7 @@ public struct ServerConfiguration: Sendable {
     public var connectionLimit = 1024
     /// Body size accepted when a route does not set its own (413 above).
     public var defaultBodyLimit = 1 << 20
-    public var listenBacklog = 1024
+    var listenBacklog = 1024
     /// Seconds from a request's first byte to the end of its head (request
     /// line and headers); slower clients are disconnected (slowloris).
     public var headerTimeoutSeconds = 10
@@ -45,7 +45,7 @@ public struct ServerConfiguration: Sendable {
 }
 
 /// Errors starting the server.
-public enum ServerError: Error, CustomStringConvertible {
+enum ServerError: Error, CustomStringConvertible {
     case listenFailed(host: String, port: Int, reason: String)
     case daemonFailed
 
@@ -77,7 +77,7 @@ public final class HTTPServer: Sendable {
     private let draining = Atomic<Bool>(false)
     /// Exchange states alive right now (allocated per request, freed when
     /// libmicrohttpd reports the request finished); tests check it returns to 0.
-    public let liveExchanges = Atomic<Int>(0)
+    let liveExchanges = Atomic<Int>(0)
     /// Whether the NUL checks that depend on libmicrohttpd's buffer layout
     /// are on (only for the version they were written against).
     let checksHeadLayout: Bool

@@ -101,7 +101,7 @@ public struct Parameters: Sendable, Equatable {
     /// Parses a JSON body for the parameter bag: an object's members; any
     /// other valid JSON (an array, a string) carries no parameters, as Rails
     /// files it under `_json`, so validation then says what is missing.
-    public static func parseJSONBody(_ body: [UInt8], maxDepth: Int = 64) throws(ParameterError) -> [String: JSONValue] {
+    static func parseJSONBody(_ body: [UInt8], maxDepth: Int = 64) throws(ParameterError) -> [String: JSONValue] {
         do { return try parseJSONObject(body, maxDepth: maxDepth) } catch .jsonNotAnObject { return [:] }
     }
 

@@ -46,7 +46,7 @@ public final class FixedWindowRateLimiter: Sendable {
 
     /// The longest key kept as given; a longer one (an identifier a client
     /// chose) is kept as a fixed-size digest of itself.
-    public static let maxKeyBytes = 64
+    static let maxKeyBytes = 64
 
     /// - Parameters:
     ///   - limit: hits allowed per window; 0 or less disables the limiter.
@@ -172,7 +172,7 @@ public final class FixedWindowRateLimiter: Sendable {
     /// over the limit, in the route's error shape (on the server's thread:
     /// a flood of refused requests costs no task). With shared counters it
     /// lets everything through to `middleware`, which asks them.
-    public func precheck(errorStyle: ErrorStyle, key: @escaping @Sendable (Request) -> String = { $0.clientKey }) -> Precheck {
+    func precheck(errorStyle: ErrorStyle, key: @escaping @Sendable (Request) -> String = { $0.clientKey }) -> Precheck {
         { request in
             guard self.shared == nil, case .limited(let retryAfter) = self.hit(key(request)) else { return nil }
             return Self.refusal(errorStyle, retryAfter: retryAfter)

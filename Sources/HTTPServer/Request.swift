@@ -15,7 +15,7 @@ public struct Request: Sendable {
     /// The request body as received (bounded by the route's body limit).
     public let body: [UInt8]
     /// The TCP peer's address (never X-Forwarded-For).
-    public let peerAddress: String
+    let peerAddress: String
     /// The client's address: the TCP peer, unless the application resolved
     /// another from a trusted proxy's headers. Throttles and logs use it.
     public var clientAddress: String
@@ -78,7 +78,7 @@ public struct Request: Sendable {
     /// Parses query and body into `parameters` (body wins over query). A body
     /// with no Content-Type is read as a form, as Rack does, unless it is a
     /// JSON object.
-    public mutating func parseParameters(limit: Int) throws(ParameterError) {
+    mutating func parseParameters(limit: Int) throws(ParameterError) {
         var merged: [String: JSONValue] = [:]
         for (name, value) in try Parameters.parseURLEncoded(rawQuery.utf8, limit: limit) {
             merged[name] = .string(value)

@@ -6,7 +6,7 @@ public struct Response: Sendable {
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
     /// Extra `key=value` fields for this request's log line (never secrets).
-    public var logFields: [(String, String)] = []
+    var logFields: [(String, String)] = []
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
@@ -79,7 +79,7 @@ public enum ErrorStyle: Sendable {
 }
 
 /// `{"error": ..., "messages": [...]}`.
-public struct ErrorWithMessages: Codable, Sendable, Equatable {
+struct ErrorWithMessages: Codable, Sendable, Equatable {
     public var error: String
     public var messages: [String]
     public init(error: String, messages: [String]) {

@@ -130,7 +130,7 @@ public struct Router: Sendable {
     /// only with routes of its own length.
     private var routesBySegmentCount: [Int: [Route]] = [:]
     /// Most parameters a request may carry (query plus body).
-    public var parameterLimit: Int
+    var parameterLimit: Int
     /// The answers for unknown paths under a prefix (a console's own page);
     /// the longest matching prefix wins, else the JSON 404.
     private var notFoundAnswers: [(prefix: String, answer: @Sendable (Request) -> Response)] = []
@@ -178,7 +178,7 @@ public struct Router: Sendable {
     /// ignored (the apps call some paths with one), and so are extra leading
     /// slashes (Android joins a base URL ending in `/` and `/api/...` into
     /// `//api/...`).
-    public static func pathSegments(_ rawPath: String) throws(ParameterError) -> [String] {
+    static func pathSegments(_ rawPath: String) throws(ParameterError) -> [String] {
         let bytes = Array(rawPath.utf8)
         var segments: [String] = []
         var start = 0

@@ -18,11 +18,11 @@ public final class APNsTransport: PushTransport {
         public var productionURL = "https://api.push.apple.com"
         public var sandboxURL = "https://api.sandbox.push.apple.com"
         /// Re-sign the provider token after this long (Apple accepts 20–60 minutes).
-        public var tokenLifetimeSeconds: Double = 40 * 60
+        var tokenLifetimeSeconds: Double = 40 * 60
         /// Attempts for a transient failure (429, 500, 503, network).
         public var maxAttempts = 3
         /// First backoff; doubled per attempt.
-        public var backoffSeconds: Double = 0.5
+        var backoffSeconds: Double = 0.5
 
         public init(keyID: String, teamID: String, topic: String) {
             self.keyID = keyID
@@ -32,7 +32,7 @@ public final class APNsTransport: PushTransport {
     }
 
     /// The largest payload APNs accepts for an alert push.
-    public static let maxPayloadBytes = 4096
+    static let maxPayloadBytes = 4096
 
     let configuration: Configuration
     let key: PrivateKey

@@ -7,10 +7,10 @@ import HTTPClient
 /// database a command's access calls for (never creating one to read), says
 /// which on standard error, runs the command as its group's file describes
 /// it, and reports its errors.
-public enum AdminCommands {
+enum AdminCommands {
     /// Runs one command; returns the process exit status (0 ok, 1 failed,
     /// 2 usage). Normal output goes to `output`, errors and progress to `errors`.
-    public static func run(_ invocation: AdminInvocation, clock: any WallClock = SystemClock(),
+    static func run(_ invocation: AdminInvocation, clock: any WallClock = SystemClock(),
                            output: @escaping @Sendable (String) -> Void = { print($0) },
                            errors: @escaping @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
         guard let command = OperatorCommands.named(invocation.command) else {

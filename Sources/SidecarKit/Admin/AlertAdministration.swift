@@ -2,11 +2,11 @@ import Core
 import GTFSRealtime
 
 /// What an administrator asked for that cannot be done.
-public enum AdministrationError: Error, Equatable {
+enum AdministrationError: Error, Equatable {
     case notFound(String)
     case invalid([String])
 
-    public var messages: [String] {
+    var messages: [String] {
         switch self {
         case .notFound(let message): return [message]
         case .invalid(let messages): return messages
@@ -16,7 +16,7 @@ public enum AdministrationError: Error, Equatable {
 
 /// The authoring operations, shared by the CLI and the admin HTTP API so
 /// both validate the same way.
-public struct AlertAdministration: Sendable {
+struct AlertAdministration: Sendable {
     let store: AlertStore
     let regions: RegionDirectory
     let clock: any WallClock
@@ -54,12 +54,12 @@ public struct AlertAdministration: Sendable {
     }
 
     /// Regions from the directory with their settings.
-    public func regionList() async throws -> [(region: Region, settings: RegionSettings?)] {
+    func regionList() async throws -> [(region: Region, settings: RegionSettings?)] {
         let settings = try await store.regionSettings()
         return regions.all.map { ($0, settings[$0.id]) }
     }
 
-    public func setRegion(id: Int, agencyID: String?, timezone: String?) async throws -> RegionSettings {
+    func setRegion(id: Int, agencyID: String?, timezone: String?) async throws -> RegionSettings {
         _ = try region(id)
         var messages: [String] = []
         var zone: String??
@@ -96,7 +96,7 @@ public struct AlertAdministration: Sendable {
 
     /// Creates a draft alert from authoring fields (`header`, `description`,
     /// `url`, `cause`, `effect`, `severity`, `start`, `end`, `test`, `agency_id`).
-    public func create(regionID: Int, fields: [String: String]) async throws -> ServiceAlert {
+    func create(regionID: Int, fields: [String: String]) async throws -> ServiceAlert {
         _ = try region(regionID)
         var messages: [String] = []
         if fields["header"]?.presence == nil { messages.append("Header can't be blank") }
@@ -117,12 +117,12 @@ public struct AlertAdministration: Sendable {
         return created
     }
 
-    public func alert(id: Int64) async throws -> ServiceAlert {
+    func alert(id: Int64) async throws -> ServiceAlert {
         guard let alert = try await store.find(id: id) else { throw AdministrationError.notFound("No alert \(id)") }
         return alert
     }
 
-    public func edit(id: Int64, fields: [String: String]) async throws -> ServiceAlert {
+    func edit(id: Int64, fields: [String: String]) async throws -> ServiceAlert {
         var alert = try await alert(id: id)
         let messages = AlertInputRules.apply(fields, to: &alert)
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
@@ -131,7 +131,7 @@ public struct AlertAdministration: Sendable {
         return saved
     }
 
-    public func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {
+    func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {
         var alert = try await alert(id: id)
         if alert.published && !published { alert.withdrawnAt = EpochSeconds(now) }
         if published { alert.withdrawnAt = nil }
@@ -147,7 +147,7 @@ public struct AlertAdministration: Sendable {
         return saved
     }
 
-    public func delete(id: Int64) async throws {
+    func delete(id: Int64) async throws {
         let alert = try await alert(id: id)
         guard try await store.delete(id: id, now: now) else { throw AdministrationError.notFound("No alert \(id)") }
         cache?.invalidate(regionID: alert.regionID)
@@ -170,7 +170,7 @@ public struct AlertAdministration: Sendable {
         return .success(language)
     }
 
-    public func translate(id: Int64, language: String, header: String?, description: String?) async throws -> AlertTranslation {
+    func translate(id: Int64, language: String, header: String?, description: String?) async throws -> AlertTranslation {
         let alert = try await alert(id: id)
         var messages: [String] = []
         var languageTag = ""
@@ -192,7 +192,7 @@ public struct AlertAdministration: Sendable {
         return translation
     }
 
-    public func deleteTranslation(id: Int64, language: String) async throws {
+    func deleteTranslation(id: Int64, language: String) async throws {
         let alert = try await alert(id: id)
         guard try await store.deleteTranslation(alertID: id, language: language, now: now) else {
             throw AdministrationError.notFound("No \(language) translation of alert \(id)")
@@ -204,7 +204,7 @@ public struct AlertAdministration: Sendable {
     /// The unfinished send for this alert and audience, or a new one.
     /// Everyone gets only published alerts; test devices may get a draft
     /// (to see it before riders do). Test alerts go to test devices only.
-    public func startSend(id: Int64, audience: AlertSend.Audience) async throws -> (AlertSend, ServiceAlert) {
+    func startSend(id: Int64, audience: AlertSend.Audience) async throws -> (AlertSend, ServiceAlert) {
         let alert = try await alert(id: id)
         guard alert.published || audience == .test else {
             throw AdministrationError.invalid(["Publish the alert before sending it to everyone (a draft may go to test devices)"])

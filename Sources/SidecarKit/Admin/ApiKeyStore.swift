@@ -3,30 +3,30 @@ import Database
 
 /// Bearer keys for the admin API. A key is shown once, at creation; only
 /// its SHA-256 is stored, so a copy of the database yields no usable key.
-public struct ApiKeyStore: Sendable {
+struct ApiKeyStore: Sendable {
     let database: any Database
 
-    public init(database: any Database) { self.database = database }
+    init(database: any Database) { self.database = database }
 
     /// A stored key (never the key itself).
-    public struct Record: Sendable, Equatable {
-        public var id: Int64
-        public var name: String
+    struct Record: Sendable, Equatable {
+        var id: Int64
+        var name: String
         /// The key's first characters, to tell keys apart in listings.
-        public var prefix: String
-        public var createdAt: Int64
-        public var lastUsedAt: Int64?
-        public var revokedAt: Int64?
+        var prefix: String
+        var createdAt: Int64
+        var lastUsedAt: Int64?
+        var revokedAt: Int64?
         /// The regions the key may act on (nil: every region).
-        public var regions: Set<Int>? = nil
+        var regions: Set<Int>? = nil
         /// Whether the key may start sends (the reference's `push` scope).
-        public var canPush = false
+        var canPush = false
 
         /// Whether the key may act on a region.
-        public func allows(region: Int) -> Bool { regions?.contains(region) ?? true }
+        func allows(region: Int) -> Bool { regions?.contains(region) ?? true }
 
         /// `regions 1,3; push` for listings.
-        public var scopeDescription: String {
+        var scopeDescription: String {
             (regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions") + (canPush ? "; push" : "")
         }
     }
@@ -34,7 +34,7 @@ public struct ApiKeyStore: Sendable {
     static func hash(_ key: String) -> String { Hex.encode(SHA256.digest(Array(key.utf8))) }
 
     /// Creates a key and returns it in clear, once.
-    public func create(name: String, regions: Set<Int>? = nil, canPush: Bool = false, now: Int64) async throws -> (key: String, record: Record) {
+    func create(name: String, regions: Set<Int>? = nil, canPush: Bool = false, now: Int64) async throws -> (key: String, record: Record) {
         let key = "sidecar_" + Base64URL.encode(SecureRandom.bytes(32))
         let prefix = String(key.prefix(14))
         let id = try await database.write { connection in
@@ -46,7 +46,7 @@ public struct ApiKeyStore: Sendable {
     }
 
     /// The live key matching a presented bearer token, if any.
-    public func verify(_ presented: String, now: Int64) async throws -> Record? {
+    func verify(_ presented: String, now: Int64) async throws -> Record? {
         let digest = Self.hash(presented)
         guard let record = try await database.read({ connection in
             try connection.queryOne("SELECT * FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL").map(Self.record)
@@ -59,15 +59,15 @@ public struct ApiKeyStore: Sendable {
         return record
     }
 
-    public func list() async throws -> [Record] {
+    func list() async throws -> [Record] {
         try await database.read { connection in try connection.query("SELECT * FROM api_keys ORDER BY id").map(Self.record) }
     }
 
-    public func find(id: Int64) async throws -> Record? {
+    func find(id: Int64) async throws -> Record? {
         try await database.read { connection in try connection.queryOne("SELECT * FROM api_keys WHERE id = \(id)").map(Self.record) }
     }
 
-    public func revoke(id: Int64, now: Int64) async throws -> Bool {
+    func revoke(id: Int64, now: Int64) async throws -> Bool {
         try await database.write { connection in
             try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND revoked_at IS NULL") > 0
         }

@@ -4,23 +4,23 @@ import Database
 /// Who changed what, and when: every state change made through the console,
 /// the admin API or the CLI. Actors are `user:<email>` (console),
 /// `apikey:<name>#<id>` (admin API) and `cli:<login>` (operator commands).
-public struct AuditLog: Sendable {
+struct AuditLog: Sendable {
     let database: any Database
     let logger: Logger?
 
-    public init(database: any Database, logger: Logger? = nil) {
+    init(database: any Database, logger: Logger? = nil) {
         self.database = database
         self.logger = logger
     }
 
-    public struct Entry: Sendable, Equatable {
-        public var id: Int64
-        public var at: Int64
-        public var actor: String
-        public var action: String
-        public var regionID: Int?
-        public var target: String?
-        public var detail: String?
+    struct Entry: Sendable, Equatable {
+        var id: Int64
+        var at: Int64
+        var actor: String
+        var action: String
+        var regionID: Int?
+        var target: String?
+        var detail: String?
     }
 
     /// Longest detail kept (the change's fields, abbreviated).
@@ -28,7 +28,7 @@ public struct AuditLog: Sendable {
 
     /// Records one change. A failure to record is logged, not thrown: the
     /// change itself is already committed.
-    public func record(actor: String, action: String, regionID: Int?, target: String?, detail: String? = nil, now: Int64) async {
+    func record(actor: String, action: String, regionID: Int?, target: String?, detail: String? = nil, now: Int64) async {
         let detail = detail.map { $0.count > Self.detailLimit ? String($0.prefix(Self.detailLimit)) + "…" : $0 }
         do {
             _ = try await database.write { connection in
@@ -43,7 +43,7 @@ public struct AuditLog: Sendable {
 
     /// The newest entries first, of the given regions (nil: all, including
     /// changes that belong to no region), before an id when paging.
-    public func entries(regions: Set<Int>?, before: Int64? = nil, limit: Int = 100) async throws -> [Entry] {
+    func entries(regions: Set<Int>?, before: Int64? = nil, limit: Int = 100) async throws -> [Entry] {
         var sql = "SELECT * FROM audit_log WHERE id < $1"
         var parameters: [SQLValue] = [.integer(before ?? Int64.max)]
         if let regions {

@@ -3,29 +3,29 @@ import Push
 
 /// The alarm API an alarm was made through: v1 (the legacy app, the
 /// arrival looked up at creation) or v2 (the device registered too).
-public enum AlarmAPIVersion: Int, Sendable, CaseIterable {
+enum AlarmAPIVersion: Int, Sendable, CaseIterable {
     case v1 = 1
     case v2 = 2
 }
 
 /// An alarm creation request after parsing (§5.2 request fields).
-public struct AlarmRequest: Sendable, Equatable {
-    public var userPushID: String
-    public var operatingSystem: PushPlatform
-    public var apnsSandbox: Bool
-    public var stopID: String?
-    public var tripID: String?
-    public var serviceDate: Int64?
-    public var vehicleID: String?
-    public var stopSequence: Int?
-    public var secondsBefore: Int
+struct AlarmRequest: Sendable, Equatable {
+    var userPushID: String
+    var operatingSystem: PushPlatform
+    var apnsSandbox: Bool
+    var stopID: String?
+    var tripID: String?
+    var serviceDate: Int64?
+    var vehicleID: String?
+    var stopSequence: Int?
+    var secondsBefore: Int
 
     /// §5.2 "what is actually validated": only `user_push_id` (and on v2
     /// `operating_system`) can fail. Trip fields are stored as sent (a
     /// non-numeric `service_date` or `stop_sequence` is stored as absent).
     /// v1 treats a missing or unknown `operating_system` as `ios` and has
     /// no `apns_sandbox`.
-    public static func parse(_ parameters: Parameters, version: AlarmAPIVersion) -> Result<AlarmRequest, ValidationFailure> {
+    static func parse(_ parameters: Parameters, version: AlarmAPIVersion) -> Result<AlarmRequest, ValidationFailure> {
         var messages: [String] = []
         let userPushID = parameters.identifier("user_push_id")?.presence
         if userPushID == nil { messages.append("Push identifier can't be blank") }

@@ -3,13 +3,13 @@ import OBA
 import Push
 
 /// Spec §5: the rules of departure alarms, as pure functions.
-public enum AlarmRules {
-    public static let defaultSecondsBefore = 600
+enum AlarmRules {
+    static let defaultSecondsBefore = 600
 
     /// §5.2: `seconds_before` is read as a number and truncated (the iOS app
     /// sends "300.0"); absent, non-numeric, non-finite or ≤ 0 becomes 600.
     /// Values beyond a week are clamped (no departure is predicted that far).
-    public static func secondsBefore(_ raw: String?) -> Int {
+    static func secondsBefore(_ raw: String?) -> Int {
         guard let text = raw?.trimmingWhitespace(), let value = Double(text), value.isFinite else { return defaultSecondsBefore }
         let truncated = value.rounded(.towardZero)
         guard truncated > 0 else { return defaultSecondsBefore }
@@ -25,7 +25,7 @@ public enum AlarmRules {
 
     /// §5.2: "The 44 to Ballard leaves in 10 minutes"; the route alone when
     /// the headsign is blank; "The bus" when the route is unknown.
-    public static func message(route: String?, headsign: String?, secondsBefore: Int) -> String {
+    static func message(route: String?, headsign: String?, secondsBefore: Int) -> String {
         let routeName = route?.presence
         let subject: String
         switch (routeName, headsign?.presence) {
@@ -38,19 +38,19 @@ public enum AlarmRules {
     }
 
     /// The generic message used when the arrival cannot be looked up (v2).
-    public static func genericMessage(secondsBefore: Int) -> String {
+    static func genericMessage(secondsBefore: Int) -> String {
         message(route: nil, headsign: nil, secondsBefore: secondsBefore)
     }
 
     /// The message for a looked-up arrival: route short name (from the entry,
     /// else the route reference, else its long name) and headsign.
-    public static func message(for arrival: ArrivalAndDeparture, references: References?, secondsBefore: Int) -> String {
+    static func message(for arrival: ArrivalAndDeparture, references: References?, secondsBefore: Int) -> String {
         message(route: routeName(of: arrival, references: references), headsign: arrival.tripHeadsign, secondsBefore: secondsBefore)
     }
 
     /// The name riders know a route by: the entry's short name, else the
     /// route reference's, else a long name; nil when none is known.
-    public static func routeName(of arrival: ArrivalAndDeparture, references: References?) -> String? {
+    static func routeName(of arrival: ArrivalAndDeparture, references: References?) -> String? {
         let reference = references?.route(id: arrival.routeId)
         return arrival.routeShortName?.presence ?? reference?.shortName?.presence
             ?? arrival.routeLongName?.presence ?? reference?.longName?.presence
@@ -59,7 +59,7 @@ public enum AlarmRules {
     /// "leaves now" under a minute, else "leaves in 1 minute" / "leaves in N
     /// minutes", whole minutes rounded down (a rider told 4 minutes when 4:59
     /// remain is early, never late).
-    public static func departurePhrase(secondsUntilDeparture: Int64) -> String {
+    static func departurePhrase(secondsUntilDeparture: Int64) -> String {
         let minutes = max(secondsUntilDeparture, 0) / 60
         switch minutes {
         case 0: return "leaves now"
@@ -72,7 +72,7 @@ public enum AlarmRules {
     /// fire it: "The 44 to Ballard leaves in 5 minutes" with the minutes
     /// remaining now (the route alone when the headsign is blank). When the
     /// lookup did not name the route, the text stored at creation is kept.
-    public static func firingMessage(route: String?, headsign: String?, secondsUntilDeparture: Int64, stored: String) -> String {
+    static func firingMessage(route: String?, headsign: String?, secondsUntilDeparture: Int64, stored: String) -> String {
         guard let route = route?.presence else { return stored }
         let subject = headsign?.presence.map { "The \(route) to \($0)" } ?? "The \(route)"
         return "\(subject) \(departurePhrase(secondsUntilDeparture: secondsUntilDeparture))"
@@ -81,7 +81,7 @@ public enum AlarmRules {
     /// A v1 alarm is the arrival of one trip at one stop on one service
     /// day: the messages naming each of `stop_id`, `trip_id` and
     /// `service_date` that is missing, or nil when all three are there.
-    public static func missingTripIdentity(_ request: AlarmRequest) -> [String]? {
+    static func missingTripIdentity(_ request: AlarmRequest) -> [String]? {
         var messages: [String] = []
         if request.stopID == nil { messages.append("Stop can't be blank") }
         if request.tripID == nil { messages.append("Trip can't be blank") }
@@ -90,7 +90,7 @@ public enum AlarmRules {
     }
 
     /// §5.3 steps 2-5.
-    public enum Decision: Equatable, Sendable {
+    enum Decision: Equatable, Sendable {
         /// Not yet: departure is more than `seconds_before` away.
         case wait
         /// Push now, then delete.
@@ -101,23 +101,23 @@ public enum AlarmRules {
 
     /// Whole seconds until departure, rounded down (a departure 0.5 s ago is
     /// in the past), measured against the OBA server's clock.
-    public static func secondsUntilDeparture(_ departure: EpochMillis, currentTime: EpochMillis) -> Int64 {
+    static func secondsUntilDeparture(_ departure: EpochMillis, currentTime: EpochMillis) -> Int64 {
         let difference = departure.millis(since: currentTime)
         return difference >= 0 ? difference / 1000 : -((-difference + 999) / 1000)
     }
 
-    public static func decide(secondsUntilDeparture: Int64, secondsBefore: Int) -> Decision {
+    static func decide(secondsUntilDeparture: Int64, secondsBefore: Int) -> Decision {
         if secondsUntilDeparture > Int64(secondsBefore) { return .wait }
         if secondsUntilDeparture < 0 { return .expire }
         return .fire
     }
 
     /// §5.3 reaping: consecutive "trip not found" lookups before an alarm is deleted.
-    public static let reapAfterFailures = 3
+    static let reapAfterFailures = 3
 
     /// The failure streak after a lookup: not-found counts, a success resets,
     /// a transient failure leaves it unchanged.
-    public static func streak(after outcome: LookupOutcome, previous: Int) -> Int {
+    static func streak(after outcome: LookupOutcome, previous: Int) -> Int {
         switch outcome {
         case .found: return 0
         case .notFound: return previous + 1
@@ -126,7 +126,7 @@ public enum AlarmRules {
     }
 
     /// How a lookup ended, for the streak rule.
-    public enum LookupOutcome: Equatable, Sendable { case found, notFound, transient }
+    enum LookupOutcome: Equatable, Sendable { case found, notFound, transient }
 
     // MARK: Checking far-off alarms less often
 
@@ -134,15 +134,15 @@ public enum AlarmRules {
     /// once (`maxJumpSeconds`, e.g. real-time data appearing for a trip shown
     /// on schedule) plus per minute (`maxDriftPerMinute`). Within these
     /// bounds, skipping checks never delays a firing.
-    public static let maxJumpSeconds: Int64 = 900
-    public static let maxDriftPerMinute: Int64 = 60
+    static let maxJumpSeconds: Int64 = 900
+    static let maxDriftPerMinute: Int64 = 60
 
     /// The next time (epoch ms) an alarm that is not yet due must be checked.
     /// With `slack` seconds between departure and firing, no check before
     /// `k` intervals can fire when `maxJump + k·(interval + drift·interval/60)
     /// < slack`, so the alarm sleeps that many whole intervals (at least
     /// one). Far-off alarms are checked rarely; alarms near firing every cycle.
-    public static func nextCheck(nowMillis: Int64, secondsUntilDeparture: Int64, secondsBefore: Int, intervalSeconds: Int64) -> Int64 {
+    static func nextCheck(nowMillis: Int64, secondsUntilDeparture: Int64, secondsBefore: Int, intervalSeconds: Int64) -> Int64 {
         let interval = max(intervalSeconds, 1)
         let slack = secondsUntilDeparture - Int64(secondsBefore)
         let perInterval = interval + maxDriftPerMinute * interval / 60
@@ -154,7 +154,7 @@ public enum AlarmRules {
 
     /// The Android app's channel for arrival reminders (onebusaway-android
     /// `NotificationChannels`); without it FCM falls back to its own channel.
-    public static let androidChannel = "arrival_reminders"
+    static let androidChannel = "arrival_reminders"
 
     /// The push for a fired alarm. iOS data is exactly
     /// `{"arrival_and_departure": {...}}` beside `aps`; Android (FCM data is
@@ -163,7 +163,7 @@ public enum AlarmRules {
     /// `apns-expiration`, FCM `android.ttl`, gorush's `expiration` and
     /// `time_to_live`. On Android it goes to the app's `arrival_reminders`
     /// notification channel.
-    public static func push(for alarm: Alarm, text: String? = nil, expiresAt: Int64? = nil) -> PushMessage {
+    static func push(for alarm: Alarm, text: String? = nil, expiresAt: Int64? = nil) -> PushMessage {
         let payload = JSONValue.object([
             "region_id": .integer(Int64(alarm.regionID)),
             "stop_id": alarm.stopID.map(JSONValue.string) ?? .null,
@@ -185,31 +185,31 @@ public enum AlarmRules {
 }
 
 /// A stored alarm.
-public struct Alarm: Sendable, Equatable {
-    public var id: Int64
-    public var token: String
-    public var regionID: Int
+struct Alarm: Sendable, Equatable {
+    var id: Int64
+    var token: String
+    var regionID: Int
     /// 1 or 2: which API created it (v1 dedupes).
-    public var apiVersion: AlarmAPIVersion
+    var apiVersion: AlarmAPIVersion
     /// APNs device token or FCM registration token (a OneSignal id on v1).
-    public var userPushID: String
-    public var operatingSystem: PushPlatform
-    public var apnsSandbox: Bool
-    public var stopID: String?
-    public var tripID: String?
+    var userPushID: String
+    var operatingSystem: PushPlatform
+    var apnsSandbox: Bool
+    var stopID: String?
+    var tripID: String?
     /// Epoch ms.
-    public var serviceDate: Int64?
-    public var vehicleID: String?
-    public var stopSequence: Int?
-    public var secondsBefore: Int
+    var serviceDate: Int64?
+    var vehicleID: String?
+    var stopSequence: Int?
+    var secondsBefore: Int
     /// Composed at creation from the lead time; what the push says when the
     /// lookup at firing time does not name the route.
-    public var message: String
+    var message: String
     /// Consecutive not-found lookups.
-    public var failureCount: Int
+    var failureCount: Int
     /// Last known departure (epoch ms), for choosing a stop's window.
-    public var departureEstimate: EpochMillis?
+    var departureEstimate: EpochMillis?
     /// When the checker looks at it next (epoch ms).
-    public var nextCheckAt: Int64
-    public var createdAt: Int64
+    var nextCheckAt: Int64
+    var createdAt: Int64
 }

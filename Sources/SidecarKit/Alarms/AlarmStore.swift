@@ -3,10 +3,10 @@ import Database
 import Push
 
 /// Storage of alarms (table `alarms`).
-public struct AlarmStore: Sendable {
+struct AlarmStore: Sendable {
     let database: any Database
 
-    public init(database: any Database) { self.database = database }
+    init(database: any Database) { self.database = database }
 
     static let columns = """
         id, token, region_id, api_version, user_push_id, operating_system, apns_sandbox, stop_id, trip_id, service_date, \
@@ -15,14 +15,14 @@ public struct AlarmStore: Sendable {
 
     /// What a new alarm carries: the rider's parsed request plus what the
     /// server decided (the store assigns the id).
-    public struct NewAlarm: Sendable {
-        public var token: String
-        public var regionID: Int
-        public var apiVersion: AlarmAPIVersion
-        public var request: AlarmRequest
-        public var message: String
-        public var departureEstimate: EpochMillis?
-        public var nowMillis: Int64
+    struct NewAlarm: Sendable {
+        var token: String
+        var regionID: Int
+        var apiVersion: AlarmAPIVersion
+        var request: AlarmRequest
+        var message: String
+        var departureEstimate: EpochMillis?
+        var nowMillis: Int64
     }
 
     /// Inserts an alarm; throws `AlarmStoreError.duplicate` when a v1
@@ -30,7 +30,7 @@ public struct AlarmStore: Sendable {
     /// same token) already exists, and `AlarmStoreError.tooManyPending`
     /// when the device already has `maxPerDevice` alarms waiting (checked in
     /// the same transaction).
-    public func insert(_ alarm: NewAlarm, maxPerDevice: Int = 0) async throws {
+    func insert(_ alarm: NewAlarm, maxPerDevice: Int = 0) async throws {
         let request = alarm.request
         do {
             try await insertRow(alarm, request: request, maxPerDevice: maxPerDevice)
@@ -54,7 +54,7 @@ public struct AlarmStore: Sendable {
     }
 
     /// The v1 alarm with this identity (§5.1 idempotency), if any.
-    public func findV1(regionID: Int, userPushID: String, tripID: String?, stopID: String?, serviceDate: Int64?) async throws -> Alarm? {
+    func findV1(regionID: Int, userPushID: String, tripID: String?, stopID: String?, serviceDate: Int64?) async throws -> Alarm? {
         try await database.read { connection in
             try connection.queryOne("""
                 SELECT \(raw: Self.columns) FROM alarms WHERE api_version = 1 AND region_id = \(Int64(regionID)) AND user_push_id = \(userPushID)
@@ -64,13 +64,13 @@ public struct AlarmStore: Sendable {
     }
 
     /// Deletes one region's alarm by token; false when there was none.
-    public func delete(regionID: Int, token: String) async throws -> Bool {
+    func delete(regionID: Int, token: String) async throws -> Bool {
         try await database.write { connection in
             try connection.execute("DELETE FROM alarms WHERE region_id = \(Int64(regionID)) AND token = \(token)") > 0
         }
     }
 
-    public func find(token: String) async throws -> Alarm? {
+    func find(token: String) async throws -> Alarm? {
         try await database.read { connection in
             try connection.queryOne("SELECT \(raw: Self.columns) FROM alarms WHERE token = \(token)").map(Self.alarm)
         }
@@ -78,14 +78,14 @@ public struct AlarmStore: Sendable {
 
     /// How long a claimed page belongs to the instance that claimed it: if
     /// that instance dies mid-page, another takes the page over after this.
-    public static let claimMillis: Int64 = 30_000
+    static let claimMillis: Int64 = 30_000
 
     /// Claims a page of alarms due at or before `cutoffMillis` that no
     /// instance holds (ordered by stop, so a stop's alarms travel together):
     /// several instances sharing a database split a cycle, each alarm in one
     /// page. On PostgreSQL rows another instance is claiming are skipped,
     /// not waited for.
-    public func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [Alarm] {
+    func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [Alarm] {
         let skipLocked = database.dialect.skipLocked
         return try await database.write { connection in
             try connection.query("""
@@ -99,14 +99,14 @@ public struct AlarmStore: Sendable {
     }
 
     /// The stops (region, stop id) with an alarm due at or before `cutoffMillis`.
-    public func dueStops(atOrBefore cutoffMillis: Int64) async throws -> [(regionID: Int, stopID: String?)] {
+    func dueStops(atOrBefore cutoffMillis: Int64) async throws -> [(regionID: Int, stopID: String?)] {
         try await database.read { connection in
             try connection.query("SELECT DISTINCT region_id, stop_id FROM alarms WHERE next_check_at <= \(cutoffMillis)").map { (Int(try $0.int("region_id")), try $0.optionalString("stop_id")) }
         }
     }
 
     /// The due alarms at some stops (a page of a cycle).
-    public func due(atOrBefore cutoffMillis: Int64, stops: [(regionID: Int, stopID: String?)]) async throws -> [Alarm] {
+    func due(atOrBefore cutoffMillis: Int64, stops: [(regionID: Int, stopID: String?)]) async throws -> [Alarm] {
         try await database.read { connection in
             var alarms: [Alarm] = []
             for stop in stops {
@@ -125,13 +125,13 @@ public struct AlarmStore: Sendable {
     }
 
     /// Alarms whose next check is at or before `cutoffMillis`.
-    public func due(atOrBefore cutoffMillis: Int64) async throws -> [Alarm] {
+    func due(atOrBefore cutoffMillis: Int64) async throws -> [Alarm] {
         try await database.read { connection in
             try connection.query("SELECT \(raw: Self.columns) FROM alarms WHERE next_check_at <= \(cutoffMillis)").map(Self.alarm)
         }
     }
 
-    public func count() async throws -> Int {
+    func count() async throws -> Int {
         try await database.read { connection in try Self.count(connection) }
     }
 
@@ -150,14 +150,14 @@ public struct AlarmStore: Sendable {
     }
 
     /// What one check decided for one alarm.
-    public enum Update: Sendable {
+    enum Update: Sendable {
         /// Keep it: new streak, next check, departure estimate.
         case reschedule(id: Int64, failureCount: Int, nextCheckAt: Int64, departureEstimate: EpochMillis?)
         case delete(id: Int64)
     }
 
     /// Applies a cycle's decisions in one transaction.
-    public func apply(_ updates: [Update]) async throws {
+    func apply(_ updates: [Update]) async throws {
         guard !updates.isEmpty else { return }
         _ = try await database.write { connection in
             for update in updates {
@@ -198,7 +198,7 @@ public struct AlarmStore: Sendable {
 }
 
 /// Storage outcomes the alarm routes answer with a 4xx.
-public enum AlarmStoreError: Error, Equatable {
+enum AlarmStoreError: Error, Equatable {
     /// The device already has this many alarms waiting to fire.
     case tooManyPending(limit: Int)
     /// A v1 alarm with the same identity exists (a concurrent identical

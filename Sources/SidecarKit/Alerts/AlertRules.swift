@@ -3,25 +3,25 @@ import GTFSRealtime
 import Push
 
 /// Spec §3: what the alerts feed contains, as pure functions.
-public enum AlertFeedRules {
+enum AlertFeedRules {
     /// The feed shows at most this many alerts.
-    public static let maxAlerts = 20
+    static let maxAlerts = 20
     /// An alert with no end is advertised as lasting this long.
-    public static let defaultDurationSeconds: Int64 = 8 * 3600
+    static let defaultDurationSeconds: Int64 = 8 * 3600
 
     /// `?test=` with any non-blank value includes test alerts.
-    public static func includesTestAlerts(_ raw: String?) -> Bool { raw?.presence != nil }
+    static func includesTestAlerts(_ raw: String?) -> Bool { raw?.presence != nil }
 
     /// Published alerts (test ones only when asked), newest start first
     /// (ties: newest id), at most 20.
-    public static func visible(_ alerts: [ServiceAlert], includeTest: Bool) -> [ServiceAlert] {
+    static func visible(_ alerts: [ServiceAlert], includeTest: Bool) -> [ServiceAlert] {
         let shown = alerts.filter { $0.published && (includeTest || !$0.test) }
             .sorted { ($0.startsAt, $0.id) > ($1.startsAt, $1.id) }
         return Array(shown.prefix(maxAlerts))
     }
 
     /// Translations made from the current English text, by language.
-    public static func fresh(_ translations: [AlertTranslation], for alert: ServiceAlert) -> [AlertTranslation] {
+    static func fresh(_ translations: [AlertTranslation], for alert: ServiceAlert) -> [AlertTranslation] {
         translations.filter { $0.sourceVersion == alert.sourceVersion && $0.language.lowercased() != "en" }
             .sorted { $0.language < $1.language }
     }
@@ -30,7 +30,7 @@ public enum AlertFeedRules {
     /// with the agency id, an active period ending 8 h after the start when
     /// no end is set, header and description with English first and stale
     /// translations withheld, the url in English only.
-    public static func entity(_ alert: ServiceAlert, translations: [AlertTranslation]) -> FeedEntity {
+    static func entity(_ alert: ServiceAlert, translations: [AlertTranslation]) -> FeedEntity {
         let current = fresh(translations, for: alert)
         let tags = feedLanguageTags(current.map(\.language))
         func translated(_ english: String, _ pick: (AlertTranslation) -> String) -> TranslatedString {
@@ -80,7 +80,7 @@ public enum AlertFeedRules {
     }
 
     /// When riders stop seeing the alert: its end, or 8 hours after its start.
-    public static func effectiveEnd(_ alert: ServiceAlert) -> EpochSeconds { alert.endsAt ?? alert.startsAt.adding(seconds: defaultDurationSeconds) }
+    static func effectiveEnd(_ alert: ServiceAlert) -> EpochSeconds { alert.endsAt ?? alert.startsAt.adding(seconds: defaultDurationSeconds) }
 
     /// The feed header's timestamp: the time of the response rounded down to
     /// the minute. The Android app measures "now" by it (an alert shows in
@@ -88,14 +88,14 @@ public enum AlertFeedRules {
     /// the stamp), so a stamp of the last edit would hide an alert published
     /// ahead of its start. Rounded down so it is never in the future, and to
     /// the minute so a cached copy (max-age 60) is never older than that.
-    public static func headerTimestamp(nowSeconds: Int64) -> Int64 {
+    static func headerTimestamp(nowSeconds: Int64) -> Int64 {
         let floored = nowSeconds >= 0 ? nowSeconds / 60 * 60 : (nowSeconds - 59) / 60 * 60
         return max(floored, 60)
     }
 
     /// The whole feed; the header is always present so the body is never
     /// empty (the iOS app reads an empty 200 as an error).
-    public static func feed(_ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], includeTest: Bool,
+    static func feed(_ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], includeTest: Bool,
                             timestamp: Int64) -> FeedMessage {
         FeedMessage(header: FeedHeader(gtfsRealtimeVersion: "1.0", incrementality: 0, timestamp: UInt64(max(timestamp, 0))),
                     entities: visible(alerts, includeTest: includeTest).map { entity($0, translations: translations[$0.id] ?? []) })
@@ -106,10 +106,10 @@ public enum AlertFeedRules {
 /// What riders see of an alert at a moment: the console's and the CLI's
 /// lists say this rather than a bare published flag. `ended` is by the
 /// effective end (the alert's, or 8 hours after its start).
-public enum AlertVisibility: String, CaseIterable, Sendable {
+enum AlertVisibility: String, CaseIterable, Sendable {
     case live, upcoming, draft, withdrawn, ended
 
-    public static func of(_ alert: ServiceAlert, now: EpochSeconds) -> AlertVisibility {
+    static func of(_ alert: ServiceAlert, now: EpochSeconds) -> AlertVisibility {
         if !alert.published { return alert.withdrawnAt == nil ? .draft : .withdrawn }
         if AlertFeedRules.effectiveEnd(alert) <= now { return .ended }
         return alert.startsAt > now ? .upcoming : .live
@@ -127,13 +127,13 @@ public enum AlertVisibility: String, CaseIterable, Sendable {
     }
 }
 
-public enum AlertPushRules {
+enum AlertPushRules {
     /// What a lock screen shows of a title and a body.
-    public static let titleLimit = 48
-    public static let bodyLimit = 120
+    static let titleLimit = 48
+    static let bodyLimit = 120
 
     /// Cuts text to `limit` characters, ending with an ellipsis when cut.
-    public static func truncate(_ text: String, limit: Int) -> String {
+    static func truncate(_ text: String, limit: Int) -> String {
         let trimmed = text.trimmingWhitespace()
         guard trimmed.count > limit else { return trimmed }
         var cut = String(trimmed.prefix(limit - 1))
@@ -142,14 +142,14 @@ public enum AlertPushRules {
     }
 
     /// The registrations sharing one copy and one APNs host.
-    public struct Group: Hashable, Sendable {
-        public var platform: PushPlatform
+    struct Group: Hashable, Sendable {
+        var platform: PushPlatform
         /// Normalized locale, nil = English.
-        public var locale: String?
-        public var apnsSandbox: Bool
+        var locale: String?
+        var apnsSandbox: Bool
     }
 
-    public static func group(of registration: PushRegistration) -> Group {
+    static func group(of registration: PushRegistration) -> Group {
         let platform = registration.operatingSystem
         return Group(platform: platform, locale: registration.locale, apnsSandbox: platform == .ios && registration.apnsSandbox)
     }
@@ -157,7 +157,7 @@ public enum AlertPushRules {
     /// Title and body in the group's language when a fresh translation
     /// exists, else English; cut to what a lock screen shows. An alert with
     /// no description pushes its header as the body.
-    public static func copy(for alert: ServiceAlert, translations: [AlertTranslation], locale: String?) -> (title: String, body: String) {
+    static func copy(for alert: ServiceAlert, translations: [AlertTranslation], locale: String?) -> (title: String, body: String) {
         let translation = locale.flatMap { wanted in
             AlertFeedRules.fresh(translations, for: alert).first { $0.language.lowercased() == wanted.lowercased() }
         }
@@ -168,12 +168,12 @@ public enum AlertPushRules {
 }
 
 /// Strict parsing of authoring input shared by the CLI and the admin API.
-public enum AlertInputRules {
+enum AlertInputRules {
     /// An ISO 8601 time that states its UTC offset (`2026-12-01T08:00-08:00`,
     /// `2026-12-01T16:00:00Z`); epoch seconds, or nil when not of that form.
     /// A time without an offset is refused: it would mean different instants
     /// to an operator and to the server.
-    public static func parseTime(_ text: String) -> EpochSeconds? {
+    static func parseTime(_ text: String) -> EpochSeconds? {
         Timestamp.parseMillis(text).map { EpochMillis($0).seconds }
     }
 
@@ -196,7 +196,7 @@ public enum AlertInputRules {
     /// Changes to an alert from `name → value` fields (CLI flags or admin
     /// API parameters). Absent fields stay as they are; `end` may be blank
     /// or "none" to clear it.
-    public static func apply(_ fields: [String: String], to alert: inout ServiceAlert) -> [String] {
+    static func apply(_ fields: [String: String], to alert: inout ServiceAlert) -> [String] {
         var messages = FieldLimits.check([
             ("Header", fields["header"], FieldLimits.alertHeader), ("Description", fields["description"], FieldLimits.alertDescription),
             ("Url", fields["url"], FieldLimits.url), ("Agency id", fields["agency_id"], FieldLimits.identifier),
@@ -263,7 +263,7 @@ public enum AlertInputRules {
     /// google/transit#546: every impact interval lies inside a communication
     /// interval. The shown period is the alert's start to its end, or to the
     /// feed's 8-hour default when it has none.
-    public static func periodProblems(_ alert: ServiceAlert) -> [String] {
+    static func periodProblems(_ alert: ServiceAlert) -> [String] {
         switch (alert.impactStartsAt, alert.impactEndsAt) {
         case (nil, nil): return []
         case (nil, _?), (_?, nil):

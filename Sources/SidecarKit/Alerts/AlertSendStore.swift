@@ -8,13 +8,13 @@ import GTFSRealtime
 /// running it, with the registrations a passing failure left pending.
 extension AlertStore {
     /// `--send-lease-seconds` by default.
-    public static let defaultSendLeaseSeconds: Int64 = 30
+    static let defaultSendLeaseSeconds: Int64 = 30
 
     /// Claims the unfinished (running or failed) send of this alert to this
     /// audience, resuming it, or starts a new one. Throws
     /// `AlertStoreError.busy` while another runner holds the lease, so two
     /// processes never push the same pages.
-    public func startSend(alertID: Int64, audience: AlertSend.Audience, now: Int64) async throws -> AlertSend {
+    func startSend(alertID: Int64, audience: AlertSend.Audience, now: Int64) async throws -> AlertSend {
         try await database.write { connection in
             if let unfinished = try connection.queryOne("""
                 SELECT * FROM alert_sends WHERE alert_id = \(alertID) AND audience = \(audience.rawValue) AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
@@ -52,7 +52,7 @@ extension AlertStore {
 
     /// Claims every running send whose lease lapsed (its runner died or
     /// stopped): any running server resumes them.
-    public func claimLapsedSends(now: Int64) async throws -> [AlertSend] {
+    func claimLapsedSends(now: Int64) async throws -> [AlertSend] {
         try await database.write { connection in
             try connection.query("""
                 UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds)
@@ -62,20 +62,20 @@ extension AlertStore {
     }
 
     /// Extends a send's lease while its runner waits to retry.
-    public func renewLease(sendID: Int64, now: Int64) async throws {
+    func renewLease(sendID: Int64, now: Int64) async throws {
         _ = try await database.write { connection in
             try connection.execute("UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds) WHERE id = \(sendID) AND status = 'running'")
         }
     }
 
     /// Gives up a send's lease (a run that stopped early).
-    public func releaseSend(id: Int64) async throws {
+    func releaseSend(id: Int64) async throws {
         _ = try await database.write { connection in
             try connection.execute("UPDATE alert_sends SET lease_until = NULL WHERE id = \(id)")
         }
     }
 
-    public func send(id: Int64) async throws -> AlertSend? {
+    func send(id: Int64) async throws -> AlertSend? {
         try await database.read { connection in
             try connection.queryOne("SELECT * FROM alert_sends WHERE id = \(id)").map(Self.send)
         }
@@ -83,7 +83,7 @@ extension AlertStore {
 
     /// A page of a send's pending registrations (pushes that failed for a
     /// passing reason), by registration id.
-    public func pendingPage(sendID: Int64, after registrationID: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
+    func pendingPage(sendID: Int64, after registrationID: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
         try await database.read { connection in
             var after = registrationID
             while true {
@@ -103,30 +103,30 @@ extension AlertStore {
 
     /// The number of registrations a send to this audience targets (those
     /// after a cursor: still to try).
-    public func audienceCount(regionID: Int, audience: AlertSend.Audience, after cursor: Int64 = 0) async throws -> Int {
+    func audienceCount(regionID: Int, audience: AlertSend.Audience, after cursor: Int64 = 0) async throws -> Int {
         try await database.read { connection in
             try PushRegistrationStore.audienceCount(connection, regionID: regionID, testOnly: audience == .test, after: cursor)
         }
     }
 
-    public func sends(alertID: Int64) async throws -> [AlertSend] {
+    func sends(alertID: Int64) async throws -> [AlertSend] {
         try await database.read { connection in
             try connection.query("SELECT * FROM alert_sends WHERE alert_id = \(alertID) ORDER BY id").map(Self.send)
         }
     }
 
     /// A page of the audience after `cursor`, by registration id.
-    public func audiencePage(regionID: Int, audience: AlertSend.Audience, after cursor: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
+    func audiencePage(regionID: Int, audience: AlertSend.Audience, after cursor: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
         try await database.read { connection in
             try PushRegistrationStore.audiencePage(connection, regionID: regionID, testOnly: audience == .test, after: cursor, limit: limit)
         }
     }
 
     /// A send with the alert it pushed, for the dashboard.
-    public struct RecentSend: Sendable {
-        public var send: AlertSend
-        public var alertID: Int64
-        public var header: String
+    struct RecentSend: Sendable {
+        var send: AlertSend
+        var alertID: Int64
+        var header: String
     }
 
     /// A region's latest sends, newest first.
@@ -144,25 +144,25 @@ extension AlertStore {
     }
 
     /// What one page of a send did, recorded in one transaction.
-    public struct PageRecord: Sendable {
-        public var sendID: Int64
+    struct PageRecord: Sendable {
+        var sendID: Int64
         /// The last registration id of the audience handled.
-        public var cursor: Int64
-        public var now: Int64
-        public var targeted = 0
-        public var delivered = 0
-        public var failed = 0
+        var cursor: Int64
+        var now: Int64
+        var targeted = 0
+        var delivered = 0
+        var failed = 0
         /// Tokens the provider called dead: their registrations are deleted.
-        public var deadTokens: [(regionID: Int, token: String)] = []
+        var deadTokens: [(regionID: Int, token: String)] = []
         /// Registration ids whose push failed for a passing reason.
-        public var stillPending: [Int64] = []
+        var stillPending: [Int64] = []
         /// Pending registration ids now settled (delivered, dead or refused).
-        public var resolved: [Int64] = []
+        var resolved: [Int64] = []
         /// `done` or `failed` to end the send; nil keeps it running (and renews the lease).
-        public var status: String?
-        public var lastError: String?
+        var status: String?
+        var lastError: String?
 
-        public init(sendID: Int64, cursor: Int64, now: Int64, status: String? = nil) {
+        init(sendID: Int64, cursor: Int64, now: Int64, status: String? = nil) {
             self.sendID = sendID
             self.cursor = cursor
             self.now = now
@@ -173,7 +173,7 @@ extension AlertStore {
     /// Records a sent page in one transaction: counts, the new cursor, the
     /// pending set, and the deletion of registrations whose tokens the
     /// provider called dead.
-    public func recordPage(_ record: PageRecord) async throws -> AlertSend {
+    func recordPage(_ record: PageRecord) async throws -> AlertSend {
         try await database.write { connection in
             let pruned = try PushRegistrationStore.deleteDead(connection, record.deadTokens)
             for id in record.stillPending {

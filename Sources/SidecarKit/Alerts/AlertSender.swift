@@ -4,18 +4,18 @@ import Push
 /// How a send retries pushes that failed for a passing reason (a provider
 /// or gateway answering 5xx or 429, a network error): exponential backoff
 /// with jitter, `attempts` tries in all.
-public struct SendRetryPolicy: Sendable {
+struct SendRetryPolicy: Sendable {
     /// Tries per message, the first included.
-    public var attempts = 6
-    public var firstDelaySeconds = 1.0
-    public var maxDelaySeconds = 30.0
+    var attempts = 6
+    var firstDelaySeconds = 1.0
+    var maxDelaySeconds = 30.0
     /// A number in 0..<1 for the jitter (injected so tests are exact).
-    public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+    var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
 
-    public init() {}
+    init() {}
 
     /// A policy that retries at once (tests that must not wait).
-    public static var immediate: SendRetryPolicy {
+    static var immediate: SendRetryPolicy {
         var policy = SendRetryPolicy()
         policy.firstDelaySeconds = 0
         policy.maxDelaySeconds = 0
@@ -25,7 +25,7 @@ public struct SendRetryPolicy: Sendable {
     /// Seconds to wait before try `attempt` (2, 3, ...): the first delay
     /// doubled per try, capped, then spread ±20% so many senders retrying
     /// at once do not arrive together.
-    public func delay(beforeAttempt attempt: Int) -> Double {
+    func delay(beforeAttempt attempt: Int) -> Double {
         let doubled = firstDelaySeconds * Double(1 << min(max(attempt - 2, 0), 20))
         return min(doubled, maxDelaySeconds) * (0.8 + 0.4 * random())
     }
@@ -45,7 +45,7 @@ public struct SendRetryPolicy: Sendable {
 /// more at the end. A send that ends `failed` holds exactly what was not
 /// delivered (its pending registrations and the audience after its
 /// cursor), so starting it again pushes only those.
-public struct AlertSender: Sendable {
+struct AlertSender: Sendable {
     let store: AlertStore
     let transport: any PushTransport
     let clock: any WallClock
@@ -55,7 +55,7 @@ public struct AlertSender: Sendable {
     /// Stops between pages (graceful shutdown); the lease is released.
     var stop: StopSignal?
 
-    public init(store: AlertStore, transport: any PushTransport, clock: any WallClock, logger: Logger, pageSize: Int = 1000,
+    init(store: AlertStore, transport: any PushTransport, clock: any WallClock, logger: Logger, pageSize: Int = 1000,
                 retry: SendRetryPolicy = SendRetryPolicy(), stop: StopSignal? = nil) {
         self.store = store
         self.transport = transport
@@ -75,7 +75,7 @@ public struct AlertSender: Sendable {
     ///   - progress: called after each recorded page.
     ///   - stopAfterPages: stop early (as a killed process would), for tests.
     @discardableResult
-    public func run(_ send: AlertSend, alert: ServiceAlert, translations: [AlertTranslation],
+    func run(_ send: AlertSend, alert: ServiceAlert, translations: [AlertTranslation],
                     progress: @Sendable (AlertSend) -> Void = { _ in }, stopAfterPages: Int? = nil) async throws -> AlertSend {
         var current = send
         var pages = 0

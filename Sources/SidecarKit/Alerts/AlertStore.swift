@@ -2,14 +2,14 @@ import Database
 import GTFSRealtime
 
 /// Storage of alerts, their translations and push sends, and region settings.
-public struct AlertStore: Sendable {
+struct AlertStore: Sendable {
     let database: any Database
     /// How long a runner holds a send without recording progress before
     /// another runner (another process, or this one after a restart) may
     /// resume it: a killed run's lease lapses.
-    public let sendLeaseSeconds: Int64
+    let sendLeaseSeconds: Int64
 
-    public init(database: any Database, sendLeaseSeconds: Int64 = AlertStore.defaultSendLeaseSeconds) {
+    init(database: any Database, sendLeaseSeconds: Int64 = AlertStore.defaultSendLeaseSeconds) {
         self.database = database
         self.sendLeaseSeconds = sendLeaseSeconds
     }
@@ -21,7 +21,7 @@ public struct AlertStore: Sendable {
 
     // MARK: Region settings
 
-    public func regionSettings() async throws -> [Int: RegionSettings] {
+    func regionSettings() async throws -> [Int: RegionSettings] {
         try await database.read { connection in
             var settings: [Int: RegionSettings] = [:]
             for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings") {
@@ -32,7 +32,7 @@ public struct AlertStore: Sendable {
         }
     }
 
-    public func setRegionSettings(_ settings: RegionSettings) async throws {
+    func setRegionSettings(_ settings: RegionSettings) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
                 INSERT INTO region_settings (region_id, agency_id, timezone) VALUES (\(Int64(settings.regionID)), \(settings.agencyID), \(settings.timezone))
@@ -44,7 +44,7 @@ public struct AlertStore: Sendable {
     // MARK: Alerts
 
     /// Inserts a new alert and returns it with its id.
-    public func create(_ alert: ServiceAlert) async throws -> ServiceAlert {
+    func create(_ alert: ServiceAlert) async throws -> ServiceAlert {
         try await database.write { connection in
             let id = try Self.nextID(connection)
             let fields = Self.fields(alert)
@@ -62,7 +62,7 @@ public struct AlertStore: Sendable {
 
     /// Saves an edited alert; a changed English header or description bumps
     /// its source version, which makes older translations stale.
-    public func update(_ alert: ServiceAlert, now: Int64) async throws -> ServiceAlert {
+    func update(_ alert: ServiceAlert, now: Int64) async throws -> ServiceAlert {
         try await database.write { connection in
             guard let previous = try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(alert.id)").map(Self.alert) else {
                 throw AlertStoreError.notFound
@@ -80,7 +80,7 @@ public struct AlertStore: Sendable {
         }
     }
 
-    public func delete(id: Int64, now: Int64) async throws -> Bool {
+    func delete(id: Int64, now: Int64) async throws -> Bool {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(id)") else { return false }
             try connection.execute("DELETE FROM alert_translations WHERE alert_id = \(id)")
@@ -91,14 +91,14 @@ public struct AlertStore: Sendable {
         }
     }
 
-    public func find(id: Int64) async throws -> ServiceAlert? {
+    func find(id: Int64) async throws -> ServiceAlert? {
         try await database.read { connection in
             try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(id)").map(Self.alert)
         }
     }
 
     /// Alerts of a region, newest start first (all, or only published ones).
-    public func alerts(regionID: Int, publishedOnly: Bool = false) async throws -> [ServiceAlert] {
+    func alerts(regionID: Int, publishedOnly: Bool = false) async throws -> [ServiceAlert] {
         try await database.read { connection in
             try connection.query("""
                 SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND (\(publishedOnly) = 0 OR published = 1) ORDER BY starts_at DESC, id DESC
@@ -108,7 +108,7 @@ public struct AlertStore: Sendable {
 
     /// What the feed needs in one read: published alerts, their
     /// translations, and when the region's alerts last changed.
-    public func feedSnapshot(regionID: Int) async throws -> (alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64?, version: Int64) {
+    func feedSnapshot(regionID: Int) async throws -> (alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64?, version: Int64) {
         try await database.read { connection in
             let alerts = try connection.query("SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1").map(Self.alert)
             var translations: [Int64: [AlertTranslation]] = [:]
@@ -125,7 +125,7 @@ public struct AlertStore: Sendable {
 
     /// Every region's feed version (the server polls this to notice edits
     /// made by other processes, such as the CLI).
-    public func feedVersions() async throws -> [Int: Int64] {
+    func feedVersions() async throws -> [Int: Int64] {
         try await database.read { connection in
             Dictionary(try connection.query("SELECT region_id, version FROM alert_feed_versions").map {
                 (Int(try $0.int("region_id")), try $0.int("version"))
@@ -135,7 +135,7 @@ public struct AlertStore: Sendable {
 
     // MARK: Translations
 
-    public func translations(alertID: Int64) async throws -> [AlertTranslation] {
+    func translations(alertID: Int64) async throws -> [AlertTranslation] {
         try await database.read { connection in
             try connection.query("""
                 SELECT \(raw: Self.translationColumns) FROM alert_translations WHERE alert_id = \(alertID) ORDER BY language
@@ -144,7 +144,7 @@ public struct AlertStore: Sendable {
     }
 
     /// Stores a translation made from the alert's current English text.
-    public func translate(alertID: Int64, language: String, header: String, description: String, now: Int64) async throws -> AlertTranslation {
+    func translate(alertID: Int64, language: String, header: String, description: String, now: Int64) async throws -> AlertTranslation {
         try await database.write { connection in
             guard let alert = try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(alertID)").map(Self.alert) else {
                 throw AlertStoreError.notFound
@@ -163,7 +163,7 @@ public struct AlertStore: Sendable {
     }
 
     /// Deletes one translation; false when there was none.
-    public func deleteTranslation(alertID: Int64, language: String, now: Int64) async throws -> Bool {
+    func deleteTranslation(alertID: Int64, language: String, now: Int64) async throws -> Bool {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(alertID)") else { return false }
             let deleted = try connection.execute("DELETE FROM alert_translations WHERE alert_id = \(alertID) AND language = \(language)")
@@ -306,7 +306,7 @@ public struct AlertStore: Sendable {
 }
 
 /// Storage outcomes a caller answers with a 4xx.
-public enum AlertStoreError: Error, Equatable {
+enum AlertStoreError: Error, Equatable {
     case notFound
     /// Another runner holds the send's lease for this many more seconds.
     case busy(retryAfter: Int64)

@@ -2,15 +2,15 @@ import Synchronization
 
 /// Tells background work to stop at its next safe point: a loop finishes
 /// the page it is pushing, commits it, releases what it leased and returns.
-public final class StopSignal: Sendable {
+final class StopSignal: Sendable {
     private let flag = Atomic<Bool>(false)
 
-    public init() {}
+    init() {}
 
     /// True once a stop was asked for.
-    public var isStopping: Bool { flag.load(ordering: .acquiring) }
+    var isStopping: Bool { flag.load(ordering: .acquiring) }
 
-    public func stop() { flag.store(true, ordering: .releasing) }
+    func stop() { flag.store(true, ordering: .releasing) }
 }
 
 /// The server's background tasks (periodic loops and alert sends) and the

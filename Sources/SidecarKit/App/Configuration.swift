@@ -4,157 +4,157 @@ import HTTPServer
 
 /// Everything `sidecar serve` can be told. Each field has a flag and an
 /// environment variable (see `CommandLineInterface.flags`).
-public struct SidecarConfiguration: Sendable {
-    public var host = "0.0.0.0"
-    public var port = 8080
+struct SidecarConfiguration: Sendable {
+    var host = "0.0.0.0"
+    var port = 8080
     /// SQLite database file (created if missing).
-    public var database = "sidecar.sqlite3"
+    var database = "sidecar.sqlite3"
     /// `--regions`: a path or an http(s) URL of regions-v3.json; nil = the bundled sample.
-    public var regions: String?
+    var regions: String?
     /// How often a URL directory is re-read.
-    public var regionsRefreshSeconds = 3600
+    var regionsRefreshSeconds = 3600
     /// Base of the URLs the server hands out (alarm and Live Activity URLs).
-    public var publicURL: String?
-    public var logLevel = LogLevel.info
+    var publicURL: String?
+    var logLevel = LogLevel.info
     /// `--log-format`: text for people, json (one object a line) for collectors.
-    public var logFormat = LogFormat.text
+    var logFormat = LogFormat.text
     /// Push-registration requests per minute per client; 0 disables.
-    public var pushRegistrationLimit = 30
+    var pushRegistrationLimit = 30
     /// Alarm creations and deletions (v1 and v2) per minute per client; 0 disables.
-    public var alarmLimit = 30
+    var alarmLimit = 30
     /// Live Activity registrations and deletions per minute per client; 0 disables.
-    public var liveActivityLimit = 30
+    var liveActivityLimit = 30
     /// OneBusAway lookups a client's requests may cause per minute; 0 disables.
-    public var upstreamLookupLimit = 60
+    var upstreamLookupLimit = 60
     /// Alarms waiting to fire per device (`user_push_id`); 0 = no cap.
-    public var maxAlarmsPerDevice = 20
+    var maxAlarmsPerDevice = 20
     /// Live Activities per push token; 0 = no cap.
-    public var maxLiveActivitiesPerPushToken = 10
+    var maxLiveActivitiesPerPushToken = 10
     /// gorush feedback posts per minute per client; 0 disables.
-    public var webhookLimit = 600
-    public var sqliteSynchronous = SQLiteDatabase.Synchronous.normal
-    public var threads = max(ProcessInfo.processInfo.activeProcessorCount, 1)
-    public var maxBodyBytes = 1 << 20
-    public var maxHeaderBytes = 16 * 1024
-    public var connectionTimeoutSeconds = 30
-    public var maxConnections = 1024
+    var webhookLimit = 600
+    var sqliteSynchronous = SQLiteDatabase.Synchronous.normal
+    var threads = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+    var maxBodyBytes = 1 << 20
+    var maxHeaderBytes = 16 * 1024
+    var connectionTimeoutSeconds = 30
+    var maxConnections = 1024
     /// Seconds from a request's first byte to the end of its head.
-    public var headerTimeoutSeconds = 10
+    var headerTimeoutSeconds = 10
     /// Slowest average body rate (bytes per second) after that grace.
-    public var minimumBodyBytesPerSecond = 1024
+    var minimumBodyBytesPerSecond = 1024
     /// Open connections per client address (IPv6: per /64); 0 = no limit.
-    public var maxConnectionsPerClient = 64
+    var maxConnectionsPerClient = 64
     /// `--trusted-proxies`: proxies whose forwarding headers name the client.
-    public var trustedProxies: TrustedProxies?
+    var trustedProxies: TrustedProxies?
     /// `--client-ip-header`: a header naming the client (e.g. `CF-Connecting-IP`)
     /// to read instead of `X-Forwarded-For` from a trusted proxy.
-    public var clientIPHeader: String?
+    var clientIPHeader: String?
     /// `--demo`: add a simulated region (served by this process) with
     /// sample content, and push through the log unless told otherwise.
-    public var demo = false
+    var demo = false
     /// Site association, store links and the share-page redirect (issue 16).
     var links = LinkSettings()
     /// `--relay-url`: the signed push relay `--push-transport relay` sends through.
-    public var relayURL: String?
+    var relayURL: String?
     /// `--relay-key-file`: this server's P-256 key for the relay (created on first use).
-    public var relayKeyFile = "sidecar-relay-key.pem"
+    var relayKeyFile = "sidecar-relay-key.pem"
     /// `sidecar relay --relay-allowed-servers FILE`: serverIds it serves (nil: any).
-    public var relayAllowedServersFile: String?
+    var relayAllowedServersFile: String?
     /// `sidecar relay`: sends per minute per server, and requests per minute per client address.
     /// `--database-timeout`: seconds a PostgreSQL statement may wait for
     /// the server before the call fails as unavailable (503).
-    public var databaseTimeoutSeconds = 5
-    public var relaySendLimit = 6000
-    public var relayClientLimit = 12000
+    var databaseTimeoutSeconds = 5
+    var relaySendLimit = 6000
+    var relayClientLimit = 12000
     /// `sidecar relay`: bindings kept per server key and per client address (0: no bound).
-    public var relayMaxBindingsPerServer = RelayStore.defaultMaxBindings
-    public var relayMaxBindingsPerClient = RelayStore.defaultMaxBindings
+    var relayMaxBindingsPerServer = RelayStore.defaultMaxBindings
+    var relayMaxBindingsPerClient = RelayStore.defaultMaxBindings
     /// Console changes (form posts) per minute per signed-in user.
-    public var consoleWriteLimit = 120
+    var consoleWriteLimit = 120
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (a listener
     /// of its own, so it never faces the internet with the rider API); nil
     /// = no metrics, and nothing is counted.
-    public var metricsListen: ListenAddress?
+    var metricsListen: ListenAddress?
     /// Seconds to let running requests finish on SIGTERM/SIGINT.
-    public var shutdownTimeoutSeconds = 10
+    var shutdownTimeoutSeconds = 10
     /// Languages alert pushes can be localized into (locale normalization target).
-    public var locales = LocaleCatalog.standard
+    var locales = LocaleCatalog.standard
     /// OneBusAway REST API key for every region (`key=` on each request).
-    public var obaAPIKey: String?
+    var obaAPIKey: String?
     /// Per-region API keys overriding `obaAPIKey`.
-    public var obaRegionAPIKeys: [Int: String] = [:]
+    var obaRegionAPIKeys: [Int: String] = [:]
     /// Seconds between alarm checker cycles (spec §5.3: once a minute).
-    public var alarmCheckIntervalSeconds = 60
+    var alarmCheckIntervalSeconds = 60
     /// Seconds between Live Activity update cycles (spec §6.3: once a minute).
-    public var liveActivityIntervalSeconds = 60
+    var liveActivityIntervalSeconds = 60
     /// Whether `start()` runs the Live Activity updater (tests drive it by hand).
-    public var runsLiveActivityUpdater = true
+    var runsLiveActivityUpdater = true
     /// How pushes are delivered.
-    public var pushTransport = PushTransportChoice.automatic
+    var pushTransport = PushTransportChoice.automatic
     /// gorush's base URL, e.g. http://127.0.0.1:8088.
-    public var gorushURL: String?
+    var gorushURL: String?
     /// The iOS app's bundle id: the APNs topic.
-    public var apnsTopic = "org.onebusaway.iphone"
+    var apnsTopic = "org.onebusaway.iphone"
     /// Survey-response writes per minute per TCP peer; 0 disables.
-    public var surveyResponseLimit = 60
+    var surveyResponseLimit = 60
     /// Ghost-bus reports per hour per TCP peer; 0 disables.
-    public var ghostBusPeerLimit = 10
+    var ghostBusPeerLimit = 10
     /// Ghost-bus reports per day per `user_identifier`; 0 disables.
-    public var ghostBusUserLimit = 20
+    var ghostBusUserLimit = 20
     /// Donation requests per minute per TCP peer; 0 disables.
-    public var donationLimit = 10
+    var donationLimit = 10
     /// Stripe secret keys; without them the donation route answers 404.
-    public var stripeSecretKey: String?
-    public var stripeTestSecretKey: String?
-    public var stripeURL = "https://api.stripe.com"
+    var stripeSecretKey: String?
+    var stripeTestSecretKey: String?
+    var stripeURL = "https://api.stripe.com"
     /// The Stripe product monthly donations are priced against (created on first use when unset).
-    public var stripeProduct: String?
+    var stripeProduct: String?
     /// Pirate Weather API key; without one the weather route answers 403.
-    public var pirateWeatherKey: String?
-    public var pirateWeatherURL = "https://api.pirateweather.net"
+    var pirateWeatherKey: String?
+    var pirateWeatherURL = "https://api.pirateweather.net"
     /// Seconds a send stays claimed by a runner that stopped recording
     /// progress (it died); then any running server resumes it.
-    public var sendLeaseSeconds = Int(AlertStore.defaultSendLeaseSeconds)
+    var sendLeaseSeconds = Int(AlertStore.defaultSendLeaseSeconds)
     /// PostgreSQL connections this instance may open (nil: four per thread,
     /// at least four). Each is opened when first needed.
-    public var postgresConnections: Int?
+    var postgresConnections: Int?
     /// Seconds a `/healthz` verdict is reused (tests set 0).
-    public var healthCacheSeconds = 1.0
+    var healthCacheSeconds = 1.0
     /// How alert sends retry passing push failures (tests shorten it).
-    public var sendRetry = SendRetryPolicy()
+    var sendRetry = SendRetryPolicy()
     /// Whether `start()` runs the loop that resumes lapsed alert sends
     /// (tests that drive sends by hand turn it off; there is no flag).
-    public var runsSendResumer = true
+    var runsSendResumer = true
     /// Whether `start()` runs the alarm checker on its clock (tests that
     /// drive cycles by hand turn it off; there is no flag).
-    public var runsAlarmChecker = true
+    var runsAlarmChecker = true
 
     /// Direct APNs: the `.p8` key file, its key id and the team id.
-    public var apnsKeyFile: String?
-    public var apnsKeyID: String?
-    public var apnsTeamID: String?
-    public var apnsURL = "https://api.push.apple.com"
-    public var apnsSandboxURL = "https://api.sandbox.push.apple.com"
+    var apnsKeyFile: String?
+    var apnsKeyID: String?
+    var apnsTeamID: String?
+    var apnsURL = "https://api.push.apple.com"
+    var apnsSandboxURL = "https://api.sandbox.push.apple.com"
     /// A CA bundle to trust for APNs instead of the system's (tests).
-    public var apnsCAFile: String?
+    var apnsCAFile: String?
     /// Direct FCM: the service-account JSON file.
-    public var fcmServiceAccount: String?
-    public var fcmURL = "https://fcm.googleapis.com"
+    var fcmServiceAccount: String?
+    var fcmURL = "https://fcm.googleapis.com"
     /// Bearer secret gorush's feedback hook must present at /webhooks/gorush.
-    public var gorushWebhookSecret: String?
+    var gorushWebhookSecret: String?
 
     /// A host and port to listen on, as `HOST:PORT` or `[IPv6]:PORT`.
-    public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
+    struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+        var host: String
+        var port: Int
 
-        public init(host: String, port: Int) {
+        init(host: String, port: Int) {
             self.host = host
             self.port = port
         }
 
         /// Parses `127.0.0.1:9464`, `[::1]:9464` or `0.0.0.0:9464`.
-        public init?(_ text: String) {
+        init?(_ text: String) {
             guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else { return nil }
             var host = String(text[..<colon])
             if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) } else if host.contains(":") { return nil }
@@ -162,11 +162,11 @@ public struct SidecarConfiguration: Sendable {
             self.init(host: host, port: port)
         }
 
-        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
     /// Which push transport to build.
-    public enum PushTransportChoice: String, Sendable, CaseIterable {
+    enum PushTransportChoice: String, Sendable, CaseIterable {
         /// gorush when `--gorush-url` is set, else direct when an APNs key or
         /// an FCM service account is set, else none.
         case automatic = "auto"
@@ -175,13 +175,13 @@ public struct SidecarConfiguration: Sendable {
         case relay
     }
 
-    public init() {}
+    init() {}
 
     /// The logger these settings ask for, writing to standard error.
-    public func makeLogger() -> Logger { Logger(level: logLevel, format: logFormat) }
+    func makeLogger() -> Logger { Logger(level: logLevel, format: logFormat) }
 
     /// `--public-url` without a trailing slash, or one derived from host and port.
-    public func effectivePublicURL(boundPort: Int? = nil) -> String {
+    func effectivePublicURL(boundPort: Int? = nil) -> String {
         if let publicURL, !publicURL.isEmpty {
             return publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
         }

@@ -6,12 +6,12 @@ import HTTPServer
 /// singleton leases (one instance at a time runs the daily prune or fetches
 /// the regions directory), documents one instance fetched for all, and
 /// throttle counters that hold across instances on PostgreSQL.
-public struct CoordinationStore: Sendable {
+struct CoordinationStore: Sendable {
     let database: any Database
     /// This process, as lease holders are named (random per start).
-    public let instance: String
+    let instance: String
 
-    public init(database: any Database, instance: String = "sidecar-" + SecureToken.hex(bytes: 6)) {
+    init(database: any Database, instance: String = "sidecar-" + SecureToken.hex(bytes: 6)) {
         self.database = database
         self.instance = instance
     }
@@ -19,7 +19,7 @@ public struct CoordinationStore: Sendable {
     /// Takes or renews the lease `name` for `ttlSeconds`; true when this
     /// instance holds it now. Atomic on both backends: the upsert only
     /// overwrites a lapsed lease or this instance's own.
-    public func acquire(_ name: String, ttlSeconds: Int64, nowSeconds: Int64) async throws -> Bool {
+    func acquire(_ name: String, ttlSeconds: Int64, nowSeconds: Int64) async throws -> Bool {
         try await database.write { connection in
             try connection.queryOne("""
                 INSERT INTO leases (name, holder, expires_at) VALUES (\(name), \(instance), \(nowSeconds + ttlSeconds))
@@ -31,7 +31,7 @@ public struct CoordinationStore: Sendable {
     }
 
     /// Stores a document fetched once for every instance.
-    public func storeDocument(_ name: String, body: [UInt8], nowSeconds: Int64) async throws {
+    func storeDocument(_ name: String, body: [UInt8], nowSeconds: Int64) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
                 INSERT INTO shared_documents (name, body, fetched_at) VALUES (\(name), \(body), \(nowSeconds))
@@ -41,7 +41,7 @@ public struct CoordinationStore: Sendable {
     }
 
     /// A shared document and when it was fetched.
-    public func document(_ name: String) async throws -> (body: [UInt8], fetchedAt: Int64)? {
+    func document(_ name: String) async throws -> (body: [UInt8], fetchedAt: Int64)? {
         try await database.read { connection in
             guard let row = try connection.queryOne("SELECT body, fetched_at FROM shared_documents WHERE name = \(name)") else {
                 return nil

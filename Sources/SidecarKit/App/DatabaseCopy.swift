@@ -4,7 +4,7 @@ import Database
 /// install to another database (typically a SQLite file to PostgreSQL, when
 /// an agency grows from one machine to several), keeping ids, then checks
 /// that every table holds as many rows on both sides.
-public enum DatabaseCopy {
+enum DatabaseCopy {
     /// The tables that hold an install's data, parents before children (so
     /// foreign keys hold while copying), each with the column it is paged by.
     /// Left out: migration bookkeeping, health probes, leases, shared
@@ -35,14 +35,14 @@ public enum DatabaseCopy {
 
     static let pageSize = 1000
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
     }
 
     /// Copies and verifies; `report` hears one line per table. Throws when
     /// the target already holds data (unless `replace`, which empties it
     /// first) or when the counts differ afterwards.
-    public static func run(from source: any Database, to target: any Database, replace: Bool,
+    static func run(from source: any Database, to target: any Database, replace: Bool,
                            report: @Sendable (String) -> Void) async throws -> [(table: String, rows: Int)] {
         try await source.migrate(Migrations.all)
         try await target.migrate(Migrations.all)

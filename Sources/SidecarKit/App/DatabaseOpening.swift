@@ -7,11 +7,11 @@ import Glibc
 extension SidecarConfiguration {
     /// Whether `--database` names PostgreSQL (a `postgres://` URL) rather
     /// than a SQLite file.
-    public var usesPostgreSQL: Bool { PostgresLocation.matches(database) }
+    var usesPostgreSQL: Bool { PostgresLocation.matches(database) }
 
     /// How messages name the database: the SQLite file's absolute path, or
     /// the PostgreSQL URL without its password.
-    public var databaseName: String {
+    var databaseName: String {
         if usesPostgreSQL { return (try? PostgresLocation(url: database).description) ?? "a PostgreSQL database" }
         if database.hasPrefix("/") || database == ":memory:" { return database }
         return FileManager.default.currentDirectoryPath + "/" + database
@@ -19,7 +19,7 @@ extension SidecarConfiguration {
 
     /// Whether `--database` names a SQLite file that does not exist yet
     /// (opening it would create it).
-    public var databaseIsMissing: Bool {
+    var databaseIsMissing: Bool {
         !usesPostgreSQL && database != ":memory:" && !FileManager.default.fileExists(atPath: database)
     }
 
@@ -29,7 +29,7 @@ extension SidecarConfiguration {
     /// `sslmode` is a configuration error (exit status 2); an unreachable
     /// server, a wrong password or a missing database exit 1, naming the
     /// host and never the password.
-    public func openDatabase(readers: Int) throws(StartupError) -> any Database {
+    func openDatabase(readers: Int) throws(StartupError) -> any Database {
         do {
             if usesPostgreSQL {
                 return try PostgreSQLDatabase(url: database, connections: postgresConnections ?? max(4, threads * 4),
@@ -49,7 +49,7 @@ extension SidecarConfiguration {
     /// the CLI): a command that only reads never creates one, and a new
     /// database is said to be new. A database holding another program's
     /// tables (a relay's for a sidecar, or the reverse) is refused.
-    public func openMigrated(for owner: SchemaOwner = .sidecar, readsOnly: Bool = false, readers: Int = 2,
+    func openMigrated(for owner: SchemaOwner = .sidecar, readsOnly: Bool = false, readers: Int = 2,
                              announce: (String) -> Void) async throws(StartupError) -> (database: any Database, applied: [Int]) {
         let missing = databaseIsMissing
         if readsOnly && missing {
@@ -83,7 +83,7 @@ extension SidecarConfiguration {
 /// versions: a sidecar's are below 1000, the relay's from 1000 up. Each
 /// refuses the other's database, so one environment file or a mistyped
 /// path cannot mix them.
-public enum SchemaOwner: Sendable {
+enum SchemaOwner: Sendable {
     case sidecar
     case relay
 

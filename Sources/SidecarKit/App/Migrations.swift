@@ -63,6 +63,6 @@ enum Migrations {
 }
 
 /// The migrations `sidecar migrate` applies (the same list `serve` applies).
-public enum SidecarMigrations {
-    public static var all: [Migration] { Migrations.all }
+enum SidecarMigrations {
+    static var all: [Migration] { Migrations.all }
 }

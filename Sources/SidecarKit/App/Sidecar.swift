@@ -13,18 +13,18 @@ import Synchronization
 
 /// Why the server could not start; `exitCode` is 2 for configuration the
 /// operator must fix and 1 for everything else.
-public struct StartupError: Error, CustomStringConvertible {
-    public let description: String
-    public let exitCode: Int32
+struct StartupError: Error, CustomStringConvertible {
+    let description: String
+    let exitCode: Int32
 }
 
 /// The running application: regions, storage, routes and background loops,
 /// wired from one configuration as a list of features.
-public final class Sidecar: Sendable {
-    public let configuration: SidecarConfiguration
-    public let database: any Database
-    public let regions: RegionDirectory
-    public let server: HTTPServer
+final class Sidecar: Sendable {
+    let configuration: SidecarConfiguration
+    let database: any Database
+    let regions: RegionDirectory
+    let server: HTTPServer
     let context: FeatureContext
     /// Every feature: its routes are the server's, its jobs run in the background.
     let features: [any Feature]
@@ -50,7 +50,7 @@ public final class Sidecar: Sendable {
 
     /// Loads the regions directory, opens and migrates the database and
     /// builds the features. Nothing listens until `start()`.
-    public static func prepare(configuration: SidecarConfiguration, clock: any WallClock = SystemClock(),
+    static func prepare(configuration: SidecarConfiguration, clock: any WallClock = SystemClock(),
                                logger: Logger, httpClient: HTTPClient = HTTPClient()) async throws(StartupError) -> Sidecar {
         let metrics = configuration.metricsListen != nil ? SidecarMetrics() : nil
         if let metrics { httpClient.observe(metrics.observeUpstream) }
@@ -173,7 +173,7 @@ public final class Sidecar: Sendable {
 
     /// Starts listening and the background loops; returns the bound port.
     @discardableResult
-    public func start() async throws(StartupError) -> Int {
+    func start() async throws(StartupError) -> Int {
         let port: Int
         do { port = try server.start() } catch { throw StartupError(description: "\(error)", exitCode: 1) }
         if let metricsServer {
@@ -222,7 +222,7 @@ public final class Sidecar: Sendable {
     /// Returns false when the deadline cut work off (the database is then
     /// left to the process exit: every commit so far is durable).
     @discardableResult
-    public func shutdown() async -> Bool {
+    func shutdown() async -> Bool {
         logger.info("shutting down", [("requests_in_flight", String(server.requestsInFlight)),
                                       ("background_tasks", String(work.runningCount))])
         let grace = Duration.seconds(configuration.shutdownTimeoutSeconds)
@@ -246,9 +246,9 @@ public final class Sidecar: Sendable {
 
 /// Waits for SIGTERM or SIGINT (kept out of main.swift so the handler is not
 /// main-actor isolated).
-public enum ShutdownSignal {
+enum ShutdownSignal {
     /// Returns the first of SIGTERM/SIGINT to arrive.
-    public static func wait() async -> Int32 {
+    static func wait() async -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         let stream = AsyncStream<Int32> { continuation in
             var sources: [any DispatchSourceSignal] = []

@@ -3,7 +3,7 @@ import Synchronization
 
 /// Where time comes from. Injected everywhere a rule or loop depends on the
 /// time, so tests move time forward instead of sleeping.
-public protocol WallClock: Sendable {
+protocol WallClock: Sendable {
     /// The current time.
     func now() -> Date
     /// Suspends until `seconds` of this clock's time have passed.
@@ -28,17 +28,17 @@ extension WallClock {
 }
 
 /// The real clock.
-public struct SystemClock: WallClock {
-    public init() {}
-    public func now() -> Date { Date() }
-    public func sleep(seconds: Double) async throws {
+struct SystemClock: WallClock {
+    init() {}
+    func now() -> Date { Date() }
+    func sleep(seconds: Double) async throws {
         try await Task.sleep(for: .milliseconds(Int64(max(seconds, 0) * 1000)))
     }
 }
 
 /// A clock that only moves when told to; sleepers wake when `advance`
 /// carries the time past their deadline.
-public final class ManualClock: WallClock {
+final class ManualClock: WallClock {
     private struct Sleeper {
         let id: Int
         let deadline: Date
@@ -51,18 +51,18 @@ public final class ManualClock: WallClock {
     }
     private let state: Mutex<State>
 
-    public init(_ start: Date = Date(timeIntervalSince1970: 1_767_225_600)) {
+    init(_ start: Date = Date(timeIntervalSince1970: 1_767_225_600)) {
         state = Mutex(State(now: start))
     }
 
-    public func now() -> Date { state.withLock { $0.now } }
+    func now() -> Date { state.withLock { $0.now } }
 
     /// Number of tasks currently sleeping on this clock.
-    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
     /// Sleeps until `advance` passes the deadline; a cancelled task wakes at
     /// once with `CancellationError`, as `Task.sleep` does.
-    public func sleep(seconds: Double) async throws {
+    func sleep(seconds: Double) async throws {
         try Task.checkCancellation()
         let id = state.withLock { state -> Int in defer { state.nextID += 1 }; return state.nextID }
         try await withTaskCancellationHandler {
@@ -86,7 +86,7 @@ public final class ManualClock: WallClock {
     }
 
     /// Moves time forward and wakes every sleeper whose deadline passed.
-    public func advance(seconds: Double) {
+    func advance(seconds: Double) {
         let due = state.withLock { state -> [Sleeper] in
             state.now = state.now.addingTimeInterval(seconds)
             let now = state.now
@@ -98,7 +98,7 @@ public final class ManualClock: WallClock {
     }
 
     /// Sets the time (only forward moves wake sleepers).
-    public func set(_ date: Date) {
+    func set(_ date: Date) {
         let delta = date.timeIntervalSince(now())
         if delta >= 0 { advance(seconds: delta) } else { state.withLock { $0.now = date } }
     }

@@ -6,9 +6,9 @@ import Push
 /// token sent to production fails in front of a developer, while a production
 /// token sent to the sandbox bounces `BadDeviceToken` in front of a rider (and
 /// for a Live Activity that bounce is terminal).
-public enum ApnsSandbox {
+enum ApnsSandbox {
     /// What a raw `apns_sandbox` value means.
-    public enum Reading: Equatable, Sendable {
+    enum Reading: Equatable, Sendable {
         case sandbox
         case production
         /// Not on either list: production, and worth a log line.
@@ -18,7 +18,7 @@ public enum ApnsSandbox {
     /// Reads a raw parameter: `1|t|true|on` are sandbox; `0|f|false|off`,
     /// empty and absent are production; anything else is production too.
     /// Case-insensitive, surrounding whitespace ignored.
-    public static func read(_ raw: String?) -> Reading {
+    static func read(_ raw: String?) -> Reading {
         guard let raw else { return .production }
         switch raw.trimmingWhitespace().lowercased() {
         case "1", "t", "true", "on": return .sandbox
@@ -29,15 +29,15 @@ public enum ApnsSandbox {
 
     /// The stored flag for a registration: only iOS tokens can be sandbox
     /// tokens, so the flag is always false for Android.
-    public static func flag(_ raw: String?, operatingSystem: PushPlatform) -> Bool {
+    static func flag(_ raw: String?, operatingSystem: PushPlatform) -> Bool {
         operatingSystem == .ios && read(raw) == .sandbox
     }
 }
 
 /// Boolean-ish parameters such as `test_device`: a recognised true or false,
 /// or nil (absent, blank or unrecognised) so sticky fields keep their value.
-public enum BooleanParameter {
-    public static func read(_ raw: String?) -> Bool? {
+enum BooleanParameter {
+    static func read(_ raw: String?) -> Bool? {
         guard let raw else { return nil }
         switch raw.trimmingWhitespace().lowercased() {
         case "1", "t", "true", "on", "yes", "y": return true

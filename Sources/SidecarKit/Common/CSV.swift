@@ -4,9 +4,9 @@ import Core
 /// as a formula (`=`, `+`, `-`, `@`, tab, carriage return) prefixed with `'`;
 /// numbers bare (a longitude of -122.3 is a number, not a formula); times in
 /// ISO 8601 with the region's offset.
-public enum CSV {
+enum CSV {
     /// One value of a row, by kind.
-    public enum Value {
+    enum Value {
         case text(String?)
         case number(Double?)
         case integer(Int64?)
@@ -15,7 +15,7 @@ public enum CSV {
         case instant(Int64?, ZoneInfo)
     }
 
-    public static func cell(_ text: String?) -> String {
+    static func cell(_ text: String?) -> String {
         guard var text else { return "" }
         if let first = text.first, "=+-@\t\r".contains(first) { text = "'" + text }
         // Bidirectional embeddings, overrides and isolates would show the
@@ -38,9 +38,9 @@ public enum CSV {
         }
     }
 
-    public static func line(_ cells: [String?]) -> String { cells.map(cell).joined(separator: ",") }
+    static func line(_ cells: [String?]) -> String { cells.map(cell).joined(separator: ",") }
 
-    public static func row(_ values: [Value]) -> String { values.map(field).joined(separator: ",") }
+    static func row(_ values: [Value]) -> String { values.map(field).joined(separator: ",") }
 }
 
 extension String {

@@ -3,29 +3,29 @@ import HTTPServer
 /// The longest value stored for each kind of field, in characters. A
 /// client can only make the server store what fits: a longer value is
 /// refused with 422 in the route's error shape. The README lists them.
-public enum FieldLimits {
+enum FieldLimits {
     /// Push tokens and device identifiers (APNs and FCM tokens, OneSignal ids).
-    public static let token = 4096
+    static let token = 4096
     /// Identifiers: stops, trips, vehicles, routes, Live Activities, users.
-    public static let identifier = 255
+    static let identifier = 255
     /// Names shown to riders: route short names, headsigns, device descriptions.
-    public static let name = 255
+    static let name = 255
     /// Locale tags.
-    public static let locale = 64
+    static let locale = 64
     /// Free text a rider writes (a ghost-bus comment).
-    public static let comment = 1000
+    static let comment = 1000
     /// Answers in one survey response: how many, and their encoded size.
-    public static let surveyAnswerCount = 200
-    public static let surveyAnswerBytes = 64 * 1024
+    static let surveyAnswerCount = 200
+    static let surveyAnswerBytes = 64 * 1024
     /// Survey authoring: questions per survey, and one question's content encoded.
-    public static let surveyQuestionCount = 200
-    public static let surveyQuestionBytes = 16 * 1024
+    static let surveyQuestionCount = 200
+    static let surveyQuestionBytes = 16 * 1024
     /// Alert text (per language) and links.
-    public static let alertHeader = 500
-    public static let alertDescription = 10_000
-    public static let url = 2048
+    static let alertHeader = 500
+    static let alertDescription = 10_000
+    static let url = 2048
     /// A donor's email and name (passed to Stripe, never stored here).
-    public static let email = 254
+    static let email = 254
 
     /// One message per present value over its limit, in the wording of the
     /// other validation messages ("Stop is too long (maximum is 255 characters)").
@@ -33,7 +33,7 @@ public enum FieldLimits {
     /// them (embeddings, overrides and isolates: `…\u{202E}gnp.exe` reads as
     /// `exe.png`), so no stored text can show staff something other than
     /// what it says. The marks LRM and RLM, which reorder nothing, are kept.
-    public static func check(_ fields: [(label: String, value: String?, limit: Int)]) -> [String] {
+    static func check(_ fields: [(label: String, value: String?, limit: Int)]) -> [String] {
         fields.compactMap { field in
             guard let value = field.value else { return nil }
             if value.count > field.limit { return "\(field.label) is too long (maximum is \(field.limit) characters)" }
@@ -45,7 +45,7 @@ public enum FieldLimits {
     }
 
     /// U+202A–U+202E (embeddings and overrides) and U+2066–U+2069 (isolates).
-    public static func containsBidiControls(_ text: String) -> Bool {
+    static func containsBidiControls(_ text: String) -> Bool {
         text.unicodeScalars.contains { (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) }
     }
 }

@@ -2,11 +2,11 @@ import Core
 /// ISO 8601 / RFC 3339 instants that state their UTC offset, parsed and
 /// written without Foundation's formatters (which accept less, or more,
 /// than the rule: an instant must say which offset it is in).
-public enum Timestamp {
+enum Timestamp {
     /// `2026-12-01T08:00-08:00`, `2026-12-01T16:00:00.250Z`, ... as epoch
     /// milliseconds (digits past milliseconds are dropped); nil without an
     /// offset or for anything that is not such an instant.
-    public static func parseMillis(_ text: String) -> Int64? {
+    static func parseMillis(_ text: String) -> Int64? {
         let bytes = Array(text.trimmingWhitespace().utf8)
         func number(_ range: Range<Int>) -> Int? {
             guard range.upperBound <= bytes.count, range.allSatisfy({ bytes[$0] >= 0x30 && bytes[$0] <= 0x39 }) else { return nil }
@@ -60,7 +60,7 @@ public enum Timestamp {
 
     /// Epoch milliseconds in UTC: `2026-12-01T16:00:00Z`, with `.250` when
     /// there are milliseconds.
-    public static func format(millis: Int64) -> String {
+    static func format(millis: Int64) -> String {
         let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
         let fraction = Int(millis - seconds * 1000)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
@@ -74,7 +74,7 @@ public enum Timestamp {
     }
 
     /// An instant in seconds, as `format(millis:)`.
-    public static func format(_ instant: EpochSeconds) -> String { format(millis: instant.millis.value) }
+    static func format(_ instant: EpochSeconds) -> String { format(millis: instant.millis.value) }
 
     // Calendar arithmetic: Core's `CivilDate` (Hinnant's algorithms).
     static func daysInMonth(year: Int, month: Int) -> Int { CivilDate.daysInMonth(year: year, month: month) }

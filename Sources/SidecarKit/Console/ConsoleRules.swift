@@ -2,7 +2,7 @@
 /// Pure functions, tested table by table.
 
 /// A console account's role. Each includes what the one before may do.
-public enum ConsoleRole: String, Sendable, CaseIterable, Comparable {
+enum ConsoleRole: String, Sendable, CaseIterable, Comparable {
     /// Reads every page of its regions.
     case viewer
     /// Also authors, translates, publishes and sends to test devices.
@@ -11,7 +11,7 @@ public enum ConsoleRole: String, Sendable, CaseIterable, Comparable {
     case admin
 
     var rank: Int { ConsoleRole.allCases.firstIndex(of: self)! }
-    public static func < (lhs: ConsoleRole, rhs: ConsoleRole) -> Bool { lhs.rank < rhs.rank }
+    static func < (lhs: ConsoleRole, rhs: ConsoleRole) -> Bool { lhs.rank < rhs.rank }
 }
 
 /// Something a console user may be allowed to do.

@@ -1,37 +1,37 @@
 import HTTPServer
 
 /// A ghost-bus report after validation (spec §8).
-public struct GhostBusReport: Sendable, Equatable {
-    public var userIdentifier: String
-    public var tripIdentifier: String
+struct GhostBusReport: Sendable, Equatable {
+    var userIdentifier: String
+    var tripIdentifier: String
     /// Epoch ms; part of the dedupe key.
-    public var serviceDate: Int64
-    public var routeIdentifier: String?
-    public var stopIdentifier: String?
-    public var vehicleIdentifier: String?
-    public var stopSequence: Int64?
-    public var predicted: Bool?
-    public var scheduleDeviationMinutes: Int64?
-    public var waitDurationMinutes: Int64
-    public var comment: String?
-    public var userLatitude: Double?
-    public var userLongitude: Double?
-    public var scheduledArrivalAt: Int64?
-    public var predictedArrivalAt: Int64?
-    public var predictionLastUpdatedAt: Int64?
+    var serviceDate: Int64
+    var routeIdentifier: String?
+    var stopIdentifier: String?
+    var vehicleIdentifier: String?
+    var stopSequence: Int64?
+    var predicted: Bool?
+    var scheduleDeviationMinutes: Int64?
+    var waitDurationMinutes: Int64
+    var comment: String?
+    var userLatitude: Double?
+    var userLongitude: Double?
+    var scheduledArrivalAt: Int64?
+    var predictedArrivalAt: Int64?
+    var predictionLastUpdatedAt: Int64?
 }
 
 /// Spec §8 rules.
-public enum GhostBusRules {
-    public static let waitDurations: Set<Int64> = [5, 10, 15, 20, 30]
-    public static let maxCommentLength = 1000
+enum GhostBusRules {
+    static let waitDurations: Set<Int64> = [5, 10, 15, 20, 30]
+    static let maxCommentLength = 1000
     /// A JSON report body declaring more than this is refused unread.
-    public static let identifierReadCap = 8 * 1024
+    static let identifierReadCap = 8 * 1024
 
     /// An integer and nothing else: an ISO date or a decimal is absent, never
     /// fuzzily converted (`service_date` is in the dedupe key, so its stored
     /// value must be deterministic).
-    public static func strictInteger(_ raw: String?) -> Int64? {
+    static func strictInteger(_ raw: String?) -> Int64? {
         guard let text = raw?.trimmingWhitespace(), !text.isEmpty else { return nil }
         return Int64(text)
     }
@@ -42,7 +42,7 @@ public enum GhostBusRules {
         return (value, false)
     }
 
-    public static func parse(_ parameters: Parameters) -> Result<GhostBusReport, ValidationFailure> {
+    static func parse(_ parameters: Parameters) -> Result<GhostBusReport, ValidationFailure> {
         var messages: [String] = []
         let user = parameters.identifier("user_identifier")?.presence
         if user == nil { messages.append("User identifier can't be blank") }
@@ -78,7 +78,7 @@ public enum GhostBusRules {
     }
 
     /// True when a JSON body declares (or has) more than the read cap.
-    public static func jsonBodyTooLarge(_ request: Request) -> Bool {
+    static func jsonBodyTooLarge(_ request: Request) -> Bool {
         let type = request.mediaType
         guard type == "application/json" || (type?.hasSuffix("+json") ?? false) else { return false }
         let declared = request.header("content-length").flatMap { Int($0.trimmingWhitespace()) } ?? 0

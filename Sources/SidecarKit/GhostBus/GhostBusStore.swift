@@ -3,12 +3,12 @@ import Core
 import Database
 
 /// Storage of ghost-bus reports (table `ghost_bus_reports`).
-public struct GhostBusStore: Sendable {
+struct GhostBusStore: Sendable {
     let database: any Database
 
-    public init(database: any Database) { self.database = database }
+    init(database: any Database) { self.database = database }
 
-    public enum InsertOutcome: Equatable, Sendable {
+    enum InsertOutcome: Equatable, Sendable {
         case created(publicID: String)
         /// Caught by the check before inserting.
         case duplicate
@@ -17,26 +17,26 @@ public struct GhostBusStore: Sendable {
     }
 
     /// A report as stored: what the rider sent, and what was captured after.
-    public struct Stored: Sendable, Equatable {
-        public var publicID: String
-        public var regionID: Int
-        public var report: GhostBusReport
+    struct Stored: Sendable, Equatable {
+        var publicID: String
+        var regionID: Int
+        var report: GhostBusReport
         /// The route's short name, from the captured trip's references.
-        public var routeShortName: String?
+        var routeShortName: String?
         /// The trip's real-time status captured after the report (JSON).
-        public var tripSnapshot: String?
-        public var snapshotAttempts: Int
+        var tripSnapshot: String?
+        var snapshotAttempts: Int
         /// Epoch milliseconds.
-        public var snapshotCapturedAt: Int64?
+        var snapshotCapturedAt: Int64?
         /// Epoch milliseconds.
-        public var createdAt: Int64
+        var createdAt: Int64
     }
 
     /// Inserts unless this user already reported this trip on this service
     /// date in this region.
     /// - Parameter checkFirst: false skips the check, leaving the unique
     ///   index to catch a duplicate (how a race between two writers ends).
-    public func insert(_ report: GhostBusReport, regionID: Int, now: Int64, checkFirst: Bool = true) async throws -> InsertOutcome {
+    func insert(_ report: GhostBusReport, regionID: Int, now: Int64, checkFirst: Bool = true) async throws -> InsertOutcome {
         let stored = Stored(publicID: SecureToken.hex(bytes: 10), regionID: regionID, report: report, snapshotAttempts: 0, createdAt: now)
         do {
             return try await database.write { connection in
@@ -60,7 +60,7 @@ public struct GhostBusStore: Sendable {
 
     /// Stores the trip's real-time status captured after the report, and
     /// the route's short name it names (the console filters by either).
-    public func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64, routeShortName: String? = nil) async throws {
+    func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64, routeShortName: String? = nil) async throws {
         let capturedAt: Int64? = snapshot == nil ? nil : nowMillis
         _ = try await database.write { connection in
             try connection.execute("""
@@ -74,7 +74,7 @@ public struct GhostBusStore: Sendable {
     /// Reports of a region, newest first: `route` matches the route's id or
     /// its short name (`44`), `trip` the trip's id, `serviceDay` the instant
     /// of the local midnight that names a service day.
-    public func reports(regionID: Int, route: String?, trip: String?, serviceDay: EpochSeconds?, limit: Int) async throws -> [Stored] {
+    func reports(regionID: Int, route: String?, trip: String?, serviceDay: EpochSeconds?, limit: Int) async throws -> [Stored] {
         let route = route ?? "", trip = trip ?? ""
         let from = serviceDay.map { $0.millis.value } ?? -1, until = serviceDay.map { $0.adding(seconds: 86_400).millis.value } ?? -1
         return try await database.read { connection in
@@ -90,7 +90,7 @@ public struct GhostBusStore: Sendable {
 
     /// Reports per local day (days since the epoch in the region's zone)
     /// for the `days` days ending `today`.
-    public func dailyCounts(regionID: Int, utcOffset: Int64, today: Int64, days: Int64) async throws -> [(day: Int64, count: Int)] {
+    func dailyCounts(regionID: Int, utcOffset: Int64, today: Int64, days: Int64) async throws -> [(day: Int64, count: Int)] {
         let since = ((today - days + 1) * 86_400 - utcOffset) * 1000
         let rows = try await database.read { connection in
             try connection.query("""
@@ -103,7 +103,7 @@ public struct GhostBusStore: Sendable {
         return (today - days + 1...today).map { (day: $0, count: byDay[$0] ?? 0) }
     }
 
-    public func report(publicID: String) async throws -> Stored? {
+    func report(publicID: String) async throws -> Stored? {
         try await database.read { connection in
             try connection.queryOne("SELECT * FROM ghost_bus_reports WHERE public_id = \(publicID)").map(Self.stored)
         }
@@ -116,7 +116,7 @@ public struct GhostBusStore: Sendable {
 
     /// The region's reports as CSV (spreadsheet-safe), oldest first: times
     /// in ISO 8601 in the region's zone, coordinates and counts as numbers.
-    public func exportCSV(regionID: Int, zone: ZoneInfo) async throws -> String {
+    func exportCSV(regionID: Int, zone: ZoneInfo) async throws -> String {
         let reports = try await database.read { connection in try Self.all(connection, regionID: regionID) }
         func seconds(_ millis: Int64?) -> Int64? { millis.map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
         var lines = [CSV.line(Self.exportColumns)]

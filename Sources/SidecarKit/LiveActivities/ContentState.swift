@@ -4,29 +4,29 @@ import OBA
 /// The Live Activity content state (spec §6.2): a strict wire contract with
 /// the iOS widget. No timestamp or other always-changing field belongs here:
 /// consecutive states are compared to decide whether to push.
-public struct ContentState: Sendable, Equatable {
-    public struct Arrival: Sendable, Equatable {
+struct ContentState: Sendable, Equatable {
+    struct Arrival: Sendable, Equatable {
         /// Epoch seconds.
-        public var departureTime: Int64
+        var departureTime: Int64
         /// `early`, `on_time`, `delayed` or `unknown` (schedule only).
-        public var scheduleStatus: String
+        var scheduleStatus: String
         /// Seconds; 0 when schedule-only.
-        public var scheduleDeviation: Int64
-        public var isArrival: Bool
+        var scheduleDeviation: Int64
+        var isArrival: Bool
     }
-    public var arrivals: [Arrival]
+    var arrivals: [Arrival]
 
-    public var json: JSONValue {
+    var json: JSONValue {
         .object(["arrivals": .array(arrivals.map { arrival in
             .object(["departure_time": .integer(arrival.departureTime), "schedule_status": .string(arrival.scheduleStatus),
                      "schedule_deviation": .integer(arrival.scheduleDeviation), "is_arrival": .bool(arrival.isArrival)])
         })])
     }
 
-    public init(arrivals: [Arrival]) { self.arrivals = arrivals }
+    init(arrivals: [Arrival]) { self.arrivals = arrivals }
 
     /// Reads a stored state back.
-    public init?(json: JSONValue) {
+    init?(json: JSONValue) {
         guard case .object(let root) = json, case .array(let items)? = root["arrivals"] else { return nil }
         var arrivals: [Arrival] = []
         for item in items {
@@ -40,11 +40,11 @@ public struct ContentState: Sendable, Equatable {
 }
 
 /// Spec §6.2: building the content state from `arrivals-and-departures-for-stop`.
-public enum ContentStateBuilder {
-    public static let maxArrivals = 3
+enum ContentStateBuilder {
+    static let maxArrivals = 3
     /// The window the stop is asked for.
-    public static let minutesBefore = 5
-    public static let minutesAfter = 120
+    static let minutesBefore = 5
+    static let minutesAfter = 120
 
     /// The visit identity duplicates are collapsed on; nil when any part is missing.
     struct VisitKey: Hashable {
@@ -64,7 +64,7 @@ public enum ContentStateBuilder {
     /// Step 2: one entry per visit, the newest `lastUpdateTime` winning (ties:
     /// the first in response order); entries missing an identity part stay.
     /// A port of the app's own dedupe, so both sides pick the same survivor.
-    public static func collapseDuplicates(_ entries: [ArrivalAndDeparture]) -> [ArrivalAndDeparture] {
+    static func collapseDuplicates(_ entries: [ArrivalAndDeparture]) -> [ArrivalAndDeparture] {
         var survivorIndex: [VisitKey: Int] = [:]
         var kept: [ArrivalAndDeparture?] = []
         for entry in entries {
@@ -85,7 +85,7 @@ public enum ContentStateBuilder {
     /// `schedule_status` from a deviation in seconds, half-open on the late
     /// side: < −90 s early, −90 s (inclusive) to +90 s (exclusive) on time,
     /// ≥ +90 s delayed.
-    public static func status(deviationSeconds: Int64) -> String {
+    static func status(deviationSeconds: Int64) -> String {
         if deviationSeconds < -90 { return "early" }
         if deviationSeconds >= 90 { return "delayed" }
         return "on_time"
@@ -94,7 +94,7 @@ public enum ContentStateBuilder {
     /// Step 3 for one entry: arrival times at any stop but the trip's first
     /// (`stopSequence != 0`), falling back to departure times when the feed
     /// omits arrival times; the prediction when predicted and positive.
-    public static func arrival(for entry: ArrivalAndDeparture) -> (time: EpochMillis, arrival: ContentState.Arrival)? {
+    static func arrival(for entry: ArrivalAndDeparture) -> (time: EpochMillis, arrival: ContentState.Arrival)? {
         let isArrival = entry.stopSequence != 0
         var scheduled = isArrival ? entry.scheduledArrivalTime : entry.scheduledDepartureTime
         var predicted = isArrival ? entry.predictedArrivalTime : entry.predictedDepartureTime
@@ -111,7 +111,7 @@ public enum ContentStateBuilder {
 
     /// Steps 1–4: filter to the route and headsign, collapse duplicates,
     /// choose times, drop the past, sort, keep 3.
-    public static func build(_ entries: [ArrivalAndDeparture], routeShortName: String, tripHeadsign: String, currentTime: EpochMillis) -> ContentState {
+    static func build(_ entries: [ArrivalAndDeparture], routeShortName: String, tripHeadsign: String, currentTime: EpochMillis) -> ContentState {
         let matching = entries.filter { $0.routeShortName == routeShortName && $0.tripHeadsign == tripHeadsign }
         let chosen = collapseDuplicates(matching).compactMap(arrival(for:)).filter { $0.time >= currentTime }
         let sorted = chosen.enumerated().sorted { ($0.element.time.value, $0.offset) < ($1.element.time.value, $1.offset) }.map(\.element.arrival)

@@ -5,58 +5,58 @@ import FoundationEssentials
 import Push
 
 /// A Live Activity subscription as stored.
-public struct LiveActivity: Sendable, Equatable {
-    public var id: Int64
-    public var token: String
-    public var regionID: Int
-    public var activityID: String
-    public var pushToken: String
-    public var stopID: String
-    public var routeShortName: String
-    public var tripHeadsign: String
-    public var apnsSandbox: Bool
+struct LiveActivity: Sendable, Equatable {
+    var id: Int64
+    var token: String
+    var regionID: Int
+    var activityID: String
+    var pushToken: String
+    var stopID: String
+    var routeShortName: String
+    var tripHeadsign: String
+    var apnsSandbox: Bool
     /// Epoch seconds: 8 hours after the first registration.
-    public var expiresAt: Int64
-    public var failureCount: Int
+    var expiresAt: Int64
+    var failureCount: Int
     /// The last state pushed, as JSON text.
-    public var lastState: String?
+    var lastState: String?
     /// Epoch ms of the last push.
-    public var lastPushedAt: Int64?
+    var lastPushedAt: Int64?
 }
 
 /// Storage outcomes the Live Activity routes answer with a 4xx.
-public enum LiveActivityStoreError: Error, Equatable {
+enum LiveActivityStoreError: Error, Equatable {
     /// This push token already carries this many other activities.
     case tooManyForPushToken(limit: Int)
 }
 
 /// Storage of Live Activity subscriptions (table `live_activities`).
-public struct LiveActivityStore: Sendable {
+struct LiveActivityStore: Sendable {
     let database: any Database
 
-    public init(database: any Database) { self.database = database }
+    init(database: any Database) { self.database = database }
 
     /// Spec §6.1: an activity lives at most 8 hours (Apple's ceiling).
-    public static let lifetimeSeconds: Int64 = 8 * 3600
+    static let lifetimeSeconds: Int64 = 8 * 3600
 
-    public struct Registration: Sendable {
-        public var activityID: String
-        public var pushToken: String
-        public var stopID: String
-        public var routeShortName: String
-        public var tripHeadsign: String
-        public var tripID: String?
-        public var serviceDate: Int64?
-        public var vehicleID: String?
-        public var stopSequence: Int64?
-        public var apnsSandbox: Bool
+    struct Registration: Sendable {
+        var activityID: String
+        var pushToken: String
+        var stopID: String
+        var routeShortName: String
+        var tripHeadsign: String
+        var tripID: String?
+        var serviceDate: Int64?
+        var vehicleID: String?
+        var stopSequence: Int64?
+        var apnsSandbox: Bool
     }
 
     /// Upserts on (region, activity_id): a re-registration (a rotated push
     /// token) rewrites every field but keeps the URL token and the expiry of
     /// the first registration. Atomic, so concurrent first registrations end
     /// with one row. Returns the URL token.
-    public func register(_ registration: Registration, regionID: Int, nowSeconds: Int64, maxPerPushToken: Int = 0) async throws -> String {
+    func register(_ registration: Registration, regionID: Int, nowSeconds: Int64, maxPerPushToken: Int = 0) async throws -> String {
         let token = SecureToken.urlSafe()
         return try await database.write { connection in
             if maxPerPushToken > 0 {
@@ -79,26 +79,26 @@ public struct LiveActivityStore: Sendable {
         }
     }
 
-    public func delete(regionID: Int, token: String) async throws -> Bool {
+    func delete(regionID: Int, token: String) async throws -> Bool {
         try await database.write { connection in
             try connection.execute("DELETE FROM live_activities WHERE region_id = \(Int64(regionID)) AND token = \(token)") > 0
         }
     }
 
     /// Deletes every subscription using a dead push token (§6.5).
-    public func deleteByPushToken(_ pushToken: String) async throws -> Int {
+    func deleteByPushToken(_ pushToken: String) async throws -> Int {
         try await database.write { connection in
             try connection.execute("DELETE FROM live_activities WHERE push_token = \(pushToken)")
         }
     }
 
-    public func find(token: String) async throws -> LiveActivity? {
+    func find(token: String) async throws -> LiveActivity? {
         try await database.read { connection in
             try connection.queryOne("SELECT * FROM live_activities WHERE token = \(token)").map(Self.activity)
         }
     }
 
-    public func count() async throws -> Int {
+    func count() async throws -> Int {
         try await database.read { connection in try Self.count(connection) }
     }
 
@@ -118,7 +118,7 @@ public struct LiveActivityStore: Sendable {
     }
 
     /// The stops with subscriptions.
-    public func stops() async throws -> [(regionID: Int, stopID: String)] {
+    func stops() async throws -> [(regionID: Int, stopID: String)] {
         try await database.read { connection in
             try connection.query("SELECT DISTINCT region_id, stop_id FROM live_activities").map {
                 (Int(try $0.int("region_id")), try $0.optionalString("stop_id") ?? "")
@@ -126,7 +126,7 @@ public struct LiveActivityStore: Sendable {
         }
     }
 
-    public func activities(regionID: Int, stops: [String]) async throws -> [LiveActivity] {
+    func activities(regionID: Int, stops: [String]) async throws -> [LiveActivity] {
         try await database.read { connection in
             var found: [LiveActivity] = []
             for stop in stops {
@@ -138,7 +138,7 @@ public struct LiveActivityStore: Sendable {
 
     /// Claims a page of subscriptions due for an update that no instance
     /// holds, for `AlarmStore.claimMillis` (see `AlarmStore.claimDue`).
-    public func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [LiveActivity] {
+    func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [LiveActivity] {
         let skipLocked = database.dialect.skipLocked
         return try await database.write { connection in
             try connection.query("""
@@ -153,7 +153,7 @@ public struct LiveActivityStore: Sendable {
     }
 
     /// Gives a processed page back, due again at `nextUpdateAt` (epoch ms).
-    public func release(_ ids: [Int64], nextUpdateAt: Int64) async throws {
+    func release(_ ids: [Int64], nextUpdateAt: Int64) async throws {
         guard !ids.isEmpty else { return }
         _ = try await database.write { connection in
             for id in ids {
@@ -162,14 +162,14 @@ public struct LiveActivityStore: Sendable {
         }
     }
 
-    public enum Update: Sendable {
+    enum Update: Sendable {
         case pushed(id: Int64, state: String, at: Int64)
         case failure(id: Int64, count: Int)
         case succeeded(id: Int64)
         case delete(id: Int64)
     }
 
-    public func apply(_ updates: [Update]) async throws {
+    func apply(_ updates: [Update]) async throws {
         guard !updates.isEmpty else { return }
         _ = try await database.write { connection in
             for update in updates {

@@ -4,7 +4,7 @@ import Synchronization
 
 /// The OneBusAway REST API of each region: base URL from the regions
 /// directory, API key from `--oba-api-key`, overridable per region.
-public struct OBAGateway: Sendable {
+struct OBAGateway: Sendable {
     let client: OBAClient
     let defaultKey: String?
     let regionKeys: [Int: String]
@@ -15,7 +15,7 @@ public struct OBAGateway: Sendable {
     /// the directory's URL (the demo region's server is this process).
     let localBaseURLs = LocalBaseURLs()
 
-    public init(client: OBAClient, defaultKey: String?, regionKeys: [Int: String], logger: Logger = Logger(level: .error)) {
+    init(client: OBAClient, defaultKey: String?, regionKeys: [Int: String], logger: Logger = Logger(level: .error)) {
         self.client = client
         self.defaultKey = defaultKey
         self.regionKeys = regionKeys
@@ -50,7 +50,7 @@ public struct OBAGateway: Sendable {
         return base
     }
 
-    public func arrivalAndDeparture(region: Region, stopID: String, tripID: String, serviceDate: Int64, vehicleID: String?,
+    func arrivalAndDeparture(region: Region, stopID: String, tripID: String, serviceDate: Int64, vehicleID: String?,
                                     stopSequence: Int?) async throws(OBAError) -> OBAResponse<ArrivalAndDeparture> {
         try await timed("arrival-and-departure-for-stop", stopID, region: region) { () async throws(OBAError) in
             try await client.arrivalAndDeparture(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID, tripID: tripID,
@@ -58,25 +58,25 @@ public struct OBAGateway: Sendable {
         }
     }
 
-    public func agenciesWithCoverage(region: Region) async throws(OBAError) -> [AgencyCoverage] {
+    func agenciesWithCoverage(region: Region) async throws(OBAError) -> [AgencyCoverage] {
         try await timed("agencies-with-coverage", "", region: region) { () async throws(OBAError) in
             try await client.agenciesWithCoverage(baseURL: try baseURL(region), apiKey: key(for: region))
         }
     }
 
-    public func vehicleIDs(region: Region, agencyID: String) async throws(OBAError) -> [String] {
+    func vehicleIDs(region: Region, agencyID: String) async throws(OBAError) -> [String] {
         try await timed("vehicles-for-agency", agencyID, region: region) { () async throws(OBAError) in
             try await client.vehicleIDs(baseURL: try baseURL(region), apiKey: key(for: region), agencyID: agencyID)
         }
     }
 
-    public func tripDetails(region: Region, tripID: String, serviceDate: Int64?) async throws(OBAError) -> OBAResponse<JSONValue> {
+    func tripDetails(region: Region, tripID: String, serviceDate: Int64?) async throws(OBAError) -> OBAResponse<JSONValue> {
         try await timed("trip-details", tripID, region: region) { () async throws(OBAError) in
             try await client.tripDetails(baseURL: try baseURL(region), apiKey: key(for: region), tripID: tripID, serviceDate: serviceDate)
         }
     }
 
-    public func arrivalsAndDepartures(region: Region, stopID: String, minutesBefore: Int,
+    func arrivalsAndDepartures(region: Region, stopID: String, minutesBefore: Int,
                                       minutesAfter: Int) async throws(OBAError) -> OBAResponse<StopArrivals> {
         try await timed("arrivals-and-departures-for-stop", stopID, region: region) { () async throws(OBAError) in
             try await client.arrivalsAndDepartures(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID,

@@ -11,14 +11,14 @@ import Glibc
 /// `sidecar doctor`: checks what `serve` would run with the same flags,
 /// and everything it reaches, before riders find out. One line per check;
 /// each failure says how to fix it.
-public enum Doctor {
+enum Doctor {
     /// One finding.
-    public struct Check: Sendable, Equatable {
-        public enum Status: String, Sendable { case ok = "ok", warning = "warn", failed = "FAIL", skipped = "skip" }
-        public var status: Status
-        public var name: String
-        public var detail: String
-        public var fix: String?
+    struct Check: Sendable, Equatable {
+        enum Status: String, Sendable { case ok = "ok", warning = "warn", failed = "FAIL", skipped = "skip" }
+        var status: Status
+        var name: String
+        var detail: String
+        var fix: String?
 
         static func ok(_ name: String, _ detail: String) -> Check { Check(status: .ok, name: name, detail: detail) }
         static func warning(_ name: String, _ detail: String, fix: String? = nil) -> Check { Check(status: .warning, name: name, detail: detail, fix: fix) }
@@ -39,7 +39,7 @@ public enum Doctor {
 
     /// Runs every check, printing each line as it is known; returns the exit
     /// status (1 when a check failed).
-    public static func run(_ configuration: SidecarConfiguration, offline: Bool, output: @Sendable (String) -> Void = { print($0) }) async -> Int32 {
+    static func run(_ configuration: SidecarConfiguration, offline: Bool, output: @Sendable (String) -> Void = { print($0) }) async -> Int32 {
         var client = HTTPClient.Configuration()
         client.timeoutSeconds = timeoutSeconds
         client.connectTimeoutSeconds = 4
@@ -374,9 +374,9 @@ extension String {
 }
 
 /// `sidecar healthcheck`: a container's health probe without curl in the image.
-public enum HealthCheck {
+enum HealthCheck {
     /// 0 when `url` answers 200 within five seconds; otherwise prints why and returns 1.
-    public static func run(url: String, output: @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
+    static func run(url: String, output: @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
         var configuration = HTTPClient.Configuration()
         configuration.timeoutSeconds = 5
         configuration.connectTimeoutSeconds = 2

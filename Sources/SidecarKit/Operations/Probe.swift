@@ -11,20 +11,20 @@ import SidecarClient
 /// `sidecar probe URL --region N`: behaves like an app against any sidecar
 /// (ours, another implementation, a production host) and reports pass or
 /// fail per endpoint. Everything it creates it deletes again.
-public enum Probe {
-    public struct Options: Sendable {
-        public var baseURL: URL
-        public var regionID: Int
+enum Probe {
+    struct Options: Sendable {
+        var baseURL: URL
+        var regionID: Int
         /// A real departure for the alarm check (skipped without one).
-        public var stopID: String?
-        public var tripID: String?
-        public var serviceDate: Int64?
-        public var stopSequence: Int?
-        public var vehicleID: String?
+        var stopID: String?
+        var tripID: String?
+        var serviceDate: Int64?
+        var stopSequence: Int?
+        var vehicleID: String?
         /// Seconds each request may take before it counts as no answer.
-        public var timeout: TimeInterval = 15
+        var timeout: TimeInterval = 15
 
-        public init(baseURL: URL, regionID: Int) {
+        init(baseURL: URL, regionID: Int) {
             self.baseURL = baseURL
             self.regionID = regionID
         }
@@ -32,7 +32,7 @@ public enum Probe {
 
     enum Verdict: String { case pass = "PASS", fail = "FAIL", warn = "WARN", skip = "skip" }
 
-    public static func run(_ options: Options, output: @Sendable (String) -> Void = { print($0) }) async -> Int32 {
+    static func run(_ options: Options, output: @Sendable (String) -> Void = { print($0) }) async -> Int32 {
         // A hanging server fails each check after the timeout instead of holding the probe for minutes.
         var configuration = HTTPClient.Configuration()
         configuration.timeoutSeconds = max(Int(options.timeout.rounded(.up)), 1)

@@ -4,26 +4,26 @@ import Push
 
 /// Spec §4, locale normalization: map the tag an app reports onto the
 /// translation catalog at registration time.
-public struct LocaleCatalog: Sendable, Equatable {
+struct LocaleCatalog: Sendable, Equatable {
     /// Languages alerts can be translated into, in the catalog's spelling.
     /// English is the source text, so it is not listed: nil means English.
-    public let languages: [String]
+    let languages: [String]
     /// Lower-cased tag → the catalog's spelling, so a lookup costs one hash.
     private let byLowercasedTag: [String: String]
 
     /// The default catalog: the languages US and Canadian transit agencies
     /// most often publish rider information in.
-    public static let standard = LocaleCatalog([
+    static let standard = LocaleCatalog([
         "es", "zh-Hans", "zh-Hant", "vi", "ko", "tl", "ru", "ja", "pt", "fr", "de", "ar", "so", "am", "ti",
         "uk", "hi", "pa", "ht", "km", "fa", "pl", "it",
     ])
 
-    public init(_ languages: [String]) {
+    init(_ languages: [String]) {
         self.languages = languages
         byLowercasedTag = Dictionary(languages.map { ($0.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    public static func == (lhs: LocaleCatalog, rhs: LocaleCatalog) -> Bool { lhs.languages == rhs.languages }
+    static func == (lhs: LocaleCatalog, rhs: LocaleCatalog) -> Bool { lhs.languages == rhs.languages }
 
     /// Language codes the catalog may spell another way (tried after the
     /// region is dropped: `fil-PH` → `fil` → `tl`).
@@ -63,7 +63,7 @@ public struct LocaleCatalog: Sendable, Equatable {
     /// `zh` → zh-Hans), then language and script, language and region
     /// (a catalog may list `pt-BR`), the language alone (`es-MX` → `es`), and
     /// the language's alias (`fil-PH` → `fil` → `tl`); else nil (English).
-    public func normalize(_ tag: String?) -> String? {
+    func normalize(_ tag: String?) -> String? {
         guard let tag = tag?.presence?.lowercased() else { return nil }
         let hyphenated = tag.contains("_") ? String(tag.map { $0 == "_" ? "-" : $0 }) : tag
         if let exact = byLowercasedTag[hyphenated] { return exact }
@@ -82,25 +82,25 @@ public struct LocaleCatalog: Sendable, Equatable {
 }
 
 /// A push registration request after parsing (spec §4 request fields).
-public struct PushRegistrationRequest: Sendable, Equatable {
-    public static let maxTokenLength = 4096
-    public static let maxDescriptionLength = 255
+struct PushRegistrationRequest: Sendable, Equatable {
+    static let maxTokenLength = 4096
+    static let maxDescriptionLength = 255
 
-    public var token: String
-    public var operatingSystem: PushPlatform
+    var token: String
+    var operatingSystem: PushPlatform
     /// The reported BCP-47 tag; nil when absent or blank (sticky: keep stored).
-    public var locale: String?
+    var locale: String?
     /// nil when absent, blank or unrecognised (sticky: keep stored).
-    public var testDevice: Bool?
+    var testDevice: Bool?
     /// nil when absent or blank (sticky: keep stored).
-    public var description: String?
+    var description: String?
     /// §2.7, already cleared for Android.
-    public var apnsSandbox: Bool
+    var apnsSandbox: Bool
     /// True when `apns_sandbox` carried a value on neither allow-list.
-    public var apnsSandboxUnrecognized: Bool
+    var apnsSandboxUnrecognized: Bool
 
     /// Reads and validates the parameter bag; the messages say every problem.
-    public static func parse(_ parameters: Parameters) -> Result<PushRegistrationRequest, ValidationFailure> {
+    static func parse(_ parameters: Parameters) -> Result<PushRegistrationRequest, ValidationFailure> {
         var messages: [String] = []
         let token = parameters.identifier("token")?.presence
         if token == nil { messages.append("Token can't be blank") }
@@ -130,26 +130,26 @@ public struct PushRegistrationRequest: Sendable, Equatable {
 }
 
 /// A registration as stored.
-public struct PushRegistration: Sendable, Equatable {
-    public var regionID: Int
-    public var token: String
-    public var operatingSystem: PushPlatform
+struct PushRegistration: Sendable, Equatable {
+    var regionID: Int
+    var token: String
+    var operatingSystem: PushPlatform
     /// Normalized onto the catalog; nil = English.
-    public var locale: String?
+    var locale: String?
     /// The tag as reported, kept so a later catalog can re-normalize it.
-    public var rawLocale: String?
-    public var apnsSandbox: Bool
-    public var testDevice: Bool
-    public var description: String?
-    public var createdAt: Date
-    public var lastSeenAt: Date
+    var rawLocale: String?
+    var apnsSandbox: Bool
+    var testDevice: Bool
+    var description: String?
+    var createdAt: Date
+    var lastSeenAt: Date
 }
 
 /// The upsert rule of spec §4: what a registration becomes when a request
 /// arrives, given what was stored.
-public enum PushRegistrationRules {
+enum PushRegistrationRules {
     /// Registrations unseen this long are pruned (spec §4 Retention).
-    public static let retention: TimeInterval = 180 * 24 * 60 * 60
+    static let retention: TimeInterval = 180 * 24 * 60 * 60
 
     /// - `operating_system` and `apns_sandbox` are rewritten every time
     ///   (absent sandbox = production, so a debug build that becomes an App
@@ -158,7 +158,7 @@ public enum PushRegistrationRules {
     ///   value overwrites them. An explicit `test_device=false` demotes and
     ///   clears the description; a non-test device never keeps one.
     /// - A test device must have a description.
-    public static func merge(existing: PushRegistration?, request: PushRegistrationRequest, regionID: Int,
+    static func merge(existing: PushRegistration?, request: PushRegistrationRequest, regionID: Int,
                              catalog: LocaleCatalog, now: Date) -> Result<PushRegistration, ValidationFailure> {
         let testDevice = request.testDevice ?? existing?.testDevice ?? false
         var description: String? = request.testDevice == false ? nil : (request.description ?? existing?.description)
@@ -178,5 +178,5 @@ public enum PushRegistrationRules {
 
     /// The oldest `last_seen_at` that survives a prune at `now`: a row seen
     /// exactly 180 days ago is dropped.
-    public static func pruneCutoff(now: Date) -> Date { now.addingTimeInterval(-retention) }
+    static func pruneCutoff(now: Date) -> Date { now.addingTimeInterval(-retention) }
 }

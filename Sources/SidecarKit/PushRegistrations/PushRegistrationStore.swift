@@ -3,10 +3,10 @@ import Push
 import FoundationEssentials
 
 /// Storage of push registrations (table `push_registrations`).
-public struct PushRegistrationStore: Sendable {
+struct PushRegistrationStore: Sendable {
     let database: any Database
 
-    public init(database: any Database) { self.database = database }
+    init(database: any Database) { self.database = database }
 
     static let columns = "region_id, token, operating_system, locale, raw_locale, apns_sandbox, test_device, description, created_at, last_seen_at"
 
@@ -18,7 +18,7 @@ public struct PushRegistrationStore: Sendable {
     /// Applies the upsert rule against the stored row inside one write
     /// transaction and returns what was stored. Throws `ValidationFailure`
     /// when the merged registration is invalid (nothing is written).
-    public func register(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws -> PushRegistration {
+    func register(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws -> PushRegistration {
         // The first registration of a new token can race another request
         // for the same token; the loser retries and then finds the winner's
         // row to update.
@@ -55,7 +55,7 @@ public struct PushRegistrationStore: Sendable {
 
     /// Refreshes a registration from a side channel (v2 alarm creation):
     /// operating system and `last_seen_at` only; sticky fields untouched.
-    public func touch(regionID: Int, token: String, operatingSystem: PushPlatform, now: Date) async throws {
+    func touch(regionID: Int, token: String, operatingSystem: PushPlatform, now: Date) async throws {
         _ = try await database.write { connection in
             try connection.execute("""
                 INSERT INTO push_registrations (\(raw: Self.columns))
@@ -67,12 +67,12 @@ public struct PushRegistrationStore: Sendable {
     }
 
     /// The stored registration, if any.
-    public func find(regionID: Int, token: String) async throws -> PushRegistration? {
+    func find(regionID: Int, token: String) async throws -> PushRegistration? {
         try await database.read { connection in try Self.find(connection, regionID: regionID, token: token) }
     }
 
     /// Deletes one region's registration; false when there was none.
-    public func delete(regionID: Int, token: String) async throws -> Bool {
+    func delete(regionID: Int, token: String) async throws -> Bool {
         try await database.write { connection in
             try connection.execute("DELETE FROM push_registrations WHERE region_id = \(Int64(regionID)) AND token = \(token)") > 0
         }
@@ -80,7 +80,7 @@ public struct PushRegistrationStore: Sendable {
 
     /// Deletes a token in every region (terminal provider feedback is not
     /// region-scoped); returns how many registrations were removed.
-    public func deleteEverywhere(token: String) async throws -> Int {
+    func deleteEverywhere(token: String) async throws -> Int {
         try await database.write { connection in
             try connection.execute("DELETE FROM push_registrations WHERE token = \(token)")
         }
@@ -88,7 +88,7 @@ public struct PushRegistrationStore: Sendable {
 
     /// Deletes registrations whose `last_seen_at` is at or before `cutoff`,
     /// in batches so no single transaction holds the writer for long.
-    public func prune(seenAtOrBefore cutoff: Date, batchSize: Int = 1000) async throws -> Int {
+    func prune(seenAtOrBefore cutoff: Date, batchSize: Int = 1000) async throws -> Int {
         var total = 0
         while true {
             let removed = try await database.write { connection in
@@ -105,7 +105,7 @@ public struct PushRegistrationStore: Sendable {
     /// Number of registrations (all regions, or one).
     /// The test devices of a region as staff know them: their descriptions
     /// (at most `limit`, oldest first) and how many there are in all.
-    public func testDevices(regionID: Int, limit: Int = 50) async throws -> (descriptions: [String], total: Int) {
+    func testDevices(regionID: Int, limit: Int = 50) async throws -> (descriptions: [String], total: Int) {
         try await database.read { connection in
             let descriptions = try connection.query("""
                 SELECT description FROM push_registrations WHERE region_id = \(Int64(regionID)) AND test_device = 1 ORDER BY id LIMIT \(Int64(limit))
@@ -115,7 +115,7 @@ public struct PushRegistrationStore: Sendable {
         }
     }
 
-    public func count(regionID: Int? = nil) async throws -> Int {
+    func count(regionID: Int? = nil) async throws -> Int {
         try await database.read { connection in try Self.count(connection, regionID: regionID) }
     }
 

@@ -2,26 +2,26 @@ import FoundationEssentials
 
 /// One region from the regions directory (regions-v3.json). Its integer `id`
 /// is the `{regionId}` of every sidecar path.
-public struct Region: Sendable, Equatable {
-    public let id: Int
-    public let name: String
+struct Region: Sendable, Equatable {
+    let id: Int
+    let name: String
     /// Base URL of the region's OneBusAway REST API server.
-    public let obaBaseURL: String?
+    let obaBaseURL: String?
     /// Base URL the apps use for this sidecar.
-    public let sidecarBaseURL: String?
-    public let bounds: [Bounds]
+    let sidecarBaseURL: String?
+    let bounds: [Bounds]
     /// What the apps' add-region links carry besides the two servers
     /// (`otpBaseUrl`, `otpBaseGraphqlUrl`, `supportsOtpGraphqlBikeshare`,
     /// `umamiAnalytics` in the directory).
-    public var tripPlanner = TripPlanner()
-    public var analytics: Analytics?
+    var tripPlanner = TripPlanner()
+    var analytics: Analytics?
 
     /// The region's OpenTripPlanner servers.
-    public struct TripPlanner: Sendable, Equatable {
-        public var restURL: String?
-        public var graphqlURL: String?
-        public var graphqlBikeshare = false
-        public init(restURL: String? = nil, graphqlURL: String? = nil, graphqlBikeshare: Bool = false) {
+    struct TripPlanner: Sendable, Equatable {
+        var restURL: String?
+        var graphqlURL: String?
+        var graphqlBikeshare = false
+        init(restURL: String? = nil, graphqlURL: String? = nil, graphqlBikeshare: Bool = false) {
             self.restURL = restURL
             self.graphqlURL = graphqlURL
             self.graphqlBikeshare = graphqlBikeshare
@@ -29,24 +29,24 @@ public struct Region: Sendable, Equatable {
     }
 
     /// An Umami analytics site: the apps use it only with both values.
-    public struct Analytics: Sendable, Equatable {
-        public var url: String
-        public var siteID: String
-        public init(url: String, siteID: String) {
+    struct Analytics: Sendable, Equatable {
+        var url: String
+        var siteID: String
+        init(url: String, siteID: String) {
             self.url = url
             self.siteID = siteID
         }
     }
 
     /// One rectangle of the region's coverage.
-    public struct Bounds: Sendable, Equatable, Codable {
-        public let lat: Double
-        public let lon: Double
-        public let latSpan: Double
-        public let lonSpan: Double
+    struct Bounds: Sendable, Equatable, Codable {
+        let lat: Double
+        let lon: Double
+        let latSpan: Double
+        let lonSpan: Double
     }
 
-    public init(id: Int, name: String, obaBaseURL: String?, sidecarBaseURL: String?, bounds: [Bounds],
+    init(id: Int, name: String, obaBaseURL: String?, sidecarBaseURL: String?, bounds: [Bounds],
                 tripPlanner: TripPlanner = TripPlanner(), analytics: Analytics? = nil) {
         self.id = id
         self.name = name
@@ -60,7 +60,7 @@ public struct Region: Sendable, Equatable {
     /// The id-prefixed slug the reference emits in resource URLs
     /// (`1-puget-sound`); apps replay it verbatim, and `RegionPath` reads the
     /// id back from its leading integer.
-    public var slug: String {
+    var slug: String {
         var words: [String] = []
         var current = ""
         for character in name.lowercased() {
@@ -77,12 +77,12 @@ public struct Region: Sendable, Equatable {
 }
 
 /// Spec §1.2 and §2.4: how a path segment names a region.
-public enum RegionPath {
+enum RegionPath {
     /// The region id a path segment carries: its leading decimal integer,
     /// alone or followed by `-` and anything (`1`, `1-puget-sound`, `01`), the
     /// contract's `^[0-9]+(-.*)?$`; nil for `abc`, `-3`, `0.5`, `7abc` or an
     /// integer that overflows.
-    public static func regionID(fromSegment segment: String) -> Int? {
+    static func regionID(fromSegment segment: String) -> Int? {
         var value = 0
         var sawDigit = false
         for byte in segment.utf8 {

@@ -2,14 +2,14 @@ import FoundationEssentials
 import Synchronization
 
 /// Why a regions document was refused.
-public struct RegionsDocumentError: Error, CustomStringConvertible, Equatable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+struct RegionsDocumentError: Error, CustomStringConvertible, Equatable {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// Parses regions-v3.json (`{"data": {"list": [...]}}`). Only the fields the
 /// sidecar uses are read; the rest of each entry is ignored.
-public enum RegionsDocument {
+enum RegionsDocument {
     private struct Document: Decodable {
         struct Payload: Decodable { let list: [Entry] }
         let data: Payload
@@ -54,7 +54,7 @@ public enum RegionsDocument {
         }
     }
 
-    public static func parse(_ bytes: [UInt8]) throws(RegionsDocumentError) -> [Region] {
+    static func parse(_ bytes: [UInt8]) throws(RegionsDocumentError) -> [Region] {
         let document: Document
         do {
             document = try JSONDecoder().decode(Document.self, from: Data(bytes))
@@ -97,29 +97,29 @@ public enum RegionsDocument {
 
 /// The regions this sidecar serves, replaceable as a whole when the
 /// directory is re-read.
-public final class RegionDirectory: Sendable {
+final class RegionDirectory: Sendable {
     private let regions: Mutex<[Int: Region]>
     /// Regions this process adds itself (the demo): kept when the directory
     /// is re-read.
     private let pinned = Mutex<[Int: Region]>([:])
 
-    public init(_ regions: [Region]) {
+    init(_ regions: [Region]) {
         self.regions = Mutex(Dictionary(regions.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }))
     }
 
     /// The region with this id, if served.
-    public func region(id: Int) -> Region? { regions.withLock { $0[id] } }
+    func region(id: Int) -> Region? { regions.withLock { $0[id] } }
 
     /// The region a path segment names (bare id or id-prefixed slug).
-    public func region(pathSegment: String) -> Region? {
+    func region(pathSegment: String) -> Region? {
         RegionPath.regionID(fromSegment: pathSegment).flatMap(region(id:))
     }
 
     /// Every region, by id.
-    public var all: [Region] { regions.withLock { $0.values.sorted { $0.id < $1.id } } }
+    var all: [Region] { regions.withLock { $0.values.sorted { $0.id < $1.id } } }
 
     /// Swaps in a newly read directory (pinned regions stay).
-    public func replace(with newRegions: [Region]) {
+    func replace(with newRegions: [Region]) {
         var table = Dictionary(newRegions.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         table.merge(pinned.withLock { $0 }) { _, pinned in pinned }
         regions.withLock { $0 = table }

@@ -5,20 +5,20 @@ import Synchronization
 
 /// Where the regions directory comes from: `--regions` as a file path or an
 /// http(s) URL, or the bundled sample when none is given.
-public enum RegionSource: Sendable, Equatable {
+enum RegionSource: Sendable, Equatable {
     case bundledSample
     case file(String)
     case url(String)
 
     /// Reads `--regions`: an http(s) URL or a path.
-    public init(argument: String?) {
+    init(argument: String?) {
         guard let argument, !argument.isEmpty else { self = .bundledSample; return }
         let lowered = argument.lowercased()
         if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { self = .url(argument) } else { self = .file(argument) }
     }
 
     /// A name for logs.
-    public var label: String {
+    var label: String {
         switch self {
         case .bundledSample: return "bundled sample"
         case .file(let path): return path
@@ -27,12 +27,12 @@ public enum RegionSource: Sendable, Equatable {
     }
 
     /// Fetches and parses the directory.
-    public func load(client: HTTPClient) async throws(RegionsDocumentError) -> [Region] {
+    func load(client: HTTPClient) async throws(RegionsDocumentError) -> [Region] {
         try RegionsDocument.parse(try await fetch(client: client))
     }
 
     /// The directory's bytes, unparsed.
-    public func fetch(client: HTTPClient) async throws(RegionsDocumentError) -> [UInt8] {
+    func fetch(client: HTTPClient) async throws(RegionsDocumentError) -> [UInt8] {
         let bytes: [UInt8]
         switch self {
         case .bundledSample:

@@ -10,9 +10,9 @@ import Glibc
 
 /// `sidecar relay`: the key holder's push relay, with its own listener and
 /// database and the direct APNs and FCM credentials it delivers with.
-public enum RelayServer {
+enum RelayServer {
     /// Serves until SIGTERM or SIGINT; returns the exit status.
-    public static func run(_ configuration: SidecarConfiguration, clock: any WallClock = SystemClock()) async -> Int32 {
+    static func run(_ configuration: SidecarConfiguration, clock: any WallClock = SystemClock()) async -> Int32 {
         let logger = configuration.makeLogger()
         do {
             let relay = try await prepare(configuration, clock: clock, logger: logger)
@@ -97,7 +97,7 @@ public enum RelayServer {
     /// `sidecar relay-key show`: this server's identity for the relay's operator.
     /// `relay-key show` (never creates the key) and `relay-key create`
     /// (never replaces one); returns the exit status.
-    public static func key(path: String, create: Bool, output: (String) -> Void = { print($0) },
+    static func key(path: String, create: Bool, output: (String) -> Void = { print($0) },
                            errors: (String) -> Void = { StandardErrorSink().write($0) }) -> Int32 {
         do {
             let identity: RelayIdentity

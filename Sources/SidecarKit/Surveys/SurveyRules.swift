@@ -2,55 +2,55 @@ import Core
 import FoundationEssentials
 
 /// A question as authored and served (spec §7.1).
-public struct SurveyQuestion: Sendable, Equatable {
-    public static let types: Set<String> = ["text", "label", "radio", "checkbox", "external_survey"]
-    public var id: Int64
-    public var position: Int
-    public var required: Bool
+struct SurveyQuestion: Sendable, Equatable {
+    static let types: Set<String> = ["text", "label", "radio", "checkbox", "external_survey"]
+    var id: Int64
+    var position: Int
+    var required: Bool
     /// `{"type", "label_text", ...}` as served.
-    public var content: [String: JSONValue]
+    var content: [String: JSONValue]
 
-    public var type: String { content["type"]?.scalarText ?? "" }
+    var type: String { content["type"]?.scalarText ?? "" }
 }
 
 /// A survey as stored.
-public struct Survey: Sendable, Equatable {
-    public var id: Int64
-    public var regionID: Int
-    public var studyID: Int64
-    public var name: String
-    public var available: Bool
+struct Survey: Sendable, Equatable {
+    var id: Int64
+    var regionID: Int
+    var studyID: Int64
+    var name: String
+    var available: Bool
     /// Epoch seconds; nil = no limit.
-    public var startDate: Int64?
-    public var endDate: Int64?
-    public var showOnMap: Bool
-    public var showOnStops: Bool
-    public var alwaysVisible: Bool
-    public var allowsMultipleResponses: Bool
-    public var visibleStopList: [String]?
-    public var visibleRouteList: [String]?
-    public var requireStopIDInResponse: Bool
-    public var questions: [SurveyQuestion]
-    public var createdAt: Int64
-    public var updatedAt: Int64
+    var startDate: Int64?
+    var endDate: Int64?
+    var showOnMap: Bool
+    var showOnStops: Bool
+    var alwaysVisible: Bool
+    var allowsMultipleResponses: Bool
+    var visibleStopList: [String]?
+    var visibleRouteList: [String]?
+    var requireStopIDInResponse: Bool
+    var questions: [SurveyQuestion]
+    var createdAt: Int64
+    var updatedAt: Int64
 }
 
-public struct Study: Sendable, Equatable {
-    public var id: Int64
-    public var regionID: Int
-    public var name: String
-    public var description: String?
+struct Study: Sendable, Equatable {
+    var id: Int64
+    var regionID: Int
+    var name: String
+    var description: String?
     /// Epoch seconds.
-    public var createdAt: Int64 = 0
+    var createdAt: Int64 = 0
     /// Epoch seconds; nil for a study never changed since the schema kept it.
-    public var updatedAt: Int64? = nil
+    var updatedAt: Int64? = nil
 }
 
 /// Spec §7 rules: authoring documents, the served shape, the active window,
 /// and the `responses` string.
-public enum SurveyRules {
+enum SurveyRules {
     /// Active now: marked available and inside its window (no window = always).
-    public static func isActive(_ survey: Survey, now: Int64) -> Bool {
+    static func isActive(_ survey: Survey, now: Int64) -> Bool {
         survey.available && (survey.startDate.map { $0 <= now } ?? true) && (survey.endDate.map { now <= $0 } ?? true)
     }
 
@@ -63,7 +63,7 @@ public enum SurveyRules {
 
     /// A survey as the apps decode it: every key the OpenAPI schema lists,
     /// always (iOS drops a region's surveys when one fails to decode).
-    public static func served(_ survey: Survey, study: Study) -> JSONValue {
+    static func served(_ survey: Survey, study: Study) -> JSONValue {
         .object([
             "id": .integer(survey.id), "name": .string(survey.name), "start_date": time(survey.startDate), "end_date": time(survey.endDate),
             "created_at": time(survey.createdAt), "updated_at": time(survey.updatedAt), "show_on_map": .bool(survey.showOnMap),
@@ -80,7 +80,7 @@ public enum SurveyRules {
 
     /// The authoring document of a survey (what `survey show` prints and
     /// `survey edit` reads back).
-    public static func document(_ survey: Survey) -> JSONValue {
+    static func document(_ survey: Survey) -> JSONValue {
         .object([
             "id": .integer(survey.id), "region_id": .integer(Int64(survey.regionID)), "study_id": .integer(survey.studyID),
             "name": .string(survey.name), "available": .bool(survey.available), "start_date": time(survey.startDate), "end_date": time(survey.endDate),
@@ -96,7 +96,7 @@ public enum SurveyRules {
 
     /// Reads an authoring document into a survey (ids of existing questions
     /// are kept; new questions get id 0). Every problem is reported.
-    public static func parse(document: JSONValue, into survey: inout Survey) -> [String] {
+    static func parse(document: JSONValue, into survey: inout Survey) -> [String] {
         guard case .object(let fields) = document else { return ["the survey document must be a JSON object"] }
         var messages: [String] = []
         func bool(_ key: String, _ assign: (Bool) -> Void) {
@@ -212,7 +212,7 @@ public enum SurveyRules {
     /// Reads the `responses` parameter: a JSON-array-encoded string (or, from
     /// a JSON body, a real array) of objects with an integer `question_id`.
     /// Answers are kept exactly as sent.
-    public static func answers(_ value: JSONValue?) -> Result<[[String: JSONValue]], ValidationFailure> {
+    static func answers(_ value: JSONValue?) -> Result<[[String: JSONValue]], ValidationFailure> {
         let decoded: JSONValue
         switch value {
         case .string(let text)?:
@@ -239,7 +239,7 @@ public enum SurveyRules {
     /// `FieldLimits.surveyAnswerCount` answers and
     /// `FieldLimits.surveyAnswerBytes` bytes once encoded (amending merges
     /// into the stored answers, so the merged list is checked too).
-    public static func answersTooLarge(_ answers: [JSONValue]) -> String? {
+    static func answersTooLarge(_ answers: [JSONValue]) -> String? {
         if answers.count > FieldLimits.surveyAnswerCount {
             return "Responses has too many answers (maximum is \(FieldLimits.surveyAnswerCount))"
         }
@@ -251,7 +251,7 @@ public enum SurveyRules {
 
     /// Amending merges by `question_id`: an incoming answer replaces the
     /// stored one for its question; other stored answers stay, in order.
-    public static func merge(stored: [[String: JSONValue]], incoming: [[String: JSONValue]]) -> [[String: JSONValue]] {
+    static func merge(stored: [[String: JSONValue]], incoming: [[String: JSONValue]]) -> [[String: JSONValue]] {
         var merged = stored
         for answer in incoming {
             if let index = merged.firstIndex(where: { $0["question_id"] == answer["question_id"] }) { merged[index] = answer } else { merged.append(answer) }

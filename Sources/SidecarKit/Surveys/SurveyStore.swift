@@ -4,21 +4,21 @@ import Database
 import FoundationEssentials
 
 /// Storage of studies, surveys, their questions and responses.
-public struct SurveyStore: Sendable {
+struct SurveyStore: Sendable {
     let database: any Database
 
-    public init(database: any Database) { self.database = database }
+    init(database: any Database) { self.database = database }
 
     // MARK: Studies
 
-    public func createStudy(regionID: Int, name: String, description: String?, now: Int64) async throws -> Study {
+    func createStudy(regionID: Int, name: String, description: String?, now: Int64) async throws -> Study {
         let id = try await database.write { connection in
             try connection.queryOne("INSERT INTO studies (region_id, name, description, created_at) VALUES (\(Int64(regionID)), \(name), \(description), \(now)) RETURNING id")?.int("id") ?? 0
         }
         return Study(id: id, regionID: regionID, name: name, description: description)
     }
 
-    public func studies(regionID: Int? = nil) async throws -> [Study] {
+    func studies(regionID: Int? = nil) async throws -> [Study] {
         try await database.read { connection in
             try connection.query("SELECT * FROM studies WHERE \(Int64(regionID ?? -1)) < 0 OR region_id = \(Int64(regionID ?? -1)) ORDER BY id").map(Self.study)
         }
@@ -32,27 +32,27 @@ public struct SurveyStore: Sendable {
     // MARK: Surveys
 
     /// Surveys of a region (or all) with their questions.
-    public func surveys(regionID: Int? = nil) async throws -> [Survey] {
+    func surveys(regionID: Int? = nil) async throws -> [Survey] {
         try await database.read { connection in
             let rows = try connection.query("SELECT * FROM surveys WHERE \(Int64(regionID ?? -1)) < 0 OR region_id = \(Int64(regionID ?? -1)) ORDER BY id")
             return try rows.map { try Self.survey($0, connection) }
         }
     }
 
-    public func survey(id: Int64) async throws -> Survey? {
+    func survey(id: Int64) async throws -> Survey? {
         try await database.read { connection in
             try connection.queryOne("SELECT * FROM surveys WHERE id = \(id)").map { try Self.survey($0, connection) }
         }
     }
 
-    public func study(id: Int64) async throws -> Study? {
+    func study(id: Int64) async throws -> Study? {
         try await database.read { connection in try connection.queryOne("SELECT * FROM studies WHERE id = \(id)").map(Self.study) }
     }
 
     /// Inserts or replaces a survey. Questions with an id keep it; new ones
     /// get one. A survey with responses keeps its questions: changing them
     /// throws `SurveyStoreError.questionsFrozen`.
-    public func save(_ survey: Survey, now: Int64) async throws -> Survey {
+    func save(_ survey: Survey, now: Int64) async throws -> Survey {
         try await database.write { connection in
             guard try connection.queryOne("SELECT 1 AS ok FROM studies WHERE id = \(survey.studyID)") != nil else {
                 throw SurveyStoreError.unknownStudy(survey.studyID)
@@ -98,7 +98,7 @@ public struct SurveyStore: Sendable {
     }
 
     /// Deletes a survey that has no responses.
-    public func delete(id: Int64) async throws {
+    func delete(id: Int64) async throws {
         _ = try await database.write { connection in
             guard try connection.queryOne("SELECT 1 AS ok FROM surveys WHERE id = \(id)") != nil else { throw SurveyStoreError.notFound }
             let responses = try Self.responseCount(connection, surveyID: id)
@@ -166,17 +166,17 @@ public struct SurveyStore: Sendable {
     // MARK: Responses
 
     /// A stored response.
-    public struct StoredResponse: Sendable {
-        public var publicID: String
-        public var surveyID: Int64
-        public var userIdentifier: String
-        public var answers: [[String: JSONValue]]
-        public var stopIdentifier: String? = nil
-        public var stopLatitude: Double? = nil
-        public var stopLongitude: Double? = nil
+    struct StoredResponse: Sendable {
+        var publicID: String
+        var surveyID: Int64
+        var userIdentifier: String
+        var answers: [[String: JSONValue]]
+        var stopIdentifier: String? = nil
+        var stopLatitude: Double? = nil
+        var stopLongitude: Double? = nil
         /// Epoch seconds.
-        public var createdAt: Int64 = 0
-        public var updatedAt: Int64 = 0
+        var createdAt: Int64 = 0
+        var updatedAt: Int64 = 0
 
         static func read(_ row: Row) throws -> StoredResponse {
             StoredResponse(publicID: try row.string("public_id"), surveyID: try row.int("survey_id"), userIdentifier: try row.string("user_identifier"),
@@ -186,7 +186,7 @@ public struct SurveyStore: Sendable {
         }
     }
 
-    public func createResponse(surveyID: Int64, userIdentifier: String, stopIdentifier: String?, stopLatitude: Double?, stopLongitude: Double?,
+    func createResponse(surveyID: Int64, userIdentifier: String, stopIdentifier: String?, stopLatitude: Double?, stopLongitude: Double?,
                                answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse {
         let publicID = SecureToken.hex(bytes: 10)
         _ = try await database.write { connection in
@@ -200,7 +200,7 @@ public struct SurveyStore: Sendable {
     }
 
     /// Merges answers into a stored response by `question_id`; nil when unknown.
-    public func amendResponse(publicID: String, answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse? {
+    func amendResponse(publicID: String, answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse? {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT * FROM survey_responses WHERE public_id = \(publicID)") else { return nil }
             var stored = try StoredResponse.read(row)
@@ -213,13 +213,13 @@ public struct SurveyStore: Sendable {
         }
     }
 
-    public func responseExists(publicID: String) async throws -> Bool {
+    func responseExists(publicID: String) async throws -> Bool {
         try await database.read { connection in
             try connection.queryOne("SELECT 1 AS ok FROM survey_responses WHERE public_id = \(publicID)") != nil
         }
     }
 
-    public func responses(surveyID: Int64) async throws -> [StoredResponse] {
+    func responses(surveyID: Int64) async throws -> [StoredResponse] {
         try await database.read { connection in
             try connection.query("SELECT * FROM survey_responses WHERE survey_id = \(surveyID) ORDER BY id").map(StoredResponse.read)
         }
@@ -238,7 +238,7 @@ public struct SurveyStore: Sendable {
     /// response, one column per question.
     /// A survey's responses as CSV: times in ISO 8601 in the region's zone,
     /// the stop's coordinates as numbers, then one column per question.
-    public func responsesCSV(survey: Survey, zone: ZoneInfo) async throws -> String {
+    func responsesCSV(survey: Survey, zone: ZoneInfo) async throws -> String {
         let questions = survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.filter { $0.type != "label" }
         var lines = [CSV.line(["response_id", "created_at", "updated_at", "user_identifier", "stop_identifier", "stop_latitude", "stop_longitude"]
                               + questions.map { $0.content["label_text"]?.scalarText ?? "question \($0.id)" })]
@@ -342,13 +342,13 @@ public struct SurveyStore: Sendable {
 
 }
 
-public enum SurveyStoreError: Error, Equatable {
+enum SurveyStoreError: Error, Equatable {
     case notFound
     case unknownStudy(Int64)
     case questionsFrozen(responses: Int)
     case hasResponses(Int)
 
-    public var message: String {
+    var message: String {
         switch self {
         case .notFound: return "No such survey"
         case .unknownStudy(let id): return "No study \(id) (create one with: sidecar study create)"

@@ -4,7 +4,7 @@ import GTFSRealtime
 /// flag with the default the configuration itself holds.
 extension CommandLineInterface {
     /// Top-level help: every command.
-    public static var usage: String {
+    static var usage: String {
         """
         sidecar \(version): the OneBusAway sidecar server (alarms, alerts, push registrations, ...)
 
@@ -137,7 +137,7 @@ extension CommandLineInterface {
 
     /// Help for `serve`, `migrate` and `relay`: their flags and environment
     /// variables, production's first for `serve`.
-    public static func commandUsage(_ command: String) -> String {
+    static func commandUsage(_ command: String) -> String {
         let available = flags(for: command)
         guard command == "serve" else {
             return "Usage: sidecar \(command) [flags]\n" + (command == "relay" ? relayIntro : "") + "\nFlags:\n"
@@ -177,7 +177,7 @@ extension CommandLineInterface {
 
     /// Help for a group of operator commands (`sidecar alert --help`): each
     /// command with its required options and what it does.
-    public static func adminUsage(group: String) -> String {
+    static func adminUsage(group: String) -> String {
         if let command = OperatorCommands.named(group) { return operatorUsage(command) }
         var text = "Usage: sidecar \(group) <command> [options]\n\nCommands:\n"
         for command in OperatorCommands.all where command.name.hasPrefix(group + " ") {

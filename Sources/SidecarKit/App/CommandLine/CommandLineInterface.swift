@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// What the command line asked for.
-public enum SidecarCommand: Sendable {
+enum SidecarCommand: Sendable {
     case serve(SidecarConfiguration)
     case migrate(SidecarConfiguration)
     /// `copy-database`: every row from one database to another.
@@ -26,20 +26,20 @@ public enum SidecarCommand: Sendable {
 
 /// An operator command: its name (`alert create`), positional arguments,
 /// its own options (dashes turned into underscores) and the shared settings.
-public struct AdminInvocation: Sendable {
-    public var command: String
-    public var positional: [String]
-    public var options: [String: String]
-    public var configuration: SidecarConfiguration
+struct AdminInvocation: Sendable {
+    var command: String
+    var positional: [String]
+    var options: [String: String]
+    var configuration: SidecarConfiguration
 }
 
 /// A command line (or environment variable) that cannot be obeyed: printed
 /// with a hint, exit status 2.
-public struct CommandLineError: Error, Equatable, CustomStringConvertible {
-    public let description: String
+struct CommandLineError: Error, Equatable, CustomStringConvertible {
+    let description: String
     /// The help that explains the mistake: the command's own, once known.
-    public private(set) var helpCommand = "sidecar --help"
-    public init(_ description: String) { self.description = description }
+    private(set) var helpCommand = "sidecar --help"
+    init(_ description: String) { self.description = description }
 
     /// The same error, pointing at a command's own help.
     func pointing(at command: String) -> CommandLineError {
@@ -48,19 +48,19 @@ public struct CommandLineError: Error, Equatable, CustomStringConvertible {
         return error
     }
 
-    public static func == (left: CommandLineError, right: CommandLineError) -> Bool { left.description == right.description }
+    static func == (left: CommandLineError, right: CommandLineError) -> Bool { left.description == right.description }
 }
 
 /// Parses `sidecar <command> [--flag value | --flag=value]...`. Every flag
 /// can also come from `SIDECAR_<FLAG_IN_UPPER_SNAKE>`; the command line wins.
 /// The flags are in `ServerFlags.swift` and `PushFlags.swift`, the help in
 /// `CommandHelp.swift`, the operator commands in `Admin/Commands`.
-public enum CommandLineInterface {
-    public static let version = "0.1.0"
+enum CommandLineInterface {
+    static let version = "0.1.0"
 
     /// Parses arguments (without the program name) and the environment.
     /// An error points at the help of the command it concerns.
-    public static func parse(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
+    static func parse(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
         guard let first = arguments.first else { return .help(usage) }
         var command = first
         var rest = Array(arguments.dropFirst())
