@@ -35,13 +35,6 @@ public enum PasswordHash {
         }
     }
 
-    /// True when a stored hash was made with weaker parameters than `standard`.
-    public static func needsRehash(_ stored: String) -> Bool {
-        let parts = stored.split(separator: "$")
-        guard parts.count == 6, let logN = Int(parts[1]) else { return true }
-        return logN < Parameters.standard.logN
-    }
-
     static func derive(_ password: String, salt: [UInt8], parameters: Parameters) throws(CryptoError) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         let secret = Array(password.utf8)

@@ -98,32 +98,6 @@ struct AlarmStore: Sendable {
         }
     }
 
-    /// The stops (region, stop id) with an alarm due at or before `cutoffMillis`.
-    func dueStops(atOrBefore cutoffMillis: Int64) async throws -> [(regionID: Int, stopID: String?)] {
-        try await database.read { connection in
-            try connection.query("SELECT DISTINCT region_id, stop_id FROM alarms WHERE next_check_at <= \(cutoffMillis)").map { (Int(try $0.int("region_id")), try $0.optionalString("stop_id")) }
-        }
-    }
-
-    /// The due alarms at some stops (a page of a cycle).
-    func due(atOrBefore cutoffMillis: Int64, stops: [(regionID: Int, stopID: String?)]) async throws -> [Alarm] {
-        try await database.read { connection in
-            var alarms: [Alarm] = []
-            for stop in stops {
-                if let stopID = stop.stopID {
-                    alarms += try connection.query("""
-                        SELECT \(raw: Self.columns) FROM alarms WHERE region_id = \(Int64(stop.regionID)) AND stop_id = \(stopID) AND next_check_at <= \(cutoffMillis)
-                        """).map(Self.alarm)
-                } else {
-                    alarms += try connection.query("""
-                        SELECT \(raw: Self.columns) FROM alarms WHERE region_id = \(Int64(stop.regionID)) AND stop_id IS NULL AND next_check_at <= \(cutoffMillis)
-                        """).map(Self.alarm)
-                }
-            }
-            return alarms
-        }
-    }
-
     /// Alarms whose next check is at or before `cutoffMillis`.
     func due(atOrBefore cutoffMillis: Int64) async throws -> [Alarm] {
         try await database.read { connection in

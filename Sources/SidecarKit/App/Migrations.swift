@@ -61,8 +61,3 @@ enum Migrations {
         Migration(version: version, name: name, owners: owners.map(\.owner), statements: owners.flatMap { $0.changes[version] ?? [] })
     }
 }
-
-/// The migrations `sidecar migrate` applies (the same list `serve` applies).
-enum SidecarMigrations {
-    static var all: [Migration] { Migrations.all }
-}
