@@ -135,15 +135,6 @@ struct SurveyStore: Sendable {
         Int(try connection.queryOne("SELECT COUNT(*) AS n FROM survey_responses WHERE survey_id = \(surveyID)")?.int("n") ?? 0)
     }
 
-    static func encode(_ list: [String]?) -> SQLValue {
-        list.map { .text(String(decoding: JSONValue.array($0.map(JSONValue.string)).encoded(), as: UTF8.self)) } ?? .null
-    }
-
-    static func decodeList(_ text: String?) -> [String]? {
-        guard let text, case .array(let items)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return nil }
-        return items.compactMap { $0.scalarText }
-    }
-
     static func survey(_ row: Row, _ connection: any SQLConnection) throws -> Survey {
         let id = try row.int("id")
         let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = \(id) ORDER BY position, id").map { question in
@@ -164,27 +155,6 @@ struct SurveyStore: Sendable {
     }
 
     // MARK: Responses
-
-    /// A stored response.
-    struct StoredResponse: Sendable {
-        var publicID: String
-        var surveyID: Int64
-        var userIdentifier: String
-        var answers: [[String: JSONValue]]
-        var stopIdentifier: String? = nil
-        var stopLatitude: Double? = nil
-        var stopLongitude: Double? = nil
-        /// Epoch seconds.
-        var createdAt: Int64 = 0
-        var updatedAt: Int64 = 0
-
-        static func read(_ row: Row) throws -> StoredResponse {
-            StoredResponse(publicID: try row.string("public_id"), surveyID: try row.int("survey_id"), userIdentifier: try row.string("user_identifier"),
-                           answers: SurveyStore.decodeAnswers(try row.string("responses")), stopIdentifier: try row.optionalString("stop_identifier"),
-                           stopLatitude: try row.optionalDouble("stop_latitude"), stopLongitude: try row.optionalDouble("stop_longitude"),
-                           createdAt: try row.int("created_at"), updatedAt: try row.int("updated_at"))
-        }
-    }
 
     func createResponse(surveyID: Int64, userIdentifier: String, stopIdentifier: String?, stopLatitude: Double?, stopLongitude: Double?,
                                answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse {
@@ -223,36 +193,6 @@ struct SurveyStore: Sendable {
         try await database.read { connection in
             try connection.query("SELECT * FROM survey_responses WHERE survey_id = \(surveyID) ORDER BY id").map(StoredResponse.read)
         }
-    }
-
-    static func encode(_ answers: [[String: JSONValue]]) -> String {
-        String(decoding: JSONValue.array(answers.map(JSONValue.object)).encoded(), as: UTF8.self)
-    }
-
-    static func decodeAnswers(_ text: String?) -> [[String: JSONValue]] {
-        guard let text, case .array(let items)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return [] }
-        return items.compactMap { if case .object(let answer) = $0 { answer } else { nil } }
-    }
-
-    /// A survey's responses as CSV (spreadsheet-safe): one row per
-    /// response, one column per question.
-    /// A survey's responses as CSV: times in ISO 8601 in the region's zone,
-    /// the stop's coordinates as numbers, then one column per question.
-    func responsesCSV(survey: Survey, zone: ZoneInfo) async throws -> String {
-        let questions = survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.filter { $0.type != "label" }
-        var lines = [CSV.line(["response_id", "created_at", "updated_at", "user_identifier", "stop_identifier", "stop_latitude", "stop_longitude"]
-                              + questions.map { $0.content["label_text"]?.scalarText ?? "question \($0.id)" })]
-        for response in try await responses(surveyID: survey.id) {
-            let byQuestion = Dictionary(response.answers.compactMap { answer -> (Int64, String)? in
-                guard case .integer(let id)? = answer["question_id"] else { return nil }
-                let value = answer["answer"].map { $0.scalarText ?? String(decoding: $0.encoded(), as: UTF8.self) }
-                return (id, value ?? "")
-            }, uniquingKeysWith: { _, last in last })
-            lines.append(CSV.row([.text(response.publicID), .instant(response.createdAt, zone), .instant(response.updatedAt, zone),
-                                  .text(response.userIdentifier), .text(response.stopIdentifier), .number(response.stopLatitude),
-                                  .number(response.stopLongitude)] + questions.map { .text(byQuestion[$0.id]) }))
-        }
-        return lines.joined(separator: "\n") + "\n"
     }
 
     // MARK: For an export and an import
@@ -340,22 +280,6 @@ struct SurveyStore: Sendable {
         for table in ["studies", "surveys", "survey_questions"] { try connection.advanceIdentity(table: table) }
     }
 
-}
-
-enum SurveyStoreError: Error, Equatable {
-    case notFound
-    case unknownStudy(Int64)
-    case questionsFrozen(responses: Int)
-    case hasResponses(Int)
-
-    var message: String {
-        switch self {
-        case .notFound: return "No such survey"
-        case .unknownStudy(let id): return "No study \(id) (create one with: sidecar study create)"
-        case .questionsFrozen(let count): return "The survey has \(count) responses, so its questions are frozen"
-        case .hasResponses(let count): return "The survey has \(count) responses and cannot be deleted"
-        }
-    }
 }
 
 extension SurveyStore {
