@@ -16,18 +16,24 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian, linked through pkg-config.
-        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
-                       providers: [.apt(["libmicrohttpd-dev"])]),
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
-                       providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl",
-                       providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode",
-                       providers: [.apt(["libqrencode-dev"])]),
-        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
-                       providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CQRencode", pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(
+            name: "CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
 
         // Infrastructure.
         // Names threads (pthread_setname_np needs _GNU_SOURCE, which Swift's Glibc lacks).
@@ -51,8 +57,12 @@ let package = Package(
 
         // The application: one folder per feature.
         // Resources/openapi.yaml is embedded in the binary (GET /openapi.yaml).
-        .target(name: "SidecarKit", dependencies: ["HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode", "SidecarClient"],
-                resources: [.embedInCode("Resources/openapi.yaml")]),
+        .target(
+            name: "SidecarKit",
+            dependencies: [
+                "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode", "SidecarClient",
+            ],
+            resources: [.embedInCode("Resources/openapi.yaml")]),
         .executableTarget(name: "sidecar", dependencies: ["SidecarKit"]),
         // No server module: it builds for iOS, macOS and Linux.
         .target(name: "SidecarClient"),
@@ -69,7 +79,12 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "GTFSRealtimeTests", dependencies: ["GTFSRealtime", "TestSupport"]),
         .testTarget(name: "OBATests", dependencies: ["OBA", "HTTPClient", "HTTPServer", "TestSupport"]),
-        .testTarget(name: "SidecarKitTests", dependencies: ["SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode", "SidecarClient", "TestSupport"]),
+        .testTarget(
+            name: "SidecarKitTests",
+            dependencies: [
+                "SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode",
+                "SidecarClient", "TestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

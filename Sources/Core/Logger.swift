@@ -1,8 +1,9 @@
 import FoundationEssentials
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Severity of a log line.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
@@ -83,8 +84,10 @@ public struct Logger: Sendable {
     public func log(_ candidate: LogLevel, _ message: String, _ fields: [(String, String)] = []) {
         guard candidate >= level else { return }
         let time = Date.now.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
-        sink.write(format == .json ? Self.jsonLine(time: time, level: candidate, message: message, fields: fields)
-                                   : Self.textLine(time: time, level: candidate, message: message, fields: fields))
+        sink.write(
+            format == .json
+                ? Self.jsonLine(time: time, level: candidate, message: message, fields: fields)
+                : Self.textLine(time: time, level: candidate, message: message, fields: fields))
     }
 
     static func textLine(time: String, level: LogLevel, message: String, fields: [(String, String)]) -> String {

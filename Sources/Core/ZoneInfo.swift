@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// A time zone from the system's tz database (`/usr/share/zoneinfo`, the
 /// `tzdata` package): the UTC offset in effect at any instant, and the
@@ -45,8 +46,9 @@ public struct ZoneInfo: Sendable, Equatable {
 
     static func load(_ identifier: String, directory: String) -> ZoneInfo? {
         guard !identifier.isEmpty, identifier.count <= 64, !identifier.hasPrefix("/"), !identifier.contains(".."),
-              identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "/_+-".contains($0)) }),
-              let bytes = readFile(directory + "/" + identifier) else { return nil }
+            identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "/_+-".contains($0)) }),
+            let bytes = readFile(directory + "/" + identifier)
+        else { return nil }
         return ZoneInfo(identifier: identifier, tzif: bytes)
     }
 
@@ -79,7 +81,9 @@ public struct ZoneInfo: Sendable, Equatable {
         }
         var reader = Reader(bytes: bytes)
         func header() -> (isut: Int, isstd: Int, leap: Int, time: Int, type: Int, char: Int, version: UInt8)? {
-            guard let magic = reader.take(4), Array(magic) == Array("TZif".utf8), let version = reader.take(1)?.first, reader.take(15) != nil else { return nil }
+            guard let magic = reader.take(4), Array(magic) == Array("TZif".utf8), let version = reader.take(1)?.first, reader.take(15) != nil else {
+                return nil
+            }
             var counts: [Int] = []
             for _ in 0..<6 {
                 guard let count = reader.integer(4), (0...100_000).contains(count) else { return nil }
@@ -110,7 +114,8 @@ public struct ZoneInfo: Sendable, Equatable {
             typeIsDST.append(isDST == 1)
         }
         guard indices.allSatisfy({ Int($0) < counts.type }),
-              reader.take(counts.char + counts.leap * (width + 4) + counts.isstd + counts.isut) != nil else { return nil }
+            reader.take(counts.char + counts.leap * (width + 4) + counts.isstd + counts.isut) != nil
+        else { return nil }
         var rule: PosixRule?
         if wide, let rest = reader.take(bytes.count - reader.position), rest.first == UInt8(ascii: "\n") {
             let text = String(decoding: rest.dropFirst().prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
@@ -118,8 +123,9 @@ public struct ZoneInfo: Sendable, Equatable {
         }
         // Before the first transition: the first standard-time type (RFC 8536 §3.2).
         let initial = typeOffsets[typeIsDST.firstIndex(of: false) ?? 0]
-        self.init(identifier: identifier, transitions: transitions, offsets: indices.map { typeOffsets[Int($0)] },
-                  initialOffset: transitions.isEmpty ? (rule?.standardOffset ?? initial) : initial, rule: rule)
+        self.init(
+            identifier: identifier, transitions: transitions, offsets: indices.map { typeOffsets[Int($0)] },
+            initialOffset: transitions.isEmpty ? (rule?.standardOffset ?? initial) : initial, rule: rule)
     }
 
     /// Seconds east of UTC in effect at an instant.
@@ -232,7 +238,9 @@ struct PosixRule: Sendable, Equatable {
         guard name(), let standard = duration() else { return nil }
         standardOffset = -standard
         guard !rest.isEmpty else {
-            daylightOffset = nil; start = nil; end = nil
+            daylightOffset = nil
+            start = nil
+            end = nil
             return
         }
         guard name() else { return nil }
@@ -275,7 +283,10 @@ public struct CivilDate: Sendable, Equatable {
     public var secondsOfDay: Int
 
     public init(year: Int, month: Int, day: Int, secondsOfDay: Int = 0) {
-        self.year = year; self.month = month; self.day = day; self.secondsOfDay = secondsOfDay
+        self.year = year
+        self.month = month
+        self.day = day
+        self.secondsOfDay = secondsOfDay
     }
 
     /// The civil date and time of seconds since the epoch (UTC, or local

@@ -158,8 +158,9 @@ public enum HMACSHA256 {
         _ = key.withUnsafeBufferPointer { keyBytes in
             message.withUnsafeBufferPointer { messageBytes in
                 output.withUnsafeMutableBufferPointer { target in
-                    HMAC(EVP_sha256(), keyBytes.baseAddress, Int32(keyBytes.count), messageBytes.baseAddress, messageBytes.count,
-                         target.baseAddress, &length)
+                    HMAC(
+                        EVP_sha256(), keyBytes.baseAddress, Int32(keyBytes.count), messageBytes.baseAddress, messageBytes.count,
+                        target.baseAddress, &length)
                 }
             }
         }

@@ -11,7 +11,11 @@ public enum PasswordHash {
         public var logN: Int
         public var r: Int
         public var p: Int
-        public init(logN: Int, r: Int, p: Int) { self.logN = logN; self.r = r; self.p = p }
+        public init(logN: Int, r: Int, p: Int) {
+            self.logN = logN
+            self.r = r
+            self.p = p
+        }
         public static let standard = Parameters(logN: 15, r: 8, p: 1)
     }
 
@@ -27,9 +31,10 @@ public enum PasswordHash {
     public static func verify(_ password: String, against stored: String) -> Bool {
         let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
         guard parts.count == 6, parts[0] == "scrypt", let logN = Int(parts[1]), let r = Int(parts[2]), let p = Int(parts[3]),
-              (10...20).contains(logN), (1...32).contains(r), (1...16).contains(p),
-              let salt = Hex.decode(String(parts[4])), let expected = Hex.decode(String(parts[5])), expected.count == 32,
-              let derived = try? derive(password, salt: salt, parameters: Parameters(logN: logN, r: r, p: p)) else { return false }
+            (10...20).contains(logN), (1...32).contains(r), (1...16).contains(p),
+            let salt = Hex.decode(String(parts[4])), let expected = Hex.decode(String(parts[5])), expected.count == 32,
+            let derived = try? derive(password, salt: salt, parameters: Parameters(logN: logN, r: r, p: p))
+        else { return false }
         return derived.withUnsafeBytes { left in
             expected.withUnsafeBytes { right in CRYPTO_memcmp(left.baseAddress, right.baseAddress, 32) == 0 }
         }
@@ -45,8 +50,9 @@ public enum PasswordHash {
             salt.withUnsafeBufferPointer { saltBytes in
                 output.withUnsafeMutableBufferPointer { out in
                     secretBytes.withMemoryRebound(to: CChar.self) { passwordChars in
-                        EVP_PBE_scrypt(passwordChars.baseAddress, passwordChars.count, saltBytes.baseAddress, saltBytes.count,
-                                       n, UInt64(parameters.r), UInt64(parameters.p), maxMemory, out.baseAddress, out.count)
+                        EVP_PBE_scrypt(
+                            passwordChars.baseAddress, passwordChars.count, saltBytes.baseAddress, saltBytes.count,
+                            n, UInt64(parameters.r), UInt64(parameters.p), maxMemory, out.baseAddress, out.count)
                     }
                 }
             }

@@ -59,7 +59,8 @@ public final class PublicKeyP256: @unchecked Sendable {
         let built: OpaquePointer? = point.withUnsafeMutableBytes { bytes in
             Self.groupName.withUnsafeBufferPointer { group in
                 guard OSSL_PARAM_BLD_push_utf8_string(builder, Self.groupKey, group.baseAddress, 0) == 1,
-                      OSSL_PARAM_BLD_push_octet_string(builder, Self.pubKey, bytes.baseAddress, bytes.count) == 1 else { return nil }
+                    OSSL_PARAM_BLD_push_octet_string(builder, Self.pubKey, bytes.baseAddress, bytes.count) == 1
+                else { return nil }
                 return OSSL_PARAM_BLD_to_param(builder).map { OpaquePointer($0) }
             }
         }
@@ -69,7 +70,8 @@ public final class PublicKeyP256: @unchecked Sendable {
         guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw CryptoError("out of memory") }
         defer { EVP_PKEY_CTX_free(context) }
         var made: OpaquePointer?
-        guard EVP_PKEY_fromdata_init(context) == 1, EVP_PKEY_fromdata(context, &made, sidecar_public_key_selection(), parameters) == 1, let made else {
+        guard EVP_PKEY_fromdata_init(context) == 1, EVP_PKEY_fromdata(context, &made, sidecar_public_key_selection(), parameters) == 1, let made
+        else {
             throw CryptoError("not a point on P-256")
         }
         // The point must lie on the curve (fromdata alone does not check).
@@ -115,9 +117,15 @@ public final class PublicKeyP256: @unchecked Sendable {
         let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
         let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
         let half = BN_new()
-        defer { BN_free(n); BN_free(r); BN_free(s); BN_free(half) }
+        defer {
+            BN_free(n)
+            BN_free(r)
+            BN_free(s)
+            BN_free(half)
+        }
         guard let n, let r, let s, let half, BN_rshift1(half, n) == 1,
-              BN_is_zero(r) == 0, BN_is_zero(s) == 0, BN_cmp(r, n) < 0, BN_cmp(s, n) < 0 else { return nil }
+            BN_is_zero(r) == 0, BN_is_zero(s) == 0, BN_cmp(r, n) < 0, BN_cmp(s, n) < 0
+        else { return nil }
         guard BN_cmp(s, half) > 0 else { return raw }
         guard BN_sub(s, n, s) == 1 else { return nil }
         var normalized = Array(raw[0..<32]) + [UInt8](repeating: 0, count: 32)

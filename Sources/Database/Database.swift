@@ -174,7 +174,9 @@ public struct MigrationStatement: Sendable, Equatable {
     public static func same(_ text: String) -> MigrationStatement { MigrationStatement(sqlite: text, postgresql: text) }
 
     /// A statement written once per engine.
-    public static func engines(sqlite: String, postgresql: String) -> MigrationStatement { MigrationStatement(sqlite: sqlite, postgresql: postgresql) }
+    public static func engines(sqlite: String, postgresql: String) -> MigrationStatement {
+        MigrationStatement(sqlite: sqlite, postgresql: postgresql)
+    }
 
     /// `CREATE TABLE name (columns)`; `withID` puts an auto-assigned `id`
     /// first, which the engines spell differently: SQLite's row id

@@ -1,5 +1,6 @@
 import CPostgres
 import FoundationEssentials
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -253,7 +254,8 @@ final class PostgreSQLConnection: SQLConnection {
         case .integer(let number): return String(number)
         case .real(let number): return "\(number)"
         case .text(let text): return text
-        case .blob(let bytes): return "\\x" + bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        case .blob(let bytes):
+            return "\\x" + bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
         }
     }
 
@@ -269,7 +271,8 @@ final class PostgreSQLConnection: SQLConnection {
             var index = text.utf8.index(text.utf8.startIndex, offsetBy: 2)
             let end = text.utf8.endIndex
             while index < end, let next = text.utf8.index(index, offsetBy: 2, limitedBy: end),
-                  let byte = UInt8(String(text[index..<next]), radix: 16) {
+                let byte = UInt8(String(text[index..<next]), radix: 16)
+            {
                 bytes.append(byte)
                 index = next
             }

@@ -67,11 +67,17 @@ public final class PostgreSQLDatabase: Database {
     private func submit<T: Sendable>(isWrite: Bool, _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let result = PostgresResultBox<T>()
-            let job = PostgresJob(isWrite: isWrite, run: { connection in result.value = try work(connection) }, finish: { error in
-                if let error { continuation.resume(throwing: error) }
-                else if let value = result.value { continuation.resume(returning: value) }
-                else { continuation.resume(throwing: DatabaseError.failed(code: 0, message: "the database call produced no value")) }
-            })
+            let job = PostgresJob(
+                isWrite: isWrite, run: { connection in result.value = try work(connection) },
+                finish: { error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let value = result.value {
+                        continuation.resume(returning: value)
+                    } else {
+                        continuation.resume(throwing: DatabaseError.failed(code: 0, message: "the database call produced no value"))
+                    }
+                })
             let accepted = state.withLock { state -> Bool in
                 guard !state.closing else { return false }
                 state.jobs.append(job)
@@ -92,18 +98,21 @@ public final class PostgreSQLDatabase: Database {
             defer { postgres.statementTimeoutSeconds = timeout }
             // Instances starting together migrate one at a time.
             _ = try postgres.query("SELECT pg_advisory_xact_lock(727161010)", [])
-            try postgres.run("""
+            try postgres.run(
+                """
                 CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)
                 """)
-            let applied = Set(try postgres.query("SELECT version FROM schema_migrations", []).compactMap { try $0.optionalInt("version") }.map(Int.init))
+            let applied = Set(
+                try postgres.query("SELECT version FROM schema_migrations", []).compactMap { try $0.optionalInt("version") }.map(Int.init))
             let known = ordered.last?.version ?? 0
             if let newest = applied.max(), newest > known { throw DatabaseError.schemaTooNew(applied: newest, known: known) }
             var done: [Int] = []
             for migration in ordered where !applied.contains(migration.version) {
                 do {
                     for statement in migration.statements { try postgres.run(statement.postgresql) }
-                    try postgres.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-                                         [.integer(Int64(migration.version)), .text(migration.name), .text(Date.now.formatted(.iso8601))])
+                    try postgres.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                        [.integer(Int64(migration.version)), .text(migration.name), .text(Date.now.formatted(.iso8601))])
                 } catch {
                     throw DatabaseError.migrationFailed(version: migration.version, name: migration.name, message: "\(error)")
                 }
@@ -117,10 +126,12 @@ public final class PostgreSQLDatabase: Database {
     public func healthProblems() async -> [HealthProblem] {
         do {
             try await write { connection in
-                try connection.execute("""
+                try connection.execute(
+                    """
                     CREATE TABLE IF NOT EXISTS sidecar_health (id BIGINT PRIMARY KEY CHECK (id = 1), checked_at BIGINT NOT NULL)
                     """, [])
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO sidecar_health (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at
                     """, [.integer(Int64(Date.now.timeIntervalSince1970))])
             }
@@ -214,7 +225,10 @@ public final class PostgreSQLDatabase: Database {
         guard jobs.first?.isWrite == true else {
             // A read: each statement on its own (no transaction to open).
             for job in jobs {
-                do { try job.run(connection); job.finish(nil) } catch { job.finish(error) }
+                do {
+                    try job.run(connection)
+                    job.finish(nil)
+                } catch { job.finish(error) }
             }
             return
         }

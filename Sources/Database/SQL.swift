@@ -117,7 +117,8 @@ extension SQLConnection {
     /// the identity's sequence; SQLite assigns past the largest id anyway.
     public func advanceIdentity(table: String) throws(DatabaseError) {
         guard dialect == .postgresql else { return }
-        _ = try query("""
+        _ = try query(
+            """
             SELECT setval(pg_get_serial_sequence('\(raw: table)', 'id'), GREATEST(COALESCE(MAX(id), 0), 1), MAX(id) IS NOT NULL) AS value
             FROM \(raw: table)
             """)

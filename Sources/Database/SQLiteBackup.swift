@@ -1,4 +1,5 @@
 import CSQLite
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,7 +55,9 @@ public enum SQLiteBackup {
                     throw SQLiteConnection.error(code: code == SQLITE_DONE ? finished : code, message: String(cString: sqlite3_errmsg(to.handle)))
                 }
                 let verdict = try to.query("PRAGMA integrity_check", []).first?.optionalString("integrity_check") ?? "no answer"
-                guard verdict == "ok" else { throw DatabaseError.failed(code: SQLITE_CORRUPT, message: "the copy failed integrity_check: \(verdict)") }
+                guard verdict == "ok" else {
+                    throw DatabaseError.failed(code: SQLITE_CORRUPT, message: "the copy failed integrity_check: \(verdict)")
+                }
                 // Fold the copy's WAL back into its file: the result is one
                 // self-contained file.
                 try to.run("PRAGMA wal_checkpoint(TRUNCATE)")

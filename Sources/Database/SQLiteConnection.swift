@@ -60,7 +60,10 @@ final class SQLiteConnection: SQLConnection {
     @discardableResult
     func execute(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> Int {
         let statement = try prepared(sql, parameters).statement
-        defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
         while true {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { break }
@@ -72,7 +75,10 @@ final class SQLiteConnection: SQLConnection {
     func query(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> [Row] {
         let prepared = try prepared(sql, parameters)
         let statement = prepared.statement
-        defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
         let columns = prepared.columns
         let count = Int32(columns.count)
         var rows: [Row] = []

@@ -1,11 +1,12 @@
 import CSQLite
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import PlatformThreads
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// SQLite in WAL mode: one writer connection on its own thread, which commits
 /// queued writes in groups, and a pool of reader connections.
@@ -91,9 +92,13 @@ public final class SQLiteDatabase: Database {
             let job = WriteJob(
                 run: { connection in result.value = try work(connection) },
                 finish: { error in
-                    if let error { continuation.resume(throwing: error) }
-                    else if let value = result.value { continuation.resume(returning: value) }
-                    else { continuation.resume(throwing: DatabaseError.failed(code: SQLITE_MISUSE, message: "write produced no value")) }
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let value = result.value {
+                        continuation.resume(returning: value)
+                    } else {
+                        continuation.resume(throwing: DatabaseError.failed(code: SQLITE_MISUSE, message: "write produced no value"))
+                    }
                 })
             let accepted = queue.withLock { state -> Bool in
                 guard !state.closing else { return false }
@@ -147,7 +152,10 @@ public final class SQLiteDatabase: Database {
         var outcomes: [(any Error)?] = []
         outcomes.reserveCapacity(batch.count)
         if batch.count == 1 {
-            do { try batch[0].run(connection); outcomes.append(nil) } catch {
+            do {
+                try batch[0].run(connection)
+                outcomes.append(nil)
+            } catch {
                 try? connection.run("ROLLBACK")
                 batch[0].finish(error)
                 return
@@ -190,23 +198,28 @@ public final class SQLiteDatabase: Database {
         let ordered = migrations.sorted { $0.version < $1.version }
         return try await write { connection in
             guard let sqlite = connection as? SQLiteConnection else { return [] }
-            try sqlite.run("""
+            try sqlite.run(
+                """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version INTEGER PRIMARY KEY,
                     name TEXT NOT NULL,
                     applied_at TEXT NOT NULL
                 )
                 """)
-            let applied = Set(try sqlite.query("SELECT version FROM schema_migrations", []).compactMap { try $0.optionalInt("version") }.map(Int.init))
+            let applied = Set(
+                try sqlite.query("SELECT version FROM schema_migrations", []).compactMap { try $0.optionalInt("version") }.map(Int.init))
             let known = ordered.last?.version ?? 0
             if let newest = applied.max(), newest > known { throw DatabaseError.schemaTooNew(applied: newest, known: known) }
             var done: [Int] = []
             for migration in ordered where !applied.contains(migration.version) {
                 do {
                     for statement in migration.statements { try sqlite.run(statement.sqlite) }
-                    try sqlite.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-                                       [.integer(Int64(migration.version)), .text(migration.name),
-                                        .text(Date.now.formatted(.iso8601))])
+                    try sqlite.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                        [
+                            .integer(Int64(migration.version)), .text(migration.name),
+                            .text(Date.now.formatted(.iso8601)),
+                        ])
                 } catch {
                     throw DatabaseError.migrationFailed(version: migration.version, name: migration.name, message: "\(error)")
                 }
@@ -249,7 +262,8 @@ public final class SQLiteDatabase: Database {
             let pages = try connection.queryOne("PRAGMA page_count", [])?.optionalInt("page_count") ?? 0
             let pageSize = try connection.queryOne("PRAGMA page_size", [])?.optionalInt("page_size") ?? 4096
             if pages * pageSize <= Self.wholeCheckBytes,
-               let verdict = try connection.queryOne("PRAGMA quick_check(1)", [])?.optionalString("quick_check"), verdict != "ok" {
+                let verdict = try connection.queryOne("PRAGMA quick_check(1)", [])?.optionalString("quick_check"), verdict != "ok"
+            {
                 problems.append(HealthProblem(check: "integrity", detail: "the database is corrupt: \(verdict)"))
             }
             try connection.execute("COMMIT", [])
@@ -259,8 +273,10 @@ public final class SQLiteDatabase: Database {
         do {
             let now = Int64(Date.now.timeIntervalSince1970)
             try await write { connection in
-                try connection.execute("CREATE TABLE IF NOT EXISTS sidecar_health (id INTEGER PRIMARY KEY CHECK (id = 1), checked_at INTEGER NOT NULL)", [])
-                try connection.execute("""
+                try connection.execute(
+                    "CREATE TABLE IF NOT EXISTS sidecar_health (id INTEGER PRIMARY KEY CHECK (id = 1), checked_at INTEGER NOT NULL)", [])
+                try connection.execute(
+                    """
                     INSERT INTO sidecar_health (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at
                     """, [.integer(now)])
             }
@@ -268,8 +284,10 @@ public final class SQLiteDatabase: Database {
             problems.append(HealthProblem(check: "write", detail: "writing to the database failed: \(error)"))
         }
         if openedFile != nil, access(path, W_OK) != 0 {
-            problems.append(HealthProblem(check: "permissions",
-                                          detail: "the database file \(path) is not writable (\(String(cString: strerror(errno))))"))
+            problems.append(
+                HealthProblem(
+                    check: "permissions",
+                    detail: "the database file \(path) is not writable (\(String(cString: strerror(errno))))"))
         }
         if let space = DiskSpace(path: path), space.isLow {
             problems.append(HealthProblem(check: "disk space", detail: "the disk holding the database is full (\(space.availableBytes) bytes free)"))

@@ -52,10 +52,12 @@ public struct Alert: Equatable, Sendable {
     public var descriptionText: TranslatedString?
     public var severityLevel: SeverityLevel?
 
-    public init(activePeriods: [TimeRange] = [], communicationPeriods: [TimeRange] = [], impactPeriods: [TimeRange] = [],
-                informedEntities: [EntitySelector] = [], cause: Cause? = nil, effect: Effect? = nil,
-                url: TranslatedString? = nil, headerText: TranslatedString? = nil, descriptionText: TranslatedString? = nil,
-                severityLevel: SeverityLevel? = nil) {
+    public init(
+        activePeriods: [TimeRange] = [], communicationPeriods: [TimeRange] = [], impactPeriods: [TimeRange] = [],
+        informedEntities: [EntitySelector] = [], cause: Cause? = nil, effect: Effect? = nil,
+        url: TranslatedString? = nil, headerText: TranslatedString? = nil, descriptionText: TranslatedString? = nil,
+        severityLevel: SeverityLevel? = nil
+    ) {
         self.activePeriods = activePeriods
         self.communicationPeriods = communicationPeriods
         self.impactPeriods = impactPeriods
@@ -105,10 +107,12 @@ public struct TranslatedString: Equatable, Sendable {
 /// GTFS-realtime `Alert.Cause`.
 public enum Cause: Int, CaseIterable, Sendable {
     case unknownCause = 1, otherCause, technicalProblem, strike, demonstration, accident, holiday, weather, maintenance,
-         construction, policeActivity, medicalEmergency
+        construction, policeActivity, medicalEmergency
     public var name: String {
-        ["UNKNOWN_CAUSE", "OTHER_CAUSE", "TECHNICAL_PROBLEM", "STRIKE", "DEMONSTRATION", "ACCIDENT", "HOLIDAY", "WEATHER",
-         "MAINTENANCE", "CONSTRUCTION", "POLICE_ACTIVITY", "MEDICAL_EMERGENCY"][rawValue - 1]
+        [
+            "UNKNOWN_CAUSE", "OTHER_CAUSE", "TECHNICAL_PROBLEM", "STRIKE", "DEMONSTRATION", "ACCIDENT", "HOLIDAY", "WEATHER",
+            "MAINTENANCE", "CONSTRUCTION", "POLICE_ACTIVITY", "MEDICAL_EMERGENCY",
+        ][rawValue - 1]
     }
     public init?(name: String) {
         guard let match = Self.allCases.first(where: { $0.name == name.uppercased() }) else { return nil }
@@ -119,10 +123,12 @@ public enum Cause: Int, CaseIterable, Sendable {
 /// GTFS-realtime `Alert.Effect`.
 public enum Effect: Int, CaseIterable, Sendable {
     case noService = 1, reducedService, significantDelays, detour, additionalService, modifiedService, otherEffect,
-         unknownEffect, stopMoved, noEffect, accessibilityIssue
+        unknownEffect, stopMoved, noEffect, accessibilityIssue
     public var name: String {
-        ["NO_SERVICE", "REDUCED_SERVICE", "SIGNIFICANT_DELAYS", "DETOUR", "ADDITIONAL_SERVICE", "MODIFIED_SERVICE",
-         "OTHER_EFFECT", "UNKNOWN_EFFECT", "STOP_MOVED", "NO_EFFECT", "ACCESSIBILITY_ISSUE"][rawValue - 1]
+        [
+            "NO_SERVICE", "REDUCED_SERVICE", "SIGNIFICANT_DELAYS", "DETOUR", "ADDITIONAL_SERVICE", "MODIFIED_SERVICE",
+            "OTHER_EFFECT", "UNKNOWN_EFFECT", "STOP_MOVED", "NO_EFFECT", "ACCESSIBILITY_ISSUE",
+        ][rawValue - 1]
     }
     public init?(name: String) {
         guard let match = Self.allCases.first(where: { $0.name == name.uppercased() }) else { return nil }

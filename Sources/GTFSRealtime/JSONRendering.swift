@@ -30,21 +30,31 @@ extension Alert {
         var fields: [(String, JSONText)] = []
         for (name, periods) in [("activePeriod", activePeriods), ("communicationPeriod", communicationPeriods), ("impactPeriod", impactPeriods)]
         where !periods.isEmpty {
-            fields.append((name, .array(periods.map { period in
-                var range: [(String, JSONText)] = []
-                if let start = period.start { range.append(("start", .string(String(start)))) }
-                if let end = period.end { range.append(("end", .string(String(end)))) }
-                return .object(range)
-            })))
+            fields.append(
+                (
+                    name,
+                    .array(
+                        periods.map { period in
+                            var range: [(String, JSONText)] = []
+                            if let start = period.start { range.append(("start", .string(String(start)))) }
+                            if let end = period.end { range.append(("end", .string(String(end)))) }
+                            return .object(range)
+                        })
+                ))
         }
         if !informedEntities.isEmpty {
-            fields.append(("informedEntity", .array(informedEntities.map { selector in
-                var entity: [(String, JSONText)] = []
-                if let agency = selector.agencyID { entity.append(("agencyId", .string(agency))) }
-                if let route = selector.routeID { entity.append(("routeId", .string(route))) }
-                if let stop = selector.stopID { entity.append(("stopId", .string(stop))) }
-                return .object(entity)
-            })))
+            fields.append(
+                (
+                    "informedEntity",
+                    .array(
+                        informedEntities.map { selector in
+                            var entity: [(String, JSONText)] = []
+                            if let agency = selector.agencyID { entity.append(("agencyId", .string(agency))) }
+                            if let route = selector.routeID { entity.append(("routeId", .string(route))) }
+                            if let stop = selector.stopID { entity.append(("stopId", .string(stop))) }
+                            return .object(entity)
+                        })
+                ))
         }
         if let cause { fields.append(("cause", .string(cause.name))) }
         if let effect { fields.append(("effect", .string(effect.name))) }
@@ -58,11 +68,17 @@ extension Alert {
 
 extension TranslatedString {
     var json: JSONText {
-        .object([("translation", .array(translations.map { translation in
-            var fields: [(String, JSONText)] = [("text", .string(translation.text))]
-            if let language = translation.language { fields.append(("language", .string(language))) }
-            return .object(fields)
-        }))])
+        .object([
+            (
+                "translation",
+                .array(
+                    translations.map { translation in
+                        var fields: [(String, JSONText)] = [("text", .string(translation.text))]
+                        if let language = translation.language { fields.append(("language", .string(language))) }
+                        return .object(fields)
+                    })
+            )
+        ])
     }
 }
 
@@ -81,7 +97,8 @@ indirect enum JSONText {
             return "[\n" + items.map { inner + $0.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
         case .object(let fields):
             if fields.isEmpty { return "{}" }
-            return "{\n" + fields.map { inner + Self.quote($0.0) + ": " + $0.1.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "}"
+            return "{\n" + fields.map { inner + Self.quote($0.0) + ": " + $0.1.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent
+                + "}"
         }
     }
 

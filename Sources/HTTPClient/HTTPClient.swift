@@ -15,8 +15,10 @@ public struct HTTPClientRequest: Sendable {
     /// observer; never a URL, so it cannot carry a key or a token.
     public var upstream: String
 
-    public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-                timeoutSeconds: Int? = nil, upstream: String = "other") {
+    public init(
+        method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        timeoutSeconds: Int? = nil, upstream: String = "other"
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -163,8 +165,10 @@ final class Transfer: @unchecked Sendable {
     var overflowed = false
     var requestBody: [UInt8]
 
-    init(request: HTTPClientRequest, configuration: HTTPClient.Configuration,
-         continuation: CheckedContinuation<HTTPClientResponse, any Error>) {
+    init(
+        request: HTTPClientRequest, configuration: HTTPClient.Configuration,
+        continuation: CheckedContinuation<HTTPClientResponse, any Error>
+    ) {
         self.request = request
         self.configuration = configuration
         self.continuation = continuation
@@ -203,8 +207,9 @@ final class Transfer: @unchecked Sendable {
             requestBody.withUnsafeBufferPointer { buffer in
                 // COPYPOSTFIELDS copies, so the buffer need not outlive the call.
                 _ = sidecar_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(buffer.count))
-                _ = sidecar_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS,
-                                                UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!))
+                _ = sidecar_curl_setopt_pointer(
+                    handle, CURLOPT_COPYPOSTFIELDS,
+                    UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!))
             }
         }
         for (name, value) in request.headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
@@ -290,7 +295,10 @@ final class MultiDriver: Sendable {
                     if let handle = transfer.handle { curl_multi_remove_handle(multi.pointer, handle) }
                     transfer.fail(HTTPClientError.shutDown)
                 }
-                let leftovers = queue.withLock { state -> [Transfer] in defer { state.waiting.removeAll() }; return state.waiting }
+                let leftovers = queue.withLock { state -> [Transfer] in
+                    defer { state.waiting.removeAll() }
+                    return state.waiting
+                }
                 (admitted + leftovers).forEach { $0.fail(HTTPClientError.shutDown) }
                 curl_multi_cleanup(multi.pointer)
                 return

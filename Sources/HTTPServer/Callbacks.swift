@@ -6,8 +6,10 @@ import CMicroHTTPD
 
 /// Called once per request with the raw request target (path and query,
 /// still percent-encoded); the returned object becomes the request's context.
-func mhdRequestStarted(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?,
-                       _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
+func mhdRequestStarted(
+    _ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?,
+    _ connection: OpaquePointer?
+) -> UnsafeMutableRawPointer? {
     guard let cls else { return nil }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     let length = uri.map { strlen($0) } ?? 0
@@ -15,8 +17,9 @@ func mhdRequestStarted(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CCh
     let tracked = connection.flatMap { sidecar_mhd_socket_context($0) }
         .map { Unmanaged<ConnectionGuard.Tracked>.fromOpaque($0).takeUnretainedValue() }
     if let tracked { server.connectionGuard.requestLineSeen(tracked) }
-    let exchange = Exchange(rawURI: uri.map { String(cString: $0) } ?? "/", bodyLimit: server.configuration.defaultBodyLimit,
-                            targetStart: uri, targetLength: length, targetIsWhole: whole, tracked: tracked)
+    let exchange = Exchange(
+        rawURI: uri.map { String(cString: $0) } ?? "/", bodyLimit: server.configuration.defaultBodyLimit,
+        targetStart: uri, targetLength: length, targetIsWhole: whole, tracked: tracked)
     // Copied above; libmicrohttpd's own parse of it could exhaust the pool.
     if let uri { sidecar_empty_query(uri) }
     server.liveExchanges.add(1, ordering: .relaxed)
@@ -25,10 +28,12 @@ func mhdRequestStarted(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CCh
 
 /// Called for the headers, each chunk of body, the end of the body, and once
 /// more after a suspended connection is resumed.
-func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
-                      _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?,
-                      _ uploadData: UnsafePointer<CChar>?, _ uploadSize: UnsafeMutablePointer<Int>?,
-                      _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
+func mhdAccessHandler(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+    _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?,
+    _ uploadData: UnsafePointer<CChar>?, _ uploadSize: UnsafeMutablePointer<Int>?,
+    _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
     guard let cls, let connection, let uploadSize, let raw = context?.pointee else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     let exchange = Unmanaged<Exchange>.fromOpaque(raw).takeUnretainedValue()
@@ -37,9 +42,11 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
 
 /// Called when a request ends for any reason (answered, client gone mid-body,
 /// timeout, shutdown): frees its context.
-func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
-                         _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
-                         _ reason: MHD_RequestTerminationCode) {
+func mhdRequestCompleted(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ reason: MHD_RequestTerminationCode
+) {
     guard let cls, let raw = context?.pointee else { return }
     context?.pointee = nil
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
@@ -49,9 +56,11 @@ func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
 
 /// Called when a connection opens and when it closes: the connection guard
 /// tracks it in between (its state rides in the socket context).
-func mhdConnectionNotice(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
-                         _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
-                         _ code: MHD_ConnectionNotificationCode) {
+func mhdConnectionNotice(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ code: MHD_ConnectionNotificationCode
+) {
     guard let cls, let connection, let socketContext else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     switch code.rawValue {
@@ -85,8 +94,10 @@ func mhdAcceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<s
 }
 
 /// Collects one request header (names lower-cased).
-func mhdCollectHeader(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
-                      _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> MHD_Result {
+func mhdCollectHeader(
+    _ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
+    _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?
+) -> MHD_Result {
     guard let cls, let key else { return .YES }
     let collector = Unmanaged<HeaderCollector>.fromOpaque(cls).takeUnretainedValue()
     collector.headers.append((String(cString: key).asciiLowercased(), value.map { String(cString: $0) } ?? ""))

@@ -82,12 +82,14 @@ public enum HTTPDate {
     public static func parse(_ text: String) -> Int64? {
         let parts = Substring(text).trimmingSpaces().split(separator: " ")
         guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), days.contains(String(parts[0].dropLast())),
-              parts[5] == "GMT", parts[1].count == 2, let day = Int(parts[1]), let monthIndex = months.firstIndex(of: String(parts[2])),
-              parts[3].count == 4, let year = Int(parts[3]) else { return nil }
+            parts[5] == "GMT", parts[1].count == 2, let day = Int(parts[1]), let monthIndex = months.firstIndex(of: String(parts[2])),
+            parts[3].count == 4, let year = Int(parts[3])
+        else { return nil }
         let clock = parts[4].split(separator: ":")
         guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }), let hour = Int(clock[0]), let minute = Int(clock[1]),
-              let second = Int(clock[2]), hour < 24, minute < 60, second < 61, (1...31).contains(day),
-              day <= CivilDate.daysInMonth(year: year, month: monthIndex + 1) else { return nil }
+            let second = Int(clock[2]), hour < 24, minute < 60, second < 61, (1...31).contains(day),
+            day <= CivilDate.daysInMonth(year: year, month: monthIndex + 1)
+        else { return nil }
         return CivilDate(year: year, month: monthIndex + 1, day: day, secondsOfDay: hour * 3600 + minute * 60 + second).epochSeconds
     }
 }

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import PlatformThreads
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -183,7 +184,10 @@ final class ConnectionGuard: Sendable {
             let now = monotonicNanoseconds()
             if now - lastReport >= 60_000_000_000 {
                 lastReport = now
-                let counts = closedCounts.withLock { counts in defer { counts = [:] }; return counts }
+                let counts = closedCounts.withLock { counts in
+                    defer { counts = [:] }
+                    return counts
+                }
                 for (reason, count) in counts.sorted(by: { $0.key < $1.key }) {
                     logger.warning("closed connections", [("reason", reason), ("count", String(count))])
                 }

@@ -51,8 +51,10 @@ final class Exchange: @unchecked Sendable {
     var client: String?
     private let response = Mutex<Response?>(nil)
 
-    init(rawURI: String, bodyLimit: Int, targetStart: UnsafePointer<CChar>? = nil, targetLength: Int = 0, targetIsWhole: Bool = true,
-         tracked: ConnectionGuard.Tracked? = nil) {
+    init(
+        rawURI: String, bodyLimit: Int, targetStart: UnsafePointer<CChar>? = nil, targetLength: Int = 0, targetIsWhole: Bool = true,
+        tracked: ConnectionGuard.Tracked? = nil
+    ) {
         self.targetStart = targetStart
         self.targetLength = targetLength
         self.targetIsWhole = targetIsWhole
@@ -69,7 +71,12 @@ final class Exchange: @unchecked Sendable {
     }
 
     func storeResponse(_ value: Response) { response.withLock { $0 = value } }
-    func takeResponse() -> Response? { response.withLock { value in defer { value = nil }; return value } }
+    func takeResponse() -> Response? {
+        response.withLock { value in
+            defer { value = nil }
+            return value
+        }
+    }
 }
 
 /// RFC 9110 tokens (header names, methods), as the strict framing checks them.

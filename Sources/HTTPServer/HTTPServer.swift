@@ -35,10 +35,11 @@ public final class HTTPServer: Sendable {
         self.router = router
         self.logger = logger
         checksHeadLayout = String(cString: MHD_get_version()) == Self.layoutCheckedVersion
-        connectionGuard = ConnectionGuard(settings: ConnectionGuard.Settings(
-            perClientLimit: configuration.connectionsPerClient, headerTimeoutSeconds: configuration.headerTimeoutSeconds,
-            minimumBodyBytesPerSecond: configuration.minimumBodyBytesPerSecond, connectionLimit: configuration.connectionLimit,
-            isExempt: { [trusted = configuration.trustedProxies] address in trusted?.contains(address) ?? false }), logger: logger)
+        connectionGuard = ConnectionGuard(
+            settings: ConnectionGuard.Settings(
+                perClientLimit: configuration.connectionsPerClient, headerTimeoutSeconds: configuration.headerTimeoutSeconds,
+                minimumBodyBytesPerSecond: configuration.minimumBodyBytesPerSecond, connectionLimit: configuration.connectionLimit,
+                isExempt: { [trusted = configuration.trustedProxies] address in trusted?.contains(address) ?? false }), logger: logger)
     }
 
     /// The bound port (useful with port 0).
@@ -70,10 +71,13 @@ public final class HTTPServer: Sendable {
         // it gets slack above the limit the guard keeps by evicting the
         // slowest and idlest connections, so a newcomer is not the one lost.
         let daemonLimit = configuration.connectionLimit + max(configuration.connectionLimit / 2, 16)
-        guard let handle = sidecar_mhd_start(fd, UInt32(configuration.threads), UInt32(configuration.connectionTimeoutSeconds),
-                                             configuration.headerLimitBytes, UInt32(daemonLimit),
-                                             mhdAccessHandler, context, mhdRequestCompleted, context, mhdRequestStarted, context,
-                                             mhdConnectionNotice, context, mhdAcceptPolicy, context) else {
+        guard
+            let handle = sidecar_mhd_start(
+                fd, UInt32(configuration.threads), UInt32(configuration.connectionTimeoutSeconds),
+                configuration.headerLimitBytes, UInt32(daemonLimit),
+                mhdAccessHandler, context, mhdRequestCompleted, context, mhdRequestStarted, context,
+                mhdConnectionNotice, context, mhdAcceptPolicy, context)
+        else {
             Unmanaged<HTTPServer>.fromOpaque(context).release()
             close(fd)
             throw ServerError.daemonFailed
@@ -82,8 +86,9 @@ public final class HTTPServer: Sendable {
         boundPort.store(Int(port), ordering: .releasing)
         connectionGuard.start()
         if !checksHeadLayout {
-            logger.warning("NUL bytes in request heads are not detected with this libmicrohttpd; keep a proxy in front",
-                           [("libmicrohttpd", String(cString: MHD_get_version())), ("checked", Self.layoutCheckedVersion)])
+            logger.warning(
+                "NUL bytes in request heads are not detected with this libmicrohttpd; keep a proxy in front",
+                [("libmicrohttpd", String(cString: MHD_get_version())), ("checked", Self.layoutCheckedVersion)])
         }
         return Int(port)
     }
@@ -97,7 +102,12 @@ public final class HTTPServer: Sendable {
     /// abort the process).
     @discardableResult
     public func shutdown(grace: Duration = .seconds(10)) async -> Bool {
-        guard let handle = daemon.withLock({ value -> DaemonHandle? in defer { value = nil }; return value }) else { return true }
+        guard
+            let handle = daemon.withLock({ value -> DaemonHandle? in
+                defer { value = nil }
+                return value
+            })
+        else { return true }
         let listenSocket = MHD_quiesce_daemon(handle.pointer)
         if listenSocket >= 0 { close(listenSocket) }
         draining.store(true, ordering: .releasing)
@@ -131,8 +141,10 @@ public final class HTTPServer: Sendable {
 
     // MARK: - Request life cycle (called from libmicrohttpd's threads)
 
-    func access(_ connection: OpaquePointer, _ exchange: Exchange, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
-                uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>) -> MHD_Result {
+    func access(
+        _ connection: OpaquePointer, _ exchange: Exchange, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
+        uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>
+    ) -> MHD_Result {
         switch exchange.phase {
         case .headers:
             exchange.method = method.map { String(cString: $0) } ?? "GET"
@@ -146,7 +158,8 @@ public final class HTTPServer: Sendable {
             exchange.match = router.match(method: exchange.method, rawPath: exchange.rawPath)
             if case .route(let route, _, _) = exchange.match, let limit = route.bodyLimit { exchange.bodyLimit = limit }
             if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-               let length = Int(String(cString: declared)), length > exchange.bodyLimit {
+                let length = Int(String(cString: declared)), length > exchange.bodyLimit
+            {
                 // Refuse before reading: libmicrohttpd closes the connection
                 // after this response instead of draining the body.
                 exchange.phase = .responded
@@ -176,9 +189,10 @@ public final class HTTPServer: Sendable {
                 return queue(tooLarge(exchange), on: connection, exchange: exchange)
             }
             if let tracked = exchange.tracked { connectionGuard.busy(tracked) }
-            var request = Request(method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
-                                  headers: Self.headers(of: connection), body: exchange.body,
-                                  peerAddress: Self.peerAddress(of: connection))
+            var request = Request(
+                method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
+                headers: Self.headers(of: connection), body: exchange.body,
+                peerAddress: Self.peerAddress(of: connection))
             if let trusted = configuration.trustedProxies {
                 request.clientAddress = trusted.clientAddress(peer: request.peerAddress, headers: request.headers)
             }
@@ -236,14 +250,17 @@ public final class HTTPServer: Sendable {
 
     /// Strict framing (see the shim): what is wrong with the request head,
     /// or nil. Checked before any body byte is read.
-    private func headProblem(_ connection: OpaquePointer, _ exchange: Exchange, method: UnsafePointer<CChar>?,
-                             version: UnsafePointer<CChar>?) -> String? {
+    private func headProblem(
+        _ connection: OpaquePointer, _ exchange: Exchange, method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?
+    ) -> String? {
         guard let method else { return "missing method" }
         if !exchange.targetIsWhole { return "the request line contains a NUL, CR or control byte" }
         let http10 = version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false
-        let problem = exchange.targetStart.map {
-            sidecar_mhd_check_head(connection, method, $0, exchange.targetLength, http10 ? 1 : 0, checksHeadLayout ? 1 : 0)
-        } ?? Int32(SIDECAR_HEAD_BAD_REQUEST_LINE.rawValue)
+        let problem =
+            exchange.targetStart.map {
+                sidecar_mhd_check_head(connection, method, $0, exchange.targetLength, http10 ? 1 : 0, checksHeadLayout ? 1 : 0)
+            } ?? Int32(SIDECAR_HEAD_BAD_REQUEST_LINE.rawValue)
         switch UInt32(problem) {
         case SIDECAR_HEAD_CLEAN.rawValue: return nil
         case SIDECAR_HEAD_BAD_REQUEST_LINE.rawValue: return "the request line contains a NUL, CR or control byte"
@@ -271,14 +288,17 @@ public final class HTTPServer: Sendable {
     private func tooLarge(_ exchange: Exchange) -> Response {
         let style: ErrorStyle
         if case .route(let route, _, _) = exchange.match { style = route.errorStyle } else { style = .simple }
-        return style.response(status: 413, error: "Payload Too Large",
-                              messages: ["Request body exceeds \(exchange.bodyLimit) bytes"])
+        return style.response(
+            status: 413, error: "Payload Too Large",
+            messages: ["Request body exceeds \(exchange.bodyLimit) bytes"])
     }
 
     private func queue(_ response: Response, on connection: OpaquePointer, exchange: Exchange) -> MHD_Result {
         let result: MHD_Result = response.body.withUnsafeBytes { bytes in
-            guard let mhdResponse = MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY) else { return .NO }
+            guard
+                let mhdResponse = MHD_create_response_from_buffer(
+                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            else { return .NO }
             defer { MHD_destroy_response(mhdResponse) }
             for (name, value) in response.headers {
                 _ = MHD_add_response_header(mhdResponse, name, value)
@@ -293,13 +313,16 @@ public final class HTTPServer: Sendable {
         var pattern = "unmatched"
         if case .route(let route, _, _) = exchange.match { pattern = route.pattern }
         let elapsed = ContinuousClock.now - exchange.started
-        onAnswer?(exchange.method, pattern, response.status,
-                  elapsed.seconds)
+        onAnswer?(
+            exchange.method, pattern, response.status,
+            elapsed.seconds)
         if logger.isEnabled(.info) {
             let hundredths = elapsed.components.seconds * 100_000 + elapsed.components.attoseconds / 10_000_000_000_000
             let fraction = hundredths % 100
-            var fields = [("method", exchange.method), ("route", pattern), ("status", String(response.status)),
-                          ("duration_ms", "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)")]
+            var fields = [
+                ("method", exchange.method), ("route", pattern), ("status", String(response.status)),
+                ("duration_ms", "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"),
+            ]
             if let client = exchange.client { fields.append(("client", client)) }
             fields.append(contentsOf: response.logFields)
             logger.info("request", fields)

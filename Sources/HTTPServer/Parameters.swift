@@ -76,7 +76,11 @@ public struct Parameters: Sendable, Equatable {
         var value: [UInt8] = []
         var inValue = false
         func flush() throws(ParameterError) {
-            defer { name.removeAll(keepingCapacity: true); value.removeAll(keepingCapacity: true); inValue = false }
+            defer {
+                name.removeAll(keepingCapacity: true)
+                value.removeAll(keepingCapacity: true)
+                inValue = false
+            }
             if name.isEmpty && !inValue { return }
             let decodedName = try PercentEncoding.decode(name, plusAsSpace: true)
             if decodedName.isEmpty { return }
@@ -139,7 +143,13 @@ public struct Parameters: Sendable, Equatable {
         var escaped = false
         for byte in body {
             if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
                 continue
             }
             switch byte {
@@ -156,7 +166,7 @@ public struct Parameters: Sendable, Equatable {
     private static func describe(_ error: DecodingError) -> String {
         switch error {
         case .dataCorrupted(let context), .typeMismatch(_, let context),
-             .valueNotFound(_, let context), .keyNotFound(_, let context):
+            .valueNotFound(_, let context), .keyNotFound(_, let context):
             return context.debugDescription
         @unknown default:
             return "unreadable"

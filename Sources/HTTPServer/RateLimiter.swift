@@ -34,7 +34,10 @@ public final class FixedWindowRateLimiter: Sendable {
     /// (a forgotten key starts over), so no flood of distinct keys grows
     /// memory without bound.
     public let maxKeys: Int
-    private struct Counter { var window: Int64; var hits: Int }
+    private struct Counter {
+        var window: Int64
+        var hits: Int
+    }
     private struct State {
         var counters: [String: Counter] = [:]
         /// Keys in the order they were first counted this window.
@@ -55,9 +58,11 @@ public final class FixedWindowRateLimiter: Sendable {
     ///     limiter's name and its key as `keyForLogs` shows it (a key that
     ///     identifies a rider rather than an address must be hashed there).
     ///   - shared: counters several instances share (nil: this process's memory).
-    public init(limit: Int, windowSeconds: Int, name: String = "throttle", logger: Logger? = nil,
-                keyForLogs: @escaping @Sendable (String) -> String = { $0 }, shared: SharedWindowCounter? = nil,
-                maxKeys: Int = 100_000, now: @escaping @Sendable () -> Double) {
+    public init(
+        limit: Int, windowSeconds: Int, name: String = "throttle", logger: Logger? = nil,
+        keyForLogs: @escaping @Sendable (String) -> String = { $0 }, shared: SharedWindowCounter? = nil,
+        maxKeys: Int = 100_000, now: @escaping @Sendable () -> Double
+    ) {
         self.limit = limit
         self.maxKeys = max(maxKeys, 1)
         self.windowSeconds = max(windowSeconds, 1)
@@ -119,8 +124,12 @@ public final class FixedWindowRateLimiter: Sendable {
             return .limited(retryAfter: max(1, Int((windowEnd - seconds).rounded(.up))))
         }
         if case .limited(let retryAfter) = decision, let logger, logger.isEnabled(.debug) {
-            logger.debug("throttled", [("limiter", name), ("key", keyForLogs(key)), ("limit", "\(limit)/\(windowSeconds)s"),
-                                       ("retry_after", String(retryAfter))])
+            logger.debug(
+                "throttled",
+                [
+                    ("limiter", name), ("key", keyForLogs(key)), ("limit", "\(limit)/\(windowSeconds)s"),
+                    ("retry_after", String(retryAfter)),
+                ])
         }
         return decision
     }
@@ -138,8 +147,12 @@ public final class FixedWindowRateLimiter: Sendable {
             if hits <= limit { return .allowed }
             let retryAfter = max(1, Int((Double(window + Int64(windowSeconds)) - seconds).rounded(.up)))
             if let logger, logger.isEnabled(.debug) {
-                logger.debug("throttled", [("limiter", name), ("key", keyForLogs(key)), ("limit", "\(limit)/\(windowSeconds)s"),
-                                           ("retry_after", String(retryAfter))])
+                logger.debug(
+                    "throttled",
+                    [
+                        ("limiter", name), ("key", keyForLogs(key)), ("limit", "\(limit)/\(windowSeconds)s"),
+                        ("retry_after", String(retryAfter)),
+                    ])
             }
             return .limited(retryAfter: retryAfter)
         } catch {

@@ -30,8 +30,10 @@ public struct Request: Sendable {
     /// The route pattern that matched, for logs (never the raw URL).
     public internal(set) var routePattern: String = "unmatched"
 
-    public init(method: String, rawPath: String, rawQuery: String = "",
-                headers: [(name: String, value: String)] = [], body: [UInt8] = [], peerAddress: String = "") {
+    public init(
+        method: String, rawPath: String, rawQuery: String = "",
+        headers: [(name: String, value: String)] = [], body: [UInt8] = [], peerAddress: String = ""
+    ) {
         self.method = method
         self.rawPath = rawPath
         self.rawQuery = rawQuery
@@ -56,7 +58,9 @@ public struct Request: Sendable {
                 guard let equals = trimmed.firstIndex(of: "="), trimmed[..<equals] == name else { continue }
                 var found = trimmed[trimmed.index(after: equals)...]
                 if found.hasPrefix("\""), found.hasSuffix("\""), found.count >= 2 { found = found.dropFirst().dropLast() }
-                guard found.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"\",;\\".unicodeScalars.contains($0) }) else { return nil }
+                guard found.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"\",;\\".unicodeScalars.contains($0) }) else {
+                    return nil
+                }
                 return String(found)
             }
         }

@@ -72,10 +72,12 @@ public final class Route: Sendable {
     ///   - throttle: a per-client limit checked before anything else: on the
     ///     server's thread, and again against the counts all instances share
     ///     when there are any.
-    public init(_ method: String, _ pattern: String, suffixes: [String] = [], bodyLimit: Int? = nil,
-                errorStyle: ErrorStyle = .simple, access: Access? = nil, throttle: FixedWindowRateLimiter? = nil, prechecks: [Precheck] = [],
-                middleware: [Middleware] = [], parsesParameters: Bool = true,
-                immediate: (@Sendable (Request) -> Response?)? = nil, handler: @escaping Handler) {
+    public init(
+        _ method: String, _ pattern: String, suffixes: [String] = [], bodyLimit: Int? = nil,
+        errorStyle: ErrorStyle = .simple, access: Access? = nil, throttle: FixedWindowRateLimiter? = nil, prechecks: [Precheck] = [],
+        middleware: [Middleware] = [], parsesParameters: Bool = true,
+        immediate: (@Sendable (Request) -> Response?)? = nil, handler: @escaping Handler
+    ) {
         self.immediate = immediate
         self.prechecks = (throttle.map { [$0.precheck(errorStyle: errorStyle)] } ?? []) + prechecks
         self.access = access ?? throttle.map { .throttled($0.name) } ?? .open
@@ -252,7 +254,8 @@ public struct Router: Sendable {
                 do throws(ParameterError) {
                     try request.parseParameters(limit: parameterLimit)
                 } catch {
-                    return .answered(route.errorStyle.response(status: error.status, error: StatusText.phrase(error.status), messages: [error.message]))
+                    return .answered(
+                        route.errorStyle.response(status: error.status, error: StatusText.phrase(error.status), messages: [error.message]))
                 }
             }
             if route.middleware.isEmpty, let immediate = route.immediate, let answer = immediate(request) {

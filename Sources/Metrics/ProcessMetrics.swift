@@ -15,17 +15,27 @@ public enum ProcessMetrics {
             // Fields after the command name, from field 3 (state) on: utime
             // is field 14, stime 15, num_threads 20, starttime 22, vsize 23, rss 24.
             func field(_ number: Int) -> Double { Double(fields[number - 3]) ?? 0 }
-            families.append(CollectedFamily(name: prefix + "process_cpu_seconds_total", help: "User and system CPU time spent, in seconds.",
-                                            kind: .counter, value: (field(14) + field(15)) / ticks))
-            families.append(CollectedFamily(name: prefix + "process_threads", help: "Operating system threads in the process.",
-                                            kind: .gauge, value: field(20)))
-            families.append(CollectedFamily(name: prefix + "process_virtual_memory_bytes", help: "Virtual memory size, in bytes.",
-                                            kind: .gauge, value: field(23)))
-            families.append(CollectedFamily(name: prefix + "process_resident_memory_bytes", help: "Resident memory size, in bytes.",
-                                            kind: .gauge, value: field(24) * pageSize))
+            families.append(
+                CollectedFamily(
+                    name: prefix + "process_cpu_seconds_total", help: "User and system CPU time spent, in seconds.",
+                    kind: .counter, value: (field(14) + field(15)) / ticks))
+            families.append(
+                CollectedFamily(
+                    name: prefix + "process_threads", help: "Operating system threads in the process.",
+                    kind: .gauge, value: field(20)))
+            families.append(
+                CollectedFamily(
+                    name: prefix + "process_virtual_memory_bytes", help: "Virtual memory size, in bytes.",
+                    kind: .gauge, value: field(23)))
+            families.append(
+                CollectedFamily(
+                    name: prefix + "process_resident_memory_bytes", help: "Resident memory size, in bytes.",
+                    kind: .gauge, value: field(24) * pageSize))
             if let boot = bootTime() {
-                families.append(CollectedFamily(name: prefix + "process_start_time_seconds", help: "Start time of the process since the Unix epoch, in seconds.",
-                                                kind: .gauge, value: boot + field(22) / ticks))
+                families.append(
+                    CollectedFamily(
+                        name: prefix + "process_start_time_seconds", help: "Start time of the process since the Unix epoch, in seconds.",
+                        kind: .gauge, value: boot + field(22) / ticks))
             }
         }
         if let open = openFileDescriptors() {
@@ -33,8 +43,10 @@ public enum ProcessMetrics {
         }
         var limit = rlimit()
         if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 {
-            families.append(CollectedFamily(name: prefix + "process_max_fds", help: "The most file descriptors the process may open.",
-                                            kind: .gauge, value: Double(limit.rlim_cur)))
+            families.append(
+                CollectedFamily(
+                    name: prefix + "process_max_fds", help: "The most file descriptors the process may open.",
+                    kind: .gauge, value: Double(limit.rlim_cur)))
         }
         return families
     }

@@ -9,21 +9,27 @@ public struct OBAClient: Sendable {
     public init(http: HTTPClient) { self.http = http }
 
     /// `arrival-and-departure-for-stop`: one trip's visit to one stop.
-    public func arrivalAndDeparture(baseURL: String, apiKey: String?, stopID: String, tripID: String, serviceDate: Int64,
-                                    vehicleID: String?, stopSequence: Int?) async throws(OBAError) -> OBAResponse<ArrivalAndDeparture> {
+    public func arrivalAndDeparture(
+        baseURL: String, apiKey: String?, stopID: String, tripID: String, serviceDate: Int64,
+        vehicleID: String?, stopSequence: Int?
+    ) async throws(OBAError) -> OBAResponse<ArrivalAndDeparture> {
         var query = [("tripId", tripID), ("serviceDate", String(serviceDate))]
         if let vehicleID, !vehicleID.isEmpty { query.append(("vehicleId", vehicleID)) }
         if let stopSequence { query.append(("stopSequence", String(stopSequence))) }
-        return try await fetch(baseURL: baseURL, method: "arrival-and-departure-for-stop", id: stopID, apiKey: apiKey, query: query,
-                               as: ArrivalAndDeparture.self)
+        return try await fetch(
+            baseURL: baseURL, method: "arrival-and-departure-for-stop", id: stopID, apiKey: apiKey, query: query,
+            as: ArrivalAndDeparture.self)
     }
 
     /// `arrivals-and-departures-for-stop`: every visit to a stop in a window.
-    public func arrivalsAndDepartures(baseURL: String, apiKey: String?, stopID: String, minutesBefore: Int,
-                                      minutesAfter: Int) async throws(OBAError) -> OBAResponse<StopArrivals> {
-        try await fetch(baseURL: baseURL, method: "arrivals-and-departures-for-stop", id: stopID, apiKey: apiKey,
-                        query: [("minutesBefore", String(minutesBefore)), ("minutesAfter", String(minutesAfter))],
-                        as: StopArrivals.self)
+    public func arrivalsAndDepartures(
+        baseURL: String, apiKey: String?, stopID: String, minutesBefore: Int,
+        minutesAfter: Int
+    ) async throws(OBAError) -> OBAResponse<StopArrivals> {
+        try await fetch(
+            baseURL: baseURL, method: "arrivals-and-departures-for-stop", id: stopID, apiKey: apiKey,
+            query: [("minutesBefore", String(minutesBefore)), ("minutesAfter", String(minutesAfter))],
+            as: StopArrivals.self)
     }
 
     /// `trip-details`, kept as raw JSON (a snapshot for agency dashboards).
@@ -42,12 +48,15 @@ public struct OBAClient: Sendable {
 
     /// `vehicles-for-agency`: the ids of an agency's vehicles.
     public func vehicleIDs(baseURL: String, apiKey: String?, agencyID: String) async throws(OBAError) -> [String] {
-        let (list, _) = try await fetchList(baseURL: baseURL, path: "vehicles-for-agency/\(Self.escape(agencyID)).json", apiKey: apiKey,
-                                            as: VehicleStatus.self)
+        let (list, _) = try await fetchList(
+            baseURL: baseURL, path: "vehicles-for-agency/\(Self.escape(agencyID)).json", apiKey: apiKey,
+            as: VehicleStatus.self)
         return list.compactMap(\.vehicleId)
     }
 
-    private func fetchList<Item: Decodable>(baseURL: String, path: String, apiKey: String?, as: Item.Type) async throws(OBAError) -> ([Item], AgencyReferences?) {
+    private func fetchList<Item: Decodable>(baseURL: String, path: String, apiKey: String?, as: Item.Type) async throws(OBAError) -> (
+        [Item], AgencyReferences?
+    ) {
         var url = (baseURL.hasSuffix("/") ? baseURL : baseURL + "/") + "api/where/" + path
         if let apiKey, !apiKey.isEmpty { url += "?key=" + Self.escape(apiKey) }
         let response: HTTPClientResponse
@@ -76,8 +85,10 @@ public struct OBAClient: Sendable {
 
     static func escape(_ text: String) -> String { PercentEncoding.encode(text) }
 
-    private func fetch<Entry: Decodable & Sendable>(baseURL: String, method: String, id: String, apiKey: String?,
-                                                    query: [(String, String)], as: Entry.Type) async throws(OBAError) -> OBAResponse<Entry> {
+    private func fetch<Entry: Decodable & Sendable>(
+        baseURL: String, method: String, id: String, apiKey: String?,
+        query: [(String, String)], as: Entry.Type
+    ) async throws(OBAError) -> OBAResponse<Entry> {
         let response: HTTPClientResponse
         do {
             response = try await http.get(Self.url(baseURL: baseURL, method: method, id: id, apiKey: apiKey, query: query), upstream: "oba")

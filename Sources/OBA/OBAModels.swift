@@ -24,11 +24,13 @@ public struct ArrivalAndDeparture: Decodable, Sendable, Equatable {
     public var lastUpdateTime: EpochMillis?
     public var tripStatus: TripStatus?
 
-    public init(stopId: String? = nil, tripId: String? = nil, routeId: String? = nil, routeShortName: String? = nil,
-                routeLongName: String? = nil, tripHeadsign: String? = nil, serviceDate: EpochMillis? = nil, stopSequence: Int? = nil,
-                vehicleId: String? = nil, predicted: Bool? = nil, predictedArrivalTime: EpochMillis? = nil,
-                predictedDepartureTime: EpochMillis? = nil, scheduledArrivalTime: EpochMillis? = nil, scheduledDepartureTime: EpochMillis? = nil,
-                lastUpdateTime: EpochMillis? = nil, tripStatus: TripStatus? = nil) {
+    public init(
+        stopId: String? = nil, tripId: String? = nil, routeId: String? = nil, routeShortName: String? = nil,
+        routeLongName: String? = nil, tripHeadsign: String? = nil, serviceDate: EpochMillis? = nil, stopSequence: Int? = nil,
+        vehicleId: String? = nil, predicted: Bool? = nil, predictedArrivalTime: EpochMillis? = nil,
+        predictedDepartureTime: EpochMillis? = nil, scheduledArrivalTime: EpochMillis? = nil, scheduledDepartureTime: EpochMillis? = nil,
+        lastUpdateTime: EpochMillis? = nil, tripStatus: TripStatus? = nil
+    ) {
         self.stopId = stopId
         self.tripId = tripId
         self.routeId = routeId
@@ -197,7 +199,10 @@ struct ListPayload<Item: Decodable>: Decodable {
 }
 
 struct AgencyReferences: Decodable {
-    struct Agency: Decodable { var id: String; var name: String? }
+    struct Agency: Decodable {
+        var id: String
+        var name: String?
+    }
     var agencies: [Agency]?
 }
 

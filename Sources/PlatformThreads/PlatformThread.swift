@@ -1,4 +1,5 @@
 import CThreadName
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,13 +13,15 @@ public enum PlatformThread {
     public static func detach(name: String = "sidecar", _ body: @escaping @Sendable () -> Void) {
         let box = Unmanaged.passRetained(ThreadBody(body: body, name: name)).toOpaque()
         var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { context in
-            let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
-            // What `top -H` and `ps -L` show: at most 15 bytes.
-            sidecar_name_current_thread(body.name)
-            body.body()
-            return nil
-        }, box)
+        let status = pthread_create(
+            &thread, nil,
+            { context in
+                let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
+                // What `top -H` and `ps -L` show: at most 15 bytes.
+                sidecar_name_current_thread(body.name)
+                body.body()
+                return nil
+            }, box)
         precondition(status == 0, "pthread_create failed with \(status)")
         pthread_detach(thread)
     }

@@ -43,9 +43,11 @@ public final class APNsTransport: PushTransport {
     /// In-flight sends at once per call (each is a stream on a shared connection).
     let concurrency: Int
 
-    public init(configuration: Configuration, key: PrivateKey, http: HTTPClient, concurrency: Int = 200,
-                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
-                sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }) {
+    public init(
+        configuration: Configuration, key: PrivateKey, http: HTTPClient, concurrency: Int = 200,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }
+    ) {
         self.configuration = configuration
         self.key = key
         self.http = http
@@ -59,8 +61,9 @@ public final class APNsTransport: PushTransport {
     public func providerToken(forceNew: Bool = false) throws -> String {
         let time = now()
         if !forceNew, let cached = token.withLock({ $0 }), time - cached.issuedAt < configuration.tokenLifetimeSeconds { return cached.value }
-        let value = try JWT.sign(header: [("kid", configuration.keyID)],
-                                 claims: [("iss", .string(configuration.teamID)), ("iat", .integer(Int64(time)))], key: key)
+        let value = try JWT.sign(
+            header: [("kid", configuration.keyID)],
+            claims: [("iss", .string(configuration.teamID)), ("iat", .integer(Int64(time)))], key: key)
         token.withLock { $0 = (value, time) }
         return value
     }
@@ -112,8 +115,9 @@ public final class APNsTransport: PushTransport {
             let provider: String
             do { provider = try providerToken(forceNew: forceNewToken) } catch { return .transient(reason: "cannot sign the provider token") }
             forceNewToken = false
-            let request = HTTPClientRequest(method: "POST", url: "\(base)/3/device/\(message.token)",
-                                            headers: headers(message, provider: provider), body: body, upstream: "apns")
+            let request = HTTPClientRequest(
+                method: "POST", url: "\(base)/3/device/\(message.token)",
+                headers: headers(message, provider: provider), body: body, upstream: "apns")
             let outcome: PushOutcome
             do {
                 let response = try await http.send(request)

@@ -20,8 +20,9 @@ public final class FCMTransport: PushTransport {
         /// Reads the JSON a Firebase console downloads.
         public init(json: [UInt8]) throws {
             guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(json)),
-                  let project = fields["project_id"]?.scalarText, let email = fields["client_email"]?.scalarText,
-                  let pem = fields["private_key"]?.scalarText else {
+                let project = fields["project_id"]?.scalarText, let email = fields["client_email"]?.scalarText,
+                let pem = fields["private_key"]?.scalarText
+            else {
                 throw CryptoError("not a service-account JSON file (project_id, client_email, private_key)")
             }
             projectID = project
@@ -44,9 +45,11 @@ public final class FCMTransport: PushTransport {
     /// The exchange in progress, shared by every sender waiting for a token.
     private let pendingExchange = Mutex<Task<(String, Double), any Error>?>(nil)
 
-    public init(account: ServiceAccount, http: HTTPClient, baseURL: String = "https://fcm.googleapis.com",
-                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
-                sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }) {
+    public init(
+        account: ServiceAccount, http: HTTPClient, baseURL: String = "https://fcm.googleapis.com",
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }
+    ) {
         self.account = account
         self.http = http
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
@@ -79,16 +82,21 @@ public final class FCMTransport: PushTransport {
     }
 
     private func exchange(at time: Double) async throws -> (String, Double) {
-        let assertion = try JWT.sign(header: [], claims: [
-            ("iss", .string(account.clientEmail)), ("scope", .string("https://www.googleapis.com/auth/firebase.messaging")),
-            ("aud", .string(account.tokenURI)), ("iat", .integer(Int64(time))), ("exp", .integer(Int64(time) + 3600)),
-        ], key: account.key)
+        let assertion = try JWT.sign(
+            header: [],
+            claims: [
+                ("iss", .string(account.clientEmail)), ("scope", .string("https://www.googleapis.com/auth/firebase.messaging")),
+                ("aud", .string(account.tokenURI)), ("iat", .integer(Int64(time))), ("exp", .integer(Int64(time) + 3600)),
+            ], key: account.key)
         let body = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
-        let response = try await http.send(HTTPClientRequest(method: "POST", url: account.tokenURI,
-                                                             headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8),
-                                                             upstream: "fcm_oauth"))
+        let response = try await http.send(
+            HTTPClientRequest(
+                method: "POST", url: account.tokenURI,
+                headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8),
+                upstream: "fcm_oauth"))
         guard response.status == 200, case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)),
-              let value = fields["access_token"]?.scalarText else {
+            let value = fields["access_token"]?.scalarText
+        else {
             throw CryptoError("the token endpoint answered HTTP \(response.status)")
         }
         let lifetime = fields["expires_in"]?.scalarText.flatMap(Double.init) ?? 3600
@@ -134,10 +142,12 @@ public final class FCMTransport: PushTransport {
             do { access = try await token(forceNew: refreshed && attempt == 1) } catch { return .transient(reason: "FCM authentication failed") }
             let outcome: PushOutcome
             do {
-                let response = try await http.send(HTTPClientRequest(
-                    method: "POST", url: "\(baseURL)/v1/projects/\(account.projectID)/messages:send",
-                    headers: [("Authorization", "Bearer \(access)"), ("Content-Type", "application/json")], body: Self.body(message, now: Int64(now())),
-                    upstream: "fcm"))
+                let response = try await http.send(
+                    HTTPClientRequest(
+                        method: "POST", url: "\(baseURL)/v1/projects/\(account.projectID)/messages:send",
+                        headers: [("Authorization", "Bearer \(access)"), ("Content-Type", "application/json")],
+                        body: Self.body(message, now: Int64(now())),
+                        upstream: "fcm"))
                 if response.status == 401 && !refreshed {
                     refreshed = true
                     attempt = 0
@@ -171,8 +181,12 @@ public final class FCMTransport: PushTransport {
             }
         }
         if code == "UNREGISTERED" || code == "NOT_FOUND" || status == 404 { return .terminal(reason: "UNREGISTERED") }
-        if code == "INVALID_ARGUMENT" && message.lowercased().contains("registration token") { return .terminal(reason: "INVALID_ARGUMENT: \(message)") }
-        if status == 429 || status >= 500 || code == "QUOTA_EXCEEDED" || code == "UNAVAILABLE" || code == "INTERNAL" { return .transient(reason: code) }
+        if code == "INVALID_ARGUMENT" && message.lowercased().contains("registration token") {
+            return .terminal(reason: "INVALID_ARGUMENT: \(message)")
+        }
+        if status == 429 || status >= 500 || code == "QUOTA_EXCEEDED" || code == "UNAVAILABLE" || code == "INTERNAL" {
+            return .transient(reason: code)
+        }
         return .rejected(reason: code)
     }
 }

@@ -18,8 +18,10 @@ public struct GorushTransport: PushTransport {
     /// - Parameters:
     ///   - baseURL: gorush's base URL (`--gorush-url`).
     ///   - apnsTopic: the iOS app's bundle id (`--apns-topic`).
-    public init(baseURL: String, apnsTopic: String?, http: HTTPClient, batchSize: Int = 100,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        baseURL: String, apnsTopic: String?, http: HTTPClient, batchSize: Int = 100,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.now = now
         endpoint = (baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL) + "/api/push"
         self.apnsTopic = apnsTopic
@@ -93,9 +95,11 @@ public struct GorushTransport: PushTransport {
     private func sendBatch(_ batch: [PushMessage]) async -> [PushOutcome] {
         let response: HTTPClientResponse
         do {
-            response = try await http.send(HTTPClientRequest(method: "POST", url: endpoint,
-                                                             headers: [("Content-Type", "application/json")], body: requestBody(batch),
-                                                             upstream: "gorush"))
+            response = try await http.send(
+                HTTPClientRequest(
+                    method: "POST", url: endpoint,
+                    headers: [("Content-Type", "application/json")], body: requestBody(batch),
+                    upstream: "gorush"))
         } catch {
             return Array(repeating: .transient(reason: "gorush unreachable: \(error)"), count: batch.count)
         }
@@ -112,7 +116,8 @@ public struct GorushTransport: PushTransport {
     /// token → failure reason, from a gorush response's `logs`.
     static func failedTokens(_ body: [UInt8]) -> [String: String] {
         guard let decoded = try? JSONDecoder().decode(JSONValue.self, from: Data(body)),
-              case .object(let root) = decoded, case .array(let logs)? = root["logs"] else { return [:] }
+            case .object(let root) = decoded, case .array(let logs)? = root["logs"]
+        else { return [:] }
         var failures: [String: String] = [:]
         for log in logs {
             guard case .object(let entry) = log, case .string(let token)? = entry["token"] else { continue }
@@ -136,8 +141,10 @@ public struct LogTransport: PushTransport {
     let fingerprint: @Sendable (String) -> String
     let now: @Sendable () -> Int64
 
-    public init(logger: Logger, fingerprint: @escaping @Sendable (String) -> String,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        logger: Logger, fingerprint: @escaping @Sendable (String) -> String,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.logger = logger
         self.fingerprint = fingerprint
         self.now = now
@@ -153,8 +160,10 @@ public struct LogTransport: PushTransport {
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
         for message in messages {
-            var fields = [("platform", message.platform.rawValue), ("sandbox", String(message.apnsSandbox)), ("kind", message.kind.rawValue),
-                          ("device", fingerprint(message.token)), ("title", message.title ?? ""), ("body", message.body ?? "")]
+            var fields = [
+                ("platform", message.platform.rawValue), ("sandbox", String(message.apnsSandbox)), ("kind", message.kind.rawValue),
+                ("device", fingerprint(message.token)), ("title", message.title ?? ""), ("body", message.body ?? ""),
+            ]
             if message.platform == .ios {
                 fields.append(("priority", String(message.priority)))
                 fields.append(("expiration", String(message.expiration)))

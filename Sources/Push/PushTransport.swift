@@ -50,8 +50,10 @@ public struct PushMessage: Sendable, Equatable {
     /// `<bundle id>.push-type.liveactivity` with `apns-push-type: liveactivity`.
     public enum Kind: String, Sendable, Equatable { case alert, liveActivity = "liveactivity" }
 
-    public init(token: String, platform: PushPlatform, apnsSandbox: Bool = false, title: String? = nil, body: String? = nil,
-                data: [String: JSONValue] = [:]) {
+    public init(
+        token: String, platform: PushPlatform, apnsSandbox: Bool = false, title: String? = nil, body: String? = nil,
+        data: [String: JSONValue] = [:]
+    ) {
         self.token = token
         self.platform = platform
         self.apnsSandbox = platform == .ios && apnsSandbox
@@ -76,8 +78,10 @@ public enum PushOutcome: Sendable, Equatable {
     /// substring (spec §6.5); `ExpiredProviderToken` is about our own
     /// credentials and so transient.
     public static func classify(failure reason: String) -> PushOutcome {
-        let terminalReasons = ["Unregistered", "BadDeviceToken", "DeviceTokenNotForTopic", "TopicDisallowed",
-                               "NotRegistered", "InvalidRegistration", "UNREGISTERED", "MismatchSenderId"]
+        let terminalReasons = [
+            "Unregistered", "BadDeviceToken", "DeviceTokenNotForTopic", "TopicDisallowed",
+            "NotRegistered", "InvalidRegistration", "UNREGISTERED", "MismatchSenderId",
+        ]
         if terminalReasons.contains(where: { reason.contains($0) }) { return .terminal(reason: reason) }
         return .transient(reason: reason)
     }

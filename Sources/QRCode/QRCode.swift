@@ -32,7 +32,10 @@ public struct QRCode: Sendable, Equatable {
         for y in 0..<size {
             var x = 0
             while x < size {
-                guard isDark(x: x, y: y) else { x += 1; continue }
+                guard isDark(x: x, y: y) else {
+                    x += 1
+                    continue
+                }
                 var run = 1
                 while x + run < size && isDark(x: x + run, y: y) { run += 1 }
                 path += "M\(x + margin) \(y + margin)h\(run)v1h-\(run)z"

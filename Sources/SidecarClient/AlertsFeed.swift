@@ -181,7 +181,9 @@ enum WireReader {
             throw AlertsFeed.DecodingError(description: "a truncated varint at byte \(index)")
         }
         func skip(_ count: Int) throws(AlertsFeed.DecodingError) {
-            guard count >= 0, count <= bytes.count - index else { throw AlertsFeed.DecodingError(description: "a field runs past the end at byte \(index)") }
+            guard count >= 0, count <= bytes.count - index else {
+                throw AlertsFeed.DecodingError(description: "a field runs past the end at byte \(index)")
+            }
             index += count
         }
         while index < bytes.count {
@@ -195,7 +197,9 @@ enum WireReader {
                 try visit(field, .fixed)
             case 2:
                 let length = try varint()
-                guard length <= UInt64(bytes.count - index) else { throw AlertsFeed.DecodingError(description: "a field runs past the end at byte \(index)") }
+                guard length <= UInt64(bytes.count - index) else {
+                    throw AlertsFeed.DecodingError(description: "a field runs past the end at byte \(index)")
+                }
                 let start = index
                 index += Int(length)
                 try visit(field, .bytes(Array(bytes[start..<index])))

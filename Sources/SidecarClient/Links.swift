@@ -24,8 +24,10 @@ public enum SidecarLink: Equatable, Sendable {
         public var vehicleID: String?
         public var destinationStopID: String?
 
-        public init(regionID: Int, stopID: String, tripID: String, serviceDate: Int64, stopSequence: Int, title: String? = nil,
-                    vehicleID: String? = nil, destinationStopID: String? = nil) {
+        public init(
+            regionID: Int, stopID: String, tripID: String, serviceDate: Int64, stopSequence: Int, title: String? = nil,
+            vehicleID: String? = nil, destinationStopID: String? = nil
+        ) {
             self.regionID = regionID
             self.stopID = stopID
             self.tripID = tripID
@@ -60,8 +62,10 @@ public enum SidecarLink: Equatable, Sendable {
         public var umamiURL: URL?
         public var umamiID: String?
 
-        public init(name: String, obaURL: URL, regionID: Int64? = nil, otpURL: URL? = nil, otpGraphqlURL: URL? = nil,
-                    otpGraphqlBikeshare: Bool = false, sidecarURL: URL? = nil, umamiURL: URL? = nil, umamiID: String? = nil) {
+        public init(
+            name: String, obaURL: URL, regionID: Int64? = nil, otpURL: URL? = nil, otpGraphqlURL: URL? = nil,
+            otpGraphqlBikeshare: Bool = false, sidecarURL: URL? = nil, umamiURL: URL? = nil, umamiID: String? = nil
+        ) {
             self.name = name
             self.obaURL = obaURL
             self.regionID = regionID
@@ -137,32 +141,40 @@ public enum SidecarLink: Equatable, Sendable {
             case "add-region":
                 guard let name = value("name"), let oba = value("oba-url").flatMap(Self.validURL) else { return nil }
                 let bikeshare = value("otp-graphql-bikeshare")?.trimmingCharacters(in: .whitespaces).lowercased()
-                self = .addRegion(AddRegion(name: name, obaURL: oba,
-                                            regionID: value("region-id").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) },
-                                            otpURL: value("otp-url").flatMap(Self.validURL),
-                                            otpGraphqlURL: value("otp-graphql-url").flatMap(Self.validURL),
-                                            otpGraphqlBikeshare: bikeshare == "true" || bikeshare == "1",
-                                            sidecarURL: value("sidecar-url").flatMap(Self.validURL), umamiURL: value("umami-url").flatMap(Self.validURL),
-                                            umamiID: value("umami-id")?.trimmingCharacters(in: .whitespaces).nilIfEmpty))
+                self = .addRegion(
+                    AddRegion(
+                        name: name, obaURL: oba,
+                        regionID: value("region-id").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) },
+                        otpURL: value("otp-url").flatMap(Self.validURL),
+                        otpGraphqlURL: value("otp-graphql-url").flatMap(Self.validURL),
+                        otpGraphqlBikeshare: bikeshare == "true" || bikeshare == "1",
+                        sidecarURL: value("sidecar-url").flatMap(Self.validURL), umamiURL: value("umami-url").flatMap(Self.validURL),
+                        umamiID: value("umami-id")?.trimmingCharacters(in: .whitespaces).nilIfEmpty))
             default: return nil
             }
             return
         }
         let path = components.percentEncodedPath
         guard let regions = path.range(of: "/regions/", options: .caseInsensitive),
-              let stops = path.range(of: "/stops/", options: .caseInsensitive, range: regions.upperBound..<path.endIndex) else { return nil }
+            let stops = path.range(of: "/stops/", options: .caseInsensitive, range: regions.upperBound..<path.endIndex)
+        else { return nil }
         let regionText = String(path[regions.upperBound..<stops.lowerBound])
         let rest = path[stops.upperBound...]
         if let trips = rest.range(of: "/trips", options: .caseInsensitive) {
             let stopText = String(rest[..<trips.lowerBound])
             guard let regionID = Int(regionText), let stopID = stopText.removingPercentEncoding, let tripID = value("trip_id"),
-                  let dateText = value("service_date"), let seconds = Double(dateText), let sequenceText = value("stop_sequence"),
-                  let stopSequence = Int(sequenceText) else { return nil }
-            self = .trip(TripLink(regionID: regionID, stopID: stopID, tripID: tripID, serviceDate: Int64((seconds * 1000).rounded()),
-                                  stopSequence: stopSequence, title: value("title"), vehicleID: value("vehicle_id"),
-                                  destinationStopID: value("destination_stop_id")))
+                let dateText = value("service_date"), let seconds = Double(dateText), let sequenceText = value("stop_sequence"),
+                let stopSequence = Int(sequenceText)
+            else { return nil }
+            self = .trip(
+                TripLink(
+                    regionID: regionID, stopID: stopID, tripID: tripID, serviceDate: Int64((seconds * 1000).rounded()),
+                    stopSequence: stopSequence, title: value("title"), vehicleID: value("vehicle_id"),
+                    destinationStopID: value("destination_stop_id")))
         } else {
-            guard let regionID = Int(regionText), !rest.isEmpty, !rest.contains("/"), let stopID = String(rest).removingPercentEncoding else { return nil }
+            guard let regionID = Int(regionText), !rest.isEmpty, !rest.contains("/"), let stopID = String(rest).removingPercentEncoding else {
+                return nil
+            }
             self = .stop(regionID: regionID, stopID: stopID)
         }
     }

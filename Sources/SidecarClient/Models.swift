@@ -291,10 +291,13 @@ public struct GhostBusReport: Equatable, Sendable {
 
     /// The form the apps post.
     var form: [(String, String)] {
-        var form = [("user_identifier", userIdentifier), ("trip_identifier", tripID), ("service_date", String(serviceDate)),
-                    ("wait_duration_minutes", String(waitDurationMinutes))]
+        var form = [
+            ("user_identifier", userIdentifier), ("trip_identifier", tripID), ("service_date", String(serviceDate)),
+            ("wait_duration_minutes", String(waitDurationMinutes)),
+        ]
         let optional: [(String, String?)] = [
-            ("route_identifier", routeID), ("stop_identifier", stopID), ("vehicle_identifier", vehicleID), ("stop_sequence", stopSequence.map(String.init)),
+            ("route_identifier", routeID), ("stop_identifier", stopID), ("vehicle_identifier", vehicleID),
+            ("stop_sequence", stopSequence.map(String.init)),
             ("predicted", predicted.map { $0 ? "true" : "false" }), ("schedule_deviation_minutes", scheduleDeviationMinutes.map(String.init)),
             ("comment", comment), ("user_latitude", userLatitude.map { String($0) }), ("user_longitude", userLongitude.map { String($0) }),
             ("scheduled_arrival_at", scheduledArrivalAt.map(String.init)), ("predicted_arrival_at", predictedArrivalAt.map(String.init)),

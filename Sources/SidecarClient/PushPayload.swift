@@ -73,7 +73,8 @@ public enum SidecarPush: Equatable, Sendable {
                 object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
             }
             guard let object, let data = try? JSONSerialization.data(withJSONObject: object),
-                  let body = try? JSONDecoder().decode(AlarmPushBody.self, from: data) else {
+                let body = try? JSONDecoder().decode(AlarmPushBody.self, from: data)
+            else {
                 self = .unknown
                 return
             }

@@ -26,8 +26,10 @@ public enum RegistrationPolicy {
         /// Bumped on logout or account switch: a new session is a new state.
         public var sessionEpoch: Int
 
-        public init(authorization: Authorization, deviceToken: String?, operatingSystem: String = "ios", regionID: Int?, sidecarURL: URL?,
-                    clientRegionID: Int?, locale: String, wantsTestDevice: Bool = false, testDeviceName: String? = nil, sessionEpoch: Int = 0) {
+        public init(
+            authorization: Authorization, deviceToken: String?, operatingSystem: String = "ios", regionID: Int?, sidecarURL: URL?,
+            clientRegionID: Int?, locale: String, wantsTestDevice: Bool = false, testDeviceName: String? = nil, sessionEpoch: Int = 0
+        ) {
             self.authorization = authorization
             self.deviceToken = deviceToken
             self.operatingSystem = operatingSystem
@@ -52,8 +54,10 @@ public enum RegistrationPolicy {
         public var description: String?
         public var sessionEpoch: Int
 
-        public init(regionID: Int, sidecarURL: URL, token: String, operatingSystem: String, locale: String, testDevice: Bool, description: String?,
-                    sessionEpoch: Int) {
+        public init(
+            regionID: Int, sidecarURL: URL, token: String, operatingSystem: String, locale: String, testDevice: Bool, description: String?,
+            sessionEpoch: Int
+        ) {
             self.regionID = regionID
             self.sidecarURL = sidecarURL
             self.token = token
@@ -88,9 +92,11 @@ public enum RegistrationPolicy {
         // A test device needs a name (the server refuses one without); without it, a regular device.
         let name = inputs.testDeviceName?.trimmingCharacters(in: .whitespacesAndNewlines)
         let testDevice = inputs.wantsTestDevice && !(name ?? "").isEmpty
-        return .wanted(Registration(regionID: regionID, sidecarURL: sidecarURL, token: token, operatingSystem: inputs.operatingSystem,
-                                    locale: inputs.locale, testDevice: testDevice, description: testDevice ? name : nil,
-                                    sessionEpoch: inputs.sessionEpoch))
+        return .wanted(
+            Registration(
+                regionID: regionID, sidecarURL: sidecarURL, token: token, operatingSystem: inputs.operatingSystem,
+                locale: inputs.locale, testDevice: testDevice, description: testDevice ? name : nil,
+                sessionEpoch: inputs.sessionEpoch))
     }
 
     /// How long a success stays fresh: re-sent after this even unchanged,

@@ -102,8 +102,10 @@ public actor RegistrationQueue {
     private var running: Task<Void, Never>?
     private var pendingRun = false
 
-    public init(transport: any RegistrationTransport, storage: any RegistrationStorage, clock: any RegistrationClock = SystemRegistrationClock(),
-                maxAttempts: Int = 8, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
+    public init(
+        transport: any RegistrationTransport, storage: any RegistrationStorage, clock: any RegistrationClock = SystemRegistrationClock(),
+        maxAttempts: Int = 8, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+    ) {
         self.transport = transport
         self.storage = storage
         self.clock = clock

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -15,15 +16,20 @@ public struct SidecarAPI: Sendable {
     let transport: any SidecarHTTPTransport
 
     /// Calls over URLSession (`.shared` unless given).
-    public init(baseURL: URL, regionID: Int, apiKey: String? = nil, appUID: String? = nil, appVersion: String? = nil,
-                session: URLSession = .shared) {
-        self.init(baseURL: baseURL, regionID: regionID, apiKey: apiKey, appUID: appUID, appVersion: appVersion,
-                  transport: URLSessionHTTPTransport(session: session))
+    public init(
+        baseURL: URL, regionID: Int, apiKey: String? = nil, appUID: String? = nil, appVersion: String? = nil,
+        session: URLSession = .shared
+    ) {
+        self.init(
+            baseURL: baseURL, regionID: regionID, apiKey: apiKey, appUID: appUID, appVersion: appVersion,
+            transport: URLSessionHTTPTransport(session: session))
     }
 
     /// Calls over another transport: a test's fake, or a tool's own HTTP client.
-    public init(baseURL: URL, regionID: Int, apiKey: String? = nil, appUID: String? = nil, appVersion: String? = nil,
-                transport: any SidecarHTTPTransport) {
+    public init(
+        baseURL: URL, regionID: Int, apiKey: String? = nil, appUID: String? = nil, appVersion: String? = nil,
+        transport: any SidecarHTTPTransport
+    ) {
         self.baseURL = baseURL
         self.regionID = regionID
         self.apiKey = apiKey
@@ -142,10 +148,14 @@ public struct SidecarAPI: Sendable {
 
     /// Records a survey response (the app sends the first answer at once, so
     /// partial answers survive) and returns the path to amend it through.
-    public func submitSurveyResponse(surveyID: Int, userIdentifier: String, stop: SurveyStop? = nil,
-                                     answers: [SurveyAnswer]) async throws(Failure) -> SurveyResponseReceipt {
-        var body: [String: SidecarJSON] = ["survey_id": .number(Double(surveyID)), "user_identifier": .string(userIdentifier),
-                                           "responses": .string(Self.encodedAnswers(answers))]
+    public func submitSurveyResponse(
+        surveyID: Int, userIdentifier: String, stop: SurveyStop? = nil,
+        answers: [SurveyAnswer]
+    ) async throws(Failure) -> SurveyResponseReceipt {
+        var body: [String: SidecarJSON] = [
+            "survey_id": .number(Double(surveyID)), "user_identifier": .string(userIdentifier),
+            "responses": .string(Self.encodedAnswers(answers)),
+        ]
         if let stop {
             body["stop_identifier"] = .string(stop.stopID)
             body["stop_latitude"] = .number(stop.latitude)
@@ -178,15 +188,21 @@ public struct SidecarAPI: Sendable {
     /// Files a ghost-bus report; its id. A repeat is `.alreadyReported` (benign).
     public func reportGhostBus(_ report: GhostBusReport) async throws(Failure) -> String {
         struct Created: Decodable { let id: String }
-        return try Self.decoded(await send("POST", url("/api/v2/regions/\(regionID)/ghost_bus_reports"), form: report.form), as: Created.self,
-                                expecting: #"{"id": …}"#).id
+        return try Self.decoded(
+            await send("POST", url("/api/v2/regions/\(regionID)/ghost_bus_reports"), form: report.form), as: Created.self,
+            expecting: #"{"id": …}"#
+        ).id
     }
 
     /// Starts a donation: the PaymentSheet's secrets. `recurring` makes it monthly.
-    public func createPaymentIntent(amountInCents: Int, email: String, name: String? = nil, recurring: Bool = false,
-                                    testMode: Bool = false) async throws(Failure) -> PaymentIntent {
-        var body: [String: SidecarJSON] = ["donation_amount_in_cents": .number(Double(amountInCents)), "email": .string(email),
-                                           "donation_frequency": .string(recurring ? "recurring" : "one_time"), "test_mode": .string(testMode ? "1" : "0")]
+    public func createPaymentIntent(
+        amountInCents: Int, email: String, name: String? = nil, recurring: Bool = false,
+        testMode: Bool = false
+    ) async throws(Failure) -> PaymentIntent {
+        var body: [String: SidecarJSON] = [
+            "donation_amount_in_cents": .number(Double(amountInCents)), "email": .string(email),
+            "donation_frequency": .string(recurring ? "recurring" : "one_time"), "test_mode": .string(testMode ? "1" : "0"),
+        ]
         if let name { body["name"] = .string(name) }
         return try Self.decoded(await send("POST", url("/api/v1/payment_intents"), json: Self.json(body)), .global)
     }
@@ -200,8 +216,10 @@ public struct SidecarAPI: Sendable {
 
     /// A 2xx decoded as `T`, or the failure the answer means.
     /// `expecting` names the contract's shape in the failure (the type's name by default).
-    static func decoded<T: Decodable>(_ answer: Answer, as type: T.Type = T.self, _ endpoint: Endpoint = .region,
-                                      expecting: String? = nil) throws(Failure) -> T {
+    static func decoded<T: Decodable>(
+        _ answer: Answer, as type: T.Type = T.self, _ endpoint: Endpoint = .region,
+        expecting: String? = nil
+    ) throws(Failure) -> T {
         guard (200..<300).contains(answer.status) else { throw failure(answer, endpoint) }
         let shape = expecting ?? "a \(T.self)"
         guard !answer.body.isEmpty else { throw .undecodable("HTTP \(answer.status) with an empty body where the contract has \(shape)") }
@@ -219,7 +237,8 @@ public struct SidecarAPI: Sendable {
         }
         switch error {
         case .keyNotFound(let key, let context): return "no \"\(key.stringValue)\"\(path(context))"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context): return "\(context.debugDescription.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")))\(path(context))"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "\(context.debugDescription.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")))\(path(context))"
         case .dataCorrupted(let context): return "not JSON\(path(context))"
         @unknown default: return "\(error)"
         }
@@ -241,8 +260,10 @@ public struct SidecarAPI: Sendable {
     }
 
     static func form(_ registration: RegistrationPolicy.Registration) -> [(String, String)] {
-        var form = [("token", registration.token), ("operating_system", registration.operatingSystem), ("locale", registration.locale),
-                    ("test_device", registration.testDevice ? "true" : "false")]
+        var form = [
+            ("token", registration.token), ("operating_system", registration.operatingSystem), ("locale", registration.locale),
+            ("test_device", registration.testDevice ? "true" : "false"),
+        ]
         if let description = registration.description { form.append(("description", description)) }
         return form
     }
@@ -261,8 +282,10 @@ public struct SidecarAPI: Sendable {
         public var secondsBefore: Int
         public var apnsSandbox = false
 
-        public init(userPushID: String, stopID: String, tripID: String, serviceDate: Int64, vehicleID: String?, stopSequence: Int,
-                    secondsBefore: Int) {
+        public init(
+            userPushID: String, stopID: String, tripID: String, serviceDate: Int64, vehicleID: String?, stopSequence: Int,
+            secondsBefore: Int
+        ) {
             self.userPushID = userPushID
             self.stopID = stopID
             self.tripID = tripID
@@ -286,20 +309,26 @@ public struct SidecarAPI: Sendable {
     }
 
     static func form(_ alarm: AlarmRequest, sandbox: Bool) -> [(String, String)] {
-        var form = [("user_push_id", alarm.userPushID), ("operating_system", alarm.operatingSystem), ("stop_id", alarm.stopID),
-                    ("trip_id", alarm.tripID), ("service_date", String(alarm.serviceDate)), ("stop_sequence", String(alarm.stopSequence)),
-                    ("seconds_before", String(alarm.secondsBefore))]
+        var form = [
+            ("user_push_id", alarm.userPushID), ("operating_system", alarm.operatingSystem), ("stop_id", alarm.stopID),
+            ("trip_id", alarm.tripID), ("service_date", String(alarm.serviceDate)), ("stop_sequence", String(alarm.stopSequence)),
+            ("seconds_before", String(alarm.secondsBefore)),
+        ]
         if let vehicle = alarm.vehicleID { form.append(("vehicle_id", vehicle)) }
         if sandbox { form.append(("apns_sandbox", "1")) }
         return form
     }
 
     /// `POST …/live_activities` → the subscription's URL.
-    public func registerLiveActivity(activityID: String, pushToken: String, stopID: String, routeShortName: String, tripHeadsign: String,
-                                     tripID: String? = nil, serviceDate: Int64? = nil, vehicleID: String? = nil, stopSequence: Int? = nil,
-                                     apnsSandbox: Bool = false) async throws(Failure) -> URL {
-        var form = [("activity_id", activityID), ("push_token", pushToken), ("stop_id", stopID), ("route_short_name", routeShortName),
-                    ("trip_headsign", tripHeadsign)]
+    public func registerLiveActivity(
+        activityID: String, pushToken: String, stopID: String, routeShortName: String, tripHeadsign: String,
+        tripID: String? = nil, serviceDate: Int64? = nil, vehicleID: String? = nil, stopSequence: Int? = nil,
+        apnsSandbox: Bool = false
+    ) async throws(Failure) -> URL {
+        var form = [
+            ("activity_id", activityID), ("push_token", pushToken), ("stop_id", stopID), ("route_short_name", routeShortName),
+            ("trip_headsign", tripHeadsign),
+        ]
         if let tripID { form.append(("trip_id", tripID)) }
         if let serviceDate { form.append(("service_date", String(serviceDate))) }
         if let vehicleID { form.append(("vehicle_id", vehicleID)) }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -62,7 +63,7 @@ public struct URLSessionHTTPTransport: SidecarHTTPTransport {
             case .networkConnectionLost: return "the connection closed before an answer"
             case .badServerResponse: return "not an HTTP answer"
             case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
-                 .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+                .serverCertificateHasUnknownRoot, .clientCertificateRejected:
                 return "TLS failed: \(failure.localizedDescription)"
             default: break
             }

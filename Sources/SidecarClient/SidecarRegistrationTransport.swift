@@ -5,7 +5,9 @@ public struct SidecarRegistrationTransport: RegistrationTransport {
     let make: @Sendable (RegistrationPolicy.Registration) -> SidecarAPI
 
     /// `make` builds the API for a registration's sidecar and region.
-    public init(make: @escaping @Sendable (RegistrationPolicy.Registration) -> SidecarAPI = { SidecarAPI(baseURL: $0.sidecarURL, regionID: $0.regionID) }) {
+    public init(
+        make: @escaping @Sendable (RegistrationPolicy.Registration) -> SidecarAPI = { SidecarAPI(baseURL: $0.sidecarURL, regionID: $0.regionID) }
+    ) {
         self.make = make
     }
 

@@ -1,8 +1,9 @@
 import FoundationEssentials
+import SidecarKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import SidecarKit
 
 // Everything lives in SidecarKit (`SidecarProgram`), so tests can run the
 // same code; this file only hands over the arguments and exits.

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import Database
 
 /// `sidecar backup`: a consistent copy while writers keep writing.
@@ -36,8 +37,10 @@ struct SQLiteBackupTests {
             #expect(!FileManager.default.fileExists(atPath: target + ".partial"))
             let copy = try SQLiteDatabase(path: target, synchronous: .normal)
             let (rows, verdict) = try await copy.read { connection in
-                (Int(try connection.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") ?? -1),
-                 try connection.queryOne("PRAGMA integrity_check", [])?.optionalString("integrity_check"))
+                (
+                    Int(try connection.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") ?? -1),
+                    try connection.queryOne("PRAGMA integrity_check", [])?.optionalString("integrity_check")
+                )
             }
             await copy.close()
             #expect(verdict == "ok")

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Database
 
 @Suite("SQLite database")
@@ -26,18 +27,26 @@ struct SQLiteDatabaseTests {
         try await Self.withDatabase { database, _ in
             #expect(try await database.migrate(Self.schema.reversed()) == [1, 2])
             #expect(try await database.migrate(Self.schema) == [])
-            let versions = try await database.read { try $0.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { try $0.optionalInt("version") } }
+            let versions = try await database.read {
+                try $0.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { try $0.optionalInt("version") }
+            }
             #expect(versions == [1, 2])
         }
     }
 
     @Test func aFailedMigrationLeavesTheDatabaseAsItWas() async throws {
         try await Self.withDatabase { database, _ in
-            let broken = Self.schema + [Migration(version: 3, name: "broken", owners: ["test"],
-                                                  statements: [.same("CREATE TABLE extra (x BIGINT)"), .same("CREATE TABLE oops (")])]
+            let broken =
+                Self.schema + [
+                    Migration(
+                        version: 3, name: "broken", owners: ["test"],
+                        statements: [.same("CREATE TABLE extra (x BIGINT)"), .same("CREATE TABLE oops (")])
+                ]
             await #expect(throws: DatabaseError.self) { try await database.migrate(broken) }
             let tables = try await database.read { connection in
-                try connection.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []).compactMap { try $0.optionalString("name") }
+                try connection.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", []).compactMap {
+                    try $0.optionalString("name")
+                }
             }
             #expect(!tables.contains("things"), "version 1 and 2 ran in the same transaction and were rolled back")
             #expect(!tables.contains("extra"))
@@ -100,11 +109,15 @@ struct SQLiteDatabaseTests {
 
     @Test func valuesRoundTripAndPlaceholdersMayRepeat() async throws {
         try await Self.withDatabase { database, _ in
-            try await database.migrate([Migration(version: 1, name: "v", owners: ["test"],
-                                                  statements: [.same("CREATE TABLE v (i INTEGER, r REAL, t TEXT, b BLOB, n TEXT)")])])
+            try await database.migrate([
+                Migration(
+                    version: 1, name: "v", owners: ["test"],
+                    statements: [.same("CREATE TABLE v (i INTEGER, r REAL, t TEXT, b BLOB, n TEXT)")])
+            ])
             try await database.write { connection in
-                try connection.execute("INSERT INTO v VALUES ($1, $2, $3, $4, $5)",
-                                       [.integer(1_754_809_200_000), .real(1.5), .text("zh-Hant ✓ \u{0}x"), .blob([0, 1, 255]), .null])
+                try connection.execute(
+                    "INSERT INTO v VALUES ($1, $2, $3, $4, $5)",
+                    [.integer(1_754_809_200_000), .real(1.5), .text("zh-Hant ✓ \u{0}x"), .blob([0, 1, 255]), .null])
             }
             let row = try await database.read { try $0.queryOne("SELECT * FROM v WHERE i = $1 OR i = $1", [.integer(1_754_809_200_000)]) }
             #expect(try row?.value("i") == .integer(1_754_809_200_000))

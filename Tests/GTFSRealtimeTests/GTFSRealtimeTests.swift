@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import GTFSRealtime
 
 @Suite("GTFS-realtime protobuf")
@@ -24,14 +25,20 @@ struct GTFSRealtimeTests {
     }
 
     @Test func roundTripsEveryField() throws {
-        let feed = FeedMessage(header: FeedHeader(timestamp: 1_800_000_000), entities: [
-            FeedEntity(id: "Alert_7", alert: Alert(
-                activePeriods: [TimeRange(start: 1_800_000_000, end: 1_800_028_800)], informedEntities: [EntitySelector(agencyID: "1")],
-                cause: .construction, effect: .detour,
-                url: TranslatedString([.init(text: "https://example.org/44", language: "en")]),
-                headerText: TranslatedString([.init(text: "Route 44 detoured", language: "en"), .init(text: "Ruta 44 desviada", language: "es")]),
-                descriptionText: TranslatedString([.init(text: "Über 🚌 \"quotes\"\n", language: "en")]), severityLevel: .warning)),
-        ])
+        let feed = FeedMessage(
+            header: FeedHeader(timestamp: 1_800_000_000),
+            entities: [
+                FeedEntity(
+                    id: "Alert_7",
+                    alert: Alert(
+                        activePeriods: [TimeRange(start: 1_800_000_000, end: 1_800_028_800)], informedEntities: [EntitySelector(agencyID: "1")],
+                        cause: .construction, effect: .detour,
+                        url: TranslatedString([.init(text: "https://example.org/44", language: "en")]),
+                        headerText: TranslatedString([
+                            .init(text: "Route 44 detoured", language: "en"), .init(text: "Ruta 44 desviada", language: "es"),
+                        ]),
+                        descriptionText: TranslatedString([.init(text: "Über 🚌 \"quotes\"\n", language: "en")]), severityLevel: .warning))
+            ])
         let bytes = feed.encoded()
         #expect(try FeedMessage(decoding: bytes) == feed)
         let json = feed.jsonText()
@@ -50,10 +57,12 @@ struct GTFSRealtimeTests {
         #expect(try FeedMessage(decoding: bytes).entities.isEmpty)
     }
 
-    @Test("malformed input is an error, not a crash", arguments: [
-        [UInt8](), [0x0A], [0x0A, 0x05, 0x0A], [0x0A, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], [0x03, 0x00],
-        [0x0A, 0x02, 0x0A, 0x80],
-    ])
+    @Test(
+        "malformed input is an error, not a crash",
+        arguments: [
+            [UInt8](), [0x0A], [0x0A, 0x05, 0x0A], [0x0A, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], [0x03, 0x00],
+            [0x0A, 0x02, 0x0A, 0x80],
+        ])
     func malformed(bytes: [UInt8]) {
         #expect(throws: ProtobufError.self) { try FeedMessage(decoding: bytes) }
     }

@@ -18,7 +18,8 @@ struct HTMLTests {
 
     @Test func attributeValuesAreEscapedAndQuoted() {
         let hostile = "x\" onmouseover=\"alert(1)"
-        #expect(tag("input", [Attribute("value", hostile), .flag("required", true), .flag("disabled", false)]).rendered
+        #expect(
+            tag("input", [Attribute("value", hostile), .flag("required", true), .flag("disabled", false)]).rendered
                 == "<input value=\"x&quot; onmouseover=&quot;alert(1)\" required>")
     }
 
@@ -35,7 +36,8 @@ struct HTMLTests {
 
     @Test func anAppSchemeIsAllowedOnlyWhereTheProgramNamesIt() {
         let link = "onebusaway://view-stop?stopID=1_%3Cb%3E&regionID=1"
-        #expect(tag("a", [.href(link, scheme: "onebusaway")], ["Open"]).rendered
+        #expect(
+            tag("a", [.href(link, scheme: "onebusaway")], ["Open"]).rendered
                 == "<a href=\"onebusaway://view-stop?stopID=1_%3Cb%3E&amp;regionID=1\">Open</a>")
         #expect(tag("a", [.href(link)], ["Open"]).rendered == "<a href=\"#\">Open</a>")
         #expect(tag("a", [.href("javascript:alert(1)", scheme: "onebusaway")], ["x"]).rendered == "<a href=\"#\">x</a>")

@@ -1,8 +1,9 @@
 import Foundation
 import HTTPServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPClient
 
 @Suite("libcurl multi HTTP client against a local server")
@@ -15,24 +16,28 @@ struct HTTPClientTests {
     static func withPeer(_ body: (Int, Counter) async throws -> Void) async throws {
         let counter = Counter()
         var router = Router()
-        router.add(Route("GET", "/hello") { request in
-            .json(200, ["hello": request.parameters["name"] ?? "", "ua": request.header("user-agent") ?? ""])
-        })
-        router.add(Route("POST", "/echo", parsesParameters: false) { request in
-            Response.bytes(201, contentType: "application/octet-stream", request.body).adding(header: "X-Method", request.method)
-                .adding(header: "X-Type", request.header("content-type") ?? "")
-        })
-        router.add(Route("DELETE", "/echo", parsesParameters: false) { request in .bytes(200, contentType: "text/plain", Array(request.method.utf8)) })
-        router.add(Route("GET", "/slow") { _ in
-            let now = counter.running.add(1, ordering: .relaxed).newValue
-            var peak = counter.peak.load(ordering: .relaxed)
-            while now > peak, !counter.peak.compareExchange(expected: peak, desired: now, ordering: .relaxed).exchanged {
-                peak = counter.peak.load(ordering: .relaxed)
-            }
-            try? await Task.sleep(for: .milliseconds(100))
-            counter.running.subtract(1, ordering: .relaxed)
-            return .json(200, ["slow": "yes"])
-        })
+        router.add(
+            Route("GET", "/hello") { request in
+                .json(200, ["hello": request.parameters["name"] ?? "", "ua": request.header("user-agent") ?? ""])
+            })
+        router.add(
+            Route("POST", "/echo", parsesParameters: false) { request in
+                Response.bytes(201, contentType: "application/octet-stream", request.body).adding(header: "X-Method", request.method)
+                    .adding(header: "X-Type", request.header("content-type") ?? "")
+            })
+        router.add(
+            Route("DELETE", "/echo", parsesParameters: false) { request in .bytes(200, contentType: "text/plain", Array(request.method.utf8)) })
+        router.add(
+            Route("GET", "/slow") { _ in
+                let now = counter.running.add(1, ordering: .relaxed).newValue
+                var peak = counter.peak.load(ordering: .relaxed)
+                while now > peak, !counter.peak.compareExchange(expected: peak, desired: now, ordering: .relaxed).exchanged {
+                    peak = counter.peak.load(ordering: .relaxed)
+                }
+                try? await Task.sleep(for: .milliseconds(100))
+                counter.running.subtract(1, ordering: .relaxed)
+                return .json(200, ["slow": "yes"])
+            })
         router.add(Route("GET", "/big") { _ in .bytes(200, contentType: "text/plain", [UInt8](repeating: 0x61, count: 200_000)) })
         router.add(Route("GET", "/missing") { _ in .json(404, ["error": "nope"]) })
         let server = try startLocalServer(router)
@@ -53,8 +58,10 @@ struct HTTPClientTests {
             #expect(json?["hello"] == "a b")
             #expect(json?["ua"] == "onebusaway-sidecar")
             #expect(hello.header("Content-Type")?.hasPrefix("application/json") == true)
-            let posted = try await client.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)/echo",
-                                                                 headers: [("Content-Type", "application/json")], body: Array(#"{"a":1}"#.utf8)))
+            let posted = try await client.send(
+                HTTPClientRequest(
+                    method: "POST", url: "http://127.0.0.1:\(port)/echo",
+                    headers: [("Content-Type", "application/json")], body: Array(#"{"a":1}"#.utf8)))
             #expect(posted.status == 201)
             #expect(posted.body == Array(#"{"a":1}"#.utf8))
             #expect(posted.header("x-type") == "application/json")

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
 
 /// What an attacker on the open internet tries against the server itself:
@@ -8,15 +9,18 @@ import TestSupport
 /// connections, and stops under load.
 @Suite("HTTP server hardening over real sockets")
 struct HardeningTests {
-    static func withServer(_ configure: (inout ServerConfiguration) -> Void = { _ in },
-                           _ body: (HTTPServer) async throws -> Void) async throws {
+    static func withServer(
+        _ configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (HTTPServer) async throws -> Void
+    ) async throws {
         var router = Router()
         router.add(Route("POST", "/echo") { request in .json(200, ["bytes": String(request.body.count)]) })
         router.add(Route("GET", "/hello") { _ in .json(200, ["hello": "world"]) })
-        router.add(Route("GET", "/slow") { _ in
-            try? await Task.sleep(for: .milliseconds(200))
-            return .json(200, ["slow": "done"])
-        })
+        router.add(
+            Route("GET", "/slow") { _ in
+                try? await Task.sleep(for: .milliseconds(200))
+                return .json(200, ["slow": "done"])
+            })
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -43,11 +47,17 @@ struct HardeningTests {
 
     static let framingCases: [(name: String, request: String)] = [
         ("two different Content-Length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef"),
-        ("Content-Length with Transfer-Encoding", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        (
+            "Content-Length with Transfer-Encoding",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        ),
         ("a coding besides chunked", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),
         ("an unknown coding", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n"),
         ("chunked with trailing space", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked \r\n\r\n0\r\n\r\n"),
-        ("two Transfer-Encoding headers", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        (
+            "two Transfer-Encoding headers",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        ),
         ("chunked on HTTP/1.0", "POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
         ("a Content-Length that is not a number", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: +5\r\n\r\nabcde"),
         ("NUL in the path", "GET /hel\u{0}lo HTTP/1.1\r\nHost: x\r\n\r\n"),
@@ -123,7 +133,10 @@ struct HardeningTests {
     @Test func aSlowlorisFromOneAddressDoesNotDelayAnother() async throws {
         // A 4 s header timeout: 127.0.0.1 answered well within it was not
         // queued behind the attacker's sockets (which only go at the timeout).
-        try await Self.withServer({ $0.connectionsPerClient = 16; $0.headerTimeoutSeconds = 4 }) { server in
+        try await Self.withServer({
+            $0.connectionsPerClient = 16
+            $0.headerTimeoutSeconds = 4
+        }) { server in
             // 200 sockets from 127.0.0.2, each trickling a head that never ends.
             var slow: [RawSocket] = []
             for _ in 0..<200 {
@@ -175,7 +188,11 @@ struct HardeningTests {
     }
 
     @Test func idleConnectionsGiveWayNearTheLimit() async throws {
-        try await Self.withServer({ $0.connectionLimit = 40; $0.connectionsPerClient = 0; $0.threads = 1 }) { server in
+        try await Self.withServer({
+            $0.connectionLimit = 40
+            $0.connectionsPerClient = 0
+            $0.threads = 1
+        }) { server in
             var idle: [RawSocket] = []
             for _ in 0..<40 { if let socket = try? RawSocket(port: server.port, source: "127.0.0.3") { idle.append(socket) } }
             try await Task.sleep(for: .milliseconds(200))
@@ -190,7 +207,11 @@ struct HardeningTests {
         // 32, against a limit of 120: past the budget for requests under
         // way (60) the slowest are cut, and near the limit they give way
         // before any newcomer does.
-        try await Self.withServer({ $0.connectionLimit = 120; $0.connectionsPerClient = 32; $0.headerTimeoutSeconds = 30 }) { server in
+        try await Self.withServer({
+            $0.connectionLimit = 120
+            $0.connectionsPerClient = 32
+            $0.headerTimeoutSeconds = 30
+        }) { server in
             var slow: [(address: Int, socket: RawSocket)] = []
             func attack(from address: Int) {
                 guard let socket = try? RawSocket(port: server.port, source: "127.0.1.\(address)") else { return }
@@ -218,11 +239,12 @@ struct HardeningTests {
         for _ in 0..<5 {
             var router = Router()
             let started = Locked(0)
-            router.add(Route("GET", "/slow") { _ in
-                started.withLock { $0 += 1 }
-                try? await Task.sleep(for: .milliseconds(30))
-                return .json(200, ["slow": "done"])
-            })
+            router.add(
+                Route("GET", "/slow") { _ in
+                    started.withLock { $0 += 1 }
+                    try? await Task.sleep(for: .milliseconds(30))
+                    return .json(200, ["slow": "done"])
+                })
             var configuration = ServerConfiguration()
             configuration.host = "127.0.0.1"
             configuration.port = 0

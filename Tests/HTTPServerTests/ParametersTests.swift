@@ -1,19 +1,24 @@
 import Testing
+
 @testable import HTTPServer
 
 @Suite("Strict parameter parsing (spec §2.2)")
 struct ParametersTests {
-    @Test("percent-decoding", arguments: [
-        ("a%20b", "a b"), ("a+b", "a b"), ("%E2%9C%93", "✓"), ("plain", "plain"), ("%41%62", "Ab"), ("", ""),
-    ])
+    @Test(
+        "percent-decoding",
+        arguments: [
+            ("a%20b", "a b"), ("a+b", "a b"), ("%E2%9C%93", "✓"), ("plain", "plain"), ("%41%62", "Ab"), ("", ""),
+        ])
     func decodes(input: String, expected: String) throws {
         #expect(try PercentEncoding.decode(input.utf8, plusAsSpace: true) == expected)
     }
 
-    @Test("bad percent-encoding and bad UTF-8 are refused", arguments: [
-        ("%zz", ParameterError.invalidPercentEncoding), ("%4", .invalidPercentEncoding), ("abc%", .invalidPercentEncoding),
-        ("%FF", .invalidUTF8), ("%C3%28", .invalidUTF8), ("%ED%A0%80", .invalidUTF8),
-    ])
+    @Test(
+        "bad percent-encoding and bad UTF-8 are refused",
+        arguments: [
+            ("%zz", ParameterError.invalidPercentEncoding), ("%4", .invalidPercentEncoding), ("abc%", .invalidPercentEncoding),
+            ("%FF", .invalidUTF8), ("%C3%28", .invalidUTF8), ("%ED%A0%80", .invalidUTF8),
+        ])
     func refuses(input: String, expected: ParameterError) {
         #expect(throws: expected) { try PercentEncoding.decode(input.utf8, plusAsSpace: true) }
     }
@@ -35,9 +40,10 @@ struct ParametersTests {
     }
 
     @Test func bodyWinsOverQueryAndJSONNullIsAbsent() throws {
-        var request = Request(method: "POST", rawPath: "/", rawQuery: "token=query&locale=fr&kept=1",
-                              headers: [("content-type", "application/json; charset=utf-8")],
-                              body: Array(#"{"token":"body","locale":null,"n":300.0,"d":300.5,"i":5,"flag":true,"nested":{"a":1}}"#.utf8))
+        var request = Request(
+            method: "POST", rawPath: "/", rawQuery: "token=query&locale=fr&kept=1",
+            headers: [("content-type", "application/json; charset=utf-8")],
+            body: Array(#"{"token":"body","locale":null,"n":300.0,"d":300.5,"i":5,"flag":true,"nested":{"a":1}}"#.utf8))
         try request.parseParameters(limit: 100)
         #expect(request.parameters["token"] == "body")
         #expect(request.parameters["locale"] == "fr", "a JSON null does not erase the query value: it is absent")
@@ -50,12 +56,14 @@ struct ParametersTests {
         #expect(request.parameters.value("nested") == .object(["a": .integer(1)]))
     }
 
-    @Test("content types", arguments: [
-        ("application/x-www-form-urlencoded", "token=a%20b", "a b"),
-        ("application/json", #"{"token":"j"}"#, "j"),
-        ("application/vnd.api+json", #"{"token":"j"}"#, "j"),
-        ("APPLICATION/JSON", #"{"token":"j"}"#, "j"),
-    ])
+    @Test(
+        "content types",
+        arguments: [
+            ("application/x-www-form-urlencoded", "token=a%20b", "a b"),
+            ("application/json", #"{"token":"j"}"#, "j"),
+            ("application/vnd.api+json", #"{"token":"j"}"#, "j"),
+            ("APPLICATION/JSON", #"{"token":"j"}"#, "j"),
+        ])
     func readsBodies(contentType: String, body: String, expected: String) throws {
         var request = Request(method: "POST", rawPath: "/", headers: [("content-type", contentType)], body: Array(body.utf8))
         try request.parseParameters(limit: 100)
@@ -71,10 +79,12 @@ struct ParametersTests {
         #expect(json.parameters["token"] == "j")
     }
 
-    @Test("malformed JSON bodies", arguments: [
-        (#"{"token": "#, "invalidJSON"), ("[1,2]", "ok"), (#""text""#, "ok"),
-        (String(repeating: "[", count: 100_000), "jsonTooDeep"), ("{\"a\":\"\u{FFFD}\"}", "ok"),
-    ])
+    @Test(
+        "malformed JSON bodies",
+        arguments: [
+            (#"{"token": "#, "invalidJSON"), ("[1,2]", "ok"), (#""text""#, "ok"),
+            (String(repeating: "[", count: 100_000), "jsonTooDeep"), ("{\"a\":\"\u{FFFD}\"}", "ok"),
+        ])
     func refusesMalformedJSON(body: String, kind: String) {
         var request = Request(method: "POST", rawPath: "/", headers: [("content-type", "application/json")], body: Array(body.utf8))
         do {
@@ -91,8 +101,9 @@ struct ParametersTests {
     }
 
     @Test func invalidUTF8InAJSONBodyIsRefused() {
-        var request = Request(method: "POST", rawPath: "/", headers: [("content-type", "application/json")],
-                              body: Array(#"{"token":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8))
+        var request = Request(
+            method: "POST", rawPath: "/", headers: [("content-type", "application/json")],
+            body: Array(#"{"token":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8))
         #expect(throws: ParameterError.self) { try request.parseParameters(limit: 10) }
     }
 

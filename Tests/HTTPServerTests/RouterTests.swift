@@ -1,36 +1,42 @@
 import Testing
+
 @testable import HTTPServer
 
 @Suite("Router")
 struct RouterTests {
     func router() -> Router {
         var router = Router()
-        router.add(Route("GET", "/api/v1/regions/:region/alerts", suffixes: [".pb", ".pbtext"]) { request in
-            .json(200, ["region": request.pathParameters["region"] ?? "", "format": request.pathParameters["format"] ?? ""])
-        })
-        router.add(Route("POST", "/api/v1/survey_responses", errorStyle: .legacy) { request in
-            .json(201, ["user": request.parameters["user_identifier"] ?? ""])
-        })
-        router.add(Route("DELETE", "/api/v2/regions/:region/alarms/:token") { request in
-            .json(200, ["token": request.pathParameters["token"] ?? ""])
-        })
+        router.add(
+            Route("GET", "/api/v1/regions/:region/alerts", suffixes: [".pb", ".pbtext"]) { request in
+                .json(200, ["region": request.pathParameters["region"] ?? "", "format": request.pathParameters["format"] ?? ""])
+            })
+        router.add(
+            Route("POST", "/api/v1/survey_responses", errorStyle: .legacy) { request in
+                .json(201, ["user": request.parameters["user_identifier"] ?? ""])
+            })
+        router.add(
+            Route("DELETE", "/api/v2/regions/:region/alarms/:token") { request in
+                .json(200, ["token": request.pathParameters["token"] ?? ""])
+            })
         return router
     }
 
     func body(_ response: Response) -> String { String(decoding: response.body, as: UTF8.self) }
 
-    @Test("paths, suffixes and trailing slashes", arguments: [
-        ("GET", "/api/v1/regions/1/alerts", 200, #"{"format":"","region":"1"}"#),
-        ("GET", "/api/v1/regions/1-puget-sound/alerts.pb", 200, #"{"format":".pb","region":"1-puget-sound"}"#),
-        ("GET", "/api/v1/regions/1/alerts.pbtext", 200, #"{"format":".pbtext","region":"1"}"#),
-        ("GET", "/api/v1/regions/1/alerts/", 200, #"{"format":"","region":"1"}"#),
-        ("GET", "/api/v1/regions/1/alerts.xml", 404, #"{"error":"Not Found"}"#),
-        ("POST", "/api/v1/survey_responses/", 201, #"{"user":""}"#),
-        ("DELETE", "/api/v2/regions/1/alarms/abc", 200, #"{"token":"abc"}"#),
-        ("GET", "/nope", 404, #"{"error":"Not Found"}"#),
-        ("GET", "/", 404, #"{"error":"Not Found"}"#),
-        ("PUT", "/api/v1/survey_responses", 405, #"{"error":"Method Not Allowed"}"#),
-    ])
+    @Test(
+        "paths, suffixes and trailing slashes",
+        arguments: [
+            ("GET", "/api/v1/regions/1/alerts", 200, #"{"format":"","region":"1"}"#),
+            ("GET", "/api/v1/regions/1-puget-sound/alerts.pb", 200, #"{"format":".pb","region":"1-puget-sound"}"#),
+            ("GET", "/api/v1/regions/1/alerts.pbtext", 200, #"{"format":".pbtext","region":"1"}"#),
+            ("GET", "/api/v1/regions/1/alerts/", 200, #"{"format":"","region":"1"}"#),
+            ("GET", "/api/v1/regions/1/alerts.xml", 404, #"{"error":"Not Found"}"#),
+            ("POST", "/api/v1/survey_responses/", 201, #"{"user":""}"#),
+            ("DELETE", "/api/v2/regions/1/alarms/abc", 200, #"{"token":"abc"}"#),
+            ("GET", "/nope", 404, #"{"error":"Not Found"}"#),
+            ("GET", "/", 404, #"{"error":"Not Found"}"#),
+            ("PUT", "/api/v1/survey_responses", 405, #"{"error":"Method Not Allowed"}"#),
+        ])
     func routes(method: String, path: String, status: Int, expected: String) async {
         let response = await router().respond(to: Request(method: method, rawPath: path))
         #expect(response.status == status)
@@ -47,18 +53,23 @@ struct RouterTests {
     }
 
     @Test func parameterErrorsUseTheRoutesErrorShape() async {
-        let response = await router().respond(to: Request(method: "POST", rawPath: "/api/v1/survey_responses",
-                                                          headers: [("content-type", "application/json")], body: Array("{".utf8)))
+        let response = await router().respond(
+            to: Request(
+                method: "POST", rawPath: "/api/v1/survey_responses",
+                headers: [("content-type", "application/json")], body: Array("{".utf8)))
         #expect(response.status == 422)
         #expect(body(response).hasPrefix(#"{"errors":["#))
     }
 
     @Test func errorStyles() {
-        #expect(String(decoding: ErrorStyle.messages.response(status: 422, error: "E", messages: ["m"]).body, as: UTF8.self)
+        #expect(
+            String(decoding: ErrorStyle.messages.response(status: 422, error: "E", messages: ["m"]).body, as: UTF8.self)
                 == #"{"error":"E","messages":["m"]}"#)
-        #expect(String(decoding: ErrorStyle.legacy.response(status: 422, error: "E", messages: ["m"]).body, as: UTF8.self)
+        #expect(
+            String(decoding: ErrorStyle.legacy.response(status: 422, error: "E", messages: ["m"]).body, as: UTF8.self)
                 == #"{"errors":["m"]}"#)
-        #expect(String(decoding: ErrorStyle.simple.response(status: 400, error: "E", messages: []).body, as: UTF8.self)
+        #expect(
+            String(decoding: ErrorStyle.simple.response(status: 400, error: "E", messages: []).body, as: UTF8.self)
                 == #"{"error":"E"}"#)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
 
 /// The libmicrohttpd bridge against real sockets.
@@ -9,14 +10,16 @@ struct ServerTests {
     /// Starts a server with a few routes on an ephemeral port.
     static func withServer(bodyLimit: Int = 1024, _ body: (HTTPServer) async throws -> Void) async throws {
         var router = Router()
-        router.add(Route("POST", "/echo") { request in
-            .json(200, ["bytes": String(request.body.count), "name": request.parameters["name"] ?? ""])
-        })
+        router.add(
+            Route("POST", "/echo") { request in
+                .json(200, ["bytes": String(request.body.count), "name": request.parameters["name"] ?? ""])
+            })
         router.add(Route("POST", "/big", bodyLimit: 4096) { request in .json(200, ["bytes": String(request.body.count)]) })
-        router.add(Route("GET", "/slow") { _ in
-            try? await Task.sleep(for: .milliseconds(300))
-            return .json(200, ["slow": "done"])
-        })
+        router.add(
+            Route("GET", "/slow") { _ in
+                try? await Task.sleep(for: .milliseconds(300))
+                return .json(200, ["slow": "done"])
+            })
         router.add(Route("GET", "/peer") { request in .json(200, ["peer": request.peerAddress]) })
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
@@ -48,13 +51,17 @@ struct ServerTests {
 
     @Test func declaredBodyOverTheCapIs413BeforeReading() async throws {
         try await Self.withServer { server in
-            let response = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request(
-                "POST", "/echo", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: [UInt8](repeating: 0x61, count: 2000)))
+            let response = try await RawHTTPClient.send(
+                port: server.port,
+                RawHTTPClient.request(
+                    "POST", "/echo", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: [UInt8](repeating: 0x61, count: 2000)))
             #expect(response.status == 413)
             #expect(response.json?["error"] as? String != nil)
             // A route may allow more.
-            let allowed = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request(
-                "POST", "/big", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: [UInt8](repeating: 0x61, count: 2000)))
+            let allowed = try await RawHTTPClient.send(
+                port: server.port,
+                RawHTTPClient.request(
+                    "POST", "/big", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: [UInt8](repeating: 0x61, count: 2000)))
             #expect(allowed.status == 200)
             #expect(allowed.json?["bytes"] as? String == "2000")
         }
@@ -62,7 +69,9 @@ struct ServerTests {
 
     @Test func chunkedBodyOverTheCapIs413() async throws {
         try await Self.withServer { server in
-            var request = Array("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n".utf8)
+            var request = Array(
+                "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n"
+                    .utf8)
             for _ in 0..<4 {
                 request += Array("200\r\n".utf8) + [UInt8](repeating: 0x61, count: 512) + Array("\r\n".utf8)
             }
@@ -76,7 +85,8 @@ struct ServerTests {
         try await Self.withServer { server in
             for _ in 0..<5 {
                 var partial = RawHTTPClient.request("POST", "/echo", headers: ["Content-Type": "application/x-www-form-urlencoded"])
-                partial = Array(String(decoding: partial, as: UTF8.self).replacingOccurrences(of: "Content-Length: 0", with: "Content-Length: 900").utf8)
+                partial = Array(
+                    String(decoding: partial, as: UTF8.self).replacingOccurrences(of: "Content-Length: 0", with: "Content-Length: 900").utf8)
                 partial += Array("name=partial".utf8)
                 try await RawHTTPClient.send(port: server.port, partial, closeAfterSend: true)
             }

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
 
 /// `--trusted-proxies` and `--client-ip-header`: which address a request
@@ -95,8 +96,9 @@ struct TrustedProxiesTests {
         let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
         let port = try server.start()
         func who(from source: String, _ forwardedFor: String) async throws -> String {
-            let response = try await RawHTTPClient.send(port: port, RawHTTPClient.request("GET", "/who", headers: ["X-Forwarded-For": forwardedFor]),
-                                                        source: source)
+            let response = try await RawHTTPClient.send(
+                port: port, RawHTTPClient.request("GET", "/who", headers: ["X-Forwarded-For": forwardedFor]),
+                source: source)
             return String(decoding: response.body, as: UTF8.self)
         }
         #expect(try await who(from: "127.0.0.1", "2001:db8:1:2:3:4:5:6").contains("\"key\":\"2001:db8:1:2::/64\""))

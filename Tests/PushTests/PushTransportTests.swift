@@ -3,8 +3,9 @@ import Crypto
 import Foundation
 import HTTPClient
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import Push
 
 /// A provider stand-in whose answers the test programs, recording requests.
@@ -24,17 +25,22 @@ final class ProviderPeer: Sendable {
         let seen = self.seen
         let answers = self.answers
         let handler: Handler = { request in
-            seen.withLock { $0.append(Seen(path: request.rawPath, headers: Dictionary(request.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }),
-                                           body: request.body)) }
+            seen.withLock {
+                $0.append(
+                    Seen(
+                        path: request.rawPath, headers: Dictionary(request.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }),
+                        body: request.body))
+            }
             let (status, body) = answers.withLock { list -> (Int, String) in list.count > 1 ? list.removeFirst() : list[0] }
             return .bytes(status, contentType: "application/json", Array(body.utf8))
         }
         router.add(Route("POST", "/3/device/:token", parsesParameters: false, handler: handler))
         router.add(Route("POST", "/sandbox/3/device/:token", parsesParameters: false, handler: handler))
-        router.add(Route("POST", "/token", parsesParameters: false) { request in
-            seen.withLock { $0.append(Seen(path: request.rawPath, headers: [:], body: request.body)) }
-            return .json(200, ["access_token": "ya29.test", "expires_in": "3600", "token_type": "Bearer"])
-        })
+        router.add(
+            Route("POST", "/token", parsesParameters: false) { request in
+                seen.withLock { $0.append(Seen(path: request.rawPath, headers: [:], body: request.body)) }
+                return .json(200, ["access_token": "ya29.test", "expires_in": "3600", "token_type": "Bearer"])
+            })
         router.add(Route("POST", "/v1/projects/:project/messages:send", parsesParameters: false, handler: handler))
         server = try startLocalServer(router)
     }
@@ -65,16 +71,18 @@ struct PushTransportTests {
         var configuration = APNsTransport.Configuration(keyID: "ABC123DEFG", teamID: "TEAM123456", topic: "org.onebusaway.iphone")
         configuration.productionURL = peer.url
         configuration.sandboxURL = peer.url + "/sandbox"
-        return APNsTransport(configuration: configuration, key: try PrivateKey(pem: TestKeys.ecPrivate), http: HTTPClient(),
-                             now: { time.seconds }, sleep: { _ in })
+        return APNsTransport(
+            configuration: configuration, key: try PrivateKey(pem: TestKeys.ecPrivate), http: HTTPClient(),
+            now: { time.seconds }, sleep: { _ in })
     }
 
     @Test func apnsSendsTheHeadersAndPayloadAppleExpects() async throws {
         let peer = try ProviderPeer()
         let time = FakeTime()
         let transport = try Self.apns(peer, time: time)
-        let message = PushMessage(token: "01abff", platform: .ios, title: "OneBusAway", body: "The 44 leaves in 5 minutes",
-                                  data: ["arrival_and_departure": .object(["region_id": .integer(1)])])
+        let message = PushMessage(
+            token: "01abff", platform: .ios, title: "OneBusAway", body: "The 44 leaves in 5 minutes",
+            data: ["arrival_and_departure": .object(["region_id": .integer(1)])])
         #expect(await transport.send([message]) == [.delivered])
         let seen = try #require(peer.seen.value.first)
         #expect(seen.path == "/3/device/01abff")
@@ -110,8 +118,10 @@ struct PushTransportTests {
         var message = PushMessage(token: "activity-token", platform: .ios)
         message.kind = .liveActivity
         message.collapseID = "stop-1_570"
-        message.liveActivity = ["event": .string("update"), "timestamp": .integer(1_800_000_000),
-                                "content-state": .object(["arrivals": .array([])]), "stale-date": .integer(1_800_000_600)]
+        message.liveActivity = [
+            "event": .string("update"), "timestamp": .integer(1_800_000_000),
+            "content-state": .object(["arrivals": .array([])]), "stale-date": .integer(1_800_000_600),
+        ]
         #expect(await transport.send([message]) == [.delivered])
         let seen = try #require(peer.seen.value.first)
         #expect(seen.headers["apns-topic"] == "org.onebusaway.iphone.push-type.liveactivity")
@@ -124,14 +134,16 @@ struct PushTransportTests {
         await peer.server.shutdown()
     }
 
-    @Test("APNs answers", arguments: [
-        (410, #"{"reason":"Unregistered"}"#, "terminal"), (400, #"{"reason":"BadDeviceToken"}"#, "terminal"),
-        (400, #"{"reason":"DeviceTokenNotForTopic"}"#, "terminal"), (400, #"{"reason":"TopicDisallowed"}"#, "terminal"),
-        (429, #"{"reason":"TooManyRequests"}"#, "transient"), (500, #"{"reason":"InternalServerError"}"#, "transient"),
-        (503, #"{"reason":"ServiceUnavailable"}"#, "transient"), (503, #"{"reason":"Shutdown"}"#, "transient"),
-        (403, #"{"reason":"ExpiredProviderToken"}"#, "transient"), (413, #"{"reason":"PayloadTooLarge"}"#, "rejected"),
-        (400, #"{"reason":"BadCollapseId"}"#, "rejected"), (200, "", "delivered"),
-    ])
+    @Test(
+        "APNs answers",
+        arguments: [
+            (410, #"{"reason":"Unregistered"}"#, "terminal"), (400, #"{"reason":"BadDeviceToken"}"#, "terminal"),
+            (400, #"{"reason":"DeviceTokenNotForTopic"}"#, "terminal"), (400, #"{"reason":"TopicDisallowed"}"#, "terminal"),
+            (429, #"{"reason":"TooManyRequests"}"#, "transient"), (500, #"{"reason":"InternalServerError"}"#, "transient"),
+            (503, #"{"reason":"ServiceUnavailable"}"#, "transient"), (503, #"{"reason":"Shutdown"}"#, "transient"),
+            (403, #"{"reason":"ExpiredProviderToken"}"#, "transient"), (413, #"{"reason":"PayloadTooLarge"}"#, "rejected"),
+            (400, #"{"reason":"BadCollapseId"}"#, "rejected"), (200, "", "delivered"),
+        ])
     func apnsOutcomes(status: Int, body: String, kind: String) {
         let outcome = APNsTransport.outcome(status: status, body: Array(body.utf8))
         switch outcome {
@@ -164,13 +176,16 @@ struct PushTransportTests {
 
     @Test func fcmAuthenticatesWithTheServiceAccountAndMapsErrors() async throws {
         let peer = try ProviderPeer()
-        let account = try FCMTransport.ServiceAccount(json: JSONValue.object([
-            "type": .string("service_account"), "project_id": .string("oba-test"), "client_email": .string("push@oba-test.iam.gserviceaccount.com"),
-            "private_key": .string(TestKeys.rsaPrivate), "token_uri": .string(peer.url + "/token"),
-        ]).encoded())
+        let account = try FCMTransport.ServiceAccount(
+            json: JSONValue.object([
+                "type": .string("service_account"), "project_id": .string("oba-test"),
+                "client_email": .string("push@oba-test.iam.gserviceaccount.com"),
+                "private_key": .string(TestKeys.rsaPrivate), "token_uri": .string(peer.url + "/token"),
+            ]).encoded())
         let transport = FCMTransport(account: account, http: HTTPClient(), baseURL: peer.url, now: { 1_800_000_000 }, sleep: { _ in })
-        let message = PushMessage(token: "fcm-token", platform: .android, title: "OneBusAway", body: "Leaves in 5 minutes",
-                                  data: ["arrival_and_departure": .string(#"{"region_id":1}"#)])
+        let message = PushMessage(
+            token: "fcm-token", platform: .android, title: "OneBusAway", body: "Leaves in 5 minutes",
+            data: ["arrival_and_departure": .string(#"{"region_id":1}"#)])
         #expect(await transport.send([message, message]) == [.delivered, .delivered])
         let tokenRequests = peer.seen.value.filter { $0.path == "/token" }
         #expect(tokenRequests.count == 1, "the access token is cached")
@@ -192,8 +207,15 @@ struct PushTransportTests {
 
         peer.answers.withLock { $0 = [(404, #"{"error":{"code":404,"status":"NOT_FOUND","details":[{"errorCode":"UNREGISTERED"}]}}"#)] }
         #expect(await transport.send([message]) == [.terminal(reason: "UNREGISTERED")])
-        peer.answers.withLock { $0 = [(400, #"{"error":{"code":400,"message":"The registration token is not a valid FCM registration token","status":"INVALID_ARGUMENT"}}"#)] }
-        guard case .terminal = await transport.send([message])[0] else { Issue.record("token-level INVALID_ARGUMENT is terminal"); return }
+        peer.answers.withLock {
+            $0 = [
+                (400, #"{"error":{"code":400,"message":"The registration token is not a valid FCM registration token","status":"INVALID_ARGUMENT"}}"#)
+            ]
+        }
+        guard case .terminal = await transport.send([message])[0] else {
+            Issue.record("token-level INVALID_ARGUMENT is terminal")
+            return
+        }
         peer.answers.withLock { $0 = [(503, #"{"error":{"status":"UNAVAILABLE"}}"#), (200, "{}")] }
         #expect(await transport.send([message]) == [.delivered], "retried with backoff")
         await peer.server.shutdown()

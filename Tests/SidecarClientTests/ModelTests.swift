@@ -1,6 +1,7 @@
 import Foundation
-@testable import SidecarClient
 import Testing
+
+@testable import SidecarClient
 
 /// Issue 18: the models decode what servers answer (the apps' own fixtures
 /// where there is one), and every failure is typed.
@@ -36,13 +37,14 @@ struct ModelTests {
         #expect(first.activePeriods == [.init(start: 1_539_097_260, end: 1_539_126_060)])
     }
 
-    @Test(arguments: [
-        ([UInt8](), "no FeedHeader"),                                   // an empty body is not a feed
-        ([0x0A, 0x05, 0x0A, 0x03, 0x31], "runs past the end"),          // a header cut short
-        ([0x0A, 0x80], "truncated varint"),                             // a length cut short
-        ([0x0B], "wire type 3"),                                        // a group: not in GTFS-realtime
-        ([0x00, 0x00], "field number 0"),
-    ] as [([UInt8], String)])
+    @Test(
+        arguments: [
+            ([UInt8](), "no FeedHeader"),  // an empty body is not a feed
+            ([0x0A, 0x05, 0x0A, 0x03, 0x31], "runs past the end"),  // a header cut short
+            ([0x0A, 0x80], "truncated varint"),  // a length cut short
+            ([0x0B], "wire type 3"),  // a group: not in GTFS-realtime
+            ([0x00, 0x00], "field number 0"),
+        ] as [([UInt8], String)])
     func hostileFeedsFailWithAReason(bytes: [UInt8], reason: String) {
         #expect {
             _ = try AlertsFeed(decoding: Data(bytes))
@@ -81,8 +83,10 @@ struct ModelTests {
     }
 
     @Test func translationsFallBackAsTheAppsShowThem() {
-        let texts: [ServiceAlert.Translation] = [.init(text: "Detour", language: nil), .init(text: "Desvío", language: "es"),
-                                                 .init(text: "Umleitung", language: "de-AT")]
+        let texts: [ServiceAlert.Translation] = [
+            .init(text: "Detour", language: nil), .init(text: "Desvío", language: "es"),
+            .init(text: "Umleitung", language: "de-AT"),
+        ]
         #expect(ServiceAlert.text(texts, language: "es-MX") == "Desvío")
         #expect(ServiceAlert.text(texts, language: "DE-at") == "Umleitung")
         #expect(ServiceAlert.text(texts, language: "fr") == "Detour")
@@ -91,14 +95,14 @@ struct ModelTests {
 
     @Test func aSurveyListInTheSpecsShapeDecodes() throws {
         let json = """
-        {"surveys":[{"id":7,"name":"Rider survey","start_date":null,"end_date":"2026-12-31T23:59:59Z","show_on_map":true,"show_on_stops":false,
-          "always_visible":false,"allows_multiple_responses":false,"visible_stop_list":["1_75403"],"visible_route_list":null,
-          "study":{"id":2,"name":"Winter","description":null},
-          "questions":[{"id":21,"position":1,"required":true,"content":{"type":"radio","label_text":"How was your trip?","options":["Great","Bad"]}},
-                       {"id":22,"position":2,"required":false,"content":{"type":"external_survey","label_text":"More","url":"https://example.org/s",
-                        "survey_provider":"qualtrics","embedded_data_fields":["user_id"],"sdk_configuration_values":{"brand":"x","n":3,"on":true}}}]}],
-         "region":{"id":1,"name":"Puget Sound"}}
-        """
+            {"surveys":[{"id":7,"name":"Rider survey","start_date":null,"end_date":"2026-12-31T23:59:59Z","show_on_map":true,"show_on_stops":false,
+              "always_visible":false,"allows_multiple_responses":false,"visible_stop_list":["1_75403"],"visible_route_list":null,
+              "study":{"id":2,"name":"Winter","description":null},
+              "questions":[{"id":21,"position":1,"required":true,"content":{"type":"radio","label_text":"How was your trip?","options":["Great","Bad"]}},
+                           {"id":22,"position":2,"required":false,"content":{"type":"external_survey","label_text":"More","url":"https://example.org/s",
+                            "survey_provider":"qualtrics","embedded_data_fields":["user_id"],"sdk_configuration_values":{"brand":"x","n":3,"on":true}}}]}],
+             "region":{"id":1,"name":"Puget Sound"}}
+            """
         let list = try JSONDecoder().decode(SurveyList.self, from: Data(json.utf8))
         #expect(list.region == .init(id: 1, name: "Puget Sound"))
         let survey = try #require(list.surveys.first)
@@ -120,8 +124,10 @@ struct ModelTests {
         let malformed = SidecarAPI.Answer(status: 201, retryAfter: nil, body: try Self.fixture("survey_submission_malformed_response.json"))
         #expect(throws: SidecarAPI.Failure.self) { try SidecarAPI.decoded(malformed, as: SurveyResponseReceipt.Envelope.self) }
 
-        let answers = SidecarAPI.encodedAnswers([.init(questionID: 21, questionType: "radio", questionLabel: "How was your trip?", answer: "Great"),
-                                                 .checkbox(questionID: 22, questionLabel: "Which?", selected: ["Bus", "Train"])])
+        let answers = SidecarAPI.encodedAnswers([
+            .init(questionID: 21, questionType: "radio", questionLabel: "How was your trip?", answer: "Great"),
+            .checkbox(questionID: 22, questionLabel: "Which?", selected: ["Bus", "Train"]),
+        ])
         let decoded = try JSONSerialization.jsonObject(with: Data(answers.utf8)) as? [[String: Any]]
         #expect(decoded?.count == 2)
         #expect(decoded?[0]["question_id"] as? Int == 21)
@@ -141,18 +147,19 @@ struct ModelTests {
         #expect(form["comment"] == nil, "absent values are not sent")
     }
 
-    @Test(arguments: [
-        (404, #"{"error":"Couldn't find Region"}"#, SidecarAPI.Endpoint.region, SidecarAPI.Failure.unknownRegion),
-        (404, #"{"error":"Couldn't find Survey"}"#, .global, .notFound(message: "Couldn't find Survey")),
-        (422, #"{"errors":["user_id is required"]}"#, .region, .invalid(messages: ["user_id is required"])),
-        (422, #"{"error":"Invalid","messages":["Token can't be blank"]}"#, .region, .invalid(messages: ["Token can't be blank"])),
-        (422, #"{"error":"already_reported","messages":["User has already reported this trip"]}"#, .region, .alreadyReported),
-        (429, "", .region, .throttled(retryAfter: 42)),
-        (403, "{}", .weather, .weatherHidden),
-        (403, "", .region, .unexpected(status: 403)),
-        (502, "", .region, .upstream(status: 502)),
-        (500, "", .global, .unexpected(status: 500)),
-    ] as [(Int, String, SidecarAPI.Endpoint, SidecarAPI.Failure)])
+    @Test(
+        arguments: [
+            (404, #"{"error":"Couldn't find Region"}"#, SidecarAPI.Endpoint.region, SidecarAPI.Failure.unknownRegion),
+            (404, #"{"error":"Couldn't find Survey"}"#, .global, .notFound(message: "Couldn't find Survey")),
+            (422, #"{"errors":["user_id is required"]}"#, .region, .invalid(messages: ["user_id is required"])),
+            (422, #"{"error":"Invalid","messages":["Token can't be blank"]}"#, .region, .invalid(messages: ["Token can't be blank"])),
+            (422, #"{"error":"already_reported","messages":["User has already reported this trip"]}"#, .region, .alreadyReported),
+            (429, "", .region, .throttled(retryAfter: 42)),
+            (403, "{}", .weather, .weatherHidden),
+            (403, "", .region, .unexpected(status: 403)),
+            (502, "", .region, .upstream(status: 502)),
+            (500, "", .global, .unexpected(status: 500)),
+        ] as [(Int, String, SidecarAPI.Endpoint, SidecarAPI.Failure)])
     func failuresAreTyped(status: Int, body: String, endpoint: SidecarAPI.Endpoint, expected: SidecarAPI.Failure) {
         let answer = SidecarAPI.Answer(status: status, retryAfter: status == 429 ? "42" : nil, body: Data(body.utf8))
         #expect(SidecarAPI.failure(answer, endpoint) == expected)
@@ -162,14 +169,19 @@ struct ModelTests {
         let empty = SidecarAPI.Answer(status: 200, retryAfter: nil, body: Data())
         #expect(throws: SidecarAPI.Failure.self) { try SidecarAPI.decoded(empty, as: [VehicleMatch].self) }
         let api = SidecarAPI(baseURL: URL(string: "https://sidecar.example.org")!, regionID: 1)
-        #expect(throws: SidecarAPI.Failure.self) { try api.created(SidecarAPI.Answer(status: 201, retryAfter: nil, body: Data(#"{"url":"not a url"}"#.utf8))) }
+        #expect(throws: SidecarAPI.Failure.self) {
+            try api.created(SidecarAPI.Answer(status: 201, retryAfter: nil, body: Data(#"{"url":"not a url"}"#.utf8)))
+        }
     }
 
     @Test func everyCallCarriesTheAppsQueryItems() {
-        let api = SidecarAPI(baseURL: URL(string: "https://sidecar.example.org/")!, regionID: 1, apiKey: "org.onebusaway.iphone", appUID: "a b&c",
-                             appVersion: "25.1")
+        let api = SidecarAPI(
+            baseURL: URL(string: "https://sidecar.example.org/")!, regionID: 1, apiKey: "org.onebusaway.iphone", appUID: "a b&c",
+            appVersion: "25.1")
         let url = api.url("/api/v1/regions/1/weather.json")
-        #expect(url.absoluteString == "https://sidecar.example.org/api/v1/regions/1/weather.json?key=org.onebusaway.iphone&app_uid=a%20b%26c&app_ver=25.1&version=2")
+        #expect(
+            url.absoluteString
+                == "https://sidecar.example.org/api/v1/regions/1/weather.json?key=org.onebusaway.iphone&app_uid=a%20b%26c&app_ver=25.1&version=2")
         // A path from the server (a survey's update_path) cannot break out of the host or crash the call.
         #expect(api.url("/api/v1/survey_responses/a b").host == "sidecar.example.org")
         #expect(api.url("https://evil.example/x").host == "sidecar.example.org")
@@ -179,8 +191,9 @@ struct ModelTests {
         let suite = "SidecarClientTests.\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
         defer { defaults.removePersistentDomain(forName: suite) }
-        let registration = RegistrationPolicy.Registration(regionID: 1, sidecarURL: URL(string: "https://sidecar.example.org")!, token: "01ab",
-                                                           operatingSystem: "ios", locale: "en-US", testDevice: false, description: nil, sessionEpoch: 0)
+        let registration = RegistrationPolicy.Registration(
+            regionID: 1, sidecarURL: URL(string: "https://sidecar.example.org")!, token: "01ab",
+            operatingSystem: "ios", locale: "en-US", testDevice: false, description: nil, sessionEpoch: 0)
         DefaultsRegistrationStorage(defaults: defaults).save(registration, date: Date(timeIntervalSince1970: 1_000))
         let reopened = DefaultsRegistrationStorage(defaults: UserDefaults(suiteName: suite)!)
         #expect(reopened.load()?.registration == registration)

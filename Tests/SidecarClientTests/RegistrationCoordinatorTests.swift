@@ -9,11 +9,16 @@ struct RegistrationCoordinatorTests {
     static let regionOne = URL(string: "https://sidecar-one.example.org")!
     static let regionTwo = URL(string: "https://sidecar-two.example.org")!
 
-    static func make(_ transport: ScriptedTransport, storage: MemoryStorage = MemoryStorage(), clock: ManualRegistrationClock = ManualRegistrationClock())
-        -> RegistrationCoordinator {
-        RegistrationCoordinator(queue: RegistrationQueue(transport: transport, storage: storage, clock: clock),
-                                inputs: .init(authorization: .notDetermined, deviceToken: nil, regionID: 1, sidecarURL: regionOne, clientRegionID: 1,
-                                              locale: "en-US"))
+    static func make(
+        _ transport: ScriptedTransport, storage: MemoryStorage = MemoryStorage(), clock: ManualRegistrationClock = ManualRegistrationClock()
+    )
+        -> RegistrationCoordinator
+    {
+        RegistrationCoordinator(
+            queue: RegistrationQueue(transport: transport, storage: storage, clock: clock),
+            inputs: .init(
+                authorization: .notDetermined, deviceToken: nil, regionID: 1, sidecarURL: regionOne, clientRegionID: 1,
+                locale: "en-US"))
     }
 
     /// One lifecycle event.
@@ -39,7 +44,8 @@ struct RegistrationCoordinatorTests {
             switch self {
             case .active(let authorization): "active(\(authorization))"
             case .token(let token): "token(\(token))"
-            case .region(let id, let url, let client): "region(\(id.map(String.init) ?? "nil"), \(url?.host ?? "no sidecar"), client \(client.map(String.init) ?? "nil"))"
+            case .region(let id, let url, let client):
+                "region(\(id.map(String.init) ?? "nil"), \(url?.host ?? "no sidecar"), client \(client.map(String.init) ?? "nil"))"
             case .testDevice(let wanted, let name): "testDevice(\(wanted), \(name ?? "nil"))"
             case .logout: "logout"
             case .login: "login"
@@ -48,32 +54,37 @@ struct RegistrationCoordinatorTests {
     }
 
     /// What the server sees for a sequence of events, and where the queue ends.
-    @Test(arguments: [
-        // Triggers are liberal: launch, token, repeated foregrounds and a no-op region change send one POST.
-        ([.active(.authorized), .token("aa01"), .active(.authorized), .region(1, regionOne, client: 1), .active(.authorized)],
-         ["POST aa01"], "registered"),
-        // Provisional authorization counts as granted; no decision yet does not.
-        ([.token("aa01"), .active(.notDetermined)], [], "unresolved"),
-        ([.token("aa01"), .active(.provisional)], ["POST aa01"], "registered"),
-        ([.token("aa01"), .active(.ephemeral)], ["POST aa01"], "registered"),
-        // Refusing in Settings sends nothing (APNs cleans the token up).
-        ([.active(.authorized), .token("aa01"), .active(.denied)], ["POST aa01"], "optedOut"),
-        // A token rotation registers the new token and deletes the old one.
-        ([.active(.authorized), .token("aa01"), .token("bb02")], ["POST aa01", "POST bb02", "DELETE aa01"], "registered"),
-        // A switch to a region without a sidecar: the client still points at the old region (stale guard) and
-        // nothing is posted anywhere; the old region's registration is deleted.
-        ([.active(.authorized), .token("aa01"), .region(2, nil, client: 1)], ["POST aa01", "DELETE aa01"], "noSidecar"),
-        // While the client lags behind a switch, nothing is sent; once it is rebuilt the new region registers.
-        ([.active(.authorized), .token("aa01"), .region(2, regionTwo, client: 1)], ["POST aa01"], "unresolved"),
-        ([.active(.authorized), .token("aa01"), .region(2, regionTwo, client: 1), .region(2, regionTwo, client: 2)],
-         ["POST aa01", "POST aa01", "DELETE aa01"], "registered"),
-        // A test device needs a name: without one the registration stays a regular one (no new POST).
-        ([.active(.authorized), .token("aa01"), .testDevice(true, nil)], ["POST aa01"], "registered"),
-        ([.active(.authorized), .token("aa01"), .testDevice(true, "Aaron's iPhone")], ["POST aa01", "POST aa01"], "registered"),
-        // A logout deletes the registration; while signed out nothing registers; a login registers again.
-        ([.active(.authorized), .token("aa01"), .logout, .active(.authorized)], ["POST aa01", "DELETE aa01"], "withdrawn"),
-        ([.active(.authorized), .token("aa01"), .logout, .login], ["POST aa01", "DELETE aa01", "POST aa01"], "registered"),
-    ] as [([Event], [String], String)])
+    @Test(
+        arguments: [
+            // Triggers are liberal: launch, token, repeated foregrounds and a no-op region change send one POST.
+            (
+                [.active(.authorized), .token("aa01"), .active(.authorized), .region(1, regionOne, client: 1), .active(.authorized)],
+                ["POST aa01"], "registered"
+            ),
+            // Provisional authorization counts as granted; no decision yet does not.
+            ([.token("aa01"), .active(.notDetermined)], [], "unresolved"),
+            ([.token("aa01"), .active(.provisional)], ["POST aa01"], "registered"),
+            ([.token("aa01"), .active(.ephemeral)], ["POST aa01"], "registered"),
+            // Refusing in Settings sends nothing (APNs cleans the token up).
+            ([.active(.authorized), .token("aa01"), .active(.denied)], ["POST aa01"], "optedOut"),
+            // A token rotation registers the new token and deletes the old one.
+            ([.active(.authorized), .token("aa01"), .token("bb02")], ["POST aa01", "POST bb02", "DELETE aa01"], "registered"),
+            // A switch to a region without a sidecar: the client still points at the old region (stale guard) and
+            // nothing is posted anywhere; the old region's registration is deleted.
+            ([.active(.authorized), .token("aa01"), .region(2, nil, client: 1)], ["POST aa01", "DELETE aa01"], "noSidecar"),
+            // While the client lags behind a switch, nothing is sent; once it is rebuilt the new region registers.
+            ([.active(.authorized), .token("aa01"), .region(2, regionTwo, client: 1)], ["POST aa01"], "unresolved"),
+            (
+                [.active(.authorized), .token("aa01"), .region(2, regionTwo, client: 1), .region(2, regionTwo, client: 2)],
+                ["POST aa01", "POST aa01", "DELETE aa01"], "registered"
+            ),
+            // A test device needs a name: without one the registration stays a regular one (no new POST).
+            ([.active(.authorized), .token("aa01"), .testDevice(true, nil)], ["POST aa01"], "registered"),
+            ([.active(.authorized), .token("aa01"), .testDevice(true, "Aaron's iPhone")], ["POST aa01", "POST aa01"], "registered"),
+            // A logout deletes the registration; while signed out nothing registers; a login registers again.
+            ([.active(.authorized), .token("aa01"), .logout, .active(.authorized)], ["POST aa01", "DELETE aa01"], "withdrawn"),
+            ([.active(.authorized), .token("aa01"), .logout, .login], ["POST aa01", "DELETE aa01", "POST aa01"], "registered"),
+        ] as [([Event], [String], String)])
     func eventsBecomeTheFewestRequests(events: [Event], requests: [String], status: String) async {
         let transport = ScriptedTransport()
         let coordinator = Self.make(transport)
@@ -110,7 +121,10 @@ struct RegistrationCoordinatorTests {
         await queue.submit(RegistrationQueueTests.wanted("aa01"), stamp: login)
         await queue.withdraw(stamp: logout)
         #expect(transport.log() == ["POST aa01"])
-        guard case .registered = await queue.status else { Issue.record("\(await queue.status)"); return }
+        guard case .registered = await queue.status else {
+            Issue.record("\(await queue.status)")
+            return
+        }
     }
 
     @Test func aTokenRotatingWhileTheFirstPostIsInFlightEndsOnTheNewToken() async {
@@ -123,7 +137,10 @@ struct RegistrationCoordinatorTests {
         transport.release()
         await coordinator.settle()
         #expect(transport.log() == ["POST 01abff007f", "POST bb02", "DELETE 01abff007f"])
-        guard case .registered(let registration) = await coordinator.status else { Issue.record("not registered"); return }
+        guard case .registered(let registration) = await coordinator.status else {
+            Issue.record("not registered")
+            return
+        }
         #expect(registration.token == "bb02")
     }
 

@@ -53,7 +53,12 @@ final class ScriptedTransport: RegistrationTransport, @unchecked Sendable {
         }
     }
 
-    func release() { lock.withLock { gate?.resume(); gate = nil } }
+    func release() {
+        lock.withLock {
+            gate?.resume()
+            gate = nil
+        }
+    }
 }
 
 final class MemoryStorage: RegistrationStorage, @unchecked Sendable {
@@ -71,7 +76,12 @@ final class ManualRegistrationClock: RegistrationClock, @unchecked Sendable {
     private(set) var sleeps: [TimeInterval] = []
     func now() -> Date { lock.withLock { current } }
     func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
-    func sleep(seconds: TimeInterval) async throws { lock.withLock { sleeps.append(seconds); current += seconds } }
+    func sleep(seconds: TimeInterval) async throws {
+        lock.withLock {
+            sleeps.append(seconds)
+            current += seconds
+        }
+    }
     func recorded() -> [TimeInterval] { lock.withLock { sleeps } }
 }
 
@@ -80,7 +90,8 @@ struct RegistrationQueueTests {
     static let url = URL(string: "https://onebusaway.co")!
 
     static func wanted(_ token: String, locale: String = "en-US") -> RegistrationPolicy.Desired {
-        RegistrationPolicy.desired(.init(authorization: .authorized, deviceToken: token, regionID: 1, sidecarURL: url, clientRegionID: 1, locale: locale))
+        RegistrationPolicy.desired(
+            .init(authorization: .authorized, deviceToken: token, regionID: 1, sidecarURL: url, clientRegionID: 1, locale: locale))
     }
 
     @Test func dedupeSuppressesTheSecondPostUntilADayPasses() async {
@@ -92,7 +103,10 @@ struct RegistrationQueueTests {
         clock.advance(86_400)
         await queue.submit(Self.wanted("aa01"), stamp: 3)
         #expect(transport.log() == ["POST aa01", "POST aa01"])
-        guard case .registered = await queue.status else { Issue.record("not registered"); return }
+        guard case .registered = await queue.status else {
+            Issue.record("not registered")
+            return
+        }
     }
 
     @Test func anOlderCallNeverOverridesANewerOne() async {
@@ -102,7 +116,10 @@ struct RegistrationQueueTests {
         await queue.submit(Self.wanted("old1"), stamp: 9)
         await queue.submit(.unresolved, stamp: 8)  // a cancel that arrived late
         #expect(transport.log() == ["POST new1"])
-        guard case .registered(let registration) = await queue.status else { Issue.record("not registered"); return }
+        guard case .registered(let registration) = await queue.status else {
+            Issue.record("not registered")
+            return
+        }
         #expect(registration.token == "new1")
     }
 
@@ -116,7 +133,10 @@ struct RegistrationQueueTests {
         await first.value
         await queue.settle()
         #expect(transport.log() == ["POST aa01", "POST bb02", "DELETE aa01"])
-        guard case .registered(let registration) = await queue.status else { Issue.record("not registered"); return }
+        guard case .registered(let registration) = await queue.status else {
+            Issue.record("not registered")
+            return
+        }
         #expect(registration.token == "bb02")
     }
 
@@ -126,7 +146,10 @@ struct RegistrationQueueTests {
         await queue.submit(Self.wanted("aa01"), stamp: 1)
         #expect(transport.log() == ["POST aa01", "POST aa01", "POST aa01"])
         #expect(clock.recorded() == [30, 4])
-        guard case .registered = await queue.status else { Issue.record("not registered"); return }
+        guard case .registered = await queue.status else {
+            Issue.record("not registered")
+            return
+        }
     }
 
     @Test func aPermanentRejectionWaitsForAnInputToChange() async {

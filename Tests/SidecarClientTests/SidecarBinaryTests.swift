@@ -1,9 +1,10 @@
 import Foundation
+import SidecarClient
+import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import SidecarClient
-import Testing
 
 /// The built `sidecar` binary, started with `--demo` on a free loopback port
 /// and its own database, stopped when the test is done. These tests use
@@ -38,8 +39,11 @@ final class SidecarProcess: @unchecked Sendable {
         let log = directory.appendingPathComponent("sidecar.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = try Self.binary()
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", directory.appendingPathComponent("sidecar.sqlite3").path,
-                             "--demo"] + extra
+        process.arguments =
+            [
+                "serve", "--host", "127.0.0.1", "--port", "0", "--database", directory.appendingPathComponent("sidecar.sqlite3").path,
+                "--demo",
+            ] + extra
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle
@@ -49,7 +53,8 @@ final class SidecarProcess: @unchecked Sendable {
         for _ in 0..<300 where port == nil {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first(where: { $0.contains("sidecar listening") }),
-               let field = line.split(separator: " ").first(where: { $0.hasPrefix("port=") }) {
+                let field = line.split(separator: " ").first(where: { $0.hasPrefix("port=") })
+            {
                 port = Int(field.dropFirst(5))
             } else if !process.isRunning {
                 break
@@ -116,8 +121,9 @@ enum AlarmRequestFixture {
     static var today: Int64 { Int64(Date().timeIntervalSince1970 / 86_400) * 86_400_000 }
 
     static var legacy: SidecarAPI.AlarmRequest {
-        SidecarAPI.AlarmRequest(userPushID: "onesignal-player-1", stopID: "demo_1003", tripID: "demo_1_0_1160", serviceDate: today, vehicleID: nil,
-                                stopSequence: 3, secondsBefore: 300)
+        SidecarAPI.AlarmRequest(
+            userPushID: "onesignal-player-1", stopID: "demo_1003", tripID: "demo_1_0_1160", serviceDate: today, vehicleID: nil,
+            stopSequence: 3, secondsBefore: 300)
     }
 }
 
@@ -135,12 +141,14 @@ struct SidecarBinaryTests {
                 // A fresh process each launch: a new queue and coordinator, the same persisted storage.
                 let coordinator = RegistrationCoordinator(
                     queue: RegistrationQueue(transport: transport, storage: DefaultsRegistrationStorage(defaults: defaults, key: "registration")),
-                    inputs: .init(authorization: .notDetermined, deviceToken: nil, regionID: SidecarProcess.demoRegion, sidecarURL: sidecar.baseURL,
-                                  clientRegionID: SidecarProcess.demoRegion, locale: "es-MX"))
+                    inputs: .init(
+                        authorization: .notDetermined, deviceToken: nil, regionID: SidecarProcess.demoRegion, sidecarURL: sidecar.baseURL,
+                        clientRegionID: SidecarProcess.demoRegion, locale: "es-MX"))
                 for _ in 0..<5 {  // every trigger, several times
                     coordinator.appBecameActive(authorization: .provisional)
                     coordinator.receivedDeviceToken(Data([0x01, 0xAB, 0xFF, 0x00, 0x7F]))
-                    coordinator.regionChanged(regionID: SidecarProcess.demoRegion, sidecarURL: sidecar.baseURL, clientRegionID: SidecarProcess.demoRegion)
+                    coordinator.regionChanged(
+                        regionID: SidecarProcess.demoRegion, sidecarURL: sidecar.baseURL, clientRegionID: SidecarProcess.demoRegion)
                 }
                 await coordinator.settle()
                 guard case .registered(let registration) = await coordinator.status else {
@@ -157,10 +165,15 @@ struct SidecarBinaryTests {
             var throttled = false
             for _ in 0..<5 {
                 do throws(SidecarAPI.Failure) {
-                    try await api.register(.init(regionID: SidecarProcess.demoRegion, sidecarURL: sidecar.baseURL, token: "naive", operatingSystem: "ios",
-                                                 locale: "en", testDevice: false, description: nil, sessionEpoch: 0))
+                    try await api.register(
+                        .init(
+                            regionID: SidecarProcess.demoRegion, sidecarURL: sidecar.baseURL, token: "naive", operatingSystem: "ios",
+                            locale: "en", testDevice: false, description: nil, sessionEpoch: 0))
                 } catch {
-                    guard case .throttled(let after) = error else { Issue.record("\(error)"); continue }
+                    guard case .throttled(let after) = error else {
+                        Issue.record("\(error)")
+                        continue
+                    }
                     throttled = true
                     #expect((after ?? 0) > 0, "the wait is given")
                 }
@@ -172,8 +185,10 @@ struct SidecarBinaryTests {
     @Test func anAlarmIsCreatedAndDeleted() async throws {
         try await SidecarProcess.run { sidecar in
             let api = SidecarAPI(baseURL: sidecar.baseURL, regionID: SidecarProcess.demoRegion, appUID: "client-tests")
-            let url = try await api.createAlarm(.init(userPushID: "01abff007f", stopID: "demo_1003", tripID: "demo_1_0_1160", serviceDate: 1_795_996_800_000,
-                                                      vehicleID: "demo_v102", stopSequence: 3, secondsBefore: 300))
+            let url = try await api.createAlarm(
+                .init(
+                    userPushID: "01abff007f", stopID: "demo_1003", tripID: "demo_1_0_1160", serviceDate: 1_795_996_800_000,
+                    vehicleID: "demo_v102", stopSequence: 3, secondsBefore: 300))
             #expect(url.host == "127.0.0.1")
             #expect(url.path.contains("/alarms/"))
             try await api.delete(url)
@@ -194,10 +209,12 @@ struct SidecarBinaryTests {
     @Test func aLiveActivityReRegisteredWithARotatedTokenKeepsItsURL() async throws {
         try await SidecarProcess.run { sidecar in
             let api = SidecarAPI(baseURL: sidecar.baseURL, regionID: SidecarProcess.demoRegion)
-            let first = try await api.registerLiveActivity(activityID: "activity-1", pushToken: "aa11bb22", stopID: "demo_1003", routeShortName: "1",
-                                                           tripHeadsign: "Downtown")
-            let rotated = try await api.registerLiveActivity(activityID: "activity-1", pushToken: "cc33dd44", stopID: "demo_1003", routeShortName: "1",
-                                                             tripHeadsign: "Downtown")
+            let first = try await api.registerLiveActivity(
+                activityID: "activity-1", pushToken: "aa11bb22", stopID: "demo_1003", routeShortName: "1",
+                tripHeadsign: "Downtown")
+            let rotated = try await api.registerLiveActivity(
+                activityID: "activity-1", pushToken: "cc33dd44", stopID: "demo_1003", routeShortName: "1",
+                tripHeadsign: "Downtown")
             #expect(rotated == first)
             try await api.delete(first)
             #expect(try await sidecar.status("DELETE", first) == 404)
@@ -217,11 +234,19 @@ struct SidecarBinaryTests {
             let survey = try #require(list.surveys.first)
             let radio = try #require(survey.questions.first { $0.content.type == "radio" })
             let text = try #require(survey.questions.first { $0.content.type == "text" })
-            let receipt = try await api.submitSurveyResponse(surveyID: survey.id, userIdentifier: "rider-1", answers: [
-                .init(questionID: radio.id, questionType: "radio", questionLabel: radio.content.labelText, answer: radio.content.options?.first ?? "")])
+            let receipt = try await api.submitSurveyResponse(
+                surveyID: survey.id, userIdentifier: "rider-1",
+                answers: [
+                    .init(
+                        questionID: radio.id, questionType: "radio", questionLabel: radio.content.labelText,
+                        answer: radio.content.options?.first ?? "")
+                ])
             #expect(receipt.userIdentifier == "rider-1")
-            let amended = try await api.amendSurveyResponse(receipt, answers: [
-                .init(questionID: text.id, questionType: "text", questionLabel: text.content.labelText, answer: "Clean & on time")])
+            let amended = try await api.amendSurveyResponse(
+                receipt,
+                answers: [
+                    .init(questionID: text.id, questionType: "text", questionLabel: text.content.labelText, answer: "Clean & on time")
+                ])
             #expect(amended.id == receipt.id)
             await #expect(throws: SidecarAPI.Failure.notFound(message: "Couldn't find Survey")) {
                 try await api.submitSurveyResponse(surveyID: 424_242, userIdentifier: "rider-1", answers: [])

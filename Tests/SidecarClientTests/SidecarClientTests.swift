@@ -9,10 +9,14 @@ struct SidecarLinkTests {
 
     @Test(arguments: [
         // The seed's own examples, and the quirks it records.
-        ("https://onebusaway.co/regions/1/stops/1_75403/trips?trip_id=1_1234&service_date=1698307200.0&stop_sequence=5",
-         SidecarLink.trip(.init(regionID: 1, stopID: "1_75403", tripID: "1_1234", serviceDate: 1_698_307_200_000, stopSequence: 5))),
-        ("https://elsewhere.example/foo/REGIONS/1/Stops/2/TRIPS/bar?trip_id=t&service_date=1&stop_sequence=0",
-         SidecarLink.trip(.init(regionID: 1, stopID: "2", tripID: "t", serviceDate: 1000, stopSequence: 0))),
+        (
+            "https://onebusaway.co/regions/1/stops/1_75403/trips?trip_id=1_1234&service_date=1698307200.0&stop_sequence=5",
+            SidecarLink.trip(.init(regionID: 1, stopID: "1_75403", tripID: "1_1234", serviceDate: 1_698_307_200_000, stopSequence: 5))
+        ),
+        (
+            "https://elsewhere.example/foo/REGIONS/1/Stops/2/TRIPS/bar?trip_id=t&service_date=1&stop_sequence=0",
+            SidecarLink.trip(.init(regionID: 1, stopID: "2", tripID: "t", serviceDate: 1000, stopSequence: 0))
+        ),
         ("onebusaway://view-stop?stopID=1_75403&regionID=1", SidecarLink.viewStop(stopID: "1_75403", regionID: 1)),
         ("kiedybus://view-stop?stopID=&regionID=3", SidecarLink.viewStop(stopID: "", regionID: 3)),
         ("https://onebusaway.co/regions/1/stops/1_75403", SidecarLink.stop(regionID: 1, stopID: "1_75403")),
@@ -33,12 +37,16 @@ struct SidecarLinkTests {
     }
 
     @Test func addRegionValuesSurviveAndUmamiIsBothOrNothing() throws {
-        let region = SidecarLink.AddRegion(name: "Région #1 & co", obaURL: URL(string: "https://oba.example.com/api?key=a&b=c")!,
-                                           sidecarURL: URL(string: "https://obaco.example.com/api?a=1&b=2")!,
-                                           umamiURL: URL(string: "https://umami.example.com")!)
+        let region = SidecarLink.AddRegion(
+            name: "Région #1 & co", obaURL: URL(string: "https://oba.example.com/api?key=a&b=c")!,
+            sidecarURL: URL(string: "https://obaco.example.com/api?a=1&b=2")!,
+            umamiURL: URL(string: "https://umami.example.com")!)
         let url = try #require(SidecarLink.addRegion(region).url())
         #expect(url.absoluteString.contains("sidecar-url=https%3A%2F%2Fobaco.example.com%2Fapi%3Fa%3D1%26b%3D2"))
-        guard case .addRegion(let decoded)? = SidecarLink(url: url) else { Issue.record("not decoded"); return }
+        guard case .addRegion(let decoded)? = SidecarLink(url: url) else {
+            Issue.record("not decoded")
+            return
+        }
         #expect(decoded == region)
         #expect(decoded.umami == nil, "a URL without an id configures no analytics")
         var both = region
@@ -46,29 +54,43 @@ struct SidecarLinkTests {
         guard case .addRegion(let withID)? = SidecarLink(url: try #require(SidecarLink.addRegion(both).url())) else { return }
         #expect(withID.umami?.id == "abc")
         let relative = try #require(URL(string: "onebusaway://add-region?name=T&oba-url=%2Fapi%2Foba&otp-url=bare.host"))
-        guard case .addRegion(let pathOnly)? = SidecarLink(url: relative) else { Issue.record("a bare path is valid"); return }
+        guard case .addRegion(let pathOnly)? = SidecarLink(url: relative) else {
+            Issue.record("a bare path is valid")
+            return
+        }
         #expect(pathOnly.otpURL == nil, "an invalid optional URL degrades to nil")
     }
 
     @Test func tripAndStopLinksRoundTrip() throws {
-        let trip = SidecarLink.TripLink(regionID: 1, stopID: "1_75403", tripID: "1_18198857&x", serviceDate: 1_343_545_200_000, stopSequence: 41,
-                                        vehicleID: "1_3618")
+        let trip = SidecarLink.TripLink(
+            regionID: 1, stopID: "1_75403", tripID: "1_18198857&x", serviceDate: 1_343_545_200_000, stopSequence: 41,
+            vehicleID: "1_3618")
         let url = try #require(SidecarLink.trip(trip).url(sidecarBaseURL: Self.base))
-        #expect(url.absoluteString == "https://onebusaway.co/regions/1/stops/1_75403/trips?trip_id=1_18198857%26x&service_date=1343545200.0&stop_sequence=41&vehicle_id=1_3618")
+        #expect(
+            url.absoluteString
+                == "https://onebusaway.co/regions/1/stops/1_75403/trips?trip_id=1_18198857%26x&service_date=1343545200.0&stop_sequence=41&vehicle_id=1_3618"
+        )
         #expect(SidecarLink(url: url) == .trip(trip))
         #expect(SidecarLink.trip(trip).url() == nil, "no sidecar, no web link")
         let stop = try #require(SidecarLink.stop(regionID: 1, stopID: "1 75403").url(sidecarBaseURL: Self.base))
         #expect(SidecarLink(url: stop) == .stop(regionID: 1, stopID: "1 75403"))
-        #expect(SidecarLink.viewStop(stopID: "1_75403&evil=1", regionID: 1).url()?.absoluteString == "onebusaway://view-stop?stopID=1_75403%26evil%3D1&regionID=1")
+        #expect(
+            SidecarLink.viewStop(stopID: "1_75403&evil=1", regionID: 1).url()?.absoluteString
+                == "onebusaway://view-stop?stopID=1_75403%26evil%3D1&regionID=1")
     }
 }
 
 @Suite("SidecarClient push payloads")
 struct SidecarPushTests {
-    static var alarm: [String: Any] { ["trip_id": "1_604670535", "stop_id": "1_75403", "region_id": 1, "vehicle_id": "1_4361",
-                                       "service_date": 1_752_624_000_000, "stop_sequence": 3] }
-    static let body = SidecarPush.AlarmPushBody(regionID: 1, stopID: "1_75403", tripID: "1_604670535", serviceDate: 1_752_624_000_000,
-                                                vehicleID: "1_4361", stopSequence: 3)
+    static var alarm: [String: Any] {
+        [
+            "trip_id": "1_604670535", "stop_id": "1_75403", "region_id": 1, "vehicle_id": "1_4361",
+            "service_date": 1_752_624_000_000, "stop_sequence": 3,
+        ]
+    }
+    static let body = SidecarPush.AlarmPushBody(
+        regionID: 1, stopID: "1_75403", tripID: "1_604670535", serviceDate: 1_752_624_000_000,
+        vehicleID: "1_4361", stopSequence: 3)
 
     @Test func exactlyOneKeyBesidesApsDecides() throws {
         let aps: [String: Any] = ["alert": ["body": "Your bus arrives in 10 minutes"]]
@@ -107,12 +129,18 @@ struct RegistrationPolicyTests {
     }
 
     @Test func desiredStateFromObservableInputsOnly() {
-        guard case .wanted(let registration) = RegistrationPolicy.desired(Self.ready) else { Issue.record("not wanted"); return }
+        guard case .wanted(let registration) = RegistrationPolicy.desired(Self.ready) else {
+            Issue.record("not wanted")
+            return
+        }
         #expect(registration.token == "01abff" && registration.locale == "es-MX" && !registration.testDevice && registration.description == nil)
         #expect(RegistrationPolicy.desired(Self.with { $0.authorization = .notDetermined }) == .unresolved)
         #expect(RegistrationPolicy.desired(Self.with { $0.authorization = .denied }) == .optedOut)
         for quiet in [Inputs.Authorization.provisional, .ephemeral] {
-            guard case .wanted = RegistrationPolicy.desired(Self.with { $0.authorization = quiet }) else { Issue.record("\(quiet) counts as granted"); continue }
+            guard case .wanted = RegistrationPolicy.desired(Self.with { $0.authorization = quiet }) else {
+                Issue.record("\(quiet) counts as granted")
+                continue
+            }
         }
         #expect(RegistrationPolicy.desired(Self.with { $0.deviceToken = nil }) == .unresolved)
         #expect(RegistrationPolicy.desired(Self.with { $0.sidecarURL = nil }) == .noSidecar)
@@ -121,7 +149,13 @@ struct RegistrationPolicyTests {
 
     @Test(arguments: [(true, "Aaron's iPhone", true), (true, "  ", false), (true, nil, false), (false, "Named", false)] as [(Bool, String?, Bool)])
     func testDeviceDowngrade(wants: Bool, name: String?, testDevice: Bool) {
-        guard case .wanted(let registration) = RegistrationPolicy.desired(Self.with { $0.wantsTestDevice = wants; $0.testDeviceName = name }) else {
+        guard
+            case .wanted(let registration) = RegistrationPolicy.desired(
+                Self.with {
+                    $0.wantsTestDevice = wants
+                    $0.testDeviceName = name
+                })
+        else {
             Issue.record("not wanted")
             return
         }
@@ -131,8 +165,9 @@ struct RegistrationPolicyTests {
 
     @Test func dedupeResendsOnChangeOrAfterADay() {
         guard case .wanted(let wanted) = RegistrationPolicy.desired(Self.ready),
-              case .wanted(let otherLocale) = RegistrationPolicy.desired(Self.with { $0.locale = "en-US" }),
-              case .wanted(let newSession) = RegistrationPolicy.desired(Self.with { $0.sessionEpoch = 1 }) else { return }
+            case .wanted(let otherLocale) = RegistrationPolicy.desired(Self.with { $0.locale = "en-US" }),
+            case .wanted(let newSession) = RegistrationPolicy.desired(Self.with { $0.sessionEpoch = 1 })
+        else { return }
         let sent = Date(timeIntervalSince1970: 1_000_000)
         #expect(RegistrationPolicy.shouldSend(wanted, lastSuccess: nil, at: nil, now: sent))
         #expect(!RegistrationPolicy.shouldSend(wanted, lastSuccess: wanted, at: sent, now: sent.addingTimeInterval(3600)))
@@ -144,11 +179,13 @@ struct RegistrationPolicyTests {
         #expect(RegistrationPolicy.toDelete(previous: wanted, wanted: otherLocale) == nil, "same token and region: an update, not a move")
     }
 
-    @Test(arguments: [
-        (204, nil, false, RegistrationPolicy.Outcome.success), (422, nil, false, .permanent(status: 422)), (404, nil, false, .permanent(status: 404)),
-        (404, nil, true, .success), (429, "30", false, .retryable(retryAfter: 30)), (503, nil, false, .retryable(retryAfter: nil)),
-        (nil, nil, false, .retryable(retryAfter: nil)),
-    ] as [(Int?, String?, Bool, RegistrationPolicy.Outcome)])
+    @Test(
+        arguments: [
+            (204, nil, false, RegistrationPolicy.Outcome.success), (422, nil, false, .permanent(status: 422)),
+            (404, nil, false, .permanent(status: 404)),
+            (404, nil, true, .success), (429, "30", false, .retryable(retryAfter: 30)), (503, nil, false, .retryable(retryAfter: nil)),
+            (nil, nil, false, .retryable(retryAfter: nil)),
+        ] as [(Int?, String?, Bool, RegistrationPolicy.Outcome)])
     func outcomes(status: Int?, retryAfter: String?, isDelete: Bool, expected: RegistrationPolicy.Outcome) {
         #expect(RegistrationPolicy.outcome(status: status, retryAfter: retryAfter, isDelete: isDelete) == expected)
     }

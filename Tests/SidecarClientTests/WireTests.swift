@@ -1,6 +1,7 @@
 import Foundation
-@testable import SidecarClient
 import Testing
+
+@testable import SidecarClient
 
 /// Records what `SidecarAPI` sends and answers from a script: the apps' wire
 /// habits, checked without a server.
@@ -36,8 +37,10 @@ struct WireTests {
     @Test func registrationsAreFormPostsAndDeletesCarryTheTokenInTheQuery() async throws {
         let transport = RecordingHTTPTransport([.init(status: 204), .init(status: 404)])
         let api = Self.api(transport)
-        try await api.register(.init(regionID: 1, sidecarURL: Self.base, token: "01abff", operatingSystem: "ios", locale: "es-MX", testDevice: true,
-                                     description: "Aaron's iPhone", sessionEpoch: 0))
+        try await api.register(
+            .init(
+                regionID: 1, sidecarURL: Self.base, token: "01abff", operatingSystem: "ios", locale: "es-MX", testDevice: true,
+                description: "Aaron's iPhone", sessionEpoch: 0))
         let post = transport.requests[0]
         #expect(post.method == "POST")
         #expect(post.url.absoluteString == "https://sidecar.example.org/api/v2/regions/1/push_registrations?\(Self.query)")
@@ -51,21 +54,26 @@ struct WireTests {
     @Test func aRegistrationAnswered200IsNotARegistration() async {
         let api = Self.api(RecordingHTTPTransport([.init(status: 200, body: Data("{}".utf8))]))
         await #expect(throws: SidecarAPI.Failure.unexpected(status: 200)) {
-            try await api.register(.init(regionID: 1, sidecarURL: Self.base, token: "01ab", operatingSystem: "ios", locale: "en", testDevice: false,
-                                         description: nil, sessionEpoch: 0))
+            try await api.register(
+                .init(
+                    regionID: 1, sidecarURL: Self.base, token: "01ab", operatingSystem: "ios", locale: "en", testDevice: false,
+                    description: nil, sessionEpoch: 0))
         }
     }
 
     @Test func alarmsAndLiveActivitiesPostFormsAndKeepTheReturnedURL() async throws {
-        let created = SidecarAPI.Answer(status: 201, body: Data(#"{"url":"https://sidecar.example.org/api/v2/regions/1-puget-sound/alarms/Zq1"}"#.utf8))
+        let created = SidecarAPI.Answer(
+            status: 201, body: Data(#"{"url":"https://sidecar.example.org/api/v2/regions/1-puget-sound/alarms/Zq1"}"#.utf8))
         let transport = RecordingHTTPTransport([created, created])
         let api = Self.api(transport)
-        var alarm = SidecarAPI.AlarmRequest(userPushID: "01ab", stopID: "1_75403", tripID: "1_604670535", serviceDate: 1_754_809_200_000,
-                                            vehicleID: "1_4361", stopSequence: 5, secondsBefore: 600)
+        var alarm = SidecarAPI.AlarmRequest(
+            userPushID: "01ab", stopID: "1_75403", tripID: "1_604670535", serviceDate: 1_754_809_200_000,
+            vehicleID: "1_4361", stopSequence: 5, secondsBefore: 600)
         alarm.apnsSandbox = true
         let url = try await api.createAlarm(alarm)
         #expect(url.absoluteString == "https://sidecar.example.org/api/v2/regions/1-puget-sound/alarms/Zq1", "the slug is kept verbatim")
-        #expect(Self.body(transport.last) == "user_push_id=01ab&operating_system=ios&stop_id=1_75403&trip_id=1_604670535&service_date=1754809200000"
+        #expect(
+            Self.body(transport.last) == "user_push_id=01ab&operating_system=ios&stop_id=1_75403&trip_id=1_604670535&service_date=1754809200000"
                 + "&stop_sequence=5&seconds_before=600&vehicle_id=1_4361&apns_sandbox=1")
         _ = try await api.registerLiveActivity(activityID: "A1", pushToken: "cc33", stopID: "1_75403", routeShortName: "44", tripHeadsign: "Ballard")
         #expect(transport.last?.url.path == "/api/v2/regions/1/live_activities")
@@ -76,11 +84,13 @@ struct WireTests {
     }
 
     @Test func surveyBodiesAreJSONWithTheAnswersAsAString() async throws {
-        let receipt = SidecarAPI.Answer(status: 201, body: Data(#"{"survey_response":{"id":"r1","user_identifier":"u1","update_path":"/api/v1/survey_responses/r1"}}"#.utf8))
+        let receipt = SidecarAPI.Answer(
+            status: 201, body: Data(#"{"survey_response":{"id":"r1","user_identifier":"u1","update_path":"/api/v1/survey_responses/r1"}}"#.utf8))
         let transport = RecordingHTTPTransport([receipt, SidecarAPI.Answer(status: 200, body: receipt.body)])
         let api = Self.api(transport)
-        let first = try await api.submitSurveyResponse(surveyID: 7, userIdentifier: "u1", stop: .init(stopID: "1_75403", latitude: 47.6, longitude: -122.3),
-                                                       answers: [.init(questionID: 21, questionType: "radio", questionLabel: "How?", answer: "Great")])
+        let first = try await api.submitSurveyResponse(
+            surveyID: 7, userIdentifier: "u1", stop: .init(stopID: "1_75403", latitude: 47.6, longitude: -122.3),
+            answers: [.init(questionID: 21, questionType: "radio", questionLabel: "How?", answer: "Great")])
         #expect(Self.header(transport.last, "Content-Type") == "application/json")
         let sent = try #require(try JSONSerialization.jsonObject(with: transport.last?.body ?? Data()) as? [String: Any])
         #expect(sent["survey_id"] as? Int == 7)

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,13 +38,17 @@ public enum RawHTTPClient {
 
     public static func form(_ fields: [(String, String)]) -> [UInt8] {
         let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-        return Array(fields.map { "\($0.0.addingPercentEncoding(withAllowedCharacters: allowed)!)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }
+        return Array(
+            fields.map {
+                "\($0.0.addingPercentEncoding(withAllowedCharacters: allowed)!)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)"
+            }
             .joined(separator: "&").utf8)
     }
 
     /// Sends a POST with a form body.
     public static func postForm(port: Int, _ target: String, _ fields: [(String, String)], source: String? = nil) async throws -> RawResponse {
-        try await send(port: port, request("POST", target, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: form(fields)), source: source)
+        try await send(
+            port: port, request("POST", target, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: form(fields)), source: source)
     }
 
     /// Sends a POST with a JSON body.
@@ -55,14 +60,17 @@ public enum RawHTTPClient {
     /// and reads until the server closes. With `closeAfterSend`, hangs up
     /// right after writing (a client vanishing mid-body) and returns nil.
     @discardableResult
-    public static func send(port: Int, _ bytes: [UInt8], source: String? = nil, closeAfterSend: Bool = false,
-                            timeoutSeconds: Int = 10) async throws -> RawResponse {
+    public static func send(
+        port: Int, _ bytes: [UInt8], source: String? = nil, closeAfterSend: Bool = false,
+        timeoutSeconds: Int = 10
+    ) async throws -> RawResponse {
         try await offPool {
             try blockingExchange(port: port, bytes: bytes, source: source, closeAfterSend: closeAfterSend, timeoutSeconds: timeoutSeconds)
         }
     }
 
-    private static func blockingExchange(port: Int, bytes: [UInt8], source: String?, closeAfterSend: Bool, timeoutSeconds: Int) throws -> RawResponse {
+    private static func blockingExchange(port: Int, bytes: [UInt8], source: String?, closeAfterSend: Bool, timeoutSeconds: Int) throws -> RawResponse
+    {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawHTTPError.connectFailed(errno) }
         defer { close(fd) }

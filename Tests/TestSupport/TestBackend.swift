@@ -1,6 +1,7 @@
+import Foundation
+
 // The admin connection that creates and drops databases is internal to Database.
 @testable import Database
-import Foundation
 
 /// Which database the suites run against: SQLite files by default, or, with
 /// `SIDECAR_TEST_POSTGRES_URL` set (a role allowed to create databases), a

@@ -10,9 +10,11 @@ import HTTPClient
 enum AdminCommands {
     /// Runs one command; returns the process exit status (0 ok, 1 failed,
     /// 2 usage). Normal output goes to `output`, errors and progress to `errors`.
-    static func run(_ invocation: AdminInvocation, clock: any WallClock = SystemClock(),
-                           output: @escaping @Sendable (String) -> Void = { print($0) },
-                           errors: @escaping @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
+    static func run(
+        _ invocation: AdminInvocation, clock: any WallClock = SystemClock(),
+        output: @escaping @Sendable (String) -> Void = { print($0) },
+        errors: @escaping @Sendable (String) -> Void = { StandardErrorSink().write($0) }
+    ) async -> Int32 {
         guard let command = OperatorCommands.named(invocation.command) else {
             errors("sidecar: error: unknown command '\(invocation.command)'")
             return 2
@@ -36,8 +38,9 @@ enum AdminCommands {
                 return error.exitCode
             }
         }
-        let run = CommandRun(invocation: invocation, opened: database, regions: regions, clock: clock, logger: configuration.makeLogger(),
-                             http: http, output: output, errors: errors)
+        let run = CommandRun(
+            invocation: invocation, opened: database, regions: regions, clock: clock, logger: configuration.makeLogger(),
+            http: http, output: output, errors: errors)
         let status = await report(errors) { try await command.run(run) }
         // Closed before the process exits: SQLite folds its log into the
         // main file, which then holds every row on its own.

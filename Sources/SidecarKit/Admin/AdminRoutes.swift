@@ -53,10 +53,12 @@ struct AdminRoutes: Sendable {
     /// A key without the push scope is refused a send, and the refusal audited.
     func pushScopeRefusal(_ request: Request, _ key: ApiKeyStore.Record) async -> Response? {
         guard key.canPush else {
-            await administration(for: key).record("refused.alert.send", region: nil,
-                                                  target: request.pathParameters["id"].map { "alert \($0)" }, detail: "the key has no push scope")
-            return ErrorStyle.messages.response(status: 403, error: "Forbidden",
-                                                messages: ["This API key may not start sends; create one with --push"])
+            await administration(for: key).record(
+                "refused.alert.send", region: nil,
+                target: request.pathParameters["id"].map { "alert \($0)" }, detail: "the key has no push scope")
+            return ErrorStyle.messages.response(
+                status: 403, error: "Forbidden",
+                messages: ["This API key may not start sends; create one with --push"])
         }
         return nil
     }
@@ -91,8 +93,10 @@ struct AdminRoutes: Sendable {
         return alert
     }
 
-    static let authoringFields = ["header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test",
-                                  "agency_id"]
+    static let authoringFields = [
+        "header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test",
+        "agency_id",
+    ]
 
     static func fields(_ request: Request, _ names: [String]) -> [String: String] {
         var fields: [String: String] = [:]
@@ -130,8 +134,9 @@ struct AdminRoutes: Sendable {
     func setRegion(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let id = try regionID(request, key)
-            let settings = try await administration(for: key).setRegion(id: id, agencyID: request.parameters["agency_id"],
-                                                                          timezone: request.parameters["timezone"])
+            let settings = try await administration(for: key).setRegion(
+                id: id, agencyID: request.parameters["agency_id"],
+                timezone: request.parameters["timezone"])
             return .json(200, AdminJSON.region(try administration.region(id), settings))
         } catch { return failure(error) }
     }
@@ -146,7 +151,8 @@ struct AdminRoutes: Sendable {
 
     func createAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let alert = try await administration(for: key).create(regionID: try regionID(request, key), fields: Self.fields(request, Self.authoringFields))
+            let alert = try await administration(for: key).create(
+                regionID: try regionID(request, key), fields: Self.fields(request, Self.authoringFields))
             return .json(201, AdminJSON.alert(alert))
         } catch { return failure(error) }
     }
@@ -154,15 +160,19 @@ struct AdminRoutes: Sendable {
     func showAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let alert = try await scopedAlert(request, key)
-            return .json(200, AdminJSON.alert(alert, translations: try await store.translations(alertID: alert.id),
-                                              sends: try await store.sends(alertID: alert.id)))
+            return .json(
+                200,
+                AdminJSON.alert(
+                    alert, translations: try await store.translations(alertID: alert.id),
+                    sends: try await store.sends(alertID: alert.id)))
         } catch { return failure(error) }
     }
 
     func editAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let alert = try await scopedAlert(request, key)
-            return .json(200, AdminJSON.alert(try await administration(for: key).edit(id: alert.id, fields: Self.fields(request, Self.authoringFields))))
+            return .json(
+                200, AdminJSON.alert(try await administration(for: key).edit(id: alert.id, fields: Self.fields(request, Self.authoringFields))))
         } catch { return failure(error) }
     }
 
@@ -183,9 +193,10 @@ struct AdminRoutes: Sendable {
     func translate(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let alert = try await scopedAlert(request, key)
-            let translation = try await administration(for: key).translate(id: alert.id, language: request.pathParameters["language"] ?? "",
-                                                                           header: request.parameters["header"],
-                                                                           description: request.parameters["description"])
+            let translation = try await administration(for: key).translate(
+                id: alert.id, language: request.pathParameters["language"] ?? "",
+                header: request.parameters["header"],
+                description: request.parameters["description"])
             return .json(200, AdminJSON.translation(translation, current: translation.sourceVersion))
         } catch { return failure(error) }
     }
@@ -225,8 +236,10 @@ enum AdminJSON {
     static func time(_ seconds: Int64?) -> JSONValue { time(seconds.map { EpochSeconds($0) }) }
 
     static func region(_ region: Region, _ settings: RegionSettings?) -> JSONValue {
-        .object(["id": .integer(Int64(region.id)), "name": .string(region.name),
-                 "agency_id": settings?.agencyID.map(JSONValue.string) ?? .null, "timezone": settings?.timezone.map(JSONValue.string) ?? .null])
+        .object([
+            "id": .integer(Int64(region.id)), "name": .string(region.name),
+            "agency_id": settings?.agencyID.map(JSONValue.string) ?? .null, "timezone": settings?.timezone.map(JSONValue.string) ?? .null,
+        ])
     }
 
     static func alert(_ alert: ServiceAlert, translations: [AlertTranslation]? = nil, sends: [AlertSend]? = nil) -> JSONValue {
@@ -245,23 +258,28 @@ enum AdminJSON {
     }
 
     static func translation(_ translation: AlertTranslation, current: Int) -> JSONValue {
-        .object(["language": .string(translation.language), "header": .string(translation.header),
-                 "description": .string(translation.description), "stale": .bool(translation.sourceVersion != current)])
+        .object([
+            "language": .string(translation.language), "header": .string(translation.header),
+            "description": .string(translation.description), "stale": .bool(translation.sourceVersion != current),
+        ])
     }
 
     static func send(_ send: AlertSend) -> JSONValue {
-        .object(["id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.status),
-                 "targeted": .integer(Int64(send.targeted)), "delivered": .integer(Int64(send.delivered)),
-                 "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)), "pending": .integer(Int64(send.pending)),
-                 "last_error": send.lastError.map(JSONValue.string) ?? .null, "audience_size": .integer(Int64(send.audienceSize)),
-                 "started_at": time(send.startedAt), "finished_at": time(send.finishedAt)])
+        .object([
+            "id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.status),
+            "targeted": .integer(Int64(send.targeted)), "delivered": .integer(Int64(send.delivered)),
+            "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)), "pending": .integer(Int64(send.pending)),
+            "last_error": send.lastError.map(JSONValue.string) ?? .null, "audience_size": .integer(Int64(send.audienceSize)),
+            "started_at": time(send.startedAt), "finished_at": time(send.finishedAt),
+        ])
     }
 }
 
 extension AdminRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(administration: context.administration, keys: context.stores.apiKeys, store: context.stores.alerts, sends: context.alertSends,
-                  clock: context.clock, logger: context.logger, resumesSends: context.configuration.runsSendResumer)
+        self.init(
+            administration: context.administration, keys: context.stores.apiKeys, store: context.stores.alerts, sends: context.alertSends,
+            clock: context.clock, logger: context.logger, resumesSends: context.configuration.runsSendResumer)
     }
 
     /// Resumes sends whose runner died or stopped.

@@ -76,8 +76,9 @@ struct AlertAdministration: Sendable {
         if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
         if let zone { settings.timezone = zone }
         try await store.setRegionSettings(settings)
-        await record("region.set", region: id, target: "region \(id)",
-                     detail: Self.summary(["agency_id": agencyID, "timezone": timezone].compactMapValues { $0 }))
+        await record(
+            "region.set", region: id, target: "region \(id)",
+            detail: Self.summary(["agency_id": agencyID, "timezone": timezone].compactMapValues { $0 }))
         return settings
     }
 
@@ -89,9 +90,10 @@ struct AlertAdministration: Sendable {
         if name.lowercased() == "none" { return .success(nil) }
         if ZoneInfo.named(name, directory: directory) != nil { return .success(name) }
         let hint = ZoneCatalog.nearest(to: name, directory: directory).map { "; the nearest name in the tz database is \($0)" } ?? ""
-        return .failure(ValidationFailure([
-            "timezone '\(name.prefix(64))' is not a zone of the tz database (use a name such as America/Los_Angeles, or none to clear it)\(hint)",
-        ]))
+        return .failure(
+            ValidationFailure([
+                "timezone '\(name.prefix(64))' is not a zone of the tz database (use a name such as America/Los_Angeles, or none to clear it)\(hint)"
+            ]))
     }
 
     /// Creates a draft alert from authoring fields (`header`, `description`,
@@ -106,9 +108,10 @@ struct AlertAdministration: Sendable {
         if agency == nil {
             messages.append("agency_id is required: set the region's with 'sidecar region set --id \(regionID) --agency-id ID' or give one")
         }
-        var alert = ServiceAlert(id: 0, regionID: regionID, agencyID: agency ?? "", header: "", description: "", url: nil,
-                                 cause: .unknownCause, effect: .unknownEffect, severity: .warning, startsAt: 0, endsAt: nil,
-                                 published: false, test: false, sourceVersion: 1, createdAt: now, updatedAt: now)
+        var alert = ServiceAlert(
+            id: 0, regionID: regionID, agencyID: agency ?? "", header: "", description: "", url: nil,
+            cause: .unknownCause, effect: .unknownEffect, severity: .warning, startsAt: 0, endsAt: nil,
+            published: false, test: false, sourceVersion: 1, createdAt: now, updatedAt: now)
         messages += AlertInputRules.apply(fields, to: &alert).filter { !messages.contains($0) }
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         let created = try await store.create(alert)
@@ -162,10 +165,11 @@ struct AlertAdministration: Sendable {
         let primary = tag.lowercased().split(whereSeparator: { $0 == "-" || $0 == "_" }).first.map(String.init)
         if primary == "en" { return .failure(ValidationFailure(["English is the alert's own text; edit the alert instead"])) }
         guard tag.count <= 35, let language = catalog.normalize(tag) else {
-            return .failure(ValidationFailure([
-                "language '\(tag.prefix(35))' is not one riders' phones can be matched to; use a tag of the translation catalog "
-                    + "(\(catalog.languages.joined(separator: ", "))) or one that normalises to it, such as es-MX or zh-TW",
-            ]))
+            return .failure(
+                ValidationFailure([
+                    "language '\(tag.prefix(35))' is not one riders' phones can be matched to; use a tag of the translation catalog "
+                        + "(\(catalog.languages.joined(separator: ", "))) or one that normalises to it, such as es-MX or zh-TW"
+                ]))
         }
         return .success(language)
     }
@@ -185,8 +189,9 @@ struct AlertAdministration: Sendable {
         }
         guard let header = header?.presence else { throw AdministrationError.invalid(messages + ["Header can't be blank"]) }
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
-        let translation = try await store.translate(alertID: id, language: languageTag, header: header,
-                                                    description: description?.trimmingWhitespace() ?? "", now: now)
+        let translation = try await store.translate(
+            alertID: id, language: languageTag, header: header,
+            description: description?.trimmingWhitespace() ?? "", now: now)
         cache?.invalidate(regionID: alert.regionID)
         await record("alert.translate", region: alert.regionID, target: "alert \(id)", detail: "language=\(languageTag); header=\(header)")
         return translation

@@ -38,7 +38,8 @@ struct ApiKeyStore: Sendable {
         let key = "sidecar_" + Base64URL.encode(SecureRandom.bytes(32))
         let prefix = String(key.prefix(14))
         let id = try await database.write { connection in
-            try connection.queryOne("""
+            try connection.queryOne(
+                """
                 INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push) VALUES (\(name), \(prefix), \(Self.hash(key)), \(now), \(ConsoleStore.encodeRegions(regions)), \(canPush ? 1 : 0)) RETURNING id
                 """)?.int("id") ?? 0
         }
@@ -48,9 +49,11 @@ struct ApiKeyStore: Sendable {
     /// The live key matching a presented bearer token, if any.
     func verify(_ presented: String, now: Int64) async throws -> Record? {
         let digest = Self.hash(presented)
-        guard let record = try await database.read({ connection in
-            try connection.queryOne("SELECT * FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL").map(Self.record)
-        }) else { return nil }
+        guard
+            let record = try await database.read({ connection in
+                try connection.queryOne("SELECT * FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL").map(Self.record)
+            })
+        else { return nil }
         if (record.lastUsedAt ?? 0) < now - 60 {
             _ = try? await database.write { connection in
                 try connection.execute("UPDATE api_keys SET last_used_at = \(now) WHERE id = \(record.id)")
@@ -74,9 +77,10 @@ struct ApiKeyStore: Sendable {
     }
 
     static func record(_ row: Row) throws -> Record {
-        Record(id: try row.int("id"), name: try row.string("name"), prefix: try row.string("prefix"),
-               createdAt: try row.int("created_at"), lastUsedAt: try row.optionalInt("last_used_at"), revokedAt: try row.optionalInt("revoked_at"),
-               regions: ConsoleStore.decodeRegions(try row.optionalString("regions")), canPush: try row.bool("can_push"))
+        Record(
+            id: try row.int("id"), name: try row.string("name"), prefix: try row.string("prefix"),
+            createdAt: try row.int("created_at"), lastUsedAt: try row.optionalInt("last_used_at"), revokedAt: try row.optionalInt("revoked_at"),
+            regions: ConsoleStore.decodeRegions(try row.optionalString("regions")), canPush: try row.bool("can_push"))
     }
 
 }
@@ -84,20 +88,24 @@ struct ApiKeyStore: Sendable {
 extension ApiKeyStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("ApiKeyStore", [
-        3: [
-            .table("api_keys", withID: true, """
-                name TEXT NOT NULL,
-                prefix TEXT NOT NULL,
-                key_hash TEXT NOT NULL UNIQUE,
-                created_at BIGINT NOT NULL,
-                last_used_at BIGINT,
-                revoked_at BIGINT
-                """),
-        ],
-        14: [
-            .same("ALTER TABLE api_keys ADD COLUMN regions TEXT"),
-            .same("ALTER TABLE api_keys ADD COLUMN can_push BIGINT NOT NULL DEFAULT 1"),
-        ],
-    ])
+    static let schema = Schema(
+        "ApiKeyStore",
+        [
+            3: [
+                .table(
+                    "api_keys", withID: true,
+                    """
+                    name TEXT NOT NULL,
+                    prefix TEXT NOT NULL,
+                    key_hash TEXT NOT NULL UNIQUE,
+                    created_at BIGINT NOT NULL,
+                    last_used_at BIGINT,
+                    revoked_at BIGINT
+                    """)
+            ],
+            14: [
+                .same("ALTER TABLE api_keys ADD COLUMN regions TEXT"),
+                .same("ALTER TABLE api_keys ADD COLUMN can_push BIGINT NOT NULL DEFAULT 1"),
+            ],
+        ])
 }

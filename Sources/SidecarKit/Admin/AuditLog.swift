@@ -32,7 +32,8 @@ struct AuditLog: Sendable {
         let detail = detail.map { $0.count > Self.detailLimit ? String($0.prefix(Self.detailLimit)) + "…" : $0 }
         do {
             _ = try await database.write { connection in
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO audit_log (at, actor, action, region_id, target, detail) VALUES (\(now), \(actor), \(action), \(regionID.map { .integer(Int64($0)) } ?? SQLValue.null), \(target.map(SQLValue.text) ?? SQLValue.null), \(detail.map(SQLValue.text) ?? SQLValue.null))
                     """)
             }
@@ -55,8 +56,10 @@ struct AuditLog: Sendable {
         let query = sql, values = parameters
         return try await database.read { connection in
             try connection.query(query, values).map { row in
-                Entry(id: try row.int("id"), at: try row.int("at"), actor: try row.string("actor"), action: try row.string("action"),
-                      regionID: try row.optionalInt("region_id").map { Int($0) }, target: try row.optionalString("target"), detail: try row.optionalString("detail"))
+                Entry(
+                    id: try row.int("id"), at: try row.int("at"), actor: try row.string("actor"), action: try row.string("action"),
+                    regionID: try row.optionalInt("region_id").map { Int($0) }, target: try row.optionalString("target"),
+                    detail: try row.optionalString("detail"))
             }
         }
     }
@@ -65,17 +68,21 @@ struct AuditLog: Sendable {
 extension AuditLog {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("AuditLog", [
-        14: [
-            .table("audit_log", withID: true, """
-                at BIGINT NOT NULL,
-                actor TEXT NOT NULL,
-                action TEXT NOT NULL,
-                region_id BIGINT,
-                target TEXT,
-                detail TEXT
-                """),
-            .same("CREATE INDEX audit_log_region ON audit_log (region_id, id)"),
-        ],
-    ])
+    static let schema = Schema(
+        "AuditLog",
+        [
+            14: [
+                .table(
+                    "audit_log", withID: true,
+                    """
+                    at BIGINT NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    region_id BIGINT,
+                    target TEXT,
+                    detail TEXT
+                    """),
+                .same("CREATE INDEX audit_log_region ON audit_log (region_id, id)"),
+            ]
+        ])
 }

@@ -88,13 +88,15 @@ struct AlarmChecker: Sendable {
         let elapsed = ContinuousClock.now - started
         onCycle?(report, elapsed.seconds)
         if report.checked > 0 {
-            logger.info("alarm cycle", [
-                ("checked", String(report.checked)), ("stop_requests", String(report.stopRequests)),
-                ("trip_requests", String(report.tripRequests)), ("fired", String(report.fired)), ("expired", String(report.expired)),
-                ("reaped", String(report.reaped)), ("waiting", String(report.waiting)), ("not_found", String(report.notFound)),
-                ("transient", String(report.transient)), ("push_failures", String(report.pushFailures)),
-                ("duration_ms", String(elapsed.wholeMilliseconds)),
-            ])
+            logger.info(
+                "alarm cycle",
+                [
+                    ("checked", String(report.checked)), ("stop_requests", String(report.stopRequests)),
+                    ("trip_requests", String(report.tripRequests)), ("fired", String(report.fired)), ("expired", String(report.expired)),
+                    ("reaped", String(report.reaped)), ("waiting", String(report.waiting)), ("not_found", String(report.notFound)),
+                    ("transient", String(report.transient)), ("push_failures", String(report.pushFailures)),
+                    ("duration_ms", String(elapsed.wholeMilliseconds)),
+                ])
         }
         return report
     }
@@ -128,18 +130,27 @@ struct AlarmChecker: Sendable {
                 switch decision {
                 case .wait:
                     report.waiting += 1
-                    updates.append(.reschedule(id: alarm.id, failureCount: 0,
-                                               nextCheckAt: AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: seconds,
-                                                                                 secondsBefore: alarm.secondsBefore, intervalSeconds: interval),
-                                               departureEstimate: departure))
+                    updates.append(
+                        .reschedule(
+                            id: alarm.id, failureCount: 0,
+                            nextCheckAt: AlarmRules.nextCheck(
+                                nowMillis: now, secondsUntilDeparture: seconds,
+                                secondsBefore: alarm.secondsBefore, intervalSeconds: interval),
+                            departureEstimate: departure))
                 case .expire:
                     // Said at info: an operator asked why a rider got no
                     // alarm finds the reason (never the device's token).
                     report.expired += 1
-                    logger.info("alarm dropped without a push", [
-                        ("alarm", String(alarm.id)), ("region", String(alarm.regionID)), ("stop", alarm.stopID ?? "-"), ("trip", alarm.tripID ?? "-"),
-                        ("reason", "the bus left \(-seconds) s before this check, so the alarm \(alarm.secondsBefore) s before departure can no longer be on time"),
-                    ])
+                    logger.info(
+                        "alarm dropped without a push",
+                        [
+                            ("alarm", String(alarm.id)), ("region", String(alarm.regionID)), ("stop", alarm.stopID ?? "-"),
+                            ("trip", alarm.tripID ?? "-"),
+                            (
+                                "reason",
+                                "the bus left \(-seconds) s before this check, so the alarm \(alarm.secondsBefore) s before departure can no longer be on time"
+                            ),
+                        ])
                     updates.append(.delete(id: alarm.id))
                 case .fire:
                     if fired.contains(alarm.id) {
@@ -151,8 +162,13 @@ struct AlarmChecker: Sendable {
                         var firing = alarm
                         if firing.stopSequence == nil { firing.stopSequence = stopSequence }
                         // No use after the bus left: APNs and FCM drop it then.
-                        toFire.append((firing, AlarmRules.firingMessage(route: route, headsign: headsign, secondsUntilDeparture: seconds,
-                                                                        stored: alarm.message), now / 1000 + max(seconds, 1)))
+                        toFire.append(
+                            (
+                                firing,
+                                AlarmRules.firingMessage(
+                                    route: route, headsign: headsign, secondsUntilDeparture: seconds,
+                                    stored: alarm.message), now / 1000 + max(seconds, 1)
+                            ))
                     }
                 }
             case .notFound:
@@ -161,10 +177,13 @@ struct AlarmChecker: Sendable {
                 let streak = AlarmRules.streak(after: .notFound, previous: alarm.failureCount)
                 if streak >= AlarmRules.reapAfterFailures {
                     report.reaped += 1
-                    logger.info("alarm dropped without a push", [
-                        ("alarm", String(alarm.id)), ("region", String(alarm.regionID)), ("stop", alarm.stopID ?? "-"), ("trip", alarm.tripID ?? "-"),
-                        ("reason", "OneBusAway did not know the trip at this stop in \(streak) checks in a row"),
-                    ])
+                    logger.info(
+                        "alarm dropped without a push",
+                        [
+                            ("alarm", String(alarm.id)), ("region", String(alarm.regionID)), ("stop", alarm.stopID ?? "-"),
+                            ("trip", alarm.tripID ?? "-"),
+                            ("reason", "OneBusAway did not know the trip at this stop in \(streak) checks in a row"),
+                        ])
                     updates.append(.delete(id: alarm.id))
                 } else {
                     updates.append(.reschedule(id: alarm.id, failureCount: streak, nextCheckAt: now + interval * 1000, departureEstimate: nil))
@@ -172,13 +191,17 @@ struct AlarmChecker: Sendable {
             case .transient:
                 report.transient += 1
                 note(alarm, "transient")
-                updates.append(.reschedule(id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
-                                           departureEstimate: nil))
+                updates.append(
+                    .reschedule(
+                        id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
+                        departureEstimate: nil))
             }
         }
         for (stop, counts) in decisions {
-            logger.debug("alarm stop checked", [("region", String(stop.regionID)), ("stop", stop.stopID ?? "-")]
-                         + counts.sorted { $0.key < $1.key }.map { ($0.key, String($0.value)) })
+            logger.debug(
+                "alarm stop checked",
+                [("region", String(stop.regionID)), ("stop", stop.stopID ?? "-")]
+                    + counts.sorted { $0.key < $1.key }.map { ($0.key, String($0.value)) })
         }
         var deadTokens: [String] = []
         if let transport, !toFire.isEmpty {
@@ -201,8 +224,10 @@ struct AlarmChecker: Sendable {
                     updates.append(.delete(id: alarm.id))
                 case .transient:
                     report.pushFailures += 1
-                    updates.append(.reschedule(id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
-                                               departureEstimate: nil))
+                    updates.append(
+                        .reschedule(
+                            id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
+                            departureEstimate: nil))
                 }
             }
         }
@@ -245,21 +270,32 @@ struct AlarmChecker: Sendable {
         }
         for alarm in lookupable {
             if let entry = Self.match(alarm, in: stopResponse.entry.arrivalsAndDepartures), let departure = entry.effectiveDepartureTime {
-                verdicts.append((alarm, .found(departure: departure, currentTime: stopResponse.currentTime,
-                                               route: AlarmRules.routeName(of: entry, references: stopResponse.references),
-                                               headsign: entry.tripHeadsign, stopSequence: entry.stopSequence)))
+                verdicts.append(
+                    (
+                        alarm,
+                        .found(
+                            departure: departure, currentTime: stopResponse.currentTime,
+                            route: AlarmRules.routeName(of: entry, references: stopResponse.references),
+                            headsign: entry.tripHeadsign, stopSequence: entry.stopSequence)
+                    ))
                 continue
             }
             // Outside the window (or gone): ask about the trip itself.
             tripRequests += 1
             do {
-                let response = try await oba.arrivalAndDeparture(region: region, stopID: stopID, tripID: alarm.tripID!,
-                                                                 serviceDate: alarm.serviceDate!, vehicleID: alarm.vehicleID,
-                                                                 stopSequence: alarm.stopSequence)
+                let response = try await oba.arrivalAndDeparture(
+                    region: region, stopID: stopID, tripID: alarm.tripID!,
+                    serviceDate: alarm.serviceDate!, vehicleID: alarm.vehicleID,
+                    stopSequence: alarm.stopSequence)
                 if let departure = response.entry.effectiveDepartureTime {
-                    verdicts.append((alarm, .found(departure: departure, currentTime: response.currentTime,
-                                                   route: AlarmRules.routeName(of: response.entry, references: response.references),
-                                                   headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence)))
+                    verdicts.append(
+                        (
+                            alarm,
+                            .found(
+                                departure: departure, currentTime: response.currentTime,
+                                route: AlarmRules.routeName(of: response.entry, references: response.references),
+                                headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence)
+                        ))
                 } else {
                     verdicts.append((alarm, .notFound))
                 }

@@ -42,16 +42,18 @@ struct AlarmRequest: Sendable, Equatable {
         }
         messages += FieldLimits.check([
             ("Push identifier", userPushID, FieldLimits.token), ("Stop", parameters.identifier("stop_id"), FieldLimits.identifier),
-            ("Trip", parameters.identifier("trip_id"), FieldLimits.identifier), ("Vehicle", parameters.identifier("vehicle_id"), FieldLimits.identifier),
+            ("Trip", parameters.identifier("trip_id"), FieldLimits.identifier),
+            ("Vehicle", parameters.identifier("vehicle_id"), FieldLimits.identifier),
         ])
         guard messages.isEmpty, let userPushID, let operatingSystem else { return .failure(ValidationFailure(messages)) }
-        return .success(AlarmRequest(
-            userPushID: userPushID, operatingSystem: operatingSystem,
-            apnsSandbox: version == .v2 && ApnsSandbox.flag(parameters["apns_sandbox"], operatingSystem: operatingSystem),
-            stopID: parameters.identifier("stop_id")?.presence, tripID: parameters.identifier("trip_id")?.presence,
-            serviceDate: integer(parameters["service_date"]), vehicleID: parameters.identifier("vehicle_id")?.presence,
-            stopSequence: integer(parameters["stop_sequence"]).flatMap { Int(exactly: $0) },
-            secondsBefore: AlarmRules.secondsBefore(parameters["seconds_before"])))
+        return .success(
+            AlarmRequest(
+                userPushID: userPushID, operatingSystem: operatingSystem,
+                apnsSandbox: version == .v2 && ApnsSandbox.flag(parameters["apns_sandbox"], operatingSystem: operatingSystem),
+                stopID: parameters.identifier("stop_id")?.presence, tripID: parameters.identifier("trip_id")?.presence,
+                serviceDate: integer(parameters["service_date"]), vehicleID: parameters.identifier("vehicle_id")?.presence,
+                stopSequence: integer(parameters["stop_sequence"]).flatMap { Int(exactly: $0) },
+                secondsBefore: AlarmRules.secondsBefore(parameters["seconds_before"])))
     }
 
     /// An integer parameter: digits, or a number with no fractional part

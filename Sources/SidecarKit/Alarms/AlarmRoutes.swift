@@ -27,8 +27,10 @@ struct AlarmRoutes: Sendable {
                 Route("POST", "/api/v\(version.rawValue)/regions/:region/alarms", errorStyle: .messages, throttle: limits.alarms) { request in
                     await create(request, version: version)
                 },
-                Route("DELETE", "/api/v\(version.rawValue)/regions/:region/alarms/:token", errorStyle: .messages, throttle: limits.alarms,
-                      parsesParameters: false) { request in
+                Route(
+                    "DELETE", "/api/v\(version.rawValue)/regions/:region/alarms/:token", errorStyle: .messages, throttle: limits.alarms,
+                    parsesParameters: false
+                ) { request in
                     await delete(request)
                 },
             ]
@@ -68,22 +70,27 @@ struct AlarmRoutes: Sendable {
             // decoder requires: take it from the arrival when not sent.
             if alarm.stopSequence == nil { alarm.stopSequence = composed.stopSequence }
             if version == .v1, composed.estimate == nil, composed.failure != nil {
-                return ErrorStyle.messages.response(status: 502, error: Self.summary,
-                                                    messages: ["The arrival could not be looked up on the OneBusAway server"])
-                    .logging(log.0, log.1)
+                return ErrorStyle.messages.response(
+                    status: 502, error: Self.summary,
+                    messages: ["The arrival could not be looked up on the OneBusAway server"]
+                )
+                .logging(log.0, log.1)
             }
             let now = clock.now().epochMillis
             var token = SecureToken.urlSafe()
             for attempt in 1...3 {
                 do {
-                    try await store.insert(AlarmStore.NewAlarm(
-                        token: token, regionID: region.id, apiVersion: version, request: alarm,
-                        message: composed.message, departureEstimate: composed.estimate, nowMillis: now),
-                                           maxPerDevice: limits.maxAlarmsPerDevice)
+                    try await store.insert(
+                        AlarmStore.NewAlarm(
+                            token: token, regionID: region.id, apiVersion: version, request: alarm,
+                            message: composed.message, departureEstimate: composed.estimate, nowMillis: now),
+                        maxPerDevice: limits.maxAlarmsPerDevice)
                     break
                 } catch AlarmStoreError.tooManyPending(let limit) {
-                    return ErrorStyle.messages.response(status: 422, error: Self.summary,
-                                                        messages: ["This device already has \(limit) alarms waiting"]).logging(log.0, log.1)
+                    return ErrorStyle.messages.response(
+                        status: 422, error: Self.summary,
+                        messages: ["This device already has \(limit) alarms waiting"]
+                    ).logging(log.0, log.1)
                 } catch AlarmStoreError.duplicate where attempt < 3 {
                     // A concurrent identical v1 POST won: answer with its URL.
                     if version == .v1, let existing = try await findV1(alarm, region: region) {
@@ -99,8 +106,9 @@ struct AlarmRoutes: Sendable {
                 // used to register devices faster than that route allows; over
                 // budget, the alarm is still created.
                 do {
-                    try await pushRegistrations.touch(regionID: region.id, token: alarm.userPushID,
-                                                      operatingSystem: alarm.operatingSystem, now: clock.now())
+                    try await pushRegistrations.touch(
+                        regionID: region.id, token: alarm.userPushID,
+                        operatingSystem: alarm.operatingSystem, now: clock.now())
                 } catch {
                     logger.error("push registration refresh after alarm creation failed", [log, ("error", "\(error)")])
                 }
@@ -113,21 +121,26 @@ struct AlarmRoutes: Sendable {
     }
 
     private func findV1(_ alarm: AlarmRequest, region: Region) async throws -> Alarm? {
-        try await store.findV1(regionID: region.id, userPushID: alarm.userPushID, tripID: alarm.tripID,
-                               stopID: alarm.stopID, serviceDate: alarm.serviceDate)
+        try await store.findV1(
+            regionID: region.id, userPushID: alarm.userPushID, tripID: alarm.tripID,
+            stopID: alarm.stopID, serviceDate: alarm.serviceDate)
     }
 
     /// §5.2: the message is composed now, from an arrival lookup.
     private func composeMessage(_ alarm: AlarmRequest, region: Region)
-        async -> (message: String, estimate: EpochMillis?, failure: OBAError?, stopSequence: Int?) {
+        async -> (message: String, estimate: EpochMillis?, failure: OBAError?, stopSequence: Int?)
+    {
         guard let stopID = alarm.stopID, let tripID = alarm.tripID, let serviceDate = alarm.serviceDate else {
             return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, .notFound, nil)
         }
         do {
-            let response = try await oba.arrivalAndDeparture(region: region, stopID: stopID, tripID: tripID, serviceDate: serviceDate,
-                                                             vehicleID: alarm.vehicleID, stopSequence: alarm.stopSequence)
-            return (AlarmRules.message(for: response.entry, references: response.references, secondsBefore: alarm.secondsBefore),
-                    response.entry.effectiveDepartureTime, nil, response.entry.stopSequence)
+            let response = try await oba.arrivalAndDeparture(
+                region: region, stopID: stopID, tripID: tripID, serviceDate: serviceDate,
+                vehicleID: alarm.vehicleID, stopSequence: alarm.stopSequence)
+            return (
+                AlarmRules.message(for: response.entry, references: response.references, secondsBefore: alarm.secondsBefore),
+                response.entry.effectiveDepartureTime, nil, response.entry.stopSequence
+            )
         } catch {
             logger.info("alarm arrival lookup failed at creation", [("region", String(region.id)), ("reason", "\(error)")])
             return (AlarmRules.genericMessage(secondsBefore: alarm.secondsBefore), nil, error, nil)
@@ -152,13 +165,15 @@ extension AlarmRoutes: Feature {
     init(_ context: FeatureContext) {
         var onCycle: (@Sendable (AlarmChecker.CycleReport, Double) -> Void)?
         if let metrics = context.metrics { onCycle = { report, seconds in metrics.observe(alarmCycle: report, seconds: seconds) } }
-        self.init(store: context.stores.alarms, pushRegistrations: context.stores.pushRegistrations, regions: context.regions, oba: context.oba,
-                  clock: context.clock, logger: context.logger, publicURL: context.publicURL, limits: context.limits,
-                  checker: AlarmChecker(store: context.stores.alarms, regions: context.regions, oba: context.oba, transport: context.transport,
-                                        pushRegistrations: context.stores.pushRegistrations, clock: context.clock, logger: context.logger,
-                                        intervalSeconds: context.configuration.alarmCheckIntervalSeconds, stop: context.stop,
-                                        onCycle: onCycle),
-                  runsChecker: context.configuration.runsAlarmChecker)
+        self.init(
+            store: context.stores.alarms, pushRegistrations: context.stores.pushRegistrations, regions: context.regions, oba: context.oba,
+            clock: context.clock, logger: context.logger, publicURL: context.publicURL, limits: context.limits,
+            checker: AlarmChecker(
+                store: context.stores.alarms, regions: context.regions, oba: context.oba, transport: context.transport,
+                pushRegistrations: context.stores.pushRegistrations, clock: context.clock, logger: context.logger,
+                intervalSeconds: context.configuration.alarmCheckIntervalSeconds, stop: context.stop,
+                onCycle: onCycle),
+            runsChecker: context.configuration.runsAlarmChecker)
     }
 
     /// The alarm checker: every interval, the due alarms against OneBusAway.

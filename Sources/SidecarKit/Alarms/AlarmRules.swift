@@ -174,8 +174,9 @@ enum AlarmRules {
         ])
         let platform = alarm.operatingSystem
         let data: JSONValue = platform == .ios ? payload : .string(String(decoding: payload.encoded(), as: UTF8.self))
-        var message = PushMessage(token: alarm.userPushID, platform: platform, apnsSandbox: alarm.apnsSandbox,
-                                  title: "OneBusAway", body: text ?? alarm.message, data: ["arrival_and_departure": data])
+        var message = PushMessage(
+            token: alarm.userPushID, platform: platform, apnsSandbox: alarm.apnsSandbox,
+            title: "OneBusAway", body: text ?? alarm.message, data: ["arrival_and_departure": data])
         // The rider asked to be woken for the bus: sound, and through Focus.
         message.attention = .timeSensitive
         if let expiresAt { message.expiration = expiresAt }

@@ -45,7 +45,8 @@ struct AlarmStore: Sendable {
                 let pending = try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE user_push_id = \(request.userPushID)")?.int("n") ?? 0
                 if pending >= maxPerDevice { throw AlarmStoreError.tooManyPending(limit: maxPerDevice) }
             }
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_system, apns_sandbox, stop_id, trip_id,
                     service_date, vehicle_id, stop_sequence, seconds_before, message, failure_count, departure_estimate, next_check_at, created_at)
                 VALUES (\(alarm.token), \(Int64(alarm.regionID)), \(alarm.apiVersion.rawValue), \(request.userPushID), \(request.operatingSystem), \(request.apnsSandbox), \(request.stopID), \(request.tripID), \(request.serviceDate), \(request.vehicleID), \(request.stopSequence), \(Int64(request.secondsBefore)), \(alarm.message), 0, \(alarm.departureEstimate), \(alarm.nowMillis), \(alarm.nowMillis))
@@ -56,10 +57,12 @@ struct AlarmStore: Sendable {
     /// The v1 alarm with this identity (§5.1 idempotency), if any.
     func findV1(regionID: Int, userPushID: String, tripID: String?, stopID: String?, serviceDate: Int64?) async throws -> Alarm? {
         try await database.read { connection in
-            try connection.queryOne("""
+            try connection.queryOne(
+                """
                 SELECT \(raw: Self.columns) FROM alarms WHERE api_version = 1 AND region_id = \(Int64(regionID)) AND user_push_id = \(userPushID)
                     AND COALESCE(trip_id, '') = \(tripID ?? "") AND COALESCE(stop_id, '') = \(stopID ?? "") AND COALESCE(service_date, -1) = \(serviceDate ?? -1)
-                """).map(Self.alarm)
+                """
+            ).map(Self.alarm)
         }
     }
 
@@ -88,13 +91,15 @@ struct AlarmStore: Sendable {
     func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [Alarm] {
         let skipLocked = database.dialect.skipLocked
         return try await database.write { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE alarms SET claimed_until = \(nowMillis + Self.claimMillis) WHERE id IN (
                     SELECT id FROM alarms WHERE next_check_at <= \(cutoffMillis) AND (claimed_until IS NULL OR claimed_until <= \(nowMillis))
                     ORDER BY region_id, stop_id, id LIMIT \(Int64(limit))\(raw: skipLocked))
                 RETURNING \(raw: Self.columns)
-                """)
-                .map(Self.alarm)
+                """
+            )
+            .map(Self.alarm)
         }
     }
 
@@ -117,10 +122,14 @@ struct AlarmStore: Sendable {
 
     /// Devices' tokens for which `unbound(column)` holds (the relay's
     /// condition on the token column), a page at a time.
-    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(token: String, platform: PushPlatform)] {
-        try connection.query("""
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(
+        token: String, platform: PushPlatform
+    )] {
+        try connection.query(
+            """
             SELECT DISTINCT user_push_id, operating_system FROM alarms a WHERE \(unbound("a.user_push_id")) LIMIT \(limit)
-            """).map { (try $0.string("user_push_id"), PushPlatform(rawValue: try $0.string("operating_system")) ?? .ios) }
+            """
+        ).map { (try $0.string("user_push_id"), PushPlatform(rawValue: try $0.string("operating_system")) ?? .ios) }
     }
 
     /// What one check decided for one alarm.
@@ -137,7 +146,8 @@ struct AlarmStore: Sendable {
             for update in updates {
                 switch update {
                 case .reschedule(let id, let failureCount, let nextCheckAt, let departureEstimate):
-                    try connection.execute("""
+                    try connection.execute(
+                        """
                         UPDATE alarms SET failure_count = \(Int64(failureCount)), next_check_at = \(nextCheckAt), departure_estimate = COALESCE(\(departureEstimate), departure_estimate),
                             claimed_until = NULL
                         WHERE id = \(id)
@@ -158,15 +168,16 @@ struct AlarmStore: Sendable {
     }
 
     static func alarm(_ row: Row) throws -> Alarm {
-        Alarm(id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
-              apiVersion: try Self.apiVersion(row), userPushID: try row.string("user_push_id"),
-              operatingSystem: try row.platform("operating_system"), apnsSandbox: try row.bool("apns_sandbox"),
-              stopID: try row.optionalString("stop_id"), tripID: try row.optionalString("trip_id"), serviceDate: try row.optionalInt("service_date"),
-              vehicleID: try row.optionalString("vehicle_id"), stopSequence: try row.optionalInt("stop_sequence").map(Int.init),
-              secondsBefore: Int(try row.optionalInt("seconds_before") ?? Int64(AlarmRules.defaultSecondsBefore)),
-              message: try row.string("message"), failureCount: Int(try row.int("failure_count")),
-              departureEstimate: try row.optionalMillis("departure_estimate"), nextCheckAt: try row.int("next_check_at"),
-              createdAt: try row.int("created_at"))
+        Alarm(
+            id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
+            apiVersion: try Self.apiVersion(row), userPushID: try row.string("user_push_id"),
+            operatingSystem: try row.platform("operating_system"), apnsSandbox: try row.bool("apns_sandbox"),
+            stopID: try row.optionalString("stop_id"), tripID: try row.optionalString("trip_id"), serviceDate: try row.optionalInt("service_date"),
+            vehicleID: try row.optionalString("vehicle_id"), stopSequence: try row.optionalInt("stop_sequence").map(Int.init),
+            secondsBefore: Int(try row.optionalInt("seconds_before") ?? Int64(AlarmRules.defaultSecondsBefore)),
+            message: try row.string("message"), failureCount: Int(try row.int("failure_count")),
+            departureEstimate: try row.optionalMillis("departure_estimate"), nextCheckAt: try row.int("next_check_at"),
+            createdAt: try row.int("created_at"))
     }
 
 }
@@ -183,41 +194,46 @@ enum AlarmStoreError: Error, Equatable {
 extension AlarmStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("AlarmStore", [
-        2: [
-            .table("alarms", withID: true, """
-                token TEXT NOT NULL UNIQUE,
-                region_id BIGINT NOT NULL,
-                api_version BIGINT NOT NULL,
-                user_push_id TEXT NOT NULL,
-                operating_system TEXT NOT NULL,
-                apns_sandbox BIGINT NOT NULL DEFAULT 0,
-                stop_id TEXT,
-                trip_id TEXT,
-                service_date BIGINT,
-                vehicle_id TEXT,
-                stop_sequence BIGINT,
-                seconds_before BIGINT NOT NULL,
-                message TEXT NOT NULL,
-                failure_count BIGINT NOT NULL DEFAULT 0,
-                departure_estimate BIGINT,
-                next_check_at BIGINT NOT NULL,
-                created_at BIGINT NOT NULL
-                """),
-            .same("CREATE INDEX alarms_next_check ON alarms (next_check_at)"),
-            .same("CREATE INDEX alarms_region_token ON alarms (region_id, token)"),
-            .same("CREATE INDEX alarms_stop_due ON alarms (region_id, stop_id, next_check_at)"),
-            .same("""
-                CREATE UNIQUE INDEX alarms_v1_identity ON alarms (region_id, user_push_id, COALESCE(trip_id, ''), COALESCE(stop_id, ''),
-                                COALESCE(service_date, -1)) WHERE api_version = 1
-                """),
-        ],
-        8: [
-            .same("CREATE INDEX alarms_user_push_id ON alarms (user_push_id)"),
-        ],
-        9: [
-            .same("ALTER TABLE alarms ADD COLUMN claimed_until BIGINT"),
-            .same("CREATE INDEX alarms_due_unclaimed ON alarms (next_check_at, region_id, stop_id)"),
-        ],
-    ])
+    static let schema = Schema(
+        "AlarmStore",
+        [
+            2: [
+                .table(
+                    "alarms", withID: true,
+                    """
+                    token TEXT NOT NULL UNIQUE,
+                    region_id BIGINT NOT NULL,
+                    api_version BIGINT NOT NULL,
+                    user_push_id TEXT NOT NULL,
+                    operating_system TEXT NOT NULL,
+                    apns_sandbox BIGINT NOT NULL DEFAULT 0,
+                    stop_id TEXT,
+                    trip_id TEXT,
+                    service_date BIGINT,
+                    vehicle_id TEXT,
+                    stop_sequence BIGINT,
+                    seconds_before BIGINT NOT NULL,
+                    message TEXT NOT NULL,
+                    failure_count BIGINT NOT NULL DEFAULT 0,
+                    departure_estimate BIGINT,
+                    next_check_at BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL
+                    """),
+                .same("CREATE INDEX alarms_next_check ON alarms (next_check_at)"),
+                .same("CREATE INDEX alarms_region_token ON alarms (region_id, token)"),
+                .same("CREATE INDEX alarms_stop_due ON alarms (region_id, stop_id, next_check_at)"),
+                .same(
+                    """
+                    CREATE UNIQUE INDEX alarms_v1_identity ON alarms (region_id, user_push_id, COALESCE(trip_id, ''), COALESCE(stop_id, ''),
+                                    COALESCE(service_date, -1)) WHERE api_version = 1
+                    """),
+            ],
+            8: [
+                .same("CREATE INDEX alarms_user_push_id ON alarms (user_push_id)")
+            ],
+            9: [
+                .same("ALTER TABLE alarms ADD COLUMN claimed_until BIGINT"),
+                .same("CREATE INDEX alarms_due_unclaimed ON alarms (next_check_at, region_id, stop_id)"),
+            ],
+        ])
 }

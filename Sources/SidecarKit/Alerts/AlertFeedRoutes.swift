@@ -96,7 +96,8 @@ struct AlertFeedRoutes: Sendable {
     /// The cached answer (a 304 included), served on the server's thread without a task.
     func cached(_ request: Request) -> Response? {
         guard request.pathParameters["format"] != ".pbtext", let region = regions.resolve(request),
-              let rendition = cache.rendition(Self.key(request, region: region), stamp: stamp) else { return nil }
+            let rendition = cache.rendition(Self.key(request, region: region), stamp: stamp)
+        else { return nil }
         return answer(request, rendition, region: region)
     }
 
@@ -126,8 +127,9 @@ struct AlertFeedRoutes: Sendable {
         do {
             let snapshot = try await store.feedSnapshot(regionID: region.id)
             let message = AlertFeedRules.feed(snapshot.alerts, translations: snapshot.translations, includeTest: key.includeTest, timestamp: 0)
-            let entry = AlertFeedCache.Entry(version: snapshot.version, message: message,
-                                             changedAt: snapshot.changedAt.flatMap { $0 > 0 ? $0 : nil } ?? serverStart)
+            let entry = AlertFeedCache.Entry(
+                version: snapshot.version, message: message,
+                changedAt: snapshot.changedAt.flatMap { $0 > 0 ? $0 : nil } ?? serverStart)
             return answer(request, AlertFeedCache.render(entry, key: key, stamp: stamp), region: region)
         } catch {
             logger.error("alerts feed could not be read", [("region", String(region.id)), ("error", "\(error)")])
@@ -145,7 +147,8 @@ struct AlertFeedRoutes: Sendable {
         if validators.notModified(request) {
             return Response.notModified(validators, cacheControl: Self.cacheControl).logging("region", String(region.id))
         }
-        let response = text
+        let response =
+            text
             ? Response.bytes(200, contentType: "text/plain; charset=utf-8", Array(rendition.message.jsonText().utf8))
             : Response.bytes(200, contentType: Self.contentType, rendition.bytes)
         return response.cached(validators, cacheControl: Self.cacheControl).logging("region", String(region.id))
@@ -174,9 +177,10 @@ struct AlertFeedVersionWatcher: Sendable {
 
 extension AlertFeedRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(store: context.stores.alerts, regions: context.regions, cache: context.alertFeedCache, clock: context.clock, logger: context.logger,
-                  serverStart: context.clock.now().epochMillis / 1000,
-                  watcher: AlertFeedVersionWatcher(store: context.stores.alerts, cache: context.alertFeedCache, clock: context.clock, stop: context.stop))
+        self.init(
+            store: context.stores.alerts, regions: context.regions, cache: context.alertFeedCache, clock: context.clock, logger: context.logger,
+            serverStart: context.clock.now().epochMillis / 1000,
+            watcher: AlertFeedVersionWatcher(store: context.stores.alerts, cache: context.alertFeedCache, clock: context.clock, stop: context.stop))
     }
 
     /// Notices edits made by other processes (the CLI, other instances).

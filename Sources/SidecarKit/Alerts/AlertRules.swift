@@ -34,23 +34,27 @@ enum AlertFeedRules {
         let current = fresh(translations, for: alert)
         let tags = feedLanguageTags(current.map(\.language))
         func translated(_ english: String, _ pick: (AlertTranslation) -> String) -> TranslatedString {
-            TranslatedString([.init(text: english, language: "en")]
-                + tags.compactMap { entry in pick(current[entry.index]).presence.map { .init(text: $0, language: entry.tag) } })
+            TranslatedString(
+                [.init(text: english, language: "en")]
+                    + tags.compactMap { entry in pick(current[entry.index]).presence.map { .init(text: $0, language: entry.tag) } })
         }
         let shown = TimeRange(start: UInt64(max(alert.startsAt.value, 0)), end: UInt64(max(effectiveEnd(alert).value, 0)))
         let impact = alert.impactStartsAt.flatMap { start in
             alert.impactEndsAt.map { TimeRange(start: UInt64(max(start.value, 0)), end: UInt64(max($0.value, 0))) }
         }
-        return FeedEntity(id: "Alert_\(alert.id)", alert: Alert(
-            // The migration guide lets a producer keep active_period beside
-            // the new fields; the iOS app reads nothing else.
-            activePeriods: [shown], communicationPeriods: [shown], impactPeriods: impact.map { [$0] } ?? [],
-            informedEntities: [EntitySelector(agencyID: alert.agencyID)],
-            cause: alert.cause, effect: alert.effect,
-            url: alert.url.map { TranslatedString([.init(text: $0, language: "en")]) },
-            headerText: translated(alert.header, \.header),
-            descriptionText: alert.description.isEmpty && current.allSatisfy({ $0.description.isEmpty }) ? nil : translated(alert.description, \.description),
-            severityLevel: alert.severity))
+        return FeedEntity(
+            id: "Alert_\(alert.id)",
+            alert: Alert(
+                // The migration guide lets a producer keep active_period beside
+                // the new fields; the iOS app reads nothing else.
+                activePeriods: [shown], communicationPeriods: [shown], impactPeriods: impact.map { [$0] } ?? [],
+                informedEntities: [EntitySelector(agencyID: alert.agencyID)],
+                cause: alert.cause, effect: alert.effect,
+                url: alert.url.map { TranslatedString([.init(text: $0, language: "en")]) },
+                headerText: translated(alert.header, \.header),
+                descriptionText: alert.description.isEmpty && current.allSatisfy({ $0.description.isEmpty })
+                    ? nil : translated(alert.description, \.description),
+                severityLevel: alert.severity))
     }
 
     /// Language codes the apps may ask for in place of another spelling of
@@ -95,10 +99,13 @@ enum AlertFeedRules {
 
     /// The whole feed; the header is always present so the body is never
     /// empty (the iOS app reads an empty 200 as an error).
-    static func feed(_ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], includeTest: Bool,
-                            timestamp: Int64) -> FeedMessage {
-        FeedMessage(header: FeedHeader(gtfsRealtimeVersion: "1.0", incrementality: 0, timestamp: UInt64(max(timestamp, 0))),
-                    entities: visible(alerts, includeTest: includeTest).map { entity($0, translations: translations[$0.id] ?? []) })
+    static func feed(
+        _ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], includeTest: Bool,
+        timestamp: Int64
+    ) -> FeedMessage {
+        FeedMessage(
+            header: FeedHeader(gtfsRealtimeVersion: "1.0", incrementality: 0, timestamp: UInt64(max(timestamp, 0))),
+            entities: visible(alerts, includeTest: includeTest).map { entity($0, translations: translations[$0.id] ?? []) })
     }
 }
 
@@ -239,9 +246,11 @@ enum AlertInputRules {
             case .failure(let failure): messages += failure.messages
             }
         }
-        for (name, example, keyPath) in [("end", "2026-12-01T20:00:00-08:00", \ServiceAlert.endsAt),
-                                         ("impact_start", "2026-12-01T09:00:00-08:00", \ServiceAlert.impactStartsAt),
-                                         ("impact_end", "2026-12-01T17:00:00-08:00", \ServiceAlert.impactEndsAt)] {
+        for (name, example, keyPath) in [
+            ("end", "2026-12-01T20:00:00-08:00", \ServiceAlert.endsAt),
+            ("impact_start", "2026-12-01T09:00:00-08:00", \ServiceAlert.impactStartsAt),
+            ("impact_end", "2026-12-01T17:00:00-08:00", \ServiceAlert.impactEndsAt),
+        ] {
             guard let raw = fields[name] else { continue }
             if raw.presence == nil || raw.lowercased() == "none" {
                 alert[keyPath: keyPath] = nil
@@ -271,7 +280,8 @@ enum AlertInputRules {
         case (let start?, let end?):
             let shownEnd = AlertFeedRules.effectiveEnd(alert)
             let impact = "the impact period (\(Timestamp.format(start)) to \(Timestamp.format(end)))"
-            let shown = "the shown period (\(Timestamp.format(alert.startsAt)) to \(Timestamp.format(shownEnd))"
+            let shown =
+                "the shown period (\(Timestamp.format(alert.startsAt)) to \(Timestamp.format(shownEnd))"
                 + (alert.endsAt == nil ? ", 8 hours since it has no end)" : ")")
             if end <= start { return ["impact_end must be after impact_start: \(impact) ends before it starts"] }
             if start < alert.startsAt || end > shownEnd { return ["\(impact) must lie within \(shown)"] }

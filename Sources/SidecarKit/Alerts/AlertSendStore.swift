@@ -16,17 +16,22 @@ extension AlertStore {
     /// processes never push the same pages.
     func startSend(alertID: Int64, audience: AlertSend.Audience, now: Int64) async throws -> AlertSend {
         try await database.write { connection in
-            if let unfinished = try connection.queryOne("""
+            if let unfinished = try connection.queryOne(
+                """
                 SELECT * FROM alert_sends WHERE alert_id = \(alertID) AND audience = \(audience.rawValue) AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
-                """) {
+                """)
+            {
                 let lease = try unfinished.optionalInt("lease_until") ?? 0
                 // The condition is repeated in the UPDATE: with several
                 // instances, two may read the same lapsed lease, and only the
                 // one whose UPDATE still finds it lapsed gets the send.
-                guard let claimed = try connection.queryOne("""
-                    UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = \(now + sendLeaseSeconds)
-                    WHERE id = \(unfinished.int("id")) AND (status = 'failed' OR lease_until IS NULL OR lease_until <= \(now)) RETURNING *
-                    """) else {
+                guard
+                    let claimed = try connection.queryOne(
+                        """
+                        UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = \(now + sendLeaseSeconds)
+                        WHERE id = \(unfinished.int("id")) AND (status = 'failed' OR lease_until IS NULL OR lease_until <= \(now)) RETURNING *
+                        """)
+                else {
                     throw AlertStoreError.busy(retryAfter: max(lease - now, 1))
                 }
                 return try Self.send(claimed)
@@ -38,7 +43,8 @@ extension AlertStore {
             }
             let audienceSize = try PushRegistrationStore.audienceCount(connection, regionID: regionID, testOnly: audience == .test)
             do {
-                let row = try connection.queryOne("""
+                let row = try connection.queryOne(
+                    """
                     INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until,
                         audience_size)
                     VALUES (\(alertID), \(audience.rawValue), 'running', 0, 0, 0, 0, 0, \(now), \(now + sendLeaseSeconds), \(audienceSize)) RETURNING *
@@ -54,10 +60,12 @@ extension AlertStore {
     /// stopped): any running server resumes them.
     func claimLapsedSends(now: Int64) async throws -> [AlertSend] {
         try await database.write { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds)
                 WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING *
-                """).map(Self.send)
+                """
+            ).map(Self.send)
         }
     }
 
@@ -87,10 +95,12 @@ extension AlertStore {
         try await database.read { connection in
             var after = registrationID
             while true {
-                let ids = try connection.query("""
+                let ids = try connection.query(
+                    """
                     SELECT registration_id FROM alert_send_pending WHERE send_id = \(sendID) AND registration_id > \(after)
                     ORDER BY registration_id LIMIT \(limit)
-                    """).map { try $0.int("registration_id") }
+                    """
+                ).map { try $0.int("registration_id") }
                 guard let last = ids.last else { return [] }
                 // Registrations deleted meanwhile are skipped; a page of
                 // only those moves on rather than ending the pending set.
@@ -116,7 +126,9 @@ extension AlertStore {
     }
 
     /// A page of the audience after `cursor`, by registration id.
-    func audiencePage(regionID: Int, audience: AlertSend.Audience, after cursor: Int64, limit: Int) async throws -> [(id: Int64, registration: PushRegistration)] {
+    func audiencePage(regionID: Int, audience: AlertSend.Audience, after cursor: Int64, limit: Int) async throws -> [(
+        id: Int64, registration: PushRegistration
+    )] {
         try await database.read { connection in
             try PushRegistrationStore.audiencePage(connection, regionID: regionID, testOnly: audience == .test, after: cursor, limit: limit)
         }
@@ -131,9 +143,11 @@ extension AlertStore {
 
     /// A region's latest sends, newest first.
     static func recentSends(_ connection: any SQLConnection, regionID: Int, limit: Int) throws -> [RecentSend] {
-        let sends = try connection.query("""
+        let sends = try connection.query(
+            """
             SELECT * FROM alert_sends WHERE alert_id IN (\(alertIDs(inRegion: regionID))) ORDER BY id DESC LIMIT \(limit)
-            """).map(send)
+            """
+        ).map(send)
         let headers = try headers(connection, alertIDs: Array(Set(sends.map(\.alertID))))
         return sends.map { RecentSend(send: $0, alertID: $0.alertID, header: headers[$0.alertID] ?? "") }
     }
@@ -177,7 +191,8 @@ extension AlertStore {
         try await database.write { connection in
             let pruned = try PushRegistrationStore.deleteDead(connection, record.deadTokens)
             for id in record.stillPending {
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO alert_send_pending (send_id, registration_id) VALUES (\(record.sendID), \(id)) ON CONFLICT (send_id, registration_id) DO NOTHING
                     """)
             }
@@ -185,12 +200,15 @@ extension AlertStore {
                 try connection.execute("DELETE FROM alert_send_pending WHERE send_id = \(record.sendID) AND registration_id = \(id)")
             }
             // Pending registrations deleted meanwhile (pruned, opted out) no longer count.
-            let pending = try connection.queryOne("""
-                SELECT COUNT(*) AS n FROM alert_send_pending p
-                WHERE p.send_id = \(record.sendID) AND \(PushRegistrationStore.exists(idIn: "p.registration_id"))
-                """)?.int("n") ?? 0
+            let pending =
+                try connection.queryOne(
+                    """
+                    SELECT COUNT(*) AS n FROM alert_send_pending p
+                    WHERE p.send_id = \(record.sendID) AND \(PushRegistrationStore.exists(idIn: "p.registration_id"))
+                    """)?.int("n") ?? 0
             let ending = record.status != nil
-            let row = try connection.queryOne("""
+            let row = try connection.queryOne(
+                """
                 UPDATE alert_sends SET cursor = \(record.cursor), targeted = targeted + \(Int64(record.targeted)), delivered = delivered + \(Int64(record.delivered)), failed = failed + \(Int64(record.failed)),
                     pruned = pruned + \(Int64(pruned)), pending = \(pending), status = COALESCE(\(record.status), status),
                     finished_at = CASE WHEN \(ending) = 1 THEN \(record.now) ELSE finished_at END,
@@ -209,49 +227,56 @@ extension AlertStore {
     }
 
     static func send(_ row: Row) throws -> AlertSend {
-        AlertSend(id: try row.int("id"), alertID: try row.int("alert_id"),
-                  audience: AlertSend.Audience(rawValue: try row.string("audience")) ?? .all, status: try row.string("status"),
-                  cursor: try row.int("cursor"), targeted: Int(try row.int("targeted")), delivered: Int(try row.int("delivered")),
-                  failed: Int(try row.int("failed")), pruned: Int(try row.int("pruned")), pending: Int(try row.int("pending")),
-                  startedAt: try row.int("started_at"), finishedAt: try row.optionalInt("finished_at"), lastError: try row.optionalString("last_error"),
-                  audienceSize: Int(try row.int("audience_size")))
+        AlertSend(
+            id: try row.int("id"), alertID: try row.int("alert_id"),
+            audience: AlertSend.Audience(rawValue: try row.string("audience")) ?? .all, status: try row.string("status"),
+            cursor: try row.int("cursor"), targeted: Int(try row.int("targeted")), delivered: Int(try row.int("delivered")),
+            failed: Int(try row.int("failed")), pruned: Int(try row.int("pruned")), pending: Int(try row.int("pending")),
+            startedAt: try row.int("started_at"), finishedAt: try row.optionalInt("finished_at"), lastError: try row.optionalString("last_error"),
+            audienceSize: Int(try row.int("audience_size")))
     }
 }
 
 extension AlertStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let sendSchema = Schema("AlertStore.sends", [
-        3: [
-            .table("alert_sends", withID: true, """
-                alert_id BIGINT NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
-                audience TEXT NOT NULL CHECK (audience IN ('all', 'test')),
-                status TEXT NOT NULL,
-                cursor BIGINT NOT NULL DEFAULT 0,
-                targeted BIGINT NOT NULL DEFAULT 0,
-                delivered BIGINT NOT NULL DEFAULT 0,
-                failed BIGINT NOT NULL DEFAULT 0,
-                pruned BIGINT NOT NULL DEFAULT 0,
-                started_at BIGINT NOT NULL,
-                finished_at BIGINT,
-                lease_until BIGINT
-                """),
-        ],
-        7: [
-            .same("ALTER TABLE alert_sends ADD COLUMN pending BIGINT NOT NULL DEFAULT 0"),
-            .same("ALTER TABLE alert_sends ADD COLUMN last_error TEXT"),
-            .table("alert_send_pending", """
-                send_id BIGINT NOT NULL REFERENCES alert_sends (id) ON DELETE CASCADE,
-                registration_id BIGINT NOT NULL,
-                PRIMARY KEY (send_id, registration_id)
-                """),
-            .same("CREATE INDEX alert_sends_lease ON alert_sends (status, lease_until)"),
-        ],
-        11: [
-            .same("CREATE UNIQUE INDEX alert_sends_one_unfinished ON alert_sends (alert_id, audience) WHERE status IN ('running', 'failed')"),
-        ],
-        20: [
-            .same("ALTER TABLE alert_sends ADD COLUMN audience_size BIGINT NOT NULL DEFAULT 0"),
-        ],
-    ])
+    static let sendSchema = Schema(
+        "AlertStore.sends",
+        [
+            3: [
+                .table(
+                    "alert_sends", withID: true,
+                    """
+                    alert_id BIGINT NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
+                    audience TEXT NOT NULL CHECK (audience IN ('all', 'test')),
+                    status TEXT NOT NULL,
+                    cursor BIGINT NOT NULL DEFAULT 0,
+                    targeted BIGINT NOT NULL DEFAULT 0,
+                    delivered BIGINT NOT NULL DEFAULT 0,
+                    failed BIGINT NOT NULL DEFAULT 0,
+                    pruned BIGINT NOT NULL DEFAULT 0,
+                    started_at BIGINT NOT NULL,
+                    finished_at BIGINT,
+                    lease_until BIGINT
+                    """)
+            ],
+            7: [
+                .same("ALTER TABLE alert_sends ADD COLUMN pending BIGINT NOT NULL DEFAULT 0"),
+                .same("ALTER TABLE alert_sends ADD COLUMN last_error TEXT"),
+                .table(
+                    "alert_send_pending",
+                    """
+                    send_id BIGINT NOT NULL REFERENCES alert_sends (id) ON DELETE CASCADE,
+                    registration_id BIGINT NOT NULL,
+                    PRIMARY KEY (send_id, registration_id)
+                    """),
+                .same("CREATE INDEX alert_sends_lease ON alert_sends (status, lease_until)"),
+            ],
+            11: [
+                .same("CREATE UNIQUE INDEX alert_sends_one_unfinished ON alert_sends (alert_id, audience) WHERE status IN ('running', 'failed')")
+            ],
+            20: [
+                .same("ALTER TABLE alert_sends ADD COLUMN audience_size BIGINT NOT NULL DEFAULT 0")
+            ],
+        ])
 }

@@ -55,8 +55,10 @@ struct AlertSender: Sendable {
     /// Stops between pages (graceful shutdown); the lease is released.
     var stop: StopSignal?
 
-    init(store: AlertStore, transport: any PushTransport, clock: any WallClock, logger: Logger, pageSize: Int = 1000,
-                retry: SendRetryPolicy = SendRetryPolicy(), stop: StopSignal? = nil) {
+    init(
+        store: AlertStore, transport: any PushTransport, clock: any WallClock, logger: Logger, pageSize: Int = 1000,
+        retry: SendRetryPolicy = SendRetryPolicy(), stop: StopSignal? = nil
+    ) {
         self.store = store
         self.transport = transport
         self.clock = clock
@@ -75,8 +77,10 @@ struct AlertSender: Sendable {
     ///   - progress: called after each recorded page.
     ///   - stopAfterPages: stop early (as a killed process would), for tests.
     @discardableResult
-    func run(_ send: AlertSend, alert: ServiceAlert, translations: [AlertTranslation],
-                    progress: @Sendable (AlertSend) -> Void = { _ in }, stopAfterPages: Int? = nil) async throws -> AlertSend {
+    func run(
+        _ send: AlertSend, alert: ServiceAlert, translations: [AlertTranslation],
+        progress: @Sendable (AlertSend) -> Void = { _ in }, stopAfterPages: Int? = nil
+    ) async throws -> AlertSend {
         var current = send
         var pages = 0
         var copies: [AlertPushRules.Group: (title: String, body: String)] = [:]
@@ -86,8 +90,9 @@ struct AlertSender: Sendable {
                 let group = AlertPushRules.group(of: entry.registration)
                 let copy = copies[group] ?? AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
                 copies[group] = copy
-                return PushMessage(token: entry.registration.token, platform: group.platform, apnsSandbox: group.apnsSandbox,
-                                   title: copy.title, body: copy.body)
+                return PushMessage(
+                    token: entry.registration.token, platform: group.platform, apnsSandbox: group.apnsSandbox,
+                    title: copy.title, body: copy.body)
             }
         }
         /// Sends one page and records it; returns false when the send must stop.
@@ -159,8 +164,10 @@ struct AlertSender: Sendable {
         // 3. One more round for what became pending during this run.
         if audiencePagesLeftPending { try await retryPending() }
         if stopping { return try await pause(current) }
-        current = try await store.recordPage(AlertStore.PageRecord(sendID: send.id, cursor: current.cursor, now: nowSeconds,
-                                                                   status: current.pending > 0 ? "failed" : "done"))
+        current = try await store.recordPage(
+            AlertStore.PageRecord(
+                sendID: send.id, cursor: current.cursor, now: nowSeconds,
+                status: current.pending > 0 ? "failed" : "done"))
         return try await finish(current, alert: alert)
     }
 
@@ -173,12 +180,15 @@ struct AlertSender: Sendable {
     }
 
     private func finish(_ current: AlertSend, alert: ServiceAlert) async throws -> AlertSend {
-        let fields = [("alert", String(alert.id)), ("send", String(current.id)), ("audience", current.audience.rawValue),
-                      ("status", current.status), ("targeted", String(current.targeted)), ("delivered", String(current.delivered)),
-                      ("failed", String(current.failed)), ("pruned", String(current.pruned)), ("pending", String(current.pending))]
+        let fields = [
+            ("alert", String(alert.id)), ("send", String(current.id)), ("audience", current.audience.rawValue),
+            ("status", current.status), ("targeted", String(current.targeted)), ("delivered", String(current.delivered)),
+            ("failed", String(current.failed)), ("pruned", String(current.pruned)), ("pending", String(current.pending)),
+        ]
         if current.status == "failed" {
-            logger.warning("alert send stopped with pushes not delivered; start it again to retry them",
-                           fields + [("reason", current.lastError ?? "unknown")])
+            logger.warning(
+                "alert send stopped with pushes not delivered; start it again to retry them",
+                fields + [("reason", current.lastError ?? "unknown")])
         } else {
             logger.info("alert send finished", fields)
         }

@@ -26,7 +26,8 @@ struct AlertStore: Sendable {
             var settings: [Int: RegionSettings] = [:]
             for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings") {
                 let id = Int(try row.int("region_id"))
-                settings[id] = RegionSettings(regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"))
+                settings[id] = RegionSettings(
+                    regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"))
             }
             return settings
         }
@@ -34,7 +35,8 @@ struct AlertStore: Sendable {
 
     func setRegionSettings(_ settings: RegionSettings) async throws {
         _ = try await database.write { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO region_settings (region_id, agency_id, timezone) VALUES (\(Int64(settings.regionID)), \(settings.agencyID), \(settings.timezone))
                 ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id, timezone = excluded.timezone
                 """)
@@ -48,7 +50,8 @@ struct AlertStore: Sendable {
         try await database.write { connection in
             let id = try Self.nextID(connection)
             let fields = Self.fields(alert)
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO alerts (\(fields.columns), source_version, created_at, updated_at, id)
                 VALUES (\(fields.values), 1, \(alert.createdAt), \(alert.createdAt), \(id))
                 """)
@@ -70,7 +73,8 @@ struct AlertStore: Sendable {
             var saved = alert
             saved.sourceVersion = previous.sourceVersion + (previous.header != alert.header || previous.description != alert.description ? 1 : 0)
             saved.updatedAt = now
-            try connection.execute("""
+            try connection.execute(
+                """
                 UPDATE alerts SET \(Self.fields(saved).assignments), source_version = \(saved.sourceVersion), updated_at = \(now),
                     withdrawn_at = \(saved.withdrawnAt)
                 WHERE id = \(saved.id)
@@ -100,22 +104,29 @@ struct AlertStore: Sendable {
     /// Alerts of a region, newest start first (all, or only published ones).
     func alerts(regionID: Int, publishedOnly: Bool = false) async throws -> [ServiceAlert] {
         try await database.read { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND (\(publishedOnly) = 0 OR published = 1) ORDER BY starts_at DESC, id DESC
-                """).map(Self.alert)
+                """
+            ).map(Self.alert)
         }
     }
 
     /// What the feed needs in one read: published alerts, their
     /// translations, and when the region's alerts last changed.
-    func feedSnapshot(regionID: Int) async throws -> (alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64?, version: Int64) {
+    func feedSnapshot(regionID: Int) async throws -> (
+        alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64?, version: Int64
+    ) {
         try await database.read { connection in
-            let alerts = try connection.query("SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1").map(Self.alert)
+            let alerts = try connection.query("SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1").map(
+                Self.alert)
             var translations: [Int64: [AlertTranslation]] = [:]
-            for row in try connection.query("""
+            for row in try connection.query(
+                """
                 SELECT t.alert_id, t.language, t.header, t.description, t.source_version, t.source_header, t.source_description FROM alert_translations t
                 JOIN alerts a ON a.id = t.alert_id WHERE a.region_id = \(Int64(regionID)) AND a.published = 1
-                """) {
+                """)
+            {
                 translations[try row.int("alert_id"), default: []].append(try Self.translation(row))
             }
             let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = \(Int64(regionID))")
@@ -127,9 +138,10 @@ struct AlertStore: Sendable {
     /// made by other processes, such as the CLI).
     func feedVersions() async throws -> [Int: Int64] {
         try await database.read { connection in
-            Dictionary(try connection.query("SELECT region_id, version FROM alert_feed_versions").map {
-                (Int(try $0.int("region_id")), try $0.int("version"))
-            }, uniquingKeysWith: { first, _ in first })
+            Dictionary(
+                try connection.query("SELECT region_id, version FROM alert_feed_versions").map {
+                    (Int(try $0.int("region_id")), try $0.int("version"))
+                }, uniquingKeysWith: { first, _ in first })
         }
     }
 
@@ -137,9 +149,11 @@ struct AlertStore: Sendable {
 
     func translations(alertID: Int64) async throws -> [AlertTranslation] {
         try await database.read { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT \(raw: Self.translationColumns) FROM alert_translations WHERE alert_id = \(alertID) ORDER BY language
-                """).map(Self.translation)
+                """
+            ).map(Self.translation)
         }
     }
 
@@ -149,7 +163,8 @@ struct AlertStore: Sendable {
             guard let alert = try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(alertID)").map(Self.alert) else {
                 throw AlertStoreError.notFound
             }
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO alert_translations (alert_id, language, header, description, source_version, source_header, source_description)
                 VALUES (\(alertID), \(language), \(header), \(description), \(Int64(alert.sourceVersion)), \(alert.header), \(alert.description))
                 ON CONFLICT (alert_id, language) DO UPDATE SET header = excluded.header, description = excluded.description,
@@ -157,8 +172,9 @@ struct AlertStore: Sendable {
                     source_description = excluded.source_description
                 """)
             try Self.bumpFeed(connection, regionID: alert.regionID, now: now)
-            return AlertTranslation(language: language, header: header, description: description, sourceVersion: alert.sourceVersion,
-                                    sourceHeader: alert.header, sourceDescription: alert.description)
+            return AlertTranslation(
+                language: language, header: header, description: description, sourceVersion: alert.sourceVersion,
+                sourceHeader: alert.header, sourceDescription: alert.description)
         }
     }
 
@@ -180,18 +196,23 @@ struct AlertStore: Sendable {
     /// Alerts' headers by id.
     static func headers(_ connection: any SQLConnection, alertIDs: [Int64]) throws -> [Int64: String] {
         guard !alertIDs.isEmpty else { return [:] }
-        return Dictionary(try connection.query("SELECT id, header FROM alerts WHERE id IN (\(list: alertIDs))").map {
-            (try $0.int("id"), try $0.string("header"))
-        }, uniquingKeysWith: { first, _ in first })
+        return Dictionary(
+            try connection.query("SELECT id, header FROM alerts WHERE id IN (\(list: alertIDs))").map {
+                (try $0.int("id"), try $0.string("header"))
+            }, uniquingKeysWith: { first, _ in first })
     }
 
     /// A region's alerts with their translations, oldest first (an export).
-    static func alertsWithTranslations(_ connection: any SQLConnection, regionID: Int) throws -> [(alert: ServiceAlert, translations: [AlertTranslation])] {
+    static func alertsWithTranslations(_ connection: any SQLConnection, regionID: Int) throws -> [(
+        alert: ServiceAlert, translations: [AlertTranslation]
+    )] {
         try connection.query("SELECT \(raw: columns) FROM alerts WHERE region_id = \(regionID) ORDER BY id").map { row in
             let alert = try alert(row)
-            let translations = try connection.query("""
+            let translations = try connection.query(
+                """
                 SELECT \(raw: translationColumns) FROM alert_translations WHERE alert_id = \(alert.id) ORDER BY language
-                """).map(translation)
+                """
+            ).map(translation)
             return (alert, translations)
         }
     }
@@ -205,12 +226,14 @@ struct AlertStore: Sendable {
     /// (each current when made from the text the alert has now).
     static func insertImported(_ connection: any SQLConnection, alert: ServiceAlert, translations: [AlertTranslation]) throws {
         let fields = fields(alert)
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO alerts (\(fields.columns), id, source_version, created_at, updated_at)
             VALUES (\(fields.values), \(alert.id), 1, \(alert.createdAt), \(alert.updatedAt))
             """)
         for translation in translations {
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO alert_translations (alert_id, language, header, description, source_version, source_header, source_description)
                 VALUES (\(alert.id), \(translation.language), \(translation.header), \(translation.description), \(translation.sourceVersion),
                     \(translation.sourceHeader), \(translation.sourceDescription))
@@ -220,7 +243,8 @@ struct AlertStore: Sendable {
 
     /// Gives a region the agency id its imported alerts name, unless it has one.
     static func adoptAgency(_ connection: any SQLConnection, regionID: Int, agencyID: String) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO region_settings (region_id, agency_id) VALUES (\(regionID), \(agencyID))
             ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id WHERE region_settings.agency_id IS NULL
             """)
@@ -248,7 +272,8 @@ struct AlertStore: Sendable {
     /// After alerts were written with ids of their own (an import), the
     /// sequence moves past them.
     static func advanceIDs(_ connection: any SQLConnection) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             UPDATE alert_id_sequence SET last_id = (SELECT MAX(id) FROM alerts) WHERE last_id < (SELECT COALESCE(MAX(id), 0) FROM alerts)
             """)
     }
@@ -256,7 +281,8 @@ struct AlertStore: Sendable {
     // MARK: Rows
 
     static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: Int64) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO alert_feed_versions (region_id, version, changed_at) VALUES (\(Int64(regionID)), 1, \(now))
             ON CONFLICT (region_id) DO UPDATE SET version = alert_feed_versions.version + 1, changed_at = excluded.changed_at
             """)
@@ -283,25 +309,27 @@ struct AlertStore: Sendable {
     }
 
     static func alert(_ row: Row) throws -> ServiceAlert {
-        ServiceAlert(id: try row.int("id"), regionID: Int(try row.int("region_id")), agencyID: try row.optionalString("agency_id") ?? "",
-                     header: try row.string("header"), description: try row.optionalString("description") ?? "", url: try row.optionalString("url"),
-                     cause: Cause(name: try row.string("cause")) ?? .unknownCause,
-                     effect: Effect(name: try row.string("effect")) ?? .unknownEffect,
-                     severity: SeverityLevel(name: try row.string("severity")) ?? .unknownSeverity,
-                     startsAt: try row.seconds("starts_at"), endsAt: try row.optionalSeconds("ends_at"), published: try row.bool("published"),
-                     test: try row.bool("test"), sourceVersion: Int(try row.int("source_version")),
-                     createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0,
-                     impactStartsAt: try row.optionalSeconds("impact_starts_at"), impactEndsAt: try row.optionalSeconds("impact_ends_at"), withdrawnAt: try row.optionalSeconds("withdrawn_at"))
+        ServiceAlert(
+            id: try row.int("id"), regionID: Int(try row.int("region_id")), agencyID: try row.optionalString("agency_id") ?? "",
+            header: try row.string("header"), description: try row.optionalString("description") ?? "", url: try row.optionalString("url"),
+            cause: Cause(name: try row.string("cause")) ?? .unknownCause,
+            effect: Effect(name: try row.string("effect")) ?? .unknownEffect,
+            severity: SeverityLevel(name: try row.string("severity")) ?? .unknownSeverity,
+            startsAt: try row.seconds("starts_at"), endsAt: try row.optionalSeconds("ends_at"), published: try row.bool("published"),
+            test: try row.bool("test"), sourceVersion: Int(try row.int("source_version")),
+            createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0,
+            impactStartsAt: try row.optionalSeconds("impact_starts_at"), impactEndsAt: try row.optionalSeconds("impact_ends_at"),
+            withdrawnAt: try row.optionalSeconds("withdrawn_at"))
     }
 
     static let translationColumns = "alert_id, language, header, description, source_version, source_header, source_description"
 
     static func translation(_ row: Row) throws -> AlertTranslation {
-        AlertTranslation(language: try row.string("language"), header: try row.string("header"),
-                         description: try row.optionalString("description") ?? "", sourceVersion: Int(try row.int("source_version")),
-                         sourceHeader: try row.optionalString("source_header"), sourceDescription: try row.optionalString("source_description"))
+        AlertTranslation(
+            language: try row.string("language"), header: try row.string("header"),
+            description: try row.optionalString("description") ?? "", sourceVersion: Int(try row.int("source_version")),
+            sourceHeader: try row.optionalString("source_header"), sourceDescription: try row.optionalString("source_description"))
     }
-
 
 }
 
@@ -315,61 +343,73 @@ enum AlertStoreError: Error, Equatable {
 extension AlertStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("AlertStore", [
-        3: [
-            .table("region_settings", """
-                region_id BIGINT PRIMARY KEY,
-                agency_id TEXT,
-                timezone TEXT
-                """),
-            .table("alerts", withID: true, """
-                region_id BIGINT NOT NULL,
-                agency_id TEXT NOT NULL,
-                header TEXT NOT NULL,
-                description TEXT NOT NULL DEFAULT '',
-                url TEXT,
-                cause TEXT NOT NULL,
-                effect TEXT NOT NULL,
-                severity TEXT NOT NULL,
-                starts_at BIGINT NOT NULL,
-                ends_at BIGINT,
-                published BIGINT NOT NULL DEFAULT 0,
-                test BIGINT NOT NULL DEFAULT 0,
-                source_version BIGINT NOT NULL DEFAULT 1,
-                created_at BIGINT NOT NULL,
-                updated_at BIGINT NOT NULL
-                """),
-            .same("CREATE INDEX alerts_region ON alerts (region_id, published, starts_at)"),
-            .table("alert_translations", """
-                alert_id BIGINT NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
-                language TEXT NOT NULL,
-                header TEXT NOT NULL,
-                description TEXT NOT NULL DEFAULT '',
-                source_version BIGINT NOT NULL,
-                PRIMARY KEY (alert_id, language)
-                """),
-            .table("alert_feed_versions", """
-                region_id BIGINT PRIMARY KEY,
-                version BIGINT NOT NULL,
-                changed_at BIGINT NOT NULL
-                """),
-        ],
-        13: [
-            .same("ALTER TABLE alert_translations ADD COLUMN source_header TEXT"),
-            .same("ALTER TABLE alert_translations ADD COLUMN source_description TEXT"),
-        ],
-        16: [
-            .same("ALTER TABLE alerts ADD COLUMN impact_starts_at BIGINT"),
-            .same("ALTER TABLE alerts ADD COLUMN impact_ends_at BIGINT"),
-        ],
-        17: [
-            .table("alert_id_sequence", """
-                last_id BIGINT NOT NULL
-                """),
-            .same("INSERT INTO alert_id_sequence (last_id) SELECT COALESCE(MAX(id), 0) FROM alerts"),
-        ],
-        19: [
-            .same("ALTER TABLE alerts ADD COLUMN withdrawn_at BIGINT"),
-        ],
-    ])
+    static let schema = Schema(
+        "AlertStore",
+        [
+            3: [
+                .table(
+                    "region_settings",
+                    """
+                    region_id BIGINT PRIMARY KEY,
+                    agency_id TEXT,
+                    timezone TEXT
+                    """),
+                .table(
+                    "alerts", withID: true,
+                    """
+                    region_id BIGINT NOT NULL,
+                    agency_id TEXT NOT NULL,
+                    header TEXT NOT NULL,
+                    description TEXT NOT NULL DEFAULT '',
+                    url TEXT,
+                    cause TEXT NOT NULL,
+                    effect TEXT NOT NULL,
+                    severity TEXT NOT NULL,
+                    starts_at BIGINT NOT NULL,
+                    ends_at BIGINT,
+                    published BIGINT NOT NULL DEFAULT 0,
+                    test BIGINT NOT NULL DEFAULT 0,
+                    source_version BIGINT NOT NULL DEFAULT 1,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                    """),
+                .same("CREATE INDEX alerts_region ON alerts (region_id, published, starts_at)"),
+                .table(
+                    "alert_translations",
+                    """
+                    alert_id BIGINT NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
+                    language TEXT NOT NULL,
+                    header TEXT NOT NULL,
+                    description TEXT NOT NULL DEFAULT '',
+                    source_version BIGINT NOT NULL,
+                    PRIMARY KEY (alert_id, language)
+                    """),
+                .table(
+                    "alert_feed_versions",
+                    """
+                    region_id BIGINT PRIMARY KEY,
+                    version BIGINT NOT NULL,
+                    changed_at BIGINT NOT NULL
+                    """),
+            ],
+            13: [
+                .same("ALTER TABLE alert_translations ADD COLUMN source_header TEXT"),
+                .same("ALTER TABLE alert_translations ADD COLUMN source_description TEXT"),
+            ],
+            16: [
+                .same("ALTER TABLE alerts ADD COLUMN impact_starts_at BIGINT"),
+                .same("ALTER TABLE alerts ADD COLUMN impact_ends_at BIGINT"),
+            ],
+            17: [
+                .table(
+                    "alert_id_sequence",
+                    """
+                    last_id BIGINT NOT NULL
+                    """),
+                .same("INSERT INTO alert_id_sequence (last_id) SELECT COALESCE(MAX(id), 0) FROM alerts"),
+            ],
+            19: [
+                .same("ALTER TABLE alerts ADD COLUMN withdrawn_at BIGINT")
+            ],
+        ])
 }

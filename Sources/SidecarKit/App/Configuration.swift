@@ -155,7 +155,9 @@ struct SidecarConfiguration: Sendable {
 
         /// Parses `127.0.0.1:9464`, `[::1]:9464` or `0.0.0.0:9464`.
         init?(_ text: String) {
-            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else { return nil }
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+                return nil
+            }
             var host = String(text[..<colon])
             if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) } else if host.contains(":") { return nil }
             guard !host.isEmpty, !host.contains(" ") else { return nil }

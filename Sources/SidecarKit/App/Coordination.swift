@@ -21,7 +21,8 @@ struct CoordinationStore: Sendable {
     /// overwrites a lapsed lease or this instance's own.
     func acquire(_ name: String, ttlSeconds: Int64, nowSeconds: Int64) async throws -> Bool {
         try await database.write { connection in
-            try connection.queryOne("""
+            try connection.queryOne(
+                """
                 INSERT INTO leases (name, holder, expires_at) VALUES (\(name), \(instance), \(nowSeconds + ttlSeconds))
                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
                 WHERE leases.expires_at <= \(nowSeconds) OR leases.holder = excluded.holder
@@ -33,7 +34,8 @@ struct CoordinationStore: Sendable {
     /// Stores a document fetched once for every instance.
     func storeDocument(_ name: String, body: [UInt8], nowSeconds: Int64) async throws {
         _ = try await database.write { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO shared_documents (name, body, fetched_at) VALUES (\(name), \(body), \(nowSeconds))
                 ON CONFLICT (name) DO UPDATE SET body = excluded.body, fetched_at = excluded.fetched_at
                 """)
@@ -61,11 +63,13 @@ struct DatabaseWindowCounter: SharedWindowCounter {
 
     func increment(key: String, windowStart: Int64) async throws -> Int {
         try await database.write { connection in
-            Int(try connection.queryOne("""
-                INSERT INTO rate_limits (key, window_start, hits) VALUES (\(key), \(windowStart), 1)
-                ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1
-                RETURNING hits
-                """)?.int("hits") ?? 1)
+            Int(
+                try connection.queryOne(
+                    """
+                    INSERT INTO rate_limits (key, window_start, hits) VALUES (\(key), \(windowStart), 1)
+                    ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1
+                    RETURNING hits
+                    """)?.int("hits") ?? 1)
         }
     }
 
@@ -86,32 +90,40 @@ struct DatabaseWindowCounter: SharedWindowCounter {
 extension CoordinationStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("CoordinationStore", [
-        12: [
-            .table("leases", """
-                name TEXT PRIMARY KEY,
-                holder TEXT NOT NULL,
-                expires_at BIGINT NOT NULL
-                """),
-            .engines(sqlite: """
-                CREATE TABLE shared_documents (
+    static let schema = Schema(
+        "CoordinationStore",
+        [
+            12: [
+                .table(
+                    "leases",
+                    """
                     name TEXT PRIMARY KEY,
-                    body BLOB NOT NULL,
-                    fetched_at BIGINT NOT NULL
-                )
-                """, postgresql: """
-                CREATE TABLE shared_documents (
-                    name TEXT PRIMARY KEY,
-                    body BYTEA NOT NULL,
-                    fetched_at BIGINT NOT NULL
-                )
-                """),
-            .table("rate_limits", """
-                key TEXT NOT NULL,
-                window_start BIGINT NOT NULL,
-                hits BIGINT NOT NULL,
-                PRIMARY KEY (key, window_start)
-                """),
-        ],
-    ])
+                    holder TEXT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                    """),
+                .engines(
+                    sqlite: """
+                        CREATE TABLE shared_documents (
+                            name TEXT PRIMARY KEY,
+                            body BLOB NOT NULL,
+                            fetched_at BIGINT NOT NULL
+                        )
+                        """,
+                    postgresql: """
+                        CREATE TABLE shared_documents (
+                            name TEXT PRIMARY KEY,
+                            body BYTEA NOT NULL,
+                            fetched_at BIGINT NOT NULL
+                        )
+                        """),
+                .table(
+                    "rate_limits",
+                    """
+                    key TEXT NOT NULL,
+                    window_start BIGINT NOT NULL,
+                    hits BIGINT NOT NULL,
+                    PRIMARY KEY (key, window_start)
+                    """),
+            ]
+        ])
 }

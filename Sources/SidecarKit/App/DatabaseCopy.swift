@@ -42,8 +42,10 @@ enum DatabaseCopy {
     /// Copies and verifies; `report` hears one line per table. Throws when
     /// the target already holds data (unless `replace`, which empties it
     /// first) or when the counts differ afterwards.
-    static func run(from source: any Database, to target: any Database, replace: Bool,
-                           report: @Sendable (String) -> Void) async throws -> [(table: String, rows: Int)] {
+    static func run(
+        from source: any Database, to target: any Database, replace: Bool,
+        report: @Sendable (String) -> Void
+    ) async throws -> [(table: String, rows: Int)] {
         try await source.migrate(Migrations.all)
         try await target.migrate(Migrations.all)
         let occupied = try await counts(target).filter { $0.rows > 0 && !singletons.contains($0.table) }
@@ -65,7 +67,8 @@ enum DatabaseCopy {
             while true {
                 let skip = offset
                 let rows = try await source.read { connection in
-                    try connection.query("SELECT * FROM \(raw: table.name) ORDER BY \(raw: table.order) LIMIT \(Int64(pageSize)) OFFSET \(Int64(skip))")
+                    try connection.query(
+                        "SELECT * FROM \(raw: table.name) ORDER BY \(raw: table.order) LIMIT \(Int64(pageSize)) OFFSET \(Int64(skip))")
                 }
                 guard let first = rows.first else { break }
                 let columns = first.columns

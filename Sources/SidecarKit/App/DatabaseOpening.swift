@@ -1,5 +1,6 @@
 import Database
 import FoundationEssentials
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,8 +33,9 @@ extension SidecarConfiguration {
     func openDatabase(readers: Int) throws(StartupError) -> any Database {
         do {
             if usesPostgreSQL {
-                return try PostgreSQLDatabase(url: database, connections: postgresConnections ?? max(4, threads * 4),
-                                              statementTimeoutSeconds: Double(databaseTimeoutSeconds))
+                return try PostgreSQLDatabase(
+                    url: database, connections: postgresConnections ?? max(4, threads * 4),
+                    statementTimeoutSeconds: Double(databaseTimeoutSeconds))
             }
             return try SQLiteDatabase(path: database, synchronous: sqliteSynchronous, readers: readers)
         } catch let error as DatabaseError {
@@ -49,25 +51,32 @@ extension SidecarConfiguration {
     /// the CLI): a command that only reads never creates one, and a new
     /// database is said to be new. A database holding another program's
     /// tables (a relay's for a sidecar, or the reverse) is refused.
-    func openMigrated(for owner: SchemaOwner = .sidecar, readsOnly: Bool = false, readers: Int = 2,
-                             announce: (String) -> Void) async throws(StartupError) -> (database: any Database, applied: [Int]) {
+    func openMigrated(
+        for owner: SchemaOwner = .sidecar, readsOnly: Bool = false, readers: Int = 2,
+        announce: (String) -> Void
+    ) async throws(StartupError) -> (database: any Database, applied: [Int]) {
         let missing = databaseIsMissing
         if readsOnly && missing {
-            throw StartupError(description: "there is no database at \(databaseName) (this command only reads and never creates one); "
-                               + "pass --database PATH|URL or set SIDECAR_DATABASE to the server's database", exitCode: 1)
+            throw StartupError(
+                description: "there is no database at \(databaseName) (this command only reads and never creates one); "
+                    + "pass --database PATH|URL or set SIDECAR_DATABASE to the server's database", exitCode: 1)
         }
         let database = try openDatabase(readers: readers)
         do {
             let existing = try await SchemaOwner.appliedVersions(database)
             try owner.check(existing, database: databaseName)
             if readsOnly && existing.isEmpty {
-                throw StartupError(description: "\(databaseName) holds no \(owner.name) tables yet (this command only reads and never creates them); "
-                                   + "pass --database PATH|URL or set SIDECAR_DATABASE to the server's database", exitCode: 1)
+                throw StartupError(
+                    description: "\(databaseName) holds no \(owner.name) tables yet (this command only reads and never creates them); "
+                        + "pass --database PATH|URL or set SIDECAR_DATABASE to the server's database", exitCode: 1)
             }
             let applied = try await database.migrate(owner.migrations)
-            announce(missing ? "created a new database at \(databaseName)"
-                     : existing.isEmpty ? "database: \(databaseName) (its \(owner.name) tables were created now)"
-                     : "database: \(databaseName)")
+            announce(
+                missing
+                    ? "created a new database at \(databaseName)"
+                    : existing.isEmpty
+                        ? "database: \(databaseName) (its \(owner.name) tables were created now)"
+                        : "database: \(databaseName)")
             return (database, applied)
         } catch let error as StartupError {
             await database.close()
@@ -97,9 +106,10 @@ enum SchemaOwner: Sendable {
     func check(_ applied: [Int], database: String) throws(StartupError) {
         guard let foreign = applied.first(where: { !owns($0) }) else { return }
         let other = owns(foreign) ? name : (self == .sidecar ? "relay" : "sidecar")
-        throw StartupError(description: "\(database) is a \(other)'s database (migration \(foreign)); the \(name) keeps its own: "
-                           + (self == .relay ? "pass the relay's --database (SIDECAR_RELAY_DATABASE)" : "pass the sidecar's --database"),
-                           exitCode: 2)
+        throw StartupError(
+            description: "\(database) is a \(other)'s database (migration \(foreign)); the \(name) keeps its own: "
+                + (self == .relay ? "pass the relay's --database (SIDECAR_RELAY_DATABASE)" : "pass the sidecar's --database"),
+            exitCode: 2)
     }
 
     /// The migration versions applied to a database; none when it has no

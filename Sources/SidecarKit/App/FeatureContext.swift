@@ -67,10 +67,13 @@ struct FeatureContext: Sendable {
 
     /// A limit of `limit` requests per window per key (0: none), shared by
     /// every instance on PostgreSQL.
-    func limiter(_ name: String, limit: Int, windowSeconds: Int = 60,
-                 keyForLogs: @escaping @Sendable (String) -> String = { $0 }) -> FixedWindowRateLimiter {
-        FixedWindowRateLimiter(limit: limit, windowSeconds: windowSeconds, name: name, logger: logger, keyForLogs: keyForLogs,
-                               shared: sharedCounts, now: now)
+    func limiter(
+        _ name: String, limit: Int, windowSeconds: Int = 60,
+        keyForLogs: @escaping @Sendable (String) -> String = { $0 }
+    ) -> FixedWindowRateLimiter {
+        FixedWindowRateLimiter(
+            limit: limit, windowSeconds: windowSeconds, name: name, logger: logger, keyForLogs: keyForLogs,
+            shared: sharedCounts, now: now)
     }
 
     /// A region's time zone (UTC when none is set).

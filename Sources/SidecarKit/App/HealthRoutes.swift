@@ -17,11 +17,16 @@ struct HealthRoutes: Sendable {
     let verdict = HealthVerdictCache()
 
     var routes: [Route] {
-        [Route("GET", "/healthz", parsesParameters: false, immediate: { _ in
-            verdict.fresh(maxAge: freshSeconds)
-        }) { _ in
-            await check()
-        }]
+        [
+            Route(
+                "GET", "/healthz", parsesParameters: false,
+                immediate: { _ in
+                    verdict.fresh(maxAge: freshSeconds)
+                }
+            ) { _ in
+                await check()
+            }
+        ]
     }
 
     /// The public answer names the checks that failed and nothing more (no
@@ -30,10 +35,15 @@ struct HealthRoutes: Sendable {
     func check() async -> Response {
         let problems = await database.healthProblems()
         let checks = problems.map(\.check)
-        let response: Response = problems.isEmpty
+        let response: Response =
+            problems.isEmpty
             ? .json(200, ["status": "ok"])
-            : .json(503, JSONValue.object(["status": .string("unavailable"), "reason": .string("failing checks: " + checks.joined(separator: ", ")),
-                                           "problems": .array(checks.map(JSONValue.string))]))
+            : .json(
+                503,
+                JSONValue.object([
+                    "status": .string("unavailable"), "reason": .string("failing checks: " + checks.joined(separator: ", ")),
+                    "problems": .array(checks.map(JSONValue.string)),
+                ]))
         verdict.details.withLock { $0 = problems }
         if verdict.store(response, healthy: problems.isEmpty) {
             if problems.isEmpty {
@@ -50,17 +60,23 @@ struct HealthRoutes: Sendable {
         Route("GET", "/healthz", parsesParameters: false) { _ in
             _ = await check()
             let problems = verdict.details.withLock { $0 }
-            return .json(problems.isEmpty ? 200 : 503, JSONValue.object([
-                "status": .string(problems.isEmpty ? "ok" : "unavailable"),
-                "problems": .array(problems.map { .object(["check": .string($0.check), "detail": .string($0.detail)]) }),
-            ]))
+            return .json(
+                problems.isEmpty ? 200 : 503,
+                JSONValue.object([
+                    "status": .string(problems.isEmpty ? "ok" : "unavailable"),
+                    "problems": .array(problems.map { .object(["check": .string($0.check), "detail": .string($0.detail)]) }),
+                ]))
         }
     }
 }
 
 /// The last health answer and when it was made.
 final class HealthVerdictCache: Sendable {
-    private struct Entry { var response: Response; var healthy: Bool; var at: ContinuousClock.Instant }
+    private struct Entry {
+        var response: Response
+        var healthy: Bool
+        var at: ContinuousClock.Instant
+    }
     private let entry = Mutex<Entry?>(nil)
     /// The last check's problems with their details.
     let details = Mutex<[HealthProblem]>([])

@@ -9,8 +9,10 @@ import Push
 extension Sidecar {
     /// Builds the configured push transport; a key or account file that
     /// cannot be read is an error the operator must fix.
-    static func pushTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger,
-                              observer: HTTPClient.Observer? = nil) throws(StartupError) -> (any PushTransport)? {
+    static func pushTransport(
+        _ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger,
+        observer: HTTPClient.Observer? = nil
+    ) throws(StartupError) -> (any PushTransport)? {
         let direct = configuration.apnsKeyFile != nil || configuration.fcmServiceAccount != nil
         switch configuration.pushTransport {
         case .none: return nil
@@ -29,15 +31,18 @@ extension Sidecar {
 
     /// `--push-transport relay`: the relay at `--relay-url`, signing with the
     /// key at `--relay-key-file` (created on first use).
-    static func relayTransport(_ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger,
-                               clock: any WallClock = SystemClock()) throws(StartupError) -> RelayTransport {
+    static func relayTransport(
+        _ configuration: SidecarConfiguration, http: HTTPClient, logger: Logger,
+        clock: any WallClock = SystemClock()
+    ) throws(StartupError) -> RelayTransport {
         guard let url = configuration.relayURL else { throw StartupError(description: "--push-transport relay needs --relay-url", exitCode: 2) }
         let identity = try RelayIdentity.loadOrCreate(path: configuration.relayKeyFile)
         return RelayTransport(baseURL: url, identity: identity, http: http, clock: clock, logger: logger)
     }
 
     /// APNs for iOS and FCM for Android, each over its own HTTP/2 client.
-    static func directTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> any PushTransport {
+    static func directTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> any PushTransport
+    {
         let ios: any PushTransport = try apnsTransport(configuration, observer: observer) ?? UnavailableTransport(name: "APNs")
         let android: any PushTransport = try fcmTransport(configuration, observer: observer) ?? UnavailableTransport(name: "FCM")
         return PlatformRouter(ios: ios, android: android)

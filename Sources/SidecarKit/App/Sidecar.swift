@@ -1,15 +1,16 @@
+import Crypto
 import Database
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import HTTPClient
-import Crypto
 import HTTPServer
 import OBA
 import Push
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why the server could not start; `exitCode` is 2 for configuration the
 /// operator must fix and 1 for everything else.
@@ -50,8 +51,10 @@ final class Sidecar: Sendable {
 
     /// Loads the regions directory, opens and migrates the database and
     /// builds the features. Nothing listens until `start()`.
-    static func prepare(configuration: SidecarConfiguration, clock: any WallClock = SystemClock(),
-                               logger: Logger, httpClient: HTTPClient = HTTPClient()) async throws(StartupError) -> Sidecar {
+    static func prepare(
+        configuration: SidecarConfiguration, clock: any WallClock = SystemClock(),
+        logger: Logger, httpClient: HTTPClient = HTTPClient()
+    ) async throws(StartupError) -> Sidecar {
         let metrics = configuration.metricsListen != nil ? SidecarMetrics() : nil
         if let metrics { httpClient.observe(metrics.observeUpstream) }
         let source = RegionSource(argument: configuration.regions)
@@ -60,7 +63,8 @@ final class Sidecar: Sendable {
             throw StartupError(description: "regions directory \(source.label): \(error.description)", exitCode: 2)
         }
         // The demo region's URL names the public base; start() corrects the port.
-        let demoRegion = configuration.demo
+        let demoRegion =
+            configuration.demo
             ? DemoTransit.region(id: DemoRegion.id(avoiding: regionList), obaBaseURL: DemoRegion.serverURL(base: configuration.effectivePublicURL()))
             : nil
         if let demoRegion { regionList.append(demoRegion) }
@@ -85,8 +89,9 @@ final class Sidecar: Sendable {
                 logger.warning("demo content could not be written", [("error", "\(error)")])
             }
         }
-        let context = Self.context(configuration, database: database, regions: directory, clock: clock, logger: logger, upstream: upstream,
-                                   transport: transport, metrics: metrics)
+        let context = Self.context(
+            configuration, database: database, regions: directory, clock: clock, logger: logger, upstream: upstream,
+            transport: transport, metrics: metrics)
         let features = Self.features(context, regionSource: source, directoryClient: httpClient, demoRegionID: demoRegion?.id)
         do {
             return try Sidecar(context: context, features: features, demoRegionID: demoRegion?.id)
@@ -97,8 +102,10 @@ final class Sidecar: Sendable {
     }
 
     /// One of each thing the features share.
-    static func context(_ configuration: SidecarConfiguration, database: any Database, regions: RegionDirectory, clock: any WallClock,
-                        logger: Logger, upstream: HTTPClient, transport: (any PushTransport)?, metrics: SidecarMetrics?) -> FeatureContext {
+    static func context(
+        _ configuration: SidecarConfiguration, database: any Database, regions: RegionDirectory, clock: any WallClock,
+        logger: Logger, upstream: HTTPClient, transport: (any PushTransport)?, metrics: SidecarMetrics?
+    ) -> FeatureContext {
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         let postgres = database.dialect == .postgresql
         let shared: SharedWindowCounter? = postgres ? DatabaseWindowCounter(database: database) : nil
@@ -107,15 +114,18 @@ final class Sidecar: Sendable {
         let work = BackgroundWork()
         return FeatureContext(
             configuration: configuration, database: database, stores: stores, regions: regions, clock: clock, logger: logger,
-            oba: OBAGateway(client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys,
-                            logger: logger),
+            oba: OBAGateway(
+                client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys,
+                logger: logger),
             upstream: upstream, transport: transport, publicURL: PublicBaseURL(configuration.effectivePublicURL()), metrics: metrics,
             coordination: postgres ? CoordinationStore(database: database) : nil, sharedCounts: shared,
             limits: RiderLimits(configuration, logger: logger, shared: shared, now: now), work: work, alertFeedCache: cache,
-            administration: AlertAdministration(store: stores.alerts, regions: regions, clock: clock, cache: cache, catalog: configuration.locales,
-                                                audit: stores.audit),
-            alertSends: AlertSendRunner(store: stores.alerts, transport: transport, clock: clock, logger: logger, work: work,
-                                        retry: configuration.sendRetry))
+            administration: AlertAdministration(
+                store: stores.alerts, regions: regions, clock: clock, cache: cache, catalog: configuration.locales,
+                audit: stores.audit),
+            alertSends: AlertSendRunner(
+                store: stores.alerts, transport: transport, clock: clock, logger: logger, work: work,
+                retry: configuration.sendRetry))
     }
 
     /// Every feature of the server, in one list.
@@ -179,7 +189,9 @@ final class Sidecar: Sendable {
         if let metricsServer {
             do {
                 let metricsPort = try metricsServer.start()
-                logger.info("metrics listening", [("address", "http://\(SidecarConfiguration.ListenAddress(host: metricsServer.configuration.host, port: metricsPort))/metrics")])
+                logger.info(
+                    "metrics listening",
+                    [("address", "http://\(SidecarConfiguration.ListenAddress(host: metricsServer.configuration.host, port: metricsPort))/metrics")])
             } catch {
                 // The main listener is stopped before the error is
                 // returned, so nothing is left serving half a server.
@@ -193,16 +205,22 @@ final class Sidecar: Sendable {
             // reaches it over loopback (no trip through a proxy).
             regions.pin(DemoTransit.region(id: demoRegionID, obaBaseURL: DemoRegion.serverURL(base: publicURL.url)))
             oba.localBaseURLs.set(DemoRegion.serverURL(base: "http://\(Self.loopback(for: configuration.host)):\(port)"), for: demoRegionID)
-            logger.info("demo region ready", [("region", String(demoRegionID)), ("guide", publicURL.url + "/demo"),
-                                              ("push_transport", transport?.name ?? "none")])
+            logger.info(
+                "demo region ready",
+                [
+                    ("region", String(demoRegionID)), ("guide", publicURL.url + "/demo"),
+                    ("push_transport", transport?.name ?? "none"),
+                ])
         }
         for job in features.flatMap(\.jobs) { work.run(job.run) }
-        logger.info("sidecar listening", [
-            ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
-            ("public_url", configuration.effectivePublicURL(boundPort: port)),
-            ("regions", String(regions.all.count)), ("database", configuration.database),
-            ("sqlite_synchronous", configuration.sqliteSynchronous.rawValue),
-        ])
+        logger.info(
+            "sidecar listening",
+            [
+                ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
+                ("public_url", configuration.effectivePublicURL(boundPort: port)),
+                ("regions", String(regions.all.count)), ("database", configuration.database),
+                ("sqlite_synchronous", configuration.sqliteSynchronous.rawValue),
+            ])
         return port
     }
 
@@ -223,8 +241,12 @@ final class Sidecar: Sendable {
     /// left to the process exit: every commit so far is durable).
     @discardableResult
     func shutdown() async -> Bool {
-        logger.info("shutting down", [("requests_in_flight", String(server.requestsInFlight)),
-                                      ("background_tasks", String(work.runningCount))])
+        logger.info(
+            "shutting down",
+            [
+                ("requests_in_flight", String(server.requestsInFlight)),
+                ("background_tasks", String(work.runningCount)),
+            ])
         let grace = Duration.seconds(configuration.shutdownTimeoutSeconds)
         let deadline = ContinuousClock.now + grace
         async let serverStopped = server.shutdown(grace: grace)
@@ -234,8 +256,11 @@ final class Sidecar: Sendable {
         _ = await metricsStopped
         context.upstream.shutdown()
         guard requestsFinished && workStopped else {
-            logger.warning("stopped at the shutdown deadline with work unfinished", [
-                ("requests_finished", String(requestsFinished)), ("background_tasks_left", String(work.runningCount))])
+            logger.warning(
+                "stopped at the shutdown deadline with work unfinished",
+                [
+                    ("requests_finished", String(requestsFinished)), ("background_tasks_left", String(work.runningCount)),
+                ])
             return false
         }
         await database.close()

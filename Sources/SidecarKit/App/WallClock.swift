@@ -64,7 +64,10 @@ final class ManualClock: WallClock {
     /// once with `CancellationError`, as `Task.sleep` does.
     func sleep(seconds: Double) async throws {
         try Task.checkCancellation()
-        let id = state.withLock { state -> Int in defer { state.nextID += 1 }; return state.nextID }
+        let id = state.withLock { state -> Int in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let outcome = state.withLock { state -> Result<Void, any Error>? in

@@ -1,4 +1,5 @@
 import Push
+
 /// Spec §2.7: whether a token came from a debug build and so must be pushed
 /// through the APNs sandbox host.
 ///

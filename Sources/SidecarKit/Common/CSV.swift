@@ -21,9 +21,11 @@ enum CSV {
         // Bidirectional embeddings, overrides and isolates would show the
         // cell reordered in a spreadsheet: replaced, as on console pages.
         if FieldLimits.containsBidiControls(text) {
-            text = String(String.UnicodeScalarView(text.unicodeScalars.map {
-                (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) ? "\u{FFFD}" : $0
-            }))
+            text = String(
+                String.UnicodeScalarView(
+                    text.unicodeScalars.map {
+                        (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) ? "\u{FFFD}" : $0
+                    }))
         }
         return "\"" + text.replacingQuotes() + "\""
     }

@@ -36,9 +36,11 @@ enum RegionTime {
         let date = parts[0].split(separator: "-").compactMap { Int($0) }
         let time = parts[1].split(separator: ":").compactMap { Int($0) }
         guard date.count == 3, (2...3).contains(time.count), (1970...9999).contains(date[0]), (1...12).contains(date[1]),
-              (1...CivilDate.daysInMonth(year: date[0], month: date[1])).contains(date[2]), (0...23).contains(time[0]), (0...59).contains(time[1]),
-              time.count == 2 || (0...59).contains(time[2]) else { return nil }
-        let local = CivilDate(year: date[0], month: date[1], day: date[2], secondsOfDay: time[0] * 3600 + time[1] * 60 + (time.count == 3 ? time[2] : 0))
+            (1...CivilDate.daysInMonth(year: date[0], month: date[1])).contains(date[2]), (0...23).contains(time[0]), (0...59).contains(time[1]),
+            time.count == 2 || (0...59).contains(time[2])
+        else { return nil }
+        let local = CivilDate(
+            year: date[0], month: date[1], day: date[2], secondsOfDay: time[0] * 3600 + time[1] * 60 + (time.count == 3 ? time[2] : 0))
         return EpochSeconds(zone.instant(fromLocal: local.epochSeconds))
     }
 

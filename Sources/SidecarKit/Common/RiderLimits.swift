@@ -29,10 +29,12 @@ struct RiderLimits: Sendable {
         alarms = minute(configuration.alarmLimit, "alarms")
         liveActivities = minute(configuration.liveActivityLimit, "live_activities")
         upstreamLookups = minute(configuration.upstreamLookupLimit, "upstream_lookups")
-        ghostBusPeers = FixedWindowRateLimiter(limit: configuration.ghostBusPeerLimit, windowSeconds: 3600, name: "ghost_bus_ip",
-                                               logger: logger, shared: shared, now: now)
-        ghostBusUsers = FixedWindowRateLimiter(limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, name: "ghost_bus_user",
-                                               logger: logger, keyForLogs: { String($0.prefix(12)) }, shared: shared, now: now)
+        ghostBusPeers = FixedWindowRateLimiter(
+            limit: configuration.ghostBusPeerLimit, windowSeconds: 3600, name: "ghost_bus_ip",
+            logger: logger, shared: shared, now: now)
+        ghostBusUsers = FixedWindowRateLimiter(
+            limit: configuration.ghostBusUserLimit, windowSeconds: 86_400, name: "ghost_bus_user",
+            logger: logger, keyForLogs: { String($0.prefix(12)) }, shared: shared, now: now)
         maxAlarmsPerDevice = configuration.maxAlarmsPerDevice
         maxLiveActivitiesPerPushToken = configuration.maxLiveActivitiesPerPushToken
     }

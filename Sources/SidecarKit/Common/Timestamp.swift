@@ -1,4 +1,5 @@
 import Core
+
 /// ISO 8601 / RFC 3339 instants that state their UTC offset, parsed and
 /// written without Foundation's formatters (which accept less, or more,
 /// than the rule: an instant must say which offset it is in).
@@ -13,9 +14,10 @@ enum Timestamp {
             return range.reduce(0) { $0 * 10 + Int(bytes[$1] - 0x30) }
         }
         guard bytes.count >= 17, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: " "), bytes[13] == UInt8(ascii: ":"),
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16) else { return nil }
+            bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: " "), bytes[13] == UInt8(ascii: ":"),
+            let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16)
+        else { return nil }
         var index = 16
         var second = 0
         var millis = 0
@@ -40,7 +42,9 @@ enum Timestamp {
         if bytes[index] == UInt8(ascii: "Z") || bytes[index] == UInt8(ascii: "z") {
             guard index + 1 == bytes.count else { return nil }
         } else {
-            guard bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-"), let hours = number(index + 1..<index + 3) else { return nil }
+            guard bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-"), let hours = number(index + 1..<index + 3) else {
+                return nil
+            }
             var minutes = 0
             if index + 3 < bytes.count {
                 let colon = bytes[index + 3] == UInt8(ascii: ":") ? 1 : 0
@@ -53,7 +57,8 @@ enum Timestamp {
             offsetSeconds = (hours * 3600 + minutes * 60) * (bytes[index] == UInt8(ascii: "-") ? -1 : 1)
         }
         guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61,
-              day <= daysInMonth(year: year, month: month) else { return nil }
+            day <= daysInMonth(year: year, month: month)
+        else { return nil }
         let seconds = daysFromCivil(year: year, month: month, day: day) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
         return seconds * 1000 + Int64(millis)
     }
@@ -91,8 +96,8 @@ enum Timestamp {
 /// (UTC). A date outside is a typo (`0202`, `20266`) or a test of the
 /// server, never a service change, and would sort alerts oddly or never end.
 enum TimeBounds {
-    static let earliest: Int64 = 946_684_800      // 2000-01-01T00:00:00Z
-    static let latest: Int64 = 4_133_980_799      // 2100-12-31T23:59:59Z
+    static let earliest: Int64 = 946_684_800  // 2000-01-01T00:00:00Z
+    static let latest: Int64 = 4_133_980_799  // 2100-12-31T23:59:59Z
     static func contains(_ epochSeconds: Int64) -> Bool { (earliest...latest).contains(epochSeconds) }
     /// `Starts must be between the years 2000 and 2100 (got 1999-12-31T08:00:00Z)`.
     static func message(_ label: String, _ epochSeconds: Int64) -> String {

@@ -8,9 +8,14 @@ import HTTPServer
 enum OpenAPIDocument {
     static var routes: [Route] {
         let body = PackageResources.openapi_yaml
-        return [Route("GET", "/openapi.yaml", parsesParameters: false, immediate: { _ in
-            .bytes(200, contentType: "application/yaml; charset=utf-8", body)
-        }) { _ in .bytes(200, contentType: "application/yaml; charset=utf-8", body) }]
+        return [
+            Route(
+                "GET", "/openapi.yaml", parsesParameters: false,
+                immediate: { _ in
+                    .bytes(200, contentType: "application/yaml; charset=utf-8", body)
+                }
+            ) { _ in .bytes(200, contentType: "application/yaml; charset=utf-8", body) }
+        ]
     }
 
     /// The document, a YAML file embedded in the binary at build time

@@ -23,8 +23,10 @@ extension ConsoleRoutes {
 
     static func badges(_ alert: ServiceAlert, now: Int64) -> HTML {
         let state = state(of: alert, now: now)
-        return .join([tag("span", [.class("badge \(state.rawValue)")], [state.rawValue]),
-                      alert.test ? HTML.join([" ", tag("span", [.class("badge test")], ["test"])]) : HTML.empty])
+        return .join([
+            tag("span", [.class("badge \(state.rawValue)")], [state.rawValue]),
+            alert.test ? HTML.join([" ", tag("span", [.class("badge test")], ["test"])]) : HTML.empty,
+        ])
     }
 
     func alertList(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
@@ -37,74 +39,104 @@ extension ConsoleRoutes {
         let now = now
         var content: [any HTMLContent] = []
         if ConsoleRules.may(context.session.user.role, .author) {
-            content.append(tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/alerts/new"), .class("button")], ["New alert"])]))
+            content.append(
+                tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/alerts/new"), .class("button")], ["New alert"])]))
         }
         content.append(tag("p", [.class("hint")], ["Times " + zoneHint(zone)]))
         for state in AlertState.allCases {
             let rows = all.filter { Self.state(of: $0, now: now) == state }.sorted { $0.startsAt > $1.startsAt }
             content.append(tag("h2", [], ["\(state.heading) (\(rows.count))"]))
-            content.append(ConsoleLayout.table(caption: state.heading, headers: ["Alert", "Effect", "Starts", "Shown until", ""],
-                                               rows: rows.map { alert in
-                                                   [tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), Self.humanize(alert.effect.name),
-                                                    RegionTime.display(alert.startsAt, zone), Self.shownUntil(alert, zone),
-                                                    Self.badges(alert, now: now)] as [any HTMLContent]
-                                               }, empty: "None."))
+            content.append(
+                ConsoleLayout.table(
+                    caption: state.heading, headers: ["Alert", "Effect", "Starts", "Shown until", ""],
+                    rows: rows.map { alert in
+                        [
+                            tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), Self.humanize(alert.effect.name),
+                            RegionTime.display(alert.startsAt, zone), Self.shownUntil(alert, zone),
+                            Self.badges(alert, now: now),
+                        ] as [any HTMLContent]
+                    }, empty: "None."))
         }
         return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): alerts", listContext, notice: Self.notice(request), content))
     }
 
     /// The authoring form; `values` holds what was submitted when it is shown again.
-    func alertForm(_ context: ConsoleLayout.Context, alert: ServiceAlert?, values: [String: String], problems: [String], zone: ZoneInfo = .utc,
-                   status: Int = 200) -> Response {
+    func alertForm(
+        _ context: ConsoleLayout.Context, alert: ServiceAlert?, values: [String: String], problems: [String], zone: ZoneInfo = .utc,
+        status: Int = 200
+    ) -> Response {
         guard let region = context.region else { return notFound() }
         var formContext = context
         formContext.section = .alerts
         let action = alert.map { "/admin/alerts/\($0.id)" } ?? "/admin/regions/\(region.id)/alerts"
-        let content: [any HTMLContent] = [ConsoleLayout.problems(problems), alertFields(context.session, action: action, alert: alert, values: values, zone: zone)]
+        let content: [any HTMLContent] = [
+            ConsoleLayout.problems(problems), alertFields(context.session, action: action, alert: alert, values: values, zone: zone),
+        ]
         return ConsoleLayout.respond(status, ConsoleLayout.page(alert == nil ? "New alert" : "Edit alert \(alert!.id)", formContext, content))
     }
 
     func alertFields(_ session: ConsoleStore.Session, action: String, alert: ServiceAlert?, values: [String: String], zone: ZoneInfo) -> HTML {
         func value(_ name: String, _ current: String?) -> String { values[name] ?? current ?? "" }
         let zoneHint = zoneHint(zone)
-        return ConsoleLayout.form(action, session, [
-            ConsoleLayout.field("Header", name: "header", value: value("header", alert?.header), required: true, hint: "Pushed as the title: the first 48 characters show on a lock screen.",
-                                maxLength: FieldLimits.alertHeader),
-            ConsoleLayout.textArea("Description", name: "description", value: value("description", alert?.description), rows: 5,
-                                   hint: "Pushed as the body: the first 120 characters show on a lock screen.", maxLength: FieldLimits.alertDescription),
-            ConsoleLayout.field("More information (URL)", name: "url", value: value("url", alert?.url), type: "url", maxLength: FieldLimits.url),
-            tag("div", [.class("columns")], [
-                ConsoleLayout.select("Cause", name: "cause", options: Cause.allCases.map { ($0.name, Self.humanize($0.name)) },
-                                     selected: value("cause", alert?.cause.name ?? Cause.unknownCause.name)),
-                ConsoleLayout.select("Effect", name: "effect", options: Effect.allCases.map { ($0.name, Self.humanize($0.name)) },
-                                     selected: value("effect", alert?.effect.name ?? Effect.unknownEffect.name)),
-                ConsoleLayout.select("Severity", name: "severity", options: SeverityLevel.allCases.map { ($0.name, Self.humanize($0.name)) },
-                                     selected: value("severity", alert?.severity.name ?? SeverityLevel.warning.name),
-                                     hint: "The Android app shows only Warning and Severe alerts: Info and Unknown severity are hidden there."),
-            ]),
-            tag("div", [.class("columns")], [
-                ConsoleLayout.field("Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? EpochSeconds(now), zone)),
-                                    type: "datetime-local", required: true, hint: zoneHint),
-                ConsoleLayout.field("Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
-                                    hint: "Leave empty and riders see the alert for 8 hours from its start (the feed's rule). " + zoneHint),
-            ]),
-            tag("p", [.class("hint")], [
-                "Starts and Ends say when riders are shown the alert. Service affected says when the disruption itself happens "
-                    + "(optional): for a weekend closure announced on Wednesday, show it from Wednesday and mark Saturday to Sunday "
-                    + "as affected. It must lie within the shown period.",
-            ]),
-            tag("div", [.class("columns")], [
-                ConsoleLayout.field("Service affected from", name: "impact_start",
-                                    value: value("impact_start", RegionTime.inputValue(alert?.impactStartsAt, zone)), type: "datetime-local",
-                                    hint: zoneHint),
-                ConsoleLayout.field("Service affected until", name: "impact_end",
-                                    value: value("impact_end", RegionTime.inputValue(alert?.impactEndsAt, zone)), type: "datetime-local",
-                                    hint: "Leave both empty when the whole shown period is affected. " + zoneHint),
-            ]),
-            ConsoleLayout.checkbox("Test alert (only test devices see it in the feed and get it pushed)", name: "test",
-                                   checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
-            tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [alert == nil ? "Create draft" : "Save changes"])]),
-        ])
+        return ConsoleLayout.form(
+            action, session,
+            [
+                ConsoleLayout.field(
+                    "Header", name: "header", value: value("header", alert?.header), required: true,
+                    hint: "Pushed as the title: the first 48 characters show on a lock screen.",
+                    maxLength: FieldLimits.alertHeader),
+                ConsoleLayout.textArea(
+                    "Description", name: "description", value: value("description", alert?.description), rows: 5,
+                    hint: "Pushed as the body: the first 120 characters show on a lock screen.", maxLength: FieldLimits.alertDescription),
+                ConsoleLayout.field("More information (URL)", name: "url", value: value("url", alert?.url), type: "url", maxLength: FieldLimits.url),
+                tag(
+                    "div", [.class("columns")],
+                    [
+                        ConsoleLayout.select(
+                            "Cause", name: "cause", options: Cause.allCases.map { ($0.name, Self.humanize($0.name)) },
+                            selected: value("cause", alert?.cause.name ?? Cause.unknownCause.name)),
+                        ConsoleLayout.select(
+                            "Effect", name: "effect", options: Effect.allCases.map { ($0.name, Self.humanize($0.name)) },
+                            selected: value("effect", alert?.effect.name ?? Effect.unknownEffect.name)),
+                        ConsoleLayout.select(
+                            "Severity", name: "severity", options: SeverityLevel.allCases.map { ($0.name, Self.humanize($0.name)) },
+                            selected: value("severity", alert?.severity.name ?? SeverityLevel.warning.name),
+                            hint: "The Android app shows only Warning and Severe alerts: Info and Unknown severity are hidden there."),
+                    ]),
+                tag(
+                    "div", [.class("columns")],
+                    [
+                        ConsoleLayout.field(
+                            "Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? EpochSeconds(now), zone)),
+                            type: "datetime-local", required: true, hint: zoneHint),
+                        ConsoleLayout.field(
+                            "Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
+                            hint: "Leave empty and riders see the alert for 8 hours from its start (the feed's rule). " + zoneHint),
+                    ]),
+                tag(
+                    "p", [.class("hint")],
+                    [
+                        "Starts and Ends say when riders are shown the alert. Service affected says when the disruption itself happens "
+                            + "(optional): for a weekend closure announced on Wednesday, show it from Wednesday and mark Saturday to Sunday "
+                            + "as affected. It must lie within the shown period."
+                    ]),
+                tag(
+                    "div", [.class("columns")],
+                    [
+                        ConsoleLayout.field(
+                            "Service affected from", name: "impact_start",
+                            value: value("impact_start", RegionTime.inputValue(alert?.impactStartsAt, zone)), type: "datetime-local",
+                            hint: zoneHint),
+                        ConsoleLayout.field(
+                            "Service affected until", name: "impact_end",
+                            value: value("impact_end", RegionTime.inputValue(alert?.impactEndsAt, zone)), type: "datetime-local",
+                            hint: "Leave both empty when the whole shown period is affected. " + zoneHint),
+                    ]),
+                ConsoleLayout.checkbox(
+                    "Test alert (only test devices see it in the feed and get it pushed)", name: "test",
+                    checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
+                tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [alert == nil ? "Create draft" : "Save changes"])]),
+            ])
     }
 
     /// `UNKNOWN_CAUSE` → `Unknown cause`.
@@ -115,7 +147,9 @@ extension ConsoleRoutes {
 
     /// The authoring fields of a submitted form, with times converted from
     /// the region's zone to the instants `AlertAdministration` reads.
-    func authoringFields(_ request: Request, zone: ZoneInfo, editing: Bool) -> (fields: [String: String], values: [String: String], problems: [String]) {
+    func authoringFields(_ request: Request, zone: ZoneInfo, editing: Bool) -> (
+        fields: [String: String], values: [String: String], problems: [String]
+    ) {
         var values: [String: String] = [:]
         for name in ["header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test"] {
             if let value = request.parameters[name] { values[name] = value }
@@ -166,16 +200,28 @@ extension ConsoleRoutes {
 
     func confirmUnpublish(_ context: ConsoleLayout.Context, _ alert: ServiceAlert) -> Response {
         guard alert.published else { return .seeOther("/admin/alerts/\(alert.id)") }
-        return ConsoleLayout.respond(200, ConsoleLayout.page("Unpublish alert \(alert.id)?", context, [
-            tag("p", [], ["“", alert.header, "” leaves the feed at once: riders' apps stop showing it. Notifications already delivered stay on ",
-                          "their phones. You can publish it again later."]),
-            ConsoleLayout.form("/admin/alerts/\(alert.id)/unpublish", context.session, [
-                tag("div", [.class("actions")], [
-                    tag("button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")], ["Unpublish"]),
-                    tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
-                ]),
-            ]),
-        ]))
+        return ConsoleLayout.respond(
+            200,
+            ConsoleLayout.page(
+                "Unpublish alert \(alert.id)?", context,
+                [
+                    tag(
+                        "p", [],
+                        [
+                            "“", alert.header, "” leaves the feed at once: riders' apps stop showing it. Notifications already delivered stay on ",
+                            "their phones. You can publish it again later.",
+                        ]),
+                    ConsoleLayout.form(
+                        "/admin/alerts/\(alert.id)/unpublish", context.session,
+                        [
+                            tag(
+                                "div", [.class("actions")],
+                                [
+                                    tag("button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")], ["Unpublish"]),
+                                    tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
+                                ])
+                        ]),
+                ]))
     }
 
     func setPublished(_ context: ConsoleLayout.Context, _ alert: ServiceAlert, _ published: Bool) async -> Response {
@@ -186,8 +232,10 @@ extension ConsoleRoutes {
     }
 
     /// The alert: its fields, translations side by side, previews, publishing and sending.
-    func alertPage(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert, translationProblems: [String] = [],
-                   status: Int = 200) async -> Response {
+    func alertPage(
+        _ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert, translationProblems: [String] = [],
+        status: Int = 200
+    ) async -> Response {
         let zone = await zone(regionID: alert.regionID)
         let translations: [AlertTranslation]
         let sendList: [AlertSend]
@@ -205,16 +253,24 @@ extension ConsoleRoutes {
         let now = now
         var content: [any HTMLContent] = [
             tag("p", [], [Self.badges(alert, now: now)]),
-            tag("p", [.class("shown")], ["Riders see it from \(RegionTime.display(alert.startsAt, zone)) until \(Self.shownUntil(alert, zone)). ",
-                                         tag("span", [.class("hint")], [zoneHint(zone)])]),
+            tag(
+                "p", [.class("shown")],
+                [
+                    "Riders see it from \(RegionTime.display(alert.startsAt, zone)) until \(Self.shownUntil(alert, zone)). ",
+                    tag("span", [.class("hint")], [zoneHint(zone)]),
+                ]),
         ]
 
         // Publishing.
         if ConsoleRules.may(role, .author) {
-            content.append(tag("div", [.class("actions")], [
-                alert.published ? tag("a", [.href("/admin/alerts/\(alert.id)/unpublish"), .class("button secondary")], ["Unpublish…"])
-                    : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary"),
-            ]))
+            content.append(
+                tag(
+                    "div", [.class("actions")],
+                    [
+                        alert.published
+                            ? tag("a", [.href("/admin/alerts/\(alert.id)/unpublish"), .class("button secondary")], ["Unpublish…"])
+                            : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary")
+                    ]))
         }
 
         // Fields.
@@ -222,14 +278,22 @@ extension ConsoleRoutes {
         if ConsoleRules.may(role, .author) {
             content.append(alertFields(session, action: "/admin/alerts/\(alert.id)", alert: alert, values: [:], zone: zone))
         } else {
-            content.append(tag("dl", [], [
-                tag("dt", [], ["Header"]), tag("dd", [], [alert.header]), tag("dt", [], ["Description"]), tag("dd", [], [alert.description]),
-                tag("dt", [], ["Cause / effect / severity"]), tag("dd", [], ["\(alert.cause.name) / \(alert.effect.name) / \(alert.severity.name)"]),
-                tag("dt", [], ["Shown"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(Self.shownUntil(alert, zone))"]),
-                tag("dt", [], ["Service affected"]),
-                tag("dd", [], [alert.impactStartsAt.map { "\(RegionTime.display($0, zone)) to \(RegionTime.display(alert.impactEndsAt, zone))" }
-                                ?? "The whole shown period"]),
-            ]))
+            content.append(
+                tag(
+                    "dl", [],
+                    [
+                        tag("dt", [], ["Header"]), tag("dd", [], [alert.header]), tag("dt", [], ["Description"]), tag("dd", [], [alert.description]),
+                        tag("dt", [], ["Cause / effect / severity"]),
+                        tag("dd", [], ["\(alert.cause.name) / \(alert.effect.name) / \(alert.severity.name)"]),
+                        tag("dt", [], ["Shown"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(Self.shownUntil(alert, zone))"]),
+                        tag("dt", [], ["Service affected"]),
+                        tag(
+                            "dd", [],
+                            [
+                                alert.impactStartsAt.map { "\(RegionTime.display($0, zone)) to \(RegionTime.display(alert.impactEndsAt, zone))" }
+                                    ?? "The whole shown period"
+                            ]),
+                    ]))
         }
 
         // Translations, side by side with the English.
@@ -241,35 +305,54 @@ extension ConsoleRoutes {
         var previewGroups = groups
         if !previewGroups.contains(where: { $0.locale == nil }) { previewGroups.insert((nil, 0), at: 0) }
         let fresh = AlertFeedRules.fresh(translations, for: alert)
-        content.append(tag("div", [.class("grid")], previewGroups.map { group in
-            let copy = AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
-            let translated = group.locale.map { locale in fresh.contains { $0.language.lowercased() == locale.lowercased() } } ?? true
-            return tag("section", [.class("preview")], [
-                tag("p", [.class("meta")], ["\(group.locale ?? "English (default)") · \(group.count) device\(group.count == 1 ? "" : "s")"
-                                             + (translated ? "" : " · no translation: gets the English")]),
-                tag("p", [.class("title")], [copy.title]), tag("p", [.class("body")], [copy.body]),
-            ])
-        }))
+        content.append(
+            tag(
+                "div", [.class("grid")],
+                previewGroups.map { group in
+                    let copy = AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
+                    let translated = group.locale.map { locale in fresh.contains { $0.language.lowercased() == locale.lowercased() } } ?? true
+                    return tag(
+                        "section", [.class("preview")],
+                        [
+                            tag(
+                                "p", [.class("meta")],
+                                [
+                                    "\(group.locale ?? "English (default)") · \(group.count) device\(group.count == 1 ? "" : "s")"
+                                        + (translated ? "" : " · no translation: gets the English")
+                                ]),
+                            tag("p", [.class("title")], [copy.title]), tag("p", [.class("body")], [copy.body]),
+                        ])
+                }))
         content.append(tag("h3", [], ["In the alerts feed"]))
-        content.append(tag("section", [.class("preview")], [
-            tag("p", [.class("meta")], ["\(Self.humanize(alert.effect.name)) · \(Self.humanize(alert.severity.name)) · from \(RegionTime.display(alert.startsAt, zone))"
-                                         + " to \(RegionTime.display(AlertFeedRules.effectiveEnd(alert), zone))"]),
-            tag("p", [.class("title")], [alert.header]), tag("p", [.class("body")], [alert.description]),
-            alert.url.map { tag("p", [], [tag("a", [.href($0), Attribute("rel", "noopener noreferrer")], [$0])]) } ?? .empty,
-        ]))
+        content.append(
+            tag(
+                "section", [.class("preview")],
+                [
+                    tag(
+                        "p", [.class("meta")],
+                        [
+                            "\(Self.humanize(alert.effect.name)) · \(Self.humanize(alert.severity.name)) · from \(RegionTime.display(alert.startsAt, zone))"
+                                + " to \(RegionTime.display(AlertFeedRules.effectiveEnd(alert), zone))"
+                        ]),
+                    tag("p", [.class("title")], [alert.header]), tag("p", [.class("body")], [alert.description]),
+                    alert.url.map { tag("p", [], [tag("a", [.href($0), Attribute("rel", "noopener noreferrer")], [$0])]) } ?? .empty,
+                ]))
 
         // Sending: test devices any time (a draft too); everyone once published.
         content.append(tag("h2", [.id("sends")], ["Send"]))
         let running = sendList.contains { $0.status == "running" }
         if ConsoleRules.may(role, .sendToTestDevices) {
             func button(_ label: String, _ audience: AlertSend.Audience, _ style: String) -> HTML {
-                running ? tag("button", [Attribute("type", "button"), .class(style), Attribute("disabled", nil)], [label])
+                running
+                    ? tag("button", [Attribute("type", "button"), .class(style), Attribute("disabled", nil)], [label])
                     : tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=\(audience.rawValue)"), .class("button \(style)")], [label])
             }
             var buttons: [any HTMLContent] = [button("Send to test devices (\(testCount))", .test, "secondary")]
             if ConsoleRules.may(role, .sendToEveryone) && !alert.test {
-                buttons.append(alert.published ? button("Send to everyone (\(Self.grouped(allCount)))", .all, "")
-                               : tag("span", [.class("hint")], ["Publish it to send it to everyone."]))
+                buttons.append(
+                    alert.published
+                        ? button("Send to everyone (\(Self.grouped(allCount)))", .all, "")
+                        : tag("span", [.class("hint")], ["Publish it to send it to everyone."]))
             }
             if running { buttons.append(tag("span", [.class("hint")], ["A send is running: wait for it to finish."])) }
             content.append(tag("div", [.class("actions")], buttons))

@@ -17,10 +17,15 @@ extension ConsoleRoutes {
         do { entries = try await audit.entries(regions: session.user.regions, before: before, limit: 100) } catch { return unavailable(error) }
         var content: [any HTMLContent] = [
             tag("p", [.class("hint")], ["Every change made through this console, the admin API and the command line, newest first. Times in UTC."]),
-            ConsoleLayout.table(caption: "Audit log", headers: ["When (UTC)", "Who", "What", "Region", "Target", "Detail"], rows: entries.map { entry in
-                [RegionTime.display(seconds: entry.at, .utc), entry.actor, entry.action, entry.regionID.map(String.init) ?? "—", entry.target ?? "", entry.detail ?? ""]
-                    as [any HTMLContent]
-            }, empty: "Nothing recorded yet."),
+            ConsoleLayout.table(
+                caption: "Audit log", headers: ["When (UTC)", "Who", "What", "Region", "Target", "Detail"],
+                rows: entries.map { entry in
+                    [
+                        RegionTime.display(seconds: entry.at, .utc), entry.actor, entry.action, entry.regionID.map(String.init) ?? "—",
+                        entry.target ?? "", entry.detail ?? "",
+                    ]
+                        as [any HTMLContent]
+                }, empty: "Nothing recorded yet."),
         ]
         if entries.count == 100, let last = entries.last {
             content.append(tag("p", [], [tag("a", [.href("/admin/audit?before=\(last.id)")], ["Older entries"])]))

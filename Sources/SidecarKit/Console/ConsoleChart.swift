@@ -14,9 +14,14 @@ enum ConsoleChart {
         for (index, point) in series.enumerated() {
             let barHeight = Double(height - bottom - top) * Double(point.count) / Double(maximum)
             let x = Double(left) + Double(index) * slot + slot * 0.15
-            bars.append(tag("rect", [.class("bar"), Attribute("x", format(x)), Attribute("y", format(Double(height - bottom) - barHeight)),
-                                     Attribute("width", format(slot * 0.7)), Attribute("height", format(barHeight))],
-                            [tag("title", [], ["\(dayLabel(point.day)): \(point.count)"])]))
+            bars.append(
+                tag(
+                    "rect",
+                    [
+                        .class("bar"), Attribute("x", format(x)), Attribute("y", format(Double(height - bottom) - barHeight)),
+                        Attribute("width", format(slot * 0.7)), Attribute("height", format(barHeight)),
+                    ],
+                    [tag("title", [], ["\(dayLabel(point.day)): \(point.count)"])]))
         }
         var labels: [any HTMLContent] = [
             tag("text", [Attribute("x", "0"), Attribute("y", String(top + 8))], [String(maximum)]),
@@ -26,21 +31,42 @@ enum ConsoleChart {
             // Centred under the bar; the first and last kept inside the frame.
             let x = min(max(Double(left) + (Double(index) + 0.5) * slot, Double(left)), Double(width))
             let anchor = index == 0 ? "start" : index == series.count - 1 ? "end" : "middle"
-            labels.append(tag("text", [Attribute("x", format(index == 0 ? Double(left) : index == series.count - 1 ? Double(width) : x)),
-                                       Attribute("y", String(height - 6)), Attribute("text-anchor", anchor)], [dayLabel(series[index].day)]))
+            labels.append(
+                tag(
+                    "text",
+                    [
+                        Attribute("x", format(index == 0 ? Double(left) : index == series.count - 1 ? Double(width) : x)),
+                        Attribute("y", String(height - 6)), Attribute("text-anchor", anchor),
+                    ], [dayLabel(series[index].day)]))
         }
         let total = series.reduce(0) { $0 + $1.count }
-        return tag("figure", [.class("chart")], [
-            tag("svg", [Attribute("viewBox", "0 0 \(width) \(height)"), Attribute("role", "img"),
-                        Attribute("aria-label", "\(title): \(total) in \(series.count) days, at most \(maximum) a day")],
-                [tag("line", [Attribute("x1", String(left)), Attribute("x2", String(width)), Attribute("y1", String(height - bottom)),
-                              Attribute("y2", String(height - bottom)), Attribute("stroke", "#8c959f")])] + bars + labels),
-            tag("figcaption", [], ["\(title): \(total) in the last \(series.count) days."]),
-            tag("table", [.class("visually-hidden")], [
-                tag("caption", [], [title]),
-                tag("tbody", [], series.map { tag("tr", [], [tag("th", [Attribute("scope", "row")], [dayLabel($0.day)]), tag("td", [], [$0.count])]) }),
-            ]),
-        ])
+        return tag(
+            "figure", [.class("chart")],
+            [
+                tag(
+                    "svg",
+                    [
+                        Attribute("viewBox", "0 0 \(width) \(height)"), Attribute("role", "img"),
+                        Attribute("aria-label", "\(title): \(total) in \(series.count) days, at most \(maximum) a day"),
+                    ],
+                    [
+                        tag(
+                            "line",
+                            [
+                                Attribute("x1", String(left)), Attribute("x2", String(width)), Attribute("y1", String(height - bottom)),
+                                Attribute("y2", String(height - bottom)), Attribute("stroke", "#8c959f"),
+                            ])
+                    ] + bars + labels),
+                tag("figcaption", [], ["\(title): \(total) in the last \(series.count) days."]),
+                tag(
+                    "table", [.class("visually-hidden")],
+                    [
+                        tag("caption", [], [title]),
+                        tag(
+                            "tbody", [],
+                            series.map { tag("tr", [], [tag("th", [Attribute("scope", "row")], [dayLabel($0.day)]), tag("td", [], [$0.count])]) }),
+                    ]),
+            ])
     }
 
     /// `2026-11-30` for a day number (days since 1970-01-01).

@@ -15,36 +15,45 @@ extension ConsoleRoutes {
         guard let region = context.region else { return notFound() }
         let zone = await zone(regionID: region.id)
         let stats: ConsoleStats
-        do { stats = try await ConsoleStats.load(database: database, regionID: region.id, now: now, days: 30, utcOffset: zone.offset(at: now)) } catch {
+        do { stats = try await ConsoleStats.load(database: database, regionID: region.id, now: now, days: 30, utcOffset: zone.offset(at: now)) } catch
+        {
             return unavailable(error)
         }
         let settings = (try? await alerts.regionSettings()[region.id]) ?? nil
         let reach = stats.reach
         func card(_ title: String, _ figure: Int, _ rows: [(String, Int)] = []) -> HTML {
-            tag("section", [.class("card")], [
-                tag("h2", [], [title]), tag("p", [.class("figure")], [figure]),
-                rows.isEmpty ? HTML.empty : tag("dl", [], rows.flatMap { [tag("dt", [], [$0.0]), tag("dd", [], [$0.1])] as [any HTMLContent] }),
-            ])
+            tag(
+                "section", [.class("card")],
+                [
+                    tag("h2", [], [title]), tag("p", [.class("figure")], [figure]),
+                    rows.isEmpty ? HTML.empty : tag("dl", [], rows.flatMap { [tag("dt", [], [$0.0]), tag("dd", [], [$0.1])] as [any HTMLContent] }),
+                ])
         }
         let content: [any HTMLContent] = [
             setupChecklist(settings, context),
             tag("p", [.class("hint")], [zoneHint(zone)]),
-            tag("div", [.class("grid")], [
-                card("Registered devices", reach.total, [("iOS", reach.ios), ("Android", reach.android), ("Test devices", reach.testDevices)]),
-                card("APNs environment", reach.ios, [("Production", reach.apnsProduction), ("Sandbox", reach.apnsSandbox)]),
-                card("Languages", reach.locales.count, reach.locales.map { ($0.locale ?? "English (default)", $0.count) }),
-                card("Alarms waiting", stats.pendingAlarms),
-                card("Live Activities", stats.liveActivities),
-            ]),
+            tag(
+                "div", [.class("grid")],
+                [
+                    card("Registered devices", reach.total, [("iOS", reach.ios), ("Android", reach.android), ("Test devices", reach.testDevices)]),
+                    card("APNs environment", reach.ios, [("Production", reach.apnsProduction), ("Sandbox", reach.apnsSandbox)]),
+                    card("Languages", reach.locales.count, reach.locales.map { ($0.locale ?? "English (default)", $0.count) }),
+                    card("Alarms waiting", stats.pendingAlarms),
+                    card("Live Activities", stats.liveActivities),
+                ]),
             tag("h2", [], ["New registrations per day"]),
             ConsoleChart.dailyBars(stats.perDay, title: "New registrations"),
             tag("h2", [], ["Recent sends"]),
-            ConsoleLayout.table(caption: "The last ten sends in this region", headers: ["Alert", "Audience", "Status", "Targeted", "Delivered", "Failed", "Pruned", "Started"],
-                                rows: stats.recentSends.map { recent in
-                                    [tag("a", [.href("/admin/alerts/\(recent.alertID)")], [recent.header]), recent.send.audience.rawValue, recent.send.status,
-                                     recent.send.targeted, recent.send.delivered, recent.send.failed, recent.send.pruned,
-                                     RegionTime.display(seconds: recent.send.startedAt, zone)] as [any HTMLContent]
-                                }, empty: "No alert has been sent in this region yet."),
+            ConsoleLayout.table(
+                caption: "The last ten sends in this region",
+                headers: ["Alert", "Audience", "Status", "Targeted", "Delivered", "Failed", "Pruned", "Started"],
+                rows: stats.recentSends.map { recent in
+                    [
+                        tag("a", [.href("/admin/alerts/\(recent.alertID)")], [recent.header]), recent.send.audience.rawValue, recent.send.status,
+                        recent.send.targeted, recent.send.delivered, recent.send.failed, recent.send.pruned,
+                        RegionTime.display(seconds: recent.send.startedAt, zone),
+                    ] as [any HTMLContent]
+                }, empty: "No alert has been sent in this region yet."),
         ]
         var dashboardContext = context
         dashboardContext.section = .dashboard

@@ -10,13 +10,13 @@ extension ConsoleRoutes {
         [
             regionPage("GET", "/admin/regions/:region/ghost-bus", .read) { request, context in await ghostBusPage(request, context) },
             regionPage("GET", "/admin/regions/:region/ghost-bus.csv", .read) { _, context in
-                    do {
-                        let csv = try await ghostBus.exportCSV(regionID: context.region!.id, zone: await zone(regionID: context.region!.id))
-                        return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
-                            .adding(header: "Content-Disposition", "attachment; filename=\"ghost-bus-region-\(context.region!.id).csv\"")
-                            .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
-                    } catch { return unavailable(error) }
-                },
+                do {
+                    let csv = try await ghostBus.exportCSV(regionID: context.region!.id, zone: await zone(regionID: context.region!.id))
+                    return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
+                        .adding(header: "Content-Disposition", "attachment; filename=\"ghost-bus-region-\(context.region!.id).csv\"")
+                        .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
+                } catch { return unavailable(error) }
+            },
         ]
     }
 
@@ -32,7 +32,11 @@ extension ConsoleRoutes {
         var serviceDate: EpochSeconds?
         if !dateText.isEmpty {
             // OneBusAway names a service day by the instant of its local midnight.
-            if let local = RegionTime.parse(dateText + "T00:00", zone) { serviceDate = local } else { problems.append("Date must be a date such as 2026-11-30") }
+            if let local = RegionTime.parse(dateText + "T00:00", zone) {
+                serviceDate = local
+            } else {
+                problems.append("Date must be a date such as 2026-11-30")
+            }
         }
         let rows: [[any HTMLContent]]
         let perDay: [(day: Int64, count: Int)]
@@ -44,18 +48,25 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
         let content: [any HTMLContent] = [
             ConsoleChart.dailyBars(perDay, title: "Ghost-bus reports"),
-            tag("form", [Attribute("method", "get"), Attribute("action", "/admin/regions/\(region.id)/ghost-bus"), .class("columns")], [
-                ConsoleLayout.field("Route", name: "route", value: route, hint: "Its short name (44) or its id (1_100275).", maxLength: 255),
-                ConsoleLayout.field("Trip", name: "trip", value: trip, maxLength: 255),
-                ConsoleLayout.field("Service date", name: "date", value: dateText, type: "date"),
-                tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Filter"]),
-                                                 tag("a", [.href("/admin/regions/\(region.id)/ghost-bus")], ["Clear"]),
-                                                 tag("a", [.href("/admin/regions/\(region.id)/ghost-bus.csv"), .class("button secondary")], ["Download all as CSV"])]),
-            ]),
+            tag(
+                "form", [Attribute("method", "get"), Attribute("action", "/admin/regions/\(region.id)/ghost-bus"), .class("columns")],
+                [
+                    ConsoleLayout.field("Route", name: "route", value: route, hint: "Its short name (44) or its id (1_100275).", maxLength: 255),
+                    ConsoleLayout.field("Trip", name: "trip", value: trip, maxLength: 255),
+                    ConsoleLayout.field("Service date", name: "date", value: dateText, type: "date"),
+                    tag(
+                        "div", [.class("actions")],
+                        [
+                            tag("button", [Attribute("type", "submit")], ["Filter"]),
+                            tag("a", [.href("/admin/regions/\(region.id)/ghost-bus")], ["Clear"]),
+                            tag("a", [.href("/admin/regions/\(region.id)/ghost-bus.csv"), .class("button secondary")], ["Download all as CSV"]),
+                        ]),
+                ]),
             ConsoleLayout.problems(problems),
             tag("p", [.class("hint")], ["Times " + zoneHint(zone)]),
-            ConsoleLayout.table(caption: "Reports, newest first (up to 500)", headers: ["Reported", "Route", "Trip", "Stop", "Vehicle", "Waited", "Comment"],
-                                rows: rows, empty: "No reports match."),
+            ConsoleLayout.table(
+                caption: "Reports, newest first (up to 500)", headers: ["Reported", "Route", "Trip", "Stop", "Vehicle", "Waited", "Comment"],
+                rows: rows, empty: "No reports match."),
         ]
         return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): ghost-bus reports", pageContext, content))
     }
@@ -64,8 +75,10 @@ extension ConsoleRoutes {
         let report = stored.report
         let reported = RegionTime.display(EpochMillis(stored.createdAt).seconds, zone)
         let route = [stored.routeShortName, report.routeIdentifier].compactMap { $0 }.joined(separator: " · ")
-        let cells: [String] = [reported, route.isEmpty ? "—" : route, report.tripIdentifier, report.stopIdentifier ?? "—",
-                               report.vehicleIdentifier ?? "—", "\(report.waitDurationMinutes) min", report.comment ?? ""]
+        let cells: [String] = [
+            reported, route.isEmpty ? "—" : route, report.tripIdentifier, report.stopIdentifier ?? "—",
+            report.vehicleIdentifier ?? "—", "\(report.waitDurationMinutes) min", report.comment ?? "",
+        ]
         return cells
     }
 }

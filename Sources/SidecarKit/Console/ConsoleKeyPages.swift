@@ -14,8 +14,10 @@ import PlatformThreads
 extension ConsoleRoutes {
     static let newKeyCookie = "sidecar_new_key"
 
-    func keyList(_ request: Request, _ session: ConsoleStore.Session, values: [String: String] = [:], problems: [String] = [],
-                 status: Int = 200) async -> Response {
+    func keyList(
+        _ request: Request, _ session: ConsoleStore.Session, values: [String: String] = [:], problems: [String] = [],
+        status: Int = 200
+    ) async -> Response {
         let list: [ApiKeyStore.Record]
         let token: String
         do {
@@ -25,42 +27,63 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
         let visible = visibleRegions(session.user)
         var content: [any HTMLContent] = []
-        let shown = request.method == "GET" ? request.cookie(Self.newKeyCookie).flatMap { value -> (String, String)? in
-            let parts = value.split(separator: ".", maxSplits: 1)
-            guard parts.count == 2, let id = Int64(parts[0]), list.contains(where: { $0.id == id }) else { return nil }
-            return (String(parts[1]), list.first { $0.id == id }?.name ?? "")
-        } : nil
+        let shown =
+            request.method == "GET"
+            ? request.cookie(Self.newKeyCookie).flatMap { value -> (String, String)? in
+                let parts = value.split(separator: ".", maxSplits: 1)
+                guard parts.count == 2, let id = Int64(parts[0]), list.contains(where: { $0.id == id }) else { return nil }
+                return (String(parts[1]), list.first { $0.id == id }?.name ?? "")
+            } : nil
         if let (key, name) = shown {
-            content.append(tag("div", [.class("notice"), Attribute("role", "status")], [
-                tag("p", [], ["Created API key “", name, "”. Copy it now: it is not shown again."]),
-                tag("p", [], [tag("code", [.id("new-key")], [key])]),
-            ]))
+            content.append(
+                tag(
+                    "div", [.class("notice"), Attribute("role", "status")],
+                    [
+                        tag("p", [], ["Created API key “", name, "”. Copy it now: it is not shown again."]),
+                        tag("p", [], [tag("code", [.id("new-key")], [key])]),
+                    ]))
         }
         content.append(tag("p", [.class("hint")], ["Times in UTC."]))
-        content.append(ConsoleLayout.table(caption: "API keys for the admin API", headers: ["Key", "Name", "Scope", "Created", "Last used", "State", ""],
-                                           rows: list.map { record in
-                                               [record.prefix + "…", record.name, record.scopeDescription, RegionTime.display(seconds: record.createdAt, .utc) + " UTC",
-                                                record.lastUsedAt.map { RegionTime.display(seconds: $0, .utc) + " UTC" } ?? "never",
-                                                record.revokedAt == nil ? "active" : "revoked",
-                                                record.revokedAt == nil ? tag("a", [.href("/admin/keys/\(record.id)/revoke"), .class("button secondary")], ["Revoke…"])
-                                                    : HTML.empty] as [any HTMLContent]
-                                           }, empty: "No API keys yet."))
+        content.append(
+            ConsoleLayout.table(
+                caption: "API keys for the admin API", headers: ["Key", "Name", "Scope", "Created", "Last used", "State", ""],
+                rows: list.map { record in
+                    [
+                        record.prefix + "…", record.name, record.scopeDescription, RegionTime.display(seconds: record.createdAt, .utc) + " UTC",
+                        record.lastUsedAt.map { RegionTime.display(seconds: $0, .utc) + " UTC" } ?? "never",
+                        record.revokedAt == nil ? "active" : "revoked",
+                        record.revokedAt == nil
+                            ? tag("a", [.href("/admin/keys/\(record.id)/revoke"), .class("button secondary")], ["Revoke…"])
+                            : HTML.empty,
+                    ] as [any HTMLContent]
+                }, empty: "No API keys yet."))
         content.append(tag("h2", [], ["Create a key"]))
         content.append(ConsoleLayout.problems(problems))
-        content.append(ConsoleLayout.form("/admin/keys", session, [
-            tag("input", [Attribute("type", "hidden"), Attribute("name", "key_token"), Attribute("value", token)]),
-            ConsoleLayout.field("Name", name: "name", value: values["name"], required: true, hint: "Who or what uses it, e.g. “CAD integration”.",
-                                maxLength: FieldLimits.name),
-            tag("fieldset", [], [
-                tag("legend", [], ["Regions it may act on (at least one)"]),
-            ] + visible.map { ConsoleLayout.checkbox("\($0.id) · \($0.name)", name: "region_\($0.id)", checked: values["region_\($0.id)"] == "true") }),
-            ConsoleLayout.checkbox("May start sends (push scope)", name: "push", checked: values["push"] == "true"),
-            tag("button", [Attribute("type", "submit"), Attribute("data-once", "true")], ["Create key"]),
-        ]))
+        content.append(
+            ConsoleLayout.form(
+                "/admin/keys", session,
+                [
+                    tag("input", [Attribute("type", "hidden"), Attribute("name", "key_token"), Attribute("value", token)]),
+                    ConsoleLayout.field(
+                        "Name", name: "name", value: values["name"], required: true, hint: "Who or what uses it, e.g. “CAD integration”.",
+                        maxLength: FieldLimits.name),
+                    tag(
+                        "fieldset", [],
+                        [
+                            tag("legend", [], ["Regions it may act on (at least one)"])
+                        ]
+                            + visible.map {
+                                ConsoleLayout.checkbox("\($0.id) · \($0.name)", name: "region_\($0.id)", checked: values["region_\($0.id)"] == "true")
+                            }),
+                    ConsoleLayout.checkbox("May start sends (push scope)", name: "push", checked: values["push"] == "true"),
+                    tag("button", [Attribute("type", "submit"), Attribute("data-once", "true")], ["Create key"]),
+                ]))
         var keyContext = context(session, region: nil, .keys)
         keyContext.region = nil
         var response = ConsoleLayout.respond(status, ConsoleLayout.page("API keys", keyContext, notice: Self.notice(request), content))
-        if shown != nil { response = response.adding(header: "Set-Cookie", cookie(Self.newKeyCookie, "", path: "/admin/keys", maxAge: 0, sameSite: "Strict")) }
+        if shown != nil {
+            response = response.adding(header: "Set-Cookie", cookie(Self.newKeyCookie, "", path: "/admin/keys", maxAge: 0, sameSite: "Strict"))
+        }
         return response
     }
 
@@ -76,18 +99,24 @@ extension ConsoleRoutes {
         do {
             switch try await formTokens.spend(request.parameters["key_token"] ?? "", purpose: "apikey:\(session.idHash)", now: now) {
             case .invalid:
-                return await keyList(request, session, values: values, problems: ["The form expired; nothing was created. Create the key again."], status: 403)
+                return await keyList(
+                    request, session, values: values, problems: ["The form expired; nothing was created. Create the key again."], status: 403)
             case .repeated:
                 return .seeOther("/admin/keys?done=key-repeated")
             case .first:
                 break
             }
             let created = try await keys.create(name: name, regions: chosen, canPush: request.parameters["push"] == "true", now: now)
-            await audit.record(actor: "user:" + session.user.email, action: "apikey.create", regionID: nil, target: "API key \(created.record.id)",
-                               detail: "\(name); \(created.record.scopeDescription)", now: now)
+            await audit.record(
+                actor: "user:" + session.user.email, action: "apikey.create", regionID: nil, target: "API key \(created.record.id)",
+                detail: "\(name); \(created.record.scopeDescription)", now: now)
             return Response.seeOther("/admin/keys?done=key-created")
-                .adding(header: "Set-Cookie", cookie(Self.newKeyCookie, "\(created.record.id).\(created.key)", path: "/admin/keys", maxAge: 300,
-                                                     sameSite: "Strict"))
+                .adding(
+                    header: "Set-Cookie",
+                    cookie(
+                        Self.newKeyCookie, "\(created.record.id).\(created.key)", path: "/admin/keys", maxAge: 300,
+                        sameSite: "Strict")
+                )
                 .adding(header: "Cache-Control", "no-store")
         } catch { return unavailable(error) }
     }
@@ -95,7 +124,8 @@ extension ConsoleRoutes {
     /// The key a user may manage, or nil (another region's, or none).
     func manageableKey(_ request: Request, _ session: ConsoleStore.Session) async throws -> ApiKeyStore.Record? {
         guard let id = request.pathParameters["id"].flatMap({ Int64($0) }), let record = try await keys.find(id: id),
-              ConsoleRules.mayManageKey(keyRegions: record.regions, allowed: session.user.regions) else { return nil }
+            ConsoleRules.mayManageKey(keyRegions: record.regions, allowed: session.user.regions)
+        else { return nil }
         return record
     }
 
@@ -108,16 +138,30 @@ extension ConsoleRoutes {
         guard record.revokedAt == nil else { return .seeOther("/admin/keys") }
         var keyContext = context(session, region: nil, .keys)
         keyContext.region = nil
-        return ConsoleLayout.respond(200, ConsoleLayout.page("Revoke API key “\(record.name)”?", keyContext, [
-            tag("p", [], ["Every request made with ", tag("code", [], [record.prefix + "…"]), " (", record.scopeDescription,
-                          ") will be refused with 401 from now on. This cannot be undone: a new key has to be created and given out."]),
-            ConsoleLayout.form("/admin/keys/\(record.id)/revoke", session, [
-                tag("div", [.class("actions")], [
-                    tag("button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")], ["Revoke this key"]),
-                    tag("a", [.href("/admin/keys")], ["Cancel"]),
-                ]),
-            ]),
-        ]))
+        return ConsoleLayout.respond(
+            200,
+            ConsoleLayout.page(
+                "Revoke API key “\(record.name)”?", keyContext,
+                [
+                    tag(
+                        "p", [],
+                        [
+                            "Every request made with ", tag("code", [], [record.prefix + "…"]), " (", record.scopeDescription,
+                            ") will be refused with 401 from now on. This cannot be undone: a new key has to be created and given out.",
+                        ]),
+                    ConsoleLayout.form(
+                        "/admin/keys/\(record.id)/revoke", session,
+                        [
+                            tag(
+                                "div", [.class("actions")],
+                                [
+                                    tag(
+                                        "button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")], ["Revoke this key"]
+                                    ),
+                                    tag("a", [.href("/admin/keys")], ["Cancel"]),
+                                ])
+                        ]),
+                ]))
     }
 
     func revokeKey(_ request: Request, _ session: ConsoleStore.Session) async -> Response {
@@ -125,7 +169,8 @@ extension ConsoleRoutes {
             // Another region's key, or an all-regions key, is not this user's to see: 404, as if it did not exist.
             guard let record = try await manageableKey(request, session) else { return notFound() }
             if try await keys.revoke(id: record.id, now: now) {
-                await audit.record(actor: "user:" + session.user.email, action: "apikey.revoke", regionID: nil, target: "API key \(record.id)", now: now)
+                await audit.record(
+                    actor: "user:" + session.user.email, action: "apikey.revoke", regionID: nil, target: "API key \(record.id)", now: now)
             }
             return .seeOther("/admin/keys?done=revoked")
         } catch { return unavailable(error) }

@@ -7,8 +7,11 @@ enum ConsoleLayout {
     /// Headers on every console answer: no framing, no sniffing, no caching
     /// of pages that show riders' data, scripts and styles from this site only.
     static let securityHeaders: [(String, String)] = [
-        ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-            + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+                + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        ),
         ("X-Frame-Options", "DENY"),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "same-origin"),
@@ -29,11 +32,13 @@ enum ConsoleLayout {
     enum Section: String, Sendable { case dashboard, alerts, surveys, ghostBus, keys, audit, regions }
 
     static func head(_ title: String) -> [any HTMLContent] {
-        [tag("meta", [Attribute("charset", "utf-8")]),
-         tag("meta", [Attribute("name", "viewport"), Attribute("content", "width=device-width, initial-scale=1")]),
-         tag("title", [], [title + " · Sidecar console"]),
-         tag("link", [Attribute("rel", "stylesheet"), .href("/admin/static/console.css")]),
-         tag("script", [Attribute("src", "/admin/static/console.js"), Attribute("defer", nil)])]
+        [
+            tag("meta", [Attribute("charset", "utf-8")]),
+            tag("meta", [Attribute("name", "viewport"), Attribute("content", "width=device-width, initial-scale=1")]),
+            tag("title", [], [title + " · Sidecar console"]),
+            tag("link", [Attribute("rel", "stylesheet"), .href("/admin/static/console.css")]),
+            tag("script", [Attribute("src", "/admin/static/console.js"), Attribute("defer", nil)]),
+        ]
     }
 
     /// A page for a signed-in user.
@@ -41,50 +46,92 @@ enum ConsoleLayout {
         let user = context.session.user
         var links: [(Section, String, String)] = []
         if let region = context.region {
-            links = [(.dashboard, "Dashboard", "/admin/regions/\(region.id)"), (.alerts, "Alerts", "/admin/regions/\(region.id)/alerts"),
-                     (.surveys, "Surveys", "/admin/regions/\(region.id)/surveys"), (.ghostBus, "Ghost-bus reports", "/admin/regions/\(region.id)/ghost-bus")]
+            links = [
+                (.dashboard, "Dashboard", "/admin/regions/\(region.id)"), (.alerts, "Alerts", "/admin/regions/\(region.id)/alerts"),
+                (.surveys, "Surveys", "/admin/regions/\(region.id)/surveys"),
+                (.ghostBus, "Ghost-bus reports", "/admin/regions/\(region.id)/ghost-bus"),
+            ]
         }
         if ConsoleRules.may(user.role, .manageKeys) { links.append((.keys, "API keys", "/admin/keys")) }
         links.append((.audit, "Audit log", "/admin/audit"))
-        let navigation = tag("nav", [Attribute("aria-label", "Sections")], [
-            tag("ul", [], links.map { section, label, href in
-                tag("li", [], [tag("a", [.href(href),
-                                         section == context.section ? Attribute("aria-current", "page") : nil], [label])])
-            }),
-        ])
-        let regionSwitcher: HTML = context.regions.count > 1
-            ? tag("details", [.class("regions")], [
-                tag("summary", [], [context.region.map { "Region: \($0.name)" } ?? "Choose a region"]),
-                tag("ul", [], context.regions.map { region in
-                    tag("li", [], [tag("a", [.href("/admin/regions/\(region.id)"),
-                                             region.id == context.region?.id ? Attribute("aria-current", "true") : nil], ["\(region.id) · \(region.name)"])])
-                }),
+        let navigation = tag(
+            "nav", [Attribute("aria-label", "Sections")],
+            [
+                tag(
+                    "ul", [],
+                    links.map { section, label, href in
+                        tag(
+                            "li", [],
+                            [
+                                tag(
+                                    "a",
+                                    [
+                                        .href(href),
+                                        section == context.section ? Attribute("aria-current", "page") : nil,
+                                    ], [label])
+                            ])
+                    })
             ])
+        let regionSwitcher: HTML =
+            context.regions.count > 1
+            ? tag(
+                "details", [.class("regions")],
+                [
+                    tag("summary", [], [context.region.map { "Region: \($0.name)" } ?? "Choose a region"]),
+                    tag(
+                        "ul", [],
+                        context.regions.map { region in
+                            tag(
+                                "li", [],
+                                [
+                                    tag(
+                                        "a",
+                                        [
+                                            .href("/admin/regions/\(region.id)"),
+                                            region.id == context.region?.id ? Attribute("aria-current", "true") : nil,
+                                        ], ["\(region.id) · \(region.name)"])
+                                ])
+                        }),
+                ])
             : context.region.map { tag("span", [.class("region-name")], [$0.name]) } ?? .empty
-        let header = tag("header", [.class("top")], [
-            tag("a", [.href("/admin"), .class("brand")], ["Sidecar console"]),
-            regionSwitcher,
-            tag("div", [.class("who")], [
-                tag("span", [], [user.email]), " ", tag("span", [.class("badge")], [user.role.rawValue]),
-                tag("form", [Attribute("method", "post"), Attribute("action", "/admin/logout"), .class("inline")], [
-                    csrfField(context.session), tag("button", [Attribute("type", "submit"), .class("link")], ["Log out"]),
-                ]),
-            ]),
-        ])
-        return HTML.document(head: head(title), body: [
-            tag("a", [.href("#main"), .class("skip")], ["Skip to content"]),
-            header, navigation,
-            tag("main", [.id("main")], [notice.map { tag("p", [.class("notice"), Attribute("role", "status")], [$0]) } ?? .empty,
-                                        tag("h1", [], [title])] + content),
-        ])
+        let header = tag(
+            "header", [.class("top")],
+            [
+                tag("a", [.href("/admin"), .class("brand")], ["Sidecar console"]),
+                regionSwitcher,
+                tag(
+                    "div", [.class("who")],
+                    [
+                        tag("span", [], [user.email]), " ", tag("span", [.class("badge")], [user.role.rawValue]),
+                        tag(
+                            "form", [Attribute("method", "post"), Attribute("action", "/admin/logout"), .class("inline")],
+                            [
+                                csrfField(context.session), tag("button", [Attribute("type", "submit"), .class("link")], ["Log out"]),
+                            ]),
+                    ]),
+            ])
+        return HTML.document(
+            head: head(title),
+            body: [
+                tag("a", [.href("#main"), .class("skip")], ["Skip to content"]),
+                header, navigation,
+                tag(
+                    "main", [.id("main")],
+                    [
+                        notice.map { tag("p", [.class("notice"), Attribute("role", "status")], [$0]) } ?? .empty,
+                        tag("h1", [], [title]),
+                    ] + content),
+            ])
     }
 
     /// A page for someone not signed in (login, errors).
     static func bare(_ title: String, _ content: [any HTMLContent]) -> HTML {
-        HTML.document(head: head(title), body: [
-            tag("header", [.class("top")], [tag("a", [.href("/admin"), .class("brand")], ["Sidecar console"])]),
-            tag("main", [.id("main"), .class("narrow")], [tag("h1", [], [title])] + content),
-        ])
+        HTML.document(
+            head: head(title),
+            body: [
+                tag("header", [.class("top")], [tag("a", [.href("/admin"), .class("brand")], ["Sidecar console"])]),
+                tag("main", [.id("main"), .class("narrow")], [tag("h1", [], [title])] + content),
+            ])
     }
 
     static func csrfField(_ session: ConsoleStore.Session) -> HTML {
@@ -97,83 +144,123 @@ enum ConsoleLayout {
     }
 
     /// A button that posts (publish, revoke, log out).
-    static func postButton(_ label: String, _ action: String, _ session: ConsoleStore.Session, style: String = "secondary",
-                           hidden: [(name: String, value: String)] = []) -> HTML {
-        form(action, session, attributes: [.class("inline")],
-             hidden.map { field in tag("input", [Attribute("type", "hidden"), Attribute("name", field.name), Attribute("value", field.value)]) }
-             + [tag("button", [Attribute("type", "submit"), .class(style)], [label])])
+    static func postButton(
+        _ label: String, _ action: String, _ session: ConsoleStore.Session, style: String = "secondary",
+        hidden: [(name: String, value: String)] = []
+    ) -> HTML {
+        form(
+            action, session, attributes: [.class("inline")],
+            hidden.map { field in tag("input", [Attribute("type", "hidden"), Attribute("name", field.name), Attribute("value", field.value)]) }
+                + [tag("button", [Attribute("type", "submit"), .class(style)], [label])])
     }
 
     /// A labelled input. `hint` goes below, tied to the field for screen readers.
-    static func field(_ label: String, name: String, value: String?, type: String = "text", required: Bool = false, hint: String? = nil,
-                      maxLength: Int? = nil, extra: [Attribute] = [], id givenID: String? = nil) -> HTML {
+    static func field(
+        _ label: String, name: String, value: String?, type: String = "text", required: Bool = false, hint: String? = nil,
+        maxLength: Int? = nil, extra: [Attribute] = [], id givenID: String? = nil
+    ) -> HTML {
         let id = givenID ?? "field-" + name
-        return tag("div", [.class("field")], [
-            tag("label", [Attribute("for", id)], [label, required ? tag("span", [.class("required")], [" (required)"]) : HTML.empty]),
-            tag("input", [Attribute("type", type), .id(id), Attribute("name", name), Attribute("value", value ?? ""),
-                          .flag("required", required), maxLength.map { Attribute("maxlength", String($0)) },
-                          hint.map { _ in Attribute("aria-describedby", id + "-hint") }] + extra.map { Optional($0) }),
-            hint.map { tag("p", [.class("hint"), .id(id + "-hint")], [$0]) } ?? .empty,
-        ])
+        return tag(
+            "div", [.class("field")],
+            [
+                tag("label", [Attribute("for", id)], [label, required ? tag("span", [.class("required")], [" (required)"]) : HTML.empty]),
+                tag(
+                    "input",
+                    [
+                        Attribute("type", type), .id(id), Attribute("name", name), Attribute("value", value ?? ""),
+                        .flag("required", required), maxLength.map { Attribute("maxlength", String($0)) },
+                        hint.map { _ in Attribute("aria-describedby", id + "-hint") },
+                    ] + extra.map { Optional($0) }),
+                hint.map { tag("p", [.class("hint"), .id(id + "-hint")], [$0]) } ?? .empty,
+            ])
     }
 
-    static func textArea(_ label: String, name: String, value: String?, rows: Int = 4, required: Bool = false, hint: String? = nil,
-                         maxLength: Int? = nil, id givenID: String? = nil) -> HTML {
+    static func textArea(
+        _ label: String, name: String, value: String?, rows: Int = 4, required: Bool = false, hint: String? = nil,
+        maxLength: Int? = nil, id givenID: String? = nil
+    ) -> HTML {
         let id = givenID ?? "field-" + name
-        return tag("div", [.class("field")], [
-            tag("label", [Attribute("for", id)], [label, required ? tag("span", [.class("required")], [" (required)"]) : HTML.empty]),
-            tag("textarea", [.id(id), Attribute("name", name), Attribute("rows", String(rows)), .flag("required", required),
-                             maxLength.map { Attribute("maxlength", String($0)) }, hint.map { _ in Attribute("aria-describedby", id + "-hint") }],
-                [value ?? ""]),
-            hint.map { tag("p", [.class("hint"), .id(id + "-hint")], [$0]) } ?? .empty,
-        ])
+        return tag(
+            "div", [.class("field")],
+            [
+                tag("label", [Attribute("for", id)], [label, required ? tag("span", [.class("required")], [" (required)"]) : HTML.empty]),
+                tag(
+                    "textarea",
+                    [
+                        .id(id), Attribute("name", name), Attribute("rows", String(rows)), .flag("required", required),
+                        maxLength.map { Attribute("maxlength", String($0)) }, hint.map { _ in Attribute("aria-describedby", id + "-hint") },
+                    ],
+                    [value ?? ""]),
+                hint.map { tag("p", [.class("hint"), .id(id + "-hint")], [$0]) } ?? .empty,
+            ])
     }
 
-    static func select(_ label: String, name: String, options: [(value: String, label: String)], selected: String?, hint: String? = nil,
-                       id givenID: String? = nil) -> HTML {
+    static func select(
+        _ label: String, name: String, options: [(value: String, label: String)], selected: String?, hint: String? = nil,
+        id givenID: String? = nil
+    ) -> HTML {
         let id = givenID ?? "field-" + name
         let hintID = id + "-hint"
-        return tag("div", [.class("field")], [
-            tag("label", [Attribute("for", id)], [label]),
-            tag("select", [.id(id), Attribute("name", name)] + (hint == nil ? [] : [Attribute("aria-describedby", hintID)]), options.map { option in
-                tag("option", [Attribute("value", option.value), .flag("selected", option.value == selected)], [option.label])
-            }),
-            hint.map { tag("p", [.id(hintID), .class("hint")], [$0]) } ?? .empty,
-        ])
+        return tag(
+            "div", [.class("field")],
+            [
+                tag("label", [Attribute("for", id)], [label]),
+                tag(
+                    "select", [.id(id), Attribute("name", name)] + (hint == nil ? [] : [Attribute("aria-describedby", hintID)]),
+                    options.map { option in
+                        tag("option", [Attribute("value", option.value), .flag("selected", option.value == selected)], [option.label])
+                    }),
+                hint.map { tag("p", [.id(hintID), .class("hint")], [$0]) } ?? .empty,
+            ])
     }
 
     static func checkbox(_ label: String, name: String, checked: Bool) -> HTML {
         let id = "field-" + name
-        return tag("div", [.class("field check")], [
-            tag("input", [Attribute("type", "checkbox"), .id(id), Attribute("name", name), Attribute("value", "true"), .flag("checked", checked)]),
-            tag("label", [Attribute("for", id)], [label]),
-        ])
+        return tag(
+            "div", [.class("field check")],
+            [
+                tag(
+                    "input", [Attribute("type", "checkbox"), .id(id), Attribute("name", name), Attribute("value", "true"), .flag("checked", checked)]),
+                tag("label", [Attribute("for", id)], [label]),
+            ])
     }
 
     /// Problems with what was submitted, announced to screen readers.
     static func problems(_ messages: [String]) -> HTML {
         guard !messages.isEmpty else { return .empty }
-        return tag("div", [.class("problems"), Attribute("role", "alert")], [
-            tag("p", [], [messages.count == 1 ? "Please correct this:" : "Please correct these:"]),
-            tag("ul", [], messages.map { tag("li", [], [$0]) }),
-        ])
+        return tag(
+            "div", [.class("problems"), Attribute("role", "alert")],
+            [
+                tag("p", [], [messages.count == 1 ? "Please correct this:" : "Please correct these:"]),
+                tag("ul", [], messages.map { tag("li", [], [$0]) }),
+            ])
     }
 
     /// A table; on a phone each row becomes a stacked card whose cells are
     /// labelled by their column (the header row is hidden then).
     static func table(caption: String, headers: [String], rows: [[any HTMLContent]], empty: String = "Nothing yet.") -> HTML {
         guard !rows.isEmpty else { return tag("p", [.class("empty")], [empty]) }
-        return tag("div", [.class("table-wrap"), Attribute("tabindex", "0"), Attribute("role", "region"), Attribute("aria-label", caption)], [
-            tag("table", [.class("stack")], [
-                tag("caption", [], [caption]),
-                tag("thead", [], [tag("tr", [], headers.map { tag("th", [Attribute("scope", "col")], [$0]) })]),
-                tag("tbody", [], rows.map { row in
-                    tag("tr", [], row.enumerated().map { index, cell in
-                        tag("td", [index < headers.count && !headers[index].isEmpty ? Attribute("data-label", headers[index]) : nil], [cell])
-                    })
-                }),
-            ]),
-        ])
+        return tag(
+            "div", [.class("table-wrap"), Attribute("tabindex", "0"), Attribute("role", "region"), Attribute("aria-label", caption)],
+            [
+                tag(
+                    "table", [.class("stack")],
+                    [
+                        tag("caption", [], [caption]),
+                        tag("thead", [], [tag("tr", [], headers.map { tag("th", [Attribute("scope", "col")], [$0]) })]),
+                        tag(
+                            "tbody", [],
+                            rows.map { row in
+                                tag(
+                                    "tr", [],
+                                    row.enumerated().map { index, cell in
+                                        tag(
+                                            "td", [index < headers.count && !headers[index].isEmpty ? Attribute("data-label", headers[index]) : nil],
+                                            [cell])
+                                    })
+                            }),
+                    ])
+            ])
     }
 
     static func errorPage(_ status: Int, _ title: String, _ message: String) -> Response {

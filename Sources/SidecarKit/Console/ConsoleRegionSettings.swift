@@ -22,34 +22,44 @@ extension ConsoleRoutes {
     func setupChecklist(_ settings: RegionSettings?, _ context: ConsoleLayout.Context) -> HTML {
         let missing = Self.setupProblems(settings)
         guard !missing.isEmpty, let region = context.region else { return .empty }
-        let action: any HTMLContent = ConsoleRules.may(context.session.user.role, .manageRegion)
+        let action: any HTMLContent =
+            ConsoleRules.may(context.session.user.role, .manageRegion)
             ? tag("a", [.href("/admin/regions/\(region.id)/settings"), .class("button")], ["Set up this region"])
             : tag("p", [.class("hint")], ["An administrator can set these in the region's settings."])
-        return tag("section", [.class("setup"), Attribute("aria-labelledby", "setup-title")], [
-            tag("h2", [.id("setup-title")], ["This region is not set up yet"]),
-            tag("ul", [], missing.map { tag("li", [], [$0]) }),
-            action,
-        ])
+        return tag(
+            "section", [.class("setup"), Attribute("aria-labelledby", "setup-title")],
+            [
+                tag("h2", [.id("setup-title")], ["This region is not set up yet"]),
+                tag("ul", [], missing.map { tag("li", [], [$0]) }),
+                action,
+            ])
     }
 
-    func regionSettingsPage(_ request: Request, _ context: ConsoleLayout.Context, values: [String: String] = [:], problems: [String] = [],
-                            status: Int = 200) async -> Response {
+    func regionSettingsPage(
+        _ request: Request, _ context: ConsoleLayout.Context, values: [String: String] = [:], problems: [String] = [],
+        status: Int = 200
+    ) async -> Response {
         guard let region = context.region else { return notFound() }
         let settings: RegionSettings?
         do { settings = try await alerts.regionSettings()[region.id] } catch { return unavailable(error) }
         let zone = await zone(regionID: region.id)
         let content: [any HTMLContent] = [
             ConsoleLayout.problems(problems),
-            ConsoleLayout.form("/admin/regions/\(region.id)/settings", context.session, [
-                ConsoleLayout.field("Agency id", name: "agency_id", value: values["agency_id"] ?? settings?.agencyID, required: true,
-                                    hint: "The OneBusAway agency id riders' apps match this region's alerts on (the feed's informed entity).",
-                                    maxLength: FieldLimits.identifier),
-                ConsoleLayout.field("Time zone", name: "timezone", value: values["timezone"] ?? settings?.timezone, required: true,
-                                    hint: "A name from the tz database, such as America/Los_Angeles or Asia/Kolkata. Now: " + zoneHint(zone),
-                                    maxLength: 64, extra: [Attribute("list", "zones"), Attribute("autocomplete", "off")]),
-                tag("datalist", [.id("zones")], ZoneCatalog.identifiers(directory: zoneDirectory).map { tag("option", [Attribute("value", $0)]) }),
-                tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Save settings"])]),
-            ]),
+            ConsoleLayout.form(
+                "/admin/regions/\(region.id)/settings", context.session,
+                [
+                    ConsoleLayout.field(
+                        "Agency id", name: "agency_id", value: values["agency_id"] ?? settings?.agencyID, required: true,
+                        hint: "The OneBusAway agency id riders' apps match this region's alerts on (the feed's informed entity).",
+                        maxLength: FieldLimits.identifier),
+                    ConsoleLayout.field(
+                        "Time zone", name: "timezone", value: values["timezone"] ?? settings?.timezone, required: true,
+                        hint: "A name from the tz database, such as America/Los_Angeles or Asia/Kolkata. Now: " + zoneHint(zone),
+                        maxLength: 64, extra: [Attribute("list", "zones"), Attribute("autocomplete", "off")]),
+                    tag(
+                        "datalist", [.id("zones")], ZoneCatalog.identifiers(directory: zoneDirectory).map { tag("option", [Attribute("value", $0)]) }),
+                    tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Save settings"])]),
+                ]),
         ]
         var settingsContext = context
         settingsContext.section = .dashboard
@@ -60,8 +70,9 @@ extension ConsoleRoutes {
         guard let region = context.region else { return notFound() }
         let values = ["agency_id": request.parameters["agency_id"] ?? "", "timezone": request.parameters["timezone"] ?? ""]
         do {
-            _ = try await administration(context.session).setRegion(id: region.id, agencyID: values["agency_id"],
-                                                                   timezone: values["timezone"]?.presence ?? "none")
+            _ = try await administration(context.session).setRegion(
+                id: region.id, agencyID: values["agency_id"],
+                timezone: values["timezone"]?.presence ?? "none")
             return .seeOther("/admin/regions/\(region.id)?done=region-saved")
         } catch let error as AdministrationError {
             return await regionSettingsPage(request, context, values: values, problems: error.messages, status: 422)

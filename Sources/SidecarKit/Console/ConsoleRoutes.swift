@@ -56,8 +56,8 @@ struct ConsoleRoutes: Sendable {
             regionPage("POST", "/admin/regions/:region/settings", .manageRegion) { request, context in await saveRegionSettings(request, context) },
             regionPage("GET", "/admin/regions/:region/alerts", .read) { request, context in await alertList(request, context) },
             regionPage("GET", "/admin/regions/:region/alerts/new", .author) { _, context in
-                    alertForm(context, alert: nil, values: [:], problems: [], zone: await zone(regionID: context.region?.id ?? 0))
-                },
+                alertForm(context, alert: nil, values: [:], problems: [], zone: await zone(regionID: context.region?.id ?? 0))
+            },
             regionPage("POST", "/admin/regions/:region/alerts", .author) { request, context in await createAlert(request, context) },
             alertRoute("GET", "/admin/alerts/:id", .read) { request, context, alert in await alertPage(request, context, alert) },
             alertRoute("POST", "/admin/alerts/:id", .author) { request, context, alert in await editAlert(request, context, alert) },
@@ -65,7 +65,9 @@ struct ConsoleRoutes: Sendable {
             alertRoute("GET", "/admin/alerts/:id/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
             alertRoute("POST", "/admin/alerts/:id/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
             alertRoute("POST", "/admin/alerts/:id/translations", .author) { request, context, alert in await translate(request, context, alert) },
-            alertRoute("POST", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in await deleteTranslation(request, context, alert) },
+            alertRoute("POST", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in
+                await deleteTranslation(request, context, alert)
+            },
             alertRoute("GET", "/admin/alerts/:id/send", .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert) },
             alertRoute("POST", "/admin/alerts/:id/sends", .sendToTestDevices) { request, context, alert in await startSend(request, context, alert) },
             alertRoute("GET", "/admin/alerts/:id/sends.json", .read) { _, _, alert in await sendsJSON(alert) },
@@ -87,26 +89,34 @@ struct ConsoleRoutes: Sendable {
     func openPage(_ method: String, _ path: String, _ handler: @escaping Handler) -> Route { route(method, path, .open, handler) }
 
     /// A page for a signed-in user allowed `action`.
-    func userPage(_ method: String, _ path: String, _ action: ConsoleAction,
-                  _ handler: @escaping @Sendable (Request, ConsoleStore.Session) async -> Response) -> Route {
+    func userPage(
+        _ method: String, _ path: String, _ action: ConsoleAction,
+        _ handler: @escaping @Sendable (Request, ConsoleStore.Session) async -> Response
+    ) -> Route {
         route(method, path, .session("\(action)")) { request in await signedIn(request, action, handler) }
     }
 
     /// A page of the region in `:region`, for a user allowed `action` there.
-    func regionPage(_ method: String, _ path: String, _ action: ConsoleAction,
-                    _ handler: @escaping @Sendable (Request, ConsoleLayout.Context) async -> Response) -> Route {
+    func regionPage(
+        _ method: String, _ path: String, _ action: ConsoleAction,
+        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context) async -> Response
+    ) -> Route {
         route(method, path, .session("\(action)")) { request in await inRegion(request, action, handler) }
     }
 
     /// A page of the alert in `:id`, for a user allowed `action` in its region.
-    func alertRoute(_ method: String, _ path: String, _ action: ConsoleAction,
-                    _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, ServiceAlert) async -> Response) -> Route {
+    func alertRoute(
+        _ method: String, _ path: String, _ action: ConsoleAction,
+        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
+    ) -> Route {
         route(method, path, .session("\(action)")) { request in await withAlert(request, action, handler) }
     }
 
     /// A page of the survey in `:id`, for a user allowed `action` in its region.
-    func surveyRoute(_ method: String, _ path: String, _ action: ConsoleAction,
-                     _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, Survey) async -> Response) -> Route {
+    func surveyRoute(
+        _ method: String, _ path: String, _ action: ConsoleAction,
+        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, Survey) async -> Response
+    ) -> Route {
         route(method, path, .session("\(action)")) { request in await withSurvey(request, action, handler) }
     }
 
@@ -114,8 +124,10 @@ struct ConsoleRoutes: Sendable {
 
     /// Runs `handler` for a signed-in user allowed `action`; a POST must
     /// carry the session's CSRF token.
-    func signedIn(_ request: Request, _ action: ConsoleAction,
-                  _ handler: (Request, ConsoleStore.Session) async -> Response) async -> Response {
+    func signedIn(
+        _ request: Request, _ action: ConsoleAction,
+        _ handler: (Request, ConsoleStore.Session) async -> Response
+    ) async -> Response {
         let session: ConsoleStore.Session?
         do { session = try await request.cookie(Self.sessionCookie).asyncFlatMap { try await store.session(cookie: $0, now: now) } } catch {
             return unavailable(error)
@@ -144,8 +156,9 @@ struct ConsoleRoutes: Sendable {
     /// A change a signed-in user attempted and was refused, in the audit log
     /// (the route's pattern, never the submitted values).
     func refused(_ request: Request, _ session: ConsoleStore.Session, _ reason: String) async {
-        await audit.record(actor: "user:" + session.user.email, action: "console.refused", regionID: nil,
-                           target: "\(request.method) \(request.routePattern)", detail: reason, now: now)
+        await audit.record(
+            actor: "user:" + session.user.email, action: "console.refused", regionID: nil,
+            target: "\(request.method) \(request.routePattern)", detail: reason, now: now)
     }
 
     /// A form posted after its session ended changes nothing. The page says
@@ -153,16 +166,23 @@ struct ConsoleRoutes: Sendable {
     /// the console's script keeps what was typed in this browser and fills
     /// it in again there.
     func sessionEnded(_ request: Request) -> Response {
-        let origin = request.header("referer").flatMap { referer -> String? in
-            guard let path = referer.range(of: "/admin").map({ String(referer[$0.lowerBound...]) }) else { return nil }
-            return Self.safeNext(path) == path ? path : nil
-        } ?? "/admin"
-        return ConsoleLayout.respond(403, ConsoleLayout.bare("Your session has ended", [
-            tag("p", [], ["Nothing was changed. What you typed is kept in this browser and filled in again once you sign in."]),
-            tag("p", [Attribute("data-session-ended", "true")], [
-                tag("a", [.href("/admin/login?next=" + Self.percentEncoded(origin)), .class("button")], ["Sign in again"]),
-            ]),
-        ]))
+        let origin =
+            request.header("referer").flatMap { referer -> String? in
+                guard let path = referer.range(of: "/admin").map({ String(referer[$0.lowerBound...]) }) else { return nil }
+                return Self.safeNext(path) == path ? path : nil
+            } ?? "/admin"
+        return ConsoleLayout.respond(
+            403,
+            ConsoleLayout.bare(
+                "Your session has ended",
+                [
+                    tag("p", [], ["Nothing was changed. What you typed is kept in this browser and filled in again once you sign in."]),
+                    tag(
+                        "p", [Attribute("data-session-ended", "true")],
+                        [
+                            tag("a", [.href("/admin/login?next=" + Self.percentEncoded(origin)), .class("button")], ["Sign in again"])
+                        ]),
+                ]))
     }
 
     /// The regions a user may see, in the directory's order.
@@ -175,23 +195,29 @@ struct ConsoleRoutes: Sendable {
     }
 
     /// A region page: the region must exist and be one the user may see (else 404).
-    func inRegion(_ request: Request, _ action: ConsoleAction,
-                  _ handler: @escaping (Request, ConsoleLayout.Context) async -> Response) async -> Response {
+    func inRegion(
+        _ request: Request, _ action: ConsoleAction,
+        _ handler: @escaping (Request, ConsoleLayout.Context) async -> Response
+    ) async -> Response {
         await signedIn(request, action) { request, session in
             guard let id = request.pathParameters["region"].flatMap({ Int($0) }), let region = regions.region(id: id),
-                  ConsoleRules.mayAccess(region: id, allowed: session.user.regions) else { return notFound() }
+                ConsoleRules.mayAccess(region: id, allowed: session.user.regions)
+            else { return notFound() }
             return await handler(request, context(session, region: region, .dashboard))
         }
     }
 
     /// An alert page: the alert must exist in a region the user may see (else 404).
-    func withAlert(_ request: Request, _ action: ConsoleAction,
-                   _ handler: @escaping (Request, ConsoleLayout.Context, ServiceAlert) async -> Response) async -> Response {
+    func withAlert(
+        _ request: Request, _ action: ConsoleAction,
+        _ handler: @escaping (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
+    ) async -> Response {
         await signedIn(request, action) { request, session in
             guard let id = request.pathParameters["id"].flatMap({ Int64($0) }) else { return notFound() }
             do {
                 guard let alert = try await alerts.find(id: id), ConsoleRules.mayAccess(region: alert.regionID, allowed: session.user.regions),
-                      let region = regions.region(id: alert.regionID) else { return notFound() }
+                    let region = regions.region(id: alert.regionID)
+                else { return notFound() }
                 return await handler(request, context(session, region: region, .alerts), alert)
             } catch { return unavailable(error) }
         }
@@ -220,7 +246,8 @@ struct ConsoleRoutes: Sendable {
     }
 
     func cookie(_ name: String, _ value: String, path: String, maxAge: Int? = nil, sameSite: String = "Lax") -> String {
-        "\(name)=\(value); Path=\(path); HttpOnly; SameSite=\(sameSite)" + (maxAge.map { "; Max-Age=\($0)" } ?? "") + (secureCookies ? "; Secure" : "")
+        "\(name)=\(value); Path=\(path); HttpOnly; SameSite=\(sameSite)" + (maxAge.map { "; Max-Age=\($0)" } ?? "")
+            + (secureCookies ? "; Secure" : "")
     }
 
     static func percentEncoded(_ text: String) -> String { PercentEncoding.encode(text, keeping: "/") }
@@ -228,15 +255,18 @@ struct ConsoleRoutes: Sendable {
     /// Where to go after login: a console path only (never another site).
     static func safeNext(_ next: String?) -> String {
         guard let next, next.hasPrefix("/admin"), !next.hasPrefix("//"), !next.contains("\\"), !next.contains("://"),
-              next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }), !next.hasPrefix("/admin/login") else { return "/admin" }
+            next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }), !next.hasPrefix("/admin/login")
+        else { return "/admin" }
         return next
     }
 
     /// Fixed texts for `?done=` (never text from the URL itself).
     static let notices: [String: String] = [
         "created": "Alert created as a draft.", "saved": "Changes saved.", "published": "Published: the alert is in the feed.",
-        "unpublished": "Withdrawn: riders no longer see the alert in the feed (pushes already delivered stay on their phones).", "translated": "Translation saved.",
-        "sending": "Sending started. Progress updates below.", "revoked": "API key revoked: requests with it are now refused with 401.", "logged-out": "You are signed out.",
+        "unpublished": "Withdrawn: riders no longer see the alert in the feed (pushes already delivered stay on their phones).",
+        "translated": "Translation saved.",
+        "sending": "Sending started. Progress updates below.", "revoked": "API key revoked: requests with it are now refused with 401.",
+        "logged-out": "You are signed out.",
         "survey-saved": "Survey saved.", "region-saved": "Region settings saved.", "translation-deleted": "Translation deleted.",
         "translated-unread": "Translation saved. No registered device in this region reads this language yet.",
         "send-repeated": "That confirmation was already used: the send it started is below. Nothing was sent twice.",
@@ -259,15 +289,17 @@ extension Optional {
 extension ConsoleRoutes: Feature {
     init(_ context: FeatureContext) {
         let logins = ConsoleRules.loginWindowSeconds
-        self.init(store: context.stores.console, administration: context.administration, alerts: context.stores.alerts, sends: context.alertSends,
-                  surveys: context.stores.surveys, ghostBus: context.stores.ghostBus, keys: context.stores.apiKeys, audit: context.stores.audit,
-                  regions: context.regions, database: context.database, clock: context.clock, logger: context.logger,
-                  secureCookies: context.publicURL.url.hasPrefix("https://"),
-                  clientLogins: context.limiter("console_login_client", limit: ConsoleRules.attemptsPerClient, windowSeconds: logins),
-                  accountLogins: context.limiter("console_login_account", limit: ConsoleRules.failuresPerAccount, windowSeconds: logins,
-                                                 keyForLogs: SHA256.fingerprint),
-                  failingSources: context.limiter("console_login_source", limit: Int(Int32.max), windowSeconds: logins, keyForLogs: SHA256.fingerprint),
-                  formTokens: FormTokens(store: context.stores.console),
-                  userWrites: context.limiter("console_writes", limit: context.configuration.consoleWriteLimit))
+        self.init(
+            store: context.stores.console, administration: context.administration, alerts: context.stores.alerts, sends: context.alertSends,
+            surveys: context.stores.surveys, ghostBus: context.stores.ghostBus, keys: context.stores.apiKeys, audit: context.stores.audit,
+            regions: context.regions, database: context.database, clock: context.clock, logger: context.logger,
+            secureCookies: context.publicURL.url.hasPrefix("https://"),
+            clientLogins: context.limiter("console_login_client", limit: ConsoleRules.attemptsPerClient, windowSeconds: logins),
+            accountLogins: context.limiter(
+                "console_login_account", limit: ConsoleRules.failuresPerAccount, windowSeconds: logins,
+                keyForLogs: SHA256.fingerprint),
+            failingSources: context.limiter("console_login_source", limit: Int(Int32.max), windowSeconds: logins, keyForLogs: SHA256.fingerprint),
+            formTokens: FormTokens(store: context.stores.console),
+            userWrites: context.limiter("console_writes", limit: context.configuration.consoleWriteLimit))
     }
 }

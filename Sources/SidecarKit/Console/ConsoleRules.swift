@@ -68,7 +68,8 @@ enum ConsoleRules {
         let email = raw.trimmingWhitespace().lowercased()
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard email.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."),
-              !parts[1].hasSuffix("."), email.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F && !"<>\"',;".unicodeScalars.contains($0) })
+            !parts[1].hasSuffix("."),
+            email.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F && !"<>\"',;".unicodeScalars.contains($0) })
         else { return nil }
         return email
     }

@@ -38,44 +38,66 @@ extension ConsoleRoutes {
             let settled = send.delivered + send.failed
             let total = max(send.audienceSize, send.targeted, 1)
             let percent = min(100, settled * 100 / total)
-            rows.append(tag("tr", [Attribute("data-send-id", String(send.id))], [
-                tag("td", [Attribute("data-label", "Send")], [send.id]),
-                tag("td", [Attribute("data-label", "Audience")], [send.audience == .all ? "everyone" : "test devices"]),
-                cell("status", send.status),
-                tag("td", [Attribute("data-label", "Progress")], [
-                    tag("span", [.class("meter"), Attribute("role", "img"), Attribute("aria-label", "\(percent)% settled")], [
-                        tag("span", [Attribute("data-field", "bar"), Attribute("style", "width: \(percent)%")]),
-                    ]),
-                    tag("span", [Attribute("data-field", "summary")], [
-                        "\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize)) delivered, \(Self.grouped(send.failed)) failed, "
-                            + "\(Self.grouped(send.pending)) pending",
-                    ]),
-                ]),
-                cell("pruned", send.pruned),
-                tag("td", [Attribute("data-label", "Started")], [RegionTime.display(seconds: send.startedAt, zone)]),
-            ]))
+            rows.append(
+                tag(
+                    "tr", [Attribute("data-send-id", String(send.id))],
+                    [
+                        tag("td", [Attribute("data-label", "Send")], [send.id]),
+                        tag("td", [Attribute("data-label", "Audience")], [send.audience == .all ? "everyone" : "test devices"]),
+                        cell("status", send.status),
+                        tag(
+                            "td", [Attribute("data-label", "Progress")],
+                            [
+                                tag(
+                                    "span", [.class("meter"), Attribute("role", "img"), Attribute("aria-label", "\(percent)% settled")],
+                                    [
+                                        tag("span", [Attribute("data-field", "bar"), Attribute("style", "width: \(percent)%")])
+                                    ]),
+                                tag(
+                                    "span", [Attribute("data-field", "summary")],
+                                    [
+                                        "\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize)) delivered, \(Self.grouped(send.failed)) failed, "
+                                            + "\(Self.grouped(send.pending)) pending"
+                                    ]),
+                            ]),
+                        cell("pruned", send.pruned),
+                        tag("td", [Attribute("data-label", "Started")], [RegionTime.display(seconds: send.startedAt, zone)]),
+                    ]))
             if send.status == "failed" {
                 let left = send.undelivered(remainingAfterCursor: remaining[send.id] ?? 0)
                 var cells: [any HTMLContent] = [tag("strong", [], ["It stopped: ", Self.plainError(send), ". "])]
                 if ConsoleRules.may(session.user.role, send.audience == .all ? .sendToEveryone : .sendToTestDevices), left > 0 {
-                    cells.append(tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=\(send.audience.rawValue)"), .class("button secondary")],
-                                     ["Resume: \(Self.grouped(left)) not yet delivered"]))
+                    cells.append(
+                        tag(
+                            "a", [.href("/admin/alerts/\(alert.id)/send?audience=\(send.audience.rawValue)"), .class("button secondary")],
+                            ["Resume: \(Self.grouped(left)) not yet delivered"]))
                 }
                 rows.append(tag("tr", [.class("failure")], [tag("td", [Attribute("colspan", "6")], cells)]))
             }
         }
         return .join([
-            tag("p", [.class("lost"), Attribute("data-lost", "true"), Attribute("hidden", nil), Attribute("role", "status")],
+            tag(
+                "p", [.class("lost"), Attribute("data-lost", "true"), Attribute("hidden", nil), Attribute("role", "status")],
                 ["Lost contact with the server: the counts below are not current. Retrying…"]),
-            tag("div", [.class("table-wrap"), Attribute("data-sends-url", "/admin/alerts/\(alert.id)/sends.json")], [
-                tag("table", [.class("progress stack")], [
-                    tag("caption", [], ["Sends of this alert, newest first (updated live while one runs)"]),
-                    tag("thead", [], [tag("tr", [], ["Send", "Audience", "Status", "Progress", "Pruned", "Started"].map {
-                        tag("th", [Attribute("scope", "col")], [$0])
-                    })]),
-                    tag("tbody", [], rows),
+            tag(
+                "div", [.class("table-wrap"), Attribute("data-sends-url", "/admin/alerts/\(alert.id)/sends.json")],
+                [
+                    tag(
+                        "table", [.class("progress stack")],
+                        [
+                            tag("caption", [], ["Sends of this alert, newest first (updated live while one runs)"]),
+                            tag(
+                                "thead", [],
+                                [
+                                    tag(
+                                        "tr", [],
+                                        ["Send", "Audience", "Status", "Progress", "Pruned", "Started"].map {
+                                            tag("th", [Attribute("scope", "col")], [$0])
+                                        })
+                                ]),
+                            tag("tbody", [], rows),
+                        ])
                 ]),
-            ]),
         ])
     }
 
@@ -117,34 +139,55 @@ extension ConsoleRoutes {
         if earlier.contains(where: { $0.status == "running" }) {
             return .seeOther("/admin/alerts/\(alert.id)?done=send-running#sends")
         }
-        let who = audience == .test ? "\(count) test device\(count == 1 ? "" : "s")" : "everyone: \(Self.grouped(count)) device\(count == 1 ? "" : "s")"
+        let who =
+            audience == .test ? "\(count) test device\(count == 1 ? "" : "s")" : "everyone: \(Self.grouped(count)) device\(count == 1 ? "" : "s")"
         // A failed send of this audience is resumed, not repeated: only the
         // devices it did not reach get the alert.
         let resumed = earlier.last { $0.audience == audience && $0.status == "failed" }
         let previousToEveryone = resumed == nil && earlier.contains { $0.audience == .all }
         var content: [any HTMLContent] = [
             resumed.map { send in
-                tag("p", [], ["This resumes send \(send.id) of “", alert.header, "”: only the devices it has not reached get it (",
-                              tag("strong", [], ["\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize)) were delivered"]),
-                              "). It stopped: \(Self.plainError(send))."])
-            } ?? tag("p", [], ["This pushes “", alert.header, "” to ", tag("strong", [], [who]), " in \(context.region?.name ?? "this region"). It cannot be undone."]),
+                tag(
+                    "p", [],
+                    [
+                        "This resumes send \(send.id) of “", alert.header, "”: only the devices it has not reached get it (",
+                        tag("strong", [], ["\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize)) were delivered"]),
+                        "). It stopped: \(Self.plainError(send)).",
+                    ])
+            }
+                ?? tag(
+                    "p", [],
+                    [
+                        "This pushes “", alert.header, "” to ", tag("strong", [], [who]),
+                        " in \(context.region?.name ?? "this region"). It cannot be undone.",
+                    ])
         ]
         if !alert.published {
             content.append(tag("p", [.class("hint")], ["The alert is a draft: test devices get it before riders can see it in the feed."]))
         }
         if audience == .test {
             content.append(tag("h2", [], ["Test devices"]))
-            content.append(testDevices.total == 0
-                ? tag("p", [.class("problems")], ["This region has no test devices: register one from a debug build of the app with test_device=true."])
-                : tag("ul", [], testDevices.descriptions.map { tag("li", [], [$0]) }
-                      + (testDevices.total > testDevices.descriptions.count ? [tag("li", [], ["and \(testDevices.total - testDevices.descriptions.count) more"])] : [])))
+            content.append(
+                testDevices.total == 0
+                    ? tag(
+                        "p", [.class("problems")],
+                        ["This region has no test devices: register one from a debug build of the app with test_device=true."])
+                    : tag(
+                        "ul", [],
+                        testDevices.descriptions.map { tag("li", [], [$0]) }
+                            + (testDevices.total > testDevices.descriptions.count
+                                ? [tag("li", [], ["and \(testDevices.total - testDevices.descriptions.count) more"])] : [])))
         }
         content.append(tag("h2", [], ["Sent before"]))
-        content.append(ConsoleLayout.table(caption: "Earlier sends of this alert", headers: ["When", "Audience", "Status", "Delivered"],
-                                           rows: earlier.reversed().map { send in
-                                               [RegionTime.display(seconds: send.startedAt, zone), send.audience == .all ? "everyone" : "test devices", send.status,
-                                                "\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize))"] as [any HTMLContent]
-                                           }, empty: "Never sent."))
+        content.append(
+            ConsoleLayout.table(
+                caption: "Earlier sends of this alert", headers: ["When", "Audience", "Status", "Delivered"],
+                rows: earlier.reversed().map { send in
+                    [
+                        RegionTime.display(seconds: send.startedAt, zone), send.audience == .all ? "everyone" : "test devices", send.status,
+                        "\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize))",
+                    ] as [any HTMLContent]
+                }, empty: "Never sent."))
         var fields: [any HTMLContent] = [
             tag("input", [Attribute("type", "hidden"), Attribute("name", "audience"), Attribute("value", audience.rawValue)]),
             tag("input", [Attribute("type", "hidden"), Attribute("name", "send_token"), Attribute("value", token)]),
@@ -153,11 +196,15 @@ extension ConsoleRoutes {
             fields.append(tag("p", [.class("problems")], ["Everyone already got this alert. Riders get a second notification if you send it again."]))
             fields.append(ConsoleLayout.checkbox("Yes, send it to everyone again", name: "again", checked: false))
         }
-        fields.append(tag("div", [.class("actions")], [
-            tag("button", [Attribute("type", "submit"), .class(audience == .all ? "danger" : "primary"), Attribute("data-once", "true")],
-                [resumed == nil ? "Send to \(who)" : "Resume the send"]),
-            tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
-        ]))
+        fields.append(
+            tag(
+                "div", [.class("actions")],
+                [
+                    tag(
+                        "button", [Attribute("type", "submit"), .class(audience == .all ? "danger" : "primary"), Attribute("data-once", "true")],
+                        [resumed == nil ? "Send to \(who)" : "Resume the send"]),
+                    tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
+                ]))
         content.append(ConsoleLayout.form("/admin/alerts/\(alert.id)/sends", context.session, fields))
         return ConsoleLayout.respond(200, ConsoleLayout.page("Send alert \(alert.id)?", context, content))
     }
@@ -169,11 +216,14 @@ extension ConsoleRoutes {
         case .refused(let response): return response
         }
         guard sends.transport != nil else {
-            return ConsoleLayout.errorPage(409, "No push transport", "This server has no push transport configured (--gorush-url or direct APNs/FCM).")
+            return ConsoleLayout.errorPage(
+                409, "No push transport", "This server has no push transport configured (--gorush-url or direct APNs/FCM).")
         }
         do {
             // A resubmitted confirmation (refresh, double click) starts nothing.
-            switch try await formTokens.spend(request.parameters["send_token"] ?? "", purpose: Self.sendPurpose(context.session, alert, audience), now: now) {
+            switch try await formTokens.spend(
+                request.parameters["send_token"] ?? "", purpose: Self.sendPurpose(context.session, alert, audience), now: now)
+            {
             case .invalid:
                 return ConsoleLayout.errorPage(403, "This confirmation has expired", "Nothing was sent. Open the alert and confirm the send again.")
             case .repeated:
@@ -187,7 +237,8 @@ extension ConsoleRoutes {
             }
             let resuming = earlier.contains { $0.audience == audience && $0.status == "failed" }
             if audience == .all, !resuming, earlier.contains(where: { $0.audience == .all }), request.parameters["again"] != "true" {
-                return ConsoleLayout.errorPage(422, "Not sent", "Everyone already got this alert. To send it again, tick “Yes, send it to everyone again”.")
+                return ConsoleLayout.errorPage(
+                    422, "Not sent", "Everyone already got this alert. To send it again, tick “Yes, send it to everyone again”.")
             }
             let (send, _) = try await administration(context.session).startSend(id: alert.id, audience: audience)
             sends.launch(send)

@@ -16,13 +16,22 @@ extension ConsoleRoutes {
             let visible = visibleRegions(session.user)
             if visible.count == 1 { return .seeOther("/admin/regions/\(visible[0].id)") }
             let cards: [any HTMLContent] = visible.map { region in
-                tag("li", [.class("card")], [tag("a", [.href("/admin/regions/\(region.id)")], ["\(region.name)"]), " ",
-                                             tag("span", [.class("hint")], ["region \(region.id)"])])
+                tag(
+                    "li", [.class("card")],
+                    [
+                        tag("a", [.href("/admin/regions/\(region.id)")], ["\(region.name)"]), " ",
+                        tag("span", [.class("hint")], ["region \(region.id)"]),
+                    ])
             }
-            return ConsoleLayout.respond(200, ConsoleLayout.page("Regions", context(session, region: nil, .regions), [
-                visible.isEmpty ? tag("p", [], ["Your account has no regions that this server's directory lists."])
-                    : tag("ul", [.class("grid"), Attribute("role", "list")], cards),
-            ]))
+            return ConsoleLayout.respond(
+                200,
+                ConsoleLayout.page(
+                    "Regions", context(session, region: nil, .regions),
+                    [
+                        visible.isEmpty
+                            ? tag("p", [], ["Your account has no regions that this server's directory lists."])
+                            : tag("ul", [.class("grid"), Attribute("role", "list")], cards)
+                    ]))
         }
     }
 
@@ -30,20 +39,26 @@ extension ConsoleRoutes {
         let token: String
         do { token = try await formTokens.issue(purpose: "login", now: now) } catch { return unavailable(error) }
         let next = Self.safeNext(request.parameters["next"])
-        let page = ConsoleLayout.bare("Sign in", [
-            Self.notice(request).map { tag("p", [.class("notice"), Attribute("role", "status")], [$0]) } ?? HTML.empty,
-            ConsoleLayout.problems(problems),
-            tag("form", [Attribute("method", "post"), Attribute("action", "/admin/login")], [
-                tag("input", [Attribute("type", "hidden"), Attribute("name", "login_token"), Attribute("value", token)]),
-                tag("input", [Attribute("type", "hidden"), Attribute("name", "next"), Attribute("value", next)]),
-                ConsoleLayout.field("Email", name: "email", value: email, type: "email", required: true, maxLength: 254,
-                                    extra: [Attribute("autocomplete", "username"), Attribute("autofocus", nil)]),
-                ConsoleLayout.field("Password", name: "password", value: nil, type: "password", required: true, maxLength: 1024,
-                                    extra: [Attribute("autocomplete", "current-password")]),
-                tag("button", [Attribute("type", "submit")], ["Sign in"]),
-            ]),
-            tag("p", [.class("hint")], ["Accounts are created by the server's operator: sidecar user create."]),
-        ])
+        let page = ConsoleLayout.bare(
+            "Sign in",
+            [
+                Self.notice(request).map { tag("p", [.class("notice"), Attribute("role", "status")], [$0]) } ?? HTML.empty,
+                ConsoleLayout.problems(problems),
+                tag(
+                    "form", [Attribute("method", "post"), Attribute("action", "/admin/login")],
+                    [
+                        tag("input", [Attribute("type", "hidden"), Attribute("name", "login_token"), Attribute("value", token)]),
+                        tag("input", [Attribute("type", "hidden"), Attribute("name", "next"), Attribute("value", next)]),
+                        ConsoleLayout.field(
+                            "Email", name: "email", value: email, type: "email", required: true, maxLength: 254,
+                            extra: [Attribute("autocomplete", "username"), Attribute("autofocus", nil)]),
+                        ConsoleLayout.field(
+                            "Password", name: "password", value: nil, type: "password", required: true, maxLength: 1024,
+                            extra: [Attribute("autocomplete", "current-password")]),
+                        tag("button", [Attribute("type", "submit")], ["Sign in"]),
+                    ]),
+                tag("p", [.class("hint")], ["Accounts are created by the server's operator: sidecar user create."]),
+            ])
         return ConsoleLayout.respond(status, page)
             .adding(header: "Set-Cookie", cookie(Self.loginCookie, token, path: "/admin/login", maxAge: 3600, sameSite: "Strict"))
     }
@@ -58,14 +73,17 @@ extension ConsoleRoutes {
         // The form must come from our own login page (login CSRF): the same
         // token in the cookie and the form, and one this server issued.
         guard let expected = request.cookie(Self.loginCookie), let presented = request.parameters["login_token"],
-              SecureCompare.equal(presented, expected), await formTokens.isValid(presented, purpose: "login", now: now) else {
+            SecureCompare.equal(presented, expected), await formTokens.isValid(presented, purpose: "login", now: now)
+        else {
             return await loginPage(request, problems: ["The sign-in form expired. Please try again."], status: 403)
         }
         let rawEmail = request.parameters["email"] ?? ""
         let password = request.parameters["password"] ?? ""
         if case .limited(let retryAfter) = await clientLogins.check(request.clientKey) {
-            return await loginPage(request, problems: ["Too many sign-in attempts from your address. Try again in \(retryAfter / 60 + 1) minutes."],
-                                   email: rawEmail, status: 429).adding(header: "Retry-After", String(retryAfter))
+            return await loginPage(
+                request, problems: ["Too many sign-in attempts from your address. Try again in \(retryAfter / 60 + 1) minutes."],
+                email: rawEmail, status: 429
+            ).adding(header: "Retry-After", String(retryAfter))
         }
         guard let email = ConsoleRules.normalizedEmail(rawEmail), password.utf8.count <= ConsoleRules.maximumPasswordLength else {
             return await loginPage(request, problems: ["Wrong email or password."], email: rawEmail, status: 401)
@@ -76,22 +94,27 @@ extension ConsoleRoutes {
         // else still signs in.
         let source = email + "|" + request.clientKey
         if await accountLogins.isExhausted(email), await failingSources.peek(source) > 0 {
-            return await loginPage(request, problems: ["Too many failed sign-ins for this account from your address. Try again in 15 minutes."],
-                                   email: rawEmail, status: 429).adding(header: "Retry-After", String(ConsoleRules.loginWindowSeconds))
+            return await loginPage(
+                request, problems: ["Too many failed sign-ins for this account from your address. Try again in 15 minutes."],
+                email: rawEmail, status: 429
+            ).adding(header: "Retry-After", String(ConsoleRules.loginWindowSeconds))
         }
         do {
             let found = try await store.credentials(email: email)
             // Hash even for an unknown account so timing does not tell.
             guard let verified = await Self.passwordChecks.run({ PasswordHash.verify(password, against: found?.1 ?? Self.decoyHash) }) else {
-                return await loginPage(request, problems: ["The server is busy checking other sign-ins. Try again in a few seconds."],
-                                       email: rawEmail, status: 503).adding(header: "Retry-After", "2")
+                return await loginPage(
+                    request, problems: ["The server is busy checking other sign-ins. Try again in a few seconds."],
+                    email: rawEmail, status: 503
+                ).adding(header: "Retry-After", "2")
             }
             guard let (user, _) = found, verified else {
                 _ = await accountLogins.check(email)
                 _ = await failingSources.check(source)
                 logger.info("console sign-in refused", [("client", request.clientAddress)])
-                await audit.record(actor: "anonymous", action: "console.sign_in_failed", regionID: nil,
-                                   target: found.map { "user \($0.0.id)" } ?? "no such account", detail: "client=\(request.clientAddress)", now: now)
+                await audit.record(
+                    actor: "anonymous", action: "console.sign_in_failed", regionID: nil,
+                    target: found.map { "user \($0.0.id)" } ?? "no such account", detail: "client=\(request.clientAddress)", now: now)
                 return await loginPage(request, problems: ["Wrong email or password."], email: rawEmail, status: 401)
             }
             let (cookieValue, _) = try await store.startSession(userID: user.id, now: now)

@@ -35,14 +35,16 @@ struct ConsoleStore: Sendable {
     }
 
     static func user(_ row: Row) throws -> User {
-        User(id: try row.int("id"), email: try row.string("email"), role: ConsoleRole(rawValue: try row.string("role")) ?? .viewer,
-             regions: decodeRegions(try row.optionalString("regions")), createdAt: try row.int("created_at"))
+        User(
+            id: try row.int("id"), email: try row.string("email"), role: ConsoleRole(rawValue: try row.string("role")) ?? .viewer,
+            regions: decodeRegions(try row.optionalString("regions")), createdAt: try row.int("created_at"))
     }
 
     func createUser(email: String, passwordHash: String, role: ConsoleRole, regions: Set<Int>?, now: Int64) async throws -> User {
         let id: Int64? = try await database.write { connection in
             guard try connection.queryOne("SELECT id FROM console_users WHERE email = \(email)") == nil else { return nil }
-            return try connection.queryOne("""
+            return try connection.queryOne(
+                """
                 INSERT INTO console_users (email, password_hash, role, regions, created_at, updated_at)
                 VALUES (\(email), \(passwordHash), \(role.rawValue), \(Self.encodeRegions(regions)), \(now), \(now)) RETURNING id
                 """)?.optionalInt("id")
@@ -92,8 +94,11 @@ struct ConsoleStore: Sendable {
         let csrf = Base64URL.encode(SecureRandom.bytes(24))
         try await database.write { connection in
             // Sessions long dead are swept as new ones start.
-            _ = try connection.execute("DELETE FROM console_sessions WHERE last_seen_at < \(now - ConsoleRules.idleSeconds) OR created_at < \(now - ConsoleRules.absoluteSeconds)")
-            _ = try connection.execute("""
+            _ = try connection.execute(
+                "DELETE FROM console_sessions WHERE last_seen_at < \(now - ConsoleRules.idleSeconds) OR created_at < \(now - ConsoleRules.absoluteSeconds)"
+            )
+            _ = try connection.execute(
+                """
                 INSERT INTO console_sessions (id_hash, user_id, csrf_token, created_at, last_seen_at) VALUES (\(Self.hash(cookie)), \(userID), \(csrf), \(now), \(now))
                 """)
         }
@@ -106,12 +111,15 @@ struct ConsoleStore: Sendable {
     func session(cookie: String, now: Int64) async throws -> Session? {
         guard cookie.utf8.count <= 128 else { return nil }
         let idHash = Self.hash(cookie)
-        guard let row = try await database.read({ connection in
-            try connection.queryOne("""
-                SELECT s.csrf_token, s.created_at AS session_created, s.last_seen_at, u.*
-                FROM console_sessions s JOIN console_users u ON u.id = s.user_id WHERE s.id_hash = \(idHash)
-                """)
-        }) else { return nil }
+        guard
+            let row = try await database.read({ connection in
+                try connection.queryOne(
+                    """
+                    SELECT s.csrf_token, s.created_at AS session_created, s.last_seen_at, u.*
+                    FROM console_sessions s JOIN console_users u ON u.id = s.user_id WHERE s.id_hash = \(idHash)
+                    """)
+            })
+        else { return nil }
         let created = try row.optionalInt("session_created") ?? 0
         let lastSeen = try row.int("last_seen_at")
         guard ConsoleRules.sessionIsLive(createdAt: created, lastSeenAt: lastSeen, now: now) else {
@@ -150,7 +158,8 @@ struct ConsoleStore: Sendable {
     func spendFormToken(_ tokenHash: String, now: Int64, forgetBefore: Int64) async throws -> Bool {
         try await database.write { connection in
             try connection.execute("DELETE FROM console_spent_tokens WHERE spent_at < \(forgetBefore)")
-            return try connection.execute("""
+            return try connection.execute(
+                """
                 INSERT INTO console_spent_tokens (token_hash, spent_at) VALUES (\(tokenHash), \(now)) ON CONFLICT (token_hash) DO NOTHING
                 """) > 0
         }
@@ -163,35 +172,45 @@ struct ConsoleStore: Sendable {
 extension ConsoleStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("ConsoleStore", [
-        14: [
-            .table("console_users", withID: true, """
-                email TEXT NOT NULL UNIQUE,
-                password_hash TEXT NOT NULL,
-                role TEXT NOT NULL CHECK (role IN ('viewer', 'editor', 'admin')),
-                regions TEXT,
-                created_at BIGINT NOT NULL,
-                updated_at BIGINT NOT NULL
-                """),
-            .table("console_sessions", """
-                id_hash TEXT PRIMARY KEY,
-                user_id BIGINT NOT NULL,
-                csrf_token TEXT NOT NULL,
-                created_at BIGINT NOT NULL,
-                last_seen_at BIGINT NOT NULL
-                """),
-            .same("CREATE INDEX console_sessions_user ON console_sessions (user_id)"),
-        ],
-        18: [
-            .table("console_secrets", """
-                name TEXT PRIMARY KEY,
-                value TEXT NOT NULL
-                """),
-            .table("console_spent_tokens", """
-                token_hash TEXT PRIMARY KEY,
-                spent_at BIGINT NOT NULL
-                """),
-            .same("CREATE INDEX console_spent_tokens_age ON console_spent_tokens (spent_at)"),
-        ],
-    ])
+    static let schema = Schema(
+        "ConsoleStore",
+        [
+            14: [
+                .table(
+                    "console_users", withID: true,
+                    """
+                    email TEXT NOT NULL UNIQUE,
+                    password_hash TEXT NOT NULL,
+                    role TEXT NOT NULL CHECK (role IN ('viewer', 'editor', 'admin')),
+                    regions TEXT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                    """),
+                .table(
+                    "console_sessions",
+                    """
+                    id_hash TEXT PRIMARY KEY,
+                    user_id BIGINT NOT NULL,
+                    csrf_token TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    last_seen_at BIGINT NOT NULL
+                    """),
+                .same("CREATE INDEX console_sessions_user ON console_sessions (user_id)"),
+            ],
+            18: [
+                .table(
+                    "console_secrets",
+                    """
+                    name TEXT PRIMARY KEY,
+                    value TEXT NOT NULL
+                    """),
+                .table(
+                    "console_spent_tokens",
+                    """
+                    token_hash TEXT PRIMARY KEY,
+                    spent_at BIGINT NOT NULL
+                    """),
+                .same("CREATE INDEX console_spent_tokens_age ON console_spent_tokens (spent_at)"),
+            ],
+        ])
 }

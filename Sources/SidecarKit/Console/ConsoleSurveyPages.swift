@@ -9,28 +9,33 @@ extension ConsoleRoutes {
     var surveyRoutes: [Route] {
         [
             regionPage("GET", "/admin/regions/:region/surveys", .read) { request, context in await surveyList(request, context) },
-            regionPage("GET", "/admin/regions/:region/surveys/new", .author) { _, context in await surveyForm(context, survey: nil, values: [:], problems: []) },
+            regionPage("GET", "/admin/regions/:region/surveys/new", .author) { _, context in
+                await surveyForm(context, survey: nil, values: [:], problems: [])
+            },
             regionPage("POST", "/admin/regions/:region/surveys", .author) { request, context in await saveSurvey(request, context, existing: nil) },
             surveyRoute("GET", "/admin/surveys/:id", .read) { request, context, survey in await surveyPage(request, context, survey) },
             surveyRoute("POST", "/admin/surveys/:id", .author) { request, context, survey in await saveSurvey(request, context, existing: survey) },
             surveyRoute("GET", "/admin/surveys/:id/responses.csv", .read) { _, _, survey in
-                    do {
-                        let csv = try await surveys.responsesCSV(survey: survey, zone: await zone(regionID: survey.regionID))
-                        return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
-                            .adding(header: "Content-Disposition", "attachment; filename=\"survey-\(survey.id)-responses.csv\"")
-                            .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
-                    } catch { return unavailable(error) }
-                },
+                do {
+                    let csv = try await surveys.responsesCSV(survey: survey, zone: await zone(regionID: survey.regionID))
+                    return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
+                        .adding(header: "Content-Disposition", "attachment; filename=\"survey-\(survey.id)-responses.csv\"")
+                        .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
+                } catch { return unavailable(error) }
+            },
         ]
     }
 
-    func withSurvey(_ request: Request, _ action: ConsoleAction,
-                    _ handler: @escaping (Request, ConsoleLayout.Context, Survey) async -> Response) async -> Response {
+    func withSurvey(
+        _ request: Request, _ action: ConsoleAction,
+        _ handler: @escaping (Request, ConsoleLayout.Context, Survey) async -> Response
+    ) async -> Response {
         await signedIn(request, action) { request, session in
             guard let id = request.pathParameters["id"].flatMap({ Int64($0) }) else { return notFound() }
             do {
                 guard let survey = try await surveys.survey(id: id), ConsoleRules.mayAccess(region: survey.regionID, allowed: session.user.regions),
-                      let region = regions.region(id: survey.regionID) else { return notFound() }
+                    let region = regions.region(id: survey.regionID)
+                else { return notFound() }
                 return await handler(request, context(session, region: region, .surveys), survey)
             } catch { return unavailable(error) }
         }
@@ -49,34 +54,48 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
         var content: [any HTMLContent] = []
         if ConsoleRules.may(context.session.user.role, .author) {
-            content.append(tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/surveys/new"), .class("button")], ["New survey"])]))
+            content.append(
+                tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/surveys/new"), .class("button")], ["New survey"])]))
         }
         let now = now
         content.append(tag("p", [.class("hint")], ["Times " + zoneHint(zone)]))
-        content.append(ConsoleLayout.table(caption: "Surveys", headers: ["Survey", "Study", "Questions", "Shown", "From", "Until"], rows: list.map { survey in
-            [tag("a", [.href("/admin/surveys/\(survey.id)")], [survey.name]), studies.first { $0.id == survey.studyID }?.name ?? "—", survey.questions.count,
-             SurveyRules.isActive(survey, now: now) ? "now" : "not now", RegionTime.display(seconds: survey.startDate, zone), RegionTime.display(seconds: survey.endDate, zone)]
-                as [any HTMLContent]
-        }, empty: "No surveys in this region yet."))
+        content.append(
+            ConsoleLayout.table(
+                caption: "Surveys", headers: ["Survey", "Study", "Questions", "Shown", "From", "Until"],
+                rows: list.map { survey in
+                    [
+                        tag("a", [.href("/admin/surveys/\(survey.id)")], [survey.name]), studies.first { $0.id == survey.studyID }?.name ?? "—",
+                        survey.questions.count,
+                        SurveyRules.isActive(survey, now: now) ? "now" : "not now", RegionTime.display(seconds: survey.startDate, zone),
+                        RegionTime.display(seconds: survey.endDate, zone),
+                    ]
+                        as [any HTMLContent]
+                }, empty: "No surveys in this region yet."))
         return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): surveys", listContext, notice: Self.notice(request), content))
     }
 
     /// Question slots on the form: the survey's own and three empty ones.
     static func questionSlots(_ survey: Survey?) -> Int { min((survey?.questions.count ?? 0) + 3, FieldLimits.surveyQuestionCount) }
 
-    func surveyForm(_ context: ConsoleLayout.Context, survey: Survey?, values: [String: String], problems: [String], status: Int = 200) async -> Response {
+    func surveyForm(_ context: ConsoleLayout.Context, survey: Survey?, values: [String: String], problems: [String], status: Int = 200) async
+        -> Response
+    {
         guard let region = context.region else { return notFound() }
         var formContext = context
         formContext.section = .surveys
         let zone = await zone(regionID: region.id)
         let studies: [Study]
         do { studies = try await surveys.studies(regionID: region.id) } catch { return unavailable(error) }
-        let content: [any HTMLContent] = [ConsoleLayout.problems(problems),
-                                          surveyFields(context.session, region: region, survey: survey, studies: studies, values: values, zone: zone)]
+        let content: [any HTMLContent] = [
+            ConsoleLayout.problems(problems),
+            surveyFields(context.session, region: region, survey: survey, studies: studies, values: values, zone: zone),
+        ]
         return ConsoleLayout.respond(status, ConsoleLayout.page(survey.map { "Edit survey \($0.id)" } ?? "New survey", formContext, content))
     }
 
-    func surveyFields(_ session: ConsoleStore.Session, region: Region, survey: Survey?, studies: [Study], values: [String: String], zone: ZoneInfo) -> HTML {
+    func surveyFields(_ session: ConsoleStore.Session, region: Region, survey: Survey?, studies: [Study], values: [String: String], zone: ZoneInfo)
+        -> HTML
+    {
         func value(_ name: String, _ current: String?) -> String { values[name] ?? current ?? "" }
         func flag(_ name: String, _ current: Bool) -> Bool { values.isEmpty ? current : values[name] == "true" }
         var questionFields: [any HTMLContent] = []
@@ -86,50 +105,83 @@ extension ConsoleRoutes {
                 guard case .array(let items)? = question?.content["options"] else { return "" }
                 return items.compactMap(\.scalarText).joined(separator: "\n")
             }()
-            questionFields.append(tag("fieldset", [.class("card")], [
-                tag("legend", [], ["Question \(index + 1)\(question == nil ? " (leave empty to skip)" : "")"]),
-                tag("input", [Attribute("type", "hidden"), Attribute("name", "q\(index)_id"), Attribute("value", question.map { String($0.id) } ?? "")]),
-                ConsoleLayout.field("Label", name: "q\(index)_label", value: value("q\(index)_label", question?.content["label_text"]?.scalarText),
-                                    maxLength: 2000),
-                ConsoleLayout.select("Type", name: "q\(index)_type", options: [("text", "Free text"), ("radio", "One choice"), ("checkbox", "Several choices"),
-                                                                               ("label", "Text only (no answer)"), ("external_survey", "External survey link")],
-                                     selected: value("q\(index)_type", question?.type ?? "text")),
-                ConsoleLayout.textArea("Choices (one per line)", name: "q\(index)_options", value: value("q\(index)_options", options), rows: 3),
-                ConsoleLayout.field("External survey URL", name: "q\(index)_url", value: value("q\(index)_url", question?.content["url"]?.scalarText), type: "url"),
-                ConsoleLayout.field("External survey provider", name: "q\(index)_provider",
-                                    value: value("q\(index)_provider", question?.content["survey_provider"]?.scalarText)),
-                ConsoleLayout.checkbox("An answer is required", name: "q\(index)_required", checked: flag("q\(index)_required", question?.required ?? false)),
-            ]))
+            questionFields.append(
+                tag(
+                    "fieldset", [.class("card")],
+                    [
+                        tag("legend", [], ["Question \(index + 1)\(question == nil ? " (leave empty to skip)" : "")"]),
+                        tag(
+                            "input",
+                            [
+                                Attribute("type", "hidden"), Attribute("name", "q\(index)_id"),
+                                Attribute("value", question.map { String($0.id) } ?? ""),
+                            ]),
+                        ConsoleLayout.field(
+                            "Label", name: "q\(index)_label", value: value("q\(index)_label", question?.content["label_text"]?.scalarText),
+                            maxLength: 2000),
+                        ConsoleLayout.select(
+                            "Type", name: "q\(index)_type",
+                            options: [
+                                ("text", "Free text"), ("radio", "One choice"), ("checkbox", "Several choices"),
+                                ("label", "Text only (no answer)"), ("external_survey", "External survey link"),
+                            ],
+                            selected: value("q\(index)_type", question?.type ?? "text")),
+                        ConsoleLayout.textArea(
+                            "Choices (one per line)", name: "q\(index)_options", value: value("q\(index)_options", options), rows: 3),
+                        ConsoleLayout.field(
+                            "External survey URL", name: "q\(index)_url", value: value("q\(index)_url", question?.content["url"]?.scalarText),
+                            type: "url"),
+                        ConsoleLayout.field(
+                            "External survey provider", name: "q\(index)_provider",
+                            value: value("q\(index)_provider", question?.content["survey_provider"]?.scalarText)),
+                        ConsoleLayout.checkbox(
+                            "An answer is required", name: "q\(index)_required", checked: flag("q\(index)_required", question?.required ?? false)),
+                    ]))
         }
         let zoneHint = "Leave empty for no limit. " + zoneHint(zone)
-        return ConsoleLayout.form(survey.map { "/admin/surveys/\($0.id)" } ?? "/admin/regions/\(region.id)/surveys", session, [
-            ConsoleLayout.field("Name", name: "name", value: value("name", survey?.name), required: true, maxLength: FieldLimits.name),
-            ConsoleLayout.select("Study", name: "study_id", options: [("", "A new study named below")] + studies.map { (String($0.id), $0.name) },
-                                 selected: value("study_id", survey.map { String($0.studyID) } ?? studies.first.map { String($0.id) })),
-            ConsoleLayout.field("New study name", name: "new_study", value: values["new_study"], hint: "Only when “a new study” is chosen.",
-                                maxLength: FieldLimits.name),
-            tag("div", [.class("columns")], [
-                ConsoleLayout.field("Available from", name: "start_date", value: value("start_date", RegionTime.inputValue((survey?.startDate).map { EpochSeconds($0) }, zone)),
-                                    type: "datetime-local", hint: zoneHint),
-                ConsoleLayout.field("Available until", name: "end_date", value: value("end_date", RegionTime.inputValue((survey?.endDate).map { EpochSeconds($0) }, zone)),
-                                    type: "datetime-local", hint: zoneHint),
-            ]),
-            ConsoleLayout.checkbox("Available", name: "available", checked: flag("available", survey?.available ?? true)),
-            ConsoleLayout.checkbox("Show on the map", name: "show_on_map", checked: flag("show_on_map", survey?.showOnMap ?? false)),
-            ConsoleLayout.checkbox("Show on stop pages", name: "show_on_stops", checked: flag("show_on_stops", survey?.showOnStops ?? true)),
-            ConsoleLayout.checkbox("Always visible", name: "always_visible", checked: flag("always_visible", survey?.alwaysVisible ?? false)),
-            ConsoleLayout.checkbox("A rider may answer more than once", name: "allows_multiple_responses",
-                                   checked: flag("allows_multiple_responses", survey?.allowsMultipleResponses ?? false)),
-            ConsoleLayout.field("Only at these stops", name: "visible_stop_list", value: value("visible_stop_list", survey?.visibleStopList?.joined(separator: ", ")),
-                                hint: "Stop ids separated by commas; empty for every stop."),
-            ConsoleLayout.field("Only on these routes", name: "visible_route_list",
-                                value: value("visible_route_list", survey?.visibleRouteList?.joined(separator: ", ")),
-                                hint: "Route ids separated by commas; empty for every route."),
-            tag("h2", [], ["Questions"]),
-            survey.map { _ in tag("p", [.class("hint")], ["Once a survey has responses its questions are frozen: edits to them are refused."]) } ?? .empty,
-        ] + questionFields + [
-            tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [survey == nil ? "Create survey" : "Save survey"])]),
-        ])
+        return ConsoleLayout.form(
+            survey.map { "/admin/surveys/\($0.id)" } ?? "/admin/regions/\(region.id)/surveys", session,
+            [
+                ConsoleLayout.field("Name", name: "name", value: value("name", survey?.name), required: true, maxLength: FieldLimits.name),
+                ConsoleLayout.select(
+                    "Study", name: "study_id", options: [("", "A new study named below")] + studies.map { (String($0.id), $0.name) },
+                    selected: value("study_id", survey.map { String($0.studyID) } ?? studies.first.map { String($0.id) })),
+                ConsoleLayout.field(
+                    "New study name", name: "new_study", value: values["new_study"], hint: "Only when “a new study” is chosen.",
+                    maxLength: FieldLimits.name),
+                tag(
+                    "div", [.class("columns")],
+                    [
+                        ConsoleLayout.field(
+                            "Available from", name: "start_date",
+                            value: value("start_date", RegionTime.inputValue((survey?.startDate).map { EpochSeconds($0) }, zone)),
+                            type: "datetime-local", hint: zoneHint),
+                        ConsoleLayout.field(
+                            "Available until", name: "end_date",
+                            value: value("end_date", RegionTime.inputValue((survey?.endDate).map { EpochSeconds($0) }, zone)),
+                            type: "datetime-local", hint: zoneHint),
+                    ]),
+                ConsoleLayout.checkbox("Available", name: "available", checked: flag("available", survey?.available ?? true)),
+                ConsoleLayout.checkbox("Show on the map", name: "show_on_map", checked: flag("show_on_map", survey?.showOnMap ?? false)),
+                ConsoleLayout.checkbox("Show on stop pages", name: "show_on_stops", checked: flag("show_on_stops", survey?.showOnStops ?? true)),
+                ConsoleLayout.checkbox("Always visible", name: "always_visible", checked: flag("always_visible", survey?.alwaysVisible ?? false)),
+                ConsoleLayout.checkbox(
+                    "A rider may answer more than once", name: "allows_multiple_responses",
+                    checked: flag("allows_multiple_responses", survey?.allowsMultipleResponses ?? false)),
+                ConsoleLayout.field(
+                    "Only at these stops", name: "visible_stop_list",
+                    value: value("visible_stop_list", survey?.visibleStopList?.joined(separator: ", ")),
+                    hint: "Stop ids separated by commas; empty for every stop."),
+                ConsoleLayout.field(
+                    "Only on these routes", name: "visible_route_list",
+                    value: value("visible_route_list", survey?.visibleRouteList?.joined(separator: ", ")),
+                    hint: "Route ids separated by commas; empty for every route."),
+                tag("h2", [], ["Questions"]),
+                survey.map { _ in tag("p", [.class("hint")], ["Once a survey has responses its questions are frozen: edits to them are refused."]) }
+                    ?? .empty,
+            ] + questionFields + [
+                tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [survey == nil ? "Create survey" : "Save survey"])])
+            ])
     }
 
     /// The survey document the CLI reads, built from the form.
@@ -147,14 +199,20 @@ extension ConsoleRoutes {
         }
         for name in ["start_date", "end_date"] {
             let text = values[name]?.trimmingWhitespace() ?? ""
-            if text.isEmpty { document[name] = .null } else if let instant = RegionTime.parse(text, zone) {
+            if text.isEmpty {
+                document[name] = .null
+            } else if let instant = RegionTime.parse(text, zone) {
                 document[name] = .string(Timestamp.format(instant))
-            } else { problems.append("\(name == "start_date" ? "Available from" : "Available until") must be a date and time") }
+            } else {
+                problems.append("\(name == "start_date" ? "Available from" : "Available until") must be a date and time")
+            }
         }
         var questions: [JSONValue] = []
         for index in 0..<slots {
             let label = values["q\(index)_label"]?.trimmingWhitespace() ?? ""
-            let options = (values["q\(index)_options"] ?? "").split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+            let options = (values["q\(index)_options"] ?? "").split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() }.filter {
+                !$0.isEmpty
+            }
             guard !label.isEmpty || !options.isEmpty else { continue }
             let type = values["q\(index)_type"] ?? "text"
             var content: [String: JSONValue] = ["type": .string(type), "label_text": .string(label)]
@@ -163,8 +221,10 @@ extension ConsoleRoutes {
                 content["url"] = .string(values["q\(index)_url"] ?? "")
                 content["survey_provider"] = .string(values["q\(index)_provider"] ?? "")
             }
-            var question: [String: JSONValue] = ["position": .integer(Int64(questions.count + 1)), "required": .bool(values["q\(index)_required"] == "true"),
-                                                 "content": .object(content)]
+            var question: [String: JSONValue] = [
+                "position": .integer(Int64(questions.count + 1)), "required": .bool(values["q\(index)_required"] == "true"),
+                "content": .object(content),
+            ]
             if let id = values["q\(index)_id"].flatMap({ Int64($0) }) { question["id"] = .integer(id) }
             questions.append(.object(question))
         }
@@ -176,9 +236,12 @@ extension ConsoleRoutes {
         guard let region = context.region else { return notFound() }
         let zone = await zone(regionID: region.id)
         let (document, values, problems) = surveyDocument(request, zone: zone, slots: Self.questionSlots(existing))
-        var survey = existing ?? Survey(id: 0, regionID: region.id, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
-                                        showOnStops: true, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
-                                        visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: now, updatedAt: now)
+        var survey =
+            existing
+            ?? Survey(
+                id: 0, regionID: region.id, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
+                showOnStops: true, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
+                visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: now, updatedAt: now)
         var messages = problems + SurveyRules.parse(document: document, into: &survey)
         survey.regionID = region.id
         let newStudy = values["new_study"]?.trimmingWhitespace() ?? ""
@@ -193,14 +256,16 @@ extension ConsoleRoutes {
             let studies = try await surveys.studies(regionID: region.id)
             if values["study_id"].flatMap({ Int64($0) }) == nil {
                 survey.studyID = try await surveys.createStudy(regionID: region.id, name: newStudy, description: nil, now: now).id
-                await audit.record(actor: "user:" + context.session.user.email, action: "study.create", regionID: region.id,
-                                   target: "study \(survey.studyID)", detail: newStudy, now: now)
+                await audit.record(
+                    actor: "user:" + context.session.user.email, action: "study.create", regionID: region.id,
+                    target: "study \(survey.studyID)", detail: newStudy, now: now)
             } else if !studies.contains(where: { $0.id == survey.studyID }) {
                 return await surveyForm(context, survey: existing, values: values, problems: ["That study is not in this region"], status: 422)
             }
             let saved = try await surveys.save(survey, now: now)
-            await audit.record(actor: "user:" + context.session.user.email, action: existing == nil ? "survey.create" : "survey.edit", regionID: region.id,
-                               target: "survey \(saved.id)", detail: "\(saved.name); \(saved.questions.count) questions", now: now)
+            await audit.record(
+                actor: "user:" + context.session.user.email, action: existing == nil ? "survey.create" : "survey.edit", regionID: region.id,
+                target: "survey \(saved.id)", detail: "\(saved.name); \(saved.questions.count) questions", now: now)
             return .seeOther("/admin/surveys/\(saved.id)?done=survey-saved")
         } catch let error as SurveyStoreError {
             return await surveyForm(context, survey: existing, values: values, problems: [error.message], status: 422)
@@ -217,23 +282,35 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
         var content: [any HTMLContent] = []
         if ConsoleRules.may(context.session.user.role, .author) {
-            content.append(tag("details", [], [tag("summary", [], ["Edit this survey"]),
-                                               surveyFields(context.session, region: context.region!, survey: survey, studies: studies, values: [:], zone: zone)]))
+            content.append(
+                tag(
+                    "details", [],
+                    [
+                        tag("summary", [], ["Edit this survey"]),
+                        surveyFields(context.session, region: context.region!, survey: survey, studies: studies, values: [:], zone: zone),
+                    ]))
         }
         content.append(tag("h2", [], ["Questions"]))
-        content.append(ConsoleLayout.table(caption: "Questions", headers: ["#", "Question", "Type", "Choices", "Required"], rows: survey.questions.map { question in
-            let options: String = {
-                guard case .array(let items)? = question.content["options"] else { return "" }
-                return items.compactMap(\.scalarText).joined(separator: " · ")
-            }()
-            return [question.position, question.content["label_text"]?.scalarText ?? "", question.type, options, question.required ? "yes" : "no"] as [any HTMLContent]
-        }, empty: "No questions."))
+        content.append(
+            ConsoleLayout.table(
+                caption: "Questions", headers: ["#", "Question", "Type", "Choices", "Required"],
+                rows: survey.questions.map { question in
+                    let options: String = {
+                        guard case .array(let items)? = question.content["options"] else { return "" }
+                        return items.compactMap(\.scalarText).joined(separator: " · ")
+                    }()
+                    return [
+                        question.position, question.content["label_text"]?.scalarText ?? "", question.type, options, question.required ? "yes" : "no",
+                    ] as [any HTMLContent]
+                }, empty: "No questions."))
         content.append(tag("h2", [], ["Responses (\(responses.count))"]))
         content.append(tag("p", [], [tag("a", [.href("/admin/surveys/\(survey.id)/responses.csv"), .class("button secondary")], ["Download CSV"])]))
         let labels = Dictionary(survey.questions.map { ($0.id, $0.content["label_text"]?.scalarText ?? "") }, uniquingKeysWith: { first, _ in first })
-        content.append(ConsoleLayout.table(caption: "Responses, newest first (up to 200)", headers: ["When", "Stop", "Answers"],
-                                           rows: responses.suffix(200).reversed().map { Self.responseRow($0, labels: labels, zone: zone) },
-                                           empty: "No responses yet."))
+        content.append(
+            ConsoleLayout.table(
+                caption: "Responses, newest first (up to 200)", headers: ["When", "Stop", "Answers"],
+                rows: responses.suffix(200).reversed().map { Self.responseRow($0, labels: labels, zone: zone) },
+                empty: "No responses yet."))
         return ConsoleLayout.respond(200, ConsoleLayout.page("Survey \(survey.id): \(survey.name)", context, notice: Self.notice(request), content))
     }
 

@@ -16,29 +16,43 @@ extension ConsoleRoutes {
 
     static func languageName(_ tag: String) -> String { languageNames[tag].map { "\($0) (\(tag))" } ?? tag }
 
-    func translationSection(_ request: Request, _ session: ConsoleStore.Session, alert: ServiceAlert, translations: [AlertTranslation],
-                            groups: [(locale: String?, count: Int)], problems: [String]) -> HTML {
+    func translationSection(
+        _ request: Request, _ session: ConsoleStore.Session, alert: ServiceAlert, translations: [AlertTranslation],
+        groups: [(locale: String?, count: Int)], problems: [String]
+    ) -> HTML {
         let author = ConsoleRules.may(session.user.role, .author)
         let readers = Dictionary(groups.compactMap { group in group.locale.map { ($0.lowercased(), group.count) } }, uniquingKeysWith: +)
         let editing = request.parameters["translation"].flatMap { wanted in translations.first { $0.language == wanted } }
-        let rows: [[any HTMLContent]] = [["English (source)", alert.header, alert.description, ""]] + translations.map { translation in
-            let stale = translation.sourceVersion != alert.sourceVersion
-            var notes: [any HTMLContent] = []
-            if stale {
-                notes.append(tag("span", [.class("badge stale"), Attribute("title", "The English changed after this was translated; it is not pushed or served until updated")],
-                                 ["stale: English changed"]))
+        let rows: [[any HTMLContent]] =
+            [["English (source)", alert.header, alert.description, ""]]
+            + translations.map { translation in
+                let stale = translation.sourceVersion != alert.sourceVersion
+                var notes: [any HTMLContent] = []
+                if stale {
+                    notes.append(
+                        tag(
+                            "span",
+                            [
+                                .class("badge stale"),
+                                Attribute("title", "The English changed after this was translated; it is not pushed or served until updated"),
+                            ],
+                            ["stale: English changed"]))
+                }
+                if readers[translation.language.lowercased()] == nil {
+                    notes.append(tag("span", [.class("badge stale")], ["no registered device reads this language yet"]))
+                }
+                if author {
+                    notes.append(
+                        tag(
+                            "a", [.href("/admin/alerts/\(alert.id)?translation=\(PercentEncoding.encode(translation.language))#translation-form")],
+                            ["Edit"]))
+                    notes.append(
+                        ConsoleLayout.postButton(
+                            "Delete", "/admin/alerts/\(alert.id)/translations/delete", session, style: "link",
+                            hidden: [("language", translation.language)]))
+                }
+                return [Self.languageName(translation.language), translation.header, translation.description, HTML.join(notes.map { $0.html })]
             }
-            if readers[translation.language.lowercased()] == nil {
-                notes.append(tag("span", [.class("badge stale")], ["no registered device reads this language yet"]))
-            }
-            if author {
-                notes.append(tag("a", [.href("/admin/alerts/\(alert.id)?translation=\(PercentEncoding.encode(translation.language))#translation-form")],
-                                 ["Edit"]))
-                notes.append(ConsoleLayout.postButton("Delete", "/admin/alerts/\(alert.id)/translations/delete", session, style: "link",
-                                                      hidden: [("language", translation.language)]))
-            }
-            return [Self.languageName(translation.language), translation.header, translation.description, HTML.join(notes.map { $0.html })]
-        }
         var parts: [any HTMLContent] = [
             tag("h2", [.id("translations")], ["Translations"]),
             ConsoleLayout.table(caption: "The English text and its translations", headers: ["Language", "Header", "Description", ""], rows: rows),
@@ -49,19 +63,24 @@ extension ConsoleRoutes {
         let options = catalogLanguages.map { ($0, Self.languageName($0) + (readers[$0.lowercased()] == nil ? " · no device yet" : "")) }
         parts += [
             ConsoleLayout.problems(problems),
-            ConsoleLayout.form("/admin/alerts/\(alert.id)/translations", session, attributes: [.id("translation-form")], [
-                tag("h3", [], [editing.map { "Edit the \(Self.languageName($0.language)) translation" } ?? "Add a translation"]),
-                ConsoleLayout.select("Language", name: "language", options: [("", "Choose a language")] + options, selected: chosen,
-                                     hint: "The languages riders' phones are matched to. One translation per language: saving one that exists replaces it.",
-                                     id: "translation-language"),
-                ConsoleLayout.field("Header", name: "header", value: submitted["header"] ?? editing?.header, required: true,
-                                    maxLength: FieldLimits.alertHeader, id: "translation-header"),
-                ConsoleLayout.textArea("Description", name: "description", value: submitted["description"] ?? editing?.description, rows: 3,
-                                       required: !alert.description.isEmpty,
-                                       hint: alert.description.isEmpty ? nil : "Required: the English has a description, so riders of this language need one too.",
-                                       maxLength: FieldLimits.alertDescription, id: "translation-description"),
-                tag("button", [Attribute("type", "submit")], ["Save translation"]),
-            ]),
+            ConsoleLayout.form(
+                "/admin/alerts/\(alert.id)/translations", session, attributes: [.id("translation-form")],
+                [
+                    tag("h3", [], [editing.map { "Edit the \(Self.languageName($0.language)) translation" } ?? "Add a translation"]),
+                    ConsoleLayout.select(
+                        "Language", name: "language", options: [("", "Choose a language")] + options, selected: chosen,
+                        hint: "The languages riders' phones are matched to. One translation per language: saving one that exists replaces it.",
+                        id: "translation-language"),
+                    ConsoleLayout.field(
+                        "Header", name: "header", value: submitted["header"] ?? editing?.header, required: true,
+                        maxLength: FieldLimits.alertHeader, id: "translation-header"),
+                    ConsoleLayout.textArea(
+                        "Description", name: "description", value: submitted["description"] ?? editing?.description, rows: 3,
+                        required: !alert.description.isEmpty,
+                        hint: alert.description.isEmpty ? nil : "Required: the English has a description, so riders of this language need one too.",
+                        maxLength: FieldLimits.alertDescription, id: "translation-description"),
+                    tag("button", [Attribute("type", "submit")], ["Save translation"]),
+                ]),
         ]
         return .join(parts.map { $0.html })
     }
@@ -71,9 +90,10 @@ extension ConsoleRoutes {
 
     func translate(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
         do {
-            let saved = try await administration(context.session).translate(id: alert.id, language: request.parameters["language"] ?? "",
-                                                                            header: request.parameters["header"],
-                                                                            description: request.parameters["description"])
+            let saved = try await administration(context.session).translate(
+                id: alert.id, language: request.parameters["language"] ?? "",
+                header: request.parameters["header"],
+                description: request.parameters["description"])
             let readers = try await ConsoleStats.languageGroups(database: database, regionID: alert.regionID)
             let read = readers.contains { $0.locale?.lowercased() == saved.language.lowercased() }
             return .seeOther("/admin/alerts/\(alert.id)?done=\(read ? "translated" : "translated-unread")#translations")

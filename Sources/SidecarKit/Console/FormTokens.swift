@@ -35,7 +35,8 @@ final class FormTokens: Sendable {
     func isValid(_ token: String, purpose: String, now: Int64) async -> Bool {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, token.utf8.count <= 200, let expires = Int64(parts[1]), expires > now,
-              expires <= now + Self.lifetimeSeconds, let key = try? await key() else { return false }
+            expires <= now + Self.lifetimeSeconds, let key = try? await key()
+        else { return false }
         return SecureCompare.equal(String(parts[2]), Self.tag(key, purpose: purpose, nonce: String(parts[0]), expires: expires))
     }
 
@@ -46,7 +47,8 @@ final class FormTokens: Sendable {
     /// instance), `invalid` for one this server did not issue.
     func spend(_ token: String, purpose: String, now: Int64) async throws -> Use {
         guard await isValid(token, purpose: purpose, now: now) else { return .invalid }
-        return try await store.spendFormToken(Base64URL.encode(SHA256.digest(Array(token.utf8))), now: now,
-                                              forgetBefore: now - Self.lifetimeSeconds) ? .first : .repeated
+        return try await store.spendFormToken(
+            Base64URL.encode(SHA256.digest(Array(token.utf8))), now: now,
+            forgetBefore: now - Self.lifetimeSeconds) ? .first : .repeated
     }
 }

@@ -36,9 +36,12 @@ struct DemoOneBusAway: Sendable {
             },
             Route("GET", "\(Self.prefix)/stops-for-route/:id", suffixes: json) { request in
                 guard let route = DemoTransit.route(id: request.pathParameters["id"] ?? "") else { return Self.notFound }
-                return self.envelope(entry: .object(["routeId": .string(route.id), "stopIds": .array(route.stops.map { .string($0.id) }),
-                                                      "polylines": .array([]), "stopGroupings": .array([])]),
-                                     references: self.references(routes: [route], stops: route.stops))
+                return self.envelope(
+                    entry: .object([
+                        "routeId": .string(route.id), "stopIds": .array(route.stops.map { .string($0.id) }),
+                        "polylines": .array([]), "stopGroupings": .array([]),
+                    ]),
+                    references: self.references(routes: [route], stops: route.stops))
             },
             Route("GET", "\(Self.prefix)/arrivals-and-departures-for-stop/:id", suffixes: json) { request in self.arrivals(request) },
             Route("GET", "\(Self.prefix)/arrival-and-departure-for-stop/:id", suffixes: json) { request in self.arrival(request) },
@@ -46,8 +49,9 @@ struct DemoOneBusAway: Sendable {
             Route("GET", "\(Self.prefix)/vehicles-for-agency/:id", suffixes: json) { request in
                 guard request.pathParameters["id"] == DemoTransit.agencyID else { return Self.notFound }
                 let now = self.now
-                return self.list(DemoTransit.activeTrips(now: now).map { self.vehicleStatus($0, now: now) },
-                                 references: self.references(routes: DemoTransit.routes))
+                return self.list(
+                    DemoTransit.activeTrips(now: now).map { self.vehicleStatus($0, now: now) },
+                    references: self.references(routes: DemoTransit.routes))
             },
         ]
     }
@@ -57,13 +61,17 @@ struct DemoOneBusAway: Sendable {
     // MARK: Envelopes
 
     func envelope(entry: JSONValue, references: JSONValue = DemoOneBusAway.emptyReferences) -> Response {
-        Self.json(["code": .integer(200), "currentTime": .integer(now), "text": .string("OK"), "version": .integer(2),
-                   "data": .object(["entry": entry, "references": references])])
+        Self.json([
+            "code": .integer(200), "currentTime": .integer(now), "text": .string("OK"), "version": .integer(2),
+            "data": .object(["entry": entry, "references": references]),
+        ])
     }
 
     func list(_ items: [JSONValue], references: JSONValue) -> Response {
-        Self.json(["code": .integer(200), "currentTime": .integer(now), "text": .string("OK"), "version": .integer(2),
-                   "data": .object(["list": .array(items), "limitExceeded": .bool(false), "outOfRange": .bool(false), "references": references])])
+        Self.json([
+            "code": .integer(200), "currentTime": .integer(now), "text": .string("OK"), "version": .integer(2),
+            "data": .object(["list": .array(items), "limitExceeded": .bool(false), "outOfRange": .bool(false), "references": references]),
+        ])
     }
 
     static var notFound: Response {
@@ -74,12 +82,16 @@ struct DemoOneBusAway: Sendable {
         Response.bytes(status, contentType: "application/json; charset=utf-8", JSONValue.object(members).encoded())
     }
 
-    static let emptyReferences = JSONValue.object(["agencies": .array([]), "routes": .array([]), "stops": .array([]), "trips": .array([]),
-                                                   "situations": .array([]), "stopTimes": .array([])])
+    static let emptyReferences = JSONValue.object([
+        "agencies": .array([]), "routes": .array([]), "stops": .array([]), "trips": .array([]),
+        "situations": .array([]), "stopTimes": .array([]),
+    ])
 
     func references(routes: [DemoTransit.Route], stops: [DemoTransit.Stop] = [], trips: [DemoTransit.Trip] = []) -> JSONValue {
-        .object(["agencies": .array([Self.agency]), "routes": .array(routes.map(Self.route)), "stops": .array(stops.map(Self.stop)),
-                 "trips": .array(trips.map(Self.trip)), "situations": .array([]), "stopTimes": .array([])])
+        .object([
+            "agencies": .array([Self.agency]), "routes": .array(routes.map(Self.route)), "stops": .array(stops.map(Self.stop)),
+            "trips": .array(trips.map(Self.trip)), "situations": .array([]), "stopTimes": .array([]),
+        ])
     }
 
     // MARK: Elements
@@ -93,26 +105,37 @@ struct DemoOneBusAway: Sendable {
     ])
 
     func agenciesWithCoverage() -> Response {
-        list([.object(["agencyId": .string(DemoTransit.agencyID), "lat": .double(47.556), "lon": .double(-122.332),
-                       "latSpan": .double(0.25), "lonSpan": .double(0.12)])], references: references(routes: []))
+        list(
+            [
+                .object([
+                    "agencyId": .string(DemoTransit.agencyID), "lat": .double(47.556), "lon": .double(-122.332),
+                    "latSpan": .double(0.25), "lonSpan": .double(0.12),
+                ])
+            ], references: references(routes: []))
     }
 
     static func route(_ route: DemoTransit.Route) -> JSONValue {
-        .object(["id": .string(route.id), "shortName": .string(route.shortName), "longName": .string(route.longName),
-                 "description": .string(route.longName), "agencyId": .string(DemoTransit.agencyID), "type": .integer(3),
-                 "color": .string(route.color), "textColor": .string("FFFFFF"), "url": .string(""), "nullSafeShortName": .string(route.shortName)])
+        .object([
+            "id": .string(route.id), "shortName": .string(route.shortName), "longName": .string(route.longName),
+            "description": .string(route.longName), "agencyId": .string(DemoTransit.agencyID), "type": .integer(3),
+            "color": .string(route.color), "textColor": .string("FFFFFF"), "url": .string(""), "nullSafeShortName": .string(route.shortName),
+        ])
     }
 
     static func stop(_ stop: DemoTransit.Stop) -> JSONValue {
-        .object(["id": .string(stop.id), "name": .string(stop.name), "code": .string(String(stop.id.dropFirst(5))), "lat": .double(stop.latitude),
-                 "lon": .double(stop.longitude), "direction": .string(""), "locationType": .integer(0), "wheelchairBoarding": .string("ACCESSIBLE"),
-                 "routeIds": .array(DemoTransit.routes(servingStop: stop.id).map { .string($0.id) })])
+        .object([
+            "id": .string(stop.id), "name": .string(stop.name), "code": .string(String(stop.id.dropFirst(5))), "lat": .double(stop.latitude),
+            "lon": .double(stop.longitude), "direction": .string(""), "locationType": .integer(0), "wheelchairBoarding": .string("ACCESSIBLE"),
+            "routeIds": .array(DemoTransit.routes(servingStop: stop.id).map { .string($0.id) }),
+        ])
     }
 
     static func trip(_ trip: DemoTransit.Trip) -> JSONValue {
-        .object(["id": .string(trip.id), "routeId": .string(trip.route.id), "tripHeadsign": .string(trip.headsign),
-                 "directionId": .string(String(trip.direction)), "serviceId": .string("demo_daily"), "blockId": .string(trip.vehicleID),
-                 "shapeId": .string(""), "routeShortName": .string(trip.route.shortName), "tripShortName": .string("")])
+        .object([
+            "id": .string(trip.id), "routeId": .string(trip.route.id), "tripHeadsign": .string(trip.headsign),
+            "directionId": .string(String(trip.direction)), "serviceId": .string("demo_daily"), "blockId": .string(trip.vehicleID),
+            "shapeId": .string(""), "routeShortName": .string(trip.route.shortName), "tripShortName": .string(""),
+        ])
     }
 
     func tripStatus(_ trip: DemoTransit.Trip, now: Int64) -> JSONValue {
@@ -152,8 +175,10 @@ struct DemoOneBusAway: Sendable {
     }
 
     func vehicleStatus(_ trip: DemoTransit.Trip, now: Int64) -> JSONValue {
-        .object(["vehicleId": .string(trip.vehicleID), "tripId": .string(trip.id), "lastUpdateTime": .integer(now - 15_000),
-                 "status": .string("IN_SERVICE"), "phase": .string("in_progress"), "tripStatus": tripStatus(trip, now: now)])
+        .object([
+            "vehicleId": .string(trip.vehicleID), "tripId": .string(trip.id), "lastUpdateTime": .integer(now - 15_000),
+            "status": .string("IN_SERVICE"), "phase": .string("in_progress"), "tripStatus": tripStatus(trip, now: now),
+        ])
     }
 
     // MARK: Methods
@@ -165,17 +190,23 @@ struct DemoOneBusAway: Sendable {
         let before = min(max(Int64(request.parameters["minutesBefore"] ?? "") ?? 5, 0), 1440)
         let after = min(max(Int64(request.parameters["minutesAfter"] ?? "") ?? 35, 0), 1440)
         let visits = DemoTransit.visits(stopID: stop.id, from: now - before * 60_000, to: now + after * 60_000, now: now)
-        let entry = JSONValue.object(["stopId": .string(stop.id), "arrivalsAndDepartures": .array(visits.map { self.entry($0, now: now) }),
-                                      "nearbyStopIds": .array([]), "situationIds": .array([])])
-        return envelope(entry: entry, references: references(routes: DemoTransit.routes(servingStop: stop.id), stops: [stop],
-                                                             trips: visits.map { $0.trip }))
+        let entry = JSONValue.object([
+            "stopId": .string(stop.id), "arrivalsAndDepartures": .array(visits.map { self.entry($0, now: now) }),
+            "nearbyStopIds": .array([]), "situationIds": .array([]),
+        ])
+        return envelope(
+            entry: entry,
+            references: references(
+                routes: DemoTransit.routes(servingStop: stop.id), stops: [stop],
+                trips: visits.map { $0.trip }))
     }
 
     func arrival(_ request: Request) -> Response {
         guard let stopID = request.pathParameters["id"], let tripID = request.parameters["tripId"],
-              let serviceDate = Int64(request.parameters["serviceDate"] ?? ""),
-              let trip = DemoTransit.trip(id: tripID, serviceDate: serviceDate),
-              let visit = DemoTransit.visit(trip, stopID: stopID, now: now) else { return Self.notFound }
+            let serviceDate = Int64(request.parameters["serviceDate"] ?? ""),
+            let trip = DemoTransit.trip(id: tripID, serviceDate: serviceDate),
+            let visit = DemoTransit.visit(trip, stopID: stopID, now: now)
+        else { return Self.notFound }
         return envelope(entry: entry(visit, now: now), references: references(routes: [trip.route], stops: [visit.stop], trips: [trip]))
     }
 
@@ -187,14 +218,18 @@ struct DemoOneBusAway: Sendable {
         let stops = trip.route.stops(direction: trip.direction)
         let stopTimes = stops.indices.map { index -> JSONValue in
             let seconds = Int64(trip.startMinute * 60 + index * trip.route.minutesBetweenStops * 60)
-            return .object(["stopId": .string(stops[index].id), "arrivalTime": .integer(seconds), "departureTime": .integer(seconds),
-                            "distanceAlongTrip": .double(Double(index) * 1200), "stopHeadsign": .string("")])
+            return .object([
+                "stopId": .string(stops[index].id), "arrivalTime": .integer(seconds), "departureTime": .integer(seconds),
+                "distanceAlongTrip": .double(Double(index) * 1200), "stopHeadsign": .string(""),
+            ])
         }
         let entry = JSONValue.object([
             "tripId": .string(trip.id), "serviceDate": .integer(trip.serviceDate), "frequency": .null, "situationIds": .array([]),
             "status": tripStatus(trip, now: now),
-            "schedule": .object(["timeZone": .string(DemoTransit.timezone), "stopTimes": .array(stopTimes), "previousTripId": .string(""),
-                                 "nextTripId": .string(""), "frequency": .null]),
+            "schedule": .object([
+                "timeZone": .string(DemoTransit.timezone), "stopTimes": .array(stopTimes), "previousTripId": .string(""),
+                "nextTripId": .string(""), "frequency": .null,
+            ]),
         ])
         return envelope(entry: entry, references: references(routes: [trip.route], stops: stops, trips: [trip]))
     }

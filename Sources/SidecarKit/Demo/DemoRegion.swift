@@ -26,31 +26,41 @@ enum DemoRegion {
         try await store.setRegionSettings(RegionSettings(regionID: regionID, agencyID: DemoTransit.agencyID, timezone: DemoTransit.timezone))
         let administration = AlertAdministration(store: store, regions: regions, clock: clock, cache: nil)
         let start = Timestamp.format(millis: clock.now().epochMillis - 3_600_000)
-        let detour = try await administration.create(regionID: regionID, fields: [
-            "header": "Route 2X detoured at Stadium", "description": "Buses skip Stadium until further notice; board at Central Library.",
-            "cause": "CONSTRUCTION", "effect": "DETOUR", "severity": "WARNING", "start": start, "url": "https://onebusaway.org",
-        ])
-        _ = try await administration.translate(id: detour.id, language: "es", header: "Ruta 2X desviada en Stadium",
-                                               description: "Los autobuses no paran en Stadium; suba en Central Library.")
+        let detour = try await administration.create(
+            regionID: regionID,
+            fields: [
+                "header": "Route 2X detoured at Stadium", "description": "Buses skip Stadium until further notice; board at Central Library.",
+                "cause": "CONSTRUCTION", "effect": "DETOUR", "severity": "WARNING", "start": start, "url": "https://onebusaway.org",
+            ])
+        _ = try await administration.translate(
+            id: detour.id, language: "es", header: "Ruta 2X desviada en Stadium",
+            description: "Los autobuses no paran en Stadium; suba en Central Library.")
         _ = try await administration.setPublished(id: detour.id, true)
-        let welcome = try await administration.create(regionID: regionID, fields: [
-            "header": "Welcome to the demo region", "description": "Every bus here is simulated by your sidecar.",
-            "cause": "OTHER_CAUSE", "effect": "OTHER_EFFECT", "severity": "INFO", "start": start,
-        ])
+        let welcome = try await administration.create(
+            regionID: regionID,
+            fields: [
+                "header": "Welcome to the demo region", "description": "Every bus here is simulated by your sidecar.",
+                "cause": "OTHER_CAUSE", "effect": "OTHER_EFFECT", "severity": "INFO", "start": start,
+            ])
         _ = try await administration.setPublished(id: welcome.id, true)
 
         let surveys = SurveyStore(database: database)
         let now = clock.now().epochMillis / 1000
         let study = try await surveys.createStudy(regionID: regionID, name: "Demo rider survey", description: "Sample content", now: now)
-        var survey = Survey(id: 0, regionID: regionID, studyID: study.id, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
-                            showOnStops: true, alwaysVisible: true, allowsMultipleResponses: false, visibleStopList: nil, visibleRouteList: nil,
-                            requireStopIDInResponse: false, questions: [], createdAt: 0, updatedAt: 0)
+        var survey = Survey(
+            id: 0, regionID: regionID, studyID: study.id, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
+            showOnStops: true, alwaysVisible: true, allowsMultipleResponses: false, visibleStopList: nil, visibleRouteList: nil,
+            requireStopIDInResponse: false, questions: [], createdAt: 0, updatedAt: 0)
         let document: JSONValue = .object([
             "name": .string("How was your trip?"),
             "questions": .array([
-                .object(["position": .integer(1), "required": .bool(true), "content": .object([
-                    "type": .string("radio"), "label_text": .string("How was your trip today?"),
-                    "options": .array([.string("Great"), .string("Fine"), .string("Not good")])])]),
+                .object([
+                    "position": .integer(1), "required": .bool(true),
+                    "content": .object([
+                        "type": .string("radio"), "label_text": .string("How was your trip today?"),
+                        "options": .array([.string("Great"), .string("Fine"), .string("Not good")]),
+                    ]),
+                ]),
                 .object(["position": .integer(2), "content": .object(["type": .string("text"), "label_text": .string("Anything else?")])]),
             ]),
         ])
@@ -77,11 +87,14 @@ enum DemoRegion {
             ]
             for visit in visits.prefix(6) {
                 let minutes = max((visit.expected - now) / 60_000, 0)
-                let lateness = visit.predicted.map { predicted -> String in
-                    let seconds = (predicted - visit.scheduled) / 1000
-                    return seconds >= 60 ? "\(seconds / 60) min late" : seconds <= -60 ? "\(-seconds / 60) min early" : "on time"
-                } ?? "scheduled"
-                lines.append("  \(visit.trip.route.shortName.padding(to: 3)) to \(visit.trip.headsign.padding(to: 20)) in \(minutes) min (\(lateness))  trip \(visit.trip.id)")
+                let lateness =
+                    visit.predicted.map { predicted -> String in
+                        let seconds = (predicted - visit.scheduled) / 1000
+                        return seconds >= 60 ? "\(seconds / 60) min late" : seconds <= -60 ? "\(-seconds / 60) min early" : "on time"
+                    } ?? "scheduled"
+                lines.append(
+                    "  \(visit.trip.route.shortName.padding(to: 3)) to \(visit.trip.headsign.padding(to: 20)) in \(minutes) min (\(lateness))  trip \(visit.trip.id)"
+                )
             }
             // The first bus a few minutes off, with a lead time that makes the
             // alarm fire at the next check (within a minute).

@@ -38,27 +38,33 @@ enum DemoTransit {
 
     // Around downtown Seattle, where OneBusAway began.
     static let routes: [Route] = [
-        Route(id: "demo_1", shortName: "1", longName: "Harbor – University", color: "1F6FEB", headwayMinutes: 10, minutesBetweenStops: 3, stops: [
-            Stop(id: "demo_1001", name: "Harbor Terminal", latitude: 47.6025, longitude: -122.3390),
-            Stop(id: "demo_1002", name: "1st Ave & Pike St", latitude: 47.6088, longitude: -122.3404),
-            Stop(id: "demo_1003", name: "Central Library", latitude: 47.6067, longitude: -122.3325),
-            Stop(id: "demo_1004", name: "Convention Center", latitude: 47.6117, longitude: -122.3317),
-            Stop(id: "demo_1005", name: "Capitol Hill Station", latitude: 47.6191, longitude: -122.3204),
-            Stop(id: "demo_1006", name: "University Station", latitude: 47.6498, longitude: -122.3038),
-        ], fleetSize: 6),
-        Route(id: "demo_2", shortName: "2X", longName: "Airport Express", color: "D1242F", headwayMinutes: 15, minutesBetweenStops: 5, stops: [
-            Stop(id: "demo_1003", name: "Central Library", latitude: 47.6067, longitude: -122.3325),
-            Stop(id: "demo_2002", name: "Stadium", latitude: 47.5914, longitude: -122.3325),
-            Stop(id: "demo_2003", name: "Rainier Beach", latitude: 47.5223, longitude: -122.2792),
-            Stop(id: "demo_2004", name: "Airport Terminal", latitude: 47.4445, longitude: -122.2966),
-        ], fleetSize: 4),
-        Route(id: "demo_3", shortName: "3", longName: "Crosstown", color: "1A7F37", headwayMinutes: 12, minutesBetweenStops: 4, stops: [
-            Stop(id: "demo_3001", name: "Ballard", latitude: 47.6687, longitude: -122.3846),
-            Stop(id: "demo_3002", name: "Fremont", latitude: 47.6510, longitude: -122.3500),
-            Stop(id: "demo_1005", name: "Capitol Hill Station", latitude: 47.6191, longitude: -122.3204),
-            Stop(id: "demo_3004", name: "Central District", latitude: 47.6089, longitude: -122.2979),
-            Stop(id: "demo_3005", name: "Mount Baker", latitude: 47.5764, longitude: -122.2970),
-        ], fleetSize: 5),
+        Route(
+            id: "demo_1", shortName: "1", longName: "Harbor – University", color: "1F6FEB", headwayMinutes: 10, minutesBetweenStops: 3,
+            stops: [
+                Stop(id: "demo_1001", name: "Harbor Terminal", latitude: 47.6025, longitude: -122.3390),
+                Stop(id: "demo_1002", name: "1st Ave & Pike St", latitude: 47.6088, longitude: -122.3404),
+                Stop(id: "demo_1003", name: "Central Library", latitude: 47.6067, longitude: -122.3325),
+                Stop(id: "demo_1004", name: "Convention Center", latitude: 47.6117, longitude: -122.3317),
+                Stop(id: "demo_1005", name: "Capitol Hill Station", latitude: 47.6191, longitude: -122.3204),
+                Stop(id: "demo_1006", name: "University Station", latitude: 47.6498, longitude: -122.3038),
+            ], fleetSize: 6),
+        Route(
+            id: "demo_2", shortName: "2X", longName: "Airport Express", color: "D1242F", headwayMinutes: 15, minutesBetweenStops: 5,
+            stops: [
+                Stop(id: "demo_1003", name: "Central Library", latitude: 47.6067, longitude: -122.3325),
+                Stop(id: "demo_2002", name: "Stadium", latitude: 47.5914, longitude: -122.3325),
+                Stop(id: "demo_2003", name: "Rainier Beach", latitude: 47.5223, longitude: -122.2792),
+                Stop(id: "demo_2004", name: "Airport Terminal", latitude: 47.4445, longitude: -122.2966),
+            ], fleetSize: 4),
+        Route(
+            id: "demo_3", shortName: "3", longName: "Crosstown", color: "1A7F37", headwayMinutes: 12, minutesBetweenStops: 4,
+            stops: [
+                Stop(id: "demo_3001", name: "Ballard", latitude: 47.6687, longitude: -122.3846),
+                Stop(id: "demo_3002", name: "Fremont", latitude: 47.6510, longitude: -122.3500),
+                Stop(id: "demo_1005", name: "Capitol Hill Station", latitude: 47.6191, longitude: -122.3204),
+                Stop(id: "demo_3004", name: "Central District", latitude: 47.6089, longitude: -122.2979),
+                Stop(id: "demo_3005", name: "Mount Baker", latitude: 47.5764, longitude: -122.2970),
+            ], fleetSize: 5),
     ]
 
     /// Every stop once (some routes share stops).
@@ -111,8 +117,9 @@ enum DemoTransit {
     static func trip(id: String, serviceDate: Int64) -> Trip? {
         let parts = id.split(separator: "_")
         guard parts.count == 4, let route = route(id: parts[0] + "_" + parts[1]), let direction = Int(parts[2]), (0...1).contains(direction),
-              let minute = Int(parts[3]), minute >= 0, minute < 1440, minute % route.headwayMinutes == 0,
-              serviceDate % dayMillis == 0 else { return nil }
+            let minute = Int(parts[3]), minute >= 0, minute < 1440, minute % route.headwayMinutes == 0,
+            serviceDate % dayMillis == 0
+        else { return nil }
         return Trip(route: route, direction: direction, startMinute: minute, serviceDate: serviceDate)
     }
 
@@ -133,8 +140,9 @@ enum DemoTransit {
         guard let sequence = trip.route.stops(direction: trip.direction).firstIndex(where: { $0.id == stopID }) else { return nil }
         let scheduled = trip.scheduled(at: sequence)
         let predicted = trip.isPredicted(now: now) ? scheduled + Int64(trip.deviationSeconds(now: now)) * 1000 : nil
-        return Visit(trip: trip, stop: trip.route.stops(direction: trip.direction)[sequence], sequence: sequence, scheduled: scheduled,
-                     predicted: predicted)
+        return Visit(
+            trip: trip, stop: trip.route.stops(direction: trip.direction)[sequence], sequence: sequence, scheduled: scheduled,
+            predicted: predicted)
     }
 
     /// Visits to a stop expected (or scheduled) between `from` and `to`.
@@ -148,7 +156,8 @@ enum DemoTransit {
                         let trip = Trip(route: route, direction: direction, startMinute: startMinute, serviceDate: serviceDate)
                         // Cheap bounds first: the trip's whole span, with slack for lateness.
                         guard trip.end + 600_000 >= from, trip.start - 600_000 <= to,
-                              let visit = visit(trip, stopID: stopID, now: now) else { continue }
+                            let visit = visit(trip, stopID: stopID, now: now)
+                        else { continue }
                         if (from...to).contains(visit.expected) || (from...to).contains(visit.scheduled) { found.append(visit) }
                     }
                 }
@@ -186,8 +195,9 @@ enum DemoTransit {
 
     /// The region the directory lists for the demo (its server is this process).
     static func region(id: Int, obaBaseURL: String) -> Region {
-        Region(id: id, name: "Demo (simulated)", obaBaseURL: obaBaseURL, sidecarBaseURL: nil,
-               bounds: [Region.Bounds(lat: 47.56, lon: -122.32, latSpan: 0.24, lonSpan: 0.11)])
+        Region(
+            id: id, name: "Demo (simulated)", obaBaseURL: obaBaseURL, sidecarBaseURL: nil,
+            bounds: [Region.Bounds(lat: 47.56, lon: -122.32, latSpan: 0.24, lonSpan: 0.11)])
     }
 }
 

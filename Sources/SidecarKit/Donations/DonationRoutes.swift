@@ -28,9 +28,11 @@ struct DonationRequest: Sendable, Equatable {
         }
         let tooLong = FieldLimits.check([("email", email, FieldLimits.email), ("name", object["name"]?.scalarText, FieldLimits.name)])
         guard tooLong.isEmpty else { return .failure(ValidationFailure(tooLong)) }
-        return .success(DonationRequest(amountInCents: amount, recurring: object["donation_frequency"]?.scalarText == "recurring",
-                                        name: object["name"]?.scalarText?.presence, email: email,
-                                        testMode: object["test_mode"]?.scalarText == "1"))
+        return .success(
+            DonationRequest(
+                amountInCents: amount, recurring: object["donation_frequency"]?.scalarText == "recurring",
+                name: object["name"]?.scalarText?.presence, email: email,
+                testMode: object["test_mode"]?.scalarText == "1"))
     }
 }
 
@@ -54,7 +56,9 @@ final class StripeClient: Sendable {
 
     static func escape(_ text: String) -> String { PercentEncoding.encode(text) }
 
-    func call(_ method: String, _ path: String, key: String, fields: [(String, String)] = [], extraHeaders: [(String, String)] = []) async throws -> [String: JSONValue] {
+    func call(_ method: String, _ path: String, key: String, fields: [(String, String)] = [], extraHeaders: [(String, String)] = []) async throws
+        -> [String: JSONValue]
+    {
         var url = (baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL) + path
         var body: [UInt8] = []
         if method == "GET" {
@@ -62,10 +66,13 @@ final class StripeClient: Sendable {
         } else {
             body = Self.form(fields)
         }
-        let response = try await http.send(HTTPClientRequest(method: method, url: url,
-                                                             headers: [("Authorization", "Bearer \(key)"), ("Content-Type", "application/x-www-form-urlencoded")] + extraHeaders,
-                                                             body: body, upstream: "stripe"))
-        guard (200..<300).contains(response.status), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)) else {
+        let response = try await http.send(
+            HTTPClientRequest(
+                method: method, url: url,
+                headers: [("Authorization", "Bearer \(key)"), ("Content-Type", "application/x-www-form-urlencoded")] + extraHeaders,
+                body: body, upstream: "stripe"))
+        guard (200..<300).contains(response.status), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body))
+        else {
             throw Failure(detail: "\(method) \(path) answered HTTP \(response.status)")
         }
         return object
@@ -77,7 +84,9 @@ final class StripeClient: Sendable {
         if case .array(let list)? = found["data"], case .object(let first)? = list.first, let id = first["id"]?.scalarText { return id }
         var fields = [("email", email)]
         if let name { fields.append(("name", name)) }
-        guard let id = try await call("POST", "/v1/customers", key: key, fields: fields)["id"]?.scalarText else { throw Failure(detail: "no customer id") }
+        guard let id = try await call("POST", "/v1/customers", key: key, fields: fields)["id"]?.scalarText else {
+            throw Failure(detail: "no customer id")
+        }
         return id
     }
 
@@ -124,23 +133,31 @@ struct DonationRoutes: Sendable {
             let customer = try await stripe.customer(email: donation.email, name: donation.name, key: key)
             if donation.recurring {
                 let productID = try await stripe.product(configured: product, key: key)
-                let subscription = try await stripe.call("POST", "/v1/subscriptions", key: key, fields: [
-                    ("customer", customer), ("items[0][price_data][currency]", "usd"), ("items[0][price_data][product]", productID),
-                    ("items[0][price_data][unit_amount]", String(donation.amountInCents)), ("items[0][price_data][recurring][interval]", "month"),
-                    ("payment_behavior", "default_incomplete"), ("payment_settings[save_default_payment_method]", "on_subscription"),
-                    ("expand[0]", "latest_invoice.payment_intent"),
-                ])
+                let subscription = try await stripe.call(
+                    "POST", "/v1/subscriptions", key: key,
+                    fields: [
+                        ("customer", customer), ("items[0][price_data][currency]", "usd"), ("items[0][price_data][product]", productID),
+                        ("items[0][price_data][unit_amount]", String(donation.amountInCents)), ("items[0][price_data][recurring][interval]", "month"),
+                        ("payment_behavior", "default_incomplete"), ("payment_settings[save_default_payment_method]", "on_subscription"),
+                        ("expand[0]", "latest_invoice.payment_intent"),
+                    ])
                 guard case .object(let invoice)? = subscription["latest_invoice"], case .object(let intent)? = invoice["payment_intent"],
-                      let secret = intent["client_secret"]?.scalarText else { throw StripeClient.Failure(detail: "subscription without a payment intent") }
-                let ephemeral = try await stripe.call("POST", "/v1/ephemeral_keys", key: key, fields: [("customer", customer)],
-                                                      extraHeaders: [("Stripe-Version", Self.ephemeralKeyVersion)])
-                guard let ephemeralSecret = ephemeral["secret"]?.scalarText else { throw StripeClient.Failure(detail: "ephemeral key without a secret") }
+                    let secret = intent["client_secret"]?.scalarText
+                else { throw StripeClient.Failure(detail: "subscription without a payment intent") }
+                let ephemeral = try await stripe.call(
+                    "POST", "/v1/ephemeral_keys", key: key, fields: [("customer", customer)],
+                    extraHeaders: [("Stripe-Version", Self.ephemeralKeyVersion)])
+                guard let ephemeralSecret = ephemeral["secret"]?.scalarText else {
+                    throw StripeClient.Failure(detail: "ephemeral key without a secret")
+                }
                 return .json(200, ["client_secret": secret, "customer_id": customer, "ephemeral_key": ephemeralSecret, "id": correlation])
             }
-            let intent = try await stripe.call("POST", "/v1/payment_intents", key: key, fields: [
-                ("amount", String(donation.amountInCents)), ("currency", "usd"), ("automatic_payment_methods[enabled]", "true"),
-                ("receipt_email", donation.email), ("customer", customer),
-            ])
+            let intent = try await stripe.call(
+                "POST", "/v1/payment_intents", key: key,
+                fields: [
+                    ("amount", String(donation.amountInCents)), ("currency", "usd"), ("automatic_payment_methods[enabled]", "true"),
+                    ("receipt_email", donation.email), ("customer", customer),
+                ])
             guard let secret = intent["client_secret"]?.scalarText else { throw StripeClient.Failure(detail: "payment intent without a secret") }
             return .json(200, ["client_secret": secret, "id": correlation])
         } catch {
@@ -154,8 +171,9 @@ struct DonationRoutes: Sendable {
 extension DonationRoutes: Feature {
     init(_ context: FeatureContext) {
         let configuration = context.configuration
-        self.init(stripe: StripeClient(http: context.upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
-                  testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
-                  limiter: context.limiter("donations", limit: configuration.donationLimit), logger: context.logger)
+        self.init(
+            stripe: StripeClient(http: context.upstream, baseURL: configuration.stripeURL), liveKey: configuration.stripeSecretKey,
+            testKey: configuration.stripeTestSecretKey, product: configuration.stripeProduct,
+            limiter: context.limiter("donations", limit: configuration.donationLimit), logger: context.logger)
     }
 }

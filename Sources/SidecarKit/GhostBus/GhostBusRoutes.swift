@@ -25,9 +25,12 @@ struct GhostBusRoutes: Sendable {
     var routes: [Route] {
         // Its own throttles: the body cap first, a message of its own, and
         // the per-rider limit counted only once a report validated.
-        [Route("POST", "/api/v2/regions/:region/ghost_bus_reports", errorStyle: .messages, access: .throttled(peerLimiter.name),
-               prechecks: [{ request in capAndThrottle(request) }],
-               middleware: [{ request, next in await sharedThrottles(request, next) }], handler: create)]
+        [
+            Route(
+                "POST", "/api/v2/regions/:region/ghost_bus_reports", errorStyle: .messages, access: .throttled(peerLimiter.name),
+                prechecks: [{ request in capAndThrottle(request) }],
+                middleware: [{ request, next in await sharedThrottles(request, next) }], handler: create)
+        ]
     }
 
     /// The throttles again when their counts are shared between instances.
@@ -113,14 +116,16 @@ struct GhostBusRoutes: Sendable {
                 if attempts < 3 { try? await clock.sleep(seconds: snapshotRetrySeconds * Double(attempts)) }
             }
         }
-        try? await store.recordSnapshot(publicID: publicID, snapshot: snapshot, attempts: attempts, nowMillis: clock.now().epochMillis,
-                                        routeShortName: shortName)
+        try? await store.recordSnapshot(
+            publicID: publicID, snapshot: snapshot, attempts: attempts, nowMillis: clock.now().epochMillis,
+            routeShortName: shortName)
     }
 }
 
 extension GhostBusRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(store: context.stores.ghostBus, regions: context.regions, oba: context.oba, clock: context.clock, logger: context.logger,
-                  peerLimiter: context.limits.ghostBusPeers, userLimiter: context.limits.ghostBusUsers, work: context.work)
+        self.init(
+            store: context.stores.ghostBus, regions: context.regions, oba: context.oba, clock: context.clock, logger: context.logger,
+            peerLimiter: context.limits.ghostBusPeers, userLimiter: context.limits.ghostBusUsers, work: context.work)
     }
 }

@@ -67,14 +67,16 @@ enum GhostBusRules {
             ("Comment", comment, maxCommentLength),
         ])
         guard messages.isEmpty, let user, let trip, let serviceDate, let wait else { return .failure(ValidationFailure(messages)) }
-        return .success(GhostBusReport(
-            userIdentifier: user, tripIdentifier: trip, serviceDate: serviceDate, routeIdentifier: parameters["route_identifier"]?.presence,
-            stopIdentifier: parameters["stop_identifier"]?.presence, vehicleIdentifier: parameters["vehicle_identifier"]?.presence,
-            stopSequence: strictInteger(parameters["stop_sequence"]), predicted: BooleanParameter.read(parameters["predicted"]),
-            scheduleDeviationMinutes: strictInteger(parameters["schedule_deviation_minutes"]), waitDurationMinutes: wait, comment: comment,
-            userLatitude: latitude.value, userLongitude: longitude.value,
-            scheduledArrivalAt: strictInteger(parameters["scheduled_arrival_at"]), predictedArrivalAt: strictInteger(parameters["predicted_arrival_at"]),
-            predictionLastUpdatedAt: strictInteger(parameters["prediction_last_updated_at"])))
+        return .success(
+            GhostBusReport(
+                userIdentifier: user, tripIdentifier: trip, serviceDate: serviceDate, routeIdentifier: parameters["route_identifier"]?.presence,
+                stopIdentifier: parameters["stop_identifier"]?.presence, vehicleIdentifier: parameters["vehicle_identifier"]?.presence,
+                stopSequence: strictInteger(parameters["stop_sequence"]), predicted: BooleanParameter.read(parameters["predicted"]),
+                scheduleDeviationMinutes: strictInteger(parameters["schedule_deviation_minutes"]), waitDurationMinutes: wait, comment: comment,
+                userLatitude: latitude.value, userLongitude: longitude.value,
+                scheduledArrivalAt: strictInteger(parameters["scheduled_arrival_at"]),
+                predictedArrivalAt: strictInteger(parameters["predicted_arrival_at"]),
+                predictionLastUpdatedAt: strictInteger(parameters["prediction_last_updated_at"])))
     }
 
     /// True when a JSON body declares (or has) more than the read cap.

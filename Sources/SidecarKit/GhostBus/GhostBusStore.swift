@@ -1,5 +1,5 @@
-import Crypto
 import Core
+import Crypto
 import Database
 
 /// Storage of ghost-bus reports (table `ghost_bus_reports`).
@@ -40,11 +40,14 @@ struct GhostBusStore: Sendable {
         let stored = Stored(publicID: SecureToken.hex(bytes: 10), regionID: regionID, report: report, snapshotAttempts: 0, createdAt: now)
         do {
             return try await database.write { connection in
-                if checkFirst, try connection.queryOne("""
-                    SELECT 1 AS found FROM ghost_bus_reports
-                    WHERE region_id = \(regionID) AND user_identifier = \(report.userIdentifier) AND trip_identifier = \(report.tripIdentifier)
-                        AND service_date = \(report.serviceDate)
-                    """) != nil {
+                if checkFirst,
+                    try connection.queryOne(
+                        """
+                        SELECT 1 AS found FROM ghost_bus_reports
+                        WHERE region_id = \(regionID) AND user_identifier = \(report.userIdentifier) AND trip_identifier = \(report.tripIdentifier)
+                            AND service_date = \(report.serviceDate)
+                        """) != nil
+                {
                     return .duplicate
                 }
                 let fields = Self.fields(stored)
@@ -63,7 +66,8 @@ struct GhostBusStore: Sendable {
     func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64, routeShortName: String? = nil) async throws {
         let capturedAt: Int64? = snapshot == nil ? nil : nowMillis
         _ = try await database.write { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 UPDATE ghost_bus_reports SET trip_snapshot = \(snapshot), snapshot_attempts = \(attempts), snapshot_captured_at = \(capturedAt),
                     route_short_name = COALESCE(\(routeShortName), route_short_name)
                 WHERE public_id = \(publicID)
@@ -78,13 +82,15 @@ struct GhostBusStore: Sendable {
         let route = route ?? "", trip = trip ?? ""
         let from = serviceDay.map { $0.millis.value } ?? -1, until = serviceDay.map { $0.adding(seconds: 86_400).millis.value } ?? -1
         return try await database.read { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT * FROM ghost_bus_reports WHERE region_id = \(regionID)
                     AND (\(route) = '' OR route_identifier = \(route) OR LOWER(route_short_name) = LOWER(\(route)))
                     AND (\(trip) = '' OR trip_identifier = \(trip))
                     AND (\(from) < 0 OR (service_date >= \(from) AND service_date < \(until)))
                 ORDER BY id DESC LIMIT \(limit)
-                """).map(Self.stored)
+                """
+            ).map(Self.stored)
         }
     }
 
@@ -93,7 +99,8 @@ struct GhostBusStore: Sendable {
     func dailyCounts(regionID: Int, utcOffset: Int64, today: Int64, days: Int64) async throws -> [(day: Int64, count: Int)] {
         let since = ((today - days + 1) * 86_400 - utcOffset) * 1000
         let rows = try await database.read { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT (created_at / 1000 + \(utcOffset)) / 86400 AS day, COUNT(*) AS n FROM ghost_bus_reports
                 WHERE region_id = \(regionID) AND created_at >= \(since) GROUP BY 1
                 """)
@@ -109,10 +116,12 @@ struct GhostBusStore: Sendable {
         }
     }
 
-    static let exportColumns = ["public_id", "created_at", "user_identifier", "trip_identifier", "service_date", "route_identifier",
-                                "route_short_name", "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted",
-                                "schedule_deviation_minutes", "wait_duration_minutes", "comment", "user_latitude", "user_longitude",
-                                "scheduled_arrival_at", "predicted_arrival_at", "prediction_last_updated_at", "trip_snapshot"]
+    static let exportColumns = [
+        "public_id", "created_at", "user_identifier", "trip_identifier", "service_date", "route_identifier",
+        "route_short_name", "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted",
+        "schedule_deviation_minutes", "wait_duration_minutes", "comment", "user_latitude", "user_longitude",
+        "scheduled_arrival_at", "predicted_arrival_at", "prediction_last_updated_at", "trip_snapshot",
+    ]
 
     /// The region's reports as CSV (spreadsheet-safe), oldest first: times
     /// in ISO 8601 in the region's zone, coordinates and counts as numbers.
@@ -122,16 +131,17 @@ struct GhostBusStore: Sendable {
         var lines = [CSV.line(Self.exportColumns)]
         for stored in reports {
             let report = stored.report
-            lines.append(CSV.row([
-                .text(stored.publicID), .instant(seconds(stored.createdAt), zone), .text(report.userIdentifier),
-                .text(report.tripIdentifier), .instant(seconds(report.serviceDate), zone), .text(report.routeIdentifier),
-                .text(stored.routeShortName), .text(report.stopIdentifier), .text(report.vehicleIdentifier),
-                .integer(report.stopSequence), .boolean(report.predicted), .integer(report.scheduleDeviationMinutes),
-                .integer(report.waitDurationMinutes), .text(report.comment), .number(report.userLatitude),
-                .number(report.userLongitude), .instant(seconds(report.scheduledArrivalAt), zone),
-                .instant(seconds(report.predictedArrivalAt), zone), .instant(seconds(report.predictionLastUpdatedAt), zone),
-                .text(stored.tripSnapshot),
-            ]))
+            lines.append(
+                CSV.row([
+                    .text(stored.publicID), .instant(seconds(stored.createdAt), zone), .text(report.userIdentifier),
+                    .text(report.tripIdentifier), .instant(seconds(report.serviceDate), zone), .text(report.routeIdentifier),
+                    .text(stored.routeShortName), .text(report.stopIdentifier), .text(report.vehicleIdentifier),
+                    .integer(report.stopSequence), .boolean(report.predicted), .integer(report.scheduleDeviationMinutes),
+                    .integer(report.waitDurationMinutes), .text(report.comment), .number(report.userLatitude),
+                    .number(report.userLongitude), .instant(seconds(report.scheduledArrivalAt), zone),
+                    .instant(seconds(report.predictedArrivalAt), zone), .instant(seconds(report.predictionLastUpdatedAt), zone),
+                    .text(stored.tripSnapshot),
+                ]))
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -183,7 +193,8 @@ struct GhostBusStore: Sendable {
 
     static func stored(_ row: Row) throws -> Stored {
         let report = GhostBusReport(
-            userIdentifier: try row.string("user_identifier"), tripIdentifier: try row.string("trip_identifier"), serviceDate: try row.int("service_date"),
+            userIdentifier: try row.string("user_identifier"), tripIdentifier: try row.string("trip_identifier"),
+            serviceDate: try row.int("service_date"),
             routeIdentifier: try row.optionalString("route_identifier"), stopIdentifier: try row.optionalString("stop_identifier"),
             vehicleIdentifier: try row.optionalString("vehicle_identifier"), stopSequence: try row.optionalInt("stop_sequence"),
             predicted: try row.optionalBool("predicted"), scheduleDeviationMinutes: try row.optionalInt("schedule_deviation_minutes"),
@@ -191,10 +202,11 @@ struct GhostBusStore: Sendable {
             userLatitude: try row.optionalDouble("user_latitude"), userLongitude: try row.optionalDouble("user_longitude"),
             scheduledArrivalAt: try row.optionalInt("scheduled_arrival_at"), predictedArrivalAt: try row.optionalInt("predicted_arrival_at"),
             predictionLastUpdatedAt: try row.optionalInt("prediction_last_updated_at"))
-        return Stored(publicID: try row.string("public_id"), regionID: try row.count("region_id"), report: report,
-                      routeShortName: try row.optionalString("route_short_name"), tripSnapshot: try row.optionalString("trip_snapshot"),
-                      snapshotAttempts: try row.count("snapshot_attempts"), snapshotCapturedAt: try row.optionalInt("snapshot_captured_at"),
-                      createdAt: try row.int("created_at"))
+        return Stored(
+            publicID: try row.string("public_id"), regionID: try row.count("region_id"), report: report,
+            routeShortName: try row.optionalString("route_short_name"), tripSnapshot: try row.optionalString("trip_snapshot"),
+            snapshotAttempts: try row.count("snapshot_attempts"), snapshotCapturedAt: try row.optionalInt("snapshot_captured_at"),
+            createdAt: try row.int("created_at"))
     }
 
 }
@@ -202,38 +214,42 @@ struct GhostBusStore: Sendable {
 extension GhostBusStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("GhostBusStore", [
-        4: [
-            .table("ghost_bus_reports", withID: true, """
-                public_id TEXT NOT NULL UNIQUE,
-                region_id BIGINT NOT NULL,
-                user_identifier TEXT NOT NULL,
-                trip_identifier TEXT NOT NULL,
-                service_date BIGINT NOT NULL,
-                route_identifier TEXT,
-                stop_identifier TEXT,
-                vehicle_identifier TEXT,
-                stop_sequence BIGINT,
-                predicted BIGINT,
-                schedule_deviation_minutes BIGINT,
-                wait_duration_minutes BIGINT NOT NULL,
-                comment TEXT,
-                user_latitude DOUBLE PRECISION,
-                user_longitude DOUBLE PRECISION,
-                scheduled_arrival_at BIGINT,
-                predicted_arrival_at BIGINT,
-                prediction_last_updated_at BIGINT,
-                trip_snapshot TEXT,
-                snapshot_attempts BIGINT NOT NULL DEFAULT 0,
-                created_at BIGINT NOT NULL,
-                UNIQUE (region_id, user_identifier, trip_identifier, service_date)
-                """),
-        ],
-        13: [
-            .same("ALTER TABLE ghost_bus_reports ADD COLUMN snapshot_captured_at BIGINT"),
-        ],
-        21: [
-            .same("ALTER TABLE ghost_bus_reports ADD COLUMN route_short_name TEXT"),
-        ],
-    ])
+    static let schema = Schema(
+        "GhostBusStore",
+        [
+            4: [
+                .table(
+                    "ghost_bus_reports", withID: true,
+                    """
+                    public_id TEXT NOT NULL UNIQUE,
+                    region_id BIGINT NOT NULL,
+                    user_identifier TEXT NOT NULL,
+                    trip_identifier TEXT NOT NULL,
+                    service_date BIGINT NOT NULL,
+                    route_identifier TEXT,
+                    stop_identifier TEXT,
+                    vehicle_identifier TEXT,
+                    stop_sequence BIGINT,
+                    predicted BIGINT,
+                    schedule_deviation_minutes BIGINT,
+                    wait_duration_minutes BIGINT NOT NULL,
+                    comment TEXT,
+                    user_latitude DOUBLE PRECISION,
+                    user_longitude DOUBLE PRECISION,
+                    scheduled_arrival_at BIGINT,
+                    predicted_arrival_at BIGINT,
+                    prediction_last_updated_at BIGINT,
+                    trip_snapshot TEXT,
+                    snapshot_attempts BIGINT NOT NULL DEFAULT 0,
+                    created_at BIGINT NOT NULL,
+                    UNIQUE (region_id, user_identifier, trip_identifier, service_date)
+                    """)
+            ],
+            13: [
+                .same("ALTER TABLE ghost_bus_reports ADD COLUMN snapshot_captured_at BIGINT")
+            ],
+            21: [
+                .same("ALTER TABLE ghost_bus_reports ADD COLUMN route_short_name TEXT")
+            ],
+        ])
 }

@@ -11,8 +11,9 @@ enum LinkRules {
     static func serviceDateMillis(_ text: String) -> Int64? {
         let trimmed = text.trimmingWhitespace()
         guard !trimmed.isEmpty, trimmed.count <= 24,
-              trimmed.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), trimmed.filter({ $0 == "." }).count <= 1,
-              !trimmed.hasPrefix("."), let value = Double(trimmed), value.isFinite, value > 0 else { return nil }
+            trimmed.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), trimmed.filter({ $0 == "." }).count <= 1,
+            !trimmed.hasPrefix("."), let value = Double(trimmed), value.isFinite, value > 0
+        else { return nil }
         // Below 10^11 is seconds (until the year 5138); above, milliseconds.
         let millis = trimmed.contains(".") || value < 100_000_000_000 ? value * 1000 : value
         guard millis <= 32_503_680_000_000 else { return nil }  // year 3000
@@ -38,7 +39,8 @@ enum LinkRules {
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
                 guard let high = iterator.next(), let low = iterator.next(),
-                      let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                else { return nil }
                 bytes.append(value)
             } else {
                 bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
@@ -74,8 +76,10 @@ enum LinkRules {
         var umamiURL: String?
         var umamiID: String?
 
-        init(name: String, obaURL: String, sidecarURL: String? = nil, regionID: Int64? = nil, otpURL: String? = nil,
-             otpGraphqlURL: String? = nil, otpGraphqlBikeshare: Bool = false, umamiURL: String? = nil, umamiID: String? = nil) {
+        init(
+            name: String, obaURL: String, sidecarURL: String? = nil, regionID: Int64? = nil, otpURL: String? = nil,
+            otpGraphqlURL: String? = nil, otpGraphqlBikeshare: Bool = false, umamiURL: String? = nil, umamiID: String? = nil
+        ) {
             self.name = name
             self.obaURL = obaURL
             self.sidecarURL = sidecarURL
@@ -90,10 +94,11 @@ enum LinkRules {
         /// The link of a directory region: its servers, trip planners and
         /// analytics, and `sidecarURL` unless the directory names another.
         init(region: Region, sidecarURL: String?) {
-            self.init(name: region.name, obaURL: region.obaBaseURL ?? "", sidecarURL: region.sidecarBaseURL?.presence ?? sidecarURL,
-                      regionID: Int64(region.id), otpURL: region.tripPlanner.restURL, otpGraphqlURL: region.tripPlanner.graphqlURL,
-                      otpGraphqlBikeshare: region.tripPlanner.graphqlBikeshare, umamiURL: region.analytics?.url,
-                      umamiID: region.analytics?.siteID)
+            self.init(
+                name: region.name, obaURL: region.obaBaseURL ?? "", sidecarURL: region.sidecarBaseURL?.presence ?? sidecarURL,
+                regionID: Int64(region.id), otpURL: region.tripPlanner.restURL, otpGraphqlURL: region.tripPlanner.graphqlURL,
+                otpGraphqlBikeshare: region.tripPlanner.graphqlBikeshare, umamiURL: region.analytics?.url,
+                umamiID: region.analytics?.siteID)
         }
     }
 
@@ -101,7 +106,9 @@ enum LinkRules {
     /// that fits 64 bits (what both apps parse); nil for `-1`, `1.5`, `abc`.
     static func regionIDValue(_ text: String) -> Int64? {
         let trimmed = text.trimmingWhitespace()
-        guard !trimmed.isEmpty, trimmed.count <= 19, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        guard !trimmed.isEmpty, trimmed.count <= 19, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return nil
+        }
         return Int64(trimmed)
     }
 
@@ -136,7 +143,8 @@ enum LinkRules {
     static func isAbsoluteHTTPURL(_ value: String) -> Bool {
         let lower = value.lowercased()
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), value.count <= 2048,
-              !value.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else { return false }
+            !value.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
+        else { return false }
         let rest = lower.drop { $0 != "/" }.dropFirst(2)
         return !rest.isEmpty && !rest.hasPrefix("/")
     }
@@ -187,7 +195,7 @@ enum LinkRules {
         for id in ids {
             let parts = id.split(separator: ".", maxSplits: 1)
             guard parts.count == 2, parts[0].count == 10, parts[0].allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }),
-                  parts[1].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }), !parts[1].isEmpty
+                parts[1].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }), !parts[1].isEmpty
             else { return nil }
         }
         return ids
@@ -208,11 +216,14 @@ enum LinkRules {
     /// cannot ask for a `trip_id`.
     static func appleAppSiteAssociation(appIDs: [String], claimStopPages: Bool) -> JSONValue {
         var components: [JSONValue] = [
-            .object(["/": .string(tripPath), "?": .object(["trip_id": .string("?*")]), "comment": .string("A shared trip")]),
+            .object(["/": .string(tripPath), "?": .object(["trip_id": .string("?*")]), "comment": .string("A shared trip")])
         ]
         if claimStopPages {
-            components.append(.object(["/": .string(stopPath + "/*"), "exclude": .bool(true),
-                                       "comment": .string("Deeper than a stop page (a trip link without trip_id): the web page")]))
+            components.append(
+                .object([
+                    "/": .string(stopPath + "/*"), "exclude": .bool(true),
+                    "comment": .string("Deeper than a stop page (a trip link without trip_id): the web page"),
+                ]))
             components.append(.object(["/": .string(stopPath), "comment": .string("A shared stop")]))
         }
         let details: JSONValue = .object(["appIDs": .array(appIDs.map(JSONValue.string)), "components": .array(components)])
@@ -236,8 +247,9 @@ enum LinkRules {
             let fingerprint = String(entry[entry.index(after: colon)...]).uppercased()
             let pairs = fingerprint.split(separator: ":", omittingEmptySubsequences: false)
             guard package.split(separator: ".").count >= 2,
-                  package.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_") }),
-                  pairs.count == 32, pairs.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else { return nil }
+                package.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_") }),
+                pairs.count == 32, pairs.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) })
+            else { return nil }
             if let index = apps.firstIndex(where: { $0.package == package }) {
                 if !apps[index].fingerprints.contains(fingerprint) { apps[index].fingerprints.append(fingerprint) }
             } else {
@@ -249,13 +261,16 @@ enum LinkRules {
 
     /// `/.well-known/assetlinks.json`.
     static func assetLinks(_ apps: [AndroidApp]) -> JSONValue {
-        .array(apps.map { app in
-            .object([
-                "relation": .array([.string("delegate_permission/common.handle_all_urls")]),
-                "target": .object(["namespace": .string("android_app"), "package_name": .string(app.package),
-                                   "sha256_cert_fingerprints": .array(app.fingerprints.map(JSONValue.string))]),
-            ])
-        })
+        .array(
+            apps.map { app in
+                .object([
+                    "relation": .array([.string("delegate_permission/common.handle_all_urls")]),
+                    "target": .object([
+                        "namespace": .string("android_app"), "package_name": .string(app.package),
+                        "sha256_cert_fingerprints": .array(app.fingerprints.map(JSONValue.string)),
+                    ]),
+                ])
+            })
     }
 
     // MARK: Redirects to an agency's trip planner

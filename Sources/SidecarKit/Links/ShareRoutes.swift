@@ -71,7 +71,8 @@ struct ShareRoutes: Sendable {
 
     func read(_ request: Request, trip: Bool) -> Reading {
         guard let regionText = request.pathParameters["region"], regionText.count <= 9, let regionID = Int(regionText), regionID >= 0,
-              let region = regions.region(id: regionID) else {
+            let region = regions.region(id: regionID)
+        else {
             return .refused(SharePages.notFound("We don't know that region."))
         }
         guard let stopID = request.pathParameters["stop"], LinkRules.isPlausibleIdentifier(stopID) else {
@@ -89,7 +90,8 @@ struct ShareRoutes: Sendable {
         target.serviceDate = serviceDate
         if let sequence = request.parameters["stop_sequence"], !sequence.isEmpty {
             guard let value = Int(sequence), (0...100_000).contains(value) else {
-                return .refused(SharePages.problem(400, "This trip link has an invalid stop sequence.", "Ask the person who shared it to share it again."))
+                return .refused(
+                    SharePages.problem(400, "This trip link has an invalid stop sequence.", "Ask the person who shared it to share it again."))
             }
             target.stopSequence = value
         }
@@ -104,10 +106,13 @@ struct ShareRoutes: Sendable {
         case .refused(let response): return response
         }
         if let template = settings.redirectTemplate,
-           let location = LinkRules.redirect(template: template, values: [
-            "region_id": String(target.region.id), "stop_id": target.stopID, "trip_id": target.tripID ?? "",
-            "service_date": target.serviceDate.map { String($0) } ?? "", "stop_sequence": target.stopSequence.map(String.init) ?? "",
-           ]) {
+            let location = LinkRules.redirect(
+                template: template,
+                values: [
+                    "region_id": String(target.region.id), "stop_id": target.stopID, "trip_id": target.tripID ?? "",
+                    "service_date": target.serviceDate.map { String($0) } ?? "", "stop_sequence": target.stopSequence.map(String.init) ?? "",
+                ])
+        {
             return Response(status: 302, headers: [("Location", location), ("Cache-Control", "no-store")])
         }
         let zone = await zones(target.region.id)
@@ -132,12 +137,15 @@ struct ShareRoutes: Sendable {
         }
         var highlighted: ArrivalAndDeparture?
         if let tripID = target.tripID, let serviceDate = target.serviceDate {
-            highlighted = live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID && $0.serviceDate?.value == serviceDate }
+            highlighted =
+                live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID && $0.serviceDate?.value == serviceDate }
                 ?? live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID }
             if highlighted == nil && !unavailable, await lookups.check(request.clientKey) == .allowed {
                 do {
-                    highlighted = try await oba.arrivalAndDeparture(region: target.region, stopID: target.stopID, tripID: tripID, serviceDate: serviceDate,
-                                                                    vehicleID: target.vehicleID, stopSequence: target.stopSequence).entry
+                    highlighted = try await oba.arrivalAndDeparture(
+                        region: target.region, stopID: target.stopID, tripID: tripID, serviceDate: serviceDate,
+                        vehicleID: target.vehicleID, stopSequence: target.stopSequence
+                    ).entry
                 } catch .notFound {
                     return SharePages.notFound("That trip isn't running at this stop any more.")
                 } catch {
@@ -145,10 +153,12 @@ struct ShareRoutes: Sendable {
                 }
             }
         }
-        let page = SharePages.share(SharePages.ShareContent(
-            target: target, response: live, highlighted: highlighted, unavailable: unavailable, zone: zone,
-            now: live?.currentTime ?? EpochMillis(clock.now().epochMillis), canonicalURL: publicURL.url + request.rawPath + (target.tripID == nil ? "" : "?" + Self.canonicalQuery(target)),
-            appLink: LinkRules.viewStopLink(stopID: target.stopID, regionID: target.region.id), settings: settings))
+        let page = SharePages.share(
+            SharePages.ShareContent(
+                target: target, response: live, highlighted: highlighted, unavailable: unavailable, zone: zone,
+                now: live?.currentTime ?? EpochMillis(clock.now().epochMillis),
+                canonicalURL: publicURL.url + request.rawPath + (target.tripID == nil ? "" : "?" + Self.canonicalQuery(target)),
+                appLink: LinkRules.viewStopLink(stopID: target.stopID, regionID: target.region.id), settings: settings))
         return SharePages.respond(200, page).adding(header: "Cache-Control", "public, max-age=\(Self.cacheSeconds)")
     }
 
@@ -165,7 +175,8 @@ struct ShareRoutes: Sendable {
 
     func addRegionPage(_ request: Request) -> Response {
         guard let regionText = request.pathParameters["region"], regionText.count <= 9, let regionID = Int(regionText),
-              let region = regions.region(id: regionID) else { return SharePages.notFound("We don't know that region.") }
+            let region = regions.region(id: regionID)
+        else { return SharePages.notFound("We don't know that region.") }
         guard let link = Self.addRegionLink(region, publicURL: publicURL.url) else {
             return SharePages.problem(404, "This region can't be added by a link.", "Its OneBusAway server is not listed in the regions directory.")
         }
@@ -195,9 +206,10 @@ struct LinkSettings: Sendable {
 
 extension ShareRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(regions: context.regions, oba: context.oba, settings: context.configuration.links, publicURL: context.publicURL,
-                  clock: context.clock, logger: context.logger,
-                  arrivals: TimedCache(lifetimeSeconds: Double(ShareRoutes.cacheSeconds), maxEntries: 5000, now: context.now),
-                  zones: { regionID in await context.zone(regionID: regionID) }, lookups: context.limits.upstreamLookups)
+        self.init(
+            regions: context.regions, oba: context.oba, settings: context.configuration.links, publicURL: context.publicURL,
+            clock: context.clock, logger: context.logger,
+            arrivals: TimedCache(lifetimeSeconds: Double(ShareRoutes.cacheSeconds), maxEntries: 5000, now: context.now),
+            zones: { regionID in await context.zone(regionID: regionID) }, lookups: context.limits.upstreamLookups)
     }
 }

@@ -17,10 +17,15 @@ struct ContentState: Sendable, Equatable {
     var arrivals: [Arrival]
 
     var json: JSONValue {
-        .object(["arrivals": .array(arrivals.map { arrival in
-            .object(["departure_time": .integer(arrival.departureTime), "schedule_status": .string(arrival.scheduleStatus),
-                     "schedule_deviation": .integer(arrival.scheduleDeviation), "is_arrival": .bool(arrival.isArrival)])
-        })])
+        .object([
+            "arrivals": .array(
+                arrivals.map { arrival in
+                    .object([
+                        "departure_time": .integer(arrival.departureTime), "schedule_status": .string(arrival.scheduleStatus),
+                        "schedule_deviation": .integer(arrival.scheduleDeviation), "is_arrival": .bool(arrival.isArrival),
+                    ])
+                })
+        ])
     }
 
     init(arrivals: [Arrival]) { self.arrivals = arrivals }
@@ -31,8 +36,9 @@ struct ContentState: Sendable, Equatable {
         var arrivals: [Arrival] = []
         for item in items {
             guard case .object(let fields) = item, case .integer(let time)? = fields["departure_time"],
-                  case .string(let status)? = fields["schedule_status"], case .integer(let deviation)? = fields["schedule_deviation"],
-                  case .bool(let isArrival)? = fields["is_arrival"] else { return nil }
+                case .string(let status)? = fields["schedule_status"], case .integer(let deviation)? = fields["schedule_deviation"],
+                case .bool(let isArrival)? = fields["is_arrival"]
+            else { return nil }
             arrivals.append(Arrival(departureTime: time, scheduleStatus: status, scheduleDeviation: deviation, isArrival: isArrival))
         }
         self.arrivals = arrivals
@@ -57,7 +63,8 @@ enum ContentStateBuilder {
 
     static func key(_ entry: ArrivalAndDeparture) -> VisitKey? {
         guard let stop = entry.stopId, let trip = entry.tripId, let route = entry.routeId, let date = entry.serviceDate,
-              let sequence = entry.stopSequence else { return nil }
+            let sequence = entry.stopSequence
+        else { return nil }
         return VisitKey(stopID: stop, tripID: trip, routeID: route, serviceDate: date, stopSequence: sequence)
     }
 
@@ -105,8 +112,12 @@ enum ContentStateBuilder {
         let usePrediction = entry.predicted == true && (predicted?.value ?? 0) > 0
         guard let time = usePrediction ? predicted : scheduled, time.value > 0 else { return nil }
         let deviation = usePrediction ? time.millis(since: scheduled ?? time) / 1000 : 0
-        return (time, ContentState.Arrival(departureTime: time.seconds.value, scheduleStatus: usePrediction ? status(deviationSeconds: deviation) : "unknown",
-                                           scheduleDeviation: deviation, isArrival: isArrival))
+        return (
+            time,
+            ContentState.Arrival(
+                departureTime: time.seconds.value, scheduleStatus: usePrediction ? status(deviationSeconds: deviation) : "unknown",
+                scheduleDeviation: deviation, isArrival: isArrival)
+        )
     }
 
     /// Steps 1–4: filter to the route and headsign, collapse duplicates,

@@ -17,8 +17,9 @@ struct LiveActivityRoutes: Sendable {
     var routes: [Route] {
         [
             Route("POST", "/api/v2/regions/:region/live_activities", errorStyle: .messages, throttle: limits.liveActivities, handler: register),
-            Route("DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, throttle: limits.liveActivities,
-                  parsesParameters: false, handler: unregister),
+            Route(
+                "DELETE", "/api/v2/regions/:region/live_activities/:token", errorStyle: .messages, throttle: limits.liveActivities,
+                parsesParameters: false, handler: unregister),
         ]
     }
 
@@ -37,15 +38,17 @@ struct LiveActivityRoutes: Sendable {
         messages += FieldLimits.check([
             ("Activity", activity, FieldLimits.identifier), ("Push token", push, FieldLimits.token), ("Stop", stop, FieldLimits.identifier),
             ("Route short name", route, FieldLimits.name), ("Trip headsign", headsign, FieldLimits.name),
-            ("Trip", parameters.identifier("trip_id"), FieldLimits.identifier), ("Vehicle", parameters.identifier("vehicle_id"), FieldLimits.identifier),
+            ("Trip", parameters.identifier("trip_id"), FieldLimits.identifier),
+            ("Vehicle", parameters.identifier("vehicle_id"), FieldLimits.identifier),
         ])
         guard messages.isEmpty, let activity, let push, let stop, let route, let headsign else { return .failure(ValidationFailure(messages)) }
-        return .success(LiveActivityStore.Registration(
-            activityID: activity, pushToken: push, stopID: stop, routeShortName: route, tripHeadsign: headsign,
-            tripID: parameters.identifier("trip_id")?.presence, serviceDate: AlarmRequest.integer(parameters["service_date"]),
-            vehicleID: parameters.identifier("vehicle_id")?.presence, stopSequence: AlarmRequest.integer(parameters["stop_sequence"]),
-            // §2.7, re-read on every registration: a rotated token comes from the same build.
-            apnsSandbox: ApnsSandbox.read(parameters["apns_sandbox"]) == .sandbox))
+        return .success(
+            LiveActivityStore.Registration(
+                activityID: activity, pushToken: push, stopID: stop, routeShortName: route, tripHeadsign: headsign,
+                tripID: parameters.identifier("trip_id")?.presence, serviceDate: AlarmRequest.integer(parameters["service_date"]),
+                vehicleID: parameters.identifier("vehicle_id")?.presence, stopSequence: AlarmRequest.integer(parameters["stop_sequence"]),
+                // §2.7, re-read on every registration: a rotated token comes from the same build.
+                apnsSandbox: ApnsSandbox.read(parameters["apns_sandbox"]) == .sandbox))
     }
 
     func register(_ request: Request) async -> Response {
@@ -60,13 +63,16 @@ struct LiveActivityRoutes: Sendable {
         }
         for attempt in 1...2 {
             do {
-                let token = try await store.register(registration, regionID: region.id, nowSeconds: clock.now().epochMillis / 1000,
-                                                     maxPerPushToken: limits.maxLiveActivitiesPerPushToken)
+                let token = try await store.register(
+                    registration, regionID: region.id, nowSeconds: clock.now().epochMillis / 1000,
+                    maxPerPushToken: limits.maxLiveActivitiesPerPushToken)
                 return Response.json(201, ["url": "\(publicURL.url)/api/v2/regions/\(region.id)/live_activities/\(token)"]).logging(log.0, log.1)
             } catch LiveActivityStoreError.tooManyForPushToken(let limit) {
-                return ErrorStyle.messages.response(status: 422, error: Self.summary,
-                                                    messages: ["Push token already has \(limit) live activities"]).logging(log.0, log.1)
-            } catch where attempt < 2 {
+                return ErrorStyle.messages.response(
+                    status: 422, error: Self.summary,
+                    messages: ["Push token already has \(limit) live activities"]
+                ).logging(log.0, log.1)
+            } catch  where attempt < 2 {
                 // The concurrent first-registration race: retry once.
                 continue
             } catch {
@@ -95,14 +101,16 @@ extension LiveActivityRoutes: Feature {
         let clock = context.clock
         var onCycle: (@Sendable (LiveActivityUpdater.CycleReport, Double) -> Void)?
         if let metrics = context.metrics { onCycle = { report, seconds in metrics.observe(liveActivityCycle: report, seconds: seconds) } }
-        self.init(store: context.stores.liveActivities, regions: context.regions, clock: context.clock, logger: context.logger,
-                  publicURL: context.publicURL, limits: context.limits,
-                  updater: LiveActivityUpdater(store: context.stores.liveActivities, regions: context.regions, oba: context.oba,
-                                               transport: context.transport, clock: clock, logger: context.logger,
-                                               intervalSeconds: context.configuration.liveActivityIntervalSeconds,
-                                               stopCache: TimedCache(lifetimeSeconds: 55, now: { clock.now().timeIntervalSince1970 }), stop: context.stop,
-                                               onCycle: onCycle),
-                  runsUpdater: context.configuration.runsLiveActivityUpdater)
+        self.init(
+            store: context.stores.liveActivities, regions: context.regions, clock: context.clock, logger: context.logger,
+            publicURL: context.publicURL, limits: context.limits,
+            updater: LiveActivityUpdater(
+                store: context.stores.liveActivities, regions: context.regions, oba: context.oba,
+                transport: context.transport, clock: clock, logger: context.logger,
+                intervalSeconds: context.configuration.liveActivityIntervalSeconds,
+                stopCache: TimedCache(lifetimeSeconds: 55, now: { clock.now().timeIntervalSince1970 }), stop: context.stop,
+                onCycle: onCycle),
+            runsUpdater: context.configuration.runsLiveActivityUpdater)
     }
 
     /// The updater: every interval, each subscription's content state pushed.

@@ -61,12 +61,15 @@ struct LiveActivityStore: Sendable {
         return try await database.write { connection in
             if maxPerPushToken > 0 {
                 // Re-registering the same activity never counts against the cap.
-                let others = try connection.queryOne("""
-                    SELECT COUNT(*) AS n FROM live_activities WHERE push_token = \(registration.pushToken) AND NOT (region_id = \(Int64(regionID)) AND activity_id = \(registration.activityID))
-                    """)?.int("n") ?? 0
+                let others =
+                    try connection.queryOne(
+                        """
+                        SELECT COUNT(*) AS n FROM live_activities WHERE push_token = \(registration.pushToken) AND NOT (region_id = \(Int64(regionID)) AND activity_id = \(registration.activityID))
+                        """)?.int("n") ?? 0
                 if others >= maxPerPushToken { throw LiveActivityStoreError.tooManyForPushToken(limit: maxPerPushToken) }
             }
-            return try connection.queryOne("""
+            return try connection.queryOne(
+                """
                 INSERT INTO live_activities (token, region_id, activity_id, push_token, stop_id, route_short_name, trip_headsign, trip_id,
                     service_date, vehicle_id, stop_sequence, apns_sandbox, expires_at, failure_count, created_at)
                 VALUES (\(token), \(Int64(regionID)), \(registration.activityID), \(registration.pushToken), \(registration.stopID), \(registration.routeShortName), \(registration.tripHeadsign), \(registration.tripID), \(registration.serviceDate), \(registration.vehicleID), \(registration.stopSequence), \(registration.apnsSandbox), \(nowSeconds + Self.lifetimeSeconds), 0, \(nowSeconds))
@@ -112,7 +115,9 @@ struct LiveActivityStore: Sendable {
 
     /// Push tokens (iOS only) for which `unbound(column)` holds (the
     /// relay's condition on the token column), a page at a time.
-    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(token: String, platform: PushPlatform)] {
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(
+        token: String, platform: PushPlatform
+    )] {
         try connection.query("SELECT DISTINCT push_token FROM live_activities l WHERE \(unbound("l.push_token")) LIMIT \(limit)")
             .map { (try $0.string("push_token"), .ios) }
     }
@@ -130,7 +135,8 @@ struct LiveActivityStore: Sendable {
         try await database.read { connection in
             var found: [LiveActivity] = []
             for stop in stops {
-                found += try connection.query("SELECT * FROM live_activities WHERE region_id = \(Int64(regionID)) AND stop_id = \(stop) ORDER BY id").map(Self.activity)
+                found += try connection.query("SELECT * FROM live_activities WHERE region_id = \(Int64(regionID)) AND stop_id = \(stop) ORDER BY id")
+                    .map(Self.activity)
             }
             return found
         }
@@ -141,14 +147,16 @@ struct LiveActivityStore: Sendable {
     func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [LiveActivity] {
         let skipLocked = database.dialect.skipLocked
         return try await database.write { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE live_activities SET claimed_until = \(nowMillis + AlarmStore.claimMillis) WHERE id IN (
                     SELECT id FROM live_activities WHERE (next_update_at IS NULL OR next_update_at <= \(cutoffMillis))
                         AND (claimed_until IS NULL OR claimed_until <= \(nowMillis))
                     ORDER BY region_id, stop_id, id LIMIT \(Int64(limit))\(raw: skipLocked))
                 RETURNING *
-                """)
-                .map(Self.activity)
+                """
+            )
+            .map(Self.activity)
         }
     }
 
@@ -175,7 +183,8 @@ struct LiveActivityStore: Sendable {
             for update in updates {
                 switch update {
                 case .pushed(let id, let state, let at):
-                    try connection.execute("UPDATE live_activities SET last_state = \(state), last_pushed_at = \(at), failure_count = 0 WHERE id = \(id)")
+                    try connection.execute(
+                        "UPDATE live_activities SET last_state = \(state), last_pushed_at = \(at), failure_count = 0 WHERE id = \(id)")
                 case .failure(let id, let count):
                     try connection.execute("UPDATE live_activities SET failure_count = \(Int64(count)) WHERE id = \(id)")
                 case .succeeded(let id):
@@ -188,11 +197,12 @@ struct LiveActivityStore: Sendable {
     }
 
     static func activity(_ row: Row) throws -> LiveActivity {
-        LiveActivity(id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
-                     activityID: try row.string("activity_id"), pushToken: try row.string("push_token"), stopID: try row.optionalString("stop_id") ?? "",
-                     routeShortName: try row.optionalString("route_short_name") ?? "", tripHeadsign: try row.string("trip_headsign"),
-                     apnsSandbox: try row.bool("apns_sandbox"), expiresAt: try row.int("expires_at"), failureCount: Int(try row.int("failure_count")),
-                     lastState: try row.optionalString("last_state"), lastPushedAt: try row.optionalInt("last_pushed_at"))
+        LiveActivity(
+            id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
+            activityID: try row.string("activity_id"), pushToken: try row.string("push_token"), stopID: try row.optionalString("stop_id") ?? "",
+            routeShortName: try row.optionalString("route_short_name") ?? "", tripHeadsign: try row.string("trip_headsign"),
+            apnsSandbox: try row.bool("apns_sandbox"), expiresAt: try row.int("expires_at"), failureCount: Int(try row.int("failure_count")),
+            lastState: try row.optionalString("last_state"), lastPushedAt: try row.optionalInt("last_pushed_at"))
     }
 
 }
@@ -200,35 +210,39 @@ struct LiveActivityStore: Sendable {
 extension LiveActivityStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("LiveActivityStore", [
-        6: [
-            .table("live_activities", withID: true, """
-                token TEXT NOT NULL UNIQUE,
-                region_id BIGINT NOT NULL,
-                activity_id TEXT NOT NULL,
-                push_token TEXT NOT NULL,
-                stop_id TEXT NOT NULL,
-                route_short_name TEXT NOT NULL,
-                trip_headsign TEXT NOT NULL,
-                trip_id TEXT,
-                service_date BIGINT,
-                vehicle_id TEXT,
-                stop_sequence BIGINT,
-                apns_sandbox BIGINT NOT NULL DEFAULT 0,
-                expires_at BIGINT NOT NULL,
-                failure_count BIGINT NOT NULL DEFAULT 0,
-                last_state TEXT,
-                last_pushed_at BIGINT,
-                created_at BIGINT NOT NULL,
-                UNIQUE (region_id, activity_id)
-                """),
-            .same("CREATE INDEX live_activities_stop ON live_activities (region_id, stop_id)"),
-            .same("CREATE INDEX live_activities_push_token ON live_activities (push_token)"),
-        ],
-        10: [
-            .same("ALTER TABLE live_activities ADD COLUMN next_update_at BIGINT"),
-            .same("ALTER TABLE live_activities ADD COLUMN claimed_until BIGINT"),
-            .same("CREATE INDEX live_activities_due ON live_activities (next_update_at)"),
-        ],
-    ])
+    static let schema = Schema(
+        "LiveActivityStore",
+        [
+            6: [
+                .table(
+                    "live_activities", withID: true,
+                    """
+                    token TEXT NOT NULL UNIQUE,
+                    region_id BIGINT NOT NULL,
+                    activity_id TEXT NOT NULL,
+                    push_token TEXT NOT NULL,
+                    stop_id TEXT NOT NULL,
+                    route_short_name TEXT NOT NULL,
+                    trip_headsign TEXT NOT NULL,
+                    trip_id TEXT,
+                    service_date BIGINT,
+                    vehicle_id TEXT,
+                    stop_sequence BIGINT,
+                    apns_sandbox BIGINT NOT NULL DEFAULT 0,
+                    expires_at BIGINT NOT NULL,
+                    failure_count BIGINT NOT NULL DEFAULT 0,
+                    last_state TEXT,
+                    last_pushed_at BIGINT,
+                    created_at BIGINT NOT NULL,
+                    UNIQUE (region_id, activity_id)
+                    """),
+                .same("CREATE INDEX live_activities_stop ON live_activities (region_id, stop_id)"),
+                .same("CREATE INDEX live_activities_push_token ON live_activities (push_token)"),
+            ],
+            10: [
+                .same("ALTER TABLE live_activities ADD COLUMN next_update_at BIGINT"),
+                .same("ALTER TABLE live_activities ADD COLUMN claimed_until BIGINT"),
+                .same("CREATE INDEX live_activities_due ON live_activities (next_update_at)"),
+            ],
+        ])
 }

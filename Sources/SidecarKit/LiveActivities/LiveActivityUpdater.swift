@@ -68,12 +68,14 @@ struct LiveActivityUpdater: Sendable {
         let elapsed = ContinuousClock.now - started
         onCycle?(report, elapsed.seconds)
         if report.subscriptions > 0 {
-            logger.info("live activity cycle", [
-                ("subscriptions", String(report.subscriptions)), ("stop_requests", String(report.stopRequests)),
-                ("updates", String(report.updates)), ("ended", String(report.ended)), ("failures", String(report.failures)),
-                ("push_failures", String(report.pushFailures)),
-                ("duration_ms", String(elapsed.wholeMilliseconds)),
-            ])
+            logger.info(
+                "live activity cycle",
+                [
+                    ("subscriptions", String(report.subscriptions)), ("stop_requests", String(report.stopRequests)),
+                    ("updates", String(report.updates)), ("ended", String(report.ended)), ("failures", String(report.failures)),
+                    ("push_failures", String(report.pushFailures)),
+                    ("duration_ms", String(elapsed.wholeMilliseconds)),
+                ])
         }
         return report
     }
@@ -97,8 +99,12 @@ struct LiveActivityUpdater: Sendable {
             responses[stop] = response
             if requested { report.stopRequests += 1 }
             if logger.isEnabled(.debug) {
-                logger.debug("live activity stop", [("region", String(regionID)), ("stop", stop), ("subscriptions", String(byStop[stop]?.count ?? 0)),
-                                                    ("arrivals", response == nil ? "unavailable" : requested ? "fetched" : "cached")])
+                logger.debug(
+                    "live activity stop",
+                    [
+                        ("region", String(regionID)), ("stop", stop), ("subscriptions", String(byStop[stop]?.count ?? 0)),
+                        ("arrivals", response == nil ? "unavailable" : requested ? "fetched" : "cached"),
+                    ])
             }
         }
         for activity in activities {
@@ -112,8 +118,9 @@ struct LiveActivityUpdater: Sendable {
                 failure(activity, last: last, updates: &updates, plans: &plans)
                 continue
             }
-            let state = ContentStateBuilder.build(response.entry.arrivalsAndDepartures, routeShortName: activity.routeShortName,
-                                                  tripHeadsign: activity.tripHeadsign, currentTime: response.currentTime)
+            let state = ContentStateBuilder.build(
+                response.entry.arrivalsAndDepartures, routeShortName: activity.routeShortName,
+                tripHeadsign: activity.tripHeadsign, currentTime: response.currentTime)
             guard !state.arrivals.isEmpty else {
                 // Night headways and feed gaps: one empty cycle is not an end.
                 report.failures += 1
@@ -177,8 +184,9 @@ struct LiveActivityUpdater: Sendable {
         let key = "\(region.id)\u{0}\(stopID)"
         if let cached = stopCache.value(key) { return (stopID, cached, false) }
         do {
-            let response = try await oba.arrivalsAndDepartures(region: region, stopID: stopID, minutesBefore: ContentStateBuilder.minutesBefore,
-                                                               minutesAfter: ContentStateBuilder.minutesAfter)
+            let response = try await oba.arrivalsAndDepartures(
+                region: region, stopID: stopID, minutesBefore: ContentStateBuilder.minutesBefore,
+                minutesAfter: ContentStateBuilder.minutesAfter)
             stopCache.store(response, for: key)
             return (stopID, response, true)
         } catch {
@@ -195,7 +203,9 @@ struct LiveActivityUpdater: Sendable {
         message.priority = 10
         let timestamp = max(nowSeconds, (activity.lastPushedAt ?? 0) / 1000 + 1)
         var aps: [String: JSONValue] = ["event": .string(event), "content-state": state.json, "timestamp": .integer(timestamp)]
-        if event == "end" { aps["dismissal-date"] = .integer(nowSeconds + Self.dismissAfterSeconds) } else {
+        if event == "end" {
+            aps["dismissal-date"] = .integer(nowSeconds + Self.dismissAfterSeconds)
+        } else {
             aps["stale-date"] = .integer(nowSeconds + Self.staleAfterSeconds)
         }
         message.liveActivity = aps

@@ -23,14 +23,20 @@ struct OBAGateway: Sendable {
     }
 
     /// Runs one request, logging its outcome and duration at debug.
-    private func timed<Result>(_ method: String, _ id: String, region: Region,
-                               _ call: () async throws(OBAError) -> Result) async throws(OBAError) -> Result {
+    private func timed<Result>(
+        _ method: String, _ id: String, region: Region,
+        _ call: () async throws(OBAError) -> Result
+    ) async throws(OBAError) -> Result {
         guard logger.isEnabled(.debug) else { return try await call() }
         let started = ContinuousClock.now
         let outcome: String
         defer {
-            logger.debug("upstream request", [("upstream", "oba"), ("region", String(region.id)), ("method", method), ("id", id),
-                                              ("outcome", outcome), ("duration_ms", String((ContinuousClock.now - started).wholeMilliseconds))])
+            logger.debug(
+                "upstream request",
+                [
+                    ("upstream", "oba"), ("region", String(region.id)), ("method", method), ("id", id),
+                    ("outcome", outcome), ("duration_ms", String((ContinuousClock.now - started).wholeMilliseconds)),
+                ])
         }
         do {
             let result = try await call()
@@ -50,11 +56,14 @@ struct OBAGateway: Sendable {
         return base
     }
 
-    func arrivalAndDeparture(region: Region, stopID: String, tripID: String, serviceDate: Int64, vehicleID: String?,
-                                    stopSequence: Int?) async throws(OBAError) -> OBAResponse<ArrivalAndDeparture> {
+    func arrivalAndDeparture(
+        region: Region, stopID: String, tripID: String, serviceDate: Int64, vehicleID: String?,
+        stopSequence: Int?
+    ) async throws(OBAError) -> OBAResponse<ArrivalAndDeparture> {
         try await timed("arrival-and-departure-for-stop", stopID, region: region) { () async throws(OBAError) in
-            try await client.arrivalAndDeparture(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID, tripID: tripID,
-                                                 serviceDate: serviceDate, vehicleID: vehicleID, stopSequence: stopSequence)
+            try await client.arrivalAndDeparture(
+                baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID, tripID: tripID,
+                serviceDate: serviceDate, vehicleID: vehicleID, stopSequence: stopSequence)
         }
     }
 
@@ -76,11 +85,14 @@ struct OBAGateway: Sendable {
         }
     }
 
-    func arrivalsAndDepartures(region: Region, stopID: String, minutesBefore: Int,
-                                      minutesAfter: Int) async throws(OBAError) -> OBAResponse<StopArrivals> {
+    func arrivalsAndDepartures(
+        region: Region, stopID: String, minutesBefore: Int,
+        minutesAfter: Int
+    ) async throws(OBAError) -> OBAResponse<StopArrivals> {
         try await timed("arrivals-and-departures-for-stop", stopID, region: region) { () async throws(OBAError) in
-            try await client.arrivalsAndDepartures(baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID,
-                                                   minutesBefore: minutesBefore, minutesAfter: minutesAfter)
+            try await client.arrivalsAndDepartures(
+                baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID,
+                minutesBefore: minutesBefore, minutesAfter: minutesAfter)
         }
     }
 }

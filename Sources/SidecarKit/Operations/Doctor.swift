@@ -4,6 +4,7 @@ import FoundationEssentials
 import HTTPClient
 import OBA
 import Push
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +22,9 @@ enum Doctor {
         var fix: String?
 
         static func ok(_ name: String, _ detail: String) -> Check { Check(status: .ok, name: name, detail: detail) }
-        static func warning(_ name: String, _ detail: String, fix: String? = nil) -> Check { Check(status: .warning, name: name, detail: detail, fix: fix) }
+        static func warning(_ name: String, _ detail: String, fix: String? = nil) -> Check {
+            Check(status: .warning, name: name, detail: detail, fix: fix)
+        }
         static func failed(_ name: String, _ detail: String, fix: String) -> Check { Check(status: .failed, name: name, detail: detail, fix: fix) }
         static func skipped(_ name: String, _ detail: String) -> Check { Check(status: .skipped, name: name, detail: detail) }
 
@@ -61,8 +64,10 @@ enum Doctor {
         report([diskCheck(configuration)])
         let failed = checks.filter { $0.status == .failed }.count
         let warned = checks.filter { $0.status == .warning }.count
-        output(failed == 0 ? "all checks passed\(warned > 0 ? " (\(warned) warning\(warned == 1 ? "" : "s"))" : "")"
-                           : "\(failed) check\(failed == 1 ? "" : "s") failed")
+        output(
+            failed == 0
+                ? "all checks passed\(warned > 0 ? " (\(warned) warning\(warned == 1 ? "" : "s"))" : "")"
+                : "\(failed) check\(failed == 1 ? "" : "s") failed")
         return failed == 0 ? 0 : 1
     }
 
@@ -71,20 +76,28 @@ enum Doctor {
     static func configurationChecks(_ configuration: SidecarConfiguration) -> [Check] {
         var checks: [Check] = []
         let publicURL = configuration.effectivePublicURL()
-        checks.append(.ok("configuration", "serve listens on \(SidecarConfiguration.ListenAddress(host: configuration.host, port: configuration.port)), "
-                           + "hands out URLs under \(publicURL)"))
+        checks.append(
+            .ok(
+                "configuration",
+                "serve listens on \(SidecarConfiguration.ListenAddress(host: configuration.host, port: configuration.port)), "
+                    + "hands out URLs under \(publicURL)"))
         if configuration.publicURL == nil {
-            checks.append(.warning("public url", "not set: alarm and Live Activity URLs name \(publicURL), which phones cannot reach",
-                                   fix: "--public-url https://sidecar.example.org (the address riders' phones use)"))
+            checks.append(
+                .warning(
+                    "public url", "not set: alarm and Live Activity URLs name \(publicURL), which phones cannot reach",
+                    fix: "--public-url https://sidecar.example.org (the address riders' phones use)"))
         } else if !publicURL.hasPrefix("https://") {
             checks.append(.warning("public url", "\(publicURL) is not HTTPS", fix: "put a TLS proxy in front (see deploy/nginx-sidecar.conf)"))
         }
         if let metrics = configuration.metricsListen, !["127.0.0.1", "::1", "localhost"].contains(metrics.host) {
-            checks.append(.warning("metrics", "/metrics listens on \(metrics), beyond this machine", fix: "bind it to 127.0.0.1 or firewall the port"))
+            checks.append(
+                .warning("metrics", "/metrics listens on \(metrics), beyond this machine", fix: "bind it to 127.0.0.1 or firewall the port"))
         }
         if configuration.trustedProxies == nil && configuration.publicURL?.hasPrefix("https://") == true {
-            checks.append(.warning("client address", "no --trusted-proxies: behind a TLS proxy every rider shares the proxy's throttle budget",
-                                   fix: "--trusted-proxies 127.0.0.1 (the proxy's address)"))
+            checks.append(
+                .warning(
+                    "client address", "no --trusted-proxies: behind a TLS proxy every rider shares the proxy's throttle budget",
+                    fix: "--trusted-proxies 127.0.0.1 (the proxy's address)"))
         }
         return checks
     }
@@ -97,16 +110,23 @@ enum Doctor {
             let directory = directoryOf(configuration.database)
             guard access(directory, W_OK) == 0 else {
                 let why = access(directory, F_OK) == 0 ? "is not writable" : "does not exist"
-                return [.failed(name, "\(configuration.database) does not exist and its directory \(directory) \(why)",
-                                fix: "create the directory or choose --database in a writable place")]
+                return [
+                    .failed(
+                        name, "\(configuration.database) does not exist and its directory \(directory) \(why)",
+                        fix: "create the directory or choose --database in a writable place")
+                ]
             }
             return [.ok(name, "\(configuration.database) does not exist yet; serve creates it")]
         }
         let database: any Database
         do { database = try configuration.openDatabase(readers: 1) } catch {
-            return [.failed(name, error.description, fix: configuration.usesPostgreSQL
-                ? "check the URL's host, port, user, password and database, and that PostgreSQL accepts this host (pg_hba.conf)"
-                : "check the file's permissions and that it is a sidecar database")]
+            return [
+                .failed(
+                    name, error.description,
+                    fix: configuration.usesPostgreSQL
+                        ? "check the URL's host, port, user, password and database, and that PostgreSQL accepts this host (pg_hba.conf)"
+                        : "check the file's permissions and that it is a sidecar database")
+            ]
         }
         let checks = await schemaChecks(configuration, database: database, name: name)
         await database.close()
@@ -116,18 +136,24 @@ enum Doctor {
     /// The schema's version against this binary's, and the database's health.
     static func schemaChecks(_ configuration: SidecarConfiguration, database: any Database, name: String) async -> [Check] {
         let known = Migrations.all.map(\.version).max() ?? 0
-        let place = configuration.usesPostgreSQL ? (try? PostgresLocation(url: configuration.database).description) ?? "PostgreSQL" : configuration.database
+        let place =
+            configuration.usesPostgreSQL ? (try? PostgresLocation(url: configuration.database).description) ?? "PostgreSQL" : configuration.database
         do {
-            let applied = try await database.read { connection in
-                try connection.queryOne("SELECT MAX(version) AS version FROM schema_migrations")?.optionalInt("version")
-            } ?? 0
+            let applied =
+                try await database.read { connection in
+                    try connection.queryOne("SELECT MAX(version) AS version FROM schema_migrations")?.optionalInt("version")
+                } ?? 0
             var checks: [Check] = []
             if applied > known {
-                checks.append(.failed(name, "\(place): schema \(applied) is newer than this sidecar knows (\(known))",
-                                      fix: "run the newer sidecar release that wrote it"))
+                checks.append(
+                    .failed(
+                        name, "\(place): schema \(applied) is newer than this sidecar knows (\(known))",
+                        fix: "run the newer sidecar release that wrote it"))
             } else if applied < known {
-                checks.append(.warning(name, "\(place): schema \(applied) of \(known); \(Int64(known) - applied) migration(s) pending",
-                                       fix: "sidecar migrate (serve also applies them at start)"))
+                checks.append(
+                    .warning(
+                        name, "\(place): schema \(applied) of \(known); \(Int64(known) - applied) migration(s) pending",
+                        fix: "sidecar migrate (serve also applies them at start)"))
             } else {
                 checks.append(.ok(name, "\(place): schema \(applied), current"))
             }
@@ -152,10 +178,19 @@ enum Doctor {
         do {
             let regions = try await source.load(client: http)
             if source == .bundledSample {
-                return (.warning("regions", "the bundled sample regions are in use (\(regions.prefix(3).map(\.name).joined(separator: ", "))\(regions.count > 3 ? ", ..." : "")), "
-                                 + "not your agency's", fix: "--regions PATH|URL of your regions-v3.json (SIDECAR_REGIONS)"), regions)
+                return (
+                    .warning(
+                        "regions",
+                        "the bundled sample regions are in use (\(regions.prefix(3).map(\.name).joined(separator: ", "))\(regions.count > 3 ? ", ..." : "")), "
+                            + "not your agency's", fix: "--regions PATH|URL of your regions-v3.json (SIDECAR_REGIONS)"), regions
+                )
             }
-            return (.ok("regions", "\(source.label): \(regions.count) region\(regions.count == 1 ? "" : "s") (\(regions.prefix(4).map { "\($0.id) \($0.name)" }.joined(separator: ", "))\(regions.count > 4 ? ", ..." : ""))"), regions)
+            return (
+                .ok(
+                    "regions",
+                    "\(source.label): \(regions.count) region\(regions.count == 1 ? "" : "s") (\(regions.prefix(4).map { "\($0.id) \($0.name)" }.joined(separator: ", "))\(regions.count > 4 ? ", ..." : ""))"
+                ), regions
+            )
         } catch {
             return (.failed("regions", "\(source.label): \(error.description)", fix: "--regions PATH|URL of a regions-v3.json"), [])
         }
@@ -176,7 +211,8 @@ enum Doctor {
             do {
                 let response = try await http.send(HTTPClientRequest(url: url, upstream: "oba"))
                 if response.status == 401 || response.status == 403 || Self.bodyCode(response.body) == 401 {
-                    return .failed(name, "\(shown) refused the API key (HTTP \(response.status))", fix: "ask the agency for a key this server accepts")
+                    return .failed(
+                        name, "\(shown) refused the API key (HTTP \(response.status))", fix: "ask the agency for a key this server accepts")
                 }
                 guard response.status == 200, Self.bodyCode(response.body) ?? 200 == 200 else {
                     return .failed(name, "\(shown) answered HTTP \(response.status)", fix: "check the region's obaBaseUrl and that the server is up")
@@ -191,7 +227,8 @@ enum Doctor {
     /// The `code` member OneBusAway puts in every envelope.
     static func bodyCode(_ body: [UInt8]) -> Int? {
         guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)),
-              case .integer(let code)? = members["code"] else { return nil }
+            case .integer(let code)? = members["code"]
+        else { return nil }
         return Int(code)
     }
 
@@ -206,12 +243,17 @@ enum Doctor {
         // The key goes into the path as serve sends it.
         let escaped = key
         do {
-            let response = try await http.send(HTTPClientRequest(url: "\(base)/forecast/\(escaped)/47.6062,-122.3321?exclude=minutely,hourly,daily,alerts",
-                                                                 upstream: "pirate_weather"))
+            let response = try await http.send(
+                HTTPClientRequest(
+                    url: "\(base)/forecast/\(escaped)/47.6062,-122.3321?exclude=minutely,hourly,daily,alerts",
+                    upstream: "pirate_weather"))
             switch response.status {
             case 200: return .ok("pirate weather", "\(base) accepted the key")
-            case 401, 403: return .failed("pirate weather", "\(base) refused the key (HTTP \(response.status))", fix: "check --pirate-weather-key-file")
-            default: return .failed("pirate weather", "\(base) answered HTTP \(response.status)", fix: "check --pirate-weather-url and the service's status")
+            case 401, 403:
+                return .failed("pirate weather", "\(base) refused the key (HTTP \(response.status))", fix: "check --pirate-weather-key-file")
+            default:
+                return .failed(
+                    "pirate weather", "\(base) answered HTTP \(response.status)", fix: "check --pirate-weather-url and the service's status")
             }
         } catch {
             return .failed("pirate weather", "\(base): \(error)", fix: "check that this host can reach \(base)")
@@ -244,7 +286,10 @@ enum Doctor {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = bytes
         var unit = 0
-        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
         return unit == 0 ? "\(Int(value)) B" : "\((value * 10).rounded() / 10) \(units[unit])"
     }
 }

@@ -4,6 +4,7 @@ import FoundationEssentials
 import HTTPClient
 import OBA
 import Push
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,8 +24,10 @@ extension Doctor {
         case .log:
             checks.append(.warning("push", "--push-transport log: pushes are written to the log, not delivered"))
         case .automatic where !gorush && !direct:
-            checks.append(.warning("push", "no push transport: alarms never fire and alerts are not pushed",
-                                   fix: "--gorush-url URL, or --apns-key-file/--apns-key-id/--apns-team-id and --fcm-service-account"))
+            checks.append(
+                .warning(
+                    "push", "no push transport: alarms never fire and alerts are not pushed",
+                    fix: "--gorush-url URL, or --apns-key-file/--apns-key-id/--apns-team-id and --fcm-service-account"))
         default: break
         }
         if gorush, let base = configuration.gorushURL {
@@ -62,7 +65,9 @@ extension Doctor {
 
     /// The relay key (without creating it) and, unless offline, the relay's `/healthz`.
     static func relayCheck(_ configuration: SidecarConfiguration, offline: Bool, http: HTTPClient) async -> Check {
-        guard let url = configuration.relayURL else { return .failed("relay", "--push-transport relay without --relay-url", fix: "--relay-url https://relay.example.org") }
+        guard let url = configuration.relayURL else {
+            return .failed("relay", "--push-transport relay without --relay-url", fix: "--relay-url https://relay.example.org")
+        }
         var identity = "key \(configuration.relayKeyFile) will be created at the first start"
         do {
             if let existing = try RelayIdentity.load(path: configuration.relayKeyFile) { identity = "serverId \(existing.serverID)" }
@@ -73,7 +78,9 @@ extension Doctor {
         let base = url.hasSuffix("/") ? String(url.dropLast()) : url
         do {
             let response = try await http.send(HTTPClientRequest(url: base + "/healthz", upstream: "relay"))
-            guard response.status == 200 else { return .failed("relay", "\(base)/healthz answered HTTP \(response.status)", fix: "check --relay-url and the relay's status") }
+            guard response.status == 200 else {
+                return .failed("relay", "\(base)/healthz answered HTTP \(response.status)", fix: "check --relay-url and the relay's status")
+            }
             return .ok("relay", "\(base) is up (\(identity))")
         } catch {
             return .failed("relay", "\(base): \(error)", fix: "check --relay-url, DNS and the firewall")
@@ -90,7 +97,8 @@ extension Doctor {
             apns = built
             _ = try apns.providerToken()
         } catch let error as StartupError {
-            return .failed("apns", error.description, fix: "--apns-key-file must be the .p8 key from Apple, with its --apns-key-id and --apns-team-id")
+            return .failed(
+                "apns", error.description, fix: "--apns-key-file must be the .p8 key from Apple, with its --apns-key-id and --apns-team-id")
         } catch {
             return .failed("apns", "cannot sign a provider token: \(error)", fix: "--apns-key-file must be the .p8 (ES256) key from Apple")
         }
@@ -103,7 +111,8 @@ extension Doctor {
             return .ok("apns", signed + "; \(configuration.apnsURL) accepted it for topic \(configuration.apnsTopic)")
         case .transient(let reason), .rejected(let reason):
             let credentials = ["InvalidProviderToken", "ExpiredProviderToken", "MissingProviderToken", "TopicDisallowed", "BadTopic", "Forbidden"]
-            let fix = credentials.contains(where: reason.contains)
+            let fix =
+                credentials.contains(where: reason.contains)
                 ? "check the key id, team id and --apns-topic (the app's bundle id) belong together in Apple's developer account"
                 : "check that this host can reach \(configuration.apnsURL) on port 443"
             return .failed("apns", "\(configuration.apnsURL): \(reason)", fix: fix)
@@ -125,8 +134,9 @@ extension Doctor {
             _ = try await fcm.token()
             return .ok("fcm", account + ": \(fcm.account.tokenURI) issued an access token")
         } catch {
-            return .failed("fcm", "\(fcm.account.tokenURI): \(error)",
-                           fix: "the key may be revoked or the clock wrong; create a new key for the service account in Firebase")
+            return .failed(
+                "fcm", "\(fcm.account.tokenURI): \(error)",
+                fix: "the key may be revoked or the clock wrong; create a new key for the service account in Firebase")
         }
     }
 }

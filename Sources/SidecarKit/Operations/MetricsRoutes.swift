@@ -10,9 +10,10 @@ enum MetricsRoutes {
     static func server(metrics: SidecarMetrics, listen: SidecarConfiguration.ListenAddress, logger: Logger, extra: [Route] = []) -> HTTPServer {
         var router = Router()
         extra.forEach { router.add($0) }
-        router.add(Route("GET", "/metrics") { _ in
-            Response.bytes(200, contentType: MetricsRegistry.contentType, Array(await metrics.registry.render().utf8))
-        })
+        router.add(
+            Route("GET", "/metrics") { _ in
+                Response.bytes(200, contentType: MetricsRegistry.contentType, Array(await metrics.registry.render().utf8))
+            })
         var configuration = ServerConfiguration()
         configuration.host = listen.host
         configuration.port = listen.port

@@ -1,12 +1,13 @@
 import Core
 import Crypto
+import Foundation
 import FoundationEssentials
 import HTTPClient
-import Foundation
+import SidecarClient
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import SidecarClient
 
 /// `sidecar probe URL --region N`: behaves like an app against any sidecar
 /// (ours, another implementation, a production host) and reports pass or
@@ -41,8 +42,9 @@ enum Probe {
         let client = HTTPClient(configuration: configuration)
         defer { client.shutdown() }
         // The query items every app request carries (`key`, `app_uid`, `app_ver`, `version=2`).
-        let api = SidecarAPI(baseURL: options.baseURL, regionID: options.regionID, apiKey: "sidecar-probe", appUID: "sidecar-probe",
-                             appVersion: "probe-\(CommandLineInterface.version)", transport: CurlHTTPTransport(client: client))
+        let api = SidecarAPI(
+            baseURL: options.baseURL, regionID: options.regionID, apiKey: "sidecar-probe", appUID: "sidecar-probe",
+            appVersion: "probe-\(CommandLineInterface.version)", transport: CurlHTTPTransport(client: client))
         var failures = 0
         var warnings: [String] = []
         func report(_ verdict: Verdict, _ name: String, _ detail: String) {
@@ -54,8 +56,9 @@ enum Probe {
         let token = Hex.encode(SecureRandom.bytes(32))
 
         // Registration: POST then DELETE, never left behind.
-        let registration = RegistrationPolicy.Registration(regionID: options.regionID, sidecarURL: options.baseURL, token: token, operatingSystem: "ios",
-                                                           locale: "en-US", testDevice: false, description: nil, sessionEpoch: 0)
+        let registration = RegistrationPolicy.Registration(
+            regionID: options.regionID, sidecarURL: options.baseURL, token: token, operatingSystem: "ios",
+            locale: "en-US", testDevice: false, description: nil, sessionEpoch: 0)
         do {
             try await api.register(registration)
             do {
@@ -74,8 +77,9 @@ enum Probe {
         // Live Activity: register, then delete by its URL. (URLs are never
         // printed: each is the only key to its resource.)
         do {
-            let url = try await api.registerLiveActivity(activityID: "probe-\(token.prefix(12))", pushToken: token, stopID: options.stopID ?? "probe_stop",
-                                                         routeShortName: "probe", tripHeadsign: "sidecar probe")
+            let url = try await api.registerLiveActivity(
+                activityID: "probe-\(token.prefix(12))", pushToken: token, stopID: options.stopID ?? "probe_stop",
+                routeShortName: "probe", tripHeadsign: "sidecar probe")
             do {
                 try await api.delete(url)
                 report(.pass, "live activity", "registered and deleted by its URL")
@@ -85,8 +89,10 @@ enum Probe {
         // Alarm: only with a real departure to watch.
         if let stop = options.stopID, let trip = options.tripID, let serviceDate = options.serviceDate {
             do {
-                let url = try await api.createAlarm(.init(userPushID: token, stopID: stop, tripID: trip, serviceDate: serviceDate, vehicleID: options.vehicleID,
-                                                          stopSequence: options.stopSequence ?? 0, secondsBefore: 60))
+                let url = try await api.createAlarm(
+                    .init(
+                        userPushID: token, stopID: stop, tripID: trip, serviceDate: serviceDate, vehicleID: options.vehicleID,
+                        stopSequence: options.stopSequence ?? 0, secondsBefore: 60))
                 do {
                     try await api.delete(url)
                     report(.pass, "alarm", "created and deleted by its URL")
@@ -121,15 +127,18 @@ enum Probe {
         } catch .upstream(let status) {
             // The sidecar answered as it should, but riders get no vehicles,
             // alarms or Live Activity updates until OneBusAway answers.
-            report(.warn, "vehicles", "\(status): the region's OneBusAway server did not answer; the sidecar said so properly, "
-                   + "but alarms, Live Activities and vehicle search need it")
+            report(
+                .warn, "vehicles",
+                "\(status): the region's OneBusAway server did not answer; the sidecar said so properly, "
+                    + "but alarms, Live Activities and vehicle search need it")
         } catch { report(.fail, "vehicles", describe(error)) }
 
         if failures > 0 {
             output("\(failures) check\(failures == 1 ? "" : "s") failed")
         } else if !warnings.isEmpty {
-            output("no check failed, but \(warnings.count) warned (\(warnings.joined(separator: ", "))): "
-                   + "the region's OneBusAway server is down or unreachable from the sidecar")
+            output(
+                "no check failed, but \(warnings.count) warned (\(warnings.joined(separator: ", "))): "
+                    + "the region's OneBusAway server is down or unreachable from the sidecar")
         } else {
             output("every check passed")
         }
@@ -144,8 +153,10 @@ enum Probe {
 
         func send(_ request: SidecarHTTPRequest) async throws(SidecarAPI.Failure) -> SidecarAPI.Answer {
             do {
-                let response = try await client.send(HTTPClientRequest(method: request.method, url: request.url.absoluteString, headers: request.headers,
-                                                                       body: Array(request.body ?? Data()), upstream: "probe"))
+                let response = try await client.send(
+                    HTTPClientRequest(
+                        method: request.method, url: request.url.absoluteString, headers: request.headers,
+                        body: Array(request.body ?? Data()), upstream: "probe"))
                 return SidecarAPI.Answer(status: response.status, retryAfter: response.header("retry-after"), body: Data(response.body))
             } catch let error as HTTPClientError {
                 throw .transport(Self.describe(error))

@@ -34,7 +34,8 @@ enum RegionExchange {
         var lines: [String] {
             let kinds: [(label: String, counts: Counts)] = [
                 ("alerts", alerts), ("translations", translations), ("studies", studies), ("surveys", surveys), ("questions", questions),
-                ("survey responses", surveyResponses), ("push registrations", pushRegistrations), ("ghost bus reports", ghostBusReports)]
+                ("survey responses", surveyResponses), ("push registrations", pushRegistrations), ("ghost bus reports", ghostBusReports),
+            ]
             return kinds.map { kind in
                 let padding = String(repeating: " ", count: max(1, 20 - kind.label.count))
                 return "  \(kind.label)\(padding)\(kind.counts.added) added, \(kind.counts.present) already present"

@@ -49,7 +49,8 @@ extension RegionExchange {
         init(_ value: JSONValue, at path: String, keys: Set<String>) throws(Failure) {
             guard case .object(let members) = value else { throw Failure("\(path) must be an object") }
             if let unknown = members.keys.sorted().first(where: { !keys.contains($0) }) {
-                throw Failure("\(path.isEmpty ? "" : path + ".")\(unknown) is not a field of \(format) (known: \(keys.sorted().joined(separator: ", ")))")
+                throw Failure(
+                    "\(path.isEmpty ? "" : path + ".")\(unknown) is not a field of \(format) (known: \(keys.sorted().joined(separator: ", ")))")
             }
             self.path = path
             self.members = members
@@ -147,8 +148,12 @@ extension RegionExchange {
 
     /// Reads and checks a whole document against the regions directory.
     static func parse(_ value: JSONValue, regions: RegionDirectory) throws(Failure) -> Document {
-        let top = try Reader(value, at: "", keys: ["format", "exported_at", "region_id", "alerts", "studies", "survey_responses",
-                                                   "push_registrations", "ghost_bus_reports"])
+        let top = try Reader(
+            value, at: "",
+            keys: [
+                "format", "exported_at", "region_id", "alerts", "studies", "survey_responses",
+                "push_registrations", "ghost_bus_reports",
+            ])
         let declared = try top.string("format")
         guard declared == format else { throw Failure("format is '\(declared)'; this sidecar reads \(format)") }
         _ = try top.optionalTime("exported_at")
@@ -160,35 +165,46 @@ extension RegionExchange {
         func enumName(_ reader: Reader, _ key: String, _ names: Set<String>, default fallback: String) throws(Failure) -> String {
             let name = try reader.string(key)
             if name.isEmpty { return fallback }
-            guard names.contains(name) else { throw Failure("\(reader.place(key)) '\(name)' is not one of \(names.sorted().joined(separator: ", "))") }
+            guard names.contains(name) else {
+                throw Failure("\(reader.place(key)) '\(name)' is not one of \(names.sorted().joined(separator: ", "))")
+            }
             return name
         }
 
         var alerts: [Alert] = []
         for (item, path) in try top.array("alerts") {
-            let r = try Reader(item, at: path, keys: ["id", "agency_id", "header_text", "description_text", "url", "cause", "effect", "severity",
-                                                      "start_time", "end_time", "published", "is_test", "created_at", "updated_at", "translations",
-                                                      "impact_start_time", "impact_end_time"])
+            let r = try Reader(
+                item, at: path,
+                keys: [
+                    "id", "agency_id", "header_text", "description_text", "url", "cause", "effect", "severity",
+                    "start_time", "end_time", "published", "is_test", "created_at", "updated_at", "translations",
+                    "impact_start_time", "impact_end_time",
+                ])
             let id = try r.integer("id")
             guard id > 0 else { throw Failure("\(r.place("id")) must be a positive number") }
             var translations: [Translation] = []
             for (item, path) in try r.array("translations") {
-                let t = try Reader(item, at: path, keys: ["language", "header_text", "description_text", "source_header_text", "source_description_text"])
+                let t = try Reader(
+                    item, at: path, keys: ["language", "header_text", "description_text", "source_header_text", "source_description_text"])
                 let language = try t.required("language")
                 guard language != "en" else { throw Failure("\(t.place("language")) must not be en (English is the alert's own text)") }
-                translations.append(Translation(language: language, header: try t.required("header_text"), description: try t.string("description_text"),
-                                                sourceHeader: try t.string("source_header_text"), sourceDescription: try t.string("source_description_text")))
+                translations.append(
+                    Translation(
+                        language: language, header: try t.required("header_text"), description: try t.string("description_text"),
+                        sourceHeader: try t.string("source_header_text"), sourceDescription: try t.string("source_description_text")))
             }
             let start = try r.time("start_time")
-            alerts.append(Alert(id: id, agencyID: try r.string("agency_id"), header: try r.required("header_text"),
-                                description: try r.string("description_text"), url: try r.string("url"),
-                                cause: try enumName(r, "cause", causes, default: Cause.unknownCause.name),
-                                effect: try enumName(r, "effect", effects, default: Effect.unknownEffect.name),
-                                severity: try enumName(r, "severity", severities, default: SeverityLevel.unknownSeverity.name),
-                                start: start, end: try r.optionalTime("end_time"), published: try r.bool("published"), test: try r.bool("is_test"),
-                                created: try r.optionalTime("created_at") ?? start, updated: try r.optionalTime("updated_at") ?? start,
-                                translations: translations, impactStart: try r.optionalTime("impact_start_time"),
-                                impactEnd: try r.optionalTime("impact_end_time")))
+            alerts.append(
+                Alert(
+                    id: id, agencyID: try r.string("agency_id"), header: try r.required("header_text"),
+                    description: try r.string("description_text"), url: try r.string("url"),
+                    cause: try enumName(r, "cause", causes, default: Cause.unknownCause.name),
+                    effect: try enumName(r, "effect", effects, default: Effect.unknownEffect.name),
+                    severity: try enumName(r, "severity", severities, default: SeverityLevel.unknownSeverity.name),
+                    start: start, end: try r.optionalTime("end_time"), published: try r.bool("published"), test: try r.bool("is_test"),
+                    created: try r.optionalTime("created_at") ?? start, updated: try r.optionalTime("updated_at") ?? start,
+                    translations: translations, impactStart: try r.optionalTime("impact_start_time"),
+                    impactEnd: try r.optionalTime("impact_end_time")))
             try checkPeriods(alerts[alerts.count - 1], r)
         }
 
@@ -199,9 +215,13 @@ extension RegionExchange {
             guard id > 0 else { throw Failure("\(r.place("id")) must be a positive number") }
             var surveys: [Survey] = []
             for (item, path) in try r.array("surveys") {
-                let s = try Reader(item, at: path, keys: ["id", "name", "available", "start_time", "end_time", "show_on_map", "show_on_stops",
-                                                          "always_visible", "allows_multiple_responses", "visible_stop_list", "visible_route_list",
-                                                          "created_at", "updated_at", "questions"])
+                let s = try Reader(
+                    item, at: path,
+                    keys: [
+                        "id", "name", "available", "start_time", "end_time", "show_on_map", "show_on_stops",
+                        "always_visible", "allows_multiple_responses", "visible_stop_list", "visible_route_list",
+                        "created_at", "updated_at", "questions",
+                    ])
                 let surveyID = try s.integer("id")
                 guard surveyID > 0 else { throw Failure("\(s.place("id")) must be a positive number") }
                 let (start, end) = (try s.optionalTime("start_time"), try s.optionalTime("end_time"))
@@ -213,55 +233,77 @@ extension RegionExchange {
                     guard questionID > 0 else { throw Failure("\(q.place("id")) must be a positive number") }
                     let content = q.raw("content")
                     guard case .object(let members) = content, let type = members["type"]?.scalarText, SurveyQuestion.types.contains(type) else {
-                        throw Failure("\(q.place("content")) must be an object whose type is one of \(SurveyQuestion.types.sorted().joined(separator: ", "))")
+                        throw Failure(
+                            "\(q.place("content")) must be an object whose type is one of \(SurveyQuestion.types.sorted().joined(separator: ", "))")
                     }
-                    questions.append(Question(id: questionID, position: try q.integer("position"), required: try q.bool("required"), content: content))
+                    questions.append(
+                        Question(id: questionID, position: try q.integer("position"), required: try q.bool("required"), content: content))
                 }
                 let created = try s.optionalTime("created_at") ?? 0
-                surveys.append(Survey(id: surveyID, name: try s.required("name"), available: try s.bool("available"), start: start, end: end,
-                                      showOnMap: try s.bool("show_on_map"), showOnStops: try s.bool("show_on_stops"),
-                                      alwaysVisible: try s.bool("always_visible"), allowsMultipleResponses: try s.bool("allows_multiple_responses"),
-                                      visibleStops: try s.optionalStrings("visible_stop_list"), visibleRoutes: try s.optionalStrings("visible_route_list"),
-                                      created: created, updated: try s.optionalTime("updated_at") ?? created, questions: questions))
+                surveys.append(
+                    Survey(
+                        id: surveyID, name: try s.required("name"), available: try s.bool("available"), start: start, end: end,
+                        showOnMap: try s.bool("show_on_map"), showOnStops: try s.bool("show_on_stops"),
+                        alwaysVisible: try s.bool("always_visible"), allowsMultipleResponses: try s.bool("allows_multiple_responses"),
+                        visibleStops: try s.optionalStrings("visible_stop_list"), visibleRoutes: try s.optionalStrings("visible_route_list"),
+                        created: created, updated: try s.optionalTime("updated_at") ?? created, questions: questions))
             }
             let created = try r.optionalTime("created_at") ?? 0
-            studies.append(Study(id: id, name: try r.required("name"), description: try r.string("description"), created: created,
-                                 updated: try r.optionalTime("updated_at") ?? created, surveys: surveys))
+            studies.append(
+                Study(
+                    id: id, name: try r.required("name"), description: try r.string("description"), created: created,
+                    updated: try r.optionalTime("updated_at") ?? created, surveys: surveys))
         }
 
         var responses: [Response] = []
         for (item, path) in try top.array("survey_responses") {
-            let r = try Reader(item, at: path, keys: ["survey_id", "public_id", "user_identifier", "stop_identifier", "stop_latitude",
-                                                      "stop_longitude", "answers", "created_at", "updated_at"])
+            let r = try Reader(
+                item, at: path,
+                keys: [
+                    "survey_id", "public_id", "user_identifier", "stop_identifier", "stop_latitude",
+                    "stop_longitude", "answers", "created_at", "updated_at",
+                ])
             guard case .array = r.raw("answers") else { throw Failure("\(r.place("answers")) must be an array of answers") }
             let created = try r.optionalTime("created_at") ?? 0
-            responses.append(Response(surveyID: try r.integer("survey_id"), publicID: try r.required("public_id"),
-                                      user: try r.required("user_identifier"), stop: try r.string("stop_identifier"),
-                                      latitude: try r.optionalNumber("stop_latitude"), longitude: try r.optionalNumber("stop_longitude"),
-                                      answers: r.raw("answers"), created: created, updated: try r.optionalTime("updated_at") ?? created))
+            responses.append(
+                Response(
+                    surveyID: try r.integer("survey_id"), publicID: try r.required("public_id"),
+                    user: try r.required("user_identifier"), stop: try r.string("stop_identifier"),
+                    latitude: try r.optionalNumber("stop_latitude"), longitude: try r.optionalNumber("stop_longitude"),
+                    answers: r.raw("answers"), created: created, updated: try r.optionalTime("updated_at") ?? created))
         }
 
         var registrations: [Registration] = []
         for (item, path) in try top.array("push_registrations") {
-            let r = try Reader(item, at: path, keys: ["token", "operating_system", "locale", "apns_sandbox", "test_device", "description",
-                                                      "last_seen_at", "created_at"])
+            let r = try Reader(
+                item, at: path,
+                keys: [
+                    "token", "operating_system", "locale", "apns_sandbox", "test_device", "description",
+                    "last_seen_at", "created_at",
+                ])
             guard let system = PushPlatform(rawValue: try r.string("operating_system")) else {
                 throw Failure("\(r.place("operating_system")) must be ios or android")
             }
             let created = try r.optionalTime("created_at") ?? 0
-            registrations.append(Registration(token: try r.required("token"), operatingSystem: system, locale: try r.string("locale"),
-                                              sandbox: try r.bool("apns_sandbox"), testDevice: try r.bool("test_device"),
-                                              description: try r.string("description"), lastSeen: try r.optionalTime("last_seen_at") ?? created,
-                                              created: created))
+            registrations.append(
+                Registration(
+                    token: try r.required("token"), operatingSystem: system, locale: try r.string("locale"),
+                    sandbox: try r.bool("apns_sandbox"), testDevice: try r.bool("test_device"),
+                    description: try r.string("description"), lastSeen: try r.optionalTime("last_seen_at") ?? created,
+                    created: created))
         }
 
         var reports: [GhostBusReport] = []
         for (item, path) in try top.array("ghost_bus_reports") {
-            let r = try Reader(item, at: path, keys: ["public_id", "user_identifier", "trip_identifier", "service_date_ms", "route_identifier",
-                                                      "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted",
-                                                      "schedule_deviation_minutes", "wait_duration_minutes", "comment", "user_latitude",
-                                                      "user_longitude", "scheduled_arrival_ms", "predicted_arrival_ms", "prediction_last_updated_ms",
-                                                      "snapshot_status", "snapshot", "snapshot_captured_at", "created_at"])
+            let r = try Reader(
+                item, at: path,
+                keys: [
+                    "public_id", "user_identifier", "trip_identifier", "service_date_ms", "route_identifier",
+                    "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted",
+                    "schedule_deviation_minutes", "wait_duration_minutes", "comment", "user_latitude",
+                    "user_longitude", "scheduled_arrival_ms", "predicted_arrival_ms", "prediction_last_updated_ms",
+                    "snapshot_status", "snapshot", "snapshot_captured_at", "created_at",
+                ])
             let status = try r.string("snapshot_status")
             guard ["pending", "captured", "unavailable"].contains(status) else {
                 throw Failure("\(r.place("snapshot_status")) must be pending, captured or unavailable")
@@ -270,16 +312,19 @@ extension RegionExchange {
             if status == "captured" {
                 guard case .object = snapshot else { throw Failure("\(r.place("snapshot")) must be an object when snapshot_status is captured") }
             }
-            reports.append(GhostBusReport(
-                publicID: try r.required("public_id"), user: try r.required("user_identifier"), trip: try r.required("trip_identifier"),
-                serviceDate: try r.integer("service_date_ms"), route: try r.string("route_identifier"), stop: try r.string("stop_identifier"),
-                vehicle: try r.string("vehicle_identifier"), stopSequence: try r.optionalInteger("stop_sequence"), predicted: try r.optionalBool("predicted"),
-                deviation: try r.optionalInteger("schedule_deviation_minutes"), wait: try r.integer("wait_duration_minutes"),
-                comment: try r.string("comment"), latitude: try r.optionalNumber("user_latitude"), longitude: try r.optionalNumber("user_longitude"),
-                scheduled: try r.optionalInteger("scheduled_arrival_ms"), predictedArrival: try r.optionalInteger("predicted_arrival_ms"),
-                predictionUpdated: try r.optionalInteger("prediction_last_updated_ms"), status: status,
-                snapshot: status == "captured" ? snapshot : nil, capturedAt: try r.optionalTime("snapshot_captured_at"),
-                created: try r.optionalTime("created_at") ?? 0))
+            reports.append(
+                GhostBusReport(
+                    publicID: try r.required("public_id"), user: try r.required("user_identifier"), trip: try r.required("trip_identifier"),
+                    serviceDate: try r.integer("service_date_ms"), route: try r.string("route_identifier"), stop: try r.string("stop_identifier"),
+                    vehicle: try r.string("vehicle_identifier"), stopSequence: try r.optionalInteger("stop_sequence"),
+                    predicted: try r.optionalBool("predicted"),
+                    deviation: try r.optionalInteger("schedule_deviation_minutes"), wait: try r.integer("wait_duration_minutes"),
+                    comment: try r.string("comment"), latitude: try r.optionalNumber("user_latitude"),
+                    longitude: try r.optionalNumber("user_longitude"),
+                    scheduled: try r.optionalInteger("scheduled_arrival_ms"), predictedArrival: try r.optionalInteger("predicted_arrival_ms"),
+                    predictionUpdated: try r.optionalInteger("prediction_last_updated_ms"), status: status,
+                    snapshot: status == "captured" ? snapshot : nil, capturedAt: try r.optionalTime("snapshot_captured_at"),
+                    created: try r.optionalTime("created_at") ?? 0))
         }
         return Document(regionID: region.id, alerts: alerts, studies: studies, responses: responses, registrations: registrations, reports: reports)
     }
@@ -289,9 +334,10 @@ extension RegionExchange {
     /// An impact period is refused on import exactly as when authored: both
     /// or neither, and inside the shown period.
     static func checkPeriods(_ alert: Alert, _ reader: Reader) throws(Failure) {
-        var probe = ServiceAlert(id: alert.id, regionID: 0, agencyID: "", header: "", description: "", url: nil, cause: .unknownCause,
-                                 effect: .unknownEffect, severity: .unknownSeverity, startsAt: instant(alert.start), endsAt: alert.end.map(instant),
-                                 published: false, test: false, sourceVersion: 1, createdAt: 0, updatedAt: 0)
+        var probe = ServiceAlert(
+            id: alert.id, regionID: 0, agencyID: "", header: "", description: "", url: nil, cause: .unknownCause,
+            effect: .unknownEffect, severity: .unknownSeverity, startsAt: instant(alert.start), endsAt: alert.end.map(instant),
+            published: false, test: false, sourceVersion: 1, createdAt: 0, updatedAt: 0)
         probe.impactStartsAt = alert.impactStart.map(instant)
         probe.impactEndsAt = alert.impactEnd.map(instant)
         if let problem = AlertInputRules.periodProblems(probe).first { throw Failure("\(reader.place("impact_start_time")): \(problem)") }

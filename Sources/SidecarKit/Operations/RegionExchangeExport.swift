@@ -60,8 +60,10 @@ extension RegionExchange {
         let study = entry.study
         let surveys = entry.surveys.map { survey -> JSONValue in
             let questions = survey.questions.map { question -> JSONValue in
-                .object(["id": .integer(question.id), "position": .integer(Int64(question.position)), "required": .bool(question.required),
-                         "content": .object(question.content)])
+                .object([
+                    "id": .integer(question.id), "position": .integer(Int64(question.position)), "required": .bool(question.required),
+                    "content": .object(question.content),
+                ])
             }
             return .object([
                 "id": .integer(survey.id), "name": .string(survey.name), "available": .bool(survey.available),
@@ -81,18 +83,22 @@ extension RegionExchange {
     }
 
     static func document(_ response: SurveyStore.StoredResponse) -> JSONValue {
-        .object(["survey_id": .integer(response.surveyID), "public_id": .string(response.publicID),
-                 "user_identifier": .string(response.userIdentifier), "stop_identifier": text(response.stopIdentifier),
-                 "stop_latitude": number(response.stopLatitude), "stop_longitude": number(response.stopLongitude),
-                 "answers": .array(response.answers.map(JSONValue.object)),
-                 "created_at": time(seconds: response.createdAt), "updated_at": time(seconds: response.updatedAt)])
+        .object([
+            "survey_id": .integer(response.surveyID), "public_id": .string(response.publicID),
+            "user_identifier": .string(response.userIdentifier), "stop_identifier": text(response.stopIdentifier),
+            "stop_latitude": number(response.stopLatitude), "stop_longitude": number(response.stopLongitude),
+            "answers": .array(response.answers.map(JSONValue.object)),
+            "created_at": time(seconds: response.createdAt), "updated_at": time(seconds: response.updatedAt),
+        ])
     }
 
     static func document(_ registration: PushRegistration) -> JSONValue {
-        .object(["token": .string(registration.token), "operating_system": .string(registration.operatingSystem.rawValue),
-                 "locale": text(registration.locale), "apns_sandbox": .bool(registration.apnsSandbox), "test_device": .bool(registration.testDevice),
-                 "description": text(registration.description), "last_seen_at": time(millis: registration.lastSeenAt.epochMillis),
-                 "created_at": time(millis: registration.createdAt.epochMillis)])
+        .object([
+            "token": .string(registration.token), "operating_system": .string(registration.operatingSystem.rawValue),
+            "locale": text(registration.locale), "apns_sandbox": .bool(registration.apnsSandbox), "test_device": .bool(registration.testDevice),
+            "description": text(registration.description), "last_seen_at": time(millis: registration.lastSeenAt.epochMillis),
+            "created_at": time(millis: registration.createdAt.epochMillis),
+        ])
     }
 
     static func document(_ stored: GhostBusStore.Stored) -> JSONValue {
@@ -109,7 +115,8 @@ extension RegionExchange {
             "user_latitude": number(report.userLatitude), "user_longitude": number(report.userLongitude),
             "scheduled_arrival_ms": integer(report.scheduledArrivalAt), "predicted_arrival_ms": integer(report.predictedArrivalAt),
             "prediction_last_updated_ms": integer(report.predictionLastUpdatedAt), "snapshot_status": .string(status),
-            "snapshot": snapshot ?? .null, "snapshot_captured_at": time(millis: stored.snapshotCapturedAt), "created_at": time(millis: stored.createdAt),
+            "snapshot": snapshot ?? .null, "snapshot_captured_at": time(millis: stored.snapshotCapturedAt),
+            "created_at": time(millis: stored.createdAt),
         ])
     }
 }

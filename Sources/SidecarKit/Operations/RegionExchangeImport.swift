@@ -34,8 +34,11 @@ extension RegionExchange {
                 summary.surveyResponses.present += 1
                 continue
             }
-            guard let surveyRegion = try SurveyStore.owner(connection, of: .surveyRegion, id: response.surveyID), surveyRegion == Int64(document.regionID) else {
-                throw Failure("survey response \(response.publicID) answers survey \(response.surveyID), which is not a survey of region \(document.regionID)")
+            guard let surveyRegion = try SurveyStore.owner(connection, of: .surveyRegion, id: response.surveyID),
+                surveyRegion == Int64(document.regionID)
+            else {
+                throw Failure(
+                    "survey response \(response.publicID) answers survey \(response.surveyID), which is not a survey of region \(document.regionID)")
             }
             try SurveyStore.insertImported(connection, response: stored(response))
             summary.surveyResponses.added += 1
@@ -66,9 +69,10 @@ extension RegionExchange {
             }
             // Made from the text the alert has now: current; otherwise stale (withheld from the feed).
             let translations = alert.translations.map { translation in
-                AlertTranslation(language: translation.language, header: translation.header, description: translation.description,
-                                 sourceVersion: translation.sourceHeader == alert.header && translation.sourceDescription == alert.description ? 1 : 0,
-                                 sourceHeader: translation.sourceHeader, sourceDescription: translation.sourceDescription)
+                AlertTranslation(
+                    language: translation.language, header: translation.header, description: translation.description,
+                    sourceVersion: translation.sourceHeader == alert.header && translation.sourceDescription == alert.description ? 1 : 0,
+                    sourceHeader: translation.sourceHeader, sourceDescription: translation.sourceDescription)
             }
             try AlertStore.insertImported(connection, alert: stored(alert, regionID: document.regionID), translations: translations)
             summary.alerts.added += 1
@@ -89,9 +93,12 @@ extension RegionExchange {
                 guard existing == region else { throw Failure("study \(study.id) already exists in region \(existing)") }
                 summary.studies.present += 1
             } else {
-                try SurveyStore.insertImported(connection, study: SidecarKit.Study(id: study.id, regionID: document.regionID, name: study.name,
-                                                                        description: study.description.isEmpty ? nil : study.description,
-                                                                        createdAt: seconds(study.created), updatedAt: seconds(study.updated)))
+                try SurveyStore.insertImported(
+                    connection,
+                    study: SidecarKit.Study(
+                        id: study.id, regionID: document.regionID, name: study.name,
+                        description: study.description.isEmpty ? nil : study.description,
+                        createdAt: seconds(study.created), updatedAt: seconds(study.updated)))
                 summary.studies.added += 1
             }
             for survey in study.surveys {
@@ -109,9 +116,12 @@ extension RegionExchange {
                         continue
                     }
                     guard case .object(let content) = question.content else { continue }
-                    try SurveyStore.insertImported(connection, question: SurveyQuestion(id: question.id, position: Int(question.position),
-                                                                                        required: question.required, content: content),
-                                                   surveyID: survey.id)
+                    try SurveyStore.insertImported(
+                        connection,
+                        question: SurveyQuestion(
+                            id: question.id, position: Int(question.position),
+                            required: question.required, content: content),
+                        surveyID: survey.id)
                     summary.questions.added += 1
                 }
             }
@@ -121,22 +131,24 @@ extension RegionExchange {
     // MARK: The document's kinds as the stores keep them
 
     static func stored(_ alert: Alert, regionID: Int) -> ServiceAlert {
-        var stored = ServiceAlert(id: alert.id, regionID: regionID, agencyID: alert.agencyID, header: alert.header, description: alert.description,
-                                  url: alert.url.isEmpty ? nil : alert.url, cause: Cause(name: alert.cause) ?? .unknownCause,
-                                  effect: Effect(name: alert.effect) ?? .unknownEffect, severity: SeverityLevel(name: alert.severity) ?? .unknownSeverity,
-                                  startsAt: instant(alert.start), endsAt: alert.end.map(instant), published: alert.published, test: alert.test,
-                                  sourceVersion: 1, createdAt: seconds(alert.created), updatedAt: seconds(alert.updated))
+        var stored = ServiceAlert(
+            id: alert.id, regionID: regionID, agencyID: alert.agencyID, header: alert.header, description: alert.description,
+            url: alert.url.isEmpty ? nil : alert.url, cause: Cause(name: alert.cause) ?? .unknownCause,
+            effect: Effect(name: alert.effect) ?? .unknownEffect, severity: SeverityLevel(name: alert.severity) ?? .unknownSeverity,
+            startsAt: instant(alert.start), endsAt: alert.end.map(instant), published: alert.published, test: alert.test,
+            sourceVersion: 1, createdAt: seconds(alert.created), updatedAt: seconds(alert.updated))
         stored.impactStartsAt = alert.impactStart.map(instant)
         stored.impactEndsAt = alert.impactEnd.map(instant)
         return stored
     }
 
     static func stored(_ survey: Survey, studyID: Int64, regionID: Int) -> SidecarKit.Survey {
-        SidecarKit.Survey(id: survey.id, regionID: regionID, studyID: studyID, name: survey.name, available: survey.available,
-                          startDate: survey.start.map(seconds), endDate: survey.end.map(seconds), showOnMap: survey.showOnMap,
-                          showOnStops: survey.showOnStops, alwaysVisible: survey.alwaysVisible, allowsMultipleResponses: survey.allowsMultipleResponses,
-                          visibleStopList: survey.visibleStops, visibleRouteList: survey.visibleRoutes, requireStopIDInResponse: false,
-                          questions: [], createdAt: seconds(survey.created), updatedAt: seconds(survey.updated))
+        SidecarKit.Survey(
+            id: survey.id, regionID: regionID, studyID: studyID, name: survey.name, available: survey.available,
+            startDate: survey.start.map(seconds), endDate: survey.end.map(seconds), showOnMap: survey.showOnMap,
+            showOnStops: survey.showOnStops, alwaysVisible: survey.alwaysVisible, allowsMultipleResponses: survey.allowsMultipleResponses,
+            visibleStopList: survey.visibleStops, visibleRouteList: survey.visibleRoutes, requireStopIDInResponse: false,
+            questions: [], createdAt: seconds(survey.created), updatedAt: seconds(survey.updated))
     }
 
     static func stored(_ response: Response) -> SurveyStore.StoredResponse {
@@ -144,29 +156,34 @@ extension RegionExchange {
         if case .array(let items) = response.answers {
             answers = items.compactMap { if case .object(let answer) = $0 { answer } else { nil } }
         }
-        return SurveyStore.StoredResponse(publicID: response.publicID, surveyID: response.surveyID, userIdentifier: response.user, answers: answers,
-                                          stopIdentifier: response.stop.isEmpty ? nil : response.stop, stopLatitude: response.latitude,
-                                          stopLongitude: response.longitude, createdAt: seconds(response.created), updatedAt: seconds(response.updated))
+        return SurveyStore.StoredResponse(
+            publicID: response.publicID, surveyID: response.surveyID, userIdentifier: response.user, answers: answers,
+            stopIdentifier: response.stop.isEmpty ? nil : response.stop, stopLatitude: response.latitude,
+            stopLongitude: response.longitude, createdAt: seconds(response.created), updatedAt: seconds(response.updated))
     }
 
     static func stored(_ registration: Registration, regionID: Int) -> PushRegistration {
         let locale = registration.locale.isEmpty ? nil : registration.locale
-        return PushRegistration(regionID: regionID, token: registration.token, operatingSystem: registration.operatingSystem, locale: locale,
-                                rawLocale: locale, apnsSandbox: registration.sandbox && registration.operatingSystem == .ios,
-                                testDevice: registration.testDevice, description: registration.description.isEmpty ? nil : registration.description,
-                                createdAt: Date(epochMillis: registration.created), lastSeenAt: Date(epochMillis: registration.lastSeen))
+        return PushRegistration(
+            regionID: regionID, token: registration.token, operatingSystem: registration.operatingSystem, locale: locale,
+            rawLocale: locale, apnsSandbox: registration.sandbox && registration.operatingSystem == .ios,
+            testDevice: registration.testDevice, description: registration.description.isEmpty ? nil : registration.description,
+            createdAt: Date(epochMillis: registration.created), lastSeenAt: Date(epochMillis: registration.lastSeen))
     }
 
     static func stored(_ report: GhostBusReport, regionID: Int) -> GhostBusStore.Stored {
         func text(_ value: String) -> String? { value.isEmpty ? nil : value }
         let rider = SidecarKit.GhostBusReport(
             userIdentifier: report.user, tripIdentifier: report.trip, serviceDate: report.serviceDate, routeIdentifier: text(report.route),
-            stopIdentifier: text(report.stop), vehicleIdentifier: text(report.vehicle), stopSequence: report.stopSequence, predicted: report.predicted,
-            scheduleDeviationMinutes: report.deviation, waitDurationMinutes: report.wait, comment: text(report.comment), userLatitude: report.latitude,
+            stopIdentifier: text(report.stop), vehicleIdentifier: text(report.vehicle), stopSequence: report.stopSequence,
+            predicted: report.predicted,
+            scheduleDeviationMinutes: report.deviation, waitDurationMinutes: report.wait, comment: text(report.comment),
+            userLatitude: report.latitude,
             userLongitude: report.longitude, scheduledArrivalAt: report.scheduled, predictedArrivalAt: report.predictedArrival,
             predictionLastUpdatedAt: report.predictionUpdated)
-        return GhostBusStore.Stored(publicID: report.publicID, regionID: regionID, report: rider, routeShortName: nil,
-                                    tripSnapshot: report.snapshot.map(encoded), snapshotAttempts: report.status == "pending" ? 0 : report.status == "captured" ? 1 : 3,
-                                    snapshotCapturedAt: report.capturedAt, createdAt: report.created)
+        return GhostBusStore.Stored(
+            publicID: report.publicID, regionID: regionID, report: rider, routeShortName: nil,
+            tripSnapshot: report.snapshot.map(encoded), snapshotAttempts: report.status == "pending" ? 0 : report.status == "captured" ? 1 : 3,
+            snapshotCapturedAt: report.capturedAt, createdAt: report.created)
     }
 }

@@ -32,30 +32,41 @@ final class SidecarMetrics: Sendable {
 
     init() {
         let r = registry
-        requests = r.counter("sidecar_http_requests_total", "HTTP requests answered, by route pattern, method and status.",
-                             labels: ["route", "method", "status"])
-        requestDuration = r.histogram("sidecar_http_request_duration_seconds", "Seconds from a request's first byte to its queued answer.",
-                                      labels: ["route", "method"], buckets: Self.durationBuckets)
-        pushes = r.counter("sidecar_pushes_total", "Push notifications handed to a transport, by transport, platform and outcome "
-                           + "(delivered, terminal: the token is dead, transient: retried, rejected: the message was refused).",
-                           labels: ["transport", "platform", "outcome"])
+        requests = r.counter(
+            "sidecar_http_requests_total", "HTTP requests answered, by route pattern, method and status.",
+            labels: ["route", "method", "status"])
+        requestDuration = r.histogram(
+            "sidecar_http_request_duration_seconds", "Seconds from a request's first byte to its queued answer.",
+            labels: ["route", "method"], buckets: Self.durationBuckets)
+        pushes = r.counter(
+            "sidecar_pushes_total",
+            "Push notifications handed to a transport, by transport, platform and outcome "
+                + "(delivered, terminal: the token is dead, transient: retried, rejected: the message was refused).",
+            labels: ["transport", "platform", "outcome"])
         alarmsFired = r.counter("sidecar_alarms_fired_total", "Departure alarms pushed and delivered.")
         alarmsExpired = r.counter("sidecar_alarms_expired_total", "Departure alarms dropped because the departure passed before they could fire.")
         alarmsReaped = r.counter("sidecar_alarms_reaped_total", "Departure alarms deleted because their trip could not be found, check after check.")
-        alarmCycleDuration = r.histogram("sidecar_alarm_cycle_duration_seconds", "Seconds one alarm checker cycle took.",
-                                         buckets: Self.cycleBuckets)
-        alarmCycleUpstreamRequests = r.histogram("sidecar_alarm_cycle_upstream_requests", "OneBusAway requests one alarm checker cycle made.",
-                                                 buckets: Self.upstreamCountBuckets)
-        liveActivityCycleDuration = r.histogram("sidecar_live_activity_cycle_duration_seconds", "Seconds one Live Activity update cycle took.",
-                                                buckets: Self.cycleBuckets)
-        liveActivityCycleUpstreamRequests = r.histogram("sidecar_live_activity_cycle_upstream_requests",
-                                                        "OneBusAway requests one Live Activity update cycle made.",
-                                                        buckets: Self.upstreamCountBuckets)
-        upstreamRequests = r.counter("sidecar_upstream_requests_total", "Outbound requests by upstream (oba, gorush, apns, fcm, fcm_oauth, "
-                                     + "pirate_weather, stripe, regions) and status (the HTTP status, timeout or error).",
-                                     labels: ["upstream", "status"])
-        databaseErrors = r.counter("sidecar_database_errors_total", "Storage operations that failed, by kind (unavailable, busy, constraint, closed, failed).",
-                                   labels: ["kind"])
+        alarmCycleDuration = r.histogram(
+            "sidecar_alarm_cycle_duration_seconds", "Seconds one alarm checker cycle took.",
+            buckets: Self.cycleBuckets)
+        alarmCycleUpstreamRequests = r.histogram(
+            "sidecar_alarm_cycle_upstream_requests", "OneBusAway requests one alarm checker cycle made.",
+            buckets: Self.upstreamCountBuckets)
+        liveActivityCycleDuration = r.histogram(
+            "sidecar_live_activity_cycle_duration_seconds", "Seconds one Live Activity update cycle took.",
+            buckets: Self.cycleBuckets)
+        liveActivityCycleUpstreamRequests = r.histogram(
+            "sidecar_live_activity_cycle_upstream_requests",
+            "OneBusAway requests one Live Activity update cycle made.",
+            buckets: Self.upstreamCountBuckets)
+        upstreamRequests = r.counter(
+            "sidecar_upstream_requests_total",
+            "Outbound requests by upstream (oba, gorush, apns, fcm, fcm_oauth, "
+                + "pirate_weather, stripe, regions) and status (the HTTP status, timeout or error).",
+            labels: ["upstream", "status"])
+        databaseErrors = r.counter(
+            "sidecar_database_errors_total", "Storage operations that failed, by kind (unavailable, busy, constraint, closed, failed).",
+            labels: ["kind"])
         let build = r.gauge("sidecar_build_info", "Always 1; the version label names the running release.", labels: ["version"])
         build.set(CommandLineInterface.version, to: 1)
         r.addCollector { ProcessMetrics.collect(prefix: "sidecar_") }
@@ -93,13 +104,16 @@ final class SidecarMetrics: Sendable {
         registry.addCollector { [weak server] in
             guard let server else { return [] }
             return [
-                CollectedFamily(name: "sidecar_http_connections_open", help: "Client connections open now.", kind: .gauge,
-                                value: Double(server.openConnections)),
-                CollectedFamily(name: "sidecar_http_requests_in_flight", help: "Requests whose handlers are running now.", kind: .gauge,
-                                value: Double(server.requestsInFlight)),
-                CollectedFamily(name: "sidecar_http_connections_closed_by_guard_total",
-                                help: "Connections closed for being slow, idle near the limit or over the per-client limit.", kind: .counter,
-                                value: Double(server.connectionsClosedByGuard)),
+                CollectedFamily(
+                    name: "sidecar_http_connections_open", help: "Client connections open now.", kind: .gauge,
+                    value: Double(server.openConnections)),
+                CollectedFamily(
+                    name: "sidecar_http_requests_in_flight", help: "Requests whose handlers are running now.", kind: .gauge,
+                    value: Double(server.requestsInFlight)),
+                CollectedFamily(
+                    name: "sidecar_http_connections_closed_by_guard_total",
+                    help: "Connections closed for being slow, idle near the limit or over the per-client limit.", kind: .counter,
+                    value: Double(server.connectionsClosedByGuard)),
             ]
         }
     }
@@ -121,15 +135,19 @@ final class SidecarMetrics: Sendable {
         try await database.read { connection in
             let registrations = try PushRegistrationStore.countsByRegionAndPlatform(connection)
             return [
-                CollectedFamily(name: "sidecar_push_registrations", help: "Push registrations stored, by region and platform.", kind: .gauge,
-                                labelNames: ["region", "platform"],
-                                samples: registrations.map { (labels: [String($0.regionID), $0.platform], value: Double($0.count)) }),
-                CollectedFamily(name: "sidecar_alert_sends_in_progress", help: "Alert sends running now (on any instance).", kind: .gauge,
-                                value: Double(try AlertStore.runningSendCount(connection))),
-                CollectedFamily(name: "sidecar_alarms_waiting", help: "Departure alarms stored and waiting to fire.", kind: .gauge,
-                                value: Double(try AlarmStore.count(connection))),
-                CollectedFamily(name: "sidecar_live_activities", help: "Live Activity subscriptions stored.", kind: .gauge,
-                                value: Double(try LiveActivityStore.count(connection))),
+                CollectedFamily(
+                    name: "sidecar_push_registrations", help: "Push registrations stored, by region and platform.", kind: .gauge,
+                    labelNames: ["region", "platform"],
+                    samples: registrations.map { (labels: [String($0.regionID), $0.platform], value: Double($0.count)) }),
+                CollectedFamily(
+                    name: "sidecar_alert_sends_in_progress", help: "Alert sends running now (on any instance).", kind: .gauge,
+                    value: Double(try AlertStore.runningSendCount(connection))),
+                CollectedFamily(
+                    name: "sidecar_alarms_waiting", help: "Departure alarms stored and waiting to fire.", kind: .gauge,
+                    value: Double(try AlarmStore.count(connection))),
+                CollectedFamily(
+                    name: "sidecar_live_activities", help: "Live Activity subscriptions stored.", kind: .gauge,
+                    value: Double(try LiveActivityStore.count(connection))),
             ]
         }
     }
@@ -176,12 +194,18 @@ struct MeasuredDatabase: Database {
     var dialect: SQLDialect { inner.dialect }
 
     func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        do { return try await inner.read(work) } catch { count(error); throw error }
+        do { return try await inner.read(work) } catch {
+            count(error)
+            throw error
+        }
     }
 
     @discardableResult
     func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        do { return try await inner.write(work) } catch { count(error); throw error }
+        do { return try await inner.write(work) } catch {
+            count(error)
+            throw error
+        }
     }
 
     @discardableResult

@@ -18,8 +18,11 @@ struct GorushWebhookRoutes: Sendable {
 
     var routes: [Route] {
         guard secret != nil else { return [] }
-        return [Route("POST", "/webhooks/gorush", bodyLimit: 4 << 20, access: .secret("gorush webhook"), throttle: limiter,
-                      parsesParameters: false, handler: feedback)]
+        return [
+            Route(
+                "POST", "/webhooks/gorush", bodyLimit: 4 << 20, access: .secret("gorush webhook"), throttle: limiter,
+                parsesParameters: false, handler: feedback)
+        ]
     }
 
     /// The failed tokens in a gorush feedback body: one log entry, a list of
@@ -65,8 +68,9 @@ struct GorushWebhookRoutes: Sendable {
 
 extension GorushWebhookRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(registrations: context.stores.pushRegistrations, liveActivities: context.stores.liveActivities,
-                  secret: context.configuration.gorushWebhookSecret, limiter: context.limiter("webhook", limit: context.configuration.webhookLimit),
-                  logger: context.logger)
+        self.init(
+            registrations: context.stores.pushRegistrations, liveActivities: context.stores.liveActivities,
+            secret: context.configuration.gorushWebhookSecret, limiter: context.limiter("webhook", limit: context.configuration.webhookLimit),
+            logger: context.logger)
     }
 }

@@ -72,10 +72,12 @@ struct PushRegistrationRoutes: Sendable {
 
 extension PushRegistrationRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(store: context.stores.pushRegistrations, regions: context.regions, catalog: context.configuration.locales, clock: context.clock,
-                  logger: context.logger, limiter: context.limits.pushRegistrations, pruner: PushRegistrationPruner(
-                      store: context.stores.pushRegistrations, clock: context.clock, logger: context.logger, coordination: context.coordination,
-                      sharedCounters: context.coordination.map { _ in DatabaseWindowCounter(database: context.database) }, stop: context.stop))
+        self.init(
+            store: context.stores.pushRegistrations, regions: context.regions, catalog: context.configuration.locales, clock: context.clock,
+            logger: context.logger, limiter: context.limits.pushRegistrations,
+            pruner: PushRegistrationPruner(
+                store: context.stores.pushRegistrations, clock: context.clock, logger: context.logger, coordination: context.coordination,
+                sharedCounters: context.coordination.map { _ in DatabaseWindowCounter(database: context.database) }, stop: context.stop))
     }
 
     /// The daily prune of registrations not seen for 180 days.

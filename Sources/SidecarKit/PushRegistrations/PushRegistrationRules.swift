@@ -49,8 +49,10 @@ struct LocaleCatalog: Sendable, Equatable {
                 if part.count == 1 { break }  // an extension or private use: the rest is not language
                 if script == nil, region == nil, part.count == 4, part.allSatisfy({ $0.isASCII && $0.isLetter }) {
                     script = part
-                } else if region == nil, (part.count == 2 && part.allSatisfy({ $0.isASCII && $0.isLetter }))
-                            || (part.count == 3 && part.allSatisfy({ $0.isASCII && $0.isNumber })) {
+                } else if region == nil,
+                    (part.count == 2 && part.allSatisfy({ $0.isASCII && $0.isLetter }))
+                        || (part.count == 3 && part.allSatisfy({ $0.isASCII && $0.isNumber }))
+                {
                     region = part
                 }
             }
@@ -121,11 +123,12 @@ struct PushRegistrationRequest: Sendable, Equatable {
         messages += FieldLimits.check([("Locale", parameters["locale"]?.presence, FieldLimits.locale)])
         guard messages.isEmpty, let token, let operatingSystem else { return .failure(ValidationFailure(messages)) }
         let sandbox = ApnsSandbox.read(parameters["apns_sandbox"])
-        return .success(PushRegistrationRequest(
-            token: token, operatingSystem: operatingSystem, locale: parameters["locale"]?.presence,
-            testDevice: BooleanParameter.read(parameters["test_device"]), description: description,
-            apnsSandbox: operatingSystem == .ios && sandbox == .sandbox,
-            apnsSandboxUnrecognized: sandbox == .unrecognized))
+        return .success(
+            PushRegistrationRequest(
+                token: token, operatingSystem: operatingSystem, locale: parameters["locale"]?.presence,
+                testDevice: BooleanParameter.read(parameters["test_device"]), description: description,
+                apnsSandbox: operatingSystem == .ios && sandbox == .sandbox,
+                apnsSandboxUnrecognized: sandbox == .unrecognized))
     }
 }
 
@@ -158,8 +161,10 @@ enum PushRegistrationRules {
     ///   value overwrites them. An explicit `test_device=false` demotes and
     ///   clears the description; a non-test device never keeps one.
     /// - A test device must have a description.
-    static func merge(existing: PushRegistration?, request: PushRegistrationRequest, regionID: Int,
-                             catalog: LocaleCatalog, now: Date) -> Result<PushRegistration, ValidationFailure> {
+    static func merge(
+        existing: PushRegistration?, request: PushRegistrationRequest, regionID: Int,
+        catalog: LocaleCatalog, now: Date
+    ) -> Result<PushRegistration, ValidationFailure> {
         let testDevice = request.testDevice ?? existing?.testDevice ?? false
         var description: String? = request.testDevice == false ? nil : (request.description ?? existing?.description)
         if !testDevice { description = nil }
@@ -168,12 +173,13 @@ enum PushRegistrationRules {
         }
         let rawLocale = request.locale ?? existing?.rawLocale
         let locale = request.locale.map { catalog.normalize($0) } ?? existing?.locale
-        return .success(PushRegistration(
-            regionID: regionID, token: request.token, operatingSystem: request.operatingSystem,
-            locale: locale, rawLocale: rawLocale,
-            apnsSandbox: request.operatingSystem == .ios && request.apnsSandbox,
-            testDevice: testDevice, description: description,
-            createdAt: existing?.createdAt ?? now, lastSeenAt: now))
+        return .success(
+            PushRegistration(
+                regionID: regionID, token: request.token, operatingSystem: request.operatingSystem,
+                locale: locale, rawLocale: rawLocale,
+                apnsSandbox: request.operatingSystem == .ios && request.apnsSandbox,
+                testDevice: testDevice, description: description,
+                createdAt: existing?.createdAt ?? now, lastSeenAt: now))
     }
 
     /// The oldest `last_seen_at` that survives a prune at `now`: a row seen

@@ -1,6 +1,6 @@
 import Database
-import Push
 import FoundationEssentials
+import Push
 
 /// Storage of push registrations (table `push_registrations`).
 struct PushRegistrationStore: Sendable {
@@ -35,12 +35,15 @@ struct PushRegistrationStore: Sendable {
     private func registerOnce(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws -> PushRegistration {
         try await database.write { connection in
             let existing = try Self.find(connection, regionID: regionID, token: request.token)
-            let merged = try PushRegistrationRules.merge(existing: existing, request: request, regionID: regionID,
-                                                         catalog: catalog, now: now).get()
+            let merged = try PushRegistrationRules.merge(
+                existing: existing, request: request, regionID: regionID,
+                catalog: catalog, now: now
+            ).get()
             // ON CONFLICT keeps the write atomic even where two writers race
             // on a new token (a PostgreSQL backend); the caller also retries.
             let fields = Self.fields(merged)
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO push_registrations (\(fields.columns))
                 VALUES (\(fields.values))
                 ON CONFLICT (region_id, token) DO UPDATE SET
@@ -57,7 +60,8 @@ struct PushRegistrationStore: Sendable {
     /// operating system and `last_seen_at` only; sticky fields untouched.
     func touch(regionID: Int, token: String, operatingSystem: PushPlatform, now: Date) async throws {
         _ = try await database.write { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO push_registrations (\(raw: Self.columns))
                 VALUES (\(Int64(regionID)), \(token), \(operatingSystem), NULL, NULL, 0, 0, NULL, \(Self.millis(now)), \(Self.millis(now)))
                 ON CONFLICT (region_id, token) DO UPDATE SET
@@ -92,7 +96,8 @@ struct PushRegistrationStore: Sendable {
         var total = 0
         while true {
             let removed = try await database.write { connection in
-                try connection.execute("""
+                try connection.execute(
+                    """
                     DELETE FROM push_registrations WHERE id IN (
                         SELECT id FROM push_registrations WHERE last_seen_at <= \(Self.millis(cutoff)) LIMIT \(Int64(batchSize)))
                     """)
@@ -107,10 +112,14 @@ struct PushRegistrationStore: Sendable {
     /// (at most `limit`, oldest first) and how many there are in all.
     func testDevices(regionID: Int, limit: Int = 50) async throws -> (descriptions: [String], total: Int) {
         try await database.read { connection in
-            let descriptions = try connection.query("""
+            let descriptions = try connection.query(
+                """
                 SELECT description FROM push_registrations WHERE region_id = \(Int64(regionID)) AND test_device = 1 ORDER BY id LIMIT \(Int64(limit))
-                """).map { try $0.optionalString("description") ?? "(no description)" }
-            let total = try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = \(Int64(regionID)) AND test_device = 1")?.int("n") ?? 0
+                """
+            ).map { try $0.optionalString("description") ?? "(no description)" }
+            let total =
+                try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE region_id = \(Int64(regionID)) AND test_device = 1")?.int(
+                    "n") ?? 0
             return (descriptions, Int(total))
         }
     }
@@ -122,7 +131,8 @@ struct PushRegistrationStore: Sendable {
     // MARK: Rows
 
     static func find(_ connection: any SQLConnection, regionID: Int, token: String) throws -> PushRegistration? {
-        try connection.queryOne("SELECT \(raw: columns) FROM push_registrations WHERE region_id = \(Int64(regionID)) AND token = \(token)").map(registration)
+        try connection.queryOne("SELECT \(raw: columns) FROM push_registrations WHERE region_id = \(Int64(regionID)) AND token = \(token)").map(
+            registration)
     }
 
     static func registration(_ row: Row) throws -> PushRegistration {
@@ -161,19 +171,24 @@ struct PushRegistrationStore: Sendable {
 extension PushRegistrationStore {
     /// `test`: only test devices; otherwise everyone in the region.
     static func audienceCount(_ connection: any SQLConnection, regionID: Int, testOnly: Bool, after cursor: Int64 = 0) throws -> Int {
-        try connection.queryOne("""
+        try connection.queryOne(
+            """
             SELECT COUNT(*) AS n FROM push_registrations
             WHERE region_id = \(regionID) AND (\(testOnly) = 0 OR test_device = 1) AND id > \(cursor)
             """)?.count("n") ?? 0
     }
 
     /// A page of the audience after `cursor`, by registration id.
-    static func audiencePage(_ connection: any SQLConnection, regionID: Int, testOnly: Bool, after cursor: Int64,
-                             limit: Int) throws -> [(id: Int64, registration: PushRegistration)] {
-        try connection.query("""
+    static func audiencePage(
+        _ connection: any SQLConnection, regionID: Int, testOnly: Bool, after cursor: Int64,
+        limit: Int
+    ) throws -> [(id: Int64, registration: PushRegistration)] {
+        try connection.query(
+            """
             SELECT id, \(raw: columns) FROM push_registrations
             WHERE region_id = \(regionID) AND id > \(cursor) AND (\(testOnly) = 0 OR test_device = 1) ORDER BY id LIMIT \(limit)
-            """).map { (try $0.int("id"), try registration($0)) }
+            """
+        ).map { (try $0.int("id"), try registration($0)) }
     }
 
     /// The registrations with these ids that still exist, by id.
@@ -200,10 +215,14 @@ extension PushRegistrationStore {
 
     /// Tokens for which `unbound(column)` holds (the relay's condition on
     /// the token column), a page at a time.
-    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(token: String, platform: PushPlatform)] {
-        try connection.query("""
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(
+        token: String, platform: PushPlatform
+    )] {
+        try connection.query(
+            """
             SELECT token, operating_system FROM push_registrations p WHERE \(unbound("p.token")) LIMIT \(limit)
-            """).map { (try $0.string("token"), PushPlatform(rawValue: try $0.string("operating_system")) ?? .ios) }
+            """
+        ).map { (try $0.string("token"), PushPlatform(rawValue: try $0.string("operating_system")) ?? .ios) }
     }
 
     /// Every registration of a region, oldest first (an export).
@@ -215,7 +234,8 @@ extension PushRegistrationStore {
     /// import); true when it was added.
     static func insertIfAbsent(_ connection: any SQLConnection, _ registration: PushRegistration) throws -> Bool {
         let fields = fields(registration)
-        return try connection.execute("""
+        return try connection.execute(
+            """
             INSERT INTO push_registrations (\(fields.columns)) VALUES (\(fields.values)) ON CONFLICT (region_id, token) DO NOTHING
             """) > 0
     }
@@ -245,10 +265,12 @@ extension PushRegistrationStore {
 
     static func reach(_ connection: any SQLConnection, regionID: Int) throws -> Reach {
         var reach = Reach()
-        for row in try connection.query("""
+        for row in try connection.query(
+            """
             SELECT operating_system, apns_sandbox, test_device, COUNT(*) AS n FROM push_registrations WHERE region_id = \(regionID)
             GROUP BY operating_system, apns_sandbox, test_device
-            """) {
+            """)
+        {
             let count = try row.count("n")
             if try row.string("operating_system") == PushPlatform.android.rawValue {
                 reach.android += count
@@ -265,19 +287,23 @@ extension PushRegistrationStore {
     /// Devices per language (the catalog's tags, so at most one group per
     /// catalog language and one without), the largest first.
     static func languages(_ connection: any SQLConnection, regionID: Int, limit: Int = 12) throws -> [(locale: String?, count: Int)] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = \(regionID) GROUP BY locale ORDER BY n DESC, locale LIMIT \(limit)
-            """).map { (locale: try $0.optionalString("locale"), count: try $0.count("n")) }
+            """
+        ).map { (locale: try $0.optionalString("locale"), count: try $0.count("n")) }
     }
 
     /// New registrations per local day since `fromMillis`: day number (days
     /// since 1970-01-01 at `utcOffset` seconds) → count.
     static func newPerDay(_ connection: any SQLConnection, regionID: Int, fromMillis: Int64, utcOffset: Int64) throws -> [Int64: Int] {
         var counts: [Int64: Int] = [:]
-        for row in try connection.query("""
+        for row in try connection.query(
+            """
             SELECT (created_at / 1000 + \(utcOffset)) / 86400 AS day, COUNT(*) AS n FROM push_registrations
             WHERE region_id = \(regionID) AND created_at >= \(fromMillis) GROUP BY 1
-            """) {
+            """)
+        {
             counts[try row.int("day")] = try row.count("n")
         }
         return counts
@@ -285,10 +311,12 @@ extension PushRegistrationStore {
 
     /// Registrations by region and platform (the metrics' gauge).
     static func countsByRegionAndPlatform(_ connection: any SQLConnection) throws -> [(regionID: Int, platform: String, count: Int)] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT region_id, operating_system, COUNT(*) AS n FROM push_registrations GROUP BY region_id, operating_system
             ORDER BY region_id, operating_system
-            """).map { (try $0.count("region_id"), try $0.string("operating_system"), try $0.count("n")) }
+            """
+        ).map { (try $0.count("region_id"), try $0.string("operating_system"), try $0.count("n")) }
     }
 
     /// Registrations of one region, or of all.
@@ -306,23 +334,27 @@ extension PushRegistrationStore {
 extension PushRegistrationStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("PushRegistrationStore", [
-        1: [
-            .table("push_registrations", withID: true, """
-                region_id BIGINT NOT NULL,
-                token TEXT NOT NULL,
-                operating_system TEXT NOT NULL CHECK (operating_system IN ('ios', 'android')),
-                locale TEXT,
-                raw_locale TEXT,
-                apns_sandbox BIGINT NOT NULL DEFAULT 0,
-                test_device BIGINT NOT NULL DEFAULT 0,
-                description TEXT,
-                created_at BIGINT NOT NULL,
-                last_seen_at BIGINT NOT NULL,
-                UNIQUE (region_id, token)
-                """),
-            .same("CREATE INDEX push_registrations_last_seen ON push_registrations (last_seen_at)"),
-            .same("CREATE INDEX push_registrations_audience ON push_registrations (region_id, test_device, id)"),
-        ],
-    ])
+    static let schema = Schema(
+        "PushRegistrationStore",
+        [
+            1: [
+                .table(
+                    "push_registrations", withID: true,
+                    """
+                    region_id BIGINT NOT NULL,
+                    token TEXT NOT NULL,
+                    operating_system TEXT NOT NULL CHECK (operating_system IN ('ios', 'android')),
+                    locale TEXT,
+                    raw_locale TEXT,
+                    apns_sandbox BIGINT NOT NULL DEFAULT 0,
+                    test_device BIGINT NOT NULL DEFAULT 0,
+                    description TEXT,
+                    created_at BIGINT NOT NULL,
+                    last_seen_at BIGINT NOT NULL,
+                    UNIQUE (region_id, token)
+                    """),
+                .same("CREATE INDEX push_registrations_last_seen ON push_registrations (last_seen_at)"),
+                .same("CREATE INDEX push_registrations_audience ON push_registrations (region_id, test_device, id)"),
+            ]
+        ])
 }

@@ -46,8 +46,10 @@ struct Region: Sendable, Equatable {
         let lonSpan: Double
     }
 
-    init(id: Int, name: String, obaBaseURL: String?, sidecarBaseURL: String?, bounds: [Bounds],
-                tripPlanner: TripPlanner = TripPlanner(), analytics: Analytics? = nil) {
+    init(
+        id: Int, name: String, obaBaseURL: String?, sidecarBaseURL: String?, bounds: [Bounds],
+        tripPlanner: TripPlanner = TripPlanner(), analytics: Analytics? = nil
+    ) {
         self.id = id
         self.name = name
         self.obaBaseURL = obaBaseURL

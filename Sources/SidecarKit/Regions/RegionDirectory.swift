@@ -46,7 +46,8 @@ enum RegionsDocument {
                 graphqlURL: (try? container.decodeIfPresent(String.self, forKey: .otpBaseGraphqlUrl))?.flatMap { $0.presence },
                 graphqlBikeshare: (try? container.decodeIfPresent(Bool.self, forKey: .supportsOtpGraphqlBikeshare)).flatMap { $0 } ?? false)
             if let umami = (try? container.decodeIfPresent(Umami.self, forKey: .umamiAnalytics)).flatMap({ $0 }),
-               let url = umami.url?.presence, let site = umami.id?.presence {
+                let url = umami.url?.presence, let site = umami.id?.presence
+            {
                 analytics = Region.Analytics(url: url, siteID: site)
             } else {
                 analytics = nil
@@ -69,9 +70,11 @@ enum RegionsDocument {
         for entry in document.data.list {
             guard entry.id >= 0 else { throw RegionsDocumentError("region id \(entry.id) is negative") }
             guard seen.insert(entry.id).inserted else { throw RegionsDocumentError("region id \(entry.id) appears twice") }
-            regions.append(Region(id: entry.id, name: entry.regionName,
-                                  obaBaseURL: entry.obaBaseUrl?.presence, sidecarBaseURL: entry.sidecarBaseUrl?.presence,
-                                  bounds: entry.bounds ?? [], tripPlanner: entry.tripPlanner, analytics: entry.analytics))
+            regions.append(
+                Region(
+                    id: entry.id, name: entry.regionName,
+                    obaBaseURL: entry.obaBaseUrl?.presence, sidecarBaseURL: entry.sidecarBaseUrl?.presence,
+                    bounds: entry.bounds ?? [], tripPlanner: entry.tripPlanner, analytics: entry.analytics))
         }
         return regions
     }

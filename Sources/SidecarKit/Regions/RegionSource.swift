@@ -12,7 +12,10 @@ enum RegionSource: Sendable, Equatable {
 
     /// Reads `--regions`: an http(s) URL or a path.
     init(argument: String?) {
-        guard let argument, !argument.isEmpty else { self = .bundledSample; return }
+        guard let argument, !argument.isEmpty else {
+            self = .bundledSample
+            return
+        }
         let lowered = argument.lowercased()
         if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { self = .url(argument) } else { self = .file(argument) }
     }
@@ -92,7 +95,8 @@ struct RegionRefresher: Sendable {
             return await fetchAndApply(storingIn: coordination, now: now)
         }
         guard let stored = try? await coordination.document(Self.documentName), stored.fetchedAt > applied.value,
-              let regions = try? RegionsDocument.parse(stored.body) else { return false }
+            let regions = try? RegionsDocument.parse(stored.body)
+        else { return false }
         directory.replace(with: regions)
         applied.set(stored.fetchedAt)
         logger.info("regions directory refreshed from the copy another instance fetched", [("regions", String(regions.count))])
@@ -126,8 +130,9 @@ final class RefreshMark: Sendable {
 
 extension RegionRefresher: Feature {
     init(_ context: FeatureContext, source: RegionSource, client: HTTPClient) {
-        self.init(source: source, directory: context.regions, client: client, intervalSeconds: Double(context.configuration.regionsRefreshSeconds),
-                  clock: context.clock, logger: context.logger, coordination: context.coordination, stop: context.stop)
+        self.init(
+            source: source, directory: context.regions, client: client, intervalSeconds: Double(context.configuration.regionsRefreshSeconds),
+            clock: context.clock, logger: context.logger, coordination: context.coordination, stop: context.stop)
     }
 
     /// Re-reads a URL directory every `--regions-refresh` seconds.

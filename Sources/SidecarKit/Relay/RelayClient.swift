@@ -4,6 +4,7 @@ import Database
 import FoundationEssentials
 import HTTPClient
 import Push
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,8 +59,10 @@ struct RelayIdentity: Sendable {
     func headers(method: String, path: String, body: [UInt8], nowMillis: Int64) throws -> [(name: String, value: String)] {
         let digest = RelayProtocol.digest(body)
         let signature = try key.sign(Array(RelayProtocol.requestString(method: method, path: path, ts: nowMillis, bodyDigest: digest).utf8))
-        return [("Content-Type", "application/json"), ("X-Relay-Signature-Version", "2"), ("X-Relay-Timestamp", String(nowMillis)),
-                ("X-Relay-Content-SHA256", digest), ("X-Relay-Signature", Base64URL.encode(signature))]
+        return [
+            ("Content-Type", "application/json"), ("X-Relay-Signature-Version", "2"), ("X-Relay-Timestamp", String(nowMillis)),
+            ("X-Relay-Content-SHA256", digest), ("X-Relay-Signature", Base64URL.encode(signature)),
+        ]
     }
 }
 
@@ -108,7 +111,8 @@ struct RelayTransport: PushTransport {
         let response: HTTPClientResponse
         do {
             let headers = try identity.headers(method: "POST", path: "/v1/push/send", body: body, nowMillis: clock.now().epochMillis)
-            response = try await http.send(HTTPClientRequest(method: "POST", url: root + "/v1/push/send", headers: headers, body: body, upstream: "relay"))
+            response = try await http.send(
+                HTTPClientRequest(method: "POST", url: root + "/v1/push/send", headers: headers, body: body, upstream: "relay"))
         } catch {
             return Array(repeating: .transient(reason: "relay unreachable: \(error)"), count: tokens.count)
         }
@@ -122,7 +126,9 @@ struct RelayTransport: PushTransport {
             return Array(repeating: outcome, count: tokens.count)
         }
         var byToken: [String: PushOutcome] = [:]
-        if case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)), case .array(let results)? = members["results"] {
+        if case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)),
+            case .array(let results)? = members["results"]
+        {
             for result in results {
                 guard case .object(let fields) = result, case .string(let token)? = fields["token"] else { continue }
                 if fields["ok"] == .bool(true) {
@@ -142,8 +148,10 @@ struct RelayTransport: PushTransport {
         let body = JSONValue.object(["token": .string(token), "platform": .string(platform.rawValue), "publicKeyJwk": identity.jwk.json]).encoded()
         do {
             let headers = try identity.headers(method: "POST", path: "/v1/push/register-token", body: body, nowMillis: clock.now().epochMillis)
-            let response = try await http.send(HTTPClientRequest(method: "POST", url: root + "/v1/push/register-token", headers: headers, body: body,
-                                                                 upstream: "relay"))
+            let response = try await http.send(
+                HTTPClientRequest(
+                    method: "POST", url: root + "/v1/push/register-token", headers: headers, body: body,
+                    upstream: "relay"))
             return response.status == 200
         } catch {
             return false
@@ -151,7 +159,8 @@ struct RelayTransport: PushTransport {
     }
 
     static func errorCode(_ body: [UInt8]) -> String? {
-        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .string(let code)? = members["error"] else {
+        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .string(let code)? = members["error"]
+        else {
             return nil
         }
         return code
@@ -188,9 +197,11 @@ struct RelayBinder: Sendable {
         return try await database.read { connection in
             var seen = Set<String>()
             var tokens: [(token: String, platform: PushPlatform)] = []
-            for found in [try PushRegistrationStore.tokens(connection, where: unbound, limit: limit),
-                          try AlarmStore.tokens(connection, where: unbound, limit: limit),
-                          try LiveActivityStore.tokens(connection, where: unbound, limit: limit)] {
+            for found in [
+                try PushRegistrationStore.tokens(connection, where: unbound, limit: limit),
+                try AlarmStore.tokens(connection, where: unbound, limit: limit),
+                try LiveActivityStore.tokens(connection, where: unbound, limit: limit),
+            ] {
                 for entry in found where tokens.count < limit && seen.insert(entry.token).inserted { tokens.append(entry) }
             }
             return tokens
@@ -211,14 +222,16 @@ struct RelayBinder: Sendable {
             bound += 1
             let now = clock.now().epochMillis
             _ = try? await database.write { connection in
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO relay_bound_tokens (token, bound_at) VALUES (\(token), \(now))
                     ON CONFLICT (token) DO UPDATE SET bound_at = excluded.bound_at
                     """)
             }
         }
         if bound < tokens.count {
-            logger.warning("relay binding: some tokens not bound yet; retrying", [("bound", String(bound)), ("pending", String(tokens.count - bound))])
+            logger.warning(
+                "relay binding: some tokens not bound yet; retrying", [("bound", String(bound)), ("pending", String(tokens.count - bound))])
         }
         return bound
     }
@@ -228,21 +241,26 @@ struct RelayBinder: Sendable {
 extension RelayBinder {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("RelayBinder", [
-        15: [
-            .table("relay_bound_tokens", """
-                token TEXT PRIMARY KEY,
-                bound_at BIGINT NOT NULL
-                """),
-        ],
-    ])
+    static let schema = Schema(
+        "RelayBinder",
+        [
+            15: [
+                .table(
+                    "relay_bound_tokens",
+                    """
+                    token TEXT PRIMARY KEY,
+                    bound_at BIGINT NOT NULL
+                    """)
+            ]
+        ])
 }
 
 extension RelayBinder: Feature {
     /// The binder of a server that pushes through a relay; nil otherwise.
     init?(_ context: FeatureContext) {
         guard context.configuration.pushTransport == .relay,
-              let relay = (context.transport as? RelayTransport) ?? (context.transport as? MeasuredTransport)?.inner as? RelayTransport else { return nil }
+            let relay = (context.transport as? RelayTransport) ?? (context.transport as? MeasuredTransport)?.inner as? RelayTransport
+        else { return nil }
         self.init(database: context.database, transport: relay, clock: context.clock, logger: context.logger, stop: context.stop)
         context.logger.info("pushing through the relay", [("relay", relay.baseURL), ("server_id", relay.identity.serverID)])
     }

@@ -73,9 +73,10 @@ enum RelayProtocol {
 
         static func parse(_ value: JSONValue?) throws(Failure) -> PublicJWK {
             guard case .object(let members)? = value, Set(members.keys).isSubset(of: ["kty", "crv", "x", "y", "ext", "key_ops"]),
-                  members["kty"] == .string("EC"), members["crv"] == .string("P-256"),
-                  case .string(let x)? = members["x"], case .string(let y)? = members["y"],
-                  Base64URL.decode(x)?.count == 32, Base64URL.decode(y)?.count == 32 else { throw .invalidRequest }
+                members["kty"] == .string("EC"), members["crv"] == .string("P-256"),
+                case .string(let x)? = members["x"], case .string(let y)? = members["y"],
+                Base64URL.decode(x)?.count == 32, Base64URL.decode(y)?.count == 32
+            else { throw .invalidRequest }
             return PublicJWK(x: x, y: y)
         }
 
@@ -145,9 +146,11 @@ enum RelayProtocol {
     /// Push tokens: APNs hexadecimal or FCM registration tokens, printable
     /// ASCII without separators, at most 4096 characters.
     static func isToken(_ text: String) -> Bool {
-        (8...4096).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D || byte == 0x5F || byte == 0x3A
-        }
+        (8...4096).contains(text.utf8.count)
+            && text.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D || byte == 0x5F
+                    || byte == 0x3A
+            }
     }
 
     // MARK: Payloads (version 2)
@@ -180,8 +183,10 @@ enum RelayProtocol {
 
     static func decode(_ value: JSONValue?, token: String, platform: PushPlatform) throws(Failure) -> PushMessage {
         guard case .object(let fields)? = value,
-              Set(fields.keys).isSubset(of: ["kind", "title", "body", "data", "priority", "expiration", "attention", "sandbox", "collapse_id", "live_activity",
-                                                "badge", "android_channel"])
+            Set(fields.keys).isSubset(of: [
+                "kind", "title", "body", "data", "priority", "expiration", "attention", "sandbox", "collapse_id", "live_activity",
+                "badge", "android_channel",
+            ])
         else { throw .invalidRequest }
         func string(_ key: String, limit: Int) throws(Failure) -> String? {
             guard let member = fields[key], member != .null else { return nil }
@@ -194,8 +199,9 @@ enum RelayProtocol {
         case nil: sandbox = false
         default: throw .invalidRequest
         }
-        var message = PushMessage(token: token, platform: platform, apnsSandbox: sandbox, title: try string("title", limit: 256),
-                                  body: try string("body", limit: 2048))
+        var message = PushMessage(
+            token: token, platform: platform, apnsSandbox: sandbox, title: try string("title", limit: 256),
+            body: try string("body", limit: 2048))
         if let kind = try string("kind", limit: 32) {
             guard let parsed = PushMessage.Kind(rawValue: kind) else { throw .invalidRequest }
             message.kind = parsed

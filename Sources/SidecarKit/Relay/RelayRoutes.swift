@@ -33,7 +33,8 @@ struct RelayRoutes: Sendable {
 
     var routes: [Route] {
         [
-            Route("POST", "/v1/push/register-token", bodyLimit: RelayProtocol.maxRegisterBytes, errorStyle: Self.errorStyle, parsesParameters: false) { request in
+            Route("POST", "/v1/push/register-token", bodyLimit: RelayProtocol.maxRegisterBytes, errorStyle: Self.errorStyle, parsesParameters: false)
+            { request in
                 await answer { () async throws(RelayProtocol.Failure) -> Response in try await register(request) }
             },
             Route("POST", "/v1/push/send", bodyLimit: RelayProtocol.maxSendBytes, errorStyle: Self.errorStyle, parsesParameters: false) { request in
@@ -46,7 +47,8 @@ struct RelayRoutes: Sendable {
             },
             Route("GET", "/readyz", parsesParameters: false) { _ in
                 let ready = apns != nil || fcm != nil
-                return Response.json(ready ? 200 : 503, ["status": ready ? "ready" : "no push credentials"]).adding(header: "Cache-Control", "no-store")
+                return Response.json(ready ? 200 : 503, ["status": ready ? "ready" : "no push credentials"]).adding(
+                    header: "Cache-Control", "no-store")
             },
         ]
     }
@@ -78,7 +80,8 @@ struct RelayRoutes: Sendable {
         let key = try jwk.key()
         if let version = request.header(RelayProtocol.Header.version) {
             guard version == "2", let tsText = request.header(RelayProtocol.Header.timestamp), let ts = Int64(tsText),
-                  let digest = request.header(RelayProtocol.Header.digest), let signature = request.header(RelayProtocol.Header.signature) else {
+                let digest = request.header(RelayProtocol.Header.digest), let signature = request.header(RelayProtocol.Header.signature)
+            else {
                 throw .invalidRequest
             }
             try RelayProtocol.checkTimestamp(ts, now: nowMillis)
@@ -103,12 +106,14 @@ struct RelayRoutes: Sendable {
     func register(_ request: Request) async throws(RelayProtocol.Failure) -> Response {
         let signed = try await open(request, limitServer: false)
         guard Set(signed.body.keys).isSubset(of: ["token", "platform", "publicKeyJwk", "ts", "sig"]),
-              case .string(let token)? = signed.body["token"], RelayProtocol.isToken(token) else { throw .invalidRequest }
+            case .string(let token)? = signed.body["token"], RelayProtocol.isToken(token)
+        else { throw .invalidRequest }
         let platform = try platform(signed.body["platform"])
         if signed.version == 1 {
             guard case .string(let signature)? = signed.body["sig"] else { throw .invalidRequest }
             let platformName: String? = if case .string(let name)? = signed.body["platform"] { name } else { nil }
-            try RelayProtocol.verify(signed.key, RelayProtocol.registerString(ts: signed.ts, token: token, platform: platformName), signature: signature)
+            try RelayProtocol.verify(
+                signed.key, RelayProtocol.registerString(ts: signed.ts, token: token, platform: platformName), signature: signature)
         }
         do {
             try await store.bind(token: token, serverID: signed.serverID, platform: platform, clientKey: request.clientKey, nowMillis: nowMillis)
@@ -126,7 +131,9 @@ struct RelayRoutes: Sendable {
 
     func send(_ request: Request) async throws(RelayProtocol.Failure) -> Response {
         let signed = try await open(request, limitServer: true)
-        guard case .array(let items)? = signed.body["tokens"], (1...RelayProtocol.maxTokensPerSend).contains(items.count) else { throw .invalidRequest }
+        guard case .array(let items)? = signed.body["tokens"], (1...RelayProtocol.maxTokensPerSend).contains(items.count) else {
+            throw .invalidRequest
+        }
         var tokens: [String] = []
         for item in items {
             guard case .string(let token) = item, RelayProtocol.isToken(token) else { throw .invalidRequest }
@@ -149,7 +156,8 @@ struct RelayRoutes: Sendable {
             if let raw = signed.body["data"], raw != .null {
                 // The seed's data: a flat map of strings, at most 2 KB.
                 guard case .object(let members) = raw, members.values.allSatisfy({ if case .string = $0 { true } else { false } }),
-                      raw.encoded().count <= 2048 else { throw .invalidRequest }
+                    raw.encoded().count <= 2048
+                else { throw .invalidRequest }
                 data = members
             }
             var sandbox = false
@@ -167,7 +175,9 @@ struct RelayRoutes: Sendable {
                 return message
             }
         } else {
-            guard Set(signed.body.keys).isSubset(of: ["tokens", "push", "publicKeyJwk"]), let push = signed.body["push"] else { throw .invalidRequest }
+            guard Set(signed.body.keys).isSubset(of: ["tokens", "push", "publicKeyJwk"]), let push = signed.body["push"] else {
+                throw .invalidRequest
+            }
             signedContent = signed.signedString ?? ""
             // Validate once for either platform the tokens may have.
             _ = try RelayProtocol.decode(push, token: tokens[0], platform: .ios)
@@ -213,8 +223,12 @@ struct RelayRoutes: Sendable {
                 results.append(.object(["token": .string(token), "ok": .bool(false)]))
             }
         }
-        logger.info("relay send", [("server", String(signed.serverID.prefix(12))), ("version", String(signed.version)),
-                                   ("tokens", String(tokens.count)), ("bound", String(bound.count)), ("delivered", String(delivered))])
+        logger.info(
+            "relay send",
+            [
+                ("server", String(signed.serverID.prefix(12))), ("version", String(signed.version)),
+                ("tokens", String(tokens.count)), ("bound", String(bound.count)), ("delivered", String(delivered)),
+            ])
         return Response.json(200, JSONValue.object(["results": .array(results)])).adding(header: "Cache-Control", "no-store")
     }
 }

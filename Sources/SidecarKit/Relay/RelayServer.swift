@@ -4,6 +4,7 @@ import Database
 import FoundationEssentials
 import HTTPServer
 import Push
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,10 +18,14 @@ enum RelayServer {
         do {
             let relay = try await prepare(configuration, clock: clock, logger: logger)
             try relay.server.start()
-            logger.info("relay listening", [("version", CommandLineInterface.version), ("host", configuration.host),
-                                            ("port", String(relay.server.port)), ("database", configuration.database),
-                                            ("apns", relay.apns == nil ? "off" : "on"), ("fcm", relay.fcm == nil ? "off" : "on"),
-                                            ("allowed_servers", relay.allowed.map { String($0.count) } ?? "any")])
+            logger.info(
+                "relay listening",
+                [
+                    ("version", CommandLineInterface.version), ("host", configuration.host),
+                    ("port", String(relay.server.port)), ("database", configuration.database),
+                    ("apns", relay.apns == nil ? "off" : "on"), ("fcm", relay.fcm == nil ? "off" : "on"),
+                    ("allowed_servers", relay.allowed.map { String($0.count) } ?? "any"),
+                ])
             // Hourly sweep of expired nonces and counters, as tracked
             // background work: it is waited for before the database closes.
             let work = BackgroundWork()
@@ -59,17 +64,21 @@ enum RelayServer {
         let apns = try Sidecar.apnsTransport(configuration)
         let fcm = try Sidecar.fcmTransport(configuration)
         guard apns != nil || fcm != nil else {
-            throw StartupError(description: "the relay delivers with --apns-key-file/--apns-key-id/--apns-team-id and/or --fcm-service-account", exitCode: 2)
+            throw StartupError(
+                description: "the relay delivers with --apns-key-file/--apns-key-id/--apns-team-id and/or --fcm-service-account", exitCode: 2)
         }
         let allowed = try configuration.relayAllowedServersFile.map(readAllowList)
         let database = try await configuration.openMigrated(for: .relay, readers: configuration.threads + 2) { logger.info($0) }.database
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         let routes = RelayRoutes(
-            store: RelayStore(database: database, maxBindingsPerServer: configuration.relayMaxBindingsPerServer,
-                              maxBindingsPerClient: configuration.relayMaxBindingsPerClient),
+            store: RelayStore(
+                database: database, maxBindingsPerServer: configuration.relayMaxBindingsPerServer,
+                maxBindingsPerClient: configuration.relayMaxBindingsPerClient),
             apns: apns, fcm: fcm, allowedServers: allowed,
-            clientLimiter: FixedWindowRateLimiter(limit: configuration.relayClientLimit, windowSeconds: 60, name: "relay_client", logger: logger, now: now),
-            serverLimiter: FixedWindowRateLimiter(limit: configuration.relaySendLimit, windowSeconds: 60, name: "relay_server", logger: logger, now: now),
+            clientLimiter: FixedWindowRateLimiter(
+                limit: configuration.relayClientLimit, windowSeconds: 60, name: "relay_client", logger: logger, now: now),
+            serverLimiter: FixedWindowRateLimiter(
+                limit: configuration.relaySendLimit, windowSeconds: 60, name: "relay_server", logger: logger, now: now),
             clock: clock, logger: logger, database: database)
         var router = Router()
         routes.routes.forEach { router.add($0) }
@@ -97,21 +106,26 @@ enum RelayServer {
     /// `sidecar relay-key show`: this server's identity for the relay's operator.
     /// `relay-key show` (never creates the key) and `relay-key create`
     /// (never replaces one); returns the exit status.
-    static func key(path: String, create: Bool, output: (String) -> Void = { print($0) },
-                           errors: (String) -> Void = { StandardErrorSink().write($0) }) -> Int32 {
+    static func key(
+        path: String, create: Bool, output: (String) -> Void = { print($0) },
+        errors: (String) -> Void = { StandardErrorSink().write($0) }
+    ) -> Int32 {
         do {
             let identity: RelayIdentity
             if create {
                 guard !FileManager.default.fileExists(atPath: path) else {
-                    errors("sidecar: error: \(path) exists; 'sidecar relay-key show' prints its identity (a new key would need re-registering at the relay)")
+                    errors(
+                        "sidecar: error: \(path) exists; 'sidecar relay-key show' prints its identity (a new key would need re-registering at the relay)"
+                    )
                     return 1
                 }
                 identity = try RelayIdentity.create(path: path)
                 errors("created \(path) (mode 0600)")
             } else {
                 guard let existing = try RelayIdentity.load(path: path) else {
-                    errors("sidecar: error: no relay key at \(path); create one with 'sidecar relay-key create' "
-                           + "(or set --relay-key-file / SIDECAR_RELAY_KEY_FILE to the key this server uses)")
+                    errors(
+                        "sidecar: error: no relay key at \(path); create one with 'sidecar relay-key create' "
+                            + "(or set --relay-key-file / SIDECAR_RELAY_KEY_FILE to the key this server uses)")
                     return 1
                 }
                 identity = existing

@@ -31,7 +31,8 @@ struct RelayStore: Sendable {
         let client = Self.clientHash(clientKey)
         let (perServer, perClient) = (maxBindingsPerServer, maxBindingsPerClient)
         _ = try await database.write { connection in
-            let refreshed = try connection.execute("""
+            let refreshed = try connection.execute(
+                """
                 UPDATE relay_bindings SET platform = \(platform.rawValue), bound_at = \(nowMillis) WHERE token_hash = \(tokenHash) AND server_id = \(serverID)
                 """)
             guard refreshed == 0 else { return }
@@ -39,7 +40,8 @@ struct RelayStore: Sendable {
                 let held = try connection.queryOne("SELECT bindings FROM relay_binding_counts WHERE owner = \(owner)")?.int("bindings") ?? 0
                 if held >= Int64(limit) { throw Refusal.bindingLimit }
             }
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO relay_bindings (token_hash, server_id, platform, bound_at, client_hash) VALUES (\(tokenHash), \(serverID), \(platform.rawValue), \(nowMillis), \(client))
                 ON CONFLICT (token_hash, server_id) DO UPDATE SET platform = excluded.platform, bound_at = excluded.bound_at
                 """)
@@ -49,7 +51,8 @@ struct RelayStore: Sendable {
 
     static func count(_ connection: any SQLConnection, owners: [String], by change: Int64) throws {
         for owner in owners {
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO relay_binding_counts (owner, bindings) VALUES (\(owner), \(change))
                 ON CONFLICT (owner) DO UPDATE SET bindings = relay_binding_counts.bindings + excluded.bindings
                 """)
@@ -69,14 +72,17 @@ struct RelayStore: Sendable {
         guard !hashes.isEmpty else { return [:] }
         let since = nowMillis - RelayProtocol.bindingLifetimeMillis
         let rows = try await database.read { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT token_hash, platform FROM relay_bindings
                 WHERE server_id = \(serverID) AND bound_at > \(since) AND token_hash IN (\(list: Array(hashes.keys)))
                 """)
         }
         var found: [String: PushPlatform] = [:]
         for row in rows {
-            if let hash = try row.optionalString("token_hash"), let token = hashes[hash], let platform = PushPlatform(rawValue: try row.string("platform")) {
+            if let hash = try row.optionalString("token_hash"), let token = hashes[hash],
+                let platform = PushPlatform(rawValue: try row.string("platform"))
+            {
                 found[token] = platform
             }
         }
@@ -87,8 +93,11 @@ struct RelayStore: Sendable {
     /// binding ends, and no other server's.
     func forget(token: String, serverID: String) async throws {
         _ = try await database.write { connection in
-            for row in try connection.query("DELETE FROM relay_bindings WHERE token_hash = \(Self.tokenHash(token)) AND server_id = \(serverID) RETURNING client_hash") {
-                try Self.count(connection, owners: ["server:" + serverID] + (row.optionalString("client_hash").map { ["client:" + $0] } ?? []), by: -1)
+            for row in try connection.query(
+                "DELETE FROM relay_bindings WHERE token_hash = \(Self.tokenHash(token)) AND server_id = \(serverID) RETURNING client_hash")
+            {
+                try Self.count(
+                    connection, owners: ["server:" + serverID] + (row.optionalString("client_hash").map { ["client:" + $0] } ?? []), by: -1)
             }
         }
     }
@@ -100,7 +109,8 @@ struct RelayStore: Sendable {
         let key = Base64URL.encode(SHA256.digest(Array(replayKey.utf8)))
         return try await database.write { connection in
             _ = try connection.execute("DELETE FROM relay_replays WHERE expires_at <= \(nowMillis)")
-            let inserted = try connection.execute("""
+            let inserted = try connection.execute(
+                """
                 INSERT INTO relay_replays (signature_hash, expires_at) VALUES (\(key), \(nowMillis + RelayProtocol.replayMillis)) ON CONFLICT (signature_hash) DO NOTHING
                 """)
             return inserted > 0
@@ -111,9 +121,11 @@ struct RelayStore: Sendable {
     func sweep(nowMillis: Int64) async throws -> Int {
         try await database.write { connection in
             let cutoff = SQLValue.integer(nowMillis - RelayProtocol.bindingLifetimeMillis)
-            for row in try connection.query("""
+            for row in try connection.query(
+                """
                 SELECT server_id, client_hash, COUNT(*) AS n FROM relay_bindings WHERE bound_at <= \(cutoff) GROUP BY server_id, client_hash
-                """) {
+                """)
+            {
                 let owners = ["server:" + (try row.string("server_id"))] + (try row.optionalString("client_hash").map { ["client:" + $0] } ?? [])
                 try Self.count(connection, owners: owners, by: -(row.int("n")))
             }
@@ -127,29 +139,39 @@ struct RelayStore: Sendable {
 extension RelayStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("RelayStore", [
-        1001: [
-            .table("relay_bindings", """
-                token_hash TEXT NOT NULL,
-                server_id TEXT NOT NULL,
-                platform TEXT NOT NULL,
-                bound_at BIGINT NOT NULL,
-                PRIMARY KEY (token_hash, server_id)
-                """),
-            .same("CREATE INDEX relay_bindings_server ON relay_bindings (server_id, token_hash)"),
-            .table("relay_replays", """
-                signature_hash TEXT PRIMARY KEY,
-                expires_at BIGINT NOT NULL
-                """),
-            .same("CREATE INDEX relay_replays_expiry ON relay_replays (expires_at)"),
-        ],
-        1002: [
-            .same("ALTER TABLE relay_bindings ADD COLUMN client_hash TEXT"),
-            .table("relay_binding_counts", """
-                owner TEXT PRIMARY KEY,
-                bindings BIGINT NOT NULL
-                """),
-            .same("INSERT INTO relay_binding_counts (owner, bindings) SELECT 'server:' || server_id, COUNT(*) FROM relay_bindings GROUP BY server_id"),
-        ],
-    ])
+    static let schema = Schema(
+        "RelayStore",
+        [
+            1001: [
+                .table(
+                    "relay_bindings",
+                    """
+                    token_hash TEXT NOT NULL,
+                    server_id TEXT NOT NULL,
+                    platform TEXT NOT NULL,
+                    bound_at BIGINT NOT NULL,
+                    PRIMARY KEY (token_hash, server_id)
+                    """),
+                .same("CREATE INDEX relay_bindings_server ON relay_bindings (server_id, token_hash)"),
+                .table(
+                    "relay_replays",
+                    """
+                    signature_hash TEXT PRIMARY KEY,
+                    expires_at BIGINT NOT NULL
+                    """),
+                .same("CREATE INDEX relay_replays_expiry ON relay_replays (expires_at)"),
+            ],
+            1002: [
+                .same("ALTER TABLE relay_bindings ADD COLUMN client_hash TEXT"),
+                .table(
+                    "relay_binding_counts",
+                    """
+                    owner TEXT PRIMARY KEY,
+                    bindings BIGINT NOT NULL
+                    """),
+                .same(
+                    "INSERT INTO relay_binding_counts (owner, bindings) SELECT 'server:' || server_id, COUNT(*) FROM relay_bindings GROUP BY server_id"
+                ),
+            ],
+        ])
 }

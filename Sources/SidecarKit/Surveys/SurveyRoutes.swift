@@ -34,9 +34,14 @@ struct SurveyRoutes: Sendable {
             var studies: [Int64: Study] = [:]
             for study in try await store.studies(regionID: nil) { studies[study.id] = study }
             let served = surveys.compactMap { survey in studies[survey.studyID].map { SurveyRules.served(survey, study: $0) } }
-            return Response.json(200, JSONValue.object(["surveys": .array(served),
-                                                        "region": .object(["id": .integer(Int64(region.id)), "name": .string(region.name)])]))
-                .logging("region", String(region.id))
+            return Response.json(
+                200,
+                JSONValue.object([
+                    "surveys": .array(served),
+                    "region": .object(["id": .integer(Int64(region.id)), "name": .string(region.name)]),
+                ])
+            )
+            .logging("region", String(region.id))
         } catch {
             logger.error("survey list failed", [("region", String(region.id)), ("error", "\(error)")])
             return Response.storageUnavailable(.legacy, summary: "Unavailable")
@@ -44,8 +49,12 @@ struct SurveyRoutes: Sendable {
     }
 
     static func responseBody(_ response: SurveyStore.StoredResponse) -> JSONValue {
-        .object(["survey_response": .object(["id": .string(response.publicID), "user_identifier": .string(response.userIdentifier),
-                                             "update_path": .string("/api/v1/survey_responses/\(response.publicID)")])])
+        .object([
+            "survey_response": .object([
+                "id": .string(response.publicID), "user_identifier": .string(response.userIdentifier),
+                "update_path": .string("/api/v1/survey_responses/\(response.publicID)"),
+            ])
+        ])
     }
 
     func create(_ request: Request) async -> Response {
@@ -76,9 +85,10 @@ struct SurveyRoutes: Sendable {
                 answers = []
             }
             guard messages.isEmpty, let user else { return Self.invalid(messages) }
-            let created = try await store.createResponse(surveyID: survey.id, userIdentifier: user, stopIdentifier: stop,
-                                                         stopLatitude: latitude, stopLongitude: longitude, answers: answers,
-                                                         now: clock.now().epochMillis / 1000)
+            let created = try await store.createResponse(
+                surveyID: survey.id, userIdentifier: user, stopIdentifier: stop,
+                stopLatitude: latitude, stopLongitude: longitude, answers: answers,
+                now: clock.now().epochMillis / 1000)
             return .json(201, Self.responseBody(created))
         } catch {
             logger.error("survey response write failed", [("error", "\(error)")])
@@ -112,7 +122,8 @@ struct SurveyRoutes: Sendable {
 
 extension SurveyRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(store: context.stores.surveys, regions: context.regions, clock: context.clock, logger: context.logger,
-                  limiter: context.limiter("survey_responses", limit: context.configuration.surveyResponseLimit))
+        self.init(
+            store: context.stores.surveys, regions: context.regions, clock: context.clock, logger: context.logger,
+            limiter: context.limiter("survey_responses", limit: context.configuration.surveyResponseLimit))
     }
 }

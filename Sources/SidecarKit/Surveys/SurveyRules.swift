@@ -56,7 +56,9 @@ enum SurveyRules {
 
     static func time(_ seconds: Int64?) -> JSONValue {
         guard let seconds else { return .null }
-        return .string(Date(timeIntervalSince1970: Double(seconds)).formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
+        return .string(
+            Date(timeIntervalSince1970: Double(seconds)).formatted(
+                .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
     }
 
     static func list(_ values: [String]?) -> JSONValue { values.map { .array($0.map(JSONValue.string)) } ?? .null }
@@ -70,11 +72,15 @@ enum SurveyRules {
             "show_on_stops": .bool(survey.showOnStops), "always_visible": .bool(survey.alwaysVisible),
             "allows_multiple_responses": .bool(survey.allowsMultipleResponses), "visible_stop_list": list(survey.visibleStopList),
             "visible_route_list": list(survey.visibleRouteList),
-            "study": .object(["id": .integer(study.id), "name": .string(study.name), "description": study.description.map(JSONValue.string) ?? .null]),
-            "questions": .array(survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.map { question in
-                .object(["id": .integer(question.id), "position": .integer(Int64(question.position)), "required": .bool(question.required),
-                         "content": .object(question.content)])
-            }),
+            "study": .object(["id": .integer(study.id), "name": .string(study.name), "description": study.description.map(JSONValue.string) ?? .null]
+            ),
+            "questions": .array(
+                survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.map { question in
+                    .object([
+                        "id": .integer(question.id), "position": .integer(Int64(question.position)), "required": .bool(question.required),
+                        "content": .object(question.content),
+                    ])
+                }),
         ])
     }
 
@@ -83,14 +89,18 @@ enum SurveyRules {
     static func document(_ survey: Survey) -> JSONValue {
         .object([
             "id": .integer(survey.id), "region_id": .integer(Int64(survey.regionID)), "study_id": .integer(survey.studyID),
-            "name": .string(survey.name), "available": .bool(survey.available), "start_date": time(survey.startDate), "end_date": time(survey.endDate),
+            "name": .string(survey.name), "available": .bool(survey.available), "start_date": time(survey.startDate),
+            "end_date": time(survey.endDate),
             "show_on_map": .bool(survey.showOnMap), "show_on_stops": .bool(survey.showOnStops), "always_visible": .bool(survey.alwaysVisible),
             "allows_multiple_responses": .bool(survey.allowsMultipleResponses), "visible_stop_list": list(survey.visibleStopList),
             "visible_route_list": list(survey.visibleRouteList), "require_stop_id_in_response": .bool(survey.requireStopIDInResponse),
-            "questions": .array(survey.questions.map { question in
-                .object(["id": .integer(question.id), "position": .integer(Int64(question.position)), "required": .bool(question.required),
-                         "content": .object(question.content)])
-            }),
+            "questions": .array(
+                survey.questions.map { question in
+                    .object([
+                        "id": .integer(question.id), "position": .integer(Int64(question.position)), "required": .bool(question.required),
+                        "content": .object(question.content),
+                    ])
+                }),
         ])
     }
 
@@ -132,8 +142,16 @@ enum SurveyRules {
         } else if survey.name.isEmpty {
             messages.append("name can't be blank")
         }
-        if case .integer(let study)? = fields["study_id"] { survey.studyID = study } else if fields["study_id"] != nil { messages.append("study_id must be a number") }
-        if case .integer(let region)? = fields["region_id"] { survey.regionID = Int(region) } else if fields["region_id"] != nil { messages.append("region_id must be a number") }
+        if case .integer(let study)? = fields["study_id"] {
+            survey.studyID = study
+        } else if fields["study_id"] != nil {
+            messages.append("study_id must be a number")
+        }
+        if case .integer(let region)? = fields["region_id"] {
+            survey.regionID = Int(region)
+        } else if fields["region_id"] != nil {
+            messages.append("region_id must be a number")
+        }
         bool("available") { survey.available = $0 }
         bool("show_on_map") { survey.showOnMap = $0 }
         bool("show_on_stops") { survey.showOnStops = $0 }
@@ -182,7 +200,9 @@ enum SurveyRules {
             messages.append("\(where_): the question is too long (maximum is \(FieldLimits.surveyQuestionBytes) bytes)")
         }
         if type == "radio" || type == "checkbox" {
-            guard case .array(let options)? = content["options"], !options.isEmpty, options.allSatisfy({ if case .string = $0 { true } else { false } }) else {
+            guard case .array(let options)? = content["options"], !options.isEmpty,
+                options.allSatisfy({ if case .string = $0 { true } else { false } })
+            else {
                 return .failure(ValidationFailure(messages + ["\(where_): a \(type) question needs options, a list of strings"]))
             }
         } else {
@@ -193,7 +213,8 @@ enum SurveyRules {
             if !(url.hasPrefix("https://") || url.hasPrefix("http://")) { messages.append("\(where_): an external_survey needs an http(s) url") }
             if content["survey_provider"]?.scalarText?.presence == nil { messages.append("\(where_): an external_survey needs a survey_provider") }
             if content["embedded_data_fields"] == nil { content["embedded_data_fields"] = .array([]) }
-            if case .array(let fields)? = content["embedded_data_fields"], fields.allSatisfy({ if case .string = $0 { true } else { false } }) {} else {
+            if case .array(let fields)? = content["embedded_data_fields"], fields.allSatisfy({ if case .string = $0 { true } else { false } }) {
+            } else {
                 messages.append("\(where_): embedded_data_fields must be a list of strings")
             }
             if let sdk = content["sdk_configuration_values"], case .object = sdk {} else { content.removeValue(forKey: "sdk_configuration_values") }
@@ -254,7 +275,11 @@ enum SurveyRules {
     static func merge(stored: [[String: JSONValue]], incoming: [[String: JSONValue]]) -> [[String: JSONValue]] {
         var merged = stored
         for answer in incoming {
-            if let index = merged.firstIndex(where: { $0["question_id"] == answer["question_id"] }) { merged[index] = answer } else { merged.append(answer) }
+            if let index = merged.firstIndex(where: { $0["question_id"] == answer["question_id"] }) {
+                merged[index] = answer
+            } else {
+                merged.append(answer)
+            }
         }
         return merged
     }

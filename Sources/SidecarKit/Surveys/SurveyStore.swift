@@ -13,20 +13,25 @@ struct SurveyStore: Sendable {
 
     func createStudy(regionID: Int, name: String, description: String?, now: Int64) async throws -> Study {
         let id = try await database.write { connection in
-            try connection.queryOne("INSERT INTO studies (region_id, name, description, created_at) VALUES (\(Int64(regionID)), \(name), \(description), \(now)) RETURNING id")?.int("id") ?? 0
+            try connection.queryOne(
+                "INSERT INTO studies (region_id, name, description, created_at) VALUES (\(Int64(regionID)), \(name), \(description), \(now)) RETURNING id"
+            )?.int("id") ?? 0
         }
         return Study(id: id, regionID: regionID, name: name, description: description)
     }
 
     func studies(regionID: Int? = nil) async throws -> [Study] {
         try await database.read { connection in
-            try connection.query("SELECT * FROM studies WHERE \(Int64(regionID ?? -1)) < 0 OR region_id = \(Int64(regionID ?? -1)) ORDER BY id").map(Self.study)
+            try connection.query("SELECT * FROM studies WHERE \(Int64(regionID ?? -1)) < 0 OR region_id = \(Int64(regionID ?? -1)) ORDER BY id").map(
+                Self.study)
         }
     }
 
     static func study(_ row: Row) throws -> Study {
-        Study(id: try row.int("id"), regionID: try row.count("region_id"), name: try row.string("name"), description: try row.optionalString("description"),
-              createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at"))
+        Study(
+            id: try row.int("id"), regionID: try row.count("region_id"), name: try row.string("name"),
+            description: try row.optionalString("description"),
+            createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at"))
     }
 
     // MARK: Surveys
@@ -34,7 +39,8 @@ struct SurveyStore: Sendable {
     /// Surveys of a region (or all) with their questions.
     func surveys(regionID: Int? = nil) async throws -> [Survey] {
         try await database.read { connection in
-            let rows = try connection.query("SELECT * FROM surveys WHERE \(Int64(regionID ?? -1)) < 0 OR region_id = \(Int64(regionID ?? -1)) ORDER BY id")
+            let rows = try connection.query(
+                "SELECT * FROM surveys WHERE \(Int64(regionID ?? -1)) < 0 OR region_id = \(Int64(regionID ?? -1)) ORDER BY id")
             return try rows.map { try Self.survey($0, connection) }
         }
     }
@@ -63,9 +69,11 @@ struct SurveyStore: Sendable {
             fields.set("updated_at", now)
             if survey.id == 0 {
                 saved.createdAt = now
-                saved.id = try connection.queryOne("""
-                    INSERT INTO surveys (\(fields.columns), created_at) VALUES (\(fields.values), \(now)) RETURNING id
-                    """)?.int("id") ?? 0
+                saved.id =
+                    try connection.queryOne(
+                        """
+                        INSERT INTO surveys (\(fields.columns), created_at) VALUES (\(fields.values), \(now)) RETURNING id
+                        """)?.int("id") ?? 0
             } else {
                 let existing = try connection.queryOne("SELECT * FROM surveys WHERE id = \(survey.id)").map { try Self.survey($0, connection) }
                 guard let existing else { throw SurveyStoreError.notFound }
@@ -85,11 +93,18 @@ struct SurveyStore: Sendable {
             for question in survey.questions {
                 var stored = question
                 let content = String(decoding: JSONValue.object(question.content).encoded(), as: UTF8.self)
-                if question.id != 0, try connection.execute("UPDATE survey_questions SET position = \(Int64(question.position)), required = \(question.required), content = \(content) WHERE id = \(question.id) AND survey_id = \(saved.id)") > 0 {
+                if question.id != 0,
+                    try connection.execute(
+                        "UPDATE survey_questions SET position = \(Int64(question.position)), required = \(question.required), content = \(content) WHERE id = \(question.id) AND survey_id = \(saved.id)"
+                    ) > 0
+                {
                     questions.append(stored)
                     continue
                 }
-                stored.id = try connection.queryOne("INSERT INTO survey_questions (survey_id, position, required, content) VALUES (\(saved.id), \(Int64(question.position)), \(question.required), \(content)) RETURNING id")?.int("id") ?? 0
+                stored.id =
+                    try connection.queryOne(
+                        "INSERT INTO survey_questions (survey_id, position, required, content) VALUES (\(saved.id), \(Int64(question.position)), \(question.required), \(content)) RETURNING id"
+                    )?.int("id") ?? 0
                 questions.append(stored)
             }
             saved.questions = questions
@@ -144,29 +159,37 @@ struct SurveyStore: Sendable {
             } else {
                 content = [:]
             }
-            return SurveyQuestion(id: try question.int("id"), position: Int(try question.int("position")), required: try question.bool("required"), content: content)
+            return SurveyQuestion(
+                id: try question.int("id"), position: Int(try question.int("position")), required: try question.bool("required"), content: content)
         }
-        return Survey(id: id, regionID: Int(try row.int("region_id")), studyID: try row.int("study_id"), name: try row.string("name"),
-                      available: try row.bool("available"), startDate: try row.optionalInt("start_date"), endDate: try row.optionalInt("end_date"),
-                      showOnMap: try row.bool("show_on_map"), showOnStops: try row.bool("show_on_stops"), alwaysVisible: try row.bool("always_visible"),
-                      allowsMultipleResponses: try row.bool("allows_multiple_responses"), visibleStopList: decodeList(try row.optionalString("visible_stop_list")),
-                      visibleRouteList: decodeList(try row.optionalString("visible_route_list")), requireStopIDInResponse: try row.bool("require_stop_id_in_response"),
-                      questions: questions, createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0)
+        return Survey(
+            id: id, regionID: Int(try row.int("region_id")), studyID: try row.int("study_id"), name: try row.string("name"),
+            available: try row.bool("available"), startDate: try row.optionalInt("start_date"), endDate: try row.optionalInt("end_date"),
+            showOnMap: try row.bool("show_on_map"), showOnStops: try row.bool("show_on_stops"), alwaysVisible: try row.bool("always_visible"),
+            allowsMultipleResponses: try row.bool("allows_multiple_responses"),
+            visibleStopList: decodeList(try row.optionalString("visible_stop_list")),
+            visibleRouteList: decodeList(try row.optionalString("visible_route_list")),
+            requireStopIDInResponse: try row.bool("require_stop_id_in_response"),
+            questions: questions, createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0)
     }
 
     // MARK: Responses
 
-    func createResponse(surveyID: Int64, userIdentifier: String, stopIdentifier: String?, stopLatitude: Double?, stopLongitude: Double?,
-                               answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse {
+    func createResponse(
+        surveyID: Int64, userIdentifier: String, stopIdentifier: String?, stopLatitude: Double?, stopLongitude: Double?,
+        answers: [[String: JSONValue]], now: Int64
+    ) async throws -> StoredResponse {
         let publicID = SecureToken.hex(bytes: 10)
         _ = try await database.write { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO survey_responses (public_id, survey_id, user_identifier, stop_identifier, stop_latitude, stop_longitude, responses, created_at, updated_at)
                 VALUES (\(publicID), \(surveyID), \(userIdentifier), \(stopIdentifier), \(stopLatitude), \(stopLongitude), \(Self.encode(answers)), \(now), \(now))
                 """)
         }
-        return StoredResponse(publicID: publicID, surveyID: surveyID, userIdentifier: userIdentifier, answers: answers, stopIdentifier: stopIdentifier,
-                              stopLatitude: stopLatitude, stopLongitude: stopLongitude, createdAt: now, updatedAt: now)
+        return StoredResponse(
+            publicID: publicID, surveyID: surveyID, userIdentifier: userIdentifier, answers: answers, stopIdentifier: stopIdentifier,
+            stopLatitude: stopLatitude, stopLongitude: stopLongitude, createdAt: now, updatedAt: now)
     }
 
     /// Merges answers into a stored response by `question_id`; nil when unknown.
@@ -176,7 +199,8 @@ struct SurveyStore: Sendable {
             var stored = try StoredResponse.read(row)
             let merged = SurveyRules.merge(stored: stored.answers, incoming: answers)
             if let problem = SurveyRules.answersTooLarge(merged.map(JSONValue.object)) { throw ValidationFailure([problem]) }
-            try connection.execute("UPDATE survey_responses SET responses = \(Self.encode(merged)), updated_at = \(now) WHERE public_id = \(publicID)")
+            try connection.execute(
+                "UPDATE survey_responses SET responses = \(Self.encode(merged)), updated_at = \(now) WHERE public_id = \(publicID)")
             stored.answers = merged
             stored.updatedAt = now
             return stored
@@ -208,9 +232,11 @@ struct SurveyStore: Sendable {
 
     /// Every response to a region's surveys, oldest first.
     static func responses(_ connection: any SQLConnection, regionID: Int) throws -> [StoredResponse] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT r.* FROM survey_responses r JOIN surveys s ON s.id = r.survey_id WHERE s.region_id = \(regionID) ORDER BY r.id
-            """).map(StoredResponse.read)
+            """
+        ).map(StoredResponse.read)
     }
 
     /// What a row of `table` (studies, surveys, survey_questions) with this
@@ -244,7 +270,8 @@ struct SurveyStore: Sendable {
 
     /// Adds rows as they were exported, ids kept (an import).
     static func insertImported(_ connection: any SQLConnection, study: Study) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO studies (id, region_id, name, description, created_at, updated_at)
             VALUES (\(study.id), \(study.regionID), \(study.name), \(study.description), \(study.createdAt), \(study.updatedAt))
             """)
@@ -260,14 +287,16 @@ struct SurveyStore: Sendable {
 
     static func insertImported(_ connection: any SQLConnection, question: SurveyQuestion, surveyID: Int64) throws {
         let content = String(decoding: JSONValue.object(question.content).encoded(), as: UTF8.self)
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO survey_questions (id, survey_id, position, required, content)
             VALUES (\(question.id), \(surveyID), \(question.position), \(question.required), \(content))
             """)
     }
 
     static func insertImported(_ connection: any SQLConnection, response: StoredResponse) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO survey_responses (public_id, survey_id, user_identifier, stop_identifier, stop_latitude, stop_longitude, responses,
                 created_at, updated_at)
             VALUES (\(response.publicID), \(response.surveyID), \(response.userIdentifier), \(response.stopIdentifier), \(response.stopLatitude),
@@ -285,54 +314,64 @@ struct SurveyStore: Sendable {
 extension SurveyStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema("SurveyStore", [
-        5: [
-            .table("studies", withID: true, """
-                region_id BIGINT NOT NULL,
-                name TEXT NOT NULL,
-                description TEXT,
-                created_at BIGINT NOT NULL
-                """),
-            .table("surveys", withID: true, """
-                region_id BIGINT NOT NULL,
-                study_id BIGINT NOT NULL REFERENCES studies (id),
-                name TEXT NOT NULL,
-                available BIGINT NOT NULL DEFAULT 1,
-                start_date BIGINT,
-                end_date BIGINT,
-                show_on_map BIGINT NOT NULL DEFAULT 0,
-                show_on_stops BIGINT NOT NULL DEFAULT 0,
-                always_visible BIGINT NOT NULL DEFAULT 0,
-                allows_multiple_responses BIGINT NOT NULL DEFAULT 0,
-                visible_stop_list TEXT,
-                visible_route_list TEXT,
-                require_stop_id_in_response BIGINT NOT NULL DEFAULT 0,
-                created_at BIGINT NOT NULL,
-                updated_at BIGINT NOT NULL
-                """),
-            .same("CREATE INDEX surveys_region ON surveys (region_id)"),
-            .table("survey_questions", withID: true, """
-                survey_id BIGINT NOT NULL REFERENCES surveys (id),
-                position BIGINT NOT NULL,
-                required BIGINT NOT NULL DEFAULT 0,
-                content TEXT NOT NULL
-                """),
-            .same("CREATE INDEX survey_questions_survey ON survey_questions (survey_id)"),
-            .table("survey_responses", withID: true, """
-                public_id TEXT NOT NULL UNIQUE,
-                survey_id BIGINT NOT NULL REFERENCES surveys (id),
-                user_identifier TEXT NOT NULL,
-                stop_identifier TEXT,
-                stop_latitude DOUBLE PRECISION,
-                stop_longitude DOUBLE PRECISION,
-                responses TEXT NOT NULL,
-                created_at BIGINT NOT NULL,
-                updated_at BIGINT NOT NULL
-                """),
-            .same("CREATE INDEX survey_responses_survey ON survey_responses (survey_id)"),
-        ],
-        13: [
-            .same("ALTER TABLE studies ADD COLUMN updated_at BIGINT"),
-        ],
-    ])
+    static let schema = Schema(
+        "SurveyStore",
+        [
+            5: [
+                .table(
+                    "studies", withID: true,
+                    """
+                    region_id BIGINT NOT NULL,
+                    name TEXT NOT NULL,
+                    description TEXT,
+                    created_at BIGINT NOT NULL
+                    """),
+                .table(
+                    "surveys", withID: true,
+                    """
+                    region_id BIGINT NOT NULL,
+                    study_id BIGINT NOT NULL REFERENCES studies (id),
+                    name TEXT NOT NULL,
+                    available BIGINT NOT NULL DEFAULT 1,
+                    start_date BIGINT,
+                    end_date BIGINT,
+                    show_on_map BIGINT NOT NULL DEFAULT 0,
+                    show_on_stops BIGINT NOT NULL DEFAULT 0,
+                    always_visible BIGINT NOT NULL DEFAULT 0,
+                    allows_multiple_responses BIGINT NOT NULL DEFAULT 0,
+                    visible_stop_list TEXT,
+                    visible_route_list TEXT,
+                    require_stop_id_in_response BIGINT NOT NULL DEFAULT 0,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                    """),
+                .same("CREATE INDEX surveys_region ON surveys (region_id)"),
+                .table(
+                    "survey_questions", withID: true,
+                    """
+                    survey_id BIGINT NOT NULL REFERENCES surveys (id),
+                    position BIGINT NOT NULL,
+                    required BIGINT NOT NULL DEFAULT 0,
+                    content TEXT NOT NULL
+                    """),
+                .same("CREATE INDEX survey_questions_survey ON survey_questions (survey_id)"),
+                .table(
+                    "survey_responses", withID: true,
+                    """
+                    public_id TEXT NOT NULL UNIQUE,
+                    survey_id BIGINT NOT NULL REFERENCES surveys (id),
+                    user_identifier TEXT NOT NULL,
+                    stop_identifier TEXT,
+                    stop_latitude DOUBLE PRECISION,
+                    stop_longitude DOUBLE PRECISION,
+                    responses TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                    """),
+                .same("CREATE INDEX survey_responses_survey ON survey_responses (survey_id)"),
+            ],
+            13: [
+                .same("ALTER TABLE studies ADD COLUMN updated_at BIGINT")
+            ],
+        ])
 }

@@ -20,10 +20,11 @@ extension SurveyStore {
         var updatedAt: Int64 = 0
 
         static func read(_ row: Row) throws -> StoredResponse {
-            StoredResponse(publicID: try row.string("public_id"), surveyID: try row.int("survey_id"), userIdentifier: try row.string("user_identifier"),
-                           answers: SurveyStore.decodeAnswers(try row.string("responses")), stopIdentifier: try row.optionalString("stop_identifier"),
-                           stopLatitude: try row.optionalDouble("stop_latitude"), stopLongitude: try row.optionalDouble("stop_longitude"),
-                           createdAt: try row.int("created_at"), updatedAt: try row.int("updated_at"))
+            StoredResponse(
+                publicID: try row.string("public_id"), surveyID: try row.int("survey_id"), userIdentifier: try row.string("user_identifier"),
+                answers: SurveyStore.decodeAnswers(try row.string("responses")), stopIdentifier: try row.optionalString("stop_identifier"),
+                stopLatitude: try row.optionalDouble("stop_latitude"), stopLongitude: try row.optionalDouble("stop_longitude"),
+                createdAt: try row.int("created_at"), updatedAt: try row.int("updated_at"))
         }
     }
 

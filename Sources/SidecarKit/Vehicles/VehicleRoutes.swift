@@ -81,7 +81,8 @@ struct VehicleRoutes: Sendable {
 
 extension VehicleRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(regions: context.regions, oba: context.oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: context.now),
-                  results: TimedCache(lifetimeSeconds: 5 * 60, now: context.now), lookups: context.limits.upstreamLookups, logger: context.logger)
+        self.init(
+            regions: context.regions, oba: context.oba, fleets: TimedCache(lifetimeSeconds: 30 * 60, now: context.now),
+            results: TimedCache(lifetimeSeconds: 5 * 60, now: context.now), lookups: context.limits.upstreamLookups, logger: context.logger)
     }
 }

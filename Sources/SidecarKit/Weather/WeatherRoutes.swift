@@ -55,15 +55,20 @@ enum WeatherRules {
         var windSpeed: Double?
 
         var conditions: WeatherForecast.Conditions {
-            .init(icon: icon ?? "", summary: summary ?? "", temperature: temperature ?? 0, temperature_feels_like: apparentTemperature ?? temperature ?? 0,
-                  precip_per_hour: precipIntensity ?? 0, precip_probability: min(max(precipProbability ?? 0, 0), 1), wind_speed: windSpeed ?? 0,
-                  time: time ?? 0)
+            .init(
+                icon: icon ?? "", summary: summary ?? "", temperature: temperature ?? 0,
+                temperature_feels_like: apparentTemperature ?? temperature ?? 0,
+                precip_per_hour: precipIntensity ?? 0, precip_probability: min(max(precipProbability ?? 0, 0), 1), wind_speed: windSpeed ?? 0,
+                time: time ?? 0)
         }
     }
 
     struct PirateResponse: Decodable {
         struct Series: Decodable { var data: [PiratePoint]? }
-        struct DailySeries: Decodable { struct Day: Decodable { var summary: String? }; var data: [Day]? }
+        struct DailySeries: Decodable {
+            struct Day: Decodable { var summary: String? }
+            var data: [Day]?
+        }
         var currently: PiratePoint?
         var hourly: Series?
         var daily: DailySeries?
@@ -102,15 +107,19 @@ struct WeatherRoutes: Sendable {
 
     func weather(_ request: Request) async -> Response {
         guard let region = regions.resolve(request) else { return .regionNotFound }
-        if let body = cache.value(region.id) { return Response.bytes(200, contentType: "application/json; charset=utf-8", body).logging("region", String(region.id)) }
+        if let body = cache.value(region.id) {
+            return Response.bytes(200, contentType: "application/json; charset=utf-8", body).logging("region", String(region.id))
+        }
         guard let apiKey, let center = WeatherRules.center(of: region) else { return Self.unavailable.logging("region", String(region.id)) }
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         let url = "\(base)/forecast/\(apiKey)/\(center.latitude),\(center.longitude)?units=\(WeatherRules.units)&exclude=minutely,alerts"
         do {
             let response = try await http.get(url, upstream: "pirate_weather")
             guard response.status == 200,
-                  let forecast = WeatherRules.forecast(pirate: response.body, region: region, latitude: center.latitude,
-                                                       longitude: center.longitude, retrievedAt: clock.now()) else {
+                let forecast = WeatherRules.forecast(
+                    pirate: response.body, region: region, latitude: center.latitude,
+                    longitude: center.longitude, retrievedAt: clock.now())
+            else {
                 // The status only: the URL carries the key.
                 logger.warning("weather provider answered unusably", [("region", String(region.id)), ("status", String(response.status))])
                 return Self.unavailable.logging("region", String(region.id))
@@ -127,8 +136,9 @@ struct WeatherRoutes: Sendable {
 
 extension WeatherRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(regions: context.regions, http: context.upstream, apiKey: context.configuration.pirateWeatherKey,
-                  baseURL: context.configuration.pirateWeatherURL, cache: TimedCache(lifetimeSeconds: 30 * 60, now: context.now), clock: context.clock,
-                  logger: context.logger)
+        self.init(
+            regions: context.regions, http: context.upstream, apiKey: context.configuration.pirateWeatherKey,
+            baseURL: context.configuration.pirateWeatherURL, cache: TimedCache(lifetimeSeconds: 30 * 60, now: context.now), clock: context.clock,
+            logger: context.logger)
     }
 }

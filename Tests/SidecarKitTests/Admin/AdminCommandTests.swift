@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// The CLI says which database it used and never creates one to read; an
@@ -10,8 +11,10 @@ struct AdminDatabaseCommandTests: OperatorCommandSuite {
     @Test func aReadOnlyCommandNeverCreatesADatabase() async throws {
         try await Self.inDirectory { directory in
             let path = directory.appendingPathComponent("missing.sqlite3").path
-            for command in [["alert", "list", "--region", "1"], ["apikey", "list"], ["user", "list"], ["region", "list"], ["export", "--region", "1"],
-                            ["survey", "list"], ["alert", "show", "1"], ["ghostbus", "export", "--region", "1"]] {
+            for command in [
+                ["alert", "list", "--region", "1"], ["apikey", "list"], ["user", "list"], ["region", "list"], ["export", "--region", "1"],
+                ["survey", "list"], ["alert", "show", "1"], ["ghostbus", "export", "--region", "1"],
+            ] {
                 let result = try await Self.run(command, database: path)
                 #expect(result.status == 1, "\(command)")
                 #expect(result.output.isEmpty)

@@ -1,8 +1,9 @@
 import Foundation
 import HTTPServer
 import Push
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// An alarm that fires tells the truth (the minutes left now, a payload
@@ -48,17 +49,19 @@ struct AlarmFiringTests {
             }
             oba.set(trips)
             for index in 0..<30 {
-                let response = try await app.post("/api/v2/regions/1/alarms",
-                                                  AlarmRouteTests.alarmFields("t\(index)", stop: "stop-\(index)", push: "device-\(index)"),
-                                                  source: "127.0.\(index / 20).\(10 + index)")
+                let response = try await app.post(
+                    "/api/v2/regions/1/alarms",
+                    AlarmRouteTests.alarmFields("t\(index)", stop: "stop-\(index)", push: "device-\(index)"),
+                    source: "127.0.\(index / 20).\(10 + index)")
                 #expect(response.status == 201)
             }
             let stop = StopSignal()
             let base = app.sidecar.alarmChecker
-            let checker = AlarmChecker(store: base.store, regions: base.regions, oba: base.oba,
-                                       transport: StoppingTransport(inner: try #require(app.sidecar.transport), stop: stop),
-                                       pushRegistrations: base.pushRegistrations, clock: base.clock, logger: base.logger,
-                                       intervalSeconds: base.intervalSeconds, stop: stop, alarmsPerPage: 10)
+            let checker = AlarmChecker(
+                store: base.store, regions: base.regions, oba: base.oba,
+                transport: StoppingTransport(inner: try #require(app.sidecar.transport), stop: stop),
+                pushRegistrations: base.pushRegistrations, clock: base.clock, logger: base.logger,
+                intervalSeconds: base.intervalSeconds, stop: stop, alarmsPerPage: 10)
             let first = await checker.runCycle()
             #expect(first.fired == 10, "the page under way was pushed and committed, later pages left")
             #expect(try await AlarmStore(database: app.sidecar.database).count() == 20)

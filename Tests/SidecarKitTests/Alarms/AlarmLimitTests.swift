@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// Alarm writes are limited per client, alarms per device, and a request
@@ -36,26 +37,36 @@ struct AlarmLimitTests {
         try await AlarmRouteTests.run { app, oba, _ in
             oba.set([AlarmRouteTests.trip("t1", departsIn: 3600, clock: app.clock)])
             for index in 0..<20 {
-                let response = try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "one-device", secondsBefore: String(60 + index)))
+                let response = try await app.post(
+                    "/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "one-device", secondsBefore: String(60 + index)))
                 #expect(response.status == 201)
             }
             let twentyFirst = try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "one-device"))
             #expect(twentyFirst.status == 422)
             #expect((twentyFirst.json?["messages"] as? [String]) == ["This device already has 20 alarms waiting"])
             for index in 0..<10 {
-                let response = try await app.post("/api/v2/regions/1/live_activities", [
-                    ("activity_id", "activity-\(index)"), ("push_token", "one-token"), ("stop_id", "1_11420"), ("route_short_name", "10"),
-                    ("trip_headsign", "Downtown")], source: "127.0.0.3")
+                let response = try await app.post(
+                    "/api/v2/regions/1/live_activities",
+                    [
+                        ("activity_id", "activity-\(index)"), ("push_token", "one-token"), ("stop_id", "1_11420"), ("route_short_name", "10"),
+                        ("trip_headsign", "Downtown"),
+                    ], source: "127.0.0.3")
                 #expect(response.status == 201)
             }
-            let eleventh = try await app.post("/api/v2/regions/1/live_activities", [
-                ("activity_id", "activity-10"), ("push_token", "one-token"), ("stop_id", "1_11420"), ("route_short_name", "10"),
-                ("trip_headsign", "Downtown")], source: "127.0.0.3")
+            let eleventh = try await app.post(
+                "/api/v2/regions/1/live_activities",
+                [
+                    ("activity_id", "activity-10"), ("push_token", "one-token"), ("stop_id", "1_11420"), ("route_short_name", "10"),
+                    ("trip_headsign", "Downtown"),
+                ], source: "127.0.0.3")
             #expect(eleventh.status == 422)
             // Re-registering one of the ten (a rotated token arrives this way) is fine.
-            let again = try await app.post("/api/v2/regions/1/live_activities", [
-                ("activity_id", "activity-3"), ("push_token", "one-token"), ("stop_id", "1_11420"), ("route_short_name", "10"),
-                ("trip_headsign", "Downtown")], source: "127.0.0.3")
+            let again = try await app.post(
+                "/api/v2/regions/1/live_activities",
+                [
+                    ("activity_id", "activity-3"), ("push_token", "one-token"), ("stop_id", "1_11420"), ("route_short_name", "10"),
+                    ("trip_headsign", "Downtown"),
+                ], source: "127.0.0.3")
             #expect(again.status == 201)
         }
     }
@@ -66,8 +77,12 @@ struct AlarmLimitTests {
             #expect(response.status == 422)
             #expect(response.json?["error"] as? String == "Unable to register alarm")
             #expect(response.json?["messages"] as? [String] == ["Stop can't be blank", "Trip can't be blank", "Service date can't be blank"])
-            let partial = try await app.post("/api/v1/regions/1/alarms", [("user_push_id", "onesignal-1"), ("stop_id", "1_75403"),
-                                                                         ("trip_id", "1_1")])
+            let partial = try await app.post(
+                "/api/v1/regions/1/alarms",
+                [
+                    ("user_push_id", "onesignal-1"), ("stop_id", "1_75403"),
+                    ("trip_id", "1_1"),
+                ])
             #expect(partial.json?["messages"] as? [String] == ["Service date can't be blank"])
             #expect(oba.counts.trip == 0 && oba.counts.stop == 0, "the OneBusAway server was not asked")
             // A lookup that really fails still answers 502.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClient
 import Push
 import Testing
+
 @testable import SidecarKit
 
 /// What an alarm push carries through each transport: it rings (sound,
@@ -10,9 +11,10 @@ import Testing
 @Suite("Alarms: the push that rings")
 struct AlarmPushTests {
     static func alarm(_ os: PushPlatform) -> Alarm {
-        Alarm(id: 1, token: "tok", regionID: 1, apiVersion: .v2, userPushID: "device", operatingSystem: os, apnsSandbox: false, stopID: "1_75403",
-              tripID: "1_123", serviceDate: 1_767_168_000_000, vehicleID: nil, stopSequence: 4, secondsBefore: 600,
-              message: "The 44 to Ballard leaves in 10 minutes", failureCount: 0, departureEstimate: nil, nextCheckAt: 0, createdAt: 0)
+        Alarm(
+            id: 1, token: "tok", regionID: 1, apiVersion: .v2, userPushID: "device", operatingSystem: os, apnsSandbox: false, stopID: "1_75403",
+            tripID: "1_123", serviceDate: 1_767_168_000_000, vehicleID: nil, stopSequence: 4, secondsBefore: 600,
+            message: "The 44 to Ballard leaves in 10 minutes", failureCount: 0, departureEstimate: nil, nextCheckAt: 0, createdAt: 0)
     }
 
     static func object(_ bytes: [UInt8]) throws -> [String: Any] {
@@ -40,21 +42,31 @@ struct AlarmPushTests {
         let android = try #require(message["android"] as? [String: Any])
         #expect(Set(android.keys) == ["priority", "notification"])
         #expect(android["priority"] as? String == "high")
-        #expect((android["notification"] as? [String: String]) == ["sound": "default", "notification_priority": "PRIORITY_MAX",
-                                                                  "channel_id": "arrival_reminders"])
+        #expect(
+            (android["notification"] as? [String: String]) == [
+                "sound": "default", "notification_priority": "PRIORITY_MAX",
+                "channel_id": "arrival_reminders",
+            ])
         #expect(Set((message["data"] as? [String: String] ?? [:]).keys) == ["arrival_and_departure"])
-        let alert = try #require(try Self.object(FCMTransport.body(PushMessage(token: "t", platform: .android, title: "Detour", body: "x")))["message"]
-            as? [String: Any])
+        let alert = try #require(
+            try Self.object(FCMTransport.body(PushMessage(token: "t", platform: .android, title: "Detour", body: "x")))["message"]
+                as? [String: Any])
         #expect(((alert["android"] as? [String: Any])?["notification"] as? [String: String]) == ["sound": "default"])
     }
 
     @Test func anAlarmPushRingsThroughGorush() throws {
         let gorush = GorushTransport(baseURL: "http://127.0.0.1:1", apnsTopic: "org.onebusaway.iphone", http: HTTPClient())
-        let body = try Self.object(gorush.requestBody([AlarmRules.push(for: Self.alarm(.ios)), AlarmRules.push(for: Self.alarm(.android)),
-                                                       PushMessage(token: "t", platform: .ios, title: "Detour", body: "x")]))
+        let body = try Self.object(
+            gorush.requestBody([
+                AlarmRules.push(for: Self.alarm(.ios)), AlarmRules.push(for: Self.alarm(.android)),
+                PushMessage(token: "t", platform: .ios, title: "Detour", body: "x"),
+            ]))
         let notifications = try #require(body["notifications"] as? [[String: Any]])
-        #expect(Set(notifications[0].keys) == ["tokens", "platform", "title", "message", "data", "sound", "priority", "interruption_level",
-                                               "development", "topic"])
+        #expect(
+            Set(notifications[0].keys) == [
+                "tokens", "platform", "title", "message", "data", "sound", "priority", "interruption_level",
+                "development", "topic",
+            ])
         #expect(notifications[0]["sound"] as? String == "default")
         #expect(notifications[0]["interruption_level"] as? String == "time-sensitive")
         #expect(notifications[0]["priority"] as? String == "high")
@@ -62,14 +74,16 @@ struct AlarmPushTests {
         #expect(notifications[1]["notification"] as? [String: String] == ["android_channel_id": "arrival_reminders"])
         #expect(notifications[1]["sound"] as? String == "default")
         #expect(notifications[1]["priority"] as? String == "high")
-        #expect(Set(notifications[2].keys) == ["tokens", "platform", "title", "message", "sound", "development", "topic"],
-                "an alert push: ordinary sound, no time-sensitive level")
+        #expect(
+            Set(notifications[2].keys) == ["tokens", "platform", "title", "message", "sound", "development", "topic"],
+            "an alert push: ordinary sound, no time-sensitive level")
     }
 
     @Test func androidAlarmPushesExpireWithTheBusAndUseTheRemindersChannel() throws {
-        let alarm = Alarm(id: 1, token: "t", regionID: 1, apiVersion: .v2, userPushID: "fcm-token", operatingSystem: .android, apnsSandbox: false,
-                          stopID: "1_1", tripID: "t1", serviceDate: 1, vehicleID: nil, stopSequence: 3, secondsBefore: 300, message: "m",
-                          failureCount: 0, departureEstimate: nil, nextCheckAt: 0, createdAt: 0)
+        let alarm = Alarm(
+            id: 1, token: "t", regionID: 1, apiVersion: .v2, userPushID: "fcm-token", operatingSystem: .android, apnsSandbox: false,
+            stopID: "1_1", tripID: "t1", serviceDate: 1, vehicleID: nil, stopSequence: 3, secondsBefore: 300, message: "m",
+            failureCount: 0, departureEstimate: nil, nextCheckAt: 0, createdAt: 0)
         let message = AlarmRules.push(for: alarm, text: "The 44 leaves in 4 minutes", expiresAt: 1_000_240)
         let fcm = try #require(try JSONSerialization.jsonObject(with: Data(FCMTransport.body(message, now: 1_000_000))) as? [String: Any])
         let android = try #require((fcm["message"] as? [String: Any])?["android"] as? [String: Any])

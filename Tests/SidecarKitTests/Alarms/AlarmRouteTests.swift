@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 @Suite("Alarms: over HTTP and the checker loop")
@@ -9,8 +10,10 @@ struct AlarmRouteTests {
     static let serviceDate: Int64 = 1_767_168_000_000
 
     /// A sidecar wired to a fake OBA server (region 1) and a fake gorush.
-    static func run(transport: Bool = true, configure: (inout SidecarConfiguration) -> Void = { _ in },
-                    _ body: (TestSidecar, FakeOBA, FakeGorush) async throws -> Void) async throws {
+    static func run(
+        transport: Bool = true, configure: (inout SidecarConfiguration) -> Void = { _ in },
+        _ body: (TestSidecar, FakeOBA, FakeGorush) async throws -> Void
+    ) async throws {
         let clock = ManualClock()
         let oba = try FakeOBA { clock.now().epochMillis }
         let gorush = try FakeGorush()
@@ -18,13 +21,16 @@ struct AlarmRouteTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let regions = try oba.regionsFile(in: directory)
-        try await TestSidecar.run(clock: clock, {
-            $0.regions = regions
-            $0.obaAPIKey = "TEST-KEY"
-            $0.runsAlarmChecker = false
-            if transport { $0.gorushURL = gorush.url }
-            configure(&$0)
-        }) { app in try await body(app, oba, gorush) }
+        try await TestSidecar.run(
+            clock: clock,
+            {
+                $0.regions = regions
+                $0.obaAPIKey = "TEST-KEY"
+                $0.runsAlarmChecker = false
+                if transport { $0.gorushURL = gorush.url }
+                configure(&$0)
+            }
+        ) { app in try await body(app, oba, gorush) }
         await oba.server.shutdown()
         await gorush.server.shutdown()
     }
@@ -33,10 +39,14 @@ struct AlarmRouteTests {
         FakeOBA.Trip(stopID: stop, tripID: id, serviceDate: serviceDate, departure: clock.now().epochMillis + seconds * 1000, predicted: predicted)
     }
 
-    static func alarmFields(_ trip: String, stop: String = "1_11420", push: String = "device-1", os: String = "ios",
-                            secondsBefore: String = "300.0") -> [(String, String)] {
-        [("user_push_id", push), ("operating_system", os), ("stop_id", stop), ("trip_id", trip),
-         ("service_date", String(serviceDate)), ("stop_sequence", "4"), ("vehicle_id", "1_7012"), ("seconds_before", secondsBefore)]
+    static func alarmFields(
+        _ trip: String, stop: String = "1_11420", push: String = "device-1", os: String = "ios",
+        secondsBefore: String = "300.0"
+    ) -> [(String, String)] {
+        [
+            ("user_push_id", push), ("operating_system", os), ("stop_id", stop), ("trip_id", trip),
+            ("service_date", String(serviceDate)), ("stop_sequence", "4"), ("vehicle_id", "1_7012"), ("seconds_before", secondsBefore),
+        ]
     }
 
     @Test func v2CreationComposesTheMessageAndRegistersTheDevice() async throws {
@@ -64,9 +74,12 @@ struct AlarmRouteTests {
 
     @Test func theMessageComesFromTheAppsFixture() async throws {
         try await Self.run { app, _, _ in
-            let response = try await app.post("/api/v2/regions/1/alarms", [
-                ("user_push_id", "d"), ("operating_system", "ios"), ("stop_id", "1_11420"), ("trip_id", "1_40989208"),
-                ("service_date", "1538809200000"), ("stop_sequence", "4"), ("seconds_before", "60")])
+            let response = try await app.post(
+                "/api/v2/regions/1/alarms",
+                [
+                    ("user_push_id", "d"), ("operating_system", "ios"), ("stop_id", "1_11420"), ("trip_id", "1_40989208"),
+                    ("service_date", "1538809200000"), ("stop_sequence", "4"), ("seconds_before", "60"),
+                ])
             let token = String((response.json?["url"] as? String ?? "").split(separator: "/").last ?? "")
             let alarm = try #require(try await AlarmStore(database: app.sidecar.database).find(token: token))
             #expect(alarm.message == "The 10 to Downtown Seattle leaves in 1 minute")
@@ -77,8 +90,9 @@ struct AlarmRouteTests {
     @Test func v2FallsBackToAGenericMessageAndStoresTripFieldsAsSent() async throws {
         try await Self.run { app, oba, _ in
             oba.setMode(.serverError)
-            let response = try await app.postJSON("/api/v2/regions/1/alarms",
-                                                  #"{"user_push_id":"d","operating_system":"android","seconds_before":"-4"}"#)
+            let response = try await app.postJSON(
+                "/api/v2/regions/1/alarms",
+                #"{"user_push_id":"d","operating_system":"android","seconds_before":"-4"}"#)
             #expect(response.status == 201)
             let token = String((response.json?["url"] as? String ?? "").split(separator: "/").last ?? "")
             let alarm = try #require(try await AlarmStore(database: app.sidecar.database).find(token: token))
@@ -115,12 +129,14 @@ struct AlarmRouteTests {
         }
     }
 
-    @Test("validation", arguments: [
-        ("/api/v2/regions/1/alarms", [("operating_system", "ios")], "Push identifier can't be blank"),
-        ("/api/v2/regions/1/alarms", [("user_push_id", "p")], "Operating system can't be blank"),
-        ("/api/v2/regions/1/alarms", [("user_push_id", "p"), ("operating_system", "webos")], "Operating system is not included in the list"),
-        ("/api/v1/regions/1/alarms", [("seconds_before", "60")], "Push identifier can't be blank"),
-    ])
+    @Test(
+        "validation",
+        arguments: [
+            ("/api/v2/regions/1/alarms", [("operating_system", "ios")], "Push identifier can't be blank"),
+            ("/api/v2/regions/1/alarms", [("user_push_id", "p")], "Operating system can't be blank"),
+            ("/api/v2/regions/1/alarms", [("user_push_id", "p"), ("operating_system", "webos")], "Operating system is not included in the list"),
+            ("/api/v1/regions/1/alarms", [("seconds_before", "60")], "Push identifier can't be blank"),
+        ])
     func rejects(path: String, fields: [(String, String)], message: String) async throws {
         try await Self.run { app, _, _ in
             let response = try await app.post(path, fields)
@@ -247,7 +263,10 @@ struct AlarmRouteTests {
 
     @Test func alarmsAtOneStopShareOneRequestAndFarOffAlarmsAreCheckedLessOften() async throws {
         try await Self.run { app, oba, _ in
-            oba.set((0..<6).map { Self.trip("t\($0)", departsIn: 3 * 3600, clock: app.clock) } + [Self.trip("near", stop: "1_999", departsIn: 900, clock: app.clock)])
+            oba.set(
+                (0..<6).map { Self.trip("t\($0)", departsIn: 3 * 3600, clock: app.clock) } + [
+                    Self.trip("near", stop: "1_999", departsIn: 900, clock: app.clock)
+                ])
             for index in 0..<6 { _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t\(index)", push: "d\(index)")) }
             _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("near", stop: "1_999", push: "n"))
             let before = oba.counts
@@ -302,7 +321,13 @@ struct AlarmRouteTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let regions = try oba.regionsFile(in: directory)
-        try await TestSidecar.run(clock: clock, { $0.regions = regions; $0.gorushURL = gorush.url }) { app in
+        try await TestSidecar.run(
+            clock: clock,
+            {
+                $0.regions = regions
+                $0.gorushURL = gorush.url
+            }
+        ) { app in
             oba.set([Self.trip("t1", departsIn: 330, clock: clock)])
             _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t1"))
             #expect(try await app.eventually { clock.sleeperCount >= 2 })  // the pruner and the checker

@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// The scheduler checks far-off alarms less often. This drives the real
@@ -71,8 +72,9 @@ struct AlarmSchedulingTests {
         let alarms = (0..<Self.alarmCount).map { index in
             let trace = Self.trace(minutes: Self.minutes, using: &generator)
             let secondsBefore = [60, 300, 600, 900, 1200].randomElement(using: &generator)!
-            return SimulatedAlarm(device: "sim-device-\(index)", trip: "sim-trip-\(index)", stop: "1_\(20_000 + index % Self.stopCount)",
-                                  secondsBefore: secondsBefore, trace: trace)
+            return SimulatedAlarm(
+                device: "sim-device-\(index)", trip: "sim-trip-\(index)", stop: "1_\(20_000 + index % Self.stopCount)",
+                secondsBefore: secondsBefore, trace: trace)
         }
         let expected = alarms.map { Self.naive($0.trace, secondsBefore: $0.secondsBefore) }
         // The traces exercise every path: alarms that fire, and alarms whose bus leaves between checks.
@@ -80,17 +82,26 @@ struct AlarmSchedulingTests {
         #expect(expected.contains { if case .expire = $0 { true } else { false } })
 
         // One test client creates every alarm: its write and lookup budgets are off.
-        try await AlarmRouteTests.run(configure: { $0.alarmLimit = 0; $0.pushRegistrationLimit = 0; $0.upstreamLookupLimit = 0 }) { app, oba, gorush in
+        try await AlarmRouteTests.run(configure: {
+            $0.alarmLimit = 0
+            $0.pushRegistrationLimit = 0
+            $0.upstreamLookupLimit = 0
+        }) { app, oba, gorush in
             let start = app.clock.now().epochMillis
             /// Every trip's predicted departure at `minute`, from its trace.
             func trips(atMinute minute: Int) -> [FakeOBA.Trip] {
-                alarms.map { FakeOBA.Trip(stopID: $0.stop, tripID: $0.trip, serviceDate: AlarmRouteTests.serviceDate,
-                                          departure: start + $0.trace[minute] * 1000) }
+                alarms.map {
+                    FakeOBA.Trip(
+                        stopID: $0.stop, tripID: $0.trip, serviceDate: AlarmRouteTests.serviceDate,
+                        departure: start + $0.trace[minute] * 1000)
+                }
             }
             oba.set(trips(atMinute: 0))
             for alarm in alarms {
-                let response = try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields(
-                    alarm.trip, stop: alarm.stop, push: alarm.device, secondsBefore: String(alarm.secondsBefore)))
+                let response = try await app.post(
+                    "/api/v2/regions/1/alarms",
+                    AlarmRouteTests.alarmFields(
+                        alarm.trip, stop: alarm.stop, push: alarm.device, secondsBefore: String(alarm.secondsBefore)))
                 try #require(response.status == 201, "\(alarm.device): \(response.text)")
             }
 
@@ -122,7 +133,10 @@ struct AlarmSchedulingTests {
             var naiveChecks = 0
             for (alarm, expected) in zip(alarms, expected) {
                 let actual = observed[alarm.device] ?? .never
-                #expect(actual == expected, "\(alarm.device), \(alarm.secondsBefore) s before, departures \(alarm.trace.prefix(8))…: the checker \(actual), every minute \(expected)")
+                #expect(
+                    actual == expected,
+                    "\(alarm.device), \(alarm.secondsBefore) s before, departures \(alarm.trace.prefix(8))…: the checker \(actual), every minute \(expected)"
+                )
                 switch expected {
                 case .fire(let minute), .expire(let minute): naiveChecks += minute + 1
                 case .never: naiveChecks += Self.minutes

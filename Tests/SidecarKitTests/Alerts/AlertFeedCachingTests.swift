@@ -1,8 +1,9 @@
 import Foundation
 import GTFSRealtime
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// Conditional GETs, a tag per variant, and the stamp and Last-Modified
@@ -35,8 +36,14 @@ struct AlertFeedCachingTests {
                 }
             }
             // If-None-Match wins over If-Modified-Since.
-            #expect(try await app.send("GET", "/api/v1/regions/1/alerts", headers: ["If-None-Match": "\"nope\"",
-                                                                                     "If-Modified-Since": lastModified]).status == 200)
+            #expect(
+                try await app.send(
+                    "GET", "/api/v1/regions/1/alerts",
+                    headers: [
+                        "If-None-Match": "\"nope\"",
+                        "If-Modified-Since": lastModified,
+                    ]
+                ).status == 200)
 
             // Every variant has its own tag; the text form too.
             let tags = try await [

@@ -1,8 +1,9 @@
 import Foundation
 import GTFSRealtime
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 @Suite("Alerts: feed, admin API, fan-out and CLI")
@@ -11,7 +12,10 @@ struct AlertRouteTests {
     static func run(_ body: (TestSidecar, FakeGorush, String) async throws -> Void) async throws {
         let gorush = try FakeGorush()
         // Sends are driven by hand here; the background resumer would race them.
-        try await TestSidecar.run({ $0.gorushURL = gorush.url; $0.runsSendResumer = false }) { app in
+        try await TestSidecar.run({
+            $0.gorushURL = gorush.url
+            $0.runsSendResumer = false
+        }) { app in
             _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles")
             let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", canPush: true, now: 0)
             try await body(app, gorush, key)
@@ -25,9 +29,14 @@ struct AlertRouteTests {
         try await Self.run { app, _, _ in
             let admin = app.administration
             let draft = try await admin.create(regionID: 1, fields: ["header": "Draft", "start": Self.start])
-            let live = try await admin.create(regionID: 1, fields: ["header": "Route 44 detoured", "description": "Skips 45th", "start": Self.start,
-                                                                    "cause": "CONSTRUCTION", "effect": "DETOUR", "severity": "WARNING"])
-            let testAlert = try await admin.create(regionID: 1, fields: ["header": "Test push", "start": "2026-12-02T08:00:00-08:00", "test": "true"])
+            let live = try await admin.create(
+                regionID: 1,
+                fields: [
+                    "header": "Route 44 detoured", "description": "Skips 45th", "start": Self.start,
+                    "cause": "CONSTRUCTION", "effect": "DETOUR", "severity": "WARNING",
+                ])
+            let testAlert = try await admin.create(
+                regionID: 1, fields: ["header": "Test push", "start": "2026-12-02T08:00:00-08:00", "test": "true"])
             _ = try await admin.setPublished(id: live.id, true)
             _ = try await admin.setPublished(id: testAlert.id, true)
             _ = try await admin.translate(id: live.id, language: "es", header: "Ruta 44 desviada", description: "No para en la 45")
@@ -51,7 +60,8 @@ struct AlertRouteTests {
             _ = try await admin.edit(id: live.id, fields: ["header": "Route 44 detoured all weekend"])
             feed = try FeedMessage(decoding: try await app.send("GET", "/api/v1/regions/1/alerts").body)
             let edited = try #require(feed.entities.first?.alert)
-            #expect(edited.headerText?.translations == [.init(text: "Route 44 detoured all weekend", language: "en")], "the es translation is stale now")
+            #expect(
+                edited.headerText?.translations == [.init(text: "Route 44 detoured all weekend", language: "en")], "the es translation is stale now")
 
             // An edit from another process (the CLI) reaches the feed through the version watcher.
             var other = try #require(try await AlertStore(database: app.sidecar.database).find(id: live.id))
@@ -82,37 +92,46 @@ struct AlertRouteTests {
             #expect(regions.status == 200)
             #expect(regions.text.contains(#""agency_id":"1""#))
 
-            let bad = try await app.send("POST", "/admin/api/regions/1/alerts", headers: auth,
-                                         body: Array(#"{"header":"x","start":"2026-12-01T08:00:00","cause":"ALIENS"}"#.utf8))
+            let bad = try await app.send(
+                "POST", "/admin/api/regions/1/alerts", headers: auth,
+                body: Array(#"{"header":"x","start":"2026-12-01T08:00:00","cause":"ALIENS"}"#.utf8))
             #expect(bad.status == 422)
             let messages = bad.json?["messages"] as? [String] ?? []
             #expect(messages.contains { $0.hasPrefix("cause must be one of") })
             #expect(messages.contains { $0.hasPrefix("start must be an ISO 8601 time with a UTC offset") })
 
-            let created = try await app.send("POST", "/admin/api/regions/1/alerts", headers: auth,
-                                             body: Array(#"{"header":"Snow routes","description":"All routes on snow routes","start":"2026-12-01T05:00:00-08:00","effect":"MODIFIED_SERVICE"}"#.utf8))
+            let created = try await app.send(
+                "POST", "/admin/api/regions/1/alerts", headers: auth,
+                body: Array(
+                    #"{"header":"Snow routes","description":"All routes on snow routes","start":"2026-12-01T05:00:00-08:00","effect":"MODIFIED_SERVICE"}"#
+                        .utf8))
             #expect(created.status == 201)
             let id = try #require(created.json?["id"] as? Int)
             #expect(created.json?["published"] as? Bool == false)
-            #expect(try await app.send("POST", "/admin/api/alerts/\(id)/sends", headers: auth, body: Array(#"{"audience":"all"}"#.utf8)).status == 422,
-                    "a draft is not sent")
+            #expect(
+                try await app.send("POST", "/admin/api/alerts/\(id)/sends", headers: auth, body: Array(#"{"audience":"all"}"#.utf8)).status == 422,
+                "a draft is not sent")
             #expect(try await app.send("POST", "/admin/api/alerts/\(id)/publish", headers: auth).json?["published"] as? Bool == true)
-            let translation = try await app.send("PUT", "/admin/api/alerts/\(id)/translations/es", headers: auth,
-                                                 body: Array(#"{"header":"Rutas de nieve","description":"Todas las rutas de nieve"}"#.utf8))
+            let translation = try await app.send(
+                "PUT", "/admin/api/alerts/\(id)/translations/es", headers: auth,
+                body: Array(#"{"header":"Rutas de nieve","description":"Todas las rutas de nieve"}"#.utf8))
             #expect(translation.json?["stale"] as? Bool == false)
-            _ = try await app.send("PATCH", "/admin/api/alerts/\(id)", headers: auth, body: Array(#"{"description":"Most routes on snow routes"}"#.utf8))
+            _ = try await app.send(
+                "PATCH", "/admin/api/alerts/\(id)", headers: auth, body: Array(#"{"description":"Most routes on snow routes"}"#.utf8))
             let shown = try await app.send("GET", "/admin/api/alerts/\(id)", headers: auth)
             #expect((shown.json?["translations"] as? [[String: Any]])?.first?["stale"] as? Bool == true)
 
             for index in 0..<3 {
-                _ = try await app.post("/api/v2/regions/1/push_registrations", [("token", "tok\(index)"), ("operating_system", index == 0 ? "android" : "ios")])
+                _ = try await app.post(
+                    "/api/v2/regions/1/push_registrations", [("token", "tok\(index)"), ("operating_system", index == 0 ? "android" : "ios")])
             }
             let send = try await app.send("POST", "/admin/api/alerts/\(id)/sends", headers: auth, body: Array(#"{"audience":"all"}"#.utf8))
             #expect(send.status == 202)
             #expect(try await app.eventually { gorush.notifications.count == 3 })
-            #expect(try await app.eventually {
-                (try? await app.send("GET", "/admin/api/alerts/\(id)/sends", headers: auth))?.text.contains(#""status":"done""#) == true
-            })
+            #expect(
+                try await app.eventually {
+                    (try? await app.send("GET", "/admin/api/alerts/\(id)/sends", headers: auth))?.text.contains(#""status":"done""#) == true
+                })
             #expect(gorush.notifications.allSatisfy { $0["title"] as? String == "Snow routes" && $0["data"] == nil })
             #expect(try await app.send("DELETE", "/admin/api/alerts/\(id)", headers: auth).status == 204)
             #expect(try await app.send("GET", "/admin/api/alerts/\(id)", headers: auth).status == 404)
@@ -125,19 +144,23 @@ struct AlertRouteTests {
             let store = AlertStore(database: app.sidecar.database)
             for index in 0..<250 {
                 let locale = ["es-MX", "zh-TW", "en-US", "vi"][index % 4]
-                _ = try await app.pushStore.register(PushRegistrationRequest(token: "device-\(index)", operatingSystem: index % 5 == 0 ? .android : .ios,
-                                                                             locale: locale, testDevice: index < 3, description: index < 3 ? "Lab \(index)" : nil,
-                                                                             apnsSandbox: index % 7 == 0, apnsSandboxUnrecognized: false),
-                                                     regionID: 1, catalog: .standard, now: app.clock.now())
+                _ = try await app.pushStore.register(
+                    PushRegistrationRequest(
+                        token: "device-\(index)", operatingSystem: index % 5 == 0 ? .android : .ios,
+                        locale: locale, testDevice: index < 3, description: index < 3 ? "Lab \(index)" : nil,
+                        apnsSandbox: index % 7 == 0, apnsSandboxUnrecognized: false),
+                    regionID: 1, catalog: .standard, now: app.clock.now())
             }
             gorush.failures.withLock { $0 = ["device-10": "Unregistered", "device-11": "BadDeviceToken", "device-12": "TooManyRequests"] }
             let admin = app.administration
-            var alert = try await admin.create(regionID: 1, fields: ["header": "Route 44 detoured", "description": "Skips 45th", "start": Self.start])
+            var alert = try await admin.create(
+                regionID: 1, fields: ["header": "Route 44 detoured", "description": "Skips 45th", "start": Self.start])
             alert = try await admin.setPublished(id: alert.id, true)
             _ = try await admin.translate(id: alert.id, language: "es", header: "Ruta 44 desviada", description: "No para en la 45")
             let transport = try #require(app.sidecar.transport)
-            let sender = AlertSender(store: store, transport: transport, clock: app.clock, logger: Logger(level: .error, sink: MemorySink()), pageSize: 100,
-                                     retry: .immediate)
+            let sender = AlertSender(
+                store: store, transport: transport, clock: app.clock, logger: Logger(level: .error, sink: MemorySink()), pageSize: 100,
+                retry: .immediate)
             let translations = try await store.translations(alertID: alert.id)
 
             let (send, _) = try await admin.startSend(id: alert.id, audience: .all)
@@ -177,7 +200,9 @@ struct AlertRouteTests {
             #expect(done.pending == 0)
             #expect(gorush.notifications.dropFirst(before).flatMap { $0["tokens"] as? [String] ?? [] } == ["device-12"])
             // Each group got its language; the sandbox follows the registration.
-            let spanish = gorush.notifications.filter { ($0["tokens"] as? [String])?.first == "device-0" || ($0["tokens"] as? [String])?.first == "device-4" }
+            let spanish = gorush.notifications.filter {
+                ($0["tokens"] as? [String])?.first == "device-0" || ($0["tokens"] as? [String])?.first == "device-4"
+            }
             #expect(spanish.allSatisfy { $0["title"] as? String == "Ruta 44 desviada" })
             let vietnamese = gorush.notifications.first { ($0["tokens"] as? [String])?.first == "device-3" }
             #expect(vietnamese?["title"] as? String == "Route 44 detoured", "no vi translation: English")
@@ -194,19 +219,24 @@ struct AlertRouteTests {
 
     /// Issue 25: a translation's tag normalises into the catalog exactly as
     /// a registration's locale does, or is refused naming the catalog.
-    @Test("translation tags through the admin API and the CLI", arguments: [
-        ("es-MX", "es"), ("zh-TW", "zh-Hant"), ("zh-Hans-CN", "zh-Hans"), ("fil", "tl"), ("ES", "es"),
-        ("Spanish", nil), ("xx", nil), ("en", nil),
-    ] as [(String, String?)])
+    @Test(
+        "translation tags through the admin API and the CLI",
+        arguments: [
+            ("es-MX", "es"), ("zh-TW", "zh-Hant"), ("zh-Hans-CN", "zh-Hans"), ("fil", "tl"), ("ES", "es"),
+            ("Spanish", nil), ("xx", nil), ("en", nil),
+        ] as [(String, String?)])
     func translationTags(tag: String, stored: String?) async throws {
         try await Self.run { app, _, key in
             let auth = ["Authorization": "Bearer \(key)", "Content-Type": "application/json"]
-            let created = try await app.send("POST", "/admin/api/regions/1/alerts", headers: auth,
-                                             body: Array(#"{"header":"Snow routes","description":"All routes","start":"2026-12-01T05:00:00-08:00"}"#.utf8))
+            let created = try await app.send(
+                "POST", "/admin/api/regions/1/alerts", headers: auth,
+                body: Array(#"{"header":"Snow routes","description":"All routes","start":"2026-12-01T05:00:00-08:00"}"#.utf8))
             let id = try #require(created.json?["id"] as? Int)
-            let answer = try await app.send("PUT", "/admin/api/alerts/\(id)/translations/\(tag)", headers: auth,
-                                            body: Array(#"{"header":"H","description":"D"}"#.utf8))
-            let cli = try await RegionExchangeTests.cli(app, ["alert", "translate", String(id), "--language", tag, "--header", "H2", "--description", "D2"])
+            let answer = try await app.send(
+                "PUT", "/admin/api/alerts/\(id)/translations/\(tag)", headers: auth,
+                body: Array(#"{"header":"H","description":"D"}"#.utf8))
+            let cli = try await RegionExchangeTests.cli(
+                app, ["alert", "translate", String(id), "--language", tag, "--header", "H2", "--description", "D2"])
             let translations = try await AlertStore(database: app.sidecar.database).translations(alertID: Int64(id))
             if let stored {
                 #expect(answer.status == 200, "\(tag): \(answer.text)")
@@ -230,20 +260,28 @@ struct AlertRouteTests {
             let outputs = Locked<[String]>([])
             let errors = Locked<[String]>([])
             func run(_ arguments: [String]) async throws -> Int32 {
-                guard case .admin(let invocation) = try CommandLineInterface.parse(
-                    arguments + ["--database", app.sidecar.configuration.database, "--regions", app.sidecar.configuration.regions ?? ""],
-                    environment: [:]) else { throw CommandLineError("not an admin command") }
-                return await AdminCommands.run(invocation, clock: app.clock, output: { line in outputs.withLock { $0.append(line) } },
-                                               errors: { line in errors.withLock { $0.append(line) } })
+                guard
+                    case .admin(let invocation) = try CommandLineInterface.parse(
+                        arguments + ["--database", app.sidecar.configuration.database, "--regions", app.sidecar.configuration.regions ?? ""],
+                        environment: [:])
+                else { throw CommandLineError("not an admin command") }
+                return await AdminCommands.run(
+                    invocation, clock: app.clock, output: { line in outputs.withLock { $0.append(line) } },
+                    errors: { line in errors.withLock { $0.append(line) } })
             }
-            #expect(try await run(["alert", "create", "--region", "1", "--header", "Elevator out at Westlake", "--start", "2026-12-01T06:00:00Z",
-                                   "--effect", "ACCESSIBILITY_ISSUE"]) == 0)
+            #expect(
+                try await run([
+                    "alert", "create", "--region", "1", "--header", "Elevator out at Westlake", "--start", "2026-12-01T06:00:00Z",
+                    "--effect", "ACCESSIBILITY_ISSUE",
+                ]) == 0)
             let id = try #require(outputs.value.last?.split(separator: " ")[2]).description
-            #expect(try await run(["alert", "create", "--region", "1", "--header", "x", "--start", "2026-12-01T06:00:00Z", "--severity", "loud"]) == 1)
+            #expect(
+                try await run(["alert", "create", "--region", "1", "--header", "x", "--start", "2026-12-01T06:00:00Z", "--severity", "loud"]) == 1)
             #expect(errors.value.last?.contains("severity must be one of UNKNOWN_SEVERITY, INFO, WARNING, SEVERE") == true)
             #expect(try await run(["alert", "publish", id]) == 0)
             #expect(try await run(["alert", "translate", id, "--language", "es", "--header", "Ascensor fuera de servicio"]) == 0)
-            _ = try await app.post("/api/v2/regions/1/push_registrations", [("token", "cli-device"), ("operating_system", "ios"), ("locale", "es-US")])
+            _ = try await app.post(
+                "/api/v2/regions/1/push_registrations", [("token", "cli-device"), ("operating_system", "ios"), ("locale", "es-US")])
             #expect(try await run(["alert", "send", id, "--gorush-url", gorush.url]) == 0)
             #expect(outputs.value.last?.contains("targeted 1, delivered 1") == true)
             #expect(errors.value.contains { $0.hasPrefix("[") && $0.contains("100%") }, "a progress bar")

@@ -1,8 +1,9 @@
 import Foundation
 import HTTPServer
 import Push
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// A send against a gateway that fails, a runner that dies, or a stop
@@ -12,18 +13,22 @@ struct AlertSendTests {
     /// 250 registrations in region 1 and a published alert.
     static func audienceAndAlert(_ app: TestSidecar) async throws -> ServiceAlert {
         for index in 0..<250 {
-            _ = try await app.pushStore.register(PushRegistrationRequest(token: "device-\(index)", operatingSystem: .ios, locale: nil, testDevice: nil,
-                                                                         description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
-                                                 regionID: 1, catalog: .standard, now: app.clock.now())
+            _ = try await app.pushStore.register(
+                PushRegistrationRequest(
+                    token: "device-\(index)", operatingSystem: .ios, locale: nil, testDevice: nil,
+                    description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
+                regionID: 1, catalog: .standard, now: app.clock.now())
         }
         let alert = try await app.administration.create(regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start])
         return try await app.administration.setPublished(id: alert.id, true)
     }
 
     static func cli(_ app: TestSidecar, _ arguments: [String], errors: Locked<[String]>) async throws -> Int32 {
-        guard case .admin(var invocation) = try CommandLineInterface.parse(
-            arguments + ["--database", app.sidecar.configuration.database, "--regions", app.sidecar.configuration.regions ?? ""],
-            environment: [:]) else { throw CommandLineError("not an admin command") }
+        guard
+            case .admin(var invocation) = try CommandLineInterface.parse(
+                arguments + ["--database", app.sidecar.configuration.database, "--regions", app.sidecar.configuration.regions ?? ""],
+                environment: [:])
+        else { throw CommandLineError("not an admin command") }
         invocation.configuration.sendRetry = .immediate
         return await AdminCommands.run(invocation, clock: app.clock, output: { _ in }, errors: { line in errors.withLock { $0.append(line) } })
     }
@@ -76,7 +81,8 @@ struct AlertSendTests {
             let store = AlertStore(database: app.sidecar.database)
             let transport = try #require(app.sidecar.transport)
             let (send, _) = try await app.administration.startSend(id: alert.id, audience: .all)
-            let dying = AlertSender(store: store, transport: transport, clock: app.clock, logger: Logger(level: .error, sink: MemorySink()), pageSize: 100)
+            let dying = AlertSender(
+                store: store, transport: transport, clock: app.clock, logger: Logger(level: .error, sink: MemorySink()), pageSize: 100)
             _ = try await dying.run(send, alert: alert, translations: [], stopAfterPages: 1)
             await app.sidecar.alertSends.resumeLapsed()
             #expect(try await store.send(id: send.id)?.status == "running", "not while the lease holds")
@@ -95,16 +101,19 @@ struct AlertSendTests {
             let transport = try #require(app.sidecar.transport)
             let stop = StopSignal()
             let (send, _) = try await app.administration.startSend(id: alert.id, audience: .all)
-            let sender = AlertSender(store: store, transport: StoppingTransport(inner: transport, stop: stop), clock: app.clock,
-                                     logger: Logger(level: .error, sink: MemorySink()), pageSize: 100, stop: stop)
+            let sender = AlertSender(
+                store: store, transport: StoppingTransport(inner: transport, stop: stop), clock: app.clock,
+                logger: Logger(level: .error, sink: MemorySink()), pageSize: 100, stop: stop)
             let paused = try await sender.run(send, alert: alert, translations: [])
             #expect(paused.status == "running")
             #expect(paused.targeted == 100, "the page under way was pushed and recorded")
             #expect(gorush.tokens.count == 100)
             // The lease was given back: another runner may take it at once.
             let (resumed, _) = try await app.administration.startSend(id: alert.id, audience: .all)
-            let finished = try await AlertSender(store: store, transport: transport, clock: app.clock,
-                                                 logger: Logger(level: .error, sink: MemorySink()), pageSize: 100).run(resumed, alert: alert, translations: [])
+            let finished = try await AlertSender(
+                store: store, transport: transport, clock: app.clock,
+                logger: Logger(level: .error, sink: MemorySink()), pageSize: 100
+            ).run(resumed, alert: alert, translations: [])
             #expect(finished.status == "done")
             #expect(gorush.tokens.count == 250)
             #expect(Set(gorush.tokens).count == 250, "no page pushed twice")

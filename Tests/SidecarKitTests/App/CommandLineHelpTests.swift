@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// Every command is listed and has its own help; errors point at it.
@@ -9,8 +10,10 @@ struct CommandLineHelpTests: OperatorCommandSuite {
     @Test func everyCommandIsListedAndHasItsOwnHelp() throws {
         let top = try Self.help(["--help"])
         for group in OperatorCommands.groups.sorted() { #expect(top.contains("sidecar \(group)"), "\(group) missing from --help") }
-        for command in ["serve", "migrate", "doctor", "probe", "healthcheck", "backup", "copy-database", "relay", "relay-key", "export", "import",
-                        "push test"] {
+        for command in [
+            "serve", "migrate", "doctor", "probe", "healthcheck", "backup", "copy-database", "relay", "relay-key", "export", "import",
+            "push test",
+        ] {
             #expect(top.contains("sidecar \(command)"), "\(command) missing from --help")
         }
         for command in OperatorCommands.all {
@@ -36,16 +39,18 @@ struct CommandLineHelpTests: OperatorCommandSuite {
         #expect(try Self.help(["import", "--help"]).contains("[--dry-run]"))
     }
 
-    @Test("errors point at the command's own help", arguments: [
-        (["alert", "create", "--bogus"], "sidecar alert create --help"),
-        (["alert", "create", "--region", "1"], "sidecar alert create --help"),
-        (["alert", "frob"], "sidecar alert --help"),
-        (["push", "test", "--platform", "ios"], "sidecar push test --help"),
-        (["serve", "--port", "x"], "sidecar serve --help"),
-        (["backup"], "sidecar backup --help"),
-        (["relay-key", "frob"], "sidecar relay-key --help"),
-        (["launch"], "sidecar --help"),
-    ])
+    @Test(
+        "errors point at the command's own help",
+        arguments: [
+            (["alert", "create", "--bogus"], "sidecar alert create --help"),
+            (["alert", "create", "--region", "1"], "sidecar alert create --help"),
+            (["alert", "frob"], "sidecar alert --help"),
+            (["push", "test", "--platform", "ios"], "sidecar push test --help"),
+            (["serve", "--port", "x"], "sidecar serve --help"),
+            (["backup"], "sidecar backup --help"),
+            (["relay-key", "frob"], "sidecar relay-key --help"),
+            (["launch"], "sidecar --help"),
+        ])
     func errorsPointAtTheirHelp(arguments: [String], help: String) {
         do {
             _ = try CommandLineInterface.parse(arguments, environment: [:])

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Testing
+
 @testable import SidecarKit
 
 @Suite("App: command line and environment")
@@ -23,10 +24,12 @@ struct CommandLineTests {
     }
 
     @Test func flagsInBothSpellings() throws {
-        let configuration = try serve(["--port", "9000", "--host=127.0.0.1", "--database", "/tmp/x.db",
-                                       "--regions", "https://example.org/regions-v3.json", "--public-url=https://sidecar.example.org/",
-                                       "--log-level", "warn", "--push-registration-limit", "0", "--sqlite-synchronous", "FULL",
-                                       "--locales", "es, fr ,zh-Hans"])
+        let configuration = try serve([
+            "--port", "9000", "--host=127.0.0.1", "--database", "/tmp/x.db",
+            "--regions", "https://example.org/regions-v3.json", "--public-url=https://sidecar.example.org/",
+            "--log-level", "warn", "--push-registration-limit", "0", "--sqlite-synchronous", "FULL",
+            "--locales", "es, fr ,zh-Hans",
+        ])
         #expect(configuration.port == 9000)
         #expect(configuration.host == "127.0.0.1")
         #expect(configuration.database == "/tmp/x.db")
@@ -46,20 +49,22 @@ struct CommandLineTests {
         #expect(configuration.database == "/tmp/env.db")
     }
 
-    @Test("bad command lines say what is wrong", arguments: [
-        (["serve", "--bogus", "1"], "unknown flag --bogus"),
-        (["serve", "--port", "99999"], "--port must be a whole number from 0 to 65535"),
-        (["serve", "--port", "abc"], "got 'abc'"),
-        (["serve", "--port"], "--port needs a value"),
-        (["serve", "--log-level", "loud"], "--log-level must be"),
-        (["serve", "--sqlite-synchronous", "off"], "normal or full"),
-        (["serve", "--public-url", "sidecar.example.org"], "--public-url must be an http(s) URL"),
-        (["serve", "--apns-url", "ftp://api.push.apple.com"], "--apns-url must be an http(s) URL"),
-        (["serve", "--gorush-url", "http://"], "--gorush-url must be an http(s) URL"),
-        (["serve", "stray"], "unexpected argument 'stray'"),
-        (["launch"], "unknown command 'launch'"),
-        (["migrate", "--port", "1"], "unknown flag --port for 'migrate'"),
-    ])
+    @Test(
+        "bad command lines say what is wrong",
+        arguments: [
+            (["serve", "--bogus", "1"], "unknown flag --bogus"),
+            (["serve", "--port", "99999"], "--port must be a whole number from 0 to 65535"),
+            (["serve", "--port", "abc"], "got 'abc'"),
+            (["serve", "--port"], "--port needs a value"),
+            (["serve", "--log-level", "loud"], "--log-level must be"),
+            (["serve", "--sqlite-synchronous", "off"], "normal or full"),
+            (["serve", "--public-url", "sidecar.example.org"], "--public-url must be an http(s) URL"),
+            (["serve", "--apns-url", "ftp://api.push.apple.com"], "--apns-url must be an http(s) URL"),
+            (["serve", "--gorush-url", "http://"], "--gorush-url must be an http(s) URL"),
+            (["serve", "stray"], "unexpected argument 'stray'"),
+            (["launch"], "unknown command 'launch'"),
+            (["migrate", "--port", "1"], "unknown flag --port for 'migrate'"),
+        ])
     func refuses(arguments: [String], message: String) {
         do {
             _ = try CommandLineInterface.parse(arguments, environment: [:])
@@ -76,18 +81,30 @@ struct CommandLineTests {
     }
 
     @Test func helpAndVersion() throws {
-        guard case .help(let text) = try CommandLineInterface.parse(["--help"], environment: [:]) else { Issue.record("no help"); return }
+        guard case .help(let text) = try CommandLineInterface.parse(["--help"], environment: [:]) else {
+            Issue.record("no help")
+            return
+        }
         #expect(text.contains("sidecar serve"))
-        guard case .help(let serveHelp) = try CommandLineInterface.parse(["serve", "--help"], environment: [:]) else { Issue.record("no help"); return }
+        guard case .help(let serveHelp) = try CommandLineInterface.parse(["serve", "--help"], environment: [:]) else {
+            Issue.record("no help")
+            return
+        }
         #expect(serveHelp.contains("--push-registration-limit"))
         #expect(serveHelp.contains("SIDECAR_PUSH_REGISTRATION_LIMIT"))
-        guard case .version = try CommandLineInterface.parse(["--version"], environment: [:]) else { Issue.record("no version"); return }
+        guard case .version = try CommandLineInterface.parse(["--version"], environment: [:]) else {
+            Issue.record("no version")
+            return
+        }
     }
 
     @Test func loopIntervalsAcceptOneSecond() throws {
-        guard case .serve(let configuration) = try CommandLineInterface.parse(
-            ["serve", "--alarm-check-interval", "1", "--live-activity-interval", "1"], environment: [:]) else {
-            Issue.record("not a serve command"); return
+        guard
+            case .serve(let configuration) = try CommandLineInterface.parse(
+                ["serve", "--alarm-check-interval", "1", "--live-activity-interval", "1"], environment: [:])
+        else {
+            Issue.record("not a serve command")
+            return
         }
         #expect(configuration.alarmCheckIntervalSeconds == 1)
         #expect(configuration.liveActivityIntervalSeconds == 1)
@@ -99,8 +116,10 @@ struct CommandLineTests {
         try "sk_live_from_file\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         guard case .serve(let fromFlag) = try CommandLineInterface.parse(["serve", "--stripe-secret-key-file", file.path], environment: [:]),
-              case .serve(let fromEnvironment) = try CommandLineInterface.parse(["serve"], environment: ["SIDECAR_OBA_API_KEY_FILE": file.path]) else {
-            Issue.record("not serve commands"); return
+            case .serve(let fromEnvironment) = try CommandLineInterface.parse(["serve"], environment: ["SIDECAR_OBA_API_KEY_FILE": file.path])
+        else {
+            Issue.record("not serve commands")
+            return
         }
         #expect(fromFlag.stripeSecretKey == "sk_live_from_file")
         #expect(fromEnvironment.obaAPIKey == "sk_live_from_file")

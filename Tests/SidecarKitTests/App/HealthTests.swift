@@ -1,8 +1,9 @@
-@testable import Database
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 /// `/healthz` answers truthfully, storage faults included (said in public
@@ -68,12 +69,16 @@ struct HealthAndStartupTests {
 
     @Test(.enabled(if: TestBackend.isSQLite, "a SQLite file")) func healthzNoticesACorruptDatabase() async throws {
         try await TestSidecar.run({ $0.healthCacheSeconds = 0 }) { app in
-            for index in 0..<200 { _ = try await app.pushStore.register(
-                PushRegistrationRequest(token: "device-\(index)-" + String(repeating: "z", count: 200), operatingSystem: .ios, locale: nil,
-                                        testDevice: nil, description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
-                regionID: 1, catalog: .standard, now: app.clock.now()) }
+            for index in 0..<200 {
+                _ = try await app.pushStore.register(
+                    PushRegistrationRequest(
+                        token: "device-\(index)-" + String(repeating: "z", count: 200), operatingSystem: .ios, locale: nil,
+                        testDevice: nil, description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
+                    regionID: 1, catalog: .standard, now: app.clock.now())
+            }
             // Move everything from the WAL into the main file, then damage it.
-            try SQLiteConnection(path: app.sidecar.configuration.database, readOnly: false, synchronous: .normal).run("PRAGMA wal_checkpoint(TRUNCATE)")
+            try SQLiteConnection(path: app.sidecar.configuration.database, readOnly: false, synchronous: .normal).run(
+                "PRAGMA wal_checkpoint(TRUNCATE)")
             let handle = try #require(FileHandle(forWritingAtPath: app.sidecar.configuration.database))
             try handle.seek(toOffset: 4096 * 2)
             handle.write(Data((0..<(4096 * 8)).map { UInt8(truncatingIfNeeded: $0 * 7 + 3) }))
@@ -83,8 +88,9 @@ struct HealthAndStartupTests {
             let problems = Set(health.json?["problems"] as? [String] ?? [])
             #expect(!problems.isEmpty && problems.isSubset(of: ["read", "integrity", "write"]))
             #expect(!health.text.contains("malformed") && !health.text.contains(".sqlite3"), "no engine message or path in public")
-            #expect(app.log.lines.contains { $0.contains("storage is unhealthy") && ($0.contains("malformed") || $0.contains("corrupt")) },
-                    "the details are in the log")
+            #expect(
+                app.log.lines.contains { $0.contains("storage is unhealthy") && ($0.contains("malformed") || $0.contains("corrupt")) },
+                "the details are in the log")
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import Push
 import Testing
+
 @testable import SidecarKit
 
 /// `--push-transport log`: what would be pushed, in full, never the token.
@@ -11,8 +12,9 @@ struct LogTransportTests {
     @Test func theLogTransportPrintsTheWholePayloadAsJSONWithoutTheToken() async throws {
         let log = MemorySink()
         let transport = LogTransport(logger: Logger(level: .info, format: .text, sink: log), fingerprint: { _ in "fp-1234" }, now: { 1_000_000 })
-        var ios = PushMessage(token: "secret-ios-token", platform: .ios, title: "OneBusAway", body: "Leaves in 5 minutes",
-                              data: ["arrival_and_departure": .object(["stop_id": .string("1_1")])])
+        var ios = PushMessage(
+            token: "secret-ios-token", platform: .ios, title: "OneBusAway", body: "Leaves in 5 minutes",
+            data: ["arrival_and_departure": .object(["stop_id": .string("1_1")])])
         ios.attention = .timeSensitive
         ios.badge = 3
         var android = PushMessage(token: "secret-fcm-token", platform: .android, title: "OneBusAway", body: "Leaves in 5 minutes")
@@ -35,8 +37,9 @@ struct LogTransportTests {
         let androidPayload = try #require(lines.first { $0.contains("platform=android") })
         let fcm = try #require(try payload(androidPayload)["message"] as? [String: Any])
         let androidConfig = try #require(fcm["android"] as? [String: Any])
-        #expect(androidConfig["ttl"] as? String == "300s"
-                    && (androidConfig["notification"] as? [String: Any])?["channel_id"] as? String == "arrival_reminders")
+        #expect(
+            androidConfig["ttl"] as? String == "300s"
+                && (androidConfig["notification"] as? [String: Any])?["channel_id"] as? String == "arrival_reminders")
         #expect(fcm["token"] as? String == "fp-1234", "the fingerprint stands in for the token")
     }
 }

@@ -1,7 +1,8 @@
-@testable import Database
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 /// The one ordered list of migrations: versions unique and contiguous,
@@ -21,12 +22,16 @@ struct MigrationListTests {
     }
 
     @Test func everyStoresDDLIsListedUnderItsName() {
-        let listed = Dictionary(grouping: (Migrations.sidecar + Migrations.relay).flatMap { migration in
-            migration.owners.map { (owner: $0, version: migration.version) }
-        }, by: \.owner).mapValues { Set($0.map(\.version)) }
+        let listed = Dictionary(
+            grouping: (Migrations.sidecar + Migrations.relay).flatMap { migration in
+                migration.owners.map { (owner: $0, version: migration.version) }
+            }, by: \.owner
+        ).mapValues { Set($0.map(\.version)) }
         #expect(Set(Migrations.schemas.map(\.owner)).count == Migrations.schemas.count, "an owner named twice")
         for schema in Migrations.schemas {
-            #expect(Set(schema.changes.keys) == listed[schema.owner] ?? [], "\(schema.owner): declared \(schema.changes.keys.sorted()), listed \((listed[schema.owner] ?? []).sorted())")
+            #expect(
+                Set(schema.changes.keys) == listed[schema.owner] ?? [],
+                "\(schema.owner): declared \(schema.changes.keys.sorted()), listed \((listed[schema.owner] ?? []).sorted())")
         }
     }
 
@@ -58,11 +63,14 @@ struct MigrationListTests {
                     let name = try table.string("name")
                     guard !Self.bookkeeping.contains(name) else { continue }
                     for column in try connection.query("SELECT name, type, \"notnull\" AS required, pk FROM pragma_table_info('\(name)')", []) {
-                        columns.insert(Column(table: name, name: try column.string("name"), type: Self.family(try column.string("type")),
-                                              notNull: try column.bool("required") || (try column.int("pk")) > 0))
+                        columns.insert(
+                            Column(
+                                table: name, name: try column.string("name"), type: Self.family(try column.string("type")),
+                                notNull: try column.bool("required") || (try column.int("pk")) > 0))
                     }
                 }
-                let indexes = Set(try connection.query("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL", []).map { try $0.string("name") })
+                let indexes = Set(
+                    try connection.query("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL", []).map { try $0.string("name") })
                 return (columns, indexes)
             }
             await sqlite.close()
@@ -72,19 +80,27 @@ struct MigrationListTests {
             let postgres = try PostgreSQLDatabase(url: postgresDatabase.url, connections: 1)
             try await postgres.migrate(Migrations.sidecar)
             let postgresSchema = try await postgres.read { connection -> (columns: Set<Column>, indexes: Set<String>) in
-                let columns = Set(try connection.query("""
-                    SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = 'public'
-                    """, []).compactMap { row -> Column? in
-                    let table = try row.string("table_name")
-                    guard !Self.bookkeeping.contains(table) else { return nil }
-                    return Column(table: table, name: try row.string("column_name"), type: Self.family(try row.string("data_type")),
-                                  notNull: try row.string("is_nullable") == "NO")
-                })
+                let columns = Set(
+                    try connection.query(
+                        """
+                        SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = 'public'
+                        """, []
+                    ).compactMap { row -> Column? in
+                        let table = try row.string("table_name")
+                        guard !Self.bookkeeping.contains(table) else { return nil }
+                        return Column(
+                            table: table, name: try row.string("column_name"), type: Self.family(try row.string("data_type")),
+                            notNull: try row.string("is_nullable") == "NO")
+                    })
                 // Only indexes created by name: not those behind PRIMARY KEY and UNIQUE.
-                let indexes = Set(try connection.query("""
-                    SELECT i.indexname FROM pg_indexes i WHERE i.schemaname = 'public'
-                    AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)
-                    """, []).map { try $0.string("indexname") }).subtracting(["schema_migrations_pkey", "sidecar_health_pkey"])
+                let indexes = Set(
+                    try connection.query(
+                        """
+                        SELECT i.indexname FROM pg_indexes i WHERE i.schemaname = 'public'
+                        AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)
+                        """, []
+                    ).map { try $0.string("indexname") }
+                ).subtracting(["schema_migrations_pkey", "sidecar_health_pkey"])
                 return (columns, indexes)
             }
             await postgres.close()

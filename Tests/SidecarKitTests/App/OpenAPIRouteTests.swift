@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Testing
+
 @testable import SidecarKit
 
 /// The served OpenAPI document and the router describe the same API: every
@@ -24,10 +25,16 @@ struct OpenAPIRouteTests {
         var path: String?
         var inPaths = false
         for line in OpenAPIDocument.yaml.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line == "paths:" { inPaths = true; continue }
+            if line == "paths:" {
+                inPaths = true
+                continue
+            }
             if inPaths, let first = line.first, first != " " { inPaths = false }
             guard inPaths else { continue }
-            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()); continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
+                path = String(line.dropFirst(2).dropLast())
+                continue
+            }
             if let path, line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":") {
                 let method = String(line.dropFirst(4).dropLast())
                 if ["get", "post", "put", "patch", "delete", "head"].contains(method) { operations.insert(normalized(method, path)) }
@@ -49,8 +56,9 @@ struct OpenAPIRouteTests {
                 for suffix in route.suffixes { routed.insert(Self.normalized(route.method, route.pattern + suffix)) }
             }
             let documented = Self.documented()
-            let baseRoutes = Set(app.sidecar.features.flatMap(\.routes).filter { !Self.isConsolePage($0.pattern) }
-                .map { Self.normalized($0.method, $0.pattern) })
+            let baseRoutes = Set(
+                app.sidecar.features.flatMap(\.routes).filter { !Self.isConsolePage($0.pattern) }
+                    .map { Self.normalized($0.method, $0.pattern) })
             #expect(baseRoutes.subtracting(documented).sorted() == [], "routes the document does not describe")
             #expect(documented.subtracting(routed).sorted() == [], "operations the router does not answer")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Testing
+
 @testable import SidecarKit
 
 /// Every route declares who may call it; the whole table is read here.
@@ -16,11 +17,17 @@ struct RouteTableTests {
             for route in Self.table(app) where route.pattern.hasPrefix("/admin") {
                 let key = "\(route.method) \(route.pattern)"
                 if route.pattern.hasPrefix("/admin/api/") {
-                    guard case .apiKey = route.access else { Issue.record("\(key) is \(route.access)"); continue }
+                    guard case .apiKey = route.access else {
+                        Issue.record("\(key) is \(route.access)")
+                        continue
+                    }
                 } else if route.pattern.hasPrefix("/admin/static/") || open.contains(key) {
                     #expect(route.access == .open, "\(key)")
                 } else {
-                    guard case .session = route.access else { Issue.record("\(key) is \(route.access), not a session"); continue }
+                    guard case .session = route.access else {
+                        Issue.record("\(key) is \(route.access), not a session")
+                        continue
+                    }
                 }
             }
         }
@@ -42,7 +49,10 @@ struct RouteTableTests {
     @Test func everyRiderWriteIsThrottled() async throws {
         try await TestSidecar.run { app in
             for route in Self.table(app) where route.pattern.hasPrefix("/api/") && route.method != "GET" {
-                guard case .throttled = route.access else { Issue.record("\(route.method) \(route.pattern) is \(route.access)"); continue }
+                guard case .throttled = route.access else {
+                    Issue.record("\(route.method) \(route.pattern) is \(route.access)")
+                    continue
+                }
             }
             let access = Dictionary(Self.table(app).map { ("\($0.method) \($0.pattern)", $0.access) }, uniquingKeysWith: { first, _ in first })
             #expect(access["POST /api/v2/regions/:region/push_registrations"] == .throttled("push_registrations"))

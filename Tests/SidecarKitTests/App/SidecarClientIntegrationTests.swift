@@ -1,13 +1,15 @@
+import Core
 import Foundation
+import HTTPServer
+import SidecarClient
+import TestSupport
+import Testing
+
+@testable import SidecarKit
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Core
-import HTTPServer
-import SidecarClient
-import Testing
-import TestSupport
-@testable import SidecarKit
 
 /// Issue 18: the client library against the real server.
 @Suite("App: SidecarClient against the server")
@@ -40,12 +42,17 @@ struct SidecarClientIntegrationTests {
             let base = URL(string: "http://127.0.0.1:\(app.port)")!
             let transport = Counting(SidecarRegistrationTransport { SidecarAPI(baseURL: $0.sidecarURL, regionID: $0.regionID, appVersion: "test") })
             let queue = RegistrationQueue(transport: transport, storage: Storage())
-            let desired = RegistrationPolicy.desired(.init(authorization: .authorized, deviceToken: "01abff007f", regionID: 1, sidecarURL: base,
-                                                           clientRegionID: 1, locale: "es-MX"))
+            let desired = RegistrationPolicy.desired(
+                .init(
+                    authorization: .authorized, deviceToken: "01abff007f", regionID: 1, sidecarURL: base,
+                    clientRegionID: 1, locale: "es-MX"))
             // Every trigger fires, many times: one POST reaches the server.
             for stamp in 1...10 { await queue.submit(desired, stamp: UInt64(stamp)) }
             #expect(transport.posts == 1)
-            guard case .registered = await queue.status else { Issue.record("\(await queue.status)"); return }
+            guard case .registered = await queue.status else {
+                Issue.record("\(await queue.status)")
+                return
+            }
             let stored = try await app.pushStore.find(regionID: 1, token: "01abff007f")
             #expect(stored?.locale == "es")
             #expect(stored?.rawLocale == "es-MX")
@@ -55,24 +62,33 @@ struct SidecarClientIntegrationTests {
     @Test func liveActivitiesAndTypedErrors() async throws {
         try await TestSidecar.run { app in
             let api = SidecarAPI(baseURL: URL(string: "http://127.0.0.1:\(app.port)")!, regionID: 1)
-            let first = try await api.registerLiveActivity(activityID: "act-1", pushToken: "aa11bb22", stopID: "1_75403", routeShortName: "44",
-                                                           tripHeadsign: "Ballard")
-            let rotated = try await api.registerLiveActivity(activityID: "act-1", pushToken: "cc33dd44", stopID: "1_75403", routeShortName: "44",
-                                                             tripHeadsign: "Ballard")
+            let first = try await api.registerLiveActivity(
+                activityID: "act-1", pushToken: "aa11bb22", stopID: "1_75403", routeShortName: "44",
+                tripHeadsign: "Ballard")
+            let rotated = try await api.registerLiveActivity(
+                activityID: "act-1", pushToken: "cc33dd44", stopID: "1_75403", routeShortName: "44",
+                tripHeadsign: "Ballard")
             #expect(rotated == first, "a rotated token keeps the subscription's URL")
             try await api.delete(first)
             try await api.delete(first)  // already gone: still fine
             let unknown = SidecarAPI(baseURL: api.baseURL, regionID: 4242)
             await #expect(throws: SidecarAPI.Failure.unknownRegion) {
-                try await unknown.register(RegistrationPolicy.Registration(regionID: 4242, sidecarURL: api.baseURL, token: "01ab", operatingSystem: "ios",
-                                                                            locale: "en", testDevice: false, description: nil, sessionEpoch: 0))
+                try await unknown.register(
+                    RegistrationPolicy.Registration(
+                        regionID: 4242, sidecarURL: api.baseURL, token: "01ab", operatingSystem: "ios",
+                        locale: "en", testDevice: false, description: nil, sessionEpoch: 0))
             }
             do {
-                try await api.register(RegistrationPolicy.Registration(regionID: 1, sidecarURL: api.baseURL, token: "01ab", operatingSystem: "ios",
-                                                                       locale: "en", testDevice: true, description: nil, sessionEpoch: 0))
+                try await api.register(
+                    RegistrationPolicy.Registration(
+                        regionID: 1, sidecarURL: api.baseURL, token: "01ab", operatingSystem: "ios",
+                        locale: "en", testDevice: true, description: nil, sessionEpoch: 0))
                 Issue.record("a test device without a description was accepted")
             } catch {
-                guard case .invalid(let messages)? = error as? SidecarAPI.Failure else { Issue.record("\(error)"); return }
+                guard case .invalid(let messages)? = error as? SidecarAPI.Failure else {
+                    Issue.record("\(error)")
+                    return
+                }
                 #expect(!messages.isEmpty)
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import SidecarKit
 
 @Suite("App: periodic loops")
@@ -11,7 +12,10 @@ struct WallClockTests {
         let starts = Mutex<[Double]>([])
         let clock: ManualClock
         let cycleSeconds: Double
-        init(clock: ManualClock, cycleSeconds: Double) { self.clock = clock; self.cycleSeconds = cycleSeconds }
+        init(clock: ManualClock, cycleSeconds: Double) {
+            self.clock = clock
+            self.cycleSeconds = cycleSeconds
+        }
         func run() {
             starts.withLock { $0.append(clock.now().timeIntervalSince1970) }
             clock.advance(seconds: cycleSeconds)

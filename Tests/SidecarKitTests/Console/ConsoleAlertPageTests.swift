@@ -1,9 +1,10 @@
 import Crypto
-@testable import Database
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 @Suite("Console: alert pages")
@@ -30,8 +31,9 @@ struct ConsoleAlertPageTests: ConsoleSuite {
             #expect(page.text.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"))
             #expect(page.text.contains("value=\"2026-12-01T08:00\""), "shown back in the region's time")
 
-            let translated = try await editor.post("/admin/alerts/\(alert.id)/translations",
-                                                   [("language", "es"), ("header", "Ruta 44 desviada"), ("description", "No para en la calle 45")])
+            let translated = try await editor.post(
+                "/admin/alerts/\(alert.id)/translations",
+                [("language", "es"), ("header", "Ruta 44 desviada"), ("description", "No para en la calle 45")])
             #expect(translated.status == 303)
             let published = try await editor.post("/admin/alerts/\(alert.id)/publish", [])
             #expect(published.status == 303)
@@ -112,13 +114,19 @@ struct ConsoleAlertPageTests: ConsoleSuite {
             let form = try await editor.get("/admin/regions/1/alerts/new")
             #expect(form.text.contains("Service affected from") && form.text.contains("when the disruption itself happens"))
             #expect(form.text.contains("Info and Unknown severity are hidden there"))
-            let outside = try await editor.post("/admin/regions/1/alerts", Self.newAlert("Closed", start: "2026-12-05T08:00") + [
-                ("impact_start", "2026-12-05T06:00"), ("impact_end", "2026-12-05T12:00")])
+            let outside = try await editor.post(
+                "/admin/regions/1/alerts",
+                Self.newAlert("Closed", start: "2026-12-05T08:00") + [
+                    ("impact_start", "2026-12-05T06:00"), ("impact_end", "2026-12-05T12:00"),
+                ])
             #expect(outside.status == 422)
             #expect(outside.text.contains("must lie within the shown period"), "the form is shown again with the error")
             #expect(outside.text.contains("2026-12-05T06:00"), "what was typed survives")
-            let inside = try await editor.post("/admin/regions/1/alerts", Self.newAlert("Closed", start: "2026-12-05T08:00") + [
-                ("impact_start", "2026-12-05T09:00"), ("impact_end", "2026-12-05T12:00")])
+            let inside = try await editor.post(
+                "/admin/regions/1/alerts",
+                Self.newAlert("Closed", start: "2026-12-05T08:00") + [
+                    ("impact_start", "2026-12-05T09:00"), ("impact_end", "2026-12-05T12:00"),
+                ])
             #expect(inside.status == 303)
             let alert = try #require(try await AlertStore(database: app.sidecar.database).alerts(regionID: 1).first)
             #expect(alert.impactStartsAt == 1_796_490_000, "09:00 in America/Los_Angeles is 17:00 UTC")

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// A browser stand-in: keeps the session cookie and the page's CSRF token.
@@ -37,13 +38,20 @@ struct ConsoleBrowser {
     @discardableResult
     mutating func login(_ email: String, _ password: String, source: String? = nil) async throws -> RawResponse {
         let form = try await app.send("GET", "/admin/login", source: source)
-        let loginCookie = Self.value(of: ConsoleRoutes.loginCookie, in: form.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)) ?? ""
+        let loginCookie =
+            Self.value(of: ConsoleRoutes.loginCookie, in: form.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)) ?? ""
         let token = Self.hidden("login_token", in: form.text) ?? ""
-        let response = try await app.send("POST", "/admin/login", headers: ["Content-Type": "application/x-www-form-urlencoded",
-                                                                            "Cookie": "\(ConsoleRoutes.loginCookie)=\(loginCookie)"],
-                                          body: RawHTTPClient.form([("login_token", token), ("email", email), ("password", password), ("next", "/admin")]),
-                                          source: source)
-        if let session = Self.value(of: ConsoleRoutes.sessionCookie, in: response.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)) {
+        let response = try await app.send(
+            "POST", "/admin/login",
+            headers: [
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Cookie": "\(ConsoleRoutes.loginCookie)=\(loginCookie)",
+            ],
+            body: RawHTTPClient.form([("login_token", token), ("email", email), ("password", password), ("next", "/admin")]),
+            source: source)
+        if let session = Self.value(
+            of: ConsoleRoutes.sessionCookie, in: response.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value))
+        {
             cookie = "\(ConsoleRoutes.sessionCookie)=\(session)"
             let page = try await get("/admin/audit")
             csrf = Self.hidden("csrf", in: page.text) ?? ""
@@ -63,13 +71,17 @@ extension ConsoleSuite {
     /// limited to region 1; region 1 in Los Angeles time.
     static func run(writeLimit: Int = 120, _ body: (TestSidecar) async throws -> Void) async throws {
         let gorush = try FakeGorush()
-        try await TestSidecar.run({ $0.gorushURL = gorush.url; $0.consoleWriteLimit = writeLimit }) { app in
+        try await TestSidecar.run({
+            $0.gorushURL = gorush.url
+            $0.consoleWriteLimit = writeLimit
+        }) { app in
             let store = ConsoleStore(database: app.sidecar.database)
             let hash = try PasswordHash.hash(password, parameters: .init(logN: 10, r: 8, p: 1))
             _ = try await store.createUser(email: "admin@example.org", passwordHash: hash, role: .admin, regions: nil, now: 0)
             _ = try await store.createUser(email: "editor@example.org", passwordHash: hash, role: .editor, regions: nil, now: 0)
             _ = try await store.createUser(email: "viewer@example.org", passwordHash: hash, role: .viewer, regions: [1], now: 0)
-            try await AlertStore(database: app.sidecar.database).setRegionSettings(RegionSettings(regionID: 1, agencyID: "1", timezone: "America/Los_Angeles"))
+            try await AlertStore(database: app.sidecar.database).setRegionSettings(
+                RegionSettings(regionID: 1, agencyID: "1", timezone: "America/Los_Angeles"))
             try await AlertStore(database: app.sidecar.database).setRegionSettings(RegionSettings(regionID: 0, agencyID: "0", timezone: nil))
             try await body(app)
         }
@@ -77,11 +89,14 @@ extension ConsoleSuite {
     }
 
     static func alertCount(_ app: TestSidecar) async throws -> Int {
-        try await AlertStore(database: app.sidecar.database).alerts(regionID: 1).count + AlertStore(database: app.sidecar.database).alerts(regionID: 0).count
+        try await AlertStore(database: app.sidecar.database).alerts(regionID: 1).count
+            + AlertStore(database: app.sidecar.database).alerts(regionID: 0).count
     }
 
     static func newAlert(_ header: String, start: String = "2026-12-01T08:00") -> [(String, String)] {
-        [("header", header), ("description", "Buses skip 45th St"), ("cause", "CONSTRUCTION"), ("effect", "DETOUR"), ("severity", "WARNING"),
-         ("start", start), ("end", ""), ("url", "")]
+        [
+            ("header", header), ("description", "Buses skip 45th St"), ("cause", "CONSTRUCTION"), ("effect", "DETOUR"), ("severity", "WARNING"),
+            ("start", start), ("end", ""), ("url", ""),
+        ]
     }
 }

@@ -1,9 +1,10 @@
 import Crypto
-@testable import Database
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 @Suite("Console: API keys and the audit log")
@@ -47,10 +48,13 @@ struct ConsoleKeyPageTests: ConsoleSuite {
             #expect(try await admin.post("/admin/keys", [("name", "No regions"), ("key_token", keyToken)]).status == 422, "a key names its regions")
             let posted = try await admin.post("/admin/keys", [("name", "CAD <integration>"), ("region_1", "true"), ("key_token", keyToken)])
             #expect(posted.status == 303, "a redirect: a refresh repeats nothing")
-            let flash = try #require(ConsoleBrowser.value(of: ConsoleRoutes.newKeyCookie,
-                                                          in: posted.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)))
+            let flash = try #require(
+                ConsoleBrowser.value(
+                    of: ConsoleRoutes.newKeyCookie,
+                    in: posted.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)))
             let created = try await app.send("GET", "/admin/keys", headers: ["Cookie": "\(admin.cookie); \(ConsoleRoutes.newKeyCookie)=\(flash)"])
-            let key = try #require(created.text.range(of: "<code id=\"new-key\">").map { created.text[$0.upperBound...].prefix { $0 != "<" } }.map(String.init))
+            let key = try #require(
+                created.text.range(of: "<code id=\"new-key\">").map { created.text[$0.upperBound...].prefix { $0 != "<" } }.map(String.init))
             #expect(key.hasPrefix("sidecar_"))
             #expect(created.text.contains("CAD &lt;integration&gt;"))
             #expect(!(try await admin.get("/admin/keys")).text.contains(key), "shown once")
@@ -60,9 +64,10 @@ struct ConsoleKeyPageTests: ConsoleSuite {
             #expect(try await ApiKeyStore(database: app.sidecar.database).list().filter { $0.name == "CAD <integration>" }.count == 1)
 
             func api(_ method: String, _ path: String, _ body: [(String, String)] = []) async throws -> Int {
-                let response = try await app.send(method, "/admin/api" + path,
-                                                  headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/x-www-form-urlencoded"],
-                                                  body: RawHTTPClient.form(body))
+                let response = try await app.send(
+                    method, "/admin/api" + path,
+                    headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/x-www-form-urlencoded"],
+                    body: RawHTTPClient.form(body))
                 return response.status
             }
             #expect(try await api("GET", "/regions/1/alerts") == 200)

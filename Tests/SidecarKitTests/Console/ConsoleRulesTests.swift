@@ -1,9 +1,10 @@
 import Crypto
-@testable import Database
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 /// Issue 15: the admin console's rules: roles, passwords, emails, sessions,
@@ -15,7 +16,8 @@ struct ConsoleRulesTests {
         (.viewer, .sendToEveryone, false), (.viewer, .manageKeys, false),
         (.editor, .read, true), (.editor, .author, true), (.editor, .sendToTestDevices, true), (.editor, .sendToEveryone, false),
         (.editor, .manageKeys, false),
-        (.admin, .read, true), (.admin, .author, true), (.admin, .sendToTestDevices, true), (.admin, .sendToEveryone, true), (.admin, .manageKeys, true),
+        (.admin, .read, true), (.admin, .author, true), (.admin, .sendToTestDevices, true), (.admin, .sendToEveryone, true),
+        (.admin, .manageKeys, true),
     ])
     func rolesAllow(role: ConsoleRole, action: ConsoleAction, allowed: Bool) {
         #expect(ConsoleRules.may(role, action) == allowed)
@@ -30,17 +32,19 @@ struct ConsoleRulesTests {
         #expect(ConsoleRules.passwordProblems(password, email: email).isEmpty == acceptable)
     }
 
-    @Test(arguments: [
-        (" Ana@Example.ORG ", "ana@example.org"), ("a@b.c", "a@b.c"), ("no-at-sign", nil), ("two@@example.org", nil), ("a@nodot", nil),
-        ("a b@example.org", nil), ("<script>@example.org", nil), ("a@.example.org", nil), ("'; DROP TABLE console_users; --@x.org", nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            (" Ana@Example.ORG ", "ana@example.org"), ("a@b.c", "a@b.c"), ("no-at-sign", nil), ("two@@example.org", nil), ("a@nodot", nil),
+            ("a b@example.org", nil), ("<script>@example.org", nil), ("a@.example.org", nil), ("'; DROP TABLE console_users; --@x.org", nil),
+        ] as [(String, String?)])
     func emails(raw: String, normalized: String?) {
         #expect(ConsoleRules.normalizedEmail(raw) == normalized)
     }
 
-    @Test(arguments: [
-        (0, 0, 100, true), (0, 0, 43_199, true), (0, 0, 43_200, false), (0, 518_400, 518_460, true), (0, 604_790, 604_800, false),
-    ] as [(Int64, Int64, Int64, Bool)])
+    @Test(
+        arguments: [
+            (0, 0, 100, true), (0, 0, 43_199, true), (0, 0, 43_200, false), (0, 518_400, 518_460, true), (0, 604_790, 604_800, false),
+        ] as [(Int64, Int64, Int64, Bool)])
     func sessionsExpire(created: Int64, lastSeen: Int64, now: Int64, live: Bool) {
         #expect(ConsoleRules.sessionIsLive(createdAt: created, lastSeenAt: lastSeen, now: now) == live)
     }
@@ -72,10 +76,12 @@ struct ConsoleRulesTests {
         #expect(chart.contains("2024-10-04"))  // day 20000
     }
 
-    @Test(arguments: [
-        ("/admin/alerts/3", "/admin/alerts/3"), ("//evil.example/admin", "/admin"), ("https://evil.example", "/admin"), ("/admin\\@evil", "/admin"),
-        ("/elsewhere", "/admin"), ("/admin/login", "/admin"), (nil, "/admin"),
-    ] as [(String?, String)])
+    @Test(
+        arguments: [
+            ("/admin/alerts/3", "/admin/alerts/3"), ("//evil.example/admin", "/admin"), ("https://evil.example", "/admin"),
+            ("/admin\\@evil", "/admin"),
+            ("/elsewhere", "/admin"), ("/admin/login", "/admin"), (nil, "/admin"),
+        ] as [(String?, String)])
     func loginRedirectsStayInTheConsole(next: String?, expected: String) {
         #expect(ConsoleRoutes.safeNext(next) == expected)
     }

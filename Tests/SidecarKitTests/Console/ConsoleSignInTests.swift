@@ -1,9 +1,10 @@
 import Crypto
-@testable import Database
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 @Suite("Console: signing in and sessions")
@@ -53,24 +54,35 @@ struct ConsoleSignInTests: ConsoleSuite {
     @Test func loginNeedsAFormThisServerIssued() async throws {
         try await Self.run { app in
             // A login posted from elsewhere (no login cookie) is refused.
-            let foreign = try await app.send("POST", "/admin/login", headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                                             body: RawHTTPClient.form([("email", "admin@example.org"), ("password", Self.password)]))
+            let foreign = try await app.send(
+                "POST", "/admin/login", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: RawHTTPClient.form([("email", "admin@example.org"), ("password", Self.password)]))
             #expect(foreign.status == 403)
             // A matching cookie and form pair the client made up is refused too.
             for token in ["chosen-by-the-attacker", "AAAA.9999999999.AAAA", ""] {
-                let forged = try await app.send("POST", "/admin/login", headers: ["Content-Type": "application/x-www-form-urlencoded",
-                                                                                  "Cookie": "\(ConsoleRoutes.loginCookie)=\(token)"],
-                                                body: RawHTTPClient.form([("login_token", token), ("email", "admin@example.org"),
-                                                                          ("password", Self.password)]))
+                let forged = try await app.send(
+                    "POST", "/admin/login",
+                    headers: [
+                        "Content-Type": "application/x-www-form-urlencoded",
+                        "Cookie": "\(ConsoleRoutes.loginCookie)=\(token)",
+                    ],
+                    body: RawHTTPClient.form([
+                        ("login_token", token), ("email", "admin@example.org"),
+                        ("password", Self.password),
+                    ]))
                 #expect(forged.status == 403, "\(token)")
             }
             // An issued token lapses after an hour.
             let form = try await app.send("GET", "/admin/login")
             let token = try #require(ConsoleBrowser.hidden("login_token", in: form.text))
             app.clock.advance(seconds: 3601)
-            let late = try await app.send("POST", "/admin/login", headers: ["Content-Type": "application/x-www-form-urlencoded",
-                                                                            "Cookie": "\(ConsoleRoutes.loginCookie)=\(token)"],
-                                          body: RawHTTPClient.form([("login_token", token), ("email", "admin@example.org"), ("password", Self.password)]))
+            let late = try await app.send(
+                "POST", "/admin/login",
+                headers: [
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "Cookie": "\(ConsoleRoutes.loginCookie)=\(token)",
+                ],
+                body: RawHTTPClient.form([("login_token", token), ("email", "admin@example.org"), ("password", Self.password)]))
             #expect(late.status == 403)
             var browser = ConsoleBrowser(app: app)
             #expect(try await browser.login("admin@example.org", Self.password).status == 303)
@@ -94,7 +106,8 @@ struct ConsoleSignInTests: ConsoleSuite {
             // A new address gets one try, and is refused once it fails.
             #expect(try await browser.login("editor@example.org", "guess", source: "127.0.0.21").status == 401)
             #expect(try await browser.login("editor@example.org", Self.password, source: "127.0.0.21").status == 429)
-            #expect(try await browser.login("admin@example.org", Self.password, source: "127.0.0.21").status == 303, "other accounts are not affected")
+            #expect(
+                try await browser.login("admin@example.org", Self.password, source: "127.0.0.21").status == 303, "other accounts are not affected")
             // Successful sign-ins never count toward a lock.
             for _ in 0..<12 {
                 var owner = ConsoleBrowser(app: app)

@@ -1,9 +1,10 @@
 import Crypto
-@testable import Database
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 @Suite("Console: survey and ghost-bus pages")
@@ -12,13 +13,15 @@ struct ConsoleSurveyPageTests: ConsoleSuite {
         try await Self.run { app in
             var editor = ConsoleBrowser(app: app)
             try await editor.login("editor@example.org", Self.password)
-            let saved = try await editor.post("/admin/regions/1/surveys", [
-                ("name", "Rider <survey>"), ("study_id", ""), ("new_study", "Winter 2026"), ("available", "true"), ("show_on_stops", "true"),
-                ("start_date", ""), ("end_date", ""), ("visible_stop_list", ""), ("visible_route_list", ""),
-                ("q0_label", "How was your trip?"), ("q0_type", "radio"), ("q0_options", "Great\nFine\nBad"), ("q0_required", "true"),
-                ("q1_label", "Anything else?"), ("q1_type", "text"), ("q1_options", ""),
-                ("q2_label", ""), ("q2_type", "text"), ("q2_options", ""),
-            ])
+            let saved = try await editor.post(
+                "/admin/regions/1/surveys",
+                [
+                    ("name", "Rider <survey>"), ("study_id", ""), ("new_study", "Winter 2026"), ("available", "true"), ("show_on_stops", "true"),
+                    ("start_date", ""), ("end_date", ""), ("visible_stop_list", ""), ("visible_route_list", ""),
+                    ("q0_label", "How was your trip?"), ("q0_type", "radio"), ("q0_options", "Great\nFine\nBad"), ("q0_required", "true"),
+                    ("q1_label", "Anything else?"), ("q1_type", "text"), ("q1_options", ""),
+                    ("q2_label", ""), ("q2_type", "text"), ("q2_options", ""),
+                ])
             #expect(saved.status == 303, "\(saved.text)")
             let survey = try #require(try await SurveyStore(database: app.sidecar.database).surveys(regionID: 1).first)
             #expect(survey.name == "Rider <survey>")
@@ -27,8 +30,12 @@ struct ConsoleSurveyPageTests: ConsoleSuite {
             let page = try await editor.get("/admin/surveys/\(survey.id)")
             #expect(page.status == 200)
             #expect(page.text.contains("Rider &lt;survey&gt;"))
-            let bad = try await editor.post("/admin/regions/1/surveys", [("name", ""), ("study_id", ""), ("new_study", ""),
-                                                                          ("q0_label", "Pick"), ("q0_type", "radio"), ("q0_options", "")])
+            let bad = try await editor.post(
+                "/admin/regions/1/surveys",
+                [
+                    ("name", ""), ("study_id", ""), ("new_study", ""),
+                    ("q0_label", "Pick"), ("q0_type", "radio"), ("q0_options", ""),
+                ])
             #expect(bad.status == 422)
             #expect(bad.text.contains("needs options"))
             let csv = try await editor.get("/admin/surveys/\(survey.id)/responses.csv")

@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// A Stripe stand-in that records every request (method, path, form fields,
@@ -26,11 +27,14 @@ final class FakeStripe: Sendable {
         let failPath = self.failPath
         @Sendable func record(_ request: Request) -> Call {
             var fields: [String: String] = [:]
-            for (name, value) in (try? Parameters.parseURLEncoded(request.body.isEmpty ? Array(request.rawQuery.utf8) : request.body, limit: 100)) ?? [] {
+            for (name, value) in (try? Parameters.parseURLEncoded(request.body.isEmpty ? Array(request.rawQuery.utf8) : request.body, limit: 100))
+                ?? []
+            {
                 fields[name] = value
             }
-            let call = Call(method: request.method, path: request.rawPath, fields: fields, authorization: request.header("authorization") ?? "",
-                            stripeVersion: request.header("stripe-version"))
+            let call = Call(
+                method: request.method, path: request.rawPath, fields: fields, authorization: request.header("authorization") ?? "",
+                stripeVersion: request.header("stripe-version"))
             calls.withLock { $0.append(call) }
             return call
         }
@@ -38,20 +42,28 @@ final class FakeStripe: Sendable {
             if failPath.value == call.path { return .json(402, ["error": ["message": "Your card was declined."]]) }
             return .bytes(200, contentType: "application/json", Array(json.utf8))
         }
-        router.add(Route("GET", "/v1/customers", parsesParameters: false) { request in
-            let call = record(request)
-            let id = customers.value[call.fields["email"] ?? ""]
-            return answer(call, id.map { #"{"object":"list","data":[{"id":"\#($0)"}]}"# } ?? #"{"object":"list","data":[]}"#)
-        })
+        router.add(
+            Route("GET", "/v1/customers", parsesParameters: false) { request in
+                let call = record(request)
+                let id = customers.value[call.fields["email"] ?? ""]
+                return answer(call, id.map { #"{"object":"list","data":[{"id":"\#($0)"}]}"# } ?? #"{"object":"list","data":[]}"#)
+            })
         router.add(Route("POST", "/v1/customers", parsesParameters: false) { request in answer(record(request), #"{"id":"cus_new"}"#) })
         router.add(Route("POST", "/v1/products", parsesParameters: false) { request in answer(record(request), #"{"id":"prod_made"}"#) })
-        router.add(Route("POST", "/v1/payment_intents", parsesParameters: false) { request in
-            answer(record(request), #"{"id":"pi_1","client_secret":"pi_1_secret_abc"}"#)
-        })
-        router.add(Route("POST", "/v1/subscriptions", parsesParameters: false) { request in
-            answer(record(request), #"{"id":"sub_1","latest_invoice":{"id":"in_1","payment_intent":{"id":"pi_2","client_secret":"pi_2_secret_def"}}}"#)
-        })
-        router.add(Route("POST", "/v1/ephemeral_keys", parsesParameters: false) { request in answer(record(request), #"{"id":"ephkey_1","secret":"ek_secret"}"#) })
+        router.add(
+            Route("POST", "/v1/payment_intents", parsesParameters: false) { request in
+                answer(record(request), #"{"id":"pi_1","client_secret":"pi_1_secret_abc"}"#)
+            })
+        router.add(
+            Route("POST", "/v1/subscriptions", parsesParameters: false) { request in
+                answer(
+                    record(request),
+                    #"{"id":"sub_1","latest_invoice":{"id":"in_1","payment_intent":{"id":"pi_2","client_secret":"pi_2_secret_def"}}}"#)
+            })
+        router.add(
+            Route("POST", "/v1/ephemeral_keys", parsesParameters: false) { request in
+                answer(record(request), #"{"id":"ephkey_1","secret":"ek_secret"}"#)
+            })
         server = try startLocalServer(router)
     }
 
@@ -81,7 +93,10 @@ struct DonationTests {
 
     @Test func oneTimeDonationFindsOrCreatesTheCustomer() async throws {
         try await Self.run { (app: TestSidecar, stripe: FakeStripe) async throws in
-            let response = try await Self.donate(app, #"{"donation_amount_in_cents": 500, "donation_frequency": "onetime", "name": "Jane Rider", "email": "jane@example.com", "test_mode": "0"}"#)
+            let response = try await Self.donate(
+                app,
+                #"{"donation_amount_in_cents": 500, "donation_frequency": "onetime", "name": "Jane Rider", "email": "jane@example.com", "test_mode": "0"}"#
+            )
             #expect(response.status == 200)
             #expect(response.json?["client_secret"] as? String == "pi_1_secret_abc")
             let id = try #require(response.json?["id"] as? String)
@@ -92,8 +107,11 @@ struct DonationTests {
             #expect(calls.allSatisfy { $0.authorization == "Bearer sk_live_x" })
             #expect(calls[0].fields["email"] == "jane@example.com")
             #expect(calls[1].fields == ["email": "jane@example.com", "name": "Jane Rider"])
-            #expect(calls[2].fields == ["amount": "500", "currency": "usd", "automatic_payment_methods[enabled]": "true",
-                                        "receipt_email": "jane@example.com", "customer": "cus_new"])
+            #expect(
+                calls[2].fields == [
+                    "amount": "500", "currency": "usd", "automatic_payment_methods[enabled]": "true",
+                    "receipt_email": "jane@example.com", "customer": "cus_new",
+                ])
             stripe.existingCustomers.withLock { $0["jane@example.com"] = "cus_known" }
             _ = try await Self.donate(app, #"{"donation_amount_in_cents": 1000, "email": "jane@example.com"}"#)
             #expect(stripe.calls.value.suffix(2).map(\.path) == ["/v1/customers", "/v1/payment_intents"], "found, not created")
@@ -104,8 +122,10 @@ struct DonationTests {
 
     @Test func recurringDonationIsAMonthlySubscriptionWithAnEphemeralKey() async throws {
         try await Self.run { (app: TestSidecar, stripe: FakeStripe) async throws in
-            let response = try await app.send("POST", Self.path, headers: ["Content-Type": "application/json"],
-                                              body: Array(#"{"donation_amount_in_cents": "1500", "donation_frequency": "recurring", "email": "sam@example.com", "test_mode": "1"}"#.utf8))
+            let response = try await app.send(
+                "POST", Self.path, headers: ["Content-Type": "application/json"],
+                body: Array(
+                    #"{"donation_amount_in_cents": "1500", "donation_frequency": "recurring", "email": "sam@example.com", "test_mode": "1"}"#.utf8))
             #expect(response.status == 200)
             #expect(Set(response.json?.keys.map { $0 } ?? []) == ["client_secret", "customer_id", "ephemeral_key", "id"])
             #expect(response.json?["client_secret"] as? String == "pi_2_secret_def")

@@ -1,41 +1,48 @@
 import Core
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 @Suite("GhostBus: reports (spec §8)")
 struct GhostBusTests {
-    static let valid: [String: String] = ["user_identifier": "b94e83ae", "trip_identifier": "1_604370", "service_date": "1754809200000",
-                                          "wait_duration_minutes": "10"]
+    static let valid: [String: String] = [
+        "user_identifier": "b94e83ae", "trip_identifier": "1_604370", "service_date": "1754809200000",
+        "wait_duration_minutes": "10",
+    ]
 
     func parse(_ changes: [String: String]) -> Result<GhostBusReport, ValidationFailure> {
         GhostBusRules.parse(Parameters(Self.valid.merging(changes) { $1 }.mapValues { .string($0) }))
     }
 
-    @Test("validation", arguments: [
-        (["user_identifier": ""], "User identifier can't be blank"),
-        (["trip_identifier": " "], "Trip identifier can't be blank"),
-        (["service_date": "2025-08-10"], "Service date can't be blank"),
-        (["service_date": "1754809200000.5"], "Service date can't be blank"),
-        (["wait_duration_minutes": "7"], "Wait duration minutes is not included in the list"),
-        (["wait_duration_minutes": "10.0"], "Wait duration minutes is not included in the list"),
-        (["wait_duration_minutes": ""], "Wait duration minutes is not included in the list"),
-        (["comment": String(repeating: "c", count: 1001)], "Comment is too long (maximum is 1000 characters)"),
-        (["user_latitude": "90.5"], "User latitude must be between -90 and 90"),
-        (["user_longitude": "-180.01"], "User longitude must be between -180 and 180"),
-        (["user_latitude": "north"], "User latitude is not a number"),
-    ])
+    @Test(
+        "validation",
+        arguments: [
+            (["user_identifier": ""], "User identifier can't be blank"),
+            (["trip_identifier": " "], "Trip identifier can't be blank"),
+            (["service_date": "2025-08-10"], "Service date can't be blank"),
+            (["service_date": "1754809200000.5"], "Service date can't be blank"),
+            (["wait_duration_minutes": "7"], "Wait duration minutes is not included in the list"),
+            (["wait_duration_minutes": "10.0"], "Wait duration minutes is not included in the list"),
+            (["wait_duration_minutes": ""], "Wait duration minutes is not included in the list"),
+            (["comment": String(repeating: "c", count: 1001)], "Comment is too long (maximum is 1000 characters)"),
+            (["user_latitude": "90.5"], "User latitude must be between -90 and 90"),
+            (["user_longitude": "-180.01"], "User longitude must be between -180 and 180"),
+            (["user_latitude": "north"], "User latitude is not a number"),
+        ])
     func rejects(changes: [String: String], message: String) {
         #expect(throws: ValidationFailure([message])) { try parse(changes).get() }
     }
 
     @Test func acceptsWhatTheAppsSend() throws {
         for wait in ["5", "10", "15", "20", "30"] { #expect(throws: Never.self) { try parse(["wait_duration_minutes": wait]).get() } }
-        let android = try parse(["predicted": "1", "stop_latitude": "0.0", "user_latitude": "47.6", "user_longitude": "-122.3",
-                                 "comment": String(repeating: "c", count: 1000), "scheduled_arrival_at": "1754809800000",
-                                 "predicted_arrival_at": "2025-08-10T07:00:00Z", "stop_sequence": "3"]).get()
+        let android = try parse([
+            "predicted": "1", "stop_latitude": "0.0", "user_latitude": "47.6", "user_longitude": "-122.3",
+            "comment": String(repeating: "c", count: 1000), "scheduled_arrival_at": "1754809800000",
+            "predicted_arrival_at": "2025-08-10T07:00:00Z", "stop_sequence": "3",
+        ]).get()
         #expect(android.predicted == true)
         #expect(android.scheduledArrivalAt == 1_754_809_800_000)
         #expect(android.predictedArrivalAt == nil, "an ISO date is not fuzzily parsed")
@@ -52,15 +59,23 @@ struct GhostBusTests {
         #expect(CSV.cell(nil) == "")
     }
 
-    static func run(_ configure: @escaping (inout SidecarConfiguration) -> Void = { _ in },
-                    _ body: (TestSidecar, FakeOBA) async throws -> Void) async throws {
+    static func run(
+        _ configure: @escaping (inout SidecarConfiguration) -> Void = { _ in },
+        _ body: (TestSidecar, FakeOBA) async throws -> Void
+    ) async throws {
         let clock = ManualClock()
         let oba = try FakeOBA { clock.now().epochMillis }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ghost-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let regions = try oba.regionsFile(in: directory)
-        try await TestSidecar.run(clock: clock, { $0.regions = regions; configure(&$0) }) { app in try await body(app, oba) }
+        try await TestSidecar.run(
+            clock: clock,
+            {
+                $0.regions = regions
+                configure(&$0)
+            }
+        ) { app in try await body(app, oba) }
         await oba.server.shutdown()
     }
 
@@ -102,7 +117,10 @@ struct GhostBusTests {
     }
 
     @Test func enrichmentRetriesThreeTimesWithoutMakingTheRiderWait() async throws {
-        try await Self.run({ $0.runsAlarmChecker = false; $0.runsLiveActivityUpdater = false }) { app, oba in
+        try await Self.run({
+            $0.runsAlarmChecker = false
+            $0.runsLiveActivityUpdater = false
+        }) { app, oba in
             // Only the pruner and the alert feed watcher sleep on the clock now.
             #expect(try await app.eventually { app.clock.sleeperCount == 2 })
             oba.setMode(.serverError)
@@ -126,8 +144,9 @@ struct GhostBusTests {
             let body = JSONValue.object(big).encoded()
             let response = try await app.send("POST", Self.path, headers: ["Content-Type": "application/json"], body: body)
             #expect(response.status == 403)
-            let small = try await app.send("POST", Self.path, headers: ["Content-Type": "application/json"],
-                                           body: JSONValue.object(Self.valid.mapValues { .string($0) }).encoded())
+            let small = try await app.send(
+                "POST", Self.path, headers: ["Content-Type": "application/json"],
+                body: JSONValue.object(Self.valid.mapValues { .string($0) }).encoded())
             #expect(small.status == 201)
         }
     }
@@ -135,45 +154,73 @@ struct GhostBusTests {
     @Test func throttlesPerPeerAndPerUserIdentifierReadBodyFirst() async throws {
         try await Self.run { app, _ in
             for index in 0..<10 {
-                let response = try await app.post(Self.path, [("user_identifier", "ip-user-\(index)"), ("trip_identifier", "t"),
-                                                              ("service_date", "1"), ("wait_duration_minutes", "5")], source: "127.0.0.5")
+                let response = try await app.post(
+                    Self.path,
+                    [
+                        ("user_identifier", "ip-user-\(index)"), ("trip_identifier", "t"),
+                        ("service_date", "1"), ("wait_duration_minutes", "5"),
+                    ], source: "127.0.0.5")
                 #expect(response.status == 201)
             }
-            let limited = try await app.post(Self.path, [("user_identifier", "ip-user-x"), ("trip_identifier", "t"), ("service_date", "1"),
-                                                         ("wait_duration_minutes", "5")], source: "127.0.0.5")
+            let limited = try await app.post(
+                Self.path,
+                [
+                    ("user_identifier", "ip-user-x"), ("trip_identifier", "t"), ("service_date", "1"),
+                    ("wait_duration_minutes", "5"),
+                ], source: "127.0.0.5")
             #expect(limited.status == 429)
             #expect(limited.header("Retry-After") != nil)
 
             // One device rotating addresses: 20 a day, counted from JSON bodies too.
             for index in 0..<20 {
-                let body = JSONValue.object(["user_identifier": .string("rotating"), "trip_identifier": .string("t\(index)"),
-                                             "service_date": .integer(1), "wait_duration_minutes": .integer(5)]).encoded()
-                let response = try await RawHTTPClient.send(port: app.port, RawHTTPClient.request(
-                    "POST", Self.path + "?user_identifier=decoy", headers: ["Content-Type": "application/json"], body: body), source: "127.0.1.\(index + 1)")
+                let body = JSONValue.object([
+                    "user_identifier": .string("rotating"), "trip_identifier": .string("t\(index)"),
+                    "service_date": .integer(1), "wait_duration_minutes": .integer(5),
+                ]).encoded()
+                let response = try await RawHTTPClient.send(
+                    port: app.port,
+                    RawHTTPClient.request(
+                        "POST", Self.path + "?user_identifier=decoy", headers: ["Content-Type": "application/json"], body: body),
+                    source: "127.0.1.\(index + 1)")
                 #expect(response.status == 201, "\(index): \(response.text)")
             }
-            let rotated = try await RawHTTPClient.send(port: app.port, RawHTTPClient.request(
-                "POST", Self.path, headers: ["Content-Type": "application/json"],
-                body: JSONValue.object(["user_identifier": .string("rotating"), "trip_identifier": .string("t99"), "service_date": .integer(1),
-                                        "wait_duration_minutes": .integer(5)]).encoded()), source: "127.0.2.1")
+            let rotated = try await RawHTTPClient.send(
+                port: app.port,
+                RawHTTPClient.request(
+                    "POST", Self.path, headers: ["Content-Type": "application/json"],
+                    body: JSONValue.object([
+                        "user_identifier": .string("rotating"), "trip_identifier": .string("t99"), "service_date": .integer(1),
+                        "wait_duration_minutes": .integer(5),
+                    ]).encoded()), source: "127.0.2.1")
             #expect(rotated.status == 429)
             // The decoy in the query was never counted: the body wins.
-            #expect(try await app.post(Self.path + "?x=1", [("user_identifier", "decoy"), ("trip_identifier", "t"), ("service_date", "2"),
-                                                            ("wait_duration_minutes", "5")], source: "127.0.3.1").status == 201)
+            #expect(
+                try await app.post(
+                    Self.path + "?x=1",
+                    [
+                        ("user_identifier", "decoy"), ("trip_identifier", "t"), ("service_date", "2"),
+                        ("wait_duration_minutes", "5"),
+                    ], source: "127.0.3.1"
+                ).status == 201)
         }
     }
 
     @Test func refusedGhostBusReportsLeaveNothingInTheUserThrottle() async throws {
         try await TestSidecar.run({ _ in }) { app in
             for number in 0..<50 {
-                let response = try await app.post("/api/v2/regions/1/ghost_bus_reports",
-                                                  [("user_identifier", String(repeating: "u", count: 8000) + "\(number)"), ("trip_identifier", "t")],
-                                                  source: "127.0.3.\(number + 1)")
+                let response = try await app.post(
+                    "/api/v2/regions/1/ghost_bus_reports",
+                    [("user_identifier", String(repeating: "u", count: 8000) + "\(number)"), ("trip_identifier", "t")],
+                    source: "127.0.3.\(number + 1)")
                 #expect(response.status == 422)
             }
             #expect(app.sidecar.limits.ghostBusUsers.trackedKeys == 0, "validation comes first")
-            let valid = try await app.post("/api/v2/regions/1/ghost_bus_reports", [("user_identifier", "rider-1"), ("trip_identifier", "t"),
-                                                                                   ("service_date", "1"), ("wait_duration_minutes", "5")])
+            let valid = try await app.post(
+                "/api/v2/regions/1/ghost_bus_reports",
+                [
+                    ("user_identifier", "rider-1"), ("trip_identifier", "t"),
+                    ("service_date", "1"), ("wait_duration_minutes", "5"),
+                ])
             #expect(valid.status == 201)
             // On PostgreSQL the counts live in the database, shared by every instance.
             #expect(app.sidecar.limits.ghostBusUsers.trackedKeys == (TestBackend.isSQLite ? 1 : 0))

@@ -2,18 +2,20 @@ import Core
 import Foundation
 import HTTPServer
 import QRCode
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// Issue 16: the links the apps make and follow.
 @Suite("Links: rules")
 struct LinkRulesTests {
-    @Test(arguments: [
-        // What the iOS app writes, whole seconds, milliseconds.
-        ("1710273600.0", Int64(1_710_273_600_000)), ("1698307200.0", 1_698_307_200_000), ("1710273600", 1_710_273_600_000),
-        ("1710273600000", 1_710_273_600_000), ("1710273600.5", 1_710_273_600_500), (" 1710273600.0 ", 1_710_273_600_000),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            // What the iOS app writes, whole seconds, milliseconds.
+            ("1710273600.0", Int64(1_710_273_600_000)), ("1698307200.0", 1_698_307_200_000), ("1710273600", 1_710_273_600_000),
+            ("1710273600000", 1_710_273_600_000), ("1710273600.5", 1_710_273_600_500), (" 1710273600.0 ", 1_710_273_600_000),
+        ] as [(String, Int64)])
     func serviceDatesInEveryFormTheAppsUse(text: String, millis: Int64) {
         #expect(LinkRules.serviceDateMillis(text) == millis)
     }
@@ -24,11 +26,15 @@ struct LinkRulesTests {
     }
 
     /// Values with `?`, `&`, `#`, `=`, spaces and non-ASCII survive the round trip.
-    @Test(arguments: [
-        ("Puget Sound", "https://api.pugetsound.onebusaway.org", "https://sidecar.example.org", nil),
-        ("Région d'essai & co #1", "https://oba.example.com/api?key=a&b=c#frag", "https://obaco.example.com/api?a=1&b=2", "https://otp.example.com/?x=y z"),
-        ("東京 ☃", "http://127.0.0.1:8080/", "https://s.example.org/p?q=%41", nil),
-    ] as [(String, String, String, String?)])
+    @Test(
+        arguments: [
+            ("Puget Sound", "https://api.pugetsound.onebusaway.org", "https://sidecar.example.org", nil),
+            (
+                "Région d'essai & co #1", "https://oba.example.com/api?key=a&b=c#frag", "https://obaco.example.com/api?a=1&b=2",
+                "https://otp.example.com/?x=y z"
+            ),
+            ("東京 ☃", "http://127.0.0.1:8080/", "https://s.example.org/p?q=%41", nil),
+        ] as [(String, String, String, String?)])
     func addRegionLinksDecodeBackIntoEveryField(name: String, oba: String, sidecar: String, otp: String?) throws {
         let link = LinkRules.AddRegion(name: name, obaURL: oba, sidecarURL: sidecar, otpURL: otp)
         let text = LinkRules.addRegionLink(link)
@@ -49,7 +55,9 @@ struct LinkRulesTests {
     @Test func addRegionProblems() {
         #expect(LinkRules.problems(.init(name: "X", obaURL: "https://oba.example.com", sidecarURL: nil, otpURL: nil)).isEmpty)
         #expect(!LinkRules.problems(.init(name: " ", obaURL: "https://oba.example.com", sidecarURL: nil, otpURL: nil)).isEmpty)
-        #expect(!LinkRules.problems(.init(name: "X", obaURL: "oba.example.com", sidecarURL: nil, otpURL: nil)).isEmpty, "a bare host is refused by the app")
+        #expect(
+            !LinkRules.problems(.init(name: "X", obaURL: "oba.example.com", sidecarURL: nil, otpURL: nil)).isEmpty,
+            "a bare host is refused by the app")
         #expect(!LinkRules.problems(.init(name: "X", obaURL: "https://oba.example.com", sidecarURL: "not a url", otpURL: nil)).isEmpty)
         #expect(!LinkRules.problems(.init(name: "X", obaURL: "javascript:alert(1)", sidecarURL: nil, otpURL: nil)).isEmpty)
     }
@@ -75,8 +83,9 @@ struct LinkRulesTests {
         #expect(!text.contains("/admin") && !text.contains("/api") && !text.contains("\"*\"") && !text.contains("\"/*\""))
         let withStops = LinkRules.appleAppSiteAssociation(appIDs: ["ABCDE12345.org.onebusaway.iphone"], claimStopPages: true)
         let stopJSON = try #require(try JSONSerialization.jsonObject(with: Data(withStops.encoded())) as? [String: Any])
-        let stopComponents = try #require((((stopJSON["applinks"] as? [String: Any])?["details"] as? [[String: Any]])?.first)?["components"]
-            as? [[String: Any]])
+        let stopComponents = try #require(
+            (((stopJSON["applinks"] as? [String: Any])?["details"] as? [[String: Any]])?.first)?["components"]
+                as? [[String: Any]])
         // Order decides: trips with a trip_id, then anything deeper than a stop page excluded, then stop pages.
         #expect(stopComponents.map { $0["/"] as? String } == ["/regions/*/stops/*/trips", "/regions/*/stops/*/*", "/regions/*/stops/*"])
         #expect(stopComponents.map { $0["exclude"] as? Bool } == [nil, true, nil])
@@ -106,8 +115,9 @@ struct LinkRulesTests {
     }
 
     @Test func redirectTemplatesEncodeTheirValues() {
-        let url = LinkRules.redirect(template: "https://plan.example.org/stop?id={stop_id}&r={region_id}&t={trip_id}&x={unknown}",
-                                     values: ["stop_id": "1_75403&evil=1", "region_id": "1"])
+        let url = LinkRules.redirect(
+            template: "https://plan.example.org/stop?id={stop_id}&r={region_id}&t={trip_id}&x={unknown}",
+            values: ["stop_id": "1_75403&evil=1", "region_id": "1"])
         #expect(url == "https://plan.example.org/stop?id=1_75403%26evil%3D1&r=1&t=&x={unknown}")
         #expect(LinkRules.redirect(template: "javascript:alert({stop_id})", values: [:]) == nil)
     }

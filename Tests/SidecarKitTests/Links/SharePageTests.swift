@@ -2,33 +2,42 @@ import Core
 import Foundation
 import HTTPServer
 import QRCode
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// A OneBusAway server made of the apps' own fixtures.
 enum FixtureOBA {
     static func start() throws -> HTTPServer {
         // Read now: a missing fixture fails the test here, naming its path.
-        let fixtures = try LoadedFixtures(["ios/arrivals_and_departures_for_stop_1_75403.json",
-                                           "ios/arrivals_and_departures_for_stop_1_10020_no_realtime.json",
-                                           "ios/arrivals_and_departures_empty.json", "ios/arrival-and-departure-for-stop-1_11420.json"])
+        let fixtures = try LoadedFixtures([
+            "ios/arrivals_and_departures_for_stop_1_75403.json",
+            "ios/arrivals_and_departures_for_stop_1_10020_no_realtime.json",
+            "ios/arrivals_and_departures_empty.json", "ios/arrival-and-departure-for-stop-1_11420.json",
+        ])
         var router = Router()
-        router.add(Route("GET", "/api/where/arrivals-and-departures-for-stop/:stop", parsesParameters: false) { request in
-            let stop = String(request.pathParameters["stop"]!.dropLast(5))
-            switch stop {
-            case "1_75403": return fixtures.response("ios/arrivals_and_departures_for_stop_1_75403.json")
-            case "1_10020": return fixtures.response("ios/arrivals_and_departures_for_stop_1_10020_no_realtime.json")
-            case "1_TEST": return fixtures.response("ios/arrivals_and_departures_empty.json")
-            case "1_11420": return fixtures.response("ios/arrivals_and_departures_for_stop_1_75403.json")
-            case "boom": return .json(500, ["error": "upstream failure"])
-            default: return .bytes(200, contentType: "application/json", Array(#"{"code":404,"text":"resource not found","version":2,"currentTime":1}"#.utf8))
-            }
-        })
-        router.add(Route("GET", "/api/where/arrival-and-departure-for-stop/:stop", parsesParameters: false) { request in
-            request.rawQuery.contains("tripId=1_40989208") ? fixtures.response("ios/arrival-and-departure-for-stop-1_11420.json")
-                : .bytes(200, contentType: "application/json", Array(#"{"code":404,"text":"resource not found","version":2,"currentTime":1}"#.utf8))
-        })
+        router.add(
+            Route("GET", "/api/where/arrivals-and-departures-for-stop/:stop", parsesParameters: false) { request in
+                let stop = String(request.pathParameters["stop"]!.dropLast(5))
+                switch stop {
+                case "1_75403": return fixtures.response("ios/arrivals_and_departures_for_stop_1_75403.json")
+                case "1_10020": return fixtures.response("ios/arrivals_and_departures_for_stop_1_10020_no_realtime.json")
+                case "1_TEST": return fixtures.response("ios/arrivals_and_departures_empty.json")
+                case "1_11420": return fixtures.response("ios/arrivals_and_departures_for_stop_1_75403.json")
+                case "boom": return .json(500, ["error": "upstream failure"])
+                default:
+                    return .bytes(
+                        200, contentType: "application/json", Array(#"{"code":404,"text":"resource not found","version":2,"currentTime":1}"#.utf8))
+                }
+            })
+        router.add(
+            Route("GET", "/api/where/arrival-and-departure-for-stop/:stop", parsesParameters: false) { request in
+                request.rawQuery.contains("tripId=1_40989208")
+                    ? fixtures.response("ios/arrival-and-departure-for-stop-1_11420.json")
+                    : .bytes(
+                        200, contentType: "application/json", Array(#"{"code":404,"text":"resource not found","version":2,"currentTime":1}"#.utf8))
+            })
         return try startLocalServer(router)
     }
 
@@ -41,14 +50,18 @@ struct SharePageTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("share-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let regions = directory.appendingPathComponent("regions.json")
-        try Data(#"{"data":{"list":[{"id":1,"regionName":"Puget <Sound>","obaBaseUrl":"http://127.0.0.1:\#(oba.port)/","sidecarBaseUrl":"https://sidecar.example.org/api?a=1&b=2"}]}}"#.utf8)
-            .write(to: regions)
+        try Data(
+            #"{"data":{"list":[{"id":1,"regionName":"Puget <Sound>","obaBaseUrl":"http://127.0.0.1:\#(oba.port)/","sidecarBaseUrl":"https://sidecar.example.org/api?a=1&b=2"}]}}"#
+                .utf8
+        )
+        .write(to: regions)
         try await TestSidecar.run({
             $0.regions = regions.path
             $0.publicURL = "https://sidecar.example.org"
             configure(&$0)
         }) { app in
-            try await AlertStore(database: app.sidecar.database).setRegionSettings(RegionSettings(regionID: 1, agencyID: "1", timezone: "America/Los_Angeles"))
+            try await AlertStore(database: app.sidecar.database).setRegionSettings(
+                RegionSettings(regionID: 1, agencyID: "1", timezone: "America/Los_Angeles"))
             try await body(app)
         }
         _ = await oba.shutdown()
@@ -149,9 +162,11 @@ struct SharePageTests {
             let page = try await app.send("GET", "/regions/1/stops/\(encoded)")
             #expect(page.status == 404)
             #expect(!page.text.contains("<script>"))
-            let long = try await app.send("GET", "/regions/1/stops/1_75403/trips?trip_id=" + String(repeating: "a", count: 10_000) + "&service_date=1")
+            let long = try await app.send(
+                "GET", "/regions/1/stops/1_75403/trips?trip_id=" + String(repeating: "a", count: 10_000) + "&service_date=1")
             #expect(long.status < 500)
-            let page2 = try await app.send("GET", "/regions/1/stops/1_75403/trips?trip_id=1_18198857&service_date=1343545200.0&title=%22%3E%3Cscript%3E")
+            let page2 = try await app.send(
+                "GET", "/regions/1/stops/1_75403/trips?trip_id=1_18198857&service_date=1343545200.0&title=%22%3E%3Cscript%3E")
             #expect(!page2.text.contains("<script>"))
         }
     }

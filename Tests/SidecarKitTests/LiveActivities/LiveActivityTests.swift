@@ -1,8 +1,9 @@
 import Foundation
 import HTTPServer
 import OBA
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 @Suite("LiveActivities: content-state builder (spec §6.2)")
@@ -16,8 +17,9 @@ struct ContentStateBuilderTests {
         let collapsed = ContentStateBuilder.collapseDuplicates(response.entry.arrivalsAndDepartures)
         #expect(collapsed.count == 2)
         #expect(collapsed.first { $0.tripId == "1_40984902" }?.vehicleId == "1_8109999", "newest lastUpdateTime wins")
-        let state = ContentStateBuilder.build(response.entry.arrivalsAndDepartures, routeShortName: "49", tripHeadsign: "Downtown Seattle Broadway",
-                                              currentTime: response.currentTime)
+        let state = ContentStateBuilder.build(
+            response.entry.arrivalsAndDepartures, routeShortName: "49", tripHeadsign: "Downtown Seattle Broadway",
+            currentTime: response.currentTime)
         #expect(state.arrivals.count == 2)
         #expect(state.arrivals.map(\.departureTime) == [1_541_142_156, 1_541_143_056])
         #expect(state.arrivals.allSatisfy { $0.isArrival && $0.scheduleStatus == "delayed" && $0.scheduleDeviation == 156 })
@@ -29,20 +31,24 @@ struct ContentStateBuilderTests {
         #expect(collapsed.map(\.vehicleId) == ["97_149", ""], "tie on lastUpdateTime: first in response order")
         let route = try #require(collapsed.first?.routeShortName)
         let headsign = try #require(collapsed.first?.tripHeadsign)
-        let state = ContentStateBuilder.build(response.entry.arrivalsAndDepartures, routeShortName: route, tripHeadsign: headsign,
-                                              currentTime: response.currentTime)
+        let state = ContentStateBuilder.build(
+            response.entry.arrivalsAndDepartures, routeShortName: route, tripHeadsign: headsign,
+            currentTime: response.currentTime)
         #expect(state.arrivals.count == 2)
         #expect(state.arrivals[1].scheduleStatus == "unknown")
         #expect(state.arrivals[1].scheduleDeviation == 0)
     }
 
-    static func entry(trip: String? = "t", sequence: Int? = 3, vehicle: String = "v", updated: Int64 = 0, predicted: Bool = true,
-                      arrival: Int64 = 2_000_000, predictedArrival: Int64 = 2_060_000, departure: Int64 = 2_000_000,
-                      predictedDeparture: Int64 = 2_060_000, route: String = "44", headsign: String = "Ballard") -> ArrivalAndDeparture {
-        ArrivalAndDeparture(stopId: "s", tripId: trip, routeId: "r", routeShortName: route, tripHeadsign: headsign, serviceDate: 1,
-                            stopSequence: sequence, vehicleId: vehicle, predicted: predicted, predictedArrivalTime: EpochMillis(predictedArrival),
-                            predictedDepartureTime: EpochMillis(predictedDeparture), scheduledArrivalTime: EpochMillis(arrival),
-                            scheduledDepartureTime: EpochMillis(departure), lastUpdateTime: EpochMillis(updated))
+    static func entry(
+        trip: String? = "t", sequence: Int? = 3, vehicle: String = "v", updated: Int64 = 0, predicted: Bool = true,
+        arrival: Int64 = 2_000_000, predictedArrival: Int64 = 2_060_000, departure: Int64 = 2_000_000,
+        predictedDeparture: Int64 = 2_060_000, route: String = "44", headsign: String = "Ballard"
+    ) -> ArrivalAndDeparture {
+        ArrivalAndDeparture(
+            stopId: "s", tripId: trip, routeId: "r", routeShortName: route, tripHeadsign: headsign, serviceDate: 1,
+            stopSequence: sequence, vehicleId: vehicle, predicted: predicted, predictedArrivalTime: EpochMillis(predictedArrival),
+            predictedDepartureTime: EpochMillis(predictedDeparture), scheduledArrivalTime: EpochMillis(arrival),
+            scheduledDepartureTime: EpochMillis(departure), lastUpdateTime: EpochMillis(updated))
     }
 
     @Test func aLoopRouteKeepsBothVisitsAndIncompleteIdentitiesStay() {
@@ -52,21 +58,27 @@ struct ContentStateBuilderTests {
         #expect(ContentStateBuilder.collapseDuplicates(incomplete).count == 2, "no nil-keyed group")
     }
 
-    @Test("schedule status is half-open on the late side", arguments: [
-        (-91 as Int64, "early"), (-90, "on_time"), (0, "on_time"), (89, "on_time"), (90, "delayed"), (600, "delayed"),
-    ])
+    @Test(
+        "schedule status is half-open on the late side",
+        arguments: [
+            (-91 as Int64, "early"), (-90, "on_time"), (0, "on_time"), (89, "on_time"), (90, "delayed"), (600, "delayed"),
+        ])
     func status(deviation: Int64, expected: String) {
         #expect(ContentStateBuilder.status(deviationSeconds: deviation) == expected)
     }
 
     @Test func arrivalOrDepartureAndTheirFallbacks() {
-        let first = ContentStateBuilder.arrival(for: Self.entry(sequence: 0, arrival: 1_000_000, predictedArrival: 1_000_000,
-                                                                departure: 2_000_000, predictedDeparture: 2_030_000))!
+        let first = ContentStateBuilder.arrival(
+            for: Self.entry(
+                sequence: 0, arrival: 1_000_000, predictedArrival: 1_000_000,
+                departure: 2_000_000, predictedDeparture: 2_030_000))!
         #expect(!first.arrival.isArrival)
         #expect(first.arrival.departureTime == 2_030)
         #expect(first.arrival.scheduleDeviation == 30)
-        let noArrivalTimes = ContentStateBuilder.arrival(for: Self.entry(sequence: 5, arrival: 0, predictedArrival: 0,
-                                                                         departure: 2_000_000, predictedDeparture: 2_120_000))!
+        let noArrivalTimes = ContentStateBuilder.arrival(
+            for: Self.entry(
+                sequence: 5, arrival: 0, predictedArrival: 0,
+                departure: 2_000_000, predictedDeparture: 2_120_000))!
         #expect(noArrivalTimes.arrival.isArrival)
         #expect(noArrivalTimes.arrival.departureTime == 2_120)
         #expect(noArrivalTimes.arrival.scheduleStatus == "delayed")
@@ -93,7 +105,8 @@ struct ContentStateBuilderTests {
     }
 
     @Test func theStateDecodesWithTheAppsFixtureShape() throws {
-        let fixture = try #require(try JSONSerialization.jsonObject(with: Data(SharedFixtures.bytes("ios/live_activity_content_state.json"))) as? [String: Any])
+        let fixture = try #require(
+            try JSONSerialization.jsonObject(with: Data(SharedFixtures.bytes("ios/live_activity_content_state.json"))) as? [String: Any])
         let state = ContentState(arrivals: [.init(departureTime: 1_767_980_460, scheduleStatus: "on_time", scheduleDeviation: 60, isArrival: false)])
         let ours = try #require(try JSONSerialization.jsonObject(with: Data(state.json.encoded())) as? [String: Any])
         #expect(Set(ours.keys) == Set(fixture.keys))
@@ -117,19 +130,24 @@ struct LiveActivityLoopTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let regions = try oba.regionsFile(in: directory)
-        try await TestSidecar.run(clock: clock, {
-            $0.regions = regions
-            $0.gorushURL = gorush.url
-            $0.runsAlarmChecker = false
-            $0.runsLiveActivityUpdater = false
-        }) { app in try await body(app, oba, gorush) }
+        try await TestSidecar.run(
+            clock: clock,
+            {
+                $0.regions = regions
+                $0.gorushURL = gorush.url
+                $0.runsAlarmChecker = false
+                $0.runsLiveActivityUpdater = false
+            }
+        ) { app in try await body(app, oba, gorush) }
         await oba.server.shutdown()
         await gorush.server.shutdown()
     }
 
     static func fields(_ activity: String, token: String, stop: String = "1_11420", sandbox: String = "0") -> [(String, String)] {
-        [("activity_id", activity), ("push_token", token), ("stop_id", stop), ("route_short_name", "10"),
-         ("trip_headsign", "Downtown Seattle"), ("apns_sandbox", sandbox), ("trip_id", "t1")]
+        [
+            ("activity_id", activity), ("push_token", token), ("stop_id", stop), ("route_short_name", "10"),
+            ("trip_headsign", "Downtown Seattle"), ("apns_sandbox", sandbox), ("trip_id", "t1"),
+        ]
     }
 
     static func trip(_ id: String, departsIn seconds: Int64, clock: ManualClock, stop: String = "1_11420") -> FakeOBA.Trip {
@@ -144,7 +162,10 @@ struct LiveActivityLoopTests {
             #expect(url.contains("/api/v2/regions/1/live_activities/"))
             let token = String(url.split(separator: "/").last!)
             #expect(token.count == 22)
-            let rotated = try await app.postJSON(Self.path, #"{"activity_id":"activity-1","push_token":"token-b","stop_id":"1_11420","route_short_name":"10","trip_headsign":"Downtown Seattle"}"#)
+            let rotated = try await app.postJSON(
+                Self.path,
+                #"{"activity_id":"activity-1","push_token":"token-b","stop_id":"1_11420","route_short_name":"10","trip_headsign":"Downtown Seattle"}"#
+            )
             #expect(rotated.json?["url"] as? String == url, "the app keeps the first URL")
             let stored = try #require(try await LiveActivityStore(database: app.sidecar.database).find(token: token))
             #expect(stored.pushToken == "token-b")
@@ -155,7 +176,9 @@ struct LiveActivityLoopTests {
             #expect(invalid.json?["error"] as? String == "Unable to register live activity")
             #expect((invalid.json?["messages"] as? [String])?.contains("Push token can't be blank") == true)
             let concurrent = try await withThrowingTaskGroup(of: String.self) { group in
-                for index in 0..<10 { group.addTask { try await app.post(Self.path, Self.fields("race", token: "t\(index)")).json?["url"] as? String ?? "" } }
+                for index in 0..<10 {
+                    group.addTask { try await app.post(Self.path, Self.fields("race", token: "t\(index)")).json?["url"] as? String ?? "" }
+                }
                 return try await group.reduce(into: Set<String>()) { $0.insert($1) }
             }
             #expect(concurrent.count == 1, "one subscription, one URL")
@@ -167,7 +190,9 @@ struct LiveActivityLoopTests {
     @Test func updatesKeepalivesFailuresExpiryAndSharedFetches() async throws {
         try await Self.run { app, oba, gorush in
             oba.set([Self.trip("t1", departsIn: 600, clock: app.clock), Self.trip("t2", departsIn: 1500, clock: app.clock)])
-            for index in 0..<3 { _ = try await app.post(Self.path, Self.fields("a\(index)", token: "push-\(index)", sandbox: index == 0 ? "true" : "")) }
+            for index in 0..<3 {
+                _ = try await app.post(Self.path, Self.fields("a\(index)", token: "push-\(index)", sandbox: index == 0 ? "true" : ""))
+            }
             let updater = app.sidecar.liveActivityUpdater
             var report = await updater.runCycle()
             #expect(report.subscriptions == 3)
@@ -244,9 +269,14 @@ struct LiveActivityLoopTests {
         try await TestSidecar.run { app in
             var statuses: [Int] = []
             for index in 0..<40 {
-                statuses.append(try await app.post("/api/v2/regions/1/live_activities", [
-                    ("activity_id", "a\(index)"), ("push_token", "t\(index)"), ("stop_id", "1_11420"), ("route_short_name", "10"),
-                    ("trip_headsign", "Downtown")]).status)
+                statuses.append(
+                    try await app.post(
+                        "/api/v2/regions/1/live_activities",
+                        [
+                            ("activity_id", "a\(index)"), ("push_token", "t\(index)"), ("stop_id", "1_11420"), ("route_short_name", "10"),
+                            ("trip_headsign", "Downtown"),
+                        ]
+                    ).status)
             }
             #expect(statuses.filter { $0 == 201 }.count == 30)
             #expect(statuses.suffix(10).allSatisfy { $0 == 429 })

@@ -1,7 +1,8 @@
-@testable import Database
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 /// A command or a clean stop leaves a complete main file behind; backups
@@ -12,14 +13,19 @@ struct DatabaseFileTests: OperatorCommandSuite {
         try await Self.inDirectory { directory in
             let path = directory.appendingPathComponent("sidecar.sqlite3").path
             #expect(try await Self.run(["apikey", "create", "--name", "ops", "--region", "all"], database: path).status == 0)
-            #expect(try await Self.run(["region", "set", "--id", "1", "--agency-id", "1", "--timezone", "America/Los_Angeles"],
-                                       database: path).status == 0)
+            #expect(
+                try await Self.run(
+                    ["region", "set", "--id", "1", "--agency-id", "1", "--timezone", "America/Los_Angeles"],
+                    database: path
+                ).status == 0)
             // What an operator does after `systemctl stop`: copy the main file alone.
             let copy = directory.appendingPathComponent("copy.sqlite3").path
             try FileManager.default.copyItem(atPath: path, toPath: copy)
             let opened = try SQLiteDatabase(path: copy, readers: 1)
             let keys = try await opened.read { try $0.queryOne("SELECT COUNT(*) AS n FROM api_keys", [])?.optionalInt("n") }
-            let zone = try await opened.read { try $0.queryOne("SELECT timezone FROM region_settings WHERE region_id = 1", [])?.optionalString("timezone") }
+            let zone = try await opened.read {
+                try $0.queryOne("SELECT timezone FROM region_settings WHERE region_id = 1", [])?.optionalString("timezone")
+            }
             await opened.close()
             #expect(keys == 1)
             #expect(zone == "America/Los_Angeles")
@@ -63,8 +69,11 @@ struct DatabaseFileTests: OperatorCommandSuite {
             let source = directory.appendingPathComponent("source.sqlite3").path
             #expect(try await Self.run(["region", "set", "--id", "1", "--agency-id", "1"], database: source).status == 0)
             for header in ["First", "Second", "Third"] {
-                #expect(try await Self.run(["alert", "create", "--region", "1", "--header", header, "--start", "2026-12-01T08:00:00Z"],
-                                           database: source).status == 0)
+                #expect(
+                    try await Self.run(
+                        ["alert", "create", "--region", "1", "--header", header, "--start", "2026-12-01T08:00:00Z"],
+                        database: source
+                    ).status == 0)
             }
             #expect(try await Self.run(["alert", "delete", "3"], database: source).status == 0)
             var from = SidecarConfiguration()
@@ -77,9 +86,11 @@ struct DatabaseFileTests: OperatorCommandSuite {
             await sourceDatabase.close()
             await targetDatabase.close()
             #expect(counts.first { $0.table == "alerts" }?.rows == 2)
-            let created = try await Self.run(["alert", "create", "--region", "1", "--header", "Fourth", "--start", "2026-12-01T08:00:00Z"],
-                                             database: to.database)
-            #expect(created.output.first?.hasPrefix("created alert 4 ") == true, "a deleted alert's id is never reused after a copy: \(created.output)")
+            let created = try await Self.run(
+                ["alert", "create", "--region", "1", "--header", "Fourth", "--start", "2026-12-01T08:00:00Z"],
+                database: to.database)
+            #expect(
+                created.output.first?.hasPrefix("created alert 4 ") == true, "a deleted alert's id is never reused after a copy: \(created.output)")
         }
     }
 }

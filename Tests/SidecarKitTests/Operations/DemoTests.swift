@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// Issue 14: `sidecar serve --demo`, a region simulated by the process.
@@ -101,8 +102,11 @@ struct DemoTests {
 
             // The alarm of the guide fires at the next check, into the log.
             let alarm = Self.curlFields(guide.text, after: "An alarm")
-            #expect(alarm.map(\.0) == ["user_push_id", "operating_system", "stop_id", "trip_id", "service_date", "vehicle_id",
-                                       "stop_sequence", "seconds_before"])
+            #expect(
+                alarm.map(\.0) == [
+                    "user_push_id", "operating_system", "stop_id", "trip_id", "service_date", "vehicle_id",
+                    "stop_sequence", "seconds_before",
+                ])
             let created = try await app.post("/api/v2/regions/\(region)/alarms", alarm)
             #expect(created.status == 201 || created.status == 200, "\(created.text)")
             let report = await app.sidecar.alarmChecker.runCycle()

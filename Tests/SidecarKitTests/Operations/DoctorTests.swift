@@ -1,9 +1,10 @@
 import Core
-@testable import Database
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import Database
 @testable import SidecarKit
 
 /// Issue 14: `sidecar doctor` against working and broken configurations,
@@ -19,11 +20,12 @@ struct DoctorTests {
     /// `/healthz`, for the body.
     static func withUpstreams(_ body: (HTTPServer) async throws -> Void) async throws {
         var router = Router()
-        router.add(Route("GET", "/api/where/current-time", suffixes: [".json"]) { request in
-            request.parameters["key"] == "key-4711"
-                ? .bytes(200, contentType: "application/json", Array(#"{"code":200,"currentTime":1767225600000,"text":"OK","version":2}"#.utf8))
-                : .bytes(200, contentType: "application/json", Array(#"{"code":401,"text":"permission denied","version":1}"#.utf8))
-        })
+        router.add(
+            Route("GET", "/api/where/current-time", suffixes: [".json"]) { request in
+                request.parameters["key"] == "key-4711"
+                    ? .bytes(200, contentType: "application/json", Array(#"{"code":200,"currentTime":1767225600000,"text":"OK","version":2}"#.utf8))
+                    : .bytes(200, contentType: "application/json", Array(#"{"code":401,"text":"permission denied","version":1}"#.utf8))
+            })
         router.add(Route("GET", "/healthz") { _ in .json(200, ["status": "ok"]) })
         let server = try startLocalServer(router)
         do { try await body(server) } catch {
@@ -97,48 +99,52 @@ struct DoctorTests {
     }
 
     @Test func aWorkingConfigurationPassesEveryCheck() async throws {
-        try await Self.withUpstreams { upstream in try await Self.inDirectory { directory in
-            var configuration = try Self.configuration(in: directory, upstream: upstream, key: "key-4711", gorushPort: upstream.port)
-            configuration.publicURL = "https://sidecar.example.org"
-            configuration.trustedProxies = try? TrustedProxies("127.0.0.1")
-            let (status, lines) = await Self.run(configuration)
-            #expect(status == 0, "\(lines)")
-            #expect(lines.contains { $0.hasPrefix("  ok    oba region 1") })
-            #expect(lines.contains { $0.hasPrefix("  ok    gorush") })
-            #expect(lines.contains { $0.hasPrefix("  ok    regions") })
-            #expect(lines.contains { $0.hasPrefix("  ok    disk") })
-            #expect(!lines.contains { $0.contains("FAIL") })
-            #expect(lines.last?.hasPrefix("all checks passed") == true)
-            #expect(!lines.joined().contains("key-4711"), "the API key is never printed")
-        } }
+        try await Self.withUpstreams { upstream in
+            try await Self.inDirectory { directory in
+                var configuration = try Self.configuration(in: directory, upstream: upstream, key: "key-4711", gorushPort: upstream.port)
+                configuration.publicURL = "https://sidecar.example.org"
+                configuration.trustedProxies = try? TrustedProxies("127.0.0.1")
+                let (status, lines) = await Self.run(configuration)
+                #expect(status == 0, "\(lines)")
+                #expect(lines.contains { $0.hasPrefix("  ok    oba region 1") })
+                #expect(lines.contains { $0.hasPrefix("  ok    gorush") })
+                #expect(lines.contains { $0.hasPrefix("  ok    regions") })
+                #expect(lines.contains { $0.hasPrefix("  ok    disk") })
+                #expect(!lines.contains { $0.contains("FAIL") })
+                #expect(lines.last?.hasPrefix("all checks passed") == true)
+                #expect(!lines.joined().contains("key-4711"), "the API key is never printed")
+            }
+        }
     }
 
     @Test func aBrokenConfigurationFailsWithAFixForEachProblem() async throws {
         let closedPort = try ClosedPort()
         defer { withExtendedLifetime(closedPort) {} }
         let closed = closedPort.port
-        try await Self.withUpstreams { upstream in try await Self.inDirectory { directory in
-            var configuration = try Self.configuration(in: directory, upstream: upstream, key: "wrong-key", gorushPort: closed)
-            configuration.apnsKeyFile = directory.appendingPathComponent("missing.p8").path
-            configuration.apnsKeyID = "KEYID12345"
-            configuration.apnsTeamID = "TEAMID1234"
-            let (status, lines) = await Self.run(configuration)
-            #expect(status == 1)
-            for name in ["oba region 1", "gorush", "apns"] {
-                let index = lines.firstIndex { $0.hasPrefix("  FAIL  \(name)") }
-                #expect(index != nil, "\(name) should fail: \(lines)")
-                if let index { #expect(lines[index + 1].hasPrefix("        fix: ")) }
-            }
-            #expect(lines.contains { $0.contains("refused the API key") })
-            #expect(lines.last == "3 checks failed")
-            #expect(!lines.joined().contains("wrong-key"))
+        try await Self.withUpstreams { upstream in
+            try await Self.inDirectory { directory in
+                var configuration = try Self.configuration(in: directory, upstream: upstream, key: "wrong-key", gorushPort: closed)
+                configuration.apnsKeyFile = directory.appendingPathComponent("missing.p8").path
+                configuration.apnsKeyID = "KEYID12345"
+                configuration.apnsTeamID = "TEAMID1234"
+                let (status, lines) = await Self.run(configuration)
+                #expect(status == 1)
+                for name in ["oba region 1", "gorush", "apns"] {
+                    let index = lines.firstIndex { $0.hasPrefix("  FAIL  \(name)") }
+                    #expect(index != nil, "\(name) should fail: \(lines)")
+                    if let index { #expect(lines[index + 1].hasPrefix("        fix: ")) }
+                }
+                #expect(lines.contains { $0.contains("refused the API key") })
+                #expect(lines.last == "3 checks failed")
+                #expect(!lines.joined().contains("wrong-key"))
 
-            // Offline, the network is not touched: only the key file fails.
-            let (offlineStatus, offlineLines) = await Self.run(configuration, offline: true)
-            #expect(offlineStatus == 1)
-            #expect(offlineLines.filter { $0.hasPrefix("  FAIL") }.count == 1)
-            #expect(offlineLines.contains { $0.hasPrefix("  skip  onebusaway") })
-        } }
+                // Offline, the network is not touched: only the key file fails.
+                let (offlineStatus, offlineLines) = await Self.run(configuration, offline: true)
+                #expect(offlineStatus == 1)
+                #expect(offlineLines.filter { $0.hasPrefix("  FAIL") }.count == 1)
+                #expect(offlineLines.contains { $0.hasPrefix("  skip  onebusaway") })
+            }
+        }
     }
 
     @Test func healthCheckExitsZeroOnlyForAHealthyServer() async throws {
@@ -160,7 +166,8 @@ struct DoctorTests {
         configuration.database = ":memory:"
         let lines = Locked<[String]>([])
         _ = await Doctor.run(configuration, offline: true) { line in lines.withLock { $0.append(line) } }
-        #expect(lines.value.contains { $0.contains("regions") && $0.contains("bundled sample regions are in use") && $0.hasPrefix("  warn") },
-                "\(lines.value)")
+        #expect(
+            lines.value.contains { $0.contains("regions") && $0.contains("bundled sample regions are in use") && $0.hasPrefix("  warn") },
+            "\(lines.value)")
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// Issue 14: running the sidecar behind proxies, with metrics and logs an
@@ -17,8 +18,11 @@ struct OperationsTests {
         }) { (app: TestSidecar) async throws in
             func register(_ token: String, forwardedFor: String, source: String) async throws -> Int {
                 let body = RawHTTPClient.form([("token", token), ("operating_system", "ios")])
-                let response = try await app.send("POST", Self.registrations, headers: [
-                    "Content-Type": "application/x-www-form-urlencoded", "X-Forwarded-For": forwardedFor], body: body, source: source)
+                let response = try await app.send(
+                    "POST", Self.registrations,
+                    headers: [
+                        "Content-Type": "application/x-www-form-urlencoded", "X-Forwarded-For": forwardedFor,
+                    ], body: body, source: source)
                 return response.status
             }
             // Two riders behind the proxy each get their own budget.
@@ -37,9 +41,12 @@ struct OperationsTests {
     }
 
     @Test func trustedProxyFlags() throws {
-        guard case .serve(let configuration) = try CommandLineInterface.parse(
-            ["serve", "--trusted-proxies", "10.0.0.0/8,::1", "--client-ip-header", "CF-Connecting-IP"], environment: [:]) else {
-            Issue.record("not serve"); return
+        guard
+            case .serve(let configuration) = try CommandLineInterface.parse(
+                ["serve", "--trusted-proxies", "10.0.0.0/8,::1", "--client-ip-header", "CF-Connecting-IP"], environment: [:])
+        else {
+            Issue.record("not serve")
+            return
         }
         #expect(configuration.trustedProxies?.contains("10.9.8.7") == true)
         #expect(configuration.serverConfiguration.trustedProxies?.clientIPHeader == "cf-connecting-ip")
@@ -79,8 +86,9 @@ struct OperationsTests {
             _ = try await app.post(Self.registrations + "?app_uid=RIDER-UID-123&key=org.example", [("token", token), ("operating_system", "ios")])
             _ = try await app.send("DELETE", Self.registrations + "?token=\(token)&app_uid=RIDER-UID-123")
             _ = try await app.send("GET", "/admin/api/regions", headers: ["Authorization": "Bearer ADMIN-KEY-GUESS"])
-            _ = try await app.send("POST", "/webhooks/gorush", headers: ["Authorization": "Bearer WEBHOOK-SECRET-1", "Content-Type": "application/json"],
-                                   body: Array(#"{"logs":[{"type":"failed-push","token":"a1b2c3SECRETTOKEN","error":"Unregistered"}]}"#.utf8))
+            _ = try await app.send(
+                "POST", "/webhooks/gorush", headers: ["Authorization": "Bearer WEBHOOK-SECRET-1", "Content-Type": "application/json"],
+                body: Array(#"{"logs":[{"type":"failed-push","token":"a1b2c3SECRETTOKEN","error":"Unregistered"}]}"#.utf8))
             let lines = app.log.lines
             #expect(lines.count > 5)
             for line in lines {
@@ -112,7 +120,9 @@ struct OperationsTests {
         try await AlarmRouteTests.run(configure: { $0.metricsListen = .init(host: "127.0.0.1", port: 0) }) { app, oba, gorush in
             oba.set([AlarmRouteTests.trip("t1", departsIn: 900, clock: app.clock), AlarmRouteTests.trip("t2", departsIn: 900, clock: app.clock)])
             #expect(try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "ios-device")).status == 201)
-            #expect(try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t2", push: "android-device", os: "android")).status == 201)
+            #expect(
+                try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t2", push: "android-device", os: "android")).status == 201
+            )
             #expect(try await app.post(Self.registrations, [("token", "r1"), ("operating_system", "ios")]).status == 204)
             #expect(try await app.post(Self.registrations, [("token", "r2"), ("operating_system", "android")]).status == 204)
             #expect(try await app.post(Self.registrations, [("token", "r3")]).status == 422)
@@ -133,7 +143,9 @@ struct OperationsTests {
             #expect(values["sidecar_http_requests_total{route=\"\(route)\",method=\"POST\",status=\"422\"}"] == 1)
             #expect(values["sidecar_http_requests_total{route=\"/api/v2/regions/:region/alarms\",method=\"POST\",status=\"201\"}"] == 2)
             #expect(values["sidecar_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"}"] == 1)
-            #expect(values["sidecar_http_requests_total{route=\"unmatched\",method=\"other\",status=\"405\"}"] == 1, "a made-up method makes no new series")
+            #expect(
+                values["sidecar_http_requests_total{route=\"unmatched\",method=\"other\",status=\"405\"}"] == 1,
+                "a made-up method makes no new series")
             #expect(values["sidecar_http_request_duration_seconds_count{route=\"\(route)\",method=\"POST\"}"] == 3)
             #expect(values["sidecar_http_request_duration_seconds_bucket{route=\"\(route)\",method=\"POST\",le=\"+Inf\"}"] == 3)
             #expect(values["sidecar_alarms_fired_total"] == 1)
@@ -174,11 +186,16 @@ struct OperationsTests {
             oba.set([AlarmRouteTests.trip("t1", departsIn: 1800, clock: app.clock)])
             _ = try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "secret-device-token"))
             _ = await app.sidecar.alarmChecker.runCycle()
-            for _ in 0..<31 { _ = try await app.post("/api/v2/regions/1/push_registrations", [("token", "secret-device-token"), ("operating_system", "ios")]) }
+            for _ in 0..<31 {
+                _ = try await app.post("/api/v2/regions/1/push_registrations", [("token", "secret-device-token"), ("operating_system", "ios")])
+            }
             let lines = app.log.lines
             #expect(lines.contains { $0.contains("DEBUG alarm stop checked") && $0.contains("stop=1_11420") && $0.contains("wait=1") })
-            #expect(lines.contains { $0.contains("DEBUG upstream request") && $0.contains("method=arrivals-and-departures-for-stop")
-                && $0.contains("duration_ms=") })
+            #expect(
+                lines.contains {
+                    $0.contains("DEBUG upstream request") && $0.contains("method=arrivals-and-departures-for-stop")
+                        && $0.contains("duration_ms=")
+                })
             #expect(lines.contains { $0.contains("DEBUG throttled limiter=push_registrations key=127.0.0.1") })
             #expect(!lines.contains { $0.contains("secret-device-token") || $0.contains("TEST-KEY") }, "never a token or a key")
         }

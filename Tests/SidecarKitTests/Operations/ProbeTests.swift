@@ -1,13 +1,15 @@
+import Core
 import Foundation
+import HTTPServer
+import SidecarClient
+import TestSupport
+import Testing
+
+@testable import SidecarKit
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Core
-import HTTPServer
-import SidecarClient
-import Testing
-import TestSupport
-@testable import SidecarKit
 
 /// `sidecar probe`: an outside check of a running server.
 @Suite("Operations: sidecar probe")
@@ -56,8 +58,10 @@ struct ProbeTests {
     @Test func aServerThatAnswersWronglyFailsWithAClearLine() async throws {
         var router = Router()
         for method in ["GET", "POST", "DELETE"] {
-            for pattern in ["/api/v2/regions/:r/push_registrations", "/api/v2/regions/:r/live_activities", "/api/v1/regions/:r/alerts.pb",
-                            "/api/v1/regions/:r/surveys.json", "/api/v1/regions/:r/weather.json", "/api/v1/regions/:r/vehicles"] {
+            for pattern in [
+                "/api/v2/regions/:r/push_registrations", "/api/v2/regions/:r/live_activities", "/api/v1/regions/:r/alerts.pb",
+                "/api/v1/regions/:r/surveys.json", "/api/v1/regions/:r/weather.json", "/api/v1/regions/:r/vehicles",
+            ] {
                 router.add(Route(method, pattern, parsesParameters: false) { _ in .bytes(200, contentType: "application/json", []) })
             }
         }

@@ -1,8 +1,9 @@
 import Core
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// `sidecar export` / `sidecar import`: the sidecar-export/1 document that
@@ -20,15 +21,30 @@ struct RegionExchangeTests {
     /// operators make them.
     static func populate(_ app: TestSidecar, oba: FakeOBA) async throws {
         #expect(try await cli(app, ["region", "set", "--id", "1", "--agency-id", "1"]).status == 0)
-        #expect(try await cli(app, ["alert", "create", "--region", "1", "--header", "Route 44 detoured", "--description", "Skips 45th St",
-                                    "--cause", "CONSTRUCTION", "--effect", "DETOUR", "--severity", "WARNING", "--url", "https://example.org/44",
-                                    "--start", "2026-12-01T08:00:00-08:00", "--end", "2026-12-02T08:00:00.250-08:00"]).status == 0)
-        #expect(try await cli(app, ["alert", "translate", "1", "--language", "es", "--header", "Ruta 44 desviada",
-                                    "--description", "Salta la calle 45"]).status == 0)
+        #expect(
+            try await cli(
+                app,
+                [
+                    "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--description", "Skips 45th St",
+                    "--cause", "CONSTRUCTION", "--effect", "DETOUR", "--severity", "WARNING", "--url", "https://example.org/44",
+                    "--start", "2026-12-01T08:00:00-08:00", "--end", "2026-12-02T08:00:00.250-08:00",
+                ]
+            ).status == 0)
+        #expect(
+            try await cli(
+                app,
+                [
+                    "alert", "translate", "1", "--language", "es", "--header", "Ruta 44 desviada",
+                    "--description", "Salta la calle 45",
+                ]
+            ).status == 0)
         #expect(try await cli(app, ["alert", "edit", "1", "--description", "Skips 45th and 46th St"]).status == 0)
-        #expect(try await cli(app, ["alert", "translate", "1", "--language", "fr", "--header", "Ligne 44 déviée", "--description", "Évite"]).status == 0)
+        #expect(
+            try await cli(app, ["alert", "translate", "1", "--language", "fr", "--header", "Ligne 44 déviée", "--description", "Évite"]).status == 0)
         #expect(try await cli(app, ["alert", "publish", "1"]).status == 0)
-        #expect(try await cli(app, ["alert", "create", "--region", "1", "--header", "Test push", "--start", "2026-12-02T08:00:00Z", "--test", "true"]).status == 0)
+        #expect(
+            try await cli(app, ["alert", "create", "--region", "1", "--header", "Test push", "--start", "2026-12-02T08:00:00Z", "--test", "true"])
+                .status == 0)
         #expect(try await cli(app, ["study", "create", "--region", "1", "--name", "OBA 2026", "--description", "Rider study"]).status == 0)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("survey-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }
@@ -36,17 +52,35 @@ struct RegionExchangeTests {
         #expect(try await cli(app, ["survey", "create", "--file", file.path]).status == 0)
         let questions = try #require(try await SurveyStore(database: app.sidecar.database).survey(id: 1)).questions.map(\.id)
         let answer = #"[{"question_id":\#(questions[0]),"question_type":"radio","answer":"Great"}]"#
-        let response = try await app.post("/api/v1/survey_responses", [("survey_id", "1"), ("user_identifier", "rider-1"), ("stop_identifier", "1_570"),
-                                                                       ("stop_latitude", "47.6"), ("stop_longitude", "-122.3"), ("responses", answer)])
+        let response = try await app.post(
+            "/api/v1/survey_responses",
+            [
+                ("survey_id", "1"), ("user_identifier", "rider-1"), ("stop_identifier", "1_570"),
+                ("stop_latitude", "47.6"), ("stop_longitude", "-122.3"), ("responses", answer),
+            ])
         #expect((200...201).contains(response.status), "\(response.text)")
-        #expect(try await app.post("/api/v2/regions/1/push_registrations", [("token", "ios-1"), ("operating_system", "ios"), ("locale", "es-US"),
-                                                                           ("apns_sandbox", "true"), ("description", "Ana's phone")]).status == 204)
+        #expect(
+            try await app.post(
+                "/api/v2/regions/1/push_registrations",
+                [
+                    ("token", "ios-1"), ("operating_system", "ios"), ("locale", "es-US"),
+                    ("apns_sandbox", "true"), ("description", "Ana's phone"),
+                ]
+            ).status == 204)
         #expect(try await app.post("/api/v2/regions/1/push_registrations", [("token", "droid-1"), ("operating_system", "android")]).status == 204)
-        let report = GhostBusTests.valid.map { ($0.key, $0.value) } + [("predicted", "1"), ("comment", "never came"), ("stop_sequence", "3"),
-                                                                      ("user_latitude", "47.61"), ("user_longitude", "-122.33")]
+        let report =
+            GhostBusTests.valid.map { ($0.key, $0.value) } + [
+                ("predicted", "1"), ("comment", "never came"), ("stop_sequence", "3"),
+                ("user_latitude", "47.61"), ("user_longitude", "-122.33"),
+            ]
         #expect(try await app.post(GhostBusTests.path, report).status == 201)
         let store = GhostBusStore(database: app.sidecar.database)
-        #expect(try await app.eventually { try await app.sidecar.database.read { try $0.queryOne("SELECT snapshot_captured_at FROM ghost_bus_reports", [])?.optionalInt("snapshot_captured_at") } != nil })
+        #expect(
+            try await app.eventually {
+                try await app.sidecar.database.read {
+                    try $0.queryOne("SELECT snapshot_captured_at FROM ghost_bus_reports", [])?.optionalInt("snapshot_captured_at")
+                } != nil
+            })
         _ = store
     }
 
@@ -54,11 +88,16 @@ struct RegionExchangeTests {
         try await GhostBusTests.run { app, oba in
             try await Self.populate(app, oba: oba)
             let first = try await RegionExchange.export(regionID: 1, database: app.sidecar.database, nowMillis: 0)
-            guard case .object(let members) = first else { Issue.record("not an object"); return }
+            guard case .object(let members) = first else {
+                Issue.record("not an object")
+                return
+            }
             #expect((members["alerts"].map { if case .array(let a) = $0 { a.count } else { 0 } }) == 2)
             let text = String(decoding: first.encoded(), as: UTF8.self)
-            #expect(text.contains(#""source_header_text":"Route 44 detoured","source_description_text":"Skips 45th St""#) || text.contains(#""source_description_text":"Skips 45th St""#),
-                    "the stale translation keeps the text it was made from")
+            #expect(
+                text.contains(#""source_header_text":"Route 44 detoured","source_description_text":"Skips 45th St""#)
+                    || text.contains(#""source_description_text":"Skips 45th St""#),
+                "the stale translation keeps the text it was made from")
             #expect(text.contains(#""end_time":"2026-12-02T16:00:00Z""#), "alerts keep whole seconds")
             #expect(text.contains(#""snapshot_status":"captured""#))
 
@@ -66,7 +105,9 @@ struct RegionExchangeTests {
                 let document = try RegionExchange.parse(first, regions: fresh.sidecar.regions)
                 let dry = try await RegionExchange.importDocument(document, database: fresh.sidecar.database, dryRun: true, nowSeconds: 0)
                 #expect(dry.alerts.added == 2 && dry.surveys.added == 1)
-                #expect(try await RegionExchange.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0) != first, "a dry run changes nothing")
+                #expect(
+                    try await RegionExchange.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0) != first, "a dry run changes nothing"
+                )
                 let summary = try await RegionExchange.importDocument(document, database: fresh.sidecar.database, dryRun: false, nowSeconds: 0)
                 #expect(summary == dry)
                 #expect(summary.alerts == .init(added: 2, present: 0) && summary.translations == .init(added: 2, present: 0))
@@ -92,7 +133,10 @@ struct RegionExchangeTests {
 
     @Test func theCLIWritesAFileAndReadsStandardInputOrAFile() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
-            #expect(try await Self.cli(app, ["alert", "create", "--region", "1", "--header", "Snow", "--start", "2026-12-01T08:00:00Z", "--agency-id", "1"]).status == 0)
+            #expect(
+                try await Self.cli(
+                    app, ["alert", "create", "--region", "1", "--header", "Snow", "--start", "2026-12-01T08:00:00Z", "--agency-id", "1"]
+                ).status == 0)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("export-\(UUID().uuidString).json")
             defer { try? FileManager.default.removeItem(at: file) }
             let exported = try await Self.cli(app, ["export", "--region", "1", "--to", file.path])
@@ -107,36 +151,37 @@ struct RegionExchangeTests {
     /// A document as OBACloud and the reference write it: Go's RFC 3339 with
     /// nanoseconds and offsets, null for empty lists, ids of their own.
     static let reference = #"""
-    {"format":"sidecar-export/1","exported_at":"2026-11-29T10:15:30.123456789-08:00","region_id":1,
-     "alerts":[{"id":41,"agency_id":"1","header_text":"Elevator out","description_text":"Use the ramp","url":"","cause":"MAINTENANCE",
-       "effect":"ACCESSIBILITY_ISSUE","severity":"INFO","start_time":"2026-11-29T06:00:00-08:00","end_time":null,"published":true,"is_test":false,
-       "created_at":"2026-11-28T12:00:00.5Z","updated_at":"2026-11-28T12:30:00Z",
-       "translations":[{"language":"es","header_text":"Ascensor fuera","description_text":"Use la rampa","source_header_text":"Elevator out",
-         "source_description_text":"Use the ramp"},{"language":"de","header_text":"Aufzug","description_text":"","source_header_text":"Old text",
-         "source_description_text":""}]}],
-     "studies":[{"id":7,"name":"Study","description":"","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-02-01T00:00:00Z",
-       "surveys":[{"id":12,"name":"Trip","available":true,"start_time":null,"end_time":null,"show_on_map":false,"show_on_stops":true,
-         "always_visible":false,"allows_multiple_responses":false,"visible_stop_list":null,"visible_route_list":["1_100"],
-         "created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z",
-         "questions":[{"id":90,"position":1,"required":true,"content":{"type":"radio","label_text":"How?","options":["Good","Bad"]}}]}]}],
-     "survey_responses":[{"survey_id":12,"public_id":"abc123","user_identifier":"u1","stop_identifier":"","stop_latitude":null,
-       "stop_longitude":null,"answers":[{"question_id":90,"question_type":"radio","question_label":"How?","answer":"Good"}],
-       "created_at":"2026-03-01T00:00:00Z","updated_at":"2026-03-01T00:00:00Z"}],
-     "push_registrations":[{"token":"tok","operating_system":"ios","locale":"en-US","apns_sandbox":false,"test_device":true,
-       "description":"QA","last_seen_at":"2026-11-01T00:00:00Z","created_at":"2026-10-01T00:00:00Z"}],
-     "ghost_bus_reports":[{"public_id":"gb1","user_identifier":"u2","trip_identifier":"1_555","service_date_ms":1764230400000,
-       "route_identifier":"1_100","stop_identifier":"","vehicle_identifier":"","stop_sequence":null,"predicted":null,
-       "schedule_deviation_minutes":null,"wait_duration_minutes":15,"comment":"","user_latitude":null,"user_longitude":null,
-       "scheduled_arrival_ms":null,"predicted_arrival_ms":null,"prediction_last_updated_ms":null,"snapshot_status":"unavailable",
-       "snapshot":null,"snapshot_captured_at":null,"created_at":"2026-11-27T08:00:00Z"}]}
-    """#
+        {"format":"sidecar-export/1","exported_at":"2026-11-29T10:15:30.123456789-08:00","region_id":1,
+         "alerts":[{"id":41,"agency_id":"1","header_text":"Elevator out","description_text":"Use the ramp","url":"","cause":"MAINTENANCE",
+           "effect":"ACCESSIBILITY_ISSUE","severity":"INFO","start_time":"2026-11-29T06:00:00-08:00","end_time":null,"published":true,"is_test":false,
+           "created_at":"2026-11-28T12:00:00.5Z","updated_at":"2026-11-28T12:30:00Z",
+           "translations":[{"language":"es","header_text":"Ascensor fuera","description_text":"Use la rampa","source_header_text":"Elevator out",
+             "source_description_text":"Use the ramp"},{"language":"de","header_text":"Aufzug","description_text":"","source_header_text":"Old text",
+             "source_description_text":""}]}],
+         "studies":[{"id":7,"name":"Study","description":"","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-02-01T00:00:00Z",
+           "surveys":[{"id":12,"name":"Trip","available":true,"start_time":null,"end_time":null,"show_on_map":false,"show_on_stops":true,
+             "always_visible":false,"allows_multiple_responses":false,"visible_stop_list":null,"visible_route_list":["1_100"],
+             "created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z",
+             "questions":[{"id":90,"position":1,"required":true,"content":{"type":"radio","label_text":"How?","options":["Good","Bad"]}}]}]}],
+         "survey_responses":[{"survey_id":12,"public_id":"abc123","user_identifier":"u1","stop_identifier":"","stop_latitude":null,
+           "stop_longitude":null,"answers":[{"question_id":90,"question_type":"radio","question_label":"How?","answer":"Good"}],
+           "created_at":"2026-03-01T00:00:00Z","updated_at":"2026-03-01T00:00:00Z"}],
+         "push_registrations":[{"token":"tok","operating_system":"ios","locale":"en-US","apns_sandbox":false,"test_device":true,
+           "description":"QA","last_seen_at":"2026-11-01T00:00:00Z","created_at":"2026-10-01T00:00:00Z"}],
+         "ghost_bus_reports":[{"public_id":"gb1","user_identifier":"u2","trip_identifier":"1_555","service_date_ms":1764230400000,
+           "route_identifier":"1_100","stop_identifier":"","vehicle_identifier":"","stop_sequence":null,"predicted":null,
+           "schedule_deviation_minutes":null,"wait_duration_minutes":15,"comment":"","user_latitude":null,"user_longitude":null,
+           "scheduled_arrival_ms":null,"predicted_arrival_ms":null,"prediction_last_updated_ms":null,"snapshot_status":"unavailable",
+           "snapshot":null,"snapshot_captured_at":null,"created_at":"2026-11-27T08:00:00Z"}]}
+        """#
 
     @Test func aReferenceDocumentImportsWithItsIdsAndStaleTranslationsWithheld() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             let value = try JSONDecoder().decode(JSONValue.self, from: Data(Self.reference.utf8))
             let document = try RegionExchange.parse(value, regions: app.sidecar.regions)
             let summary = try await RegionExchange.importDocument(document, database: app.sidecar.database, dryRun: false, nowSeconds: 0)
-            #expect(summary.alerts.added == 1 && summary.translations.added == 2 && summary.questions.added == 1 && summary.ghostBusReports.added == 1)
+            #expect(
+                summary.alerts.added == 1 && summary.translations.added == 2 && summary.questions.added == 1 && summary.ghostBusReports.added == 1)
             let alert = try #require(try await AlertStore(database: app.sidecar.database).find(id: 41))
             #expect(alert.startsAt == 1_795_960_800 && alert.effect == .accessibilityIssue && alert.url == nil)
             let translations = try await AlertStore(database: app.sidecar.database).translations(alertID: 41)
@@ -150,7 +195,8 @@ struct RegionExchangeTests {
             let list = try await app.send("GET", "/api/v1/regions/1/surveys.json?user_id=u9")
             #expect(list.text.contains(#""id":12"#) && list.text.contains(#""id":90"#))
             // Exported again: the instants in UTC, everything else as given.
-            let exported = String(decoding: try await RegionExchange.export(regionID: 1, database: app.sidecar.database, nowMillis: 0).encoded(), as: UTF8.self)
+            let exported = String(
+                decoding: try await RegionExchange.export(regionID: 1, database: app.sidecar.database, nowMillis: 0).encoded(), as: UTF8.self)
             #expect(exported.contains(#""start_time":"2026-11-29T14:00:00Z""#) && exported.contains(#""created_at":"2026-11-28T12:00:00Z""#))
             #expect(exported.contains(#""source_header_text":"Old text""#) && exported.contains(#""snapshot_status":"unavailable""#))
         }
@@ -158,26 +204,49 @@ struct RegionExchangeTests {
 
     static let badDocuments: [(name: String, json: String, message: String)] = [
         ("an unknown top-level field", #"{"format":"sidecar-export/1","region_id":1,"extra":[]}"#, "extra is not a field"),
-        ("an unknown nested field", #"{"format":"sidecar-export/1","region_id":1,"alerts":[{"id":1,"header_text":"x","start_time":"2026-01-01T00:00:00Z","colour":"red"}]}"#,
-         "alerts[0].colour is not a field"),
+        (
+            "an unknown nested field",
+            #"{"format":"sidecar-export/1","region_id":1,"alerts":[{"id":1,"header_text":"x","start_time":"2026-01-01T00:00:00Z","colour":"red"}]}"#,
+            "alerts[0].colour is not a field"
+        ),
         ("another format", #"{"format":"sidecar-export/2","region_id":1}"#, "this sidecar reads sidecar-export/1"),
         ("an unknown region", #"{"format":"sidecar-export/1","region_id":77}"#, "region 77 is not in the regions directory"),
         ("no region", #"{"format":"sidecar-export/1"}"#, "region_id is required"),
-        ("a time without an offset", #"{"format":"sidecar-export/1","region_id":1,"alerts":[{"id":1,"header_text":"x","start_time":"2026-01-01T00:00:00"}]}"#,
-         "alerts[0].start_time must be an RFC 3339 time"),
-        ("an unknown cause", #"{"format":"sidecar-export/1","region_id":1,"alerts":[{"id":1,"header_text":"x","start_time":"2026-01-01T00:00:00Z","cause":"ALIENS"}]}"#,
-         "alerts[0].cause 'ALIENS' is not one of"),
-        ("an English translation", #"{"format":"sidecar-export/1","region_id":1,"alerts":[{"id":1,"header_text":"x","start_time":"2026-01-01T00:00:00Z","translations":[{"language":"en","header_text":"y"}]}]}"#,
-         "must not be en"),
-        ("a bad platform", #"{"format":"sidecar-export/1","region_id":1,"push_registrations":[{"token":"t","operating_system":"symbian"}]}"#,
-         "push_registrations[0].operating_system must be ios or android"),
-        ("a bad snapshot status", #"{"format":"sidecar-export/1","region_id":1,"ghost_bus_reports":[{"public_id":"p","user_identifier":"u","trip_identifier":"t","snapshot_status":"lost"}]}"#,
-         "must be pending, captured or unavailable"),
-        ("a question type the apps lack", #"{"format":"sidecar-export/1","region_id":1,"studies":[{"id":1,"name":"s","surveys":[{"id":1,"name":"v","questions":[{"id":1,"content":{"type":"slider"}}]}]}]}"#,
-         "studies[0].surveys[0].questions[0].content must be an object whose type is one of"),
+        (
+            "a time without an offset",
+            #"{"format":"sidecar-export/1","region_id":1,"alerts":[{"id":1,"header_text":"x","start_time":"2026-01-01T00:00:00"}]}"#,
+            "alerts[0].start_time must be an RFC 3339 time"
+        ),
+        (
+            "an unknown cause",
+            #"{"format":"sidecar-export/1","region_id":1,"alerts":[{"id":1,"header_text":"x","start_time":"2026-01-01T00:00:00Z","cause":"ALIENS"}]}"#,
+            "alerts[0].cause 'ALIENS' is not one of"
+        ),
+        (
+            "an English translation",
+            #"{"format":"sidecar-export/1","region_id":1,"alerts":[{"id":1,"header_text":"x","start_time":"2026-01-01T00:00:00Z","translations":[{"language":"en","header_text":"y"}]}]}"#,
+            "must not be en"
+        ),
+        (
+            "a bad platform", #"{"format":"sidecar-export/1","region_id":1,"push_registrations":[{"token":"t","operating_system":"symbian"}]}"#,
+            "push_registrations[0].operating_system must be ios or android"
+        ),
+        (
+            "a bad snapshot status",
+            #"{"format":"sidecar-export/1","region_id":1,"ghost_bus_reports":[{"public_id":"p","user_identifier":"u","trip_identifier":"t","snapshot_status":"lost"}]}"#,
+            "must be pending, captured or unavailable"
+        ),
+        (
+            "a question type the apps lack",
+            #"{"format":"sidecar-export/1","region_id":1,"studies":[{"id":1,"name":"s","surveys":[{"id":1,"name":"v","questions":[{"id":1,"content":{"type":"slider"}}]}]}]}"#,
+            "studies[0].surveys[0].questions[0].content must be an object whose type is one of"
+        ),
         ("a string where a number belongs", #"{"format":"sidecar-export/1","region_id":"1"}"#, "region_id must be a whole number"),
-        ("one survey bound", #"{"format":"sidecar-export/1","region_id":1,"studies":[{"id":1,"name":"s","surveys":[{"id":1,"name":"v","start_time":"2026-01-01T00:00:00Z"}]}]}"#,
-         "has only one of start_time and end_time"),
+        (
+            "one survey bound",
+            #"{"format":"sidecar-export/1","region_id":1,"studies":[{"id":1,"name":"s","surveys":[{"id":1,"name":"v","start_time":"2026-01-01T00:00:00Z"}]}]}"#,
+            "has only one of start_time and end_time"
+        ),
     ]
 
     @Test(arguments: badDocuments)
@@ -192,8 +261,12 @@ struct RegionExchangeTests {
 
     @Test func anIdTakenByAnotherRegionImportsNothing() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
-            #expect(try await Self.cli(app, ["alert", "create", "--region", "0", "--header", "Tampa", "--start", "2026-12-01T08:00:00Z", "--agency-id", "1"]).status == 0)
-            let json = #"{"format":"sidecar-export/1","region_id":1,"push_registrations":[{"token":"t1","operating_system":"ios"}],"alerts":[{"id":1,"header_text":"Seattle","start_time":"2026-01-01T00:00:00Z"}]}"#
+            #expect(
+                try await Self.cli(
+                    app, ["alert", "create", "--region", "0", "--header", "Tampa", "--start", "2026-12-01T08:00:00Z", "--agency-id", "1"]
+                ).status == 0)
+            let json =
+                #"{"format":"sidecar-export/1","region_id":1,"push_registrations":[{"token":"t1","operating_system":"ios"}],"alerts":[{"id":1,"header_text":"Seattle","start_time":"2026-01-01T00:00:00Z"}]}"#
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("conflict-\(UUID().uuidString).json")
             defer { try? FileManager.default.removeItem(at: file) }
             try Data(json.utf8).write(to: file)
@@ -205,15 +278,19 @@ struct RegionExchangeTests {
         }
     }
 
-    @Test(arguments: [("2026-12-01T08:00:00Z", Int64(1_796_112_000_000)), ("2026-12-01T08:00:00.5+01:00", 1_796_108_400_500),
-                      ("2026-12-01T08:00:00.123456789-08:00", 1_796_140_800_123), ("2026-12-01T08:00Z", 1_796_112_000_000),
-                      ("1969-12-31T23:59:59.999Z", -1)])
+    @Test(arguments: [
+        ("2026-12-01T08:00:00Z", Int64(1_796_112_000_000)), ("2026-12-01T08:00:00.5+01:00", 1_796_108_400_500),
+        ("2026-12-01T08:00:00.123456789-08:00", 1_796_140_800_123), ("2026-12-01T08:00Z", 1_796_112_000_000),
+        ("1969-12-31T23:59:59.999Z", -1),
+    ])
     func rfc3339Instants(_ example: (String, Int64)) {
         #expect(Timestamp.parseMillis(example.0) == example.1)
         let formatted = Timestamp.format(millis: example.1)
         #expect(Timestamp.parseMillis(formatted) == example.1, "\(formatted)")
     }
 
-    @Test(arguments: ["2026-12-01T08:00:00", "2026-13-01T08:00:00Z", "2026-02-30T08:00:00Z", "2026-12-01T08:00:00.Z", "2026-12-01T08:00:00+2", "yesterday"])
+    @Test(arguments: [
+        "2026-12-01T08:00:00", "2026-13-01T08:00:00Z", "2026-02-30T08:00:00Z", "2026-12-01T08:00:00.Z", "2026-12-01T08:00:00+2", "yesterday",
+    ])
     func notInstants(_ text: String) { #expect(Timestamp.parseMillis(text) == nil) }
 }

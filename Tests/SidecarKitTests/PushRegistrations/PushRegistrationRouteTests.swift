@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 @Suite("PushRegistrations: POST/DELETE /api/v2/regions/{id}/push_registrations")
@@ -10,8 +11,12 @@ struct PushRegistrationRouteTests {
 
     @Test func formRegistrationIsStoredAndAnswered204WithNoBody() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
-            let response = try await app.post(Self.path, [("token", "01abff007f"), ("operating_system", "ios"), ("locale", "es-MX"),
-                                                         ("test_device", "false"), ("apns_sandbox", "1")])
+            let response = try await app.post(
+                Self.path,
+                [
+                    ("token", "01abff007f"), ("operating_system", "ios"), ("locale", "es-MX"),
+                    ("test_device", "false"), ("apns_sandbox", "1"),
+                ])
             #expect(response.status == 204)
             #expect(response.body.isEmpty)
             let stored = try #require(try await app.pushStore.find(regionID: 1, token: "01abff007f"))
@@ -26,8 +31,10 @@ struct PushRegistrationRouteTests {
 
     @Test func jsonRegistrationWithSlugAndTrailingSlash() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
-            let response = try await app.postJSON("/api/v2/regions/1-puget-sound/push_registrations/",
-                                                  #"{"token":"fcm:abc","operating_system":"android","locale":"zh-TW","test_device":true,"description":"Pixel 9","apns_sandbox":"true"}"#)
+            let response = try await app.postJSON(
+                "/api/v2/regions/1-puget-sound/push_registrations/",
+                #"{"token":"fcm:abc","operating_system":"android","locale":"zh-TW","test_device":true,"description":"Pixel 9","apns_sandbox":"true"}"#
+            )
             #expect(response.status == 204)
             let stored = try #require(try await app.pushStore.find(regionID: 1, token: "fcm:abc"))
             #expect(stored.locale == "zh-Hant")
@@ -49,8 +56,12 @@ struct PushRegistrationRouteTests {
 
     @Test func stickyUpsertOverHTTP() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
-            _ = try await app.post(Self.path, [("token", "t"), ("operating_system", "ios"), ("locale", "vi"), ("test_device", "1"),
-                                               ("description", "Lab iPhone"), ("apns_sandbox", "true")])
+            _ = try await app.post(
+                Self.path,
+                [
+                    ("token", "t"), ("operating_system", "ios"), ("locale", "vi"), ("test_device", "1"),
+                    ("description", "Lab iPhone"), ("apns_sandbox", "true"),
+                ])
             app.clock.advance(seconds: 3600)
             // The launch-time re-POST omits the sticky fields and apns_sandbox.
             #expect(try await app.postJSON(Self.path, #"{"token":"t","operating_system":"ios","locale":null,"test_device":null}"#).status == 204)
@@ -70,13 +81,15 @@ struct PushRegistrationRouteTests {
         }
     }
 
-    @Test("validation failures are 422 in the messages shape", arguments: [
-        ([("operating_system", "ios")], "Token can't be blank"),
-        ([("token", "t")], "Operating system can't be blank"),
-        ([("token", "t"), ("operating_system", "blackberry")], "Operating system is not included in the list"),
-        ([("token", String(repeating: "f", count: 5000)), ("operating_system", "ios")], "Token is too long (maximum is 4096 characters)"),
-        ([("token", "t"), ("operating_system", "ios"), ("test_device", "true")], "Description can't be blank for a test device"),
-    ])
+    @Test(
+        "validation failures are 422 in the messages shape",
+        arguments: [
+            ([("operating_system", "ios")], "Token can't be blank"),
+            ([("token", "t")], "Operating system can't be blank"),
+            ([("token", "t"), ("operating_system", "blackberry")], "Operating system is not included in the list"),
+            ([("token", String(repeating: "f", count: 5000)), ("operating_system", "ios")], "Token is too long (maximum is 4096 characters)"),
+            ([("token", "t"), ("operating_system", "ios"), ("test_device", "true")], "Description can't be blank for a test device"),
+        ])
     func rejects(fields: [(String, String)], message: String) async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             let response = try await app.post(Self.path, fields)
@@ -93,7 +106,8 @@ struct PushRegistrationRouteTests {
             let byQuery = try await app.send("DELETE", Self.path + "?token=a")
             #expect(byQuery.status == 204)
             #expect(byQuery.body.isEmpty)
-            let byForm = try await app.send("DELETE", Self.path, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Array("token=b".utf8))
+            let byForm = try await app.send(
+                "DELETE", Self.path, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Array("token=b".utf8))
             #expect(byForm.status == 204)
             let byJSON = try await app.send("DELETE", Self.path, headers: ["Content-Type": "application/json"], body: Array(#"{"token":"c"}"#.utf8))
             #expect(byJSON.status == 204)
@@ -168,11 +182,15 @@ struct PushRegistrationRouteTests {
     @Test func logsNeverCarryTokensOrAppUID() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             let secret = "a1b2c3SECRETTOKEN"
-            _ = try await app.post(Self.path + "?app_uid=RIDER-UID-123&key=org.example", [("token", secret), ("operating_system", "ios"), ("apns_sandbox", "maybe")])
+            _ = try await app.post(
+                Self.path + "?app_uid=RIDER-UID-123&key=org.example", [("token", secret), ("operating_system", "ios"), ("apns_sandbox", "maybe")])
             _ = try await app.send("DELETE", Self.path + "?token=\(secret)&app_uid=RIDER-UID-123")
             _ = try await app.post(Self.path + "?app_uid=RIDER-UID-123", [("token", secret), ("operating_system", "nokia")])
             let lines = app.log.lines
-            #expect(lines.contains { $0.contains("route=/api/v2/regions/:region/push_registrations") && $0.contains("status=204") && $0.contains("region=1") })
+            #expect(
+                lines.contains {
+                    $0.contains("route=/api/v2/regions/:region/push_registrations") && $0.contains("status=204") && $0.contains("region=1")
+                })
             #expect(lines.contains { $0.contains("unrecognized apns_sandbox") })
             #expect(!lines.contains { $0.contains(secret) || $0.contains("RIDER-UID") || $0.contains("org.example") })
         }

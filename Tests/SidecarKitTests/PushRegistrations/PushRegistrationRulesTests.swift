@@ -1,20 +1,23 @@
 import Foundation
-import Push
 import HTTPServer
-import Testing
+import Push
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 @Suite("PushRegistrations: the apns_sandbox allow-list (spec §2.7)")
 struct ApnsSandboxTests {
-    @Test("readings", arguments: [
-        ("1", ApnsSandbox.Reading.sandbox), ("t", .sandbox), ("true", .sandbox), ("on", .sandbox),
-        ("TRUE", .sandbox), (" True ", .sandbox), ("On", .sandbox), ("T", .sandbox),
-        ("0", .production), ("f", .production), ("false", .production), ("off", .production),
-        ("", .production), ("  ", .production), ("FALSE", .production),
-        ("yes", .unrecognized), ("y", .unrecognized), ("2", .unrecognized), ("sandbox", .unrecognized),
-        ("truee", .unrecognized), ("-1", .unrecognized), ("development", .unrecognized),
-    ])
+    @Test(
+        "readings",
+        arguments: [
+            ("1", ApnsSandbox.Reading.sandbox), ("t", .sandbox), ("true", .sandbox), ("on", .sandbox),
+            ("TRUE", .sandbox), (" True ", .sandbox), ("On", .sandbox), ("T", .sandbox),
+            ("0", .production), ("f", .production), ("false", .production), ("off", .production),
+            ("", .production), ("  ", .production), ("FALSE", .production),
+            ("yes", .unrecognized), ("y", .unrecognized), ("2", .unrecognized), ("sandbox", .unrecognized),
+            ("truee", .unrecognized), ("-1", .unrecognized), ("development", .unrecognized),
+        ])
     func reads(raw: String, expected: ApnsSandbox.Reading) {
         #expect(ApnsSandbox.read(raw) == expected)
     }
@@ -29,16 +32,18 @@ struct ApnsSandboxTests {
 
 @Suite("PushRegistrations: locale normalization (spec §4)")
 struct LocaleTests {
-    @Test("catalog mapping", arguments: [
-        ("es", "es"), ("ES", "es"), ("es-MX", "es"), ("es_MX", "es"), ("zh-CN", "zh-Hans"), ("zh-SG", "zh-Hans"),
-        ("zh-TW", "zh-Hant"), ("zh-HK", "zh-Hant"), ("zh-hant", "zh-Hant"), ("ZH-HANS", "zh-Hans"),
-        ("fil", "tl"), ("FIL", "tl"), ("pt-BR", "pt"), ("pt-PT", "pt"), ("vi-VN", "vi"), ("tl", "tl"),
-        // What Android's Locale.toLanguageTag() sends: the script decides Chinese, then the region.
-        ("zh-Hans-CN", "zh-Hans"), ("zh-Hant-TW", "zh-Hant"), ("zh-Hant-HK", "zh-Hant"), ("zh-Hans-HK", "zh-Hans"),
-        ("zh-Hant-CN", "zh-Hant"), ("zh-MO", "zh-Hant"), ("zh", "zh-Hans"), ("zh_Hant_TW", "zh-Hant"),
-        // Aliases apply after the region is dropped.
-        ("fil-PH", "tl"), ("es-419", "es"), ("sr-Latn-RS", nil), ("ko-KR-u-ca-dangi", "ko"), ("de-CH-1996", "de"),
-    ] as [(String, String?)])
+    @Test(
+        "catalog mapping",
+        arguments: [
+            ("es", "es"), ("ES", "es"), ("es-MX", "es"), ("es_MX", "es"), ("zh-CN", "zh-Hans"), ("zh-SG", "zh-Hans"),
+            ("zh-TW", "zh-Hant"), ("zh-HK", "zh-Hant"), ("zh-hant", "zh-Hant"), ("ZH-HANS", "zh-Hans"),
+            ("fil", "tl"), ("FIL", "tl"), ("pt-BR", "pt"), ("pt-PT", "pt"), ("vi-VN", "vi"), ("tl", "tl"),
+            // What Android's Locale.toLanguageTag() sends: the script decides Chinese, then the region.
+            ("zh-Hans-CN", "zh-Hans"), ("zh-Hant-TW", "zh-Hant"), ("zh-Hant-HK", "zh-Hant"), ("zh-Hans-HK", "zh-Hans"),
+            ("zh-Hant-CN", "zh-Hant"), ("zh-MO", "zh-Hant"), ("zh", "zh-Hans"), ("zh_Hant_TW", "zh-Hant"),
+            // Aliases apply after the region is dropped.
+            ("fil-PH", "tl"), ("es-419", "es"), ("sr-Latn-RS", nil), ("ko-KR-u-ca-dangi", "ko"), ("de-CH-1996", "de"),
+        ] as [(String, String?)])
     func maps(tag: String, expected: String?) {
         #expect(LocaleCatalog.standard.normalize(tag) == expected)
     }
@@ -64,15 +69,19 @@ struct PushRegistrationRuleTests {
         PushRegistrationRequest.parse(Parameters(fields.mapValues { .string($0) }))
     }
 
-    @Test("validation", arguments: [
-        ([:], ["Token can't be blank", "Operating system can't be blank"]),
-        (["token": "  ", "operating_system": "ios"], ["Token can't be blank"]),
-        (["token": "t"], ["Operating system can't be blank"]),
-        (["token": "t", "operating_system": "windows"], ["Operating system is not included in the list"]),
-        (["token": String(repeating: "a", count: 4097), "operating_system": "ios"], ["Token is too long (maximum is 4096 characters)"]),
-        (["token": "t", "operating_system": "ios", "description": String(repeating: "d", count: 256)],
-         ["Description is too long (maximum is 255 characters)"]),
-    ])
+    @Test(
+        "validation",
+        arguments: [
+            ([:], ["Token can't be blank", "Operating system can't be blank"]),
+            (["token": "  ", "operating_system": "ios"], ["Token can't be blank"]),
+            (["token": "t"], ["Operating system can't be blank"]),
+            (["token": "t", "operating_system": "windows"], ["Operating system is not included in the list"]),
+            (["token": String(repeating: "a", count: 4097), "operating_system": "ios"], ["Token is too long (maximum is 4096 characters)"]),
+            (
+                ["token": "t", "operating_system": "ios", "description": String(repeating: "d", count: 256)],
+                ["Description is too long (maximum is 255 characters)"]
+            ),
+        ])
     func rejects(fields: [String: String], messages: [String]) {
         #expect(throws: ValidationFailure(messages)) { try request(fields).get() }
     }
@@ -88,11 +97,14 @@ struct PushRegistrationRuleTests {
         return PushRegistrationRules.merge(existing: existing, request: parsed, regionID: 1, catalog: .standard, now: Self.now)
     }
 
-    func stored(locale: String? = "es", raw: String? = "es-MX", test: Bool = false, description: String? = nil,
-                sandbox: Bool = false, os: PushPlatform = .ios) -> PushRegistration {
-        PushRegistration(regionID: 1, token: "t", operatingSystem: os, locale: locale, rawLocale: raw, apnsSandbox: sandbox,
-                         testDevice: test, description: description, createdAt: Date(timeIntervalSince1970: 1),
-                         lastSeenAt: Date(timeIntervalSince1970: 2))
+    func stored(
+        locale: String? = "es", raw: String? = "es-MX", test: Bool = false, description: String? = nil,
+        sandbox: Bool = false, os: PushPlatform = .ios
+    ) -> PushRegistration {
+        PushRegistration(
+            regionID: 1, token: "t", operatingSystem: os, locale: locale, rawLocale: raw, apnsSandbox: sandbox,
+            testDevice: test, description: description, createdAt: Date(timeIntervalSince1970: 1),
+            lastSeenAt: Date(timeIntervalSince1970: 2))
     }
 
     @Test func firstRegistrationNormalizesAndKeepsTheRawTag() throws {
@@ -133,8 +145,10 @@ struct PushRegistrationRuleTests {
     }
 
     @Test func explicitFalseDemotesAndClearsTheDescription() throws {
-        let merged = try merge(stored(test: true, description: "Lab iPad"),
-                               ["token": "t", "operating_system": "ios", "test_device": "false", "description": "ignored"]).get()
+        let merged = try merge(
+            stored(test: true, description: "Lab iPad"),
+            ["token": "t", "operating_system": "ios", "test_device": "false", "description": "ignored"]
+        ).get()
         #expect(!merged.testDevice)
         #expect(merged.description == nil)
     }

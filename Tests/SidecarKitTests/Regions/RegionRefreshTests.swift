@@ -2,8 +2,9 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// A regions directory served over HTTP by a fake upstream whose document
@@ -21,10 +22,11 @@ struct RegionRefreshTests {
         init() throws {
             var router = Router()
             let document = self.document
-            router.add(Route("GET", "/regions-v3.json", parsesParameters: false) { _ in
-                let current = document.current.withLock { $0 }
-                return .bytes(current.status, contentType: "application/json", Array(current.body.utf8))
-            })
+            router.add(
+                Route("GET", "/regions-v3.json", parsesParameters: false) { _ in
+                    let current = document.current.withLock { $0 }
+                    return .bytes(current.status, contentType: "application/json", Array(current.body.utf8))
+                })
             server = try startLocalServer(router)
         }
 
@@ -41,7 +43,10 @@ struct RegionRefreshTests {
     @Test func refreshesPeriodicallyAndKeepsTheLastGoodDirectoryOnABadRefresh() async throws {
         let upstream = try Upstream()
         upstream.serve(200, Self.directory([(1, "Puget Sound")]))
-        try await TestSidecar.run({ $0.regions = upstream.url; $0.regionsRefreshSeconds = 300 }) { (app: TestSidecar) async throws in
+        try await TestSidecar.run({
+            $0.regions = upstream.url
+            $0.regionsRefreshSeconds = 300
+        }) { (app: TestSidecar) async throws in
             #expect(app.sidecar.regions.all.map(\.id) == [1])
             #expect(try await app.post("/api/v2/regions/2/push_registrations", [("token", "t"), ("operating_system", "ios")]).status == 404)
 
@@ -49,7 +54,8 @@ struct RegionRefreshTests {
             #expect(try await app.eventually { app.clock.sleeperCount >= 2 })
             app.clock.advance(seconds: 300)
             #expect(try await app.eventually { app.sidecar.regions.region(id: 2) != nil })
-            #expect(try await app.post("/api/v2/regions/2-new-region/push_registrations", [("token", "t"), ("operating_system", "ios")]).status == 204)
+            #expect(
+                try await app.post("/api/v2/regions/2-new-region/push_registrations", [("token", "t"), ("operating_system", "ios")]).status == 204)
 
             for (status, body) in [(200, "{not json"), (500, "oops"), (200, #"{"data": {"list": []}}"#)] {
                 upstream.serve(status, body)
@@ -68,8 +74,9 @@ struct RegionRefreshTests {
         configuration.regions = "http://127.0.0.1:1/regions-v3.json"
         configuration.database = FileManager.default.temporaryDirectory.appendingPathComponent("unused-\(UUID().uuidString).sqlite3").path
         do {
-            _ = try await Sidecar.prepare(configuration: configuration, logger: Logger(level: .error, sink: MemorySink()),
-                                          httpClient: HTTPClient(timeoutSeconds: 2))
+            _ = try await Sidecar.prepare(
+                configuration: configuration, logger: Logger(level: .error, sink: MemorySink()),
+                httpClient: HTTPClient(timeoutSeconds: 2))
             Issue.record("started without a regions directory")
         } catch {
             #expect(error.exitCode == 2)

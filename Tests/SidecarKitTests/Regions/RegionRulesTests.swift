@@ -1,13 +1,16 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 @Suite("Regions: path segments (spec §1.2 and §2.4)")
 struct RegionPathTests {
-    @Test("leading integer", arguments: [
-        ("1", 1), ("0", 0), ("1-puget-sound", 1), ("12-x", 12), ("01", 1), ("7-", 7), ("3--", 3),
-    ])
+    @Test(
+        "leading integer",
+        arguments: [
+            ("1", 1), ("0", 0), ("1-puget-sound", 1), ("12-x", 12), ("01", 1), ("7-", 7), ("3--", 3),
+        ])
     func parses(segment: String, expected: Int) {
         #expect(RegionPath.regionID(fromSegment: segment) == expected)
     }
@@ -27,10 +30,12 @@ struct RegionPathTests {
 
 @Suite("Regions: directory documents")
 struct RegionsDocumentTests {
-    @Test("the apps' fixtures parse", arguments: [
-        ("ios/regions-v3.json", 17), ("ios/regions-just-puget-sound.json", 1), ("ios/regions-puget-sound-no-sidecar.json", 1),
-        ("android/regions_v3.json", 0), ("ios/decoder-failure__regions-v3.json", 0),
-    ])
+    @Test(
+        "the apps' fixtures parse",
+        arguments: [
+            ("ios/regions-v3.json", 17), ("ios/regions-just-puget-sound.json", 1), ("ios/regions-puget-sound-no-sidecar.json", 1),
+            ("android/regions_v3.json", 0), ("ios/decoder-failure__regions-v3.json", 0),
+        ])
     func parsesFixtures(path: String, minimum: Int) throws {
         let regions = try RegionsDocument.parse(try SharedFixtures.bytes(path))
         #expect(regions.count >= max(minimum, 1))
@@ -48,15 +53,17 @@ struct RegionsDocumentTests {
         #expect(regions.first?.sidecarBaseURL == nil)
     }
 
-    @Test("malformed documents are refused with a reason", arguments: [
-        ("not json", "invalid JSON"),
-        (#"{"data": {}}"#, "missing data.list"),
-        (#"{"data": {"list": []}}"#, "empty"),
-        (#"{"data": {"list": [{"id": "one", "regionName": "x"}]}}"#, "wrong type"),
-        (#"{"data": {"list": [{"id": 1}]}}"#, "regionName"),
-        (#"{"data": {"list": [{"id": 1, "regionName": "a"}, {"id": 1, "regionName": "b"}]}}"#, "twice"),
-        (#"{"data": {"list": [{"id": -2, "regionName": "a"}]}}"#, "negative"),
-    ])
+    @Test(
+        "malformed documents are refused with a reason",
+        arguments: [
+            ("not json", "invalid JSON"),
+            (#"{"data": {}}"#, "missing data.list"),
+            (#"{"data": {"list": []}}"#, "empty"),
+            (#"{"data": {"list": [{"id": "one", "regionName": "x"}]}}"#, "wrong type"),
+            (#"{"data": {"list": [{"id": 1}]}}"#, "regionName"),
+            (#"{"data": {"list": [{"id": 1, "regionName": "a"}, {"id": 1, "regionName": "b"}]}}"#, "twice"),
+            (#"{"data": {"list": [{"id": -2, "regionName": "a"}]}}"#, "negative"),
+        ])
     func refuses(document: String, reason: String) {
         do {
             _ = try RegionsDocument.parse(Array(document.utf8))

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// The relay keeps to its own: its environment and default database, a
@@ -15,8 +16,14 @@ struct RelayCommandTests: OperatorCommandSuite {
             return
         }
         #expect(configuration.database == "sidecar-relay.sqlite3", "a sidecar's environment file never points the relay at its database")
-        guard case .relay(let own) = try CommandLineInterface.parse(["relay"], environment: ["SIDECAR_RELAY_DATABASE": "/srv/relay.sqlite3",
-                                                                                              "SIDECAR_RELAY_PORT": "9090"]) else { return }
+        guard
+            case .relay(let own) = try CommandLineInterface.parse(
+                ["relay"],
+                environment: [
+                    "SIDECAR_RELAY_DATABASE": "/srv/relay.sqlite3",
+                    "SIDECAR_RELAY_PORT": "9090",
+                ])
+        else { return }
         #expect(own.database == "/srv/relay.sqlite3")
         #expect(own.port == 9090)
         let help = try Self.help(["relay", "--help"])
@@ -59,8 +66,10 @@ struct RelayCommandTests: OperatorCommandSuite {
             let path = directory.appendingPathComponent("relay-key.pem").path
             let errors = Locked<[String]>([])
             let output = Locked<[String]>([])
-            #expect(RelayServer.key(path: path, create: false, output: { line in output.withLock { $0.append(line) } },
-                                    errors: { line in errors.withLock { $0.append(line) } }) == 1)
+            #expect(
+                RelayServer.key(
+                    path: path, create: false, output: { line in output.withLock { $0.append(line) } },
+                    errors: { line in errors.withLock { $0.append(line) } }) == 1)
             #expect(!FileManager.default.fileExists(atPath: path))
             #expect(errors.value.last?.contains("sidecar relay-key create") == true)
             #expect(RelayServer.key(path: path, create: true, output: { line in output.withLock { $0.append(line) } }, errors: { _ in }) == 0)

@@ -4,8 +4,9 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import Push
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// Issue 17: the signed push relay's protocol (signatures, server ids, payloads, tokens).
@@ -30,14 +31,21 @@ struct RelayProtocolTests {
 
     @Test func serverIDHashesTheCanonicalJWK() throws {
         let jwk = RelayProtocol.PublicJWK(x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0")
-        #expect(jwk.canonical == #"{"crv":"P-256","kty":"EC","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}"#)
+        #expect(
+            jwk.canonical
+                == #"{"crv":"P-256","kty":"EC","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}"#)
         #expect(jwk.serverID == Base64URL.encode(SHA256.digest(Array(jwk.canonical.utf8))))
         #expect(jwk.serverID.count == 43)
         // Member order in the request does not matter; the key must be on P-256.
         let shuffled: JSONValue = .object(["y": .string(jwk.y), "crv": .string("P-256"), "x": .string(jwk.x), "kty": .string("EC")])
         #expect(try RelayProtocol.PublicJWK.parse(shuffled) == jwk)
-        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.PublicJWK.parse(.object(["kty": .string("EC"), "crv": .string("P-384"), "x": .string(jwk.x), "y": .string(jwk.y)])) }
-        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.PublicJWK.parse(.object(["kty": .string("EC"), "crv": .string("P-256"), "x": .string(jwk.x), "y": .string(jwk.y), "d": .string("secret")])) }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) {
+            try RelayProtocol.PublicJWK.parse(.object(["kty": .string("EC"), "crv": .string("P-384"), "x": .string(jwk.x), "y": .string(jwk.y)]))
+        }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) {
+            try RelayProtocol.PublicJWK.parse(
+                .object(["kty": .string("EC"), "crv": .string("P-256"), "x": .string(jwk.x), "y": .string(jwk.y), "d": .string("secret")]))
+        }
         #expect(throws: RelayProtocol.Failure.invalidRequest) {
             try RelayProtocol.PublicJWK(x: jwk.x, y: Base64URL.encode(Array(repeating: 7, count: 32))).key()
         }
@@ -54,8 +62,9 @@ struct RelayProtocolTests {
     }
 
     @Test func payloadsRoundTripEveryFieldOurPushesUse() throws {
-        var alarm = PushMessage(token: "t", platform: .ios, apnsSandbox: true, title: "Your bus", body: "5 minutes away",
-                                data: ["arrival_and_departure": .object(["stopID": .string("1_75403")])])
+        var alarm = PushMessage(
+            token: "t", platform: .ios, apnsSandbox: true, title: "Your bus", body: "5 minutes away",
+            data: ["arrival_and_departure": .object(["stopID": .string("1_75403")])])
         alarm.attention = .timeSensitive
         alarm.collapseID = "alarm-1"
         alarm.expiration = 99
@@ -65,14 +74,22 @@ struct RelayProtocolTests {
         var activity = PushMessage(token: "t", platform: .ios)
         activity.kind = .liveActivity
         activity.priority = 5
-        activity.liveActivity = ["event": .string("update"), "timestamp": .integer(1), "content-state": .object(["minutes": .integer(5)]),
-                                 "stale-date": .integer(2), "dismissal-date": .integer(3)]
+        activity.liveActivity = [
+            "event": .string("update"), "timestamp": .integer(1), "content-state": .object(["minutes": .integer(5)]),
+            "stale-date": .integer(2), "dismissal-date": .integer(3),
+        ]
         #expect(try RelayProtocol.decode(RelayProtocol.encode(activity), token: "t", platform: .ios) == activity)
-        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.decode(RelayProtocol.encode(activity), token: "t", platform: .android) }
-        #expect(throws: RelayProtocol.Failure.invalidRequest) { try RelayProtocol.decode(.object(["kind": .string("alert"), "surprise": .bool(true)]), token: "t", platform: .ios) }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) {
+            try RelayProtocol.decode(RelayProtocol.encode(activity), token: "t", platform: .android)
+        }
+        #expect(throws: RelayProtocol.Failure.invalidRequest) {
+            try RelayProtocol.decode(.object(["kind": .string("alert"), "surprise": .bool(true)]), token: "t", platform: .ios)
+        }
     }
 
-    @Test(arguments: [("0a1b2c3d4e5f6a7b", true), ("fcm-token:APA91b_x-y", true), ("short", false), ("has space 123", false), ("<script>alert</script>", false)])
+    @Test(arguments: [
+        ("0a1b2c3d4e5f6a7b", true), ("fcm-token:APA91b_x-y", true), ("short", false), ("has space 123", false), ("<script>alert</script>", false),
+    ])
     func tokens(token: String, valid: Bool) {
         #expect(RelayProtocol.isToken(token) == valid)
     }

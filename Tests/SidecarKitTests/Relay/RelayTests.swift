@@ -4,8 +4,9 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import Push
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// The relay over HTTP: bindings, signatures, replays and limits.
@@ -21,10 +22,14 @@ struct RelayTests {
     static let nowMillis: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// A seed-shaped (version 1) body signed by `identity`.
-    static func v1Send(_ identity: RelayIdentity, tokens: [String], title: String, ts: Int64 = nowMillis(), extra: [String: JSONValue] = [:]) throws -> [UInt8] {
+    static func v1Send(_ identity: RelayIdentity, tokens: [String], title: String, ts: Int64 = nowMillis(), extra: [String: JSONValue] = [:]) throws
+        -> [UInt8]
+    {
         let signature = try identity.key.sign(Array(RelayProtocol.sendString(ts: ts, tokens: tokens, title: title).utf8))
-        var body: [String: JSONValue] = ["tokens": .array(tokens.map(JSONValue.string)), "title": .string(title), "body": .string("Body"),
-                                         "publicKeyJwk": identity.jwk.json, "ts": .integer(ts), "sig": .string(Base64URL.encode(signature))]
+        var body: [String: JSONValue] = [
+            "tokens": .array(tokens.map(JSONValue.string)), "title": .string(title), "body": .string("Body"),
+            "publicKeyJwk": identity.jwk.json, "ts": .integer(ts), "sig": .string(Base64URL.encode(signature)),
+        ]
         for (key, value) in extra { body[key] = value }
         return JSONValue.object(body).encoded()
     }
@@ -40,7 +45,8 @@ struct RelayTests {
             for token in ["a0000001", "shared01", "a0000dead"] { #expect(await a.register(token: token, platform: .ios)) }
             for token in ["b0000001", "shared01"] { #expect(await b.register(token: token, platform: .ios)) }
 
-            let fromA = await a.send(["a0000001", "b0000001", "shared01"].map { PushMessage(token: $0, platform: .ios, title: "Detour", body: "Route 44") })
+            let fromA = await a.send(
+                ["a0000001", "b0000001", "shared01"].map { PushMessage(token: $0, platform: .ios, title: "Detour", body: "Route 44") })
             #expect(fromA == [.delivered, .transient(reason: "not delivered by the relay (not bound yet, or the provider refused)"), .delivered])
             #expect(relay.apns.sent.value.map(\.token).sorted() == ["a0000001", "shared01"])
             let fromB = await b.send([PushMessage(token: "shared01", platform: .ios, title: "Hello")])
@@ -48,9 +54,15 @@ struct RelayTests {
 
             // A dead token comes back as dropped, and the relay forgets it.
             let dead = await a.send([PushMessage(token: "a0000dead", platform: .ios, title: "x")])
-            guard case .terminal = dead[0] else { Issue.record("not dropped: \(dead)"); return }
+            guard case .terminal = dead[0] else {
+                Issue.record("not dropped: \(dead)")
+                return
+            }
             let again = await a.send([PushMessage(token: "a0000dead", platform: .ios, title: "y")])
-            guard case .transient = again[0] else { Issue.record("the dead token is still bound: \(again)"); return }
+            guard case .transient = again[0] else {
+                Issue.record("the dead token is still bound: \(again)")
+                return
+            }
 
             // A Live Activity keeps every field through the relay.
             var activity = PushMessage(token: "a0000001", platform: .ios)
@@ -74,19 +86,24 @@ struct RelayTests {
             let replay = try await relay.post("/v1/push/send", body)
             #expect(replay.status == 401 && Self.error(replay) == "replay")
 
-            var tampered = try JSONSerialization.jsonObject(with: Data(Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour"))) as! [String: Any]
+            var tampered =
+                try JSONSerialization.jsonObject(with: Data(Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour"))) as! [String: Any]
             tampered["title"] = "Tampered"
             let forged = try await relay.post("/v1/push/send", Array(try JSONSerialization.data(withJSONObject: tampered)))
             #expect(forged.status == 401 && Self.error(forged) == "invalid_signature")
 
-            let stale = try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", ts: Self.nowMillis() - 600_000))
+            let stale = try await relay.post(
+                "/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", ts: Self.nowMillis() - 600_000))
             #expect(stale.status == 401 && Self.error(stale) == "timestamp")
-            let seconds = try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", ts: Self.nowMillis() / 1000))
+            let seconds = try await relay.post(
+                "/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", ts: Self.nowMillis() / 1000))
             #expect(seconds.status == 401 && Self.error(seconds) == "timestamp", "a ts in seconds is refused")
 
             // Version 2: the body is signed; changing it after signing fails.
-            let push = JSONValue.object(["tokens": .array([.string("a0000001")]), "push": RelayProtocol.encode(PushMessage(token: "a0000001", platform: .ios, title: "v2")),
-                                         "publicKeyJwk": a.identity.jwk.json]).encoded()
+            let push = JSONValue.object([
+                "tokens": .array([.string("a0000001")]), "push": RelayProtocol.encode(PushMessage(token: "a0000001", platform: .ios, title: "v2")),
+                "publicKeyJwk": a.identity.jwk.json,
+            ]).encoded()
             let headers = try a.identity.headers(method: "POST", path: "/v1/push/send", body: push, nowMillis: Self.nowMillis())
             let signed = Dictionary(headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
             let changed = Array(String(decoding: push, as: UTF8.self).replacingOccurrences(of: "\"v2\"", with: "\"w2\"").utf8)
@@ -156,7 +173,8 @@ struct RelayTests {
             // A fresh send signed in the high-S form is accepted (the seed's clients make one half the time).
             for title in ["High S 1", "High S 2"] {
                 let fresh = try Self.v1Send(a.identity, tokens: ["a0000001"], title: title)
-                let freshRaw = try #require(Base64URL.decode((try JSONSerialization.jsonObject(with: Data(fresh)) as! [String: Any])["sig"] as! String))
+                let freshRaw = try #require(
+                    Base64URL.decode((try JSONSerialization.jsonObject(with: Data(fresh)) as! [String: Any])["sig"] as! String))
                 let low = try #require(PublicKeyP256.lowS(freshRaw))
                 let high = low == freshRaw ? Self.otherForm(freshRaw) : freshRaw
                 #expect(PublicKeyP256.lowS(high) == low && high != low)
@@ -176,11 +194,15 @@ struct RelayTests {
             var push = PushMessage(token: "shared0dead", platform: .ios, apnsSandbox: true, title: "x")
             push.apnsSandbox = true
             let outcome = await attacker.send([push])
-            guard case .terminal = outcome[0] else { Issue.record("the attacker's send is told to drop: \(outcome)"); return }
+            guard case .terminal = outcome[0] else {
+                Issue.record("the attacker's send is told to drop: \(outcome)")
+                return
+            }
             let now = Self.nowMillis()
             #expect(try await relay.store.bindings(tokens: ["shared0dead"], serverID: attacker.identity.serverID, nowMillis: now).isEmpty)
-            #expect(try await relay.store.bindings(tokens: ["shared0dead"], serverID: victim.identity.serverID, nowMillis: now) == ["shared0dead": .ios],
-                    "another server's binding survives")
+            #expect(
+                try await relay.store.bindings(tokens: ["shared0dead"], serverID: victim.identity.serverID, nowMillis: now) == ["shared0dead": .ios],
+                "another server's binding survives")
         }
     }
 
@@ -198,8 +220,10 @@ struct RelayTests {
             #expect(await b.register(token: "b0000002", platform: .ios))
             #expect(await !c.register(token: "c0000001", platform: .ios), "five bindings from this address already")
             let ts = Self.nowMillis()
-            let raw = JSONValue.object(["token": .string("c0000002"), "platform": .string("ios"), "publicKeyJwk": c.identity.jwk.json,
-                                        "ts": .integer(ts), "sig": .string(Base64URL.encode(try c.identity.key.sign(Array("\(ts).c0000002.ios".utf8))))])
+            let raw = JSONValue.object([
+                "token": .string("c0000002"), "platform": .string("ios"), "publicKeyJwk": c.identity.jwk.json,
+                "ts": .integer(ts), "sig": .string(Base64URL.encode(try c.identity.key.sign(Array("\(ts).c0000002.ios".utf8)))),
+            ])
             let refused = try await relay.post("/v1/push/register-token", raw.encoded())
             #expect(refused.status == 403 && Self.error(refused) == "binding_limit")
             // A dropped binding frees its place.
@@ -225,14 +249,18 @@ struct RelayTests {
             var p384 = try JSONSerialization.jsonObject(with: Data(Self.v1Send(a.identity, tokens: ["a0000001"], title: "x"))) as! [String: Any]
             p384["publicKeyJwk"] = ["kty": "EC", "crv": "P-384", "x": "AAAA", "y": "BBBB"]
             try await expect(Array(try JSONSerialization.data(withJSONObject: p384)), 400, "invalid_request")
-            var shortSignature = try JSONSerialization.jsonObject(with: Data(Self.v1Send(a.identity, tokens: ["a0000001"], title: "x"))) as! [String: Any]
+            var shortSignature =
+                try JSONSerialization.jsonObject(with: Data(Self.v1Send(a.identity, tokens: ["a0000001"], title: "x"))) as! [String: Any]
             shortSignature["sig"] = Base64URL.encode(Array(repeating: 1, count: 63))
             try await expect(Array(try JSONSerialization.data(withJSONObject: shortSignature)), 401, "invalid_signature")
-            try await expect(Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", extra: ["push": .object([:])]), 400, "signature_version_2_required")
+            try await expect(
+                Self.v1Send(a.identity, tokens: ["a0000001"], title: "x", extra: ["push": .object([:])]), 400, "signature_version_2_required")
             try await expect(Array(repeating: UInt8(ascii: " "), count: 1_048_576), 413, "payload_too_large")
             let ts = Self.nowMillis()
-            let android = JSONValue.object(["token": .string("android01"), "platform": .string("android"), "publicKeyJwk": a.identity.jwk.json,
-                                            "ts": .integer(ts), "sig": .string(Base64URL.encode(try a.identity.key.sign(Array("\(ts).android01.android".utf8))))])
+            let android = JSONValue.object([
+                "token": .string("android01"), "platform": .string("android"), "publicKeyJwk": a.identity.jwk.json,
+                "ts": .integer(ts), "sig": .string(Base64URL.encode(try a.identity.key.sign(Array("\(ts).android01.android".utf8)))),
+            ])
             try await expect(android.encoded(), 400, "unsupported_platform", path: "/v1/push/register-token")
             #expect(relay.apns.sent.value.isEmpty)
         }
@@ -245,9 +273,13 @@ struct RelayTests {
             let a = try relay.client("a", http: http), b = try relay.client("b", http: http)
             #expect(await a.register(token: "a0000001", platform: .ios))
             var statuses: [Int] = []
-            for n in 0..<3 { statuses.append(try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "n\(n)")).status) }
+            for n in 0..<3 {
+                statuses.append(try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "n\(n)")).status)
+            }
             #expect(statuses == [200, 200, 429])
-            #expect(try await relay.post("/v1/push/send", Self.v1Send(b.identity, tokens: ["a0000001"], title: "b")).status == 200, "another server has its own budget")
+            #expect(
+                try await relay.post("/v1/push/send", Self.v1Send(b.identity, tokens: ["a0000001"], title: "b")).status == 200,
+                "another server has its own budget")
         }
     }
 

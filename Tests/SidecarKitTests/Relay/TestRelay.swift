@@ -4,8 +4,9 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import Push
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// Records what would go to APNs; tokens ending in `dead` are unregistered.
@@ -27,8 +28,10 @@ struct TestRelay {
     let store: RelayStore
     var url: String { "http://127.0.0.1:\(server.port)" }
 
-    static func run(sendLimit: Int = 0, maxBindingsPerServer: Int = 0, maxBindingsPerClient: Int = 0,
-                    _ body: (TestRelay) async throws -> Void) async throws {
+    static func run(
+        sendLimit: Int = 0, maxBindingsPerServer: Int = 0, maxBindingsPerClient: Int = 0,
+        _ body: (TestRelay) async throws -> Void
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = SidecarConfiguration()
@@ -42,10 +45,11 @@ struct TestRelay {
         let started = clock.now().timeIntervalSince1970
         let now: @Sendable () -> Double = { started }
         let store = RelayStore(database: database, maxBindingsPerServer: maxBindingsPerServer, maxBindingsPerClient: maxBindingsPerClient)
-        let routes = RelayRoutes(store: store, apns: apns, fcm: nil, allowedServers: nil,
-                                 clientLimiter: FixedWindowRateLimiter(limit: 0, windowSeconds: 60, now: now),
-                                 serverLimiter: FixedWindowRateLimiter(limit: sendLimit, windowSeconds: 60, now: now),
-                                 clock: clock, logger: Logger(level: .error, sink: MemorySink()), database: database)
+        let routes = RelayRoutes(
+            store: store, apns: apns, fcm: nil, allowedServers: nil,
+            clientLimiter: FixedWindowRateLimiter(limit: 0, windowSeconds: 60, now: now),
+            serverLimiter: FixedWindowRateLimiter(limit: sendLimit, windowSeconds: 60, now: now),
+            clock: clock, logger: Logger(level: .error, sink: MemorySink()), database: database)
         var router = Router()
         routes.routes.forEach { router.add($0) }
         let server = try startLocalServer(router)
@@ -67,7 +71,10 @@ struct TestRelay {
 
     /// A raw POST (for requests our client would never make).
     func post(_ path: String, _ body: [UInt8], headers: [String: String] = [:]) async throws -> RawResponse {
-        try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("POST", path, headers: ["Content-Type": "application/json"].merging(headers) { $1 },
-                                                                             body: body))
+        try await RawHTTPClient.send(
+            port: server.port,
+            RawHTTPClient.request(
+                "POST", path, headers: ["Content-Type": "application/json"].merging(headers) { $1 },
+                body: body))
     }
 }

@@ -3,6 +3,7 @@ import HTTPServer
 import Push
 import Synchronization
 import TestSupport
+
 @testable import SidecarKit
 
 /// A OneBusAway REST API server whose predictions the test programs.
@@ -40,70 +41,92 @@ final class FakeOBA: Sendable {
     init(now: @escaping @Sendable () -> Int64) throws {
         self.now = now
         // Read now: a missing fixture fails the test here, naming its path.
-        let fixtures = try LoadedFixtures(["ios/arrival-and-departure-for-stop-1_11420.json", "ios/2_agencies_with_coverage.json",
-                                           "ios/trip_details_1_18196913.json"])
+        let fixtures = try LoadedFixtures([
+            "ios/arrival-and-departure-for-stop-1_11420.json", "ios/2_agencies_with_coverage.json",
+            "ios/trip_details_1_18196913.json",
+        ])
         var router = Router()
         let state = self.state
-        router.add(Route("GET", "/api/where/arrival-and-departure-for-stop/:stop") { request in
-            let stop = String(request.pathParameters["stop"]!.dropLast(5))
-            let (mode, trips) = state.withLock { value -> (Mode, [Trip]) in
-                value.tripRequests += 1
-                value.keys.append(request.parameters["key"] ?? "")
-                return (value.mode, value.trips)
-            }
-            switch mode {
-            case .serverError: return .json(500, ["error": "boom"])
-            case .notFound: return .json(404, ["code": 404])
-            case .normal: break
-            }
-            // The iOS app's own fixture answers for its stop and trip.
-            if stop == "1_11420", request.parameters["tripId"] == "1_40989208" {
-                return fixtures.response("ios/arrival-and-departure-for-stop-1_11420.json")
-            }
-            guard let trip = trips.first(where: { $0.stopID == stop && $0.tripID == request.parameters["tripId"]
-                                                    && String($0.serviceDate) == request.parameters["serviceDate"] }) else {
-                return .bytes(200, contentType: "application/json", Array(#"{"code":404,"currentTime":\#(now()),"text":"not found","version":2}"#.utf8))
-            }
-            return .bytes(200, contentType: "application/json", FakeOBA.envelope(entry: FakeOBA.entry(trip), now: now()))
-        })
-        router.add(Route("GET", "/api/where/arrivals-and-departures-for-stop/:stop") { request in
-            let stop = String(request.pathParameters["stop"]!.dropLast(5))
-            let (mode, trips) = state.withLock { value -> (Mode, [Trip]) in
-                value.stopRequests += 1
-                value.keys.append(request.parameters["key"] ?? "")
-                return (value.mode, value.trips)
-            }
-            switch mode {
-            case .serverError: return .json(503, ["error": "busy"])
-            case .notFound: return .json(404, ["code": 404])
-            case .normal: break
-            }
-            let after = Int64(request.parameters["minutesAfter"] ?? "35") ?? 35
-            let visible = trips.filter { $0.stopID == stop && $0.departure <= now() + after * 60_000 && $0.departure >= now() - 300_000 }
-            let list = visible.map { String(decoding: FakeOBA.entry($0), as: UTF8.self) }.joined(separator: ",")
-            let entry = #"{"stopId":"\#(stop)","arrivalsAndDepartures":[\#(list)]}"#
-            return .bytes(200, contentType: "application/json", FakeOBA.envelope(entry: Array(entry.utf8), now: now()))
-        })
-        router.add(Route("GET", "/api/where/agencies-with-coverage.json") { _ in
-            let mode = state.withLock { value -> Mode in value.fleetRequests += 1; return value.mode }
-            if mode == .serverError { return .json(500, ["error": "boom"]) }
-            return fixtures.response("ios/2_agencies_with_coverage.json")
-        })
-        router.add(Route("GET", "/api/where/vehicles-for-agency/:agency") { request in
-            let agency = String(request.pathParameters["agency"]!.dropLast(5))
-            let ids = state.withLock { value -> [String] in value.fleetRequests += 1; return value.vehicles[agency] ?? [] }
-            let list = ids.map { #"{"vehicleId":"\#($0)","status":"SCHEDULED"}"# }.joined(separator: ",")
-            return .bytes(200, contentType: "application/json",
-                          Array(#"{"code":200,"currentTime":1,"text":"OK","version":2,"data":{"list":[\#(list)],"references":{}}}"#.utf8))
-        })
-        router.add(Route("GET", "/api/where/trip-details/:trip") { request in
-            let mode = state.withLock { value -> Mode in value.tripDetailRequests += 1; return value.mode }
-            switch mode {
-            case .serverError: return .json(500, ["error": "boom"])
-            case .notFound: return .json(404, ["code": 404])
-            case .normal: return fixtures.response("ios/trip_details_1_18196913.json")
-            }
-        })
+        router.add(
+            Route("GET", "/api/where/arrival-and-departure-for-stop/:stop") { request in
+                let stop = String(request.pathParameters["stop"]!.dropLast(5))
+                let (mode, trips) = state.withLock { value -> (Mode, [Trip]) in
+                    value.tripRequests += 1
+                    value.keys.append(request.parameters["key"] ?? "")
+                    return (value.mode, value.trips)
+                }
+                switch mode {
+                case .serverError: return .json(500, ["error": "boom"])
+                case .notFound: return .json(404, ["code": 404])
+                case .normal: break
+                }
+                // The iOS app's own fixture answers for its stop and trip.
+                if stop == "1_11420", request.parameters["tripId"] == "1_40989208" {
+                    return fixtures.response("ios/arrival-and-departure-for-stop-1_11420.json")
+                }
+                guard
+                    let trip = trips.first(where: {
+                        $0.stopID == stop && $0.tripID == request.parameters["tripId"]
+                            && String($0.serviceDate) == request.parameters["serviceDate"]
+                    })
+                else {
+                    return .bytes(
+                        200, contentType: "application/json", Array(#"{"code":404,"currentTime":\#(now()),"text":"not found","version":2}"#.utf8))
+                }
+                return .bytes(200, contentType: "application/json", FakeOBA.envelope(entry: FakeOBA.entry(trip), now: now()))
+            })
+        router.add(
+            Route("GET", "/api/where/arrivals-and-departures-for-stop/:stop") { request in
+                let stop = String(request.pathParameters["stop"]!.dropLast(5))
+                let (mode, trips) = state.withLock { value -> (Mode, [Trip]) in
+                    value.stopRequests += 1
+                    value.keys.append(request.parameters["key"] ?? "")
+                    return (value.mode, value.trips)
+                }
+                switch mode {
+                case .serverError: return .json(503, ["error": "busy"])
+                case .notFound: return .json(404, ["code": 404])
+                case .normal: break
+                }
+                let after = Int64(request.parameters["minutesAfter"] ?? "35") ?? 35
+                let visible = trips.filter { $0.stopID == stop && $0.departure <= now() + after * 60_000 && $0.departure >= now() - 300_000 }
+                let list = visible.map { String(decoding: FakeOBA.entry($0), as: UTF8.self) }.joined(separator: ",")
+                let entry = #"{"stopId":"\#(stop)","arrivalsAndDepartures":[\#(list)]}"#
+                return .bytes(200, contentType: "application/json", FakeOBA.envelope(entry: Array(entry.utf8), now: now()))
+            })
+        router.add(
+            Route("GET", "/api/where/agencies-with-coverage.json") { _ in
+                let mode = state.withLock { value -> Mode in
+                    value.fleetRequests += 1
+                    return value.mode
+                }
+                if mode == .serverError { return .json(500, ["error": "boom"]) }
+                return fixtures.response("ios/2_agencies_with_coverage.json")
+            })
+        router.add(
+            Route("GET", "/api/where/vehicles-for-agency/:agency") { request in
+                let agency = String(request.pathParameters["agency"]!.dropLast(5))
+                let ids = state.withLock { value -> [String] in
+                    value.fleetRequests += 1
+                    return value.vehicles[agency] ?? []
+                }
+                let list = ids.map { #"{"vehicleId":"\#($0)","status":"SCHEDULED"}"# }.joined(separator: ",")
+                return .bytes(
+                    200, contentType: "application/json",
+                    Array(#"{"code":200,"currentTime":1,"text":"OK","version":2,"data":{"list":[\#(list)],"references":{}}}"#.utf8))
+            })
+        router.add(
+            Route("GET", "/api/where/trip-details/:trip") { request in
+                let mode = state.withLock { value -> Mode in
+                    value.tripDetailRequests += 1
+                    return value.mode
+                }
+                switch mode {
+                case .serverError: return .json(500, ["error": "boom"])
+                case .notFound: return .json(404, ["code": 404])
+                case .normal: return fixtures.response("ios/trip_details_1_18196913.json")
+                }
+            })
         server = try startLocalServer(router)
     }
 
@@ -112,7 +135,8 @@ final class FakeOBA: Sendable {
     static func entry(_ trip: Trip) -> [UInt8] {
         let predicted = trip.predicted ? trip.departure : 0
         let vehicle = trip.vehicleID.map { "\"\($0)\"" } ?? "null"
-        return Array("""
+        return Array(
+            """
             {"stopId":"\(trip.stopID)","tripId":"\(trip.tripID)","routeId":"1_100002","routeShortName":"\(trip.route)",
              "tripHeadsign":"\(trip.headsign)","serviceDate":\(trip.serviceDate),"stopSequence":\(trip.stopSequence),
              "vehicleId":\(vehicle),"predicted":\(trip.predicted),"predictedDepartureTime":\(predicted),
@@ -133,7 +157,10 @@ final class FakeOBA: Sendable {
         }
     }
     func setMode(_ mode: Mode) { state.withLock { $0.mode = mode } }
-    var counts: (stop: Int, trip: Int) { let value = state.value; return (value.stopRequests, value.tripRequests) }
+    var counts: (stop: Int, trip: Int) {
+        let value = state.value
+        return (value.stopRequests, value.tripRequests)
+    }
 }
 
 /// A gorush gateway that records every request body.
@@ -150,28 +177,30 @@ final class FakeGorush: Sendable {
         let bodies = self.bodies
         let failures = self.failures
         let outage = self.outage
-        router.add(Route("POST", "/api/push", parsesParameters: false) { request in
-            let down = outage.withLock { remaining -> Bool in
-                guard remaining != 0 else { return false }
-                if remaining > 0 { remaining -= 1 }
-                return true
-            }
-            if down { return .json(500, ["error": "gorush is down"]) }
-            let json = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any] ?? [:]
-            bodies.withLock { $0.append(request.body) }
-            let failing = failures.value
-            let notifications = json["notifications"] as? [[String: Any]] ?? []
-            var logs: [String] = []
-            for notification in notifications {
-                for token in notification["tokens"] as? [String] ?? [] {
-                    if let error = failing[token] {
-                        logs.append(#"{"type":"failed-push","platform":"ios","token":"\#(token)","message":"x","error":"\#(error)"}"#)
+        router.add(
+            Route("POST", "/api/push", parsesParameters: false) { request in
+                let down = outage.withLock { remaining -> Bool in
+                    guard remaining != 0 else { return false }
+                    if remaining > 0 { remaining -= 1 }
+                    return true
+                }
+                if down { return .json(500, ["error": "gorush is down"]) }
+                let json = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any] ?? [:]
+                bodies.withLock { $0.append(request.body) }
+                let failing = failures.value
+                let notifications = json["notifications"] as? [[String: Any]] ?? []
+                var logs: [String] = []
+                for notification in notifications {
+                    for token in notification["tokens"] as? [String] ?? [] {
+                        if let error = failing[token] {
+                            logs.append(#"{"type":"failed-push","platform":"ios","token":"\#(token)","message":"x","error":"\#(error)"}"#)
+                        }
                     }
                 }
-            }
-            return .bytes(200, contentType: "application/json",
-                          Array(#"{"counts":\#(notifications.count),"logs":[\#(logs.joined(separator: ","))],"success":"ok"}"#.utf8))
-        })
+                return .bytes(
+                    200, contentType: "application/json",
+                    Array(#"{"counts":\#(notifications.count),"logs":[\#(logs.joined(separator: ","))],"success":"ok"}"#.utf8))
+            })
         server = try startLocalServer(router)
     }
 
@@ -192,7 +221,10 @@ extension FakeOBA {
     /// A regions directory with region 1 served by this fake.
     func regionsFile(in directory: URL) throws -> String {
         let file = directory.appendingPathComponent("regions-\(UUID().uuidString).json")
-        try Data(#"{"data":{"list":[{"id":1,"regionName":"Puget Sound","obaBaseUrl":"\#(baseURL)","sidecarBaseUrl":null},{"id":0,"regionName":"Tampa Bay","obaBaseUrl":"\#(baseURL)","sidecarBaseUrl":null}]}}"#.utf8).write(to: file)
+        try Data(
+            #"{"data":{"list":[{"id":1,"regionName":"Puget Sound","obaBaseUrl":"\#(baseURL)","sidecarBaseUrl":null},{"id":0,"regionName":"Tampa Bay","obaBaseUrl":"\#(baseURL)","sidecarBaseUrl":null}]}}"#
+                .utf8
+        ).write(to: file)
         return file.path
     }
 }

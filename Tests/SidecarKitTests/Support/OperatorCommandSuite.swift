@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+
 @testable import SidecarKit
 
 /// A suite that runs operator commands as `main` does, against SQLite files
@@ -14,14 +15,17 @@ extension OperatorCommandSuite {
 
     /// Runs an operator command as `main` does; standard output and error apart.
     static func run(_ arguments: [String], database: String) async throws -> (status: Int32, output: [String], errors: [String]) {
-        guard case .admin(let invocation) = try CommandLineInterface.parse(
-            arguments + ["--database", database, "--regions", try SharedFixtures.requirePath("ios/regions-v3.json")], environment: [:]) else {
+        guard
+            case .admin(let invocation) = try CommandLineInterface.parse(
+                arguments + ["--database", database, "--regions", try SharedFixtures.requirePath("ios/regions-v3.json")], environment: [:])
+        else {
             throw CommandLineError("not an operator command")
         }
         let out = Locked<[String]>([])
         let err = Locked<[String]>([])
-        let status = await AdminCommands.run(invocation, output: { line in out.withLock { $0.append(line) } },
-                                             errors: { line in err.withLock { $0.append(line) } })
+        let status = await AdminCommands.run(
+            invocation, output: { line in out.withLock { $0.append(line) } },
+            errors: { line in err.withLock { $0.append(line) } })
         return (status, out.value, err.value)
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
 
 /// A fixture that is not there fails the test that needs it, naming the
 /// file, rather than reaching a fake server as an empty body.

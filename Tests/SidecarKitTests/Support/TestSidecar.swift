@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import TestSupport
+
 @testable import SidecarKit
 
 /// A whole sidecar on an ephemeral loopback port with a real SQLite file in a
@@ -13,8 +14,10 @@ struct TestSidecar {
     var port: Int { sidecar.server.port }
     var pushStore: PushRegistrationStore { PushRegistrationStore(database: sidecar.database) }
 
-    static func run(clock: ManualClock = ManualClock(), _ configure: (inout SidecarConfiguration) -> Void = { _ in },
-                    _ body: (TestSidecar) async throws -> Void) async throws {
+    static func run(
+        clock: ManualClock = ManualClock(), _ configure: (inout SidecarConfiguration) -> Void = { _ in },
+        _ body: (TestSidecar) async throws -> Void
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -38,8 +41,10 @@ struct TestSidecar {
         _ = try? await offPool { try TestBackend.dropPostgresDatabase(postgres) }
     }
 
-    private static func serve(_ base: SidecarConfiguration, postgres: TestBackend.PostgresDatabase?, clock: ManualClock,
-                              _ configure: (inout SidecarConfiguration) -> Void, _ body: (TestSidecar) async throws -> Void) async throws {
+    private static func serve(
+        _ base: SidecarConfiguration, postgres: TestBackend.PostgresDatabase?, clock: ManualClock,
+        _ configure: (inout SidecarConfiguration) -> Void, _ body: (TestSidecar) async throws -> Void
+    ) async throws {
         var configuration = base
         if let postgres {
             configuration.database = postgres.url
@@ -50,7 +55,8 @@ struct TestSidecar {
         configuration.sendRetry = .immediate
         configure(&configuration)
         let log = MemorySink()
-        let sidecar = try await Sidecar.prepare(configuration: configuration, clock: clock, logger: Logger(level: .debug, format: configuration.logFormat, sink: log))
+        let sidecar = try await Sidecar.prepare(
+            configuration: configuration, clock: clock, logger: Logger(level: .debug, format: configuration.logFormat, sink: log))
         try await sidecar.start()
         let harness = TestSidecar(sidecar: sidecar, clock: clock, log: log)
         do { try await body(harness) } catch {
@@ -68,7 +74,9 @@ struct TestSidecar {
         try await RawHTTPClient.postJSON(port: port, path, json)
     }
 
-    func send(_ method: String, _ target: String, headers: [String: String] = [:], body: [UInt8] = [], source: String? = nil) async throws -> RawResponse {
+    func send(_ method: String, _ target: String, headers: [String: String] = [:], body: [UInt8] = [], source: String? = nil) async throws
+        -> RawResponse
+    {
         try await RawHTTPClient.send(port: port, RawHTTPClient.request(method, target, headers: headers, body: body), source: source)
     }
 

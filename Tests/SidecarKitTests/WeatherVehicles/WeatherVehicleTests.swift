@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import SidecarKit
 
 /// A Pirate Weather stand-in serving the reference sidecar's fixture.
@@ -16,12 +17,13 @@ final class FakePirateWeather: Sendable {
         var router = Router()
         let requests = self.requests
         let status = self.status
-        router.add(Route("GET", "/forecast/:key/:where", parsesParameters: false) { request in
-            requests.withLock { $0.append(request.rawPath + "?" + request.rawQuery) }
-            let code = status.value
-            guard code == 200 else { return .json(code, ["error": "nope"]) }
-            return fixtures.response("sidecar/pirate.json")
-        })
+        router.add(
+            Route("GET", "/forecast/:key/:where", parsesParameters: false) { request in
+                requests.withLock { $0.append(request.rawPath + "?" + request.rawQuery) }
+                let code = status.value
+                guard code == 200 else { return .json(code, ["error": "nope"]) }
+                return fixtures.response("sidecar/pirate.json")
+            })
         server = try startLocalServer(router)
     }
 
@@ -34,11 +36,15 @@ struct WeatherVehicleTests {
 
     @Test func weatherHasEveryKeyTheIOSDecoderRequiresAndIsCached() async throws {
         let pirate = try FakePirateWeather()
-        try await TestSidecar.run({ $0.pirateWeatherKey = "PW-KEY"; $0.pirateWeatherURL = pirate.url }) { (app: TestSidecar) async throws in
+        try await TestSidecar.run({
+            $0.pirateWeatherKey = "PW-KEY"
+            $0.pirateWeatherURL = pirate.url
+        }) { (app: TestSidecar) async throws in
             let response = try await app.send("GET", "/api/v1/regions/1/weather")
             #expect(response.status == 200)
             let body = try #require(response.json)
-            let expected = try #require(try JSONSerialization.jsonObject(with: Data(SharedFixtures.bytes("ios/pugetsound-weather.json"))) as? [String: Any])
+            let expected = try #require(
+                try JSONSerialization.jsonObject(with: Data(SharedFixtures.bytes("ios/pugetsound-weather.json"))) as? [String: Any])
             #expect(Set(body.keys) == Set(expected.keys))
             #expect(Self.keys(body["current_forecast"]) == Self.keys(expected["current_forecast"]))
             let hourly = try #require(body["hourly_forecast"] as? [[String: Any]])
@@ -75,9 +81,13 @@ struct WeatherVehicleTests {
         }
     }
 
-    @Test("query rule", arguments: [(nil, nil), ("ab", nil), ("  ab  ", nil), ("abc", "abc"), (" 1_11 ", "1_11"), ("ABC", "abc"),
-                                     (String(repeating: "x", count: 64), String(repeating: "x", count: 64)),
-                                     (String(repeating: "x", count: 65), nil)] as [(String?, String?)])
+    @Test(
+        "query rule",
+        arguments: [
+            (nil, nil), ("ab", nil), ("  ab  ", nil), ("abc", "abc"), (" 1_11 ", "1_11"), ("ABC", "abc"),
+            (String(repeating: "x", count: 64), String(repeating: "x", count: 64)),
+            (String(repeating: "x", count: 65), nil),
+        ] as [(String?, String?)])
     func query(raw: String?, expected: String?) {
         #expect(VehicleSearchRules.normalizedQuery(raw) == expected)
     }

@@ -5,6 +5,7 @@ import FoundationEssentials
 import GTFSRealtime
 import HTTPClient
 import Push
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,95 +13,123 @@ import Glibc
 /// Who may act: admin API keys (`apikey`) and console accounts (`user`).
 extension OperatorCommands {
     static let access: [OperatorCommand] = [
-        OperatorCommand(name: "apikey create", id: nil, access: .writes,
-                        summary: "Create an admin API key (printed once on standard output, stored hashed)", options: [
-                            OperatorOption("name", "TEXT", required: true, "What the key is for, shown in lists and the audit log"),
-                            OperatorOption("region", "N|all", required: true, repeatable: true,
-                                           "A region the key may manage (repeat for more), or all for every region"),
-                            OperatorOption("push", nil, "The key may start sends"),
-                        ],
-                        run: { c in
+        OperatorCommand(
+            name: "apikey create", id: nil, access: .writes,
+            summary: "Create an admin API key (printed once on standard output, stored hashed)",
+            options: [
+                OperatorOption("name", "TEXT", required: true, "What the key is for, shown in lists and the audit log"),
+                OperatorOption(
+                    "region", "N|all", required: true, repeatable: true,
+                    "A region the key may manage (repeat for more), or all for every region"),
+                OperatorOption("push", nil, "The key may start sends"),
+            ],
+            run: { c in
                 guard let name = c.options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
                 let tooLong = FieldLimits.check([("--name", name, FieldLimits.name)])
                 guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
                 let regions = try regionList(c.options["region"])
-                let (key, record) = try await ApiKeyStore(database: c.database).create(name: name, regions: regions, canPush: c.options["push"] == "true",
-                                                                                      now: c.now)
-                await c.audit.record(actor: c.actor, action: "apikey.create", regionID: Optional<Int>.none, target: "API key \(record.id)",
-                                   detail: "\(name); \(record.scopeDescription)", now: c.now)
+                let (key, record) = try await ApiKeyStore(database: c.database).create(
+                    name: name, regions: regions, canPush: c.options["push"] == "true",
+                    now: c.now)
+                await c.audit.record(
+                    actor: c.actor, action: "apikey.create", regionID: Optional<Int>.none, target: "API key \(record.id)",
+                    detail: "\(name); \(record.scopeDescription)", now: c.now)
                 // The key alone on standard output: KEY=$(sidecar apikey create ...) reads it.
                 c.errors("created API key \(record.id) (\(name), \(record.scopeDescription)). It is shown only c.now; c.alerts it safely:")
                 c.output(key)
-                            return 0
-                        }),
-        OperatorCommand(name: "apikey list", id: nil, access: .reads, summary: "List admin API keys", options: [],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "apikey list", id: nil, access: .reads, summary: "List admin API keys", options: [],
+            run: { c in
                 for record in try await ApiKeyStore(database: c.database).list() {
                     let state = record.revokedAt == nil ? "active" : "revoked"
-                    c.output("\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\t\(record.scopeDescription)\tlast used \(record.lastUsedAt.map(format) ?? "never")")
+                    c.output(
+                        "\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\t\(record.scopeDescription)\tlast used \(record.lastUsedAt.map(format) ?? "never")"
+                    )
                 }
-                            return 0
-                        }),
-        OperatorCommand(name: "apikey revoke", id: "ID", access: .writes, summary: "Revoke an admin API key by id", options: [],
-                        run: { c in
-                guard let id = Int64(c.invocation.positional.first ?? ""), try await ApiKeyStore(database: c.database).revoke(id: id, now: c.now) else {
+                return 0
+            }),
+        OperatorCommand(
+            name: "apikey revoke", id: "ID", access: .writes, summary: "Revoke an admin API key by id", options: [],
+            run: { c in
+                guard let id = Int64(c.invocation.positional.first ?? ""), try await ApiKeyStore(database: c.database).revoke(id: id, now: c.now)
+                else {
                     throw AdministrationError.notFound("No active API key \(c.invocation.positional.first ?? "")")
                 }
                 await c.audit.record(actor: c.actor, action: "apikey.revoke", regionID: Optional<Int>.none, target: "API key \(id)", now: c.now)
                 c.output("revoked API key \(id)")
-                            return 0
-                        }),
-        OperatorCommand(name: "user create", id: nil, access: .writes,
-                        summary: "Create a console account; the password is read from standard input", options: [
-                            OperatorOption("email", "ADDRESS", required: true, "The account's email address (its sign-in name)"),
-                            OperatorOption("role", "admin|editor|viewer", required: true, "What it may do"),
-                            OperatorOption("region", "N", repeatable: true, "A region it may see (repeat for more; default every region)"),
-                        ],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "user create", id: nil, access: .writes,
+            summary: "Create a console account; the password is read from standard input",
+            options: [
+                OperatorOption("email", "ADDRESS", required: true, "The account's email address (its sign-in name)"),
+                OperatorOption("role", "admin|editor|viewer", required: true, "What it may do"),
+                OperatorOption("region", "N", repeatable: true, "A region it may see (repeat for more; default every region)"),
+            ],
+            run: { c in
                 let users = ConsoleStore(database: c.database)
                 guard let email = ConsoleRules.normalizedEmail(c.options["email"] ?? "") else {
                     throw AdministrationError.invalid(["--email must be an email address"])
                 }
-                guard let role = ConsoleRole(rawValue: c.options["role"] ?? "") else { throw AdministrationError.invalid(["--role must be admin, editor or viewer"]) }
+                guard let role = ConsoleRole(rawValue: c.options["role"] ?? "") else {
+                    throw AdministrationError.invalid(["--role must be admin, editor or viewer"])
+                }
                 let regions = try regionList(c.options["region"])
                 let password = try readPassword(email: email, errors: c.errors)
-                let user = try await users.createUser(email: email, passwordHash: try PasswordHash.hash(password), role: role, regions: regions, now: c.now)
-                await c.audit.record(actor: c.actor, action: "user.create", regionID: Optional<Int>.none, target: "user \(email)",
-                                   detail: "role=\(role.rawValue); regions=\(regions.map { $0.sorted().map(String.init).joined(separator: ",") } ?? "all")", now: c.now)
-                c.output("created \(user.role.rawValue) \(user.email) (\(regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions"))")
-                            return 0
-                        }),
-        OperatorCommand(name: "user list", id: nil, access: .reads, summary: "List console accounts", options: [],
-                        run: { c in
+                let user = try await users.createUser(
+                    email: email, passwordHash: try PasswordHash.hash(password), role: role, regions: regions, now: c.now)
+                await c.audit.record(
+                    actor: c.actor, action: "user.create", regionID: Optional<Int>.none, target: "user \(email)",
+                    detail: "role=\(role.rawValue); regions=\(regions.map { $0.sorted().map(String.init).joined(separator: ",") } ?? "all")",
+                    now: c.now)
+                c.output(
+                    "created \(user.role.rawValue) \(user.email) (\(regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions"))"
+                )
+                return 0
+            }),
+        OperatorCommand(
+            name: "user list", id: nil, access: .reads, summary: "List console accounts", options: [],
+            run: { c in
                 for user in try await ConsoleStore(database: c.database).users() {
-                    c.output("\(user.email)\t\(user.role.rawValue)\t\(user.regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions")")
+                    c.output(
+                        "\(user.email)\t\(user.role.rawValue)\t\(user.regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions")"
+                    )
                 }
-                            return 0
-                        }),
-        OperatorCommand(name: "user passwd", id: nil, access: .writes,
-                        summary: "Set an account's password (read from standard input); its sessions end",
-                        options: [OperatorOption("email", "ADDRESS", required: true, "The account")],
-                        run: { c in
-                guard let email = ConsoleRules.normalizedEmail(c.options["email"] ?? "") else { throw AdministrationError.invalid(["--email is required"]) }
+                return 0
+            }),
+        OperatorCommand(
+            name: "user passwd", id: nil, access: .writes,
+            summary: "Set an account's password (read from standard input); its sessions end",
+            options: [OperatorOption("email", "ADDRESS", required: true, "The account")],
+            run: { c in
+                guard let email = ConsoleRules.normalizedEmail(c.options["email"] ?? "") else {
+                    throw AdministrationError.invalid(["--email is required"])
+                }
                 let users = ConsoleStore(database: c.database)
                 guard try await users.credentials(email: email) != nil else { throw AdministrationError.notFound("No account \(email)") }
                 let password = try readPassword(email: email, errors: c.errors)
                 try await users.setPassword(email: email, passwordHash: try PasswordHash.hash(password), now: c.now)
                 await c.audit.record(actor: c.actor, action: "user.passwd", regionID: Optional<Int>.none, target: "user \(email)", now: c.now)
                 c.output("set the password of \(email); its sessions have ended")
-                            return 0
-                        }),
-        OperatorCommand(name: "user delete", id: nil, access: .writes, summary: "Delete a console account and end its sessions",
-                        options: [OperatorOption("email", "ADDRESS", required: true, "The account")],
-                        run: { c in
-                guard let email = ConsoleRules.normalizedEmail(c.options["email"] ?? "") else { throw AdministrationError.invalid(["--email is required"]) }
+                return 0
+            }),
+        OperatorCommand(
+            name: "user delete", id: nil, access: .writes, summary: "Delete a console account and end its sessions",
+            options: [OperatorOption("email", "ADDRESS", required: true, "The account")],
+            run: { c in
+                guard let email = ConsoleRules.normalizedEmail(c.options["email"] ?? "") else {
+                    throw AdministrationError.invalid(["--email is required"])
+                }
                 do { try await ConsoleStore(database: c.database).deleteUser(email: email) } catch ConsoleStore.Failure.notFound {
                     throw AdministrationError.notFound("No account \(email)")
                 }
                 await c.audit.record(actor: c.actor, action: "user.delete", regionID: Optional<Int>.none, target: "user \(email)", now: c.now)
                 c.output("deleted \(email)")
-                            return 0
-                        }),
+                return 0
+            }),
     ]
 
     /// `--region 1 --region 3` (joined as `1,3`) as a set; nil when absent

@@ -9,78 +9,93 @@ import Push
 /// Service alerts: `alert create|list|show|edit|publish|unpublish|delete|translate|send`.
 extension OperatorCommands {
     static let alerts: [OperatorCommand] = [
-        OperatorCommand(name: "alert create", id: nil, access: .writes, summary: "Create a draft alert (publish it with 'sidecar alert publish ID')",
-                        options: [region] + authoring(creating: true), notes: alertNotes,
-                        run: { c in
+        OperatorCommand(
+            name: "alert create", id: nil, access: .writes, summary: "Create a draft alert (publish it with 'sidecar alert publish ID')",
+            options: [region] + authoring(creating: true), notes: alertNotes,
+            run: { c in
                 let alert = try await c.administration.create(regionID: try c.region(), fields: c.options)
                 c.output("created alert \(alert.id) (draft; publish with: sidecar alert publish \(alert.id))")
-                            return 0
-                        }),
-        OperatorCommand(name: "alert list", id: nil, access: .reads, summary: "List a region's alerts with their state and times in the region's zone",
-                        options: [region],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "alert list", id: nil, access: .reads, summary: "List a region's alerts with their state and times in the region's zone",
+            options: [region],
+            run: { c in
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
                 let zone = await c.zone(regionID: regionID)
                 for alert in try await c.alerts.alerts(regionID: regionID) {
                     let state = AlertVisibility.of(alert, now: EpochSeconds(c.now)).rawValue
-                    c.output("\(alert.id)\t\(state)\(alert.test ? " test" : "")\t\(RegionTime.iso8601(alert.startsAt, zone))"
-                           + "\tuntil \(RegionTime.iso8601(AlertFeedRules.effectiveEnd(alert), zone))\t\(alert.header)")
+                    c.output(
+                        "\(alert.id)\t\(state)\(alert.test ? " test" : "")\t\(RegionTime.iso8601(alert.startsAt, zone))"
+                            + "\tuntil \(RegionTime.iso8601(AlertFeedRules.effectiveEnd(alert), zone))\t\(alert.header)")
                 }
-                            return 0
-                        }),
-        OperatorCommand(name: "alert show", id: "ID", access: .reads, summary: "Show an alert, its translations and its sends", options: [],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "alert show", id: "ID", access: .reads, summary: "Show an alert, its translations and its sends", options: [],
+            run: { c in
                 let id = try c.id()
                 let alert = try await c.administration.alert(id: id)
-                c.output(describe(alert, translations: try await c.alerts.translations(alertID: id), sends: try await c.alerts.sends(alertID: id),
-                                zone: await c.zone(regionID: alert.regionID), now: c.now))
-                            return 0
-                        }),
-        OperatorCommand(name: "alert edit", id: "ID", access: .writes, summary: "Change an alert's fields (only those given)",
-                        options: authoring(creating: false), notes: alertNotes,
-                        run: { c in
+                c.output(
+                    describe(
+                        alert, translations: try await c.alerts.translations(alertID: id), sends: try await c.alerts.sends(alertID: id),
+                        zone: await c.zone(regionID: alert.regionID), now: c.now))
+                return 0
+            }),
+        OperatorCommand(
+            name: "alert edit", id: "ID", access: .writes, summary: "Change an alert's fields (only those given)",
+            options: authoring(creating: false), notes: alertNotes,
+            run: { c in
                 let alert = try await c.administration.edit(id: try c.id(), fields: c.options)
                 c.output("updated alert \(alert.id)")
-                            return 0
-                        }),
-        OperatorCommand(name: "alert publish", id: "ID", access: .writes, summary: "Publish an alert (it appears in the feed)", options: [],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "alert publish", id: "ID", access: .writes, summary: "Publish an alert (it appears in the feed)", options: [],
+            run: { c in
                 let alert = try await c.administration.setPublished(id: try c.id(), c.invocation.command == "alert publish")
                 c.output("alert \(alert.id) is \(alert.published ? "published" : "unpublished")")
-                            return 0
-                        }),
-        OperatorCommand(name: "alert unpublish", id: "ID", access: .writes, summary: "Withdraw an alert from the feed", options: [],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "alert unpublish", id: "ID", access: .writes, summary: "Withdraw an alert from the feed", options: [],
+            run: { c in
                 let alert = try await c.administration.setPublished(id: try c.id(), c.invocation.command == "alert publish")
                 c.output("alert \(alert.id) is \(alert.published ? "published" : "unpublished")")
-                            return 0
-                        }),
-        OperatorCommand(name: "alert delete", id: "ID", access: .writes, summary: "Delete an alert", options: [],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "alert delete", id: "ID", access: .writes, summary: "Delete an alert", options: [],
+            run: { c in
                 let id = try c.id()
                 try await c.administration.delete(id: id)
                 c.output("deleted alert \(id)")
-                            return 0
-                        }),
-        OperatorCommand(name: "alert translate", id: "ID", access: .writes,
-                        summary: "Add or replace the translation of an alert into one language", options: [
-                            OperatorOption("language", "TAG", required: true,
-                                           "A language of --locales, as a tag (es, es-MX, zh-TW): stored as registrations normalise it"),
-                            OperatorOption("header", "TEXT", required: true, "The translated headline"),
-                            OperatorOption("description", "TEXT", "The translated body (required when the English has one)"),
-                        ],
-                        run: { c in
-                let translation = try await c.administration.translate(id: try c.id(), language: c.options["language"] ?? "",
-                                                                     header: c.options["header"], description: c.options["description"])
+                return 0
+            }),
+        OperatorCommand(
+            name: "alert translate", id: "ID", access: .writes,
+            summary: "Add or replace the translation of an alert into one language",
+            options: [
+                OperatorOption(
+                    "language", "TAG", required: true,
+                    "A language of --locales, as a tag (es, es-MX, zh-TW): stored as registrations normalise it"),
+                OperatorOption("header", "TEXT", required: true, "The translated headline"),
+                OperatorOption("description", "TEXT", "The translated body (required when the English has one)"),
+            ],
+            run: { c in
+                let translation = try await c.administration.translate(
+                    id: try c.id(), language: c.options["language"] ?? "",
+                    header: c.options["header"], description: c.options["description"])
                 c.output("saved the \(translation.language) translation of alert \(try c.id())")
-                            return 0
-                        }),
-        OperatorCommand(name: "alert send", id: "ID", access: .writes,
-                        summary: "Push a published alert to the region's registrations, resuming an unfinished send",
-                        options: [OperatorOption("audience", "all|test", "Everyone (default) or only test devices; a draft goes to test devices only")],
-                        notes: "Needs a push transport: the push flags below, as 'sidecar serve' takes them.",
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "alert send", id: "ID", access: .writes,
+            summary: "Push a published alert to the region's registrations, resuming an unfinished send",
+            options: [OperatorOption("audience", "all|test", "Everyone (default) or only test devices; a draft goes to test devices only")],
+            notes: "Needs a push transport: the push flags below, as 'sidecar serve' takes them.",
+            run: { c in
                 guard let transport = try Sidecar.pushTransport(c.configuration, http: c.http, logger: c.logger) else {
                     throw AdministrationError.invalid(["no push transport: pass --gorush-url URL (or --push-transport log)"])
                 }
@@ -90,19 +105,22 @@ extension OperatorCommands {
                 let (send, alert) = try await c.administration.startSend(id: try c.id(), audience: audience)
                 let total = try await c.alerts.audienceCount(regionID: alert.regionID, audience: audience)
                 if send.cursor > 0 { c.output("resuming send \(send.id) after \(send.targeted) registrations") }
-                let sender = AlertSender(store: c.alerts, transport: transport, clock: c.clock, logger: Logger(level: .error), retry: c.configuration.sendRetry)
-                let finished = try await sender.run(send, alert: alert, translations: try await c.alerts.translations(alertID: alert.id)) { progress in
+                let sender = AlertSender(
+                    store: c.alerts, transport: transport, clock: c.clock, logger: Logger(level: .error), retry: c.configuration.sendRetry)
+                let finished = try await sender.run(send, alert: alert, translations: try await c.alerts.translations(alertID: alert.id)) {
+                    progress in
                     c.errors(progressBar(progress, total: total))
                 }
                 c.output("send \(finished.id) \(finished.status): \(counts(finished))")
                 if finished.status == "failed" {
                     let untried = try await c.alerts.audienceCount(regionID: alert.regionID, audience: audience, after: finished.cursor)
-                    c.errors("sidecar: error: \(finished.pending + untried) pushes were not delivered (\(finished.lastError ?? "the provider kept failing")); "
-                           + "run 'sidecar alert send \(alert.id)\(audience == .test ? " --audience test" : "")' again to retry only those")
+                    c.errors(
+                        "sidecar: error: \(finished.pending + untried) pushes were not delivered (\(finished.lastError ?? "the provider kept failing")); "
+                            + "run 'sidecar alert send \(alert.id)\(audience == .test ? " --audience test" : "")' again to retry only those")
                     return 1
                 }
-                            return 0
-                        }),
+                return 0
+            }),
     ]
     static let time = "TIME"
     static let timeNote = """
@@ -157,8 +175,9 @@ extension OperatorCommands {
             lines.append("  translation \(translation.language)\(stale): \(translation.header)")
         }
         for send in sends {
-            lines.append("  send \(send.id) to \(send.audience.rawValue): \(send.status), \(counts(send))"
-                         + (send.status == "failed" ? " (\(send.lastError ?? "provider failing"))" : ""))
+            lines.append(
+                "  send \(send.id) to \(send.audience.rawValue): \(send.status), \(counts(send))"
+                    + (send.status == "failed" ? " (\(send.lastError ?? "provider failing"))" : ""))
         }
         return lines.joined(separator: "\n")
     }
@@ -171,6 +190,7 @@ extension OperatorCommands {
         let width = 30
         let fraction = total > 0 ? min(Double(send.targeted) / Double(total), 1) : 1
         let filled = Int(fraction * Double(width))
-        return "[\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(Int(fraction * 100))% \(send.targeted)/\(total) delivered \(send.delivered) failed \(send.failed)"
+        return
+            "[\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(Int(fraction * 100))% \(send.targeted)/\(total) delivered \(send.delivered) failed \(send.failed)"
     }
 }

@@ -2,6 +2,7 @@ import Core
 import Database
 import FoundationEssentials
 import HTTPClient
+
 #if canImport(Glibc)
 import Glibc
 #endif

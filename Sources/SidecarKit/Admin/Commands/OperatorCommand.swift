@@ -68,10 +68,11 @@ enum OperatorCommands {
     static let byName: [String: OperatorCommand] = Dictionary(all.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
 
     /// The groups whose commands are `sidecar GROUP COMMAND`.
-    static let groups: Set<String> = Set(all.compactMap { command in
-        let parts = command.name.split(separator: " ")
-        return parts.count == 2 ? String(parts[0]) : nil
-    })
+    static let groups: Set<String> = Set(
+        all.compactMap { command in
+            let parts = command.name.split(separator: " ")
+            return parts.count == 2 ? String(parts[0]) : nil
+        })
 
     static let region = OperatorOption("region", "N", required: true, "The region's id in the regions directory")
     static let optionalRegion = OperatorOption("region", "N", "Only this region")

@@ -9,44 +9,50 @@ import Push
 /// Regions and whole-region documents: `region list|set`, `ghostbus export`, `export`, `import`.
 extension OperatorCommands {
     static let regions: [OperatorCommand] = [
-        OperatorCommand(name: "region list", id: nil, access: .reads,
-                        summary: "List the regions of the directory with their agency id and time zone", options: [],
-                        run: { c in
+        OperatorCommand(
+            name: "region list", id: nil, access: .reads,
+            summary: "List the regions of the directory with their agency id and time zone", options: [],
+            run: { c in
                 for (region, settings) in try await c.administration.regionList() {
                     c.output("\(region.id)\t\(region.name)\tagency=\(settings?.agencyID ?? "-")\ttimezone=\(settings?.timezone ?? "-")")
                 }
-                            return 0
-                        }),
-        OperatorCommand(name: "region set", id: nil, access: .writes,
-                        summary: "Set a region's OneBusAway agency id (used in the alerts feed) and time zone", options: [
-                            OperatorOption("id", "N", required: true, "The region's id in the regions directory"),
-                            OperatorOption("agency-id", "ID", "The agency id alerts name in the feed"),
-                            OperatorOption("timezone", "ZONE|none", "A tz database zone such as America/Los_Angeles; none clears it"),
-                        ],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "region set", id: nil, access: .writes,
+            summary: "Set a region's OneBusAway agency id (used in the alerts feed) and time zone",
+            options: [
+                OperatorOption("id", "N", required: true, "The region's id in the regions directory"),
+                OperatorOption("agency-id", "ID", "The agency id alerts name in the feed"),
+                OperatorOption("timezone", "ZONE|none", "A tz database zone such as America/Los_Angeles; none clears it"),
+            ],
+            run: { c in
                 guard let id = c.options["id"].flatMap({ Int($0) }) else { throw AdministrationError.invalid(["--id N is required"]) }
                 let settings = try await c.administration.setRegion(id: id, agencyID: c.options["agency_id"], timezone: c.options["timezone"])
                 c.output("region \(id): agency=\(settings.agencyID ?? "-") timezone=\(settings.timezone ?? "-")")
-                            return 0
-                        }),
-        OperatorCommand(name: "ghostbus export", id: nil, access: .reads,
-                        summary: "Write a region's ghost-bus reports as CSV to standard output", options: [region],
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "ghostbus export", id: nil, access: .reads,
+            summary: "Write a region's ghost-bus reports as CSV to standard output", options: [region],
+            run: { c in
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
                 let csv = try await GhostBusStore(database: c.database).exportCSV(regionID: regionID, zone: await c.zone(regionID: regionID))
                 c.output(String(csv.dropLast()))
-                            return 0
-                        }),
-        OperatorCommand(name: "export", id: nil, access: .reads,
-                        summary: "Write one region as a sidecar-export/1 document (moving to or from OBACloud)", options: [
-                            region, OperatorOption("to", "FILE", "Write here instead of standard output"),
-                        ],
-                        notes: """
-                            Carries alerts with their translations, studies, surveys with questions, survey
-                            responses, push registrations and ghost-bus reports.
-                            """,
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "export", id: nil, access: .reads,
+            summary: "Write one region as a sidecar-export/1 document (moving to or from OBACloud)",
+            options: [
+                region, OperatorOption("to", "FILE", "Write here instead of standard output"),
+            ],
+            notes: """
+                Carries alerts with their translations, studies, surveys with questions, survey
+                responses, push registrations and ghost-bus reports.
+                """,
+            run: { c in
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
                 let document = try await RegionExchange.export(regionID: regionID, database: c.database, nowMillis: c.clock.now().epochMillis)
@@ -59,17 +65,21 @@ extension OperatorCommands {
                 } else {
                     c.output(String(text.dropLast()))
                 }
-                            return 0
-                        }),
-        OperatorCommand(name: "import", id: nil, access: .writes,
-                        summary: "Read a sidecar-export/1 document into its region, all or nothing", options: [
-                            OperatorOption("file", "PATH|-", required: true, "The document (- for standard input)"),
-                            OperatorOption("dry-run", nil, "Print what would be added and change nothing"),
-                        ],
-                        notes: "Importing the same document again changes nothing; an unknown field or region is an error naming where it is.",
-                        run: { c in
+                return 0
+            }),
+        OperatorCommand(
+            name: "import", id: nil, access: .writes,
+            summary: "Read a sidecar-export/1 document into its region, all or nothing",
+            options: [
+                OperatorOption("file", "PATH|-", required: true, "The document (- for standard input)"),
+                OperatorOption("dry-run", nil, "Print what would be added and change nothing"),
+            ],
+            notes: "Importing the same document again changes nothing; an unknown field or region is an error naming where it is.",
+            run: { c in
                 let document: RegionExchange.Document
-                do { document = try RegionExchange.parse(try c.document(c.options["file"]), regions: c.regions) } catch let failure as RegionExchange.Failure {
+                do { document = try RegionExchange.parse(try c.document(c.options["file"]), regions: c.regions) } catch let failure
+                    as RegionExchange.Failure
+                {
                     throw AdministrationError.invalid(["import: \(failure.description)"])
                 }
                 let dryRun = c.options["dry_run"].map { $0 != "false" } ?? false
@@ -80,13 +90,16 @@ extension OperatorCommands {
                     throw AdministrationError.invalid(["import: \(failure.description); nothing was imported"])
                 }
                 if !dryRun {
-                    await c.audit.record(actor: c.actor, action: "region.import", regionID: document.regionID, target: "region \(document.regionID)",
-                                       detail: summary.lines.map { $0.trimmingWhitespace() }.joined(separator: "; "), now: c.now)
+                    await c.audit.record(
+                        actor: c.actor, action: "region.import", regionID: document.regionID, target: "region \(document.regionID)",
+                        detail: summary.lines.map { $0.trimmingWhitespace() }.joined(separator: "; "), now: c.now)
                 }
-                c.output(dryRun ? "dry run: importing into region \(document.regionID) would do this (nothing was changed):"
-                              : "imported into region \(document.regionID):")
+                c.output(
+                    dryRun
+                        ? "dry run: importing into region \(document.regionID) would do this (nothing was changed):"
+                        : "imported into region \(document.regionID):")
                 summary.lines.forEach(c.output)
-                            return 0
-                        }),
+                return 0
+            }),
     ]
 }

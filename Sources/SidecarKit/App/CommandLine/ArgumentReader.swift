@@ -16,8 +16,10 @@ struct ArgumentReader {
 
     /// Reads `arguments` for `command`, whose options are `known` (names
     /// without their dashes) and which takes up to `positionals` arguments.
-    static func read(_ arguments: [String], command: String, known: [String: Kind],
-                     positionals: Int = 0) throws(CommandLineError) -> ArgumentReader {
+    static func read(
+        _ arguments: [String], command: String, known: [String: Kind],
+        positionals: Int = 0
+    ) throws(CommandLineError) -> ArgumentReader {
         var reader = ArgumentReader()
         var index = 0
         while index < arguments.count {

@@ -156,7 +156,7 @@ extension CommandLineInterface {
             What production sets (see the README's production checklist):
 
             """ + "\n" + flagList(production, command: command) + "\nEvery other flag:\n\n" + flagList(others, command: command)
-            + "\nA switch (--demo) takes no value; --demo false turns it off.\n"
+                + "\nA switch (--demo) takes no value; --demo false turns it off.\n"
     }
 
     /// Flags as help lists them: name and value, what it does, its default
@@ -197,13 +197,15 @@ extension CommandLineInterface {
             text += "\nOptions:\n"
             for option in command.options {
                 let marks = (option.required ? ["required"] : []) + (option.repeatable ? ["repeatable"] : [])
-                text += "  --\(option.name)\(option.value.map { " " + $0 } ?? "")\(marks.isEmpty ? "" : "   (" + marks.joined(separator: ", ") + ")")\n"
+                text +=
+                    "  --\(option.name)\(option.value.map { " " + $0 } ?? "")\(marks.isEmpty ? "" : "   (" + marks.joined(separator: ", ") + ")")\n"
                 text += "      \(option.help)\n"
             }
         }
         if !command.notes.isEmpty { text += "\n\(command.notes)\n" }
         if command.access != .none {
-            text += "\nIt says which database it used on standard error; "
+            text +=
+                "\nIt says which database it used on standard error; "
                 + (command.access == .reads ? "it never creates one.\n" : "a new SQLite file is announced.\n")
         }
         return text + "\nShared flags:\n" + flagList(operatorFlags(command), command: command.name)

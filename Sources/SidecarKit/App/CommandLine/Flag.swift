@@ -15,8 +15,10 @@ extension CommandLineInterface {
         let commands: Set<String>
         let apply: @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
 
-        init(name: String, valueName: String, help: String, shown: @escaping @Sendable (SidecarConfiguration) -> String? = { _ in nil },
-             commands: Set<String>, apply: @escaping @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void) {
+        init(
+            name: String, valueName: String, help: String, shown: @escaping @Sendable (SidecarConfiguration) -> String? = { _ in nil },
+            commands: Set<String>, apply: @escaping @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
+        ) {
             self.name = name
             self.valueName = valueName
             self.help = help
@@ -45,14 +47,19 @@ extension CommandLineInterface {
         .flatMap { flag in secretFlags.contains(flag.name) ? [flag, fileForm(flag)] : [flag] }
 
     /// Flags whose value is a secret.
-    static let secretFlags: Set<String> = ["oba-api-key", "oba-region-api-keys", "stripe-secret-key", "stripe-test-secret-key",
-                                           "pirate-weather-key", "gorush-webhook-secret"]
+    static let secretFlags: Set<String> = [
+        "oba-api-key", "oba-region-api-keys", "stripe-secret-key", "stripe-test-secret-key",
+        "pirate-weather-key", "gorush-webhook-secret",
+    ]
 
     /// `--NAME-file PATH`: reads the file (a trailing newline dropped) and
     /// sets `--NAME` from it. The error names the file, never its content.
     static func fileForm(_ flag: Flag) -> Flag {
-        Flag(name: flag.name + "-file", valueName: "PATH", help: "Read --\(flag.name) from this file (preferred: keeps the secret out of the process list)",
-             commands: flag.commands) { config, path throws(CommandLineError) in
+        Flag(
+            name: flag.name + "-file", valueName: "PATH",
+            help: "Read --\(flag.name) from this file (preferred: keeps the secret out of the process list)",
+            commands: flag.commands
+        ) { config, path throws(CommandLineError) in
             guard !path.isEmpty, let data = FileManager.default.contents(atPath: path) else {
                 throw CommandLineError("--\(flag.name)-file: cannot read \(path)")
             }

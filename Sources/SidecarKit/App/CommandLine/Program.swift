@@ -1,9 +1,10 @@
 import Database
 import FoundationEssentials
+import HTTPServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import HTTPServer
 
 /// The whole program behind `sidecar`: parse the command line, then run one
 /// command. Exit status 2 means the command line or configuration must be
@@ -107,8 +108,9 @@ public enum SidecarProgram {
         do {
             let summary = try SQLiteBackup.copy(from: database, to: target, replace: replace)
             let mebibytes = (Double(summary.bytes) / 1_048_576 * 10).rounded() / 10
-            print("backed up \(database) to \(target): \(summary.pages) pages (\(mebibytes) MiB) in "
-                  + "\((ContinuousClock.now - started).wholeMilliseconds) ms; integrity_check ok")
+            print(
+                "backed up \(database) to \(target): \(summary.pages) pages (\(mebibytes) MiB) in "
+                    + "\((ContinuousClock.now - started).wholeMilliseconds) ms; integrity_check ok")
             return 0
         } catch {
             return fail("backup: \(error)", status: 1)

@@ -32,10 +32,12 @@ extension CommandLineInterface {
     }
 
     static func parseProbe(_ arguments: [String]) throws(CommandLineError) -> SidecarCommand {
-        let parsed = try ArgumentReader.read(arguments, command: "probe", known: [
-            "region": .value, "stop-id": .value, "trip-id": .value, "service-date": .value, "stop-sequence": .value, "vehicle-id": .value,
-            "timeout": .value,
-        ], positionals: 1)
+        let parsed = try ArgumentReader.read(
+            arguments, command: "probe",
+            known: [
+                "region": .value, "stop-id": .value, "trip-id": .value, "service-date": .value, "stop-sequence": .value, "vehicle-id": .value,
+                "timeout": .value,
+            ], positionals: 1)
         if parsed.wantsHelp { return .help(probeUsage) }
         let example = "e.g. sidecar probe https://sidecar.example.org --region 1"
         guard let text = parsed.positional.first else { throw CommandLineError("probe needs the sidecar's URL, \(example)") }
@@ -62,7 +64,8 @@ extension CommandLineInterface {
         guard from != to else { throw CommandLineError("--from and --to name the same database") }
         var configuration = SidecarConfiguration()
         configuration.logLevel = .warning
-        return .copyDatabase(from: from, to: to, replace: try switchValue("replace", parsed.value("replace") ?? "false"), configuration: configuration)
+        return .copyDatabase(
+            from: from, to: to, replace: try switchValue("replace", parsed.value("replace") ?? "false"), configuration: configuration)
     }
 
     /// `relay-key show` and `relay-key create`, with `--relay-key-file`.
