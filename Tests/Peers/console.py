@@ -634,6 +634,8 @@ def roles_csrf_logout(driver, url, alert_id, published_id):
     check(status == 403, f"a viewer's publish answered {status}")
     shoot(driver, "alert-viewer")
     driver.find_element(By.XPATH, "//button[normalize-space()='Log out']").click()
+    # Signing in again before the logout has answered would race it.
+    wait_text(driver, "You are signed out")
 
     sign_in(driver, url, "editor@example.org")
     driver.get(url + f"/admin/alerts/{alert_id}")
