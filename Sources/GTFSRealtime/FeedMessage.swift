@@ -80,14 +80,44 @@ public struct TimeRange: Equatable, Sendable {
     }
 }
 
+/// `EntitySelector`: what an alert is about. At least one field is set.
 public struct EntitySelector: Equatable, Sendable {
     public var agencyID: String?
     public var routeID: String?
+    /// GTFS `route_type` (3 is bus).
+    public var routeType: Int32?
+    public var trip: TripDescriptor?
     public var stopID: String?
-    public init(agencyID: String? = nil, routeID: String? = nil, stopID: String? = nil) {
+    /// GTFS `direction_id` (0 or 1), with `route_id`.
+    public var directionID: UInt32?
+    public init(
+        agencyID: String? = nil, routeID: String? = nil, routeType: Int32? = nil, trip: TripDescriptor? = nil, stopID: String? = nil,
+        directionID: UInt32? = nil
+    ) {
         self.agencyID = agencyID
         self.routeID = routeID
+        self.routeType = routeType
+        self.trip = trip
         self.stopID = stopID
+        self.directionID = directionID
+    }
+}
+
+/// `TripDescriptor`, as an informed entity names a trip.
+public struct TripDescriptor: Equatable, Sendable {
+    public var tripID: String?
+    public var routeID: String?
+    public var directionID: UInt32?
+    /// `HH:MM:SS`, may pass 24:00:00.
+    public var startTime: String?
+    /// `YYYYMMDD`.
+    public var startDate: String?
+    public init(tripID: String? = nil, routeID: String? = nil, directionID: UInt32? = nil, startTime: String? = nil, startDate: String? = nil) {
+        self.tripID = tripID
+        self.routeID = routeID
+        self.directionID = directionID
+        self.startTime = startTime
+        self.startDate = startDate
     }
 }
 

@@ -47,13 +47,7 @@ extension Alert {
                 (
                     "informedEntity",
                     .array(
-                        informedEntities.map { selector in
-                            var entity: [(String, JSONText)] = []
-                            if let agency = selector.agencyID { entity.append(("agencyId", .string(agency))) }
-                            if let route = selector.routeID { entity.append(("routeId", .string(route))) }
-                            if let stop = selector.stopID { entity.append(("stopId", .string(stop))) }
-                            return .object(entity)
-                        })
+                        informedEntities.map { .object($0.jsonFields) })
                 ))
         }
         if let cause { fields.append(("cause", .string(cause.name))) }
@@ -62,6 +56,27 @@ extension Alert {
         if let headerText { fields.append(("headerText", headerText.json)) }
         if let descriptionText { fields.append(("descriptionText", descriptionText.json)) }
         if let severityLevel { fields.append(("severityLevel", .string(severityLevel.name))) }
+        return fields
+    }
+}
+
+extension EntitySelector {
+    var jsonFields: [(String, JSONText)] {
+        var fields: [(String, JSONText)] = []
+        if let agencyID { fields.append(("agencyId", .string(agencyID))) }
+        if let routeID { fields.append(("routeId", .string(routeID))) }
+        if let routeType { fields.append(("routeType", .number(String(routeType)))) }
+        if let trip {
+            var nested: [(String, JSONText)] = []
+            if let tripID = trip.tripID { nested.append(("tripId", .string(tripID))) }
+            if let routeID = trip.routeID { nested.append(("routeId", .string(routeID))) }
+            if let directionID = trip.directionID { nested.append(("directionId", .number(String(directionID)))) }
+            if let startTime = trip.startTime { nested.append(("startTime", .string(startTime))) }
+            if let startDate = trip.startDate { nested.append(("startDate", .string(startDate))) }
+            fields.append(("trip", .object(nested)))
+        }
+        if let stopID { fields.append(("stopId", .string(stopID))) }
+        if let directionID { fields.append(("directionId", .number(String(directionID)))) }
         return fields
     }
 }
@@ -85,6 +100,8 @@ extension TranslatedString {
 /// Ordered JSON for stable, readable output.
 indirect enum JSONText {
     case string(String)
+    /// A 32-bit number, written bare (64-bit ones are strings in protobuf JSON).
+    case number(String)
     case array([JSONText])
     case object([(String, JSONText)])
 
@@ -92,6 +109,7 @@ indirect enum JSONText {
         let inner = indent + "  "
         switch self {
         case .string(let text): return Self.quote(text)
+        case .number(let digits): return digits
         case .array(let items):
             if items.isEmpty { return "[]" }
             return "[\n" + items.map { inner + $0.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"

@@ -113,7 +113,8 @@ struct ProtobufReader {
 
 extension ProtobufReader.Value {
     func string() throws(ProtobufError) -> String {
-        guard case .bytes(let slice) = self, let text = String(validating: slice, as: UTF8.self) else { throw ProtobufError("expected a string") }
+        guard case .bytes(let slice) = self else { throw ProtobufError("expected a string") }
+        guard let text = String(validating: slice, as: UTF8.self) else { throw ProtobufError("a string that is not valid UTF-8") }
         return text
     }
 

@@ -14,10 +14,18 @@ public struct HTTPClientRequest: Sendable {
     /// Which upstream this is (`oba`, `apns`, ...), for the client's
     /// observer; never a URL, so it cannot carry a key or a token.
     public var upstream: String
+    /// The largest body accepted from this request (nil: the client's).
+    public var maxBodyBytes: Int?
+    /// Asked with the address the connection reached (`169.254.169.254`,
+    /// `::1`) and its port before anything is sent: true refuses it. Checked
+    /// on the connected socket, so a name that resolves somewhere else than
+    /// it did a moment ago cannot slip past a check made beforehand.
+    public var refuseAddress: (@Sendable (_ address: String, _ port: Int) -> Bool)?
 
     public init(
         method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-        timeoutSeconds: Int? = nil, upstream: String = "other"
+        timeoutSeconds: Int? = nil, upstream: String = "other", maxBodyBytes: Int? = nil,
+        refuseAddress: (@Sendable (_ address: String, _ port: Int) -> Bool)? = nil
     ) {
         self.method = method
         self.url = url
@@ -25,6 +33,8 @@ public struct HTTPClientRequest: Sendable {
         self.body = body
         self.timeoutSeconds = timeoutSeconds
         self.upstream = upstream
+        self.maxBodyBytes = maxBodyBytes
+        self.refuseAddress = refuseAddress
     }
 }
 
@@ -52,6 +62,8 @@ public enum HTTPClientError: Error, CustomStringConvertible, Equatable {
     case invalidURL(String)
     case transport(code: Int, message: String)
     case bodyTooLarge(limit: Int)
+    /// The request's `refuseAddress` refused where the connection went.
+    case refusedAddress(String)
     case shutDown
 
     public var description: String {
@@ -59,6 +71,7 @@ public enum HTTPClientError: Error, CustomStringConvertible, Equatable {
         case .invalidURL(let url): return "invalid URL \(url)"
         case .transport(let code, let message): return "transfer failed (curl \(code)): \(message)"
         case .bodyTooLarge(let limit): return "response body larger than \(limit) bytes"
+        case .refusedAddress(let address): return "refused to send to \(address)"
         case .shutDown: return "HTTP client is shut down"
         }
     }
@@ -163,7 +176,10 @@ final class Transfer: @unchecked Sendable {
     var responseBody: [UInt8] = []
     var responseHeaders: [(name: String, value: String)] = []
     var overflowed = false
+    /// The address `refuseAddress` refused, if it did.
+    var refusedAddress: String?
     var requestBody: [UInt8]
+    var maxBodyBytes: Int { request.maxBodyBytes ?? configuration.maxBodyBytes }
 
     init(
         request: HTTPClientRequest, configuration: HTTPClient.Configuration,
@@ -191,6 +207,10 @@ final class Transfer: @unchecked Sendable {
         _ = sidecar_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
         _ = sidecar_curl_setopt_write(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader)
         _ = sidecar_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
+        if request.refuseAddress != nil {
+            _ = sidecar_curl_setopt_prereq(handle, curlCheckAddress)
+            _ = sidecar_curl_setopt_pointer(handle, CURLOPT_PREREQDATA, context)
+        }
         if configuration.http2 {
             _ = sidecar_curl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
             _ = sidecar_curl_setopt_long(handle, CURLOPT_PIPEWAIT, 1)
@@ -223,7 +243,11 @@ final class Transfer: @unchecked Sendable {
     func finish(_ code: CURLcode) {
         defer { cleanup() }
         if overflowed {
-            continuation.resume(throwing: HTTPClientError.bodyTooLarge(limit: configuration.maxBodyBytes))
+            continuation.resume(throwing: HTTPClientError.bodyTooLarge(limit: maxBodyBytes))
+            return
+        }
+        if let refusedAddress {
+            continuation.resume(throwing: HTTPClientError.refusedAddress(refusedAddress))
             return
         }
         guard code == CURLE_OK, let handle else {
@@ -345,7 +369,7 @@ func curlWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: I
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    if transfer.responseBody.count + length > transfer.configuration.maxBodyBytes {
+    if transfer.responseBody.count + length > transfer.maxBodyBytes {
         transfer.overflowed = true
         return 0
     }
@@ -353,6 +377,18 @@ func curlWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: I
         transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
     }
     return length
+}
+
+func curlCheckAddress(
+    _ context: UnsafeMutableRawPointer?, _ primaryIP: UnsafeMutablePointer<CChar>?, _ localIP: UnsafeMutablePointer<CChar>?,
+    _ primaryPort: Int32, _ localPort: Int32
+) -> Int32 {
+    guard let context, let primaryIP else { return 1 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let address = String(cString: primaryIP)
+    guard let refuse = transfer.request.refuseAddress, refuse(address, Int(primaryPort)) else { return 0 }  // CURL_PREREQFUNC_OK
+    transfer.refusedAddress = address
+    return 1  // CURL_PREREQFUNC_ABORT
 }
 
 func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {

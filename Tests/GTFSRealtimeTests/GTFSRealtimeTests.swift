@@ -67,6 +67,39 @@ struct GTFSRealtimeTests {
         #expect(throws: ProtobufError.self) { try FeedMessage(decoding: bytes) }
     }
 
+    @Test func informedEntitiesKeepEverySelectorField() throws {
+        let selectors = [
+            EntitySelector(agencyID: "1"), EntitySelector(routeID: "44", routeType: 3),
+            EntitySelector(
+                trip: TripDescriptor(tripID: "t-9", routeID: "44", directionID: 1, startTime: "25:10:00", startDate: "20261201")),
+            EntitySelector(routeID: "44", stopID: "1_75403", directionID: 0), EntitySelector(routeType: -1),
+        ]
+        let feed = FeedMessage(
+            header: FeedHeader(timestamp: 1), entities: [FeedEntity(id: "a", alert: Alert(informedEntities: selectors))])
+        #expect(try FeedMessage(decoding: feed.encoded()).entities.first?.alert?.informedEntities == selectors)
+        let json = feed.jsonText()
+        #expect(json.contains(#""routeType": 3"#))
+        #expect(json.contains(#""startTime": "25:10:00""#))
+        #expect(json.contains(#""directionId": 1"#))
+    }
+
+    @Test func aLenientDecodeLeavesOutOnlyTheBrokenEntity() throws {
+        let good = FeedEntity(id: "good", alert: Alert(headerText: TranslatedString([.init(text: "Fine", language: nil)])))
+        let broken = FeedEntity(id: "broken", alert: Alert(headerText: TranslatedString([.init(text: "XXXX", language: nil)])))
+        var bytes = FeedMessage(header: FeedHeader(timestamp: 1), entities: [broken, good]).encoded()
+        // Invalid UTF-8 in the broken alert's header text.
+        let marker = Array("XXXX".utf8)
+        let at = try #require((0...(bytes.count - marker.count)).first { Array(bytes[$0..<$0 + marker.count]) == marker })
+        bytes[at] = 0xC3
+        bytes[at + 1] = 0x28
+        #expect(throws: ProtobufError.self) { try FeedMessage(decoding: bytes) }
+        let (message, rejected) = try FeedMessage.decodingEntities(bytes)
+        #expect(message.entities == [good])
+        #expect(rejected == [RejectedEntity(index: 0, id: "broken", reason: "a string that is not valid UTF-8")])
+        // Broken framing still fails as a whole.
+        #expect(throws: ProtobufError.self) { try FeedMessage.decodingEntities(Array(bytes.prefix(bytes.count - 3))) }
+    }
+
     @Test func enumNames() {
         #expect(Cause(name: "construction") == .construction)
         #expect(Effect(name: "DETOUR")?.rawValue == 4)

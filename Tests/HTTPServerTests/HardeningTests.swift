@@ -148,9 +148,10 @@ struct HardeningTests {
             let started = Date()
             let response = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/hello"), source: "127.0.0.1")
             #expect(response.status == 200)
-            // Well before the attacker's sockets time out; the margin absorbs a
-            // machine busy with other suites.
-            #expect(Date().timeIntervalSince(started) < 2, "127.0.0.1 is served at once")
+            // Before the attacker's sockets time out (4 s): queued behind them it
+            // would take at least that; the margin absorbs a machine busy with
+            // other suites on 2 cores.
+            #expect(Date().timeIntervalSince(started) < 3.5, "127.0.0.1 is served before the attacker's sockets time out")
             #expect(server.openConnections <= 17, "127.0.0.2 holds at most its share")
             // Another header line every half second does not keep them alive:
             // the head must be complete within the timeout of its beginning.

@@ -120,7 +120,8 @@ struct OBAClientLiveTests {
             })
         let server = try startLocalServer(router)
         let port = server.port
-        let client = OBAClient(http: HTTPClient(timeoutSeconds: 2))
+        // Generous: the suites share two cores; a refused connection fails at once anyway.
+        let client = OBAClient(http: HTTPClient(timeoutSeconds: 10))
         let response = try await client.arrivalAndDeparture(
             baseURL: "http://127.0.0.1:\(port)/", apiKey: "K", stopID: "1_11420",
             tripID: "1_40989208", serviceDate: 1_538_809_200_000, vehicleID: nil, stopSequence: 4)

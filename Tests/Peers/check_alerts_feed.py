@@ -5,11 +5,15 @@ contract, then reads the fields google/transit#546 added (communication_period =
 impact_period = 3) from the raw wire format, since the published bindings may
 predate them. Usage: check_alerts_feed.py BASE_URL LIVE_ALERT_ID TEST_ALERT_ID IMPACT_ALERT_ID"""
 import calendar
+import os
 import sys
 import time
 import urllib.request
 
 from google.transit import gtfs_realtime_pb2
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from alert_feed_server import fields  # noqa: E402  (protobuf fields read by hand)
 
 base, live_id, test_id, impact_id = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
@@ -24,38 +28,6 @@ def feed(path):
     message = gtfs_realtime_pb2.FeedMessage()
     message.ParseFromString(fetch(path))
     return message
-
-
-def fields(data):
-    """(field number, wire type, value) of one protobuf message, by hand."""
-    index = 0
-
-    def varint():
-        nonlocal index
-        shift = result = 0
-        while True:
-            byte = data[index]
-            index += 1
-            result |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return result
-            shift += 7
-
-    while index < len(data):
-        key = varint()
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            yield number, wire, varint()
-        elif wire == 2:
-            length = varint()
-            yield number, wire, data[index:index + length]
-            index += length
-        elif wire == 1:
-            index += 8
-        elif wire == 5:
-            index += 4
-        else:
-            raise ValueError(f"wire type {wire}")
 
 
 def raw_periods(body, entity_id):

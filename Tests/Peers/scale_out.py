@@ -13,6 +13,8 @@ pg_ctl as the postgres user). Each check gets its own database.
   send       a send started on A, A killed: B finishes it
   throttle   30 registrations a minute per client across both instances
   feed       an alert edited through A is in B's feed within a second
+  sources    two instances polling one alert source: a new alert pushed exactly
+             once to each device, none again on later polls
   outage     PostgreSQL stopped while serving: 503s, no false 2xx, no crash;
              started again: full recovery without a restart
   frozen     PostgreSQL frozen (SIGSTOP) for 30 s: every request and /healthz
@@ -34,9 +36,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stops_and_faults as base  # noqa: E402  (the stand-ins and the process wrapper)
+import alert_feed_server as feeds  # noqa: E402  (a GTFS-realtime feed built with gtfs-realtime-bindings)
 
 BIN, ADMIN, PG_DATA = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
-CHECKS = sys.argv[4:] or ["urls", "alarms", "kill", "send", "throttle", "feed", "outage", "frozen", "copy"]
+CHECKS = sys.argv[4:] or ["urls", "alarms", "kill", "send", "throttle", "feed", "sources", "outage", "frozen", "copy"]
 base.BIN = BIN
 WORK = tempfile.mkdtemp(prefix="sidecar-scale-")
 base.WORK = WORK
@@ -352,6 +355,48 @@ def urls():
           "an unknown sslmode and a malformed URL exit 2")
 
 
+def sources(gorush):
+    """Both instances poll the same source (one at a time, under its lease):
+    a new alert is pushed once to each device in all, and never again."""
+    url = new_database("scale_sources")
+    base.cli(url, "region", "set", "--id", "1", "--agency-id", "1")
+    now = int(time.time() * 1000)
+    values = ",".join(f"(1, 'src-{n}', 'ios', 0, 0, {now}, {now})" for n in range(50))
+    psql("INSERT INTO push_registrations (region_id, token, operating_system, apns_sandbox, test_device, created_at, last_seen_at) "
+         f"VALUES {values}", database="scale_sources")
+    started = int(time.time())
+
+    def alert(entity_id, header):
+        return feeds.make_alert(entity_id, header={"en": header}, cause="TECHNICAL_PROBLEM", effect="NO_SERVICE", severity="SEVERE",
+                                active=[(started - 60, started + 7200)], entities=[{"agency_id": "1"}])
+
+    feed = feeds.AlertFeedServer([alert("old", "Elevator out at Westlake")])
+    gorush.reset()
+    flags = ["--gorush-url", gorush.url, "--send-lease-seconds", "5"]
+    a, b = base.Sidecar(url, *flags), base.Sidecar(url, *flags)
+    source = base.cli(url, "source", "add", "--region", "1", "--url", feed.url, "--push", "auto", "--interval", "15").split()[1]
+
+    def polls():
+        shown = base.cli(url, "source", "show", source)
+        return int(next(line.split(":")[1] for line in shown.splitlines() if line.startswith("polls:")).split()[0])
+
+    base.wait_for(lambda: polls() >= 1, 20, "neither instance polled the new source")
+    feed.set_alerts([alert("old", "Elevator out at Westlake"), alert("new", "Line 1 suspended")])
+    # Due at once on both: each instance's next tick sees it; the lease lets one poll.
+    for _ in range(3):
+        before = polls()
+        base.cli(url, "source", "edit", source, "--interval", "15")
+        base.wait_for(lambda: polls() > before, 20, "the edited source was not polled again")
+    base.wait_for(lambda: len(gorush.pushes) >= 50, 30, "the new alert did not reach every device")
+    time.sleep(3)
+    pushes = dict(gorush.pushes)
+    check(len(pushes) == 50 and set(pushes.values()) == {1}, f"pushes per device: {sorted(set(pushes.values()))}, {len(pushes)} devices")
+    check(a.stop() == 0 and b.stop() == 0, "an instance did not stop cleanly")
+    feed.close()
+    print(f"sources: two instances polling one source ({polls()} polls in all): the new alert reached 50 devices once each; "
+          "the baseline alert and later polls pushed nothing")
+
+
 def main():
     gorush, oba = base.Gorush(), base.OBA()
     for name in CHECKS:
@@ -359,9 +404,9 @@ def main():
             alarms(gorush, oba)
         elif name == "kill":
             alarms(gorush, oba, kill=True)
-        elif name in ("send", "throttle", "feed", "outage", "frozen", "copy", "urls"):
+        elif name in ("send", "throttle", "feed", "outage", "frozen", "copy", "urls", "sources"):
             {"send": lambda: send(gorush), "throttle": throttle, "feed": feed, "outage": outage, "frozen": frozen, "copy": copy,
-             "urls": urls}[name]()
+             "urls": urls, "sources": lambda: sources(gorush)}[name]()
         else:
             base.fail(f"unknown check {name}")
 

@@ -23,17 +23,20 @@ struct AdminRoutes: Sendable {
     /// What a key must carry to call a route.
     enum Scope: String { case any, push }
 
-    /// Every route with the scope its key needs, declared here.
-    var routes: [Route] {
-        func route(_ method: String, _ path: String, _ scope: Scope = .any, _ handler: @escaping KeyHandler) -> Route {
-            Route(method, "/admin/api" + path, errorStyle: .messages, access: .apiKey(scope.rawValue)) { request in
-                await authenticate(request) { request, key in
-                    if scope == .push, let refusal = await pushScopeRefusal(request, key) { return refusal }
-                    return await handler(request, key)
-                }
+    /// A route under `/admin/api` that needs a valid key (with the push
+    /// scope when `scope` says so); other features declare theirs with it.
+    func route(_ method: String, _ path: String, _ scope: Scope = .any, _ handler: @escaping KeyHandler) -> Route {
+        Route(method, "/admin/api" + path, errorStyle: .messages, access: .apiKey(scope.rawValue)) { request in
+            await authenticate(request) { request, key in
+                if scope == .push, let refusal = await pushScopeRefusal(request, key) { return refusal }
+                return await handler(request, key)
             }
         }
-        return [
+    }
+
+    /// Every route with the scope its key needs, declared here.
+    var routes: [Route] {
+        [
             route("GET", "/regions") { _, key in await regions(key) },
             route("PUT", "/regions/:id") { request, key in await setRegion(request, key) },
             route("GET", "/regions/:id/alerts") { request, key in await listAlerts(request, key) },

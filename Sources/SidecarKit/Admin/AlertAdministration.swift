@@ -125,8 +125,20 @@ struct AlertAdministration: Sendable {
         return alert
     }
 
+    /// An alert this server may change: not one mirrored from a source,
+    /// whose next poll would undo the change.
+    func authored(id: Int64) async throws -> ServiceAlert {
+        let alert = try await alert(id: id)
+        if let sourceID = alert.sourceID {
+            throw AdministrationError.invalid([
+                "alert \(id) comes from source \(sourceID) and is changed there; 'sidecar source edit \(sourceID)' or 'sidecar source remove \(sourceID)' manage it here"
+            ])
+        }
+        return alert
+    }
+
     func edit(id: Int64, fields: [String: String]) async throws -> ServiceAlert {
-        var alert = try await alert(id: id)
+        var alert = try await authored(id: id)
         let messages = AlertInputRules.apply(fields, to: &alert)
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         let saved = try await save(alert)
@@ -135,7 +147,7 @@ struct AlertAdministration: Sendable {
     }
 
     func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {
-        var alert = try await alert(id: id)
+        var alert = try await authored(id: id)
         if alert.published && !published { alert.withdrawnAt = EpochSeconds(now) }
         if published { alert.withdrawnAt = nil }
         alert.published = published
@@ -151,7 +163,7 @@ struct AlertAdministration: Sendable {
     }
 
     func delete(id: Int64) async throws {
-        let alert = try await alert(id: id)
+        let alert = try await authored(id: id)
         guard try await store.delete(id: id, now: now) else { throw AdministrationError.notFound("No alert \(id)") }
         cache?.invalidate(regionID: alert.regionID)
         await record("alert.delete", region: alert.regionID, target: "alert \(id)", detail: alert.header)
@@ -175,7 +187,7 @@ struct AlertAdministration: Sendable {
     }
 
     func translate(id: Int64, language: String, header: String?, description: String?) async throws -> AlertTranslation {
-        let alert = try await alert(id: id)
+        let alert = try await authored(id: id)
         var messages: [String] = []
         var languageTag = ""
         switch catalogLanguage(language) {
@@ -198,7 +210,7 @@ struct AlertAdministration: Sendable {
     }
 
     func deleteTranslation(id: Int64, language: String) async throws {
-        let alert = try await alert(id: id)
+        let alert = try await authored(id: id)
         guard try await store.deleteTranslation(alertID: id, language: language, now: now) else {
             throw AdministrationError.notFound("No \(language) translation of alert \(id)")
         }

@@ -106,10 +106,7 @@ struct AlertFeedRoutes: Sendable {
         let key = Self.key(request, region: region)
         if cache.entry(key) == nil {
             do {
-                let snapshot = try await store.feedSnapshot(regionID: region.id)
-                let message = AlertFeedRules.feed(snapshot.alerts, translations: snapshot.translations, includeTest: key.includeTest, timestamp: 0)
-                let changedAt = snapshot.changedAt.flatMap { $0 > 0 ? $0 : nil } ?? serverStart
-                cache.store(AlertFeedCache.Entry(version: snapshot.version, message: message, changedAt: changedAt), for: key)
+                cache.store(try await entry(region: region, key: key), for: key)
             } catch {
                 logger.error("alerts feed could not be read", [("region", String(region.id)), ("error", "\(error)")])
                 return Response.json(503, ["error": "Alerts are temporarily unavailable"]).adding(header: "Retry-After", "5")
@@ -125,17 +122,22 @@ struct AlertFeedRoutes: Sendable {
 
     private func feedUncached(_ request: Request, region: Region, key: AlertFeedCache.Key) async -> Response {
         do {
-            let snapshot = try await store.feedSnapshot(regionID: region.id)
-            let message = AlertFeedRules.feed(snapshot.alerts, translations: snapshot.translations, includeTest: key.includeTest, timestamp: 0)
-            let entry = AlertFeedCache.Entry(
-                version: snapshot.version, message: message,
-                changedAt: snapshot.changedAt.flatMap { $0 > 0 ? $0 : nil } ?? serverStart)
-            return answer(request, AlertFeedCache.render(entry, key: key, stamp: stamp), region: region)
+            return answer(request, AlertFeedCache.render(try await entry(region: region, key: key), key: key, stamp: stamp), region: region)
         } catch {
             logger.error("alerts feed could not be read", [("region", String(region.id)), ("error", "\(error)")])
             return Response.json(503, ["error": "Alerts are temporarily unavailable"]).adding(header: "Retry-After", "5")
                 .adding(header: "Cache-Control", "no-store")
         }
+    }
+
+    /// The feed as stored now, for one cache key.
+    private func entry(region: Region, key: AlertFeedCache.Key) async throws -> AlertFeedCache.Entry {
+        let includeTest = key.includeTest
+        let snapshot = try await store.feedSnapshot(regionID: region.id) { AlertFeedRules.visible($0, includeTest: includeTest) }
+        let message = AlertFeedRules.feed(
+            snapshot.alerts, translations: snapshot.translations, mirrored: snapshot.mirrored, includeTest: includeTest, timestamp: 0)
+        return AlertFeedCache.Entry(
+            version: snapshot.version, message: message, changedAt: snapshot.changedAt.flatMap { $0 > 0 ? $0 : nil } ?? serverStart)
     }
 
     /// 304 when the client's copy is current, else the feed in the asked format.

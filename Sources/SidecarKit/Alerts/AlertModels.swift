@@ -33,6 +33,12 @@ struct ServiceAlert: Sendable, Equatable {
     /// When it was unpublished after being published (nil: never, or
     /// published again since): a withdrawn alert, not a draft.
     var withdrawnAt: EpochSeconds? = nil
+    /// The alert source it comes from (nil: authored here), and its entity
+    /// id there: such an alert is changed at its source, not here.
+    var sourceID: Int64? = nil
+    var sourceEntity: String? = nil
+    /// False for a push-only source's alerts: pushed, never in the feed.
+    var inFeed = true
 }
 
 /// A translation of an alert's header and description.

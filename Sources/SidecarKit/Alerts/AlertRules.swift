@@ -15,7 +15,7 @@ enum AlertFeedRules {
     /// Published alerts (test ones only when asked), newest start first
     /// (ties: newest id), at most 20.
     static func visible(_ alerts: [ServiceAlert], includeTest: Bool) -> [ServiceAlert] {
-        let shown = alerts.filter { $0.published && (includeTest || !$0.test) }
+        let shown = alerts.filter { $0.published && $0.inFeed && (includeTest || !$0.test) }
             .sorted { ($0.startsAt, $0.id) > ($1.startsAt, $1.id) }
         return Array(shown.prefix(maxAlerts))
     }
@@ -99,13 +99,23 @@ enum AlertFeedRules {
 
     /// The whole feed; the header is always present so the body is never
     /// empty (the iOS app reads an empty 200 as an error).
+    /// Alerts mirrored from a source go out as the source wrote them
+    /// (`mirrored`: their stored messages by alert id), under
+    /// `Source_<source id>_<entity id>`, which no authored alert can have.
     static func feed(
-        _ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], includeTest: Bool,
+        _ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], mirrored: [Int64: [UInt8]] = [:], includeTest: Bool,
         timestamp: Int64
     ) -> FeedMessage {
         FeedMessage(
             header: FeedHeader(gtfsRealtimeVersion: "1.0", incrementality: 0, timestamp: UInt64(max(timestamp, 0))),
-            entities: visible(alerts, includeTest: includeTest).map { entity($0, translations: translations[$0.id] ?? []) })
+            entities: visible(alerts, includeTest: includeTest).map { alert in
+                if let sourceID = alert.sourceID, let entityID = alert.sourceEntity,
+                    let message = mirrored[alert.id].flatMap(AlertSourceMapping.decoded)
+                {
+                    return FeedEntity(id: "Source_\(sourceID)_\(entityID)", alert: message)
+                }
+                return entity(alert, translations: translations[alert.id] ?? [])
+            })
     }
 }
 

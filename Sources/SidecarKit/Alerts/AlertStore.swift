@@ -14,35 +14,6 @@ struct AlertStore: Sendable {
         self.sendLeaseSeconds = sendLeaseSeconds
     }
 
-    static let columns = """
-        id, region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at, published, test, \
-        source_version, created_at, updated_at, impact_starts_at, impact_ends_at, withdrawn_at
-        """
-
-    // MARK: Region settings
-
-    func regionSettings() async throws -> [Int: RegionSettings] {
-        try await database.read { connection in
-            var settings: [Int: RegionSettings] = [:]
-            for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings") {
-                let id = Int(try row.int("region_id"))
-                settings[id] = RegionSettings(
-                    regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"))
-            }
-            return settings
-        }
-    }
-
-    func setRegionSettings(_ settings: RegionSettings) async throws {
-        _ = try await database.write { connection in
-            try connection.execute(
-                """
-                INSERT INTO region_settings (region_id, agency_id, timezone) VALUES (\(Int64(settings.regionID)), \(settings.agencyID), \(settings.timezone))
-                ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id, timezone = excluded.timezone
-                """)
-        }
-    }
-
     // MARK: Alerts
 
     /// Inserts a new alert and returns it with its id.
@@ -87,9 +58,7 @@ struct AlertStore: Sendable {
     func delete(id: Int64, now: Int64) async throws -> Bool {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(id)") else { return false }
-            try connection.execute("DELETE FROM alert_translations WHERE alert_id = \(id)")
-            try Self.deleteSends(connection, alertID: id)
-            try connection.execute("DELETE FROM alerts WHERE id = \(id)")
+            try Self.deleteAlerts(connection, ids: [id])
             try Self.bumpFeed(connection, regionID: Int(row.int("region_id")), now: now)
             return true
         }
@@ -112,25 +81,30 @@ struct AlertStore: Sendable {
         }
     }
 
-    /// What the feed needs in one read: published alerts, their
-    /// translations, and when the region's alerts last changed.
-    func feedSnapshot(regionID: Int) async throws -> (
-        alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], changedAt: Int64?, version: Int64
+    /// What the feed needs in one read: the published alerts `pick` keeps
+    /// (the feed's rules), their translations, the source messages of
+    /// mirrored ones, and when the region's alerts last changed.
+    func feedSnapshot(regionID: Int, pick: @escaping @Sendable ([ServiceAlert]) -> [ServiceAlert] = { $0 }) async throws -> (
+        alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], mirrored: [Int64: [UInt8]], changedAt: Int64?, version: Int64
     ) {
         try await database.read { connection in
-            let alerts = try connection.query("SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1").map(
-                Self.alert)
+            let alerts = pick(
+                try connection.query(
+                    "SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1 AND in_feed = 1"
+                ).map(Self.alert))
+            let ids = alerts.map(\.id)
             var translations: [Int64: [AlertTranslation]] = [:]
-            for row in try connection.query(
-                """
-                SELECT t.alert_id, t.language, t.header, t.description, t.source_version, t.source_header, t.source_description FROM alert_translations t
-                JOIN alerts a ON a.id = t.alert_id WHERE a.region_id = \(Int64(regionID)) AND a.published = 1
-                """)
-            {
-                translations[try row.int("alert_id"), default: []].append(try Self.translation(row))
+            var mirrored: [Int64: [UInt8]] = [:]
+            if !ids.isEmpty {
+                for row in try connection.query("SELECT \(raw: Self.translationColumns) FROM alert_translations WHERE alert_id IN (\(list: ids))") {
+                    translations[try row.int("alert_id"), default: []].append(try Self.translation(row))
+                }
+                for row in try connection.query("SELECT id, source_alert FROM alerts WHERE id IN (\(list: ids)) AND source_alert IS NOT NULL") {
+                    if case .blob(let bytes) = try row.value("source_alert") { mirrored[try row.int("id")] = bytes }
+                }
             }
             let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = \(Int64(regionID))")
-            return (alerts, translations, try row?.optionalInt("changed_at"), try row?.int("version") ?? 0)
+            return (alerts, translations, mirrored, try row?.optionalInt("changed_at"), try row?.int("version") ?? 0)
         }
     }
 
@@ -241,15 +215,6 @@ struct AlertStore: Sendable {
         }
     }
 
-    /// Gives a region the agency id its imported alerts name, unless it has one.
-    static func adoptAgency(_ connection: any SQLConnection, regionID: Int, agencyID: String) throws {
-        try connection.execute(
-            """
-            INSERT INTO region_settings (region_id, agency_id) VALUES (\(regionID), \(agencyID))
-            ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id WHERE region_settings.agency_id IS NULL
-            """)
-    }
-
     // MARK: Ids
 
     /// The next alert id. Ids are never reused, on either engine: SQLite
@@ -288,56 +253,91 @@ struct AlertStore: Sendable {
             """)
     }
 
-    /// The columns an author sets, for an insert and an update alike.
-    static func fields(_ alert: ServiceAlert) -> SQLFields {
-        var fields = SQLFields()
-        fields.set("region_id", alert.regionID)
-        fields.set("agency_id", alert.agencyID)
-        fields.set("header", alert.header)
-        fields.set("description", alert.description)
-        fields.set("url", alert.url)
-        fields.set("cause", alert.cause.name)
-        fields.set("effect", alert.effect.name)
-        fields.set("severity", alert.severity.name)
-        fields.set("starts_at", alert.startsAt)
-        fields.set("ends_at", alert.endsAt)
-        fields.set("published", alert.published)
-        fields.set("test", alert.test)
-        fields.set("impact_starts_at", alert.impactStartsAt)
-        fields.set("impact_ends_at", alert.impactEndsAt)
-        return fields
+    // MARK: Alerts from a source (AlertSourceStore calls these inside its own writes)
+
+    /// Writes an alert mirrored from a source: a new row, or `existingID`'s
+    /// brought in step (its source version rises and its translations are
+    /// replaced, so none is ever stale). One that had left the source and
+    /// came back is published again. Returns the alert's id.
+    static func saveMirrored(
+        _ connection: any SQLConnection, _ alert: ServiceAlert, translations: [AlertTranslation], message: [UInt8], existingID: Int64?, now: Int64
+    ) throws -> Int64 {
+        var fields = fields(alert)
+        fields.set("source_id", alert.sourceID)
+        fields.set("source_entity", alert.sourceEntity)
+        fields.set("source_alert", message)
+        fields.set("in_feed", alert.inFeed)
+        let id: Int64
+        let version: Int64
+        if let existingID, let previous = try connection.queryOne("SELECT source_version FROM alerts WHERE id = \(existingID)") {
+            id = existingID
+            version = try previous.int("source_version") + 1
+            try connection.execute(
+                """
+                UPDATE alerts SET \(fields.assignments), source_version = \(version), updated_at = \(now), withdrawn_at = NULL WHERE id = \(id)
+                """)
+        } else {
+            id = try nextID(connection)
+            version = 1
+            try connection.execute(
+                """
+                INSERT INTO alerts (\(fields.columns), source_version, created_at, updated_at, id)
+                VALUES (\(fields.values), 1, \(now), \(now), \(id))
+                """)
+        }
+        try connection.execute("DELETE FROM alert_translations WHERE alert_id = \(id)")
+        for translation in translations {
+            try connection.execute(
+                """
+                INSERT INTO alert_translations (alert_id, language, header, description, source_version, source_header, source_description)
+                VALUES (\(id), \(translation.language), \(translation.header), \(translation.description), \(version), \(alert.header),
+                    \(alert.description))
+                """)
+        }
+        try bumpFeed(connection, regionID: alert.regionID, now: now)
+        return id
     }
 
-    static func alert(_ row: Row) throws -> ServiceAlert {
-        ServiceAlert(
-            id: try row.int("id"), regionID: Int(try row.int("region_id")), agencyID: try row.optionalString("agency_id") ?? "",
-            header: try row.string("header"), description: try row.optionalString("description") ?? "", url: try row.optionalString("url"),
-            cause: Cause(name: try row.string("cause")) ?? .unknownCause,
-            effect: Effect(name: try row.string("effect")) ?? .unknownEffect,
-            severity: SeverityLevel(name: try row.string("severity")) ?? .unknownSeverity,
-            startsAt: try row.seconds("starts_at"), endsAt: try row.optionalSeconds("ends_at"), published: try row.bool("published"),
-            test: try row.bool("test"), sourceVersion: Int(try row.int("source_version")),
-            createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0,
-            impactStartsAt: try row.optionalSeconds("impact_starts_at"), impactEndsAt: try row.optionalSeconds("impact_ends_at"),
-            withdrawnAt: try row.optionalSeconds("withdrawn_at"))
+    /// Withdraws mirrored alerts that left their source: out of the feed,
+    /// kept (with their sends) as withdrawn.
+    static func withdrawMirrored(_ connection: any SQLConnection, ids: [Int64], regionID: Int, now: Int64) throws {
+        guard !ids.isEmpty else { return }
+        let changed = try connection.execute(
+            "UPDATE alerts SET published = 0, withdrawn_at = \(now), updated_at = \(now) WHERE id IN (\(list: ids)) AND published = 1")
+        if changed > 0 { try bumpFeed(connection, regionID: regionID, now: now) }
     }
 
-    static let translationColumns = "alert_id, language, header, description, source_version, source_header, source_description"
-
-    static func translation(_ row: Row) throws -> AlertTranslation {
-        AlertTranslation(
-            language: try row.string("language"), header: try row.string("header"),
-            description: try row.optionalString("description") ?? "", sourceVersion: Int(try row.int("source_version")),
-            sourceHeader: try row.optionalString("source_header"), sourceDescription: try row.optionalString("source_description"))
+    /// Puts a source's alerts in or out of the feed (its mode changed).
+    static func setMirroredInFeed(_ connection: any SQLConnection, sourceID: Int64, inFeed: Bool, regionID: Int, now: Int64) throws {
+        let changed = try connection.execute("UPDATE alerts SET in_feed = \(inFeed) WHERE source_id = \(sourceID) AND in_feed <> \(inFeed)")
+        if changed > 0 { try bumpFeed(connection, regionID: regionID, now: now) }
     }
 
-}
+    /// Deletes a removed source's alerts with their translations and sends.
+    static func deleteMirrored(_ connection: any SQLConnection, sourceID: Int64, regionID: Int, now: Int64) throws {
+        let ids = try connection.query("SELECT id FROM alerts WHERE source_id = \(sourceID)").map { try $0.int("id") }
+        guard !ids.isEmpty else { return }
+        try deleteAlerts(connection, ids: ids)
+        try bumpFeed(connection, regionID: regionID, now: now)
+    }
 
-/// Storage outcomes a caller answers with a 4xx.
-enum AlertStoreError: Error, Equatable {
-    case notFound
-    /// Another runner holds the send's lease for this many more seconds.
-    case busy(retryAfter: Int64)
+    /// Withdrawn mirrored alerts older than `cutoff` are forgotten, so a
+    /// busy source does not grow the table for ever. Returns their ids.
+    static func forgetWithdrawnMirrored(_ connection: any SQLConnection, sourceID: Int64, withdrawnBefore cutoff: Int64) throws -> [Int64] {
+        let ids = try connection.query(
+            "SELECT id FROM alerts WHERE source_id = \(sourceID) AND published = 0 AND withdrawn_at < \(cutoff)"
+        ).map { try $0.int("id") }
+        try deleteAlerts(connection, ids: ids)
+        return ids
+    }
+
+    /// Deletes alerts with their translations and sends.
+    static func deleteAlerts(_ connection: any SQLConnection, ids: [Int64]) throws {
+        guard !ids.isEmpty else { return }
+        try connection.execute("DELETE FROM alert_translations WHERE alert_id IN (\(list: ids))")
+        for id in ids { try deleteSends(connection, alertID: id) }
+        try connection.execute("DELETE FROM alerts WHERE id IN (\(list: ids))")
+    }
 }
 
 extension AlertStore {
@@ -410,6 +410,15 @@ extension AlertStore {
             ],
             19: [
                 .same("ALTER TABLE alerts ADD COLUMN withdrawn_at BIGINT")
+            ],
+            22: [
+                .same("ALTER TABLE alerts ADD COLUMN source_id BIGINT"),
+                .same("ALTER TABLE alerts ADD COLUMN source_entity TEXT"),
+                .engines(
+                    sqlite: "ALTER TABLE alerts ADD COLUMN source_alert BLOB",
+                    postgresql: "ALTER TABLE alerts ADD COLUMN source_alert BYTEA"),
+                .same("ALTER TABLE alerts ADD COLUMN in_feed BIGINT NOT NULL DEFAULT 1"),
+                .same("CREATE UNIQUE INDEX alerts_source_entity ON alerts (source_id, source_entity)"),
             ],
         ])
 }

@@ -128,6 +128,9 @@ struct SidecarConfiguration: Sendable {
     /// Whether `start()` runs the alarm checker on its clock (tests that
     /// drive cycles by hand turn it off; there is no flag).
     var runsAlarmChecker = true
+    /// Whether this process polls alert sources in the background (tests
+    /// that poll by hand turn it off).
+    var runsSourcePoller = true
 
     /// Direct APNs: the `.p8` key file, its key id and the team id.
     var apnsKeyFile: String?

@@ -31,6 +31,13 @@ struct CoordinationStore: Sendable {
         }
     }
 
+    /// Gives the lease back early (work done), if this instance holds it.
+    func release(_ name: String) async throws {
+        _ = try await database.write { connection in
+            try connection.execute("DELETE FROM leases WHERE name = \(name) AND holder = \(instance)")
+        }
+    }
+
     /// Stores a document fetched once for every instance.
     func storeDocument(_ name: String, body: [UInt8], nowSeconds: Int64) async throws {
         _ = try await database.write { connection in

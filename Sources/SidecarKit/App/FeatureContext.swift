@@ -1,5 +1,6 @@
 import Crypto
 import Database
+import FoundationEssentials
 import HTTPClient
 import HTTPServer
 import Push
@@ -30,6 +31,8 @@ struct FeatureContext: Sendable {
     /// The background work, and the stop signal every job is built with.
     let work: BackgroundWork
     var stop: StopSignal { work.stop }
+    /// The port the server listens on, once it does.
+    let boundPort: BoundPort
     let alertFeedCache: AlertFeedCache
     let administration: AlertAdministration
     let alertSends: AlertSendRunner
@@ -45,6 +48,7 @@ struct FeatureContext: Sendable {
         let apiKeys: ApiKeyStore
         let console: ConsoleStore
         let audit: AuditLog
+        let alertSources: AlertSourceStore
 
         init(database: any Database, logger: Logger, sendLeaseSeconds: Int) {
             pushRegistrations = PushRegistrationStore(database: database)
@@ -56,6 +60,7 @@ struct FeatureContext: Sendable {
             apiKeys = ApiKeyStore(database: database)
             console = ConsoleStore(database: database)
             audit = AuditLog(database: database, logger: logger)
+            alertSources = AlertSourceStore(database: database)
         }
     }
 
@@ -74,6 +79,23 @@ struct FeatureContext: Sendable {
         FixedWindowRateLimiter(
             limit: limit, windowSeconds: windowSeconds, name: name, logger: logger, keyForLogs: keyForLogs,
             shared: sharedCounts, now: now)
+    }
+
+    /// The alert sources' poller and management as this server runs them:
+    /// sends they start run here; no source may point at `boundPort`.
+    func alertSources(runsInBackground: Bool = false) -> (poller: AlertSourcePoller, administration: AlertSourceAdministration) {
+        let host = configuration.host
+        let boundPort = boundPort
+        let sends = alertSends
+        let poller = AlertSourcePoller(
+            sources: stores.alertSources, alerts: stores.alerts, administration: administration, launch: { sends.launch($0) }, http: upstream,
+            coordination: coordination ?? CoordinationStore(database: database), clock: clock, logger: logger, metrics: metrics,
+            listening: { (host, boundPort.port) }, environment: ProcessInfo.processInfo.environment, work: runsInBackground ? work : nil,
+            stop: stop)
+        let management = AlertSourceAdministration(
+            store: stores.alertSources, alerts: stores.alerts, regions: regions, clock: clock, poller: poller, audit: stores.audit,
+            listening: { (host, boundPort.port) })
+        return (poller, management)
     }
 
     /// A region's time zone (UTC when none is set).

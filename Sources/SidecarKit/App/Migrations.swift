@@ -38,6 +38,7 @@ enum Migrations {
         entry(19, "alerts remember being withdrawn", AlertStore.schema),
         entry(20, "a send remembers its audience's size", AlertStore.sendSchema),
         entry(21, "ghost-bus reports keep the route's short name", GhostBusStore.schema),
+        entry(22, "alert sources", AlertStore.schema, AlertSourceStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program
@@ -54,7 +55,7 @@ enum Migrations {
     static let schemas: [Schema] = [
         PushRegistrationStore.schema, AlarmStore.schema, AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema, GhostBusStore.schema,
         SurveyStore.schema, LiveActivityStore.schema, CoordinationStore.schema, ConsoleStore.schema, AuditLog.schema, RelayBinder.schema,
-        RelayStore.schema,
+        RelayStore.schema, AlertSourceStore.schema,
     ]
 
     static func entry(_ version: Int, _ name: String, _ owners: Schema...) -> Migration {

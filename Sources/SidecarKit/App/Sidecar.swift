@@ -119,7 +119,7 @@ final class Sidecar: Sendable {
                 logger: logger),
             upstream: upstream, transport: transport, publicURL: PublicBaseURL(configuration.effectivePublicURL()), metrics: metrics,
             coordination: postgres ? CoordinationStore(database: database) : nil, sharedCounts: shared,
-            limits: RiderLimits(configuration, logger: logger, shared: shared, now: now), work: work, alertFeedCache: cache,
+            limits: RiderLimits(configuration, logger: logger, shared: shared, now: now), work: work, boundPort: BoundPort(), alertFeedCache: cache,
             administration: AlertAdministration(
                 store: stores.alerts, regions: regions, clock: clock, cache: cache, catalog: configuration.locales,
                 audit: stores.audit),
@@ -134,7 +134,7 @@ final class Sidecar: Sendable {
             HealthRoutes(context), OpenAPIRoutes(), PushRegistrationRoutes(context), AlarmRoutes(context), LiveActivityRoutes(context),
             AlertFeedRoutes(context), SurveyRoutes(context), GhostBusRoutes(context), DonationRoutes(context), GorushWebhookRoutes(context),
             WeatherRoutes(context), VehicleRoutes(context), AdminRoutes(context), ConsoleRoutes(context), ShareRoutes(context),
-            RegionRefresher(context, source: regionSource, client: directoryClient),
+            RegionRefresher(context, source: regionSource, client: directoryClient), AlertSourcePolling(context),
         ]
         if let binder = RelayBinder(context) { features.append(binder) }
         if let demoRegionID { features.append(DemoFeature(context, regionID: demoRegionID)) }
@@ -200,6 +200,7 @@ final class Sidecar: Sendable {
             }
         }
         publicURL.set(configuration.effectivePublicURL(boundPort: port))
+        context.boundPort.set(port)
         if let demoRegionID {
             // Apps reach the demo server at the public URL; this process
             // reaches it over loopback (no trip through a proxy).
@@ -297,6 +298,14 @@ final class SignalSources: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
     init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
     func cancel() { sources.forEach { $0.cancel() } }
+}
+
+/// The port the server bound (nil before it listens), so background work
+/// can recognise a URL that points back at this server.
+final class BoundPort: Sendable {
+    private let value = Mutex<Int?>(nil)
+    func set(_ port: Int) { value.withLock { $0 = port } }
+    var port: Int? { value.withLock { $0 } }
 }
 
 /// The public base URL (`--public-url`, or one built from the bound port).

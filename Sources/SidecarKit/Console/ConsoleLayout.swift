@@ -29,7 +29,7 @@ enum ConsoleLayout {
         var section: Section
     }
 
-    enum Section: String, Sendable { case dashboard, alerts, surveys, ghostBus, keys, audit, regions }
+    enum Section: String, Sendable { case dashboard, alerts, sources, surveys, ghostBus, keys, audit, regions }
 
     static func head(_ title: String) -> [any HTMLContent] {
         [
@@ -48,6 +48,7 @@ enum ConsoleLayout {
         if let region = context.region {
             links = [
                 (.dashboard, "Dashboard", "/admin/regions/\(region.id)"), (.alerts, "Alerts", "/admin/regions/\(region.id)/alerts"),
+                (.sources, "Alert sources", "/admin/regions/\(region.id)/sources"),
                 (.surveys, "Surveys", "/admin/regions/\(region.id)/surveys"),
                 (.ghostBus, "Ghost-bus reports", "/admin/regions/\(region.id)/ghost-bus"),
             ]

@@ -35,6 +35,8 @@ struct ConsoleRoutes: Sendable {
     let formTokens: FormTokens
     /// Changes per signed-in user: a stolen session cannot flood the database.
     let userWrites: FixedWindowRateLimiter
+    /// Alert sources: their list, review queue and management.
+    let sources: AlertSourceAdministration
     var zoneDirectory = ZoneInfo.defaultDirectory
 
     static let sessionCookie = "sidecar_session"
@@ -76,7 +78,7 @@ struct ConsoleRoutes: Sendable {
             userPage("GET", "/admin/keys/:id/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
             userPage("POST", "/admin/keys/:id/revoke", .manageKeys) { request, session in await revokeKey(request, session) },
             userPage("GET", "/admin/audit", .read) { request, session in await auditPage(request, session) },
-        ] + surveyRoutes + ghostBusRoutes
+        ] + surveyRoutes + ghostBusRoutes + sourceRoutes
     }
 
     // MARK: Declaring a page's guard
@@ -271,6 +273,9 @@ struct ConsoleRoutes: Sendable {
         "translated-unread": "Translation saved. No registered device in this region reads this language yet.",
         "send-repeated": "That confirmation was already used: the send it started is below. Nothing was sent twice.",
         "send-running": "A send of this alert is running: wait for it to finish before starting another.",
+        "source-added": "Source added: a running server polls it now.", "source-removed": "Source removed with the alerts it brought.",
+        "source-approved": "Approved: the push has started.", "source-dismissed": "Dismissed: it will not be pushed.",
+        "source-decided": "That alert was already decided (or has left its source): nothing was pushed twice.",
         "key-created": "API key created.", "key-repeated": "That form was already used: the key it created is in the list. No second key was made.",
     ]
 
@@ -300,6 +305,7 @@ extension ConsoleRoutes: Feature {
                 keyForLogs: SHA256.fingerprint),
             failingSources: context.limiter("console_login_source", limit: Int(Int32.max), windowSeconds: logins, keyForLogs: SHA256.fingerprint),
             formTokens: FormTokens(store: context.stores.console),
-            userWrites: context.limiter("console_writes", limit: context.configuration.consoleWriteLimit))
+            userWrites: context.limiter("console_writes", limit: context.configuration.consoleWriteLimit),
+            sources: context.alertSources().administration)
     }
 }

@@ -121,6 +121,12 @@ enum DemoRegion {
             }
             lines += [
                 "",
+                "Alerts from the agency's own feed: a simulated GTFS-realtime feed is a source of this region (sidecar source list).",
+                "Its first alert is the baseline (mirrored, never pushed); a second, SEVERE one appears a minute after the server",
+                "starts and waits for review: approve it in the console (\(base)/admin/regions/\(regionID)/sources) or with",
+                "  sidecar source list --region \(regionID)   (its id, then)   sidecar source approve ID --entity signal-problem",
+                "and it is pushed once, in each device's language (watch the log).",
+                "",
                 "Sample content:",
                 "  curl \(base)/api/v1/regions/\(regionID)/alerts.pbtext",
                 "  curl '\(base)/api/v1/regions/\(regionID)/surveys.json?user_id=demo'",
@@ -136,12 +142,17 @@ struct DemoFeature: Feature {
     let regionID: Int
     let publicURL: PublicBaseURL
     let clock: any WallClock
+    let agencyFeed: DemoAgencyFeed
 
     init(_ context: FeatureContext, regionID: Int) {
         self.regionID = regionID
         publicURL = context.publicURL
         clock = context.clock
+        agencyFeed = DemoAgencyFeed(
+            regionID: regionID, clock: context.clock, logger: context.logger, sources: context.alertSources().administration.acting(as: "demo"),
+            stop: context.stop)
     }
 
     var routes: [Route] { DemoOneBusAway(clock: clock).routes + [DemoRegion.guide(regionID: regionID, publicURL: publicURL, clock: clock)] }
+    var jobs: [BackgroundJob] { [BackgroundJob(name: "demo agency feed", run: agencyFeed.run)] }
 }

@@ -23,6 +23,9 @@ final class SidecarMetrics: Sendable {
     let liveActivityCycleUpstreamRequests: Histogram
     let upstreamRequests: Counter
     let databaseErrors: Counter
+    let sourcePolls: Counter
+    let sourceAlerts: Gauge
+    let sourcePushes: Counter
 
     /// Request durations: most answers take a millisecond or less; an
     /// upstream lookup can take seconds.
@@ -67,6 +70,10 @@ final class SidecarMetrics: Sendable {
         databaseErrors = r.counter(
             "sidecar_database_errors_total", "Storage operations that failed, by kind (unavailable, busy, constraint, closed, failed).",
             labels: ["kind"])
+        sourcePolls = r.counter(
+            "sidecar_source_polls_total", "Polls of alert sources by outcome (ok, not_modified: answered 304, failed).", labels: ["outcome"])
+        sourceAlerts = r.gauge("sidecar_source_alerts", "Alerts each alert source listed at its last successful poll.", labels: ["source"])
+        sourcePushes = r.counter("sidecar_source_pushes_total", "Sends started for alerts from alert sources.")
         let build = r.gauge("sidecar_build_info", "Always 1; the version label names the running release.", labels: ["version"])
         build.set(CommandLineInterface.version, to: 1)
         r.addCollector { ProcessMetrics.collect(prefix: "sidecar_") }

@@ -9,12 +9,15 @@ import Testing
 @Suite("Alerts: feed, admin API, fan-out and CLI")
 struct AlertRouteTests {
     /// A sidecar with a fake gorush, region 1 with agency "1", and an API key.
-    static func run(_ body: (TestSidecar, FakeGorush, String) async throws -> Void) async throws {
+    static func run(
+        _ configure: (inout SidecarConfiguration) -> Void = { _ in }, _ body: (TestSidecar, FakeGorush, String) async throws -> Void
+    ) async throws {
         let gorush = try FakeGorush()
         // Sends are driven by hand here; the background resumer would race them.
         try await TestSidecar.run({
             $0.gorushURL = gorush.url
             $0.runsSendResumer = false
+            configure(&$0)
         }) { app in
             _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles")
             let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", canPush: true, now: 0)

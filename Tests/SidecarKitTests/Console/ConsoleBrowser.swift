@@ -34,9 +34,20 @@ struct ConsoleBrowser {
         return try await app.send("POST", path, headers: headers, body: RawHTTPClient.form([("csrf", csrf ?? self.csrf)] + fields))
     }
 
-    /// Signs in; returns the final status of the login POST.
+    /// Signs in; returns the final status of the login POST. A 503 (the
+    /// password checks, shared by every server in this test process, are
+    /// busy with other suites' sign-ins) is tried again, as a person would.
     @discardableResult
     mutating func login(_ email: String, _ password: String, source: String? = nil) async throws -> RawResponse {
+        for _ in 0..<50 {
+            let response = try await loginOnce(email, password, source: source)
+            guard response.status == 503 else { return response }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return try await loginOnce(email, password, source: source)
+    }
+
+    private mutating func loginOnce(_ email: String, _ password: String, source: String?) async throws -> RawResponse {
         let form = try await app.send("GET", "/admin/login", source: source)
         let loginCookie =
             Self.value(of: ConsoleRoutes.loginCookie, in: form.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)) ?? ""

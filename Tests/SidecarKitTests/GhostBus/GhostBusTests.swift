@@ -121,15 +121,15 @@ struct GhostBusTests {
             $0.runsAlarmChecker = false
             $0.runsLiveActivityUpdater = false
         }) { app, oba in
-            // Only the pruner and the alert feed watcher sleep on the clock now.
-            #expect(try await app.eventually { app.clock.sleeperCount == 2 })
+            // Only the pruner, the alert feed watcher and the alert source poller sleep on the clock now.
+            #expect(try await app.eventually { app.clock.sleeperCount == 3 })
             oba.setMode(.serverError)
             let created = try await app.post(Self.path, Self.valid.map { ($0.key, $0.value) })
             #expect(created.status == 201)
             let id = try #require(created.json?["id"] as? String)
             let store = GhostBusStore(database: app.sidecar.database)
             for _ in 0..<2 {
-                #expect(try await app.eventually { app.clock.sleeperCount >= 3 }, "the enrichment waits to retry")
+                #expect(try await app.eventually { app.clock.sleeperCount >= 4 }, "the enrichment waits to retry")
                 app.clock.advance(seconds: 30)
             }
             #expect(try await app.eventually { try await store.report(publicID: id)?.snapshotAttempts == 3 })

@@ -124,3 +124,29 @@ struct DemoTests {
         }
     }
 }
+
+/// `--demo`'s simulated agency feed and its source (issue 27).
+@Suite("Operations: the demo's agency alerts feed")
+struct DemoAgencyFeedTests {
+    @Test func aSecondAlertAppearsAfterTheDelay() {
+        #expect(DemoAgencyFeed.feed(secondsSinceStart: 0, startedAt: 1_000, delaySeconds: 60).entities.map(\.id) == ["weekend-works"])
+        #expect(
+            DemoAgencyFeed.feed(secondsSinceStart: 60, startedAt: 1_000, delaySeconds: 60).entities.map(\.id) == ["weekend-works", "signal-problem"])
+    }
+
+    @Test func theDemoRegionHasASourceOnItsOwnLoopbackPortThatPollsCleanly() async throws {
+        try await TestSidecar.run({
+            $0.demo = true
+            $0.runsSourcePoller = false
+        }) { app in
+            let region = try #require(app.sidecar.demoRegionID)
+            let store = AlertSourceStore(database: app.sidecar.database)
+            #expect(try await app.eventually { try await !store.sources(regionID: region).isEmpty })
+            let source = try #require(try await store.sources(regionID: region).first?.0)
+            #expect(source.url.hasPrefix("http://127.0.0.1:") && !source.url.contains(":\(app.port)/") && source.push == .review)
+            let poller = try #require(app.sidecar.feature(AlertSourcePolling.self)).poller
+            let report = try await poller.pollNow(sourceID: source.id)
+            #expect(report.failure == nil && report.lines.contains("baseline weekend-works"), "\(report)")
+        }
+    }
+}

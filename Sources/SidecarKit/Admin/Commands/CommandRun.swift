@@ -45,6 +45,24 @@ struct CommandRun: Sendable {
         AlertAdministration(store: alerts, regions: regions, clock: clock, cache: nil, catalog: configuration.locales, audit: audit, actor: actor)
     }
 
+    var sourceStore: AlertSourceStore { AlertSourceStore(database: database) }
+
+    /// Polls from the CLI: sends it starts are run by a server (none here).
+    var sourcePoller: AlertSourcePoller {
+        let configuration = configuration
+        return AlertSourcePoller(
+            sources: sourceStore, alerts: alerts, administration: administration, launch: nil, http: http,
+            coordination: CoordinationStore(database: database), clock: clock, logger: logger, metrics: nil,
+            listening: { (configuration.host, configuration.port) }, environment: ProcessInfo.processInfo.environment)
+    }
+
+    var sourceAdministration: AlertSourceAdministration {
+        let configuration = configuration
+        return AlertSourceAdministration(
+            store: sourceStore, alerts: alerts, regions: regions, clock: clock, poller: sourcePoller, audit: audit, actor: actor,
+            listening: { (configuration.host, configuration.port) })
+    }
+
     /// The command's id argument (`alert show 12`).
     func id() throws -> Int64 {
         guard let id = Int64(invocation.positional.first ?? "") else { throw AdministrationError.invalid(["the id must be a number"]) }

@@ -61,7 +61,7 @@ struct OperatorCommand: Sendable {
 /// Every operator command, in the order `--help` lists them: each group's
 /// file describes its commands and implements them in one place.
 enum OperatorCommands {
-    static let all: [OperatorCommand] = regions + alerts + surveys + access + devices
+    static let all: [OperatorCommand] = regions + alerts + sources + surveys + access + devices
 
     static func named(_ name: String) -> OperatorCommand? { byName[name] }
 

@@ -17,6 +17,7 @@ extension CommandLineInterface {
           sidecar healthcheck         Exit 0 when a running server's /healthz answers 200
           sidecar region ...          List regions; set a region's agency id and time zone
           sidecar alert ...           Author, publish, translate and push service alerts
+          sidecar source ...          Mirror and push the alerts of a GTFS-realtime feed the agency publishes
           sidecar push test --platform ios|android --token TOKEN
                                       Send one test notification and print the provider's answer
           sidecar apikey ...          Create, list and revoke admin API keys

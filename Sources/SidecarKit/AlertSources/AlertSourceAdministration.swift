@@ -1,0 +1,89 @@
+import Core
+
+/// Managing alert sources, shared by the CLI (and any other front end) so
+/// each validates and audits the same way.
+struct AlertSourceAdministration: Sendable {
+    let store: AlertSourceStore
+    let alerts: AlertStore
+    let regions: RegionDirectory
+    let clock: any WallClock
+    let poller: AlertSourcePoller
+    var audit: AuditLog?
+    var actor = "system"
+    /// This server's own listener (host, port), which no source may poll.
+    var listening: @Sendable () -> (host: String, port: Int?)
+
+    var now: Int64 { clock.now().epochMillis / 1000 }
+
+    /// The same operations, audited under `actor`.
+    func acting(as actor: String) -> AlertSourceAdministration {
+        var copy = self
+        copy.actor = actor
+        return copy
+    }
+
+    func record(_ action: String, region: Int?, target: String, detail: String? = nil) async {
+        await audit?.record(actor: actor, action: action, regionID: region, target: target, detail: detail, now: now)
+    }
+
+    /// Adds a source to a region whose agency id is set.
+    func add(regionID: Int, fields: [String: String]) async throws -> AlertSource {
+        guard regions.region(id: regionID) != nil else { throw AdministrationError.notFound("No region \(regionID) in the regions directory") }
+        guard try await alerts.regionSettings()[regionID]?.agencyID?.presence != nil else {
+            throw AdministrationError.invalid([
+                "region \(regionID) has no agency id, which the apps match alerts on; set it first: sidecar region set --id \(regionID) --agency-id ID"
+            ])
+        }
+        let source = try validated(AlertSourceRules.settings(fields, regionID: regionID, base: nil, now: now))
+        let created = try await store.create(source)
+        await record("source.add", region: regionID, target: "source \(created.id)", detail: "url=\(created.url); mode=\(created.mode.rawValue)")
+        return created
+    }
+
+    func edit(id: Int64, fields: [String: String]) async throws -> AlertSource {
+        guard let (existing, _) = try await store.source(id: id) else { throw AdministrationError.notFound("No source \(id)") }
+        let source = try validated(AlertSourceRules.settings(fields, regionID: existing.regionID, base: existing, now: now))
+        try await store.update(source, now: now)
+        poller.administration.cache?.invalidate(regionID: source.regionID)
+        await record("source.edit", region: source.regionID, target: "source \(id)", detail: AlertAdministration.summary(fields))
+        return source
+    }
+
+    func remove(id: Int64) async throws {
+        guard let (source, _) = try await store.source(id: id) else { throw AdministrationError.notFound("No source \(id)") }
+        _ = try await store.remove(id: id, now: now)
+        poller.administration.cache?.invalidate(regionID: source.regionID)
+        await record("source.remove", region: source.regionID, target: "source \(id)")
+    }
+
+    /// An editor's answer to an alert waiting for review; an approval
+    /// starts its push at once. Returns what was done, line by line.
+    func decide(id: Int64, entityID: String, approve: Bool) async throws -> [String] {
+        guard let (source, _) = try await store.source(id: id) else { throw AdministrationError.notFound("No source \(id)") }
+        guard try await store.decideReview(sourceID: id, entityID: entityID, approve: approve) else {
+            throw AdministrationError.invalid(["\(entityID) of source \(id) is not waiting for review (already decided, or no longer at the source)"])
+        }
+        await record(
+            approve ? "source.review.approve" : "source.review.dismiss", region: source.regionID, target: "source \(id)", detail: "entity=\(entityID)"
+        )
+        return approve ? await poller.startDuePushes(source) : []
+    }
+
+    /// The settings, unless they point at this server itself.
+    func validated(_ result: Result<AlertSource, ValidationFailure>) throws -> AlertSource {
+        let source: AlertSource
+        switch result {
+        case .success(let valid): source = valid
+        case .failure(let failure): throw AdministrationError.invalid(failure.messages)
+        }
+        if let parts = AlertSourceRules.urlParts(source.url),
+            AlertSourceRules.refuses(
+                address: parts.host, port: parts.port, allowLinkLocal: true, ownHost: listening().host, ownPort: listening().port)
+        {
+            throw AdministrationError.invalid([
+                "--url points at this server's own listener (\(parts.host):\(parts.port)); a source must be another feed"
+            ])
+        }
+        return source
+    }
+}

@@ -1,0 +1,319 @@
+import Core
+import FoundationEssentials
+import GTFSRealtime
+import HTTPClient
+import Synchronization
+
+/// Polls alert sources: a conditional GET (kind to the upstream), the feed
+/// mapped and decided alert by alert, the result stored in one transaction,
+/// and the pushes it decided started through the alert send path. One
+/// poller per source at a time across every instance and the CLI (a lease
+/// in the database), so an alert is never decided twice.
+struct AlertSourcePoller: Sendable {
+    let sources: AlertSourceStore
+    let alerts: AlertStore
+    /// Starts sends, recorded as done by the source.
+    let administration: AlertAdministration
+    /// Runs a started send in this process (the server); nil in the CLI,
+    /// whose sends a running server claims once their lease lapses.
+    let launch: (@Sendable (AlertSend) -> Void)?
+    let http: HTTPClient
+    let coordination: CoordinationStore
+    let clock: any WallClock
+    let logger: Logger
+    let metrics: SidecarMetrics?
+    /// Where this server listens (host, bound port), so no source polls it.
+    let listening: @Sendable () -> (host: String, port: Int?)
+    /// Header secrets named `--header-env` come from here.
+    let environment: [String: String]
+    var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+    /// Where polls run in the server (waited for at shutdown); nil: inline.
+    var work: BackgroundWork?
+    var stop: StopSignal?
+    /// Sources this process is polling now.
+    let inFlight = PollsInFlight()
+    /// How often due sources are looked for.
+    var tickSeconds = 2.0
+    /// Sources polled at once.
+    var concurrency = 4
+
+    static let leaseSeconds: Int64 = 120
+
+    /// What one poll did, line by line (`sidecar source poll` prints them).
+    struct Report: Sendable, Equatable {
+        var lines: [String] = []
+        /// Why the poll failed, when it did.
+        var failure: String?
+    }
+
+    private var now: Int64 { clock.now().epochMillis / 1000 }
+    static func leaseName(_ sourceID: Int64) -> String { "alert-source-\(sourceID)" }
+
+    // MARK: The loop
+
+    /// Polls every due source until the stop signal.
+    func run() async {
+        await clock.repeatEvery(seconds: tickSeconds, stop: stop) { await pollDue() }
+    }
+
+    /// Polls the sources whose time has come, at most `concurrency` at
+    /// once, each as background work of its own: a source that hangs until
+    /// its timeout holds up no other. A source another instance is polling
+    /// is left to it.
+    func pollDue() async {
+        let due: [(AlertSource, AlertSourceStatus)]
+        do { due = try await sources.due(now: now) } catch {
+            logger.error("alert sources could not be read", [("error", "\(error)")])
+            return
+        }
+        for (source, _) in due {
+            if stop?.isStopping == true { return }
+            guard inFlight.begin(source.id, limit: concurrency) else { continue }
+            let started =
+                work?.run {
+                    await pollUnderLease(source.id)
+                    inFlight.end(source.id)
+                } ?? false
+            if !started {
+                await pollUnderLease(source.id)
+                inFlight.end(source.id)
+            }
+        }
+    }
+
+    /// Polls a source if no one else is polling it and it is still due.
+    func pollUnderLease(_ sourceID: Int64) async {
+        let name = Self.leaseName(sourceID)
+        guard (try? await coordination.acquire(name, ttlSeconds: Self.leaseSeconds, nowSeconds: now)) == true else { return }
+        // Read again under the lease: another instance may have just polled it.
+        if let (current, status) = try? await sources.source(id: sourceID), status.nextPollAt <= now,
+            let failure = await poll(current, status).failure
+        {
+            logger.warning("alert source poll failed", [("source", String(sourceID)), ("error", failure)])
+        }
+        try? await coordination.release(name)
+    }
+
+    /// Polls one source now (`sidecar source poll`, the admin API), waiting
+    /// up to `waitSeconds` for a poll another process is making to end.
+    func pollNow(sourceID: Int64, waitSeconds: Double = 60) async throws -> Report {
+        let name = Self.leaseName(sourceID)
+        var waited = 0.0
+        while !(try await coordination.acquire(name, ttlSeconds: Self.leaseSeconds, nowSeconds: now)) {
+            guard waited < waitSeconds else {
+                throw AdministrationError.invalid(["another process is polling source \(sourceID); try again shortly"])
+            }
+            try await Task.sleep(for: .milliseconds(250))
+            waited += 0.25
+        }
+        do {
+            guard let (source, status) = try await sources.source(id: sourceID) else { throw AdministrationError.notFound("No source \(sourceID)") }
+            let report = await poll(source, status)
+            try? await coordination.release(name)
+            return report
+        } catch {
+            try? await coordination.release(name)
+            throw error
+        }
+    }
+
+    // MARK: One poll
+
+    /// Fetches, decides, stores and pushes; the caller holds the lease.
+    func poll(_ source: AlertSource, _ status: AlertSourceStatus) async -> Report {
+        let started = now
+        let settings = try? await alerts.regionSettings()[source.regionID]
+        guard let agencyID = settings?.agencyID?.presence else {
+            return await fail(
+                source, status,
+                "region \(source.regionID) has no agency id; set it with: sidecar region set --id \(source.regionID) --agency-id ID")
+        }
+        let response: HTTPClientResponse
+        do { response = try await http.send(try request(source, status)) } catch let error as AdministrationError {
+            return await fail(source, status, error.messages.joined(separator: "; "))
+        } catch let error as HTTPClientError {
+            return await fail(source, status, Self.describe(error, source: source))
+        } catch {
+            return await fail(source, status, "\(error)")
+        }
+        if response.status == 304 {
+            metrics?.sourcePolls.increment("not_modified")
+            try? await sources.recordNotModified(sourceID: source.id, now: started, nextPollAt: started + Int64(source.intervalSeconds))
+            var report = Report(lines: ["not modified"])
+            report.lines += await startDuePushes(source)
+            return report
+        }
+        guard response.status == 200 else {
+            return await fail(source, status, "the source answered HTTP \(response.status)")
+        }
+        let decoded: (message: FeedMessage, rejected: [RejectedEntity])
+        do { decoded = try FeedMessage.decodingEntities(response.body) } catch {
+            let type = response.header("content-type").map { " (Content-Type \(String($0.prefix(80))))" } ?? ""
+            return await fail(source, status, "the body is not a GTFS-realtime FeedMessage\(type): \(error.description)")
+        }
+        let (mapped, problems) = AlertSourceMapping.alerts(decoded.message, agencyID: agencyID, rejected: decoded.rejected)
+        let previous: [String: SourceAlertState]
+        do { previous = try await sources.states(sourceID: source.id) } catch { return await fail(source, status, "storage: \(error)") }
+        let zone = settings?.timezone.flatMap { ZoneInfo.named($0) } ?? .utc
+        let outcomes = mapped.map {
+            AlertSourceRules.outcome($0, previous: previous[$0.entityID], source: source, baseline: !status.baselined, now: started, zone: zone)
+        }
+        let (decided, held) = AlertSourceRules.holdingFlood(outcomes, threshold: source.floodThreshold)
+        do {
+            try await sources.applyPoll(
+                source, agencyID: agencyID, decided: zip(mapped, decided).map { AlertSourceStore.Decided(alert: $0, outcome: $1) },
+                problems: problems, held: held, validators: (response.header("etag"), response.header("last-modified")), now: started,
+                nextPollAt: started + Int64(source.intervalSeconds))
+        } catch {
+            return await fail(source, status, "storage: \(error)")
+        }
+        // This process's feed changes at once; other instances notice the version.
+        administration.cache?.invalidate(regionID: source.regionID)
+        metrics?.sourcePolls.increment("ok")
+        metrics?.sourceAlerts.set(String(source.id), to: mapped.count)
+        var report = Report(lines: Self.describe(mapped: mapped, outcomes: decided, previous: previous, zone: zone))
+        report.lines += problems.map { "problem: \($0)" }
+        if let held { report.lines.append(held) }
+        report.lines += await startDuePushes(source)
+        report.lines.append(Self.summary(mapped: mapped, outcomes: decided, previous: previous))
+        return report
+    }
+
+    /// The request: conditional on what the last answer said, with the
+    /// source's secret headers, a size cap, and no connection to a refused
+    /// address (checked on the socket itself).
+    func request(_ source: AlertSource, _ status: AlertSourceStatus) throws -> HTTPClientRequest {
+        var headers: [(name: String, value: String)] = [("Accept", "application/x-protobuf, application/octet-stream;q=0.9, */*;q=0.1")]
+        if let etag = status.etag { headers.append(("If-None-Match", etag)) }
+        if let lastModified = status.lastModified { headers.append(("If-Modified-Since", lastModified)) }
+        for secret in source.headers {
+            let value: String?
+            switch secret.origin {
+            case .file(let path):
+                value = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }?
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                guard value != nil else { throw AdministrationError.invalid(["the header \(secret.name) could not be read from \(path)"]) }
+            case .environment(let variable):
+                value = environment[variable]
+                guard value != nil else { throw AdministrationError.invalid(["the header \(secret.name) needs $\(variable), which is not set"]) }
+            }
+            guard let value, !value.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                throw AdministrationError.invalid(["the value of the header \(secret.name) is empty or has a line break"])
+            }
+            headers.append((secret.name, value))
+        }
+        let (host, port) = listening()
+        let allow = source.allowLinkLocal
+        // A URL that names this server is refused before any connection is
+        // made; the check on the connected socket catches names that resolve here.
+        if let parts = AlertSourceRules.urlParts(source.url),
+            AlertSourceRules.refuses(address: parts.host, port: parts.port, allowLinkLocal: allow, ownHost: host, ownPort: port)
+        {
+            throw AdministrationError.invalid(["refused to connect to \(parts.host): this server itself, or a link-local or metadata address"])
+        }
+        return HTTPClientRequest(
+            url: source.url, headers: headers, timeoutSeconds: AlertSourceRules.timeoutSeconds, upstream: "alert_source",
+            maxBodyBytes: source.maxBytes,
+            refuseAddress: { address, connectedPort in
+                AlertSourceRules.refuses(address: address, port: connectedPort, allowLinkLocal: allow, ownHost: host, ownPort: port)
+            })
+    }
+
+    /// Records a failed poll (the source's alerts stay as they were) and
+    /// schedules the next with backoff.
+    func fail(_ source: AlertSource, _ status: AlertSourceStatus, _ reason: String) async -> Report {
+        metrics?.sourcePolls.increment("failed")
+        let started = now
+        let delay = AlertSourceRules.nextDelay(intervalSeconds: source.intervalSeconds, failures: status.failures + 1, random: random())
+        try? await sources.recordFailure(sourceID: source.id, error: reason, now: started, nextPollAt: started + Int64(delay))
+        return Report(lines: [], failure: reason)
+    }
+
+    /// Starts the send of every due alert (decided now, approved, or out of
+    /// quiet hours), marking each pushed so no poll, restart or other
+    /// instance starts it again.
+    func startDuePushes(_ source: AlertSource) async -> [String] {
+        guard let due = try? await sources.duePushes(sourceID: source.id, now: now) else { return [] }
+        var lines: [String] = []
+        let acting = administration.acting(as: "source \(source.id)")
+        for state in due {
+            do {
+                let (send, _) = try await acting.startSend(id: state.alertID, audience: source.audience)
+                try await sources.markPushed(sourceID: source.id, entityID: state.entityID, sendID: send.id, now: now)
+                metrics?.sourcePushes.increment()
+                launch?(send)
+                lines.append("push \(state.entityID): send \(send.id) to \(source.audience.rawValue)")
+            } catch {
+                let reason = (error as? AdministrationError)?.messages.joined(separator: "; ") ?? "\(error)"
+                try? await sources.markNotPushed(sourceID: source.id, entityID: state.entityID, reason: "its send could not start: \(reason)")
+                lines.append("not pushed \(state.entityID): \(reason)")
+            }
+        }
+        return lines
+    }
+
+    // MARK: Wording
+
+    static func describe(_ error: HTTPClientError, source: AlertSource) -> String {
+        switch error {
+        case .bodyTooLarge(let limit): return "the feed is larger than \(limit) bytes (--max-bytes)"
+        case .refusedAddress(let address):
+            return "refused to connect to \(address): a link-local or metadata address, or this server itself"
+        case .transport where error.isTimeout: return "timed out: no complete answer within \(AlertSourceRules.timeoutSeconds) s"
+        default: return error.description
+        }
+    }
+
+    /// One line per alert whose state changed in this poll.
+    static func describe(mapped: [MirroredAlert], outcomes: [AlertSourceRules.Outcome], previous: [String: SourceAlertState], zone: ZoneInfo)
+        -> [String]
+    {
+        var lines: [String] = []
+        for (alert, outcome) in zip(mapped, outcomes) {
+            let before = previous[alert.entityID]
+            switch outcome {
+            case .baseline: lines.append("baseline \(alert.entityID)")
+            default:
+                if before == nil || before?.present == false {
+                    lines.append("added \(alert.entityID)")
+                } else if before?.contentHash != alert.contentHash {
+                    lines.append("changed \(alert.entityID)")
+                }
+            }
+            switch outcome {
+            case .skip(let reason) where before?.materialHash != alert.materialHash: lines.append("skipped \(alert.entityID): \(reason)")
+            case .review(let reason): lines.append("review \(alert.entityID): \(reason)")
+            case .deferred(let until, let reason):
+                lines.append("deferred \(alert.entityID) until \(RegionTime.iso8601(EpochSeconds(until), zone)) (\(reason))")
+            default: break
+            }
+        }
+        let present = Set(mapped.map(\.entityID))
+        for state in previous.values.sorted(by: { $0.entityID < $1.entityID }) where state.present && !present.contains(state.entityID) {
+            lines.append("removed \(state.entityID)")
+        }
+        return lines
+    }
+
+    static func summary(mapped: [MirroredAlert], outcomes: [AlertSourceRules.Outcome], previous: [String: SourceAlertState]) -> String {
+        let added = mapped.filter { previous[$0.entityID]?.present != true }.count
+        let changed = mapped.filter { previous[$0.entityID]?.present == true && previous[$0.entityID]?.contentHash != $0.contentHash }.count
+        let removed = previous.values.filter(\.present).count - (mapped.count - added)
+        let reviews = outcomes.filter { if case .review = $0 { return true } else { return false } }.count
+        return "\(mapped.count) alerts; \(added) added, \(changed) changed, \(removed) removed; \(reviews) waiting for review"
+    }
+}
+
+/// The sources one process is polling, at most a limit at once.
+final class PollsInFlight: Sendable {
+    private let ids = Mutex<Set<Int64>>([])
+    /// False when the source is already being polled here, or the limit is reached.
+    func begin(_ id: Int64, limit: Int) -> Bool {
+        ids.withLock { ids in
+            guard !ids.contains(id), ids.count < limit else { return false }
+            ids.insert(id)
+            return true
+        }
+    }
+    func end(_ id: Int64) { ids.withLock { _ = $0.remove(id) } }
+}

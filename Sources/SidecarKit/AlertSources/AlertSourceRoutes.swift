@@ -1,0 +1,147 @@
+import Core
+import HTTPServer
+
+/// Alert sources in the admin API, for keys scoped to the source's region.
+/// Secret headers and link-local addresses are set only from the CLI on the
+/// server: an API key must not make the server read its files or reach its
+/// cloud's metadata service.
+struct AlertSourceRoutes: Sendable {
+    let admin: AdminRoutes
+    let administration: AlertSourceAdministration
+    let store: AlertSourceStore
+
+    /// The fields the API takes, as the CLI's flags with underscores.
+    static let fields = [
+        "url", "mode", "interval", "push", "min_severity", "effects", "scope", "quiet_hours", "audience", "flood_threshold", "push_corrections",
+        "max_bytes",
+    ]
+    static let cliOnly = ["header_file", "header_env", "allow_link_local"]
+
+    var routes: [Route] {
+        [
+            admin.route("GET", "/regions/:id/sources") { request, key in await list(request, key) },
+            admin.route("POST", "/regions/:id/sources") { request, key in await add(request, key) },
+            admin.route("GET", "/sources/:id") { request, key in await show(request, key) },
+            admin.route("PATCH", "/sources/:id") { request, key in await edit(request, key) },
+            admin.route("DELETE", "/sources/:id") { request, key in await remove(request, key) },
+            admin.route("POST", "/sources/:id/poll") { request, key in await poll(request, key) },
+            admin.route("GET", "/sources/:id/reviews") { request, key in await reviews(request, key) },
+            admin.route("POST", "/sources/:id/reviews/:entity/approve", .push) { request, key in await decide(request, key, approve: true) },
+            admin.route("POST", "/sources/:id/reviews/:entity/dismiss") { request, key in await decide(request, key, approve: false) },
+        ]
+    }
+
+    func acting(_ key: ApiKeyStore.Record) -> AlertSourceAdministration { administration.acting(as: "apikey:\(key.name)#\(key.id)") }
+
+    /// The source the path names, if the key may act on its region.
+    func scoped(_ request: Request, _ key: ApiKeyStore.Record) async throws -> (AlertSource, AlertSourceStatus) {
+        guard let id = admin.id(request), let found = try await store.source(id: id), key.allows(region: found.0.regionID) else {
+            throw AdministrationError.notFound("No such source")
+        }
+        return found
+    }
+
+    func settings(_ request: Request) throws(AdministrationError) -> [String: String] {
+        let refused = Self.cliOnly.filter { request.parameters[$0] != nil }
+        guard refused.isEmpty else {
+            throw .invalid(["\(refused.joined(separator: ", ")) can only be set with 'sidecar source' on the server itself"])
+        }
+        return AdminRoutes.fields(request, Self.fields)
+    }
+
+    func list(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let regionID = try admin.regionID(request, key)
+            return .json(200, JSONValue.array(try await store.sources(regionID: regionID).map { Self.json($0.0, $0.1) }))
+        } catch { return admin.failure(error) }
+    }
+
+    func add(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let source = try await acting(key).add(regionID: try admin.regionID(request, key), fields: try settings(request))
+            return .json(201, Self.json(source, AlertSourceStatus()))
+        } catch { return admin.failure(error) }
+    }
+
+    func show(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let (source, status) = try await scoped(request, key)
+            return .json(200, Self.json(source, status))
+        } catch { return admin.failure(error) }
+    }
+
+    func edit(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let (source, _) = try await scoped(request, key)
+            let edited = try await acting(key).edit(id: source.id, fields: try settings(request))
+            return .json(200, Self.json(edited, try await store.source(id: source.id)?.1 ?? AlertSourceStatus()))
+        } catch { return admin.failure(error) }
+    }
+
+    func remove(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            try await acting(key).remove(id: try await scoped(request, key).0.id)
+            return .empty(204)
+        } catch { return admin.failure(error) }
+    }
+
+    /// Polls now and answers with what changed (`lines`, as `sidecar source
+    /// poll` prints them) and why it failed, if it did.
+    func poll(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let (source, _) = try await scoped(request, key)
+            let report = try await administration.poller.pollNow(sourceID: source.id, waitSeconds: 20)
+            return .json(
+                200,
+                JSONValue.object(["lines": .array(report.lines.map(JSONValue.string)), "failure": report.failure.map(JSONValue.string) ?? .null]))
+        } catch { return admin.failure(error) }
+    }
+
+    func reviews(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let (source, _) = try await scoped(request, key)
+            return .json(
+                200,
+                JSONValue.array(
+                    try await store.reviews(sourceID: source.id).map { state, header in
+                        JSONValue.object([
+                            "entity_id": .string(state.entityID), "alert_id": .integer(state.alertID), "header": .string(header),
+                            "reason": state.reason.map(JSONValue.string) ?? .null,
+                        ])
+                    }))
+        } catch { return admin.failure(error) }
+    }
+
+    /// Approving pushes at once (the route needs the push scope); a second
+    /// answer to the same alert is refused (422), so a retry never pushes twice.
+    func decide(_ request: Request, _ key: ApiKeyStore.Record, approve: Bool) async -> Response {
+        do {
+            let (source, _) = try await scoped(request, key)
+            let lines = try await acting(key).decide(id: source.id, entityID: request.pathParameters["entity"] ?? "", approve: approve)
+            return .json(200, JSONValue.object(["lines": .array(lines.map(JSONValue.string))]))
+        } catch { return admin.failure(error) }
+    }
+
+    static func json(_ source: AlertSource, _ status: AlertSourceStatus) -> JSONValue {
+        .object([
+            "id": .integer(source.id), "region_id": .integer(Int64(source.regionID)), "url": .string(source.url),
+            "mode": .string(source.mode.rawValue), "interval_seconds": .integer(Int64(source.intervalSeconds)),
+            "push": .string(source.push.rawValue), "min_severity": .string(source.minSeverity.name),
+            "effects": .array(source.effects.map { .string($0.name) }), "scope": .string(source.scope.rawValue),
+            "quiet_hours": source.quietHours.map { .string($0.text) } ?? .null, "audience": .string(source.audience.rawValue),
+            "flood_threshold": .integer(Int64(source.floodThreshold)), "push_corrections": .bool(source.pushCorrections),
+            "headers": .array(source.headers.map { .string($0.name) }), "allow_link_local": .bool(source.allowLinkLocal),
+            "max_bytes": .integer(Int64(source.maxBytes)),
+            "status": .object([
+                "state": .string(SourceDescription.state(status)), "last_poll_at": AdminJSON.time(status.lastPollAt),
+                "last_success_at": AdminJSON.time(status.lastSuccessAt), "failing_since": AdminJSON.time(status.failingSince),
+                "next_poll_at": AdminJSON.time(status.nextPollAt > 0 ? status.nextPollAt : nil),
+                "last_error": status.lastError.map(JSONValue.string) ?? .null, "problems": .array(status.problems.map(JSONValue.string)),
+                "etag": status.etag.map(JSONValue.string) ?? .null, "alerts": .integer(Int64(status.alertCount)),
+                "polls": .integer(Int64(status.polls)), "not_modified": .integer(Int64(status.notModified)),
+                "failures": .integer(Int64(status.failedPolls)), "pushes": .integer(Int64(status.pushes)),
+                "held": status.heldReason.map(JSONValue.string) ?? .null,
+            ]),
+        ])
+    }
+}
