@@ -34,6 +34,11 @@ struct AlertSourceAdministration: Sendable {
                 "region \(regionID) has no agency id, which the apps match alerts on; set it first: sidecar region set --id \(regionID) --agency-id ID"
             ])
         }
+        // Each source is a request every interval made by this server: a key
+        // or an account must not be able to make it poll without bound.
+        guard try await store.sources(regionID: regionID).count < AlertSourceRules.maximumSourcesPerRegion else {
+            throw AdministrationError.invalid(["region \(regionID) has \(AlertSourceRules.maximumSourcesPerRegion) sources, the most it may have"])
+        }
         let source = try validated(AlertSourceRules.settings(fields, regionID: regionID, base: nil, now: now))
         let created = try await store.create(source)
         await record("source.add", region: regionID, target: "source \(created.id)", detail: "url=\(created.url); mode=\(created.mode.rawValue)")

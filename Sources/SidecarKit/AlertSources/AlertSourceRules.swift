@@ -10,6 +10,8 @@ enum AlertSourceRules {
     static let maximumIntervalSeconds = 86_400
     static let defaultMaxBytes = 8 << 20
     static let defaultFloodThreshold = 20
+    /// Sources one region may have.
+    static let maximumSourcesPerRegion = 20
     /// Seconds a poll may take, connection included: no longer than the
     /// shortest interval, so a hanging upstream never stacks polls.
     static let timeoutSeconds = 15

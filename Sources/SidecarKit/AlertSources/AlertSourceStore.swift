@@ -28,11 +28,19 @@ struct AlertSourceStore: Sendable {
         }
     }
 
-    /// Saves edited settings; the source is polled again at once, and a
-    /// changed mode puts its alerts in or out of the feed.
+    /// Saves edited settings; the source is polled again at once (without
+    /// the old validators when its URL changed), and a changed mode puts
+    /// its alerts in or out of the feed.
     func update(_ source: AlertSource, now: Int64) async throws {
         try await database.write { connection in
-            try connection.execute("UPDATE alert_sources SET \(Self.fields(source).assignments), next_poll_at = 0 WHERE id = \(source.id)")
+            // Another URL is another resource: the old one's validators do not apply.
+            try connection.execute(
+                """
+                UPDATE alert_sources SET \(Self.fields(source).assignments), next_poll_at = 0,
+                    etag = CASE WHEN url = \(source.url) THEN etag ELSE NULL END,
+                    last_modified = CASE WHEN url = \(source.url) THEN last_modified ELSE NULL END
+                WHERE id = \(source.id)
+                """)
             try AlertStore.setMirroredInFeed(connection, sourceID: source.id, inFeed: source.mode == .mirror, regionID: source.regionID, now: now)
         }
     }

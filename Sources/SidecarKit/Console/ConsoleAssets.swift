@@ -52,7 +52,7 @@ enum ConsoleAssets {
         main { max-width: 72rem; margin: 0 auto; padding: 1rem 1.25rem 3rem; }
         main.narrow { max-width: 28rem; }
         h1 { font-size: 1.6rem; margin: .5rem 0 1rem; } h2 { font-size: 1.25rem; margin-top: 2rem; } h3 { font-size: 1.05rem; }
-        .grid { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); }
+        .grid { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); list-style: none; padding: 0; }
         .card { border: 1px solid var(--line); border-radius: .5rem; padding: 1rem; background: var(--paper); }
         .card h2 { margin: 0 0 .25rem; font-size: 1rem; color: var(--muted); }
         .card .figure { font-size: 2rem; font-weight: 700; margin: 0 0 .5rem; }

@@ -94,10 +94,8 @@ extension ConsoleRoutes {
         var content: [any HTMLContent] = [
             tag(
                 "p", [],
-                [
-                    "Alerts from the GTFS-realtime feeds this agency already publishes: mirrored into the feed, and pushed by each source's rules. ",
-                    "Times ", zoneHint(zone), ".",
-                ]),
+                ["Alerts from the GTFS-realtime feeds this agency already publishes: mirrored into the feed, and pushed by each source's rules."]),
+            tag("p", [.class("hint")], ["Times " + zoneHint(zone)]),
             ConsoleLayout.problems(problems),
             tag("h2", [], ["Waiting for review"]),
             ConsoleLayout.table(

@@ -23,11 +23,14 @@ struct DemoAgencyFeed: Sendable {
     /// The feed at `secondsSinceStart`.
     static func feed(secondsSinceStart: Int64, startedAt: Int64, delaySeconds: Int64) -> FeedMessage {
         let agency = EntitySelector(agencyID: DemoTransit.agencyID)
+        // From the day's start (UTC), so a restarted demo serves the same
+        // alert and its source does not see a change worth a push.
+        let day = startedAt - startedAt % 86_400
         var entities = [
             FeedEntity(
                 id: "weekend-works",
                 alert: Alert(
-                    activePeriods: [TimeRange(start: UInt64(startedAt), end: UInt64(startedAt + 3 * 86_400))],
+                    activePeriods: [TimeRange(start: UInt64(day), end: UInt64(day + 3 * 86_400))],
                     informedEntities: [agency], cause: .maintenance, effect: .modifiedService,
                     headerText: TranslatedString([
                         .init(text: "Weekend track work on the waterfront line", language: "en"),

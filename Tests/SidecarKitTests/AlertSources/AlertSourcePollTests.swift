@@ -116,6 +116,12 @@ struct AlertSourcePollTests {
             #expect(again.lines.first == "not modified")
             #expect(feed.notModified.value == 1)
             #expect(try await AlertSourceStore(database: app.sidecar.database).source(id: source.id)?.1.notModified == 1)
+            // Another URL is another resource: no validators carried over, a full fetch.
+            let administration = AlertSourceAdministration(
+                store: AlertSourceStore(database: app.sidecar.database), alerts: AlertStore(database: app.sidecar.database),
+                regions: app.sidecar.regions, clock: app.clock, poller: poller, listening: { ("127.0.0.1", app.port) })
+            _ = try await administration.edit(id: source.id, fields: ["url": feed.url + "?moved=1"])
+            #expect(try await poller.pollNow(sourceID: source.id).lines.first != "not modified")
 
             // A new alert pushes once, in each device's language; a re-poll does not push it again.
             feed.set([
@@ -241,6 +247,11 @@ struct AlertSourcePollTests {
             let report = try await poller.pollNow(sourceID: own.id)
             #expect(report.failure?.contains("this server itself") == true, "\(report)")
             #expect(try await store.source(id: own.id)?.1.state == "failing")
+            // With the one above: the most a region may have.
+            for index in 0..<(AlertSourceRules.maximumSourcesPerRegion - 1) { _ = try await Self.add(app, ["url": feed.url + "?n=\(index)"]) }
+            await #expect(throws: AdministrationError.self, "a region's sources are bounded") {
+                _ = try await Self.add(app, ["url": feed.url + "?n=last"])
+            }
             // Region 2 has no agency id set.
             await #expect(throws: AdministrationError.self) { _ = try await Self.add(app, ["url": feed.url], region: 2) }
         }
