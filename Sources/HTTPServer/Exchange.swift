@@ -47,6 +47,9 @@ final class Exchange: @unchecked Sendable {
     var bodyLimit: Int
     var body: [UInt8] = []
     var overflowed = false
+    /// The response is streamed: its handler stays counted in the gate until
+    /// the request ends, so shutdown waits for (or stops) the stream.
+    var streaming = false
     /// The client's address once resolved (for the access log).
     var client: String?
     private let response = Mutex<Response?>(nil)

@@ -217,7 +217,7 @@ public final class HTTPServer: Sendable {
             guard let response = exchange.takeResponse() else { return .YES }
             exchange.phase = .responded
             let result = queue(response, on: connection, exchange: exchange)
-            gate.subtract(1, ordering: .releasing)
+            if !exchange.streaming { gate.subtract(1, ordering: .releasing) }
             return result
         case .responded:
             return .YES
@@ -231,6 +231,10 @@ public final class HTTPServer: Sendable {
     func requestEnded(_ exchange: Exchange) {
         if exchange.phase == .dispatched {
             exchange.phase = .responded
+            gate.subtract(1, ordering: .releasing)
+        }
+        if exchange.streaming {
+            exchange.streaming = false
             gate.subtract(1, ordering: .releasing)
         }
         if let tracked = exchange.tracked { connectionGuard.requestFinished(tracked) }
@@ -285,6 +289,43 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    private func queue(_ mhdResponse: OpaquePointer, _ response: Response, on connection: OpaquePointer) -> MHD_Result {
+        for (name, value) in response.headers {
+            _ = MHD_add_response_header(mhdResponse, name, value)
+        }
+        if draining.load(ordering: .relaxed) && !response.headers.contains(where: { $0.name == "Connection" }) {
+            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
+        }
+        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    /// Queues a response whose body a task writes while libmicrohttpd sends
+    /// it (chunked); the handler stays counted until the request ends.
+    private func queueStream(
+        _ response: Response, _ producer: @escaping @Sendable (BodyWriter) async throws -> Void, on connection: OpaquePointer,
+        exchange: Exchange
+    ) -> MHD_Result {
+        let writer = BodyWriter(connection: ConnectionHandle(pointer: connection)) { self.draining.load(ordering: .relaxed) }
+        let context = Unmanaged.passRetained(writer).toOpaque()
+        guard let mhdResponse = MHD_create_response_from_callback(UInt64.max, 32 * 1024, mhdStreamRead, context, mhdStreamFree) else {
+            Unmanaged<BodyWriter>.fromOpaque(context).release()
+            return .NO
+        }
+        defer { MHD_destroy_response(mhdResponse) }
+        let result = queue(mhdResponse, response, on: connection)
+        guard result == .YES else { return result }
+        exchange.streaming = true
+        Task {
+            do {
+                try await producer(writer)
+                writer.finish(failed: false)
+            } catch {
+                writer.finish(failed: true)
+            }
+        }
+        return result
+    }
+
     private func tooLarge(_ exchange: Exchange) -> Response {
         let style: ErrorStyle
         if case .route(let route, _, _) = exchange.match { style = route.errorStyle } else { style = .simple }
@@ -294,19 +335,18 @@ public final class HTTPServer: Sendable {
     }
 
     private func queue(_ response: Response, on connection: OpaquePointer, exchange: Exchange) -> MHD_Result {
-        let result: MHD_Result = response.body.withUnsafeBytes { bytes in
-            guard
-                let mhdResponse = MHD_create_response_from_buffer(
-                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-            else { return .NO }
-            defer { MHD_destroy_response(mhdResponse) }
-            for (name, value) in response.headers {
-                _ = MHD_add_response_header(mhdResponse, name, value)
+        let result: MHD_Result
+        if let producer = response.stream {
+            result = queueStream(response, producer, on: connection, exchange: exchange)
+        } else {
+            result = response.body.withUnsafeBytes { bytes in
+                guard
+                    let mhdResponse = MHD_create_response_from_buffer(
+                        bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+                else { return .NO }
+                defer { MHD_destroy_response(mhdResponse) }
+                return queue(mhdResponse, response, on: connection)
             }
-            if draining.load(ordering: .relaxed) && !response.headers.contains(where: { $0.name == "Connection" }) {
-                _ = MHD_add_response_header(mhdResponse, "Connection", "close")
-            }
-            return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         }
         let onAnswer = configuration.onAnswer
         guard onAnswer != nil || logger.isEnabled(.info) else { return result }

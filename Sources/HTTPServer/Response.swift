@@ -7,6 +7,8 @@ public struct Response: Sendable {
     public var body: [UInt8]
     /// Extra `key=value` fields for this request's log line (never secrets).
     var logFields: [(String, String)] = []
+    /// Writes the body while it is sent (chunked), instead of `body`.
+    public var stream: (@Sendable (BodyWriter) async throws -> Void)?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
@@ -28,6 +30,17 @@ public struct Response: Sendable {
     /// A body of raw bytes with the given content type.
     public static func bytes(_ status: Int, contentType: String, _ body: [UInt8]) -> Response {
         Response(status: status, headers: [("Content-Type", contentType)], body: body)
+    }
+
+    /// A body written while it is sent, in chunks, with bounded memory: the
+    /// producer's `write` waits while the client is slower. A producer that
+    /// throws cuts the body short, so the client sees an incomplete response.
+    public static func streamed(
+        _ status: Int, contentType: String, _ producer: @escaping @Sendable (BodyWriter) async throws -> Void
+    ) -> Response {
+        var response = Response(status: status, headers: [("Content-Type", contentType)])
+        response.stream = producer
+        return response
     }
 
     /// Returns a copy with one more header.

@@ -126,7 +126,27 @@ public enum RawHTTPClient {
         if let length = headers.first(where: { $0.name.lowercased() == "content-length" }).flatMap({ Int($0.value) }), body.count > length {
             body = Array(body.prefix(length))
         }
+        if headers.contains(where: { $0.name.lowercased() == "transfer-encoding" && $0.value.lowercased().contains("chunked") }) {
+            body = try dechunked(body)
+        }
         return RawResponse(status: status, headers: headers, body: body)
+    }
+
+    /// The body of a chunked response; throws when it was cut short (no
+    /// last chunk), as a streamed body that failed mid-way is.
+    public static func dechunked(_ bytes: [UInt8]) throws -> [UInt8] {
+        var output: [UInt8] = []
+        var index = 0
+        while true {
+            guard let end = (index..<max(bytes.count - 1, index)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 }),
+                let size = Int(String(decoding: bytes[index..<end], as: UTF8.self).split(separator: ";").first ?? "", radix: 16)
+            else { throw RawHTTPError.noResponse("a chunked body cut short after \(output.count) bytes") }
+            if size == 0 { return output }
+            let start = end + 2
+            guard start + size + 2 <= bytes.count else { throw RawHTTPError.noResponse("a chunked body cut short after \(output.count) bytes") }
+            output += bytes[start..<start + size]
+            index = start + size + 2
+        }
     }
 }
 
@@ -163,6 +183,9 @@ public final class RawSocket: @unchecked Sendable {
     }
 
     deinit { Glibc.close(fd) }
+
+    /// Ends the connection both ways now, as a client that goes away does.
+    public func hangUp() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 
     /// Writes bytes; false when the server has closed the connection.
     @discardableResult

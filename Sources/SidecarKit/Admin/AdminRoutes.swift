@@ -5,13 +5,17 @@ import Push
 import Synchronization
 
 /// The admin HTTP API under `/admin/api/`, for the same operations as the
-/// CLI. Every request needs `Authorization: Bearer <key>` with a key from
-/// `sidecar apikey create`.
+/// CLI and the console. Every request needs `Authorization: Bearer <key>`
+/// with a key from `sidecar apikey create` (or a service principal's, for
+/// the key-management operations only).
 struct AdminRoutes: Sendable {
     let administration: AlertAdministration
     let keys: ApiKeyStore
     let store: AlertStore
     let sends: AlertSendRunner
+    let idempotency: IdempotencyStore
+    /// Requests per minute per key (and failed sign-ins per client address).
+    let limiter: FixedWindowRateLimiter
     let clock: any WallClock
     let logger: Logger
     /// Whether this server resumes sends whose runner stopped.
@@ -20,50 +24,121 @@ struct AdminRoutes: Sendable {
     /// A handler that knows which key called it.
     typealias KeyHandler = @Sendable (Request, ApiKeyStore.Record) async -> Response
 
-    /// What a key must carry to call a route.
-    enum Scope: String { case any, push }
+    /// What a credential must carry to call a route.
+    enum Scope: String {
+        /// Any key, within its regions.
+        case any
+        /// A key with the push scope (starting a send).
+        case push
+        /// A service principal or a key made with `--admin`.
+        case keys
+        /// An `--admin` key of every region.
+        case principals
+    }
 
-    /// A route under `/admin/api` that needs a valid key (with the push
-    /// scope when `scope` says so); other features declare theirs with it.
-    func route(_ method: String, _ path: String, _ scope: Scope = .any, _ handler: @escaping KeyHandler) -> Route {
+    /// A route under `/admin/api` that needs a valid credential with the
+    /// scope it names; it takes the fields in `accepts` (anything else is a
+    /// 422 naming it) and, when `idempotent`, honours `Idempotency-Key`.
+    /// Other features declare their admin routes with it.
+    func route(
+        _ method: String, _ path: String, _ scope: Scope = .any, accepts: [String: AdminField] = [:], idempotent: Bool = false,
+        _ handler: @escaping KeyHandler
+    ) -> Route {
         Route(method, "/admin/api" + path, errorStyle: .messages, access: .apiKey(scope.rawValue)) { request in
             await authenticate(request) { request, key in
-                if scope == .push, let refusal = await pushScopeRefusal(request, key) { return refusal }
-                return await handler(request, key)
+                if let refusal = await scopeRefusal(scope, request, key) { return refusal }
+                let problems = AdminConventions.fieldProblems(request.parameters, accepts: accepts)
+                guard problems.isEmpty else { return ErrorStyle.messages.response(status: 422, error: "Invalid", messages: problems) }
+                guard idempotent else { return await handler(request, key) }
+                return await self.idempotent(request, key, handler)
             }
         }
     }
 
     /// Every route with the scope its key needs, declared here.
     var routes: [Route] {
-        [
-            route("GET", "/regions") { _, key in await regions(key) },
-            route("PUT", "/regions/:id") { request, key in await setRegion(request, key) },
-            route("GET", "/regions/:id/alerts") { request, key in await listAlerts(request, key) },
-            route("POST", "/regions/:id/alerts") { request, key in await createAlert(request, key) },
+        let page = AdminConventions.paging
+        return [
+            route("GET", "/regions", accepts: page) { request, key in await regions(request, key) },
+            route("PUT", "/regions/:id", accepts: ["agency_id": .text, "timezone": .text]) { request, key in await setRegion(request, key) },
+            route("GET", "/regions/:id/alerts", accepts: page) { request, key in await listAlerts(request, key) },
+            route("POST", "/regions/:id/alerts", accepts: Self.authoringFields, idempotent: true) { request, key in
+                await createAlert(request, key)
+            },
             route("GET", "/alerts/:id") { request, key in await showAlert(request, key) },
-            route("PATCH", "/alerts/:id") { request, key in await editAlert(request, key) },
-            route("PUT", "/alerts/:id") { request, key in await editAlert(request, key) },
+            route("PATCH", "/alerts/:id", accepts: Self.authoringFields) { request, key in await editAlert(request, key) },
+            route("PUT", "/alerts/:id", accepts: Self.authoringFields) { request, key in await editAlert(request, key) },
             route("DELETE", "/alerts/:id") { request, key in await deleteAlert(request, key) },
             route("POST", "/alerts/:id/publish") { request, key in await publish(request, key, true) },
             route("POST", "/alerts/:id/unpublish") { request, key in await publish(request, key, false) },
-            route("PUT", "/alerts/:id/translations/:language") { request, key in await translate(request, key) },
-            route("POST", "/alerts/:id/sends", .push) { request, key in await send(request, key) },
-            route("GET", "/alerts/:id/sends") { request, key in await listSends(request, key) },
+            route("PUT", "/alerts/:id/translations/:language", accepts: ["header": .text, "description": .text]) { request, key in
+                await translate(request, key)
+            },
+            route("POST", "/alerts/:id/sends", .push, accepts: ["audience": .text, "messages": .object], idempotent: true) { request, key in
+                await send(request, key)
+            },
+            route("GET", "/alerts/:id/sends", accepts: page) { request, key in await listSends(request, key) },
         ]
     }
 
-    /// A key without the push scope is refused a send, and the refusal audited.
-    func pushScopeRefusal(_ request: Request, _ key: ApiKeyStore.Record) async -> Response? {
-        guard key.canPush else {
+    /// Refuses a credential the route's scope does not admit (403), and
+    /// audits a refused send. A service principal manages keys and nothing else.
+    func scopeRefusal(_ scope: Scope, _ request: Request, _ key: ApiKeyStore.Record) async -> Response? {
+        func forbidden(_ message: String) -> Response { ErrorStyle.messages.response(status: 403, error: "Forbidden", messages: [message]) }
+        switch scope {
+        case .any, .push:
+            if key.isPrincipal { return forbidden("A service principal may only create, list and revoke keys (/admin/api/keys)") }
+            guard scope == .push, !key.canPush else { return nil }
             await administration(for: key).record(
                 "refused.alert.send", region: nil,
                 target: request.pathParameters["id"].map { "alert \($0)" }, detail: "the key has no push scope")
-            return ErrorStyle.messages.response(
-                status: 403, error: "Forbidden",
-                messages: ["This API key may not start sends; create one with --push"])
+            return forbidden("This API key may not start sends; create one with --push")
+        case .keys:
+            return key.managesKeys ? nil : forbidden("Managing keys needs a service principal or a key made with --admin")
+        case .principals:
+            return key.managesPrincipals ? nil : forbidden("Managing service principals needs an --admin key of every region")
         }
-        return nil
+    }
+
+    /// Runs a request that starts work once per `Idempotency-Key`: a retry
+    /// with the same key and the same request gets the first answer back.
+    func idempotent(_ request: Request, _ key: ApiKeyStore.Record, _ handler: KeyHandler) async -> Response {
+        let idempotencyKey: String
+        do {
+            guard let presented = try AdminConventions.idempotencyKey(request) else { return await handler(request, key) }
+            idempotencyKey = presented
+        } catch { return failure(error) }
+        let now = clock.now().epochMillis / 1000
+        do {
+            switch try await idempotency.claim(
+                caller: key.id, key: idempotencyKey, fingerprint: AdminConventions.fingerprint(request), now: now)
+            {
+            case .replay(let status, let body):
+                return Response.bytes(status, contentType: "application/json; charset=utf-8", Array(body.utf8))
+                    .adding(header: "Idempotent-Replayed", "true")
+            case .running:
+                return ErrorStyle.messages.response(
+                    status: 409, error: "Conflict", messages: ["A request with this Idempotency-Key is still running; retry shortly"]
+                ).adding(header: "Retry-After", "1")
+            case .mismatch:
+                return ErrorStyle.messages.response(
+                    status: 422, error: "Invalid", messages: ["This Idempotency-Key was used for a different request; use a new key"])
+            case .claimed:
+                break
+            }
+        } catch { return failure(error) }
+        let response = await handler(request, key)
+        do {
+            // Only a settled answer is kept: a refusal to retry (429, 5xx) is not.
+            if response.status < 500 && response.status != 429 && response.status != 409 {
+                try await idempotency.finish(caller: key.id, key: idempotencyKey, status: response.status, body: String(decoding: response.body, as: UTF8.self))
+            } else {
+                try await idempotency.release(caller: key.id, key: idempotencyKey)
+            }
+        } catch {
+            logger.error("could not keep an idempotent answer", [("error", "\(error)")])
+        }
+        return response
     }
 
     func authenticate(_ request: Request, _ next: KeyHandler) async -> Response {
@@ -71,8 +146,15 @@ struct AdminRoutes: Sendable {
         let presented = header.hasPrefix("Bearer ") ? String(header.dropFirst(7)).trimmingWhitespace() : ""
         let valid = presented.isEmpty ? nil : try? await keys.verify(presented, now: clock.now().epochMillis / 1000)
         guard let valid else {
+            // Guessing keys costs a budget per client address.
+            if case .limited(let retryAfter) = await limiter.check("unauthenticated:" + request.clientKey) {
+                return RiderLimits.tooMany(.messages, retryAfter: retryAfter, what: "failed sign-ins")
+            }
             return ErrorStyle.messages.response(status: 401, error: "Unauthorized", messages: ["Send Authorization: Bearer <api key>"])
                 .adding(header: "WWW-Authenticate", "Bearer")
+        }
+        if case .limited(let retryAfter) = await limiter.check("key:\(valid.id)") {
+            return RiderLimits.tooMany(.messages, retryAfter: retryAfter)
         }
         return await next(request, valid)
     }
@@ -96,10 +178,12 @@ struct AdminRoutes: Sendable {
         return alert
     }
 
-    static let authoringFields = [
-        "header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test",
-        "agency_id",
+    static let authoringFields: [String: AdminField] = [
+        "header": .text, "description": .text, "url": .text, "cause": .text, "effect": .text, "severity": .text, "start": .text,
+        "end": .text, "impact_start": .text, "impact_end": .text, "test": .boolean, "agency_id": .text,
     ]
+
+    static func fields(_ request: Request, _ names: [String: AdminField]) -> [String: String] { fields(request, Array(names.keys)) }
 
     static func fields(_ request: Request, _ names: [String]) -> [String: String] {
         var fields: [String: String] = [:]
@@ -112,8 +196,14 @@ struct AdminRoutes: Sendable {
     func failure(_ error: any Error) -> Response {
         switch error {
         case let error as AdministrationError:
-            if case .notFound = error { return ErrorStyle.messages.response(status: 404, error: "Not Found", messages: error.messages) }
-            return ErrorStyle.messages.response(status: 422, error: "Invalid", messages: error.messages)
+            switch error {
+            case .notFound: return ErrorStyle.messages.response(status: 404, error: "Not Found", messages: error.messages)
+            case .forbidden: return ErrorStyle.messages.response(status: 403, error: "Forbidden", messages: error.messages)
+            case .stale(let etag):
+                return ErrorStyle.messages.response(status: 412, error: "Precondition Failed", messages: error.messages)
+                    .adding(header: "ETag", etag)
+            case .invalid: return ErrorStyle.messages.response(status: 422, error: "Invalid", messages: error.messages)
+            }
         case AlertStoreError.notFound:
             return ErrorStyle.messages.response(status: 404, error: "Not Found", messages: ["No such alert"])
         case AlertStoreError.busy(let retryAfter):
@@ -127,20 +217,25 @@ struct AdminRoutes: Sendable {
 
     func id(_ request: Request) -> Int64? { request.pathParameters["id"].flatMap { Int64($0) } }
 
-    func regions(_ key: ApiKeyStore.Record) async -> Response {
+    func regions(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let list = try await administration.regionList().filter { key.allows(region: $0.region.id) }
-            return .json(200, JSONValue.array(list.map { AdminJSON.region($0.region, $0.settings) }))
+            let page = try AdminConventions.page(request, list: "regions")
+            let list = try await administration.regionList().filter { key.allows(region: $0.region.id) }.sorted { $0.region.id < $1.region.id }
+            let (shown, next) = page.window(list) { Int64($0.region.id) }
+            return AdminConventions.pageResponse(shown.map { AdminJSON.region($0.region, $0.settings) }, next: next, page: page, request: request)
         } catch { return failure(error) }
     }
 
     func setRegion(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let id = try regionID(request, key)
+            let region = try administration.region(id)
+            let current = try await administration.regionList().first { $0.region.id == id }?.settings
+            try AdminConventions.checkIfMatch(request, current: AdminJSON.region(region, current))
             let settings = try await administration(for: key).setRegion(
                 id: id, agencyID: request.parameters["agency_id"],
                 timezone: request.parameters["timezone"])
-            return .json(200, AdminJSON.region(try administration.region(id), settings))
+            return AdminConventions.tagged(200, AdminJSON.region(region, settings))
         } catch { return failure(error) }
     }
 
@@ -148,7 +243,10 @@ struct AdminRoutes: Sendable {
         do {
             let regionID = try regionID(request, key)
             _ = try administration.region(regionID)
-            return .json(200, JSONValue.array(try await store.alerts(regionID: regionID).map { AdminJSON.alert($0) }))
+            let page = try AdminConventions.page(request, list: "alerts:\(regionID)")
+            let rows = try await store.alerts(regionID: regionID, after: page.after, limit: page.limit + 1)
+            let (shown, next) = page.window(rows) { $0.id }
+            return AdminConventions.pageResponse(shown.map { AdminJSON.alert($0) }, next: next, page: page, request: request)
         } catch { return failure(error) }
     }
 
@@ -156,7 +254,7 @@ struct AdminRoutes: Sendable {
         do {
             let alert = try await administration(for: key).create(
                 regionID: try regionID(request, key), fields: Self.fields(request, Self.authoringFields))
-            return .json(201, AdminJSON.alert(alert))
+            return AdminConventions.tagged(201, AdminJSON.alert(alert))
         } catch { return failure(error) }
     }
 
@@ -167,35 +265,45 @@ struct AdminRoutes: Sendable {
                 200,
                 AdminJSON.alert(
                     alert, translations: try await store.translations(alertID: alert.id),
-                    sends: try await store.sends(alertID: alert.id)))
+                    sends: try await store.sends(alertID: alert.id))
+            ).adding(header: "ETag", AdminConventions.etag(AdminJSON.alert(alert)))
         } catch { return failure(error) }
+    }
+
+    /// The alert the path names, checked against `If-Match`.
+    func currentAlert(_ request: Request, _ key: ApiKeyStore.Record) async throws -> ServiceAlert {
+        let alert = try await scopedAlert(request, key)
+        try AdminConventions.checkIfMatch(request, current: AdminJSON.alert(alert))
+        return alert
     }
 
     func editAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let alert = try await scopedAlert(request, key)
-            return .json(
-                200, AdminJSON.alert(try await administration(for: key).edit(id: alert.id, fields: Self.fields(request, Self.authoringFields))))
+            let alert = try await currentAlert(request, key)
+            let edited = try await administration(for: key).edit(id: alert.id, fields: Self.fields(request, Self.authoringFields))
+            return AdminConventions.tagged(200, AdminJSON.alert(edited))
         } catch { return failure(error) }
     }
 
     func deleteAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            try await administration(for: key).delete(id: try await scopedAlert(request, key).id)
+            try await administration(for: key).delete(id: try await currentAlert(request, key).id)
             return .empty(204)
         } catch { return failure(error) }
     }
 
     func publish(_ request: Request, _ key: ApiKeyStore.Record, _ published: Bool) async -> Response {
         do {
-            let alert = try await scopedAlert(request, key)
-            return .json(200, AdminJSON.alert(try await administration(for: key).setPublished(id: alert.id, published)))
+            let alert = try await currentAlert(request, key)
+            return AdminConventions.tagged(200, AdminJSON.alert(try await administration(for: key).setPublished(id: alert.id, published)))
         } catch { return failure(error) }
     }
 
     func translate(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let alert = try await scopedAlert(request, key)
+            // If-Match names the alert's version: a translation of text that
+            // changed since it was read is refused.
+            let alert = try await currentAlert(request, key)
             let translation = try await administration(for: key).translate(
                 id: alert.id, language: request.pathParameters["language"] ?? "",
                 header: request.parameters["header"],
@@ -205,7 +313,8 @@ struct AdminRoutes: Sendable {
     }
 
     /// Starts (or resumes) a send in the background; 202 with its state
-    /// (the route admits only a key with the push scope).
+    /// (the route admits only a key with the push scope). `messages` is the
+    /// caller's push text by language instead of the alert's.
     func send(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         guard sends.transport != nil else {
             return failure(AdministrationError.invalid(["No push transport is configured (--gorush-url or --push-transport)"]))
@@ -215,7 +324,8 @@ struct AdminRoutes: Sendable {
         }
         do {
             let alert = try await scopedAlert(request, key)
-            let (send, _) = try await administration(for: key).startSend(id: alert.id, audience: audience)
+            let messages = try administration.pushMessages(request.parameters.value("messages"))
+            let (send, _) = try await administration(for: key).startSend(id: alert.id, audience: audience, messages: messages)
             sends.launch(send)
             return .json(202, AdminJSON.send(send))
         } catch { return failure(error) }
@@ -224,57 +334,10 @@ struct AdminRoutes: Sendable {
     func listSends(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let alert = try await scopedAlert(request, key)
-            return .json(200, JSONValue.array(try await store.sends(alertID: alert.id).map(AdminJSON.send)))
+            let page = try AdminConventions.page(request, list: "sends:\(alert.id)")
+            let (shown, next) = page.window(try await store.sends(alertID: alert.id)) { $0.id }
+            return AdminConventions.pageResponse(shown.map(AdminJSON.send), next: next, page: page, request: request)
         } catch { return failure(error) }
-    }
-}
-
-/// JSON shapes of the admin API (and `--json` CLI output).
-enum AdminJSON {
-    static func time(_ instant: EpochSeconds?) -> JSONValue {
-        guard let instant else { return .null }
-        return .string(Date(timeIntervalSince1970: Double(instant.value)).formatted(.iso8601))
-    }
-
-    static func time(_ seconds: Int64?) -> JSONValue { time(seconds.map { EpochSeconds($0) }) }
-
-    static func region(_ region: Region, _ settings: RegionSettings?) -> JSONValue {
-        .object([
-            "id": .integer(Int64(region.id)), "name": .string(region.name),
-            "agency_id": settings?.agencyID.map(JSONValue.string) ?? .null, "timezone": settings?.timezone.map(JSONValue.string) ?? .null,
-        ])
-    }
-
-    static func alert(_ alert: ServiceAlert, translations: [AlertTranslation]? = nil, sends: [AlertSend]? = nil) -> JSONValue {
-        var fields: [String: JSONValue] = [
-            "id": .integer(alert.id), "region_id": .integer(Int64(alert.regionID)), "agency_id": .string(alert.agencyID),
-            "header": .string(alert.header), "description": .string(alert.description), "url": alert.url.map(JSONValue.string) ?? .null,
-            "cause": .string(alert.cause.name), "effect": .string(alert.effect.name), "severity": .string(alert.severity.name),
-            "start": time(alert.startsAt), "end": time(alert.endsAt), "published": .bool(alert.published), "test": .bool(alert.test),
-            "impact_start": time(alert.impactStartsAt), "impact_end": time(alert.impactEndsAt),
-            "shown_until": time(AlertFeedRules.effectiveEnd(alert)),
-            "source_version": .integer(Int64(alert.sourceVersion)), "updated_at": time(alert.updatedAt),
-        ]
-        if let translations { fields["translations"] = .array(translations.map { translation($0, current: alert.sourceVersion) }) }
-        if let sends { fields["sends"] = .array(sends.map(send)) }
-        return .object(fields)
-    }
-
-    static func translation(_ translation: AlertTranslation, current: Int) -> JSONValue {
-        .object([
-            "language": .string(translation.language), "header": .string(translation.header),
-            "description": .string(translation.description), "stale": .bool(translation.sourceVersion != current),
-        ])
-    }
-
-    static func send(_ send: AlertSend) -> JSONValue {
-        .object([
-            "id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.status),
-            "targeted": .integer(Int64(send.targeted)), "delivered": .integer(Int64(send.delivered)),
-            "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)), "pending": .integer(Int64(send.pending)),
-            "last_error": send.lastError.map(JSONValue.string) ?? .null, "audience_size": .integer(Int64(send.audienceSize)),
-            "started_at": time(send.startedAt), "finished_at": time(send.finishedAt),
-        ])
     }
 }
 
@@ -282,6 +345,7 @@ extension AdminRoutes: Feature {
     init(_ context: FeatureContext) {
         self.init(
             administration: context.administration, keys: context.stores.apiKeys, store: context.stores.alerts, sends: context.alertSends,
+            idempotency: context.stores.idempotency, limiter: context.adminAPILimiter,
             clock: context.clock, logger: context.logger, resumesSends: context.configuration.runsSendResumer)
     }
 

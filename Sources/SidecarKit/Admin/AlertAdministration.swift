@@ -5,11 +5,18 @@ import GTFSRealtime
 enum AdministrationError: Error, Equatable {
     case notFound(String)
     case invalid([String])
+    /// The caller may not do this (403).
+    case forbidden(String)
+    /// `If-Match` named an older version; the current ETag (412).
+    case stale(String)
 
     var messages: [String] {
         switch self {
         case .notFound(let message): return [message]
         case .invalid(let messages): return messages
+        case .forbidden(let message): return [message]
+        case .stale(let etag):
+            return ["It changed since you read it (its ETag is now \(etag)); read it again and reapply your change"]
         }
     }
 }
@@ -218,17 +225,73 @@ struct AlertAdministration: Sendable {
         await record("alert.translation.delete", region: alert.regionID, target: "alert \(id)", detail: "language=\(language)")
     }
 
+    /// The most languages a send's caller-supplied text may carry.
+    static let maxMessageLanguages = 60
+
+    /// Reads caller-supplied push text, `{"en": {"title": …, "body": …}, …}`:
+    /// English is required (every language without its own gets it), each
+    /// language must be one riders' locales normalise into, and titles and
+    /// bodies follow the alert's length rules. nil when absent.
+    func pushMessages(_ value: JSONValue?) throws(AdministrationError) -> AlertSend.Messages? {
+        guard let value else { return nil }
+        guard case .object(let languages) = value, !languages.isEmpty else {
+            throw .invalid(["messages must be an object of languages, each {\"title\": …, \"body\": …}"])
+        }
+        guard languages.count <= Self.maxMessageLanguages else {
+            throw .invalid(["messages has \(languages.count) languages; at most \(Self.maxMessageLanguages)"])
+        }
+        var problems: [String] = []
+        var messages: AlertSend.Messages = [:]
+        for (language, text) in languages.sorted(by: { $0.key < $1.key }) {
+            let shown = String(language.prefix(35))
+            let tag: String
+            let primary = language.lowercased().split(whereSeparator: { $0 == "-" || $0 == "_" }).first
+            switch primary == "en" ? .success("en") : catalogLanguage(language) {
+            case .success(let found): tag = found
+            case .failure(let failure):
+                problems += failure.messages.map { "messages.\(shown): \($0)" }
+                continue
+            }
+            guard case .object(let fields) = text, Set(fields.keys).isSubset(of: ["title", "body"]),
+                case .string(let title)? = fields["title"]
+            else {
+                problems.append("messages.\(shown) must be {\"title\": text, \"body\": text} (title required)")
+                continue
+            }
+            var body = ""
+            if let given = fields["body"] {
+                guard case .string(let text) = given else {
+                    problems.append("messages.\(shown).body must be a string")
+                    continue
+                }
+                body = text
+            }
+            problems += FieldLimits.check([
+                ("messages.\(shown).title", title, FieldLimits.alertHeader), ("messages.\(shown).body", body, FieldLimits.alertDescription),
+            ])
+            if title.trimmingWhitespace().isEmpty { problems.append("messages.\(shown).title can't be blank") }
+            if messages[tag] != nil { problems.append("messages names \(tag) twice") }
+            messages[tag] = AlertSend.PushText(title: title.trimmingWhitespace(), body: body.trimmingWhitespace())
+        }
+        if problems.isEmpty && messages["en"] == nil {
+            problems.append("messages needs an en entry: riders whose language has none get the English")
+        }
+        guard problems.isEmpty else { throw .invalid(problems) }
+        return messages
+    }
+
     /// The unfinished send for this alert and audience, or a new one.
     /// Everyone gets only published alerts; test devices may get a draft
     /// (to see it before riders do). Test alerts go to test devices only.
-    func startSend(id: Int64, audience: AlertSend.Audience) async throws -> (AlertSend, ServiceAlert) {
+    func startSend(id: Int64, audience: AlertSend.Audience, messages: AlertSend.Messages? = nil) async throws -> (AlertSend, ServiceAlert) {
         let alert = try await alert(id: id)
         guard alert.published || audience == .test else {
             throw AdministrationError.invalid(["Publish the alert before sending it to everyone (a draft may go to test devices)"])
         }
         guard !alert.test || audience == .test else { throw AdministrationError.invalid(["A test alert can only be sent to the test audience"]) }
-        let send = try await store.startSend(alertID: id, audience: audience, now: now)
-        await record("alert.send", region: alert.regionID, target: "alert \(id)", detail: "audience=\(audience.rawValue); send \(send.id)")
+        let send = try await store.startSend(alertID: id, audience: audience, messages: messages, now: now)
+        let text = messages.map { "; caller's text in " + $0.keys.sorted().joined(separator: ",") } ?? ""
+        await record("alert.send", region: alert.regionID, target: "alert \(id)", detail: "audience=\(audience.rawValue); send \(send.id)\(text)")
         return (send, alert)
     }
 }

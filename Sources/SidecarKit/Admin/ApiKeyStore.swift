@@ -21,29 +21,72 @@ struct ApiKeyStore: Sendable {
         var regions: Set<Int>? = nil
         /// Whether the key may start sends (the reference's `push` scope).
         var canPush = false
+        /// Whether the key may manage other keys (within its regions).
+        var isAdmin = false
+        /// A service principal: deployment-wide, and it may only manage keys.
+        var isPrincipal = false
+        /// The principal that made this key, if one did.
+        var principalID: Int64? = nil
 
         /// Whether the key may act on a region.
         func allows(region: Int) -> Bool { regions?.contains(region) ?? true }
 
         /// `regions 1,3; push` for listings.
         var scopeDescription: String {
-            (regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions") + (canPush ? "; push" : "")
+            if isPrincipal { return "service principal" }
+            return (regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions") + (canPush ? "; push" : "")
+                + (isAdmin ? "; admin" : "")
+        }
+
+        /// Whether this credential may create, list and revoke keys.
+        var managesKeys: Bool { isPrincipal || isAdmin }
+
+        /// Whether this credential may manage principals: an admin key of every region.
+        var managesPrincipals: Bool { isAdmin && !isPrincipal && regions == nil }
+
+        /// Whether this credential may grant a key these powers: never more
+        /// regions, push or admin than it has itself; a principal grants
+        /// region-scoped keys only, never admin.
+        func mayGrant(regions granted: Set<Int>?, push: Bool, admin: Bool) -> Bool {
+            if isPrincipal { return granted != nil && !admin }
+            guard isAdmin, !push || canPush else { return false }
+            guard let own = regions else { return true }
+            return granted.map { $0.isSubset(of: own) } ?? false
+        }
+
+        /// Whether this credential may see or revoke a key.
+        func mayManage(_ other: Record) -> Bool {
+            if isPrincipal { return other.principalID == id }
+            guard isAdmin, !other.isPrincipal else { return false }
+            guard let own = regions else { return true }
+            return other.regions.map { $0.isSubset(of: own) } ?? false
         }
     }
 
     static func hash(_ key: String) -> String { Hex.encode(SHA256.digest(Array(key.utf8))) }
 
-    /// Creates a key and returns it in clear, once.
-    func create(name: String, regions: Set<Int>? = nil, canPush: Bool = false, now: Int64) async throws -> (key: String, record: Record) {
-        let key = "sidecar_" + Base64URL.encode(SecureRandom.bytes(32))
-        let prefix = String(key.prefix(14))
+    /// Creates a key (or, with `principal`, a service principal) and returns
+    /// it in clear, once.
+    func create(
+        name: String, regions: Set<Int>? = nil, canPush: Bool = false, isAdmin: Bool = false, principal: Bool = false,
+        madeBy principalID: Int64? = nil, now: Int64
+    ) async throws -> (key: String, record: Record) {
+        let key = (principal ? "sidecar_sp_" : "sidecar_") + Base64URL.encode(SecureRandom.bytes(32))
+        let prefix = String(key.prefix(principal ? 17 : 14))
+        let kind = principal ? "principal" : "key"
+        let regions = principal ? nil : regions
         let id = try await database.write { connection in
             try connection.queryOne(
                 """
-                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push) VALUES (\(name), \(prefix), \(Self.hash(key)), \(now), \(ConsoleStore.encodeRegions(regions)), \(canPush ? 1 : 0)) RETURNING id
+                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push, is_admin, kind, principal_id) VALUES (\(name), \(prefix), \(Self.hash(key)), \(now), \(ConsoleStore.encodeRegions(regions)), \(canPush && !principal ? 1 : 0), \(isAdmin && !principal ? 1 : 0), \(kind), \(principalID)) RETURNING id
                 """)?.int("id") ?? 0
         }
-        return (key, Record(id: id, name: name, prefix: prefix, createdAt: now, lastUsedAt: nil, revokedAt: nil, regions: regions, canPush: canPush))
+        return (
+            key,
+            Record(
+                id: id, name: name, prefix: prefix, createdAt: now, lastUsedAt: nil, revokedAt: nil, regions: regions,
+                canPush: canPush && !principal, isAdmin: isAdmin && !principal, isPrincipal: principal, principalID: principalID)
+        )
     }
 
     /// The live key matching a presented bearer token, if any.
@@ -62,8 +105,23 @@ struct ApiKeyStore: Sendable {
         return record
     }
 
-    func list() async throws -> [Record] {
-        try await database.read { connection in try connection.query("SELECT * FROM api_keys ORDER BY id").map(Self.record) }
+    /// Keys (or principals) in id order, `after` an id when paging.
+    func list(principals: Bool = false, after: Int64 = 0, limit: Int = Int(Int32.max)) async throws -> [Record] {
+        let kind = principals ? "principal" : "key"
+        return try await database.read { connection in
+            try connection.query("SELECT * FROM api_keys WHERE kind = \(kind) AND id > \(after) ORDER BY id LIMIT \(Int64(limit))").map(Self.record)
+        }
+    }
+
+    /// Revokes a principal and, when asked, every live key it made; returns
+    /// how many keys went with it, or nil when no live principal has the id.
+    func revokePrincipal(id: Int64, withKeys: Bool, now: Int64) async throws -> Int? {
+        try await database.write { connection in
+            guard try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND kind = 'principal' AND revoked_at IS NULL") > 0
+            else { return nil }
+            guard withKeys else { return 0 }
+            return try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE principal_id = \(id) AND revoked_at IS NULL")
+        }
     }
 
     func find(id: Int64) async throws -> Record? {
@@ -72,7 +130,7 @@ struct ApiKeyStore: Sendable {
 
     func revoke(id: Int64, now: Int64) async throws -> Bool {
         try await database.write { connection in
-            try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND revoked_at IS NULL") > 0
+            try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND kind = 'key' AND revoked_at IS NULL") > 0
         }
     }
 
@@ -80,7 +138,8 @@ struct ApiKeyStore: Sendable {
         Record(
             id: try row.int("id"), name: try row.string("name"), prefix: try row.string("prefix"),
             createdAt: try row.int("created_at"), lastUsedAt: try row.optionalInt("last_used_at"), revokedAt: try row.optionalInt("revoked_at"),
-            regions: ConsoleStore.decodeRegions(try row.optionalString("regions")), canPush: try row.bool("can_push"))
+            regions: ConsoleStore.decodeRegions(try row.optionalString("regions")), canPush: try row.bool("can_push"),
+            isAdmin: try row.bool("is_admin"), isPrincipal: try row.string("kind") == "principal", principalID: try row.optionalInt("principal_id"))
     }
 
 }
@@ -106,6 +165,11 @@ extension ApiKeyStore {
             14: [
                 .same("ALTER TABLE api_keys ADD COLUMN regions TEXT"),
                 .same("ALTER TABLE api_keys ADD COLUMN can_push BIGINT NOT NULL DEFAULT 1"),
+            ],
+            23: [
+                .same("ALTER TABLE api_keys ADD COLUMN is_admin BIGINT NOT NULL DEFAULT 0"),
+                .same("ALTER TABLE api_keys ADD COLUMN kind TEXT NOT NULL DEFAULT 'key'"),
+                .same("ALTER TABLE api_keys ADD COLUMN principal_id BIGINT"),
             ],
         ])
 }

@@ -110,6 +110,19 @@ struct AlarmStore: Sendable {
         }
     }
 
+    /// A page of a region's alarms in id order (the admin API's read-only list).
+    func alarms(regionID: Int, after: Int64, limit: Int) async throws -> [Alarm] {
+        try await database.read { connection in
+            try connection.query(
+                "SELECT \(raw: Self.columns) FROM alarms WHERE region_id = \(Int64(regionID)) AND id > \(after) ORDER BY id LIMIT \(Int64(limit))"
+            ).map(Self.alarm)
+        }
+    }
+
+    func count(regionID: Int) async throws -> Int {
+        try await database.read { connection in try Self.count(connection, regionID: regionID) }
+    }
+
     func count() async throws -> Int {
         try await database.read { connection in try Self.count(connection) }
     }

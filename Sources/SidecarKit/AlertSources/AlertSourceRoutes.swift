@@ -17,15 +17,20 @@ struct AlertSourceRoutes: Sendable {
     ]
     static let cliOnly = ["header_file", "header_env", "allow_link_local"]
 
+    /// What the add and edit operations take (the CLI-only names too, to
+    /// refuse them with a message that says where they can be set).
+    static let accepted = Dictionary(uniqueKeysWithValues: (fields + cliOnly).map { ($0, AdminField.scalar) })
+
     var routes: [Route] {
-        [
-            admin.route("GET", "/regions/:id/sources") { request, key in await list(request, key) },
-            admin.route("POST", "/regions/:id/sources") { request, key in await add(request, key) },
+        let page = AdminConventions.paging
+        return [
+            admin.route("GET", "/regions/:id/sources", accepts: page) { request, key in await list(request, key) },
+            admin.route("POST", "/regions/:id/sources", accepts: Self.accepted, idempotent: true) { request, key in await add(request, key) },
             admin.route("GET", "/sources/:id") { request, key in await show(request, key) },
-            admin.route("PATCH", "/sources/:id") { request, key in await edit(request, key) },
+            admin.route("PATCH", "/sources/:id", accepts: Self.accepted) { request, key in await edit(request, key) },
             admin.route("DELETE", "/sources/:id") { request, key in await remove(request, key) },
             admin.route("POST", "/sources/:id/poll") { request, key in await poll(request, key) },
-            admin.route("GET", "/sources/:id/reviews") { request, key in await reviews(request, key) },
+            admin.route("GET", "/sources/:id/reviews", accepts: page) { request, key in await reviews(request, key) },
             admin.route("POST", "/sources/:id/reviews/:entity/approve", .push) { request, key in await decide(request, key, approve: true) },
             admin.route("POST", "/sources/:id/reviews/:entity/dismiss") { request, key in await decide(request, key, approve: false) },
         ]
@@ -52,29 +57,33 @@ struct AlertSourceRoutes: Sendable {
     func list(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let regionID = try admin.regionID(request, key)
-            return .json(200, JSONValue.array(try await store.sources(regionID: regionID).map { Self.json($0.0, $0.1) }))
+            let page = try AdminConventions.page(request, list: "sources:\(regionID)")
+            let (shown, next) = page.window(try await store.sources(regionID: regionID).sorted { $0.0.id < $1.0.id }) { $0.0.id }
+            return AdminConventions.pageResponse(shown.map { Self.json($0.0, $0.1) }, next: next, page: page, request: request)
         } catch { return admin.failure(error) }
     }
 
     func add(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let source = try await acting(key).add(regionID: try admin.regionID(request, key), fields: try settings(request))
-            return .json(201, Self.json(source, AlertSourceStatus()))
+            return .json(201, Self.json(source, AlertSourceStatus())).adding(header: "ETag", Self.etag(source))
         } catch { return admin.failure(error) }
     }
 
     func show(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let (source, status) = try await scoped(request, key)
-            return .json(200, Self.json(source, status))
+            return .json(200, Self.json(source, status)).adding(header: "ETag", Self.etag(source))
         } catch { return admin.failure(error) }
     }
 
     func edit(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let (source, _) = try await scoped(request, key)
+            try AdminConventions.checkIfMatch(request, current: Self.json(source, AlertSourceStatus()))
             let edited = try await acting(key).edit(id: source.id, fields: try settings(request))
             return .json(200, Self.json(edited, try await store.source(id: source.id)?.1 ?? AlertSourceStatus()))
+                .adding(header: "ETag", Self.etag(edited))
         } catch { return admin.failure(error) }
     }
 
@@ -100,15 +109,15 @@ struct AlertSourceRoutes: Sendable {
     func reviews(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let (source, _) = try await scoped(request, key)
-            return .json(
-                200,
-                JSONValue.array(
-                    try await store.reviews(sourceID: source.id).map { state, header in
-                        JSONValue.object([
-                            "entity_id": .string(state.entityID), "alert_id": .integer(state.alertID), "header": .string(header),
-                            "reason": state.reason.map(JSONValue.string) ?? .null,
-                        ])
-                    }))
+            let page = try AdminConventions.page(request, list: "reviews:\(source.id)")
+            let (shown, next) = page.window(try await store.reviews(sourceID: source.id).sorted { $0.0.alertID < $1.0.alertID }) { $0.0.alertID }
+            return AdminConventions.pageResponse(
+                shown.map { state, header in
+                    JSONValue.object([
+                        "entity_id": .string(state.entityID), "alert_id": .integer(state.alertID), "header": .string(header),
+                        "reason": state.reason.map(JSONValue.string) ?? .null,
+                    ])
+                }, next: next, page: page, request: request)
         } catch { return admin.failure(error) }
     }
 
@@ -121,6 +130,10 @@ struct AlertSourceRoutes: Sendable {
             return .json(200, JSONValue.object(["lines": .array(lines.map(JSONValue.string))]))
         } catch { return admin.failure(error) }
     }
+
+    /// A source's version: its settings, not its polling status (a poll
+    /// does not make an editor's copy stale).
+    static func etag(_ source: AlertSource) -> String { AdminConventions.etag(json(source, AlertSourceStatus())) }
 
     static func json(_ source: AlertSource, _ status: AlertSourceStatus) -> JSONValue {
         .object([

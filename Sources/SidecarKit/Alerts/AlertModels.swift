@@ -1,4 +1,5 @@
 import Core
+import FoundationEssentials
 import GTFSRealtime
 
 /// An authored service alert (spec §3), as stored.
@@ -86,6 +87,35 @@ struct AlertSend: Sendable, Equatable {
     var lastError: String?
     /// How many registrations the audience had when the send started.
     var audienceSize = 0
+    /// Push text the caller supplied instead of the alert's, by language
+    /// (`en` is the copy for every language without its own).
+    var messages: Messages? = nil
+
+    /// One language's push title and body.
+    struct PushText: Sendable, Equatable {
+        var title: String
+        var body: String
+    }
+
+    typealias Messages = [String: PushText]
+
+    static func encode(_ messages: Messages) -> String {
+        let object = JSONValue.object(
+            messages.mapValues { JSONValue.object(["title": .string($0.title), "body": .string($0.body)]) })
+        return String(decoding: object.encoded(), as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> Messages? {
+        guard case .object(let languages)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return nil }
+        var messages: Messages = [:]
+        for (language, value) in languages {
+            guard case .object(let fields) = value, case .string(let title)? = fields["title"], case .string(let body)? = fields["body"] else {
+                continue
+            }
+            messages[language] = PushText(title: title, body: body)
+        }
+        return messages
+    }
 
     /// Pushes not delivered yet that a resume would try: those pending after
     /// a passing failure and the audience after the cursor (counted by the caller).

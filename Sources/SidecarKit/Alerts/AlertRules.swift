@@ -174,7 +174,16 @@ enum AlertPushRules {
     /// Title and body in the group's language when a fresh translation
     /// exists, else English; cut to what a lock screen shows. An alert with
     /// no description pushes its header as the body.
-    static func copy(for alert: ServiceAlert, translations: [AlertTranslation], locale: String?) -> (title: String, body: String) {
+    static func copy(for alert: ServiceAlert, translations: [AlertTranslation], locale: String?, messages: AlertSend.Messages? = nil)
+        -> (title: String, body: String)
+    {
+        if let messages {
+            // The caller's text: the group's language when given, else English.
+            let chosen =
+                locale.flatMap { wanted in messages.first { $0.key.lowercased() == wanted.lowercased() }?.value } ?? messages["en"]
+                ?? AlertSend.PushText(title: alert.header, body: alert.description)
+            return (truncate(chosen.title, limit: titleLimit), truncate(chosen.body.presence ?? chosen.title, limit: bodyLimit))
+        }
         let translation = locale.flatMap { wanted in
             AlertFeedRules.fresh(translations, for: alert).first { $0.language.lowercased() == wanted.lowercased() }
         }

@@ -14,7 +14,10 @@ extension AlertStore {
     /// audience, resuming it, or starts a new one. Throws
     /// `AlertStoreError.busy` while another runner holds the lease, so two
     /// processes never push the same pages.
-    func startSend(alertID: Int64, audience: AlertSend.Audience, now: Int64) async throws -> AlertSend {
+    /// Starts a send, or resumes the unfinished one of the same audience
+    /// (which keeps its own text). `messages` replaces the alert's text for
+    /// a new send.
+    func startSend(alertID: Int64, audience: AlertSend.Audience, messages: AlertSend.Messages? = nil, now: Int64) async throws -> AlertSend {
         try await database.write { connection in
             if let unfinished = try connection.queryOne(
                 """
@@ -46,8 +49,8 @@ extension AlertStore {
                 let row = try connection.queryOne(
                     """
                     INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until,
-                        audience_size)
-                    VALUES (\(alertID), \(audience.rawValue), 'running', 0, 0, 0, 0, 0, \(now), \(now + sendLeaseSeconds), \(audienceSize)) RETURNING *
+                        audience_size, messages)
+                    VALUES (\(alertID), \(audience.rawValue), 'running', 0, 0, 0, 0, 0, \(now), \(now + sendLeaseSeconds), \(audienceSize), \(messages.map(AlertSend.encode))) RETURNING *
                     """)
                 return try Self.send(row!)
             } catch DatabaseError.constraintViolation(_) {
@@ -233,7 +236,7 @@ extension AlertStore {
             cursor: try row.int("cursor"), targeted: Int(try row.int("targeted")), delivered: Int(try row.int("delivered")),
             failed: Int(try row.int("failed")), pruned: Int(try row.int("pruned")), pending: Int(try row.int("pending")),
             startedAt: try row.int("started_at"), finishedAt: try row.optionalInt("finished_at"), lastError: try row.optionalString("last_error"),
-            audienceSize: Int(try row.int("audience_size")))
+            audienceSize: Int(try row.int("audience_size")), messages: try row.optionalString("messages").flatMap(AlertSend.decode))
     }
 }
 
@@ -277,6 +280,9 @@ extension AlertStore {
             ],
             20: [
                 .same("ALTER TABLE alert_sends ADD COLUMN audience_size BIGINT NOT NULL DEFAULT 0")
+            ],
+            23: [
+                .same("ALTER TABLE alert_sends ADD COLUMN messages TEXT")
             ],
         ])
 }

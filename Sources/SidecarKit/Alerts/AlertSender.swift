@@ -88,7 +88,7 @@ struct AlertSender: Sendable {
         func messages(for page: [(id: Int64, registration: PushRegistration)]) -> [PushMessage] {
             page.map { entry -> PushMessage in
                 let group = AlertPushRules.group(of: entry.registration)
-                let copy = copies[group] ?? AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
+                let copy = copies[group] ?? AlertPushRules.copy(for: alert, translations: translations, locale: group.locale, messages: send.messages)
                 copies[group] = copy
                 return PushMessage(
                     token: entry.registration.token, platform: group.platform, apnsSandbox: group.apnsSandbox,

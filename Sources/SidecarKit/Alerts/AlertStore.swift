@@ -70,6 +70,17 @@ struct AlertStore: Sendable {
         }
     }
 
+    /// A page of a region's alerts in id order (the admin API's lists).
+    func alerts(regionID: Int, after: Int64, limit: Int) async throws -> [ServiceAlert] {
+        try await database.read { connection in
+            try connection.query(
+                """
+                SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND id > \(after) ORDER BY id LIMIT \(Int64(limit))
+                """
+            ).map(Self.alert)
+        }
+    }
+
     /// Alerts of a region, newest start first (all, or only published ones).
     func alerts(regionID: Int, publishedOnly: Bool = false) async throws -> [ServiceAlert] {
         try await database.read { connection in

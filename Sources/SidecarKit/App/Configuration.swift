@@ -99,6 +99,8 @@ struct SidecarConfiguration: Sendable {
     var surveyResponseLimit = 60
     /// Ghost-bus reports per hour per TCP peer; 0 disables.
     var ghostBusPeerLimit = 10
+    /// Admin API requests per minute per key (and failed sign-ins per client address).
+    var adminAPILimit = 600
     /// Ghost-bus reports per day per `user_identifier`; 0 disables.
     var ghostBusUserLimit = 20
     /// Donation requests per minute per TCP peer; 0 disables.

@@ -28,6 +28,9 @@ struct FeatureContext: Sendable {
     /// across every instance.
     let sharedCounts: SharedWindowCounter?
     let limits: RiderLimits
+    /// Admin API requests per minute per key, one budget across every admin
+    /// feature (and failed sign-ins per client address).
+    let adminAPILimiter: FixedWindowRateLimiter
     /// The background work, and the stop signal every job is built with.
     let work: BackgroundWork
     var stop: StopSignal { work.stop }
@@ -49,6 +52,7 @@ struct FeatureContext: Sendable {
         let console: ConsoleStore
         let audit: AuditLog
         let alertSources: AlertSourceStore
+        let idempotency: IdempotencyStore
 
         init(database: any Database, logger: Logger, sendLeaseSeconds: Int) {
             pushRegistrations = PushRegistrationStore(database: database)
@@ -61,6 +65,7 @@ struct FeatureContext: Sendable {
             console = ConsoleStore(database: database)
             audit = AuditLog(database: database, logger: logger)
             alertSources = AlertSourceStore(database: database)
+            idempotency = IdempotencyStore(database: database)
         }
     }
 

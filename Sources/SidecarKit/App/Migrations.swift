@@ -39,6 +39,9 @@ enum Migrations {
         entry(20, "a send remembers its audience's size", AlertStore.sendSchema),
         entry(21, "ghost-bus reports keep the route's short name", GhostBusStore.schema),
         entry(22, "alert sources", AlertStore.schema, AlertSourceStore.schema),
+        entry(
+            23, "admin API: key managers, principals, idempotency, caller-supplied push text, paged exports", ApiKeyStore.schema,
+            IdempotencyStore.schema, AlertStore.sendSchema, SurveyStore.schema, GhostBusStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program
@@ -55,7 +58,7 @@ enum Migrations {
     static let schemas: [Schema] = [
         PushRegistrationStore.schema, AlarmStore.schema, AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema, GhostBusStore.schema,
         SurveyStore.schema, LiveActivityStore.schema, CoordinationStore.schema, ConsoleStore.schema, AuditLog.schema, RelayBinder.schema,
-        RelayStore.schema, AlertSourceStore.schema,
+        RelayStore.schema, AlertSourceStore.schema, IdempotencyStore.schema,
     ]
 
     static func entry(_ version: Int, _ name: String, _ owners: Schema...) -> Migration {

@@ -119,7 +119,10 @@ final class Sidecar: Sendable {
                 logger: logger),
             upstream: upstream, transport: transport, publicURL: PublicBaseURL(configuration.effectivePublicURL()), metrics: metrics,
             coordination: postgres ? CoordinationStore(database: database) : nil, sharedCounts: shared,
-            limits: RiderLimits(configuration, logger: logger, shared: shared, now: now), work: work, boundPort: BoundPort(), alertFeedCache: cache,
+            limits: RiderLimits(configuration, logger: logger, shared: shared, now: now),
+            adminAPILimiter: FixedWindowRateLimiter(
+                limit: configuration.adminAPILimit, windowSeconds: 60, name: "admin_api", logger: logger, shared: shared, now: now),
+            work: work, boundPort: BoundPort(), alertFeedCache: cache,
             administration: AlertAdministration(
                 store: stores.alerts, regions: regions, clock: clock, cache: cache, catalog: configuration.locales,
                 audit: stores.audit),
@@ -133,7 +136,8 @@ final class Sidecar: Sendable {
         var features: [any Feature] = [
             HealthRoutes(context), OpenAPIRoutes(), PushRegistrationRoutes(context), AlarmRoutes(context), LiveActivityRoutes(context),
             AlertFeedRoutes(context), SurveyRoutes(context), GhostBusRoutes(context), DonationRoutes(context), GorushWebhookRoutes(context),
-            WeatherRoutes(context), VehicleRoutes(context), AdminRoutes(context), ConsoleRoutes(context), ShareRoutes(context),
+            WeatherRoutes(context), VehicleRoutes(context), AdminRoutes(context), AdminKeyRoutes(context), SurveyAdminRoutes(context),
+            GhostBusAdminRoutes(context), ActivityAdminRoutes(context), ConsoleRoutes(context), ShareRoutes(context),
             RegionRefresher(context, source: regionSource, client: directoryClient), AlertSourcePolling(context),
         ]
         if let binder = RelayBinder(context) { features.append(binder) }

@@ -10,12 +10,12 @@ extension ConsoleRoutes {
         [
             regionPage("GET", "/admin/regions/:region/ghost-bus", .read) { request, context in await ghostBusPage(request, context) },
             regionPage("GET", "/admin/regions/:region/ghost-bus.csv", .read) { _, context in
-                do {
-                    let csv = try await ghostBus.exportCSV(regionID: context.region!.id, zone: await zone(regionID: context.region!.id))
-                    return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
-                        .adding(header: "Content-Disposition", "attachment; filename=\"ghost-bus-region-\(context.region!.id).csv\"")
-                        .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
-                } catch { return unavailable(error) }
+                guard let region = context.region else { return notFound() }
+                let zone = await zone(regionID: region.id)
+                let ghostBus = ghostBus
+                return CSVDownload.response(filename: "ghost-bus-region-\(region.id).csv") { write in
+                    try await ghostBus.exportCSV(regionID: region.id, zone: zone, write: write)
+                }
             },
         ]
     }

@@ -16,12 +16,11 @@ extension ConsoleRoutes {
             surveyRoute("GET", "/admin/surveys/:id", .read) { request, context, survey in await surveyPage(request, context, survey) },
             surveyRoute("POST", "/admin/surveys/:id", .author) { request, context, survey in await saveSurvey(request, context, existing: survey) },
             surveyRoute("GET", "/admin/surveys/:id/responses.csv", .read) { _, _, survey in
-                do {
-                    let csv = try await surveys.responsesCSV(survey: survey, zone: await zone(regionID: survey.regionID))
-                    return Response.bytes(200, contentType: "text/csv; charset=utf-8", Array(csv.utf8))
-                        .adding(header: "Content-Disposition", "attachment; filename=\"survey-\(survey.id)-responses.csv\"")
-                        .adding(header: "Cache-Control", "no-store").adding(header: "X-Content-Type-Options", "nosniff")
-                } catch { return unavailable(error) }
+                let zone = await zone(regionID: survey.regionID)
+                let surveys = surveys
+                return CSVDownload.response(filename: "survey-\(survey.id)-responses.csv") { write in
+                    try await surveys.responsesCSV(survey: survey, zone: zone, write: write)
+                }
             },
         ]
     }

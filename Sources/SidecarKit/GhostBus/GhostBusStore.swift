@@ -116,6 +116,33 @@ struct GhostBusStore: Sendable {
         }
     }
 
+    /// The filters of a list or an export: `route` matches the route's id
+    /// or its short name, `trip` the trip's id; `from` and `to` bound when
+    /// the report was made (epoch milliseconds, inclusive).
+    struct Filter: Sendable, Equatable {
+        var route: String? = nil
+        var trip: String? = nil
+        var from: Int64? = nil
+        var to: Int64? = nil
+    }
+
+    /// A page of a region's reports in id order after `after`.
+    func reports(regionID: Int, filter: Filter, after: Int64, limit: Int) async throws -> [(id: Int64, report: Stored)] {
+        let route = filter.route ?? "", trip = filter.trip ?? ""
+        let from = filter.from ?? Int64.min, to = filter.to ?? Int64.max
+        return try await database.read { connection in
+            try connection.query(
+                """
+                SELECT * FROM ghost_bus_reports WHERE region_id = \(regionID) AND id > \(after)
+                    AND (\(route) = '' OR route_identifier = \(route) OR LOWER(route_short_name) = LOWER(\(route)))
+                    AND (\(trip) = '' OR trip_identifier = \(trip))
+                    AND created_at >= \(from) AND created_at <= \(to)
+                ORDER BY id LIMIT \(Int64(limit))
+                """
+            ).map { (try $0.int("id"), try Self.stored($0)) }
+        }
+    }
+
     static let exportColumns = [
         "public_id", "created_at", "user_identifier", "trip_identifier", "service_date", "route_identifier",
         "route_short_name", "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted",
@@ -123,16 +150,25 @@ struct GhostBusStore: Sendable {
         "scheduled_arrival_at", "predicted_arrival_at", "prediction_last_updated_at", "trip_snapshot",
     ]
 
-    /// The region's reports as CSV (spreadsheet-safe), oldest first: times
-    /// in ISO 8601 in the region's zone, coordinates and counts as numbers.
-    func exportCSV(regionID: Int, zone: ZoneInfo) async throws -> String {
-        let reports = try await database.read { connection in try Self.all(connection, regionID: regionID) }
+    /// Rows read per query while exporting: memory stays flat however many
+    /// reports a region has.
+    static let exportPage = 1000
+
+    /// The region's reports as CSV (spreadsheet-safe), oldest first, handed
+    /// to `write` a page at a time: times in ISO 8601 in the region's zone,
+    /// coordinates and counts as numbers.
+    func exportCSV(regionID: Int, zone: ZoneInfo, filter: Filter = Filter(), write: (String) async throws -> Void) async throws {
         func seconds(_ millis: Int64?) -> Int64? { millis.map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
-        var lines = [CSV.line(Self.exportColumns)]
-        for stored in reports {
-            let report = stored.report
-            lines.append(
-                CSV.row([
+        try await write(CSV.line(Self.exportColumns) + "\n")
+        var after: Int64 = 0
+        while true {
+            let page = try await reports(regionID: regionID, filter: filter, after: after, limit: Self.exportPage)
+            guard let last = page.last else { return }
+            after = last.id
+            var chunk = ""
+            for (_, stored) in page {
+                let report = stored.report
+                chunk += CSV.row([
                     .text(stored.publicID), .instant(seconds(stored.createdAt), zone), .text(report.userIdentifier),
                     .text(report.tripIdentifier), .instant(seconds(report.serviceDate), zone), .text(report.routeIdentifier),
                     .text(stored.routeShortName), .text(report.stopIdentifier), .text(report.vehicleIdentifier),
@@ -141,9 +177,17 @@ struct GhostBusStore: Sendable {
                     .number(report.userLongitude), .instant(seconds(report.scheduledArrivalAt), zone),
                     .instant(seconds(report.predictedArrivalAt), zone), .instant(seconds(report.predictionLastUpdatedAt), zone),
                     .text(stored.tripSnapshot),
-                ]))
+                ]) + "\n"
+            }
+            try await write(chunk)
         }
-        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The whole export in memory (tests and small regions).
+    func exportCSV(regionID: Int, zone: ZoneInfo) async throws -> String {
+        var text = ""
+        try await exportCSV(regionID: regionID, zone: zone) { text += $0 }
+        return text
     }
 
     // MARK: For an export and an import
@@ -250,6 +294,10 @@ extension GhostBusStore {
             ],
             21: [
                 .same("ALTER TABLE ghost_bus_reports ADD COLUMN route_short_name TEXT")
+            ],
+            // Reports are paged and exported a region at a time in id order.
+            23: [
+                .same("CREATE INDEX ghost_bus_reports_region_id ON ghost_bus_reports (region_id, id)")
             ],
         ])
 }

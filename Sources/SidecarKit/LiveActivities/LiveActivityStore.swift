@@ -101,6 +101,19 @@ struct LiveActivityStore: Sendable {
         }
     }
 
+    /// A page of a region's Live Activities in id order (the admin API's read-only list).
+    func activities(regionID: Int, after: Int64, limit: Int) async throws -> [LiveActivity] {
+        try await database.read { connection in
+            try connection.query(
+                "SELECT * FROM live_activities WHERE region_id = \(Int64(regionID)) AND id > \(after) ORDER BY id LIMIT \(Int64(limit))"
+            ).map(Self.activity)
+        }
+    }
+
+    func count(regionID: Int) async throws -> Int {
+        try await database.read { connection in try Self.count(connection, regionID: regionID) }
+    }
+
     func count() async throws -> Int {
         try await database.read { connection in try Self.count(connection) }
     }

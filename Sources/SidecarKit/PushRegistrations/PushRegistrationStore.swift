@@ -319,6 +319,24 @@ extension PushRegistrationStore {
         ).map { (try $0.count("region_id"), try $0.string("operating_system"), try $0.count("n")) }
     }
 
+    /// How many registrations a region has of each platform, locale, APNs
+    /// environment and test flag (one row per combination).
+    func breakdown(regionID: Int) async throws -> [(platform: String, locale: String?, sandbox: Bool, test: Bool, count: Int)] {
+        try await database.read { connection in
+            try connection.query(
+                """
+                SELECT operating_system, locale, apns_sandbox, test_device, COUNT(*) AS n FROM push_registrations WHERE region_id = \(regionID)
+                GROUP BY operating_system, locale, apns_sandbox, test_device
+                """
+            ).map {
+                (
+                    try $0.string("operating_system"), try $0.optionalString("locale"), try $0.bool("apns_sandbox"), try $0.bool("test_device"),
+                    try $0.count("n")
+                )
+            }
+        }
+    }
+
     /// Registrations of one region, or of all.
     static func count(_ connection: any SQLConnection, regionID: Int? = nil) throws -> Int {
         if let regionID {

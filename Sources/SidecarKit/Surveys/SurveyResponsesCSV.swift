@@ -4,30 +4,51 @@ import Database
 import FoundationEssentials
 
 extension SurveyStore {
-    /// A survey's responses as CSV: times in ISO 8601 in the region's zone,
-    /// the stop's coordinates as numbers, then one column per question.
-    func responsesCSV(survey: Survey, zone: ZoneInfo) async throws -> String {
+    /// Rows read per query while exporting: memory stays flat however many
+    /// responses a survey has.
+    static let exportPage = 1000
+
+    /// A survey's responses as CSV, handed to `write` a page at a time:
+    /// times in ISO 8601 in the region's zone, the stop's coordinates as
+    /// numbers, then one column per question; only responses created
+    /// between `from` and `to` (epoch seconds, inclusive) when given.
+    func responsesCSV(
+        survey: Survey, zone: ZoneInfo, from: Int64? = nil, to: Int64? = nil, write: (String) async throws -> Void
+    ) async throws {
         let questions = survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.filter { $0.type != "label" }
-        var lines = [
+        try await write(
             CSV.line(
                 ["response_id", "created_at", "updated_at", "user_identifier", "stop_identifier", "stop_latitude", "stop_longitude"]
-                    + questions.map { $0.content["label_text"]?.scalarText ?? "question \($0.id)" })
-        ]
-        for response in try await responses(surveyID: survey.id) {
-            let byQuestion = Dictionary(
-                response.answers.compactMap { answer -> (Int64, String)? in
-                    guard case .integer(let id)? = answer["question_id"] else { return nil }
-                    let value = answer["answer"].map { $0.scalarText ?? String(decoding: $0.encoded(), as: UTF8.self) }
-                    return (id, value ?? "")
-                }, uniquingKeysWith: { _, last in last })
-            lines.append(
-                CSV.row(
-                    [
-                        .text(response.publicID), .instant(response.createdAt, zone), .instant(response.updatedAt, zone),
-                        .text(response.userIdentifier), .text(response.stopIdentifier), .number(response.stopLatitude),
-                        .number(response.stopLongitude),
-                    ] + questions.map { .text(byQuestion[$0.id]) }))
+                    + questions.map { $0.content["label_text"]?.scalarText ?? "question \($0.id)" }) + "\n")
+        var after: Int64 = 0
+        while true {
+            let page = try await responses(surveyID: survey.id, after: after, from: from, to: to, limit: Self.exportPage)
+            guard let last = page.last else { return }
+            after = last.id
+            var chunk = ""
+            for (_, response) in page {
+                let byQuestion = Dictionary(
+                    response.answers.compactMap { answer -> (Int64, String)? in
+                        guard case .integer(let id)? = answer["question_id"] else { return nil }
+                        let value = answer["answer"].map { $0.scalarText ?? String(decoding: $0.encoded(), as: UTF8.self) }
+                        return (id, value ?? "")
+                    }, uniquingKeysWith: { _, last in last })
+                chunk +=
+                    CSV.row(
+                        [
+                            .text(response.publicID), .instant(response.createdAt, zone), .instant(response.updatedAt, zone),
+                            .text(response.userIdentifier), .text(response.stopIdentifier), .number(response.stopLatitude),
+                            .number(response.stopLongitude),
+                        ] + questions.map { .text(byQuestion[$0.id]) }) + "\n"
+            }
+            try await write(chunk)
         }
-        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The whole export in memory (tests and small surveys).
+    func responsesCSV(survey: Survey, zone: ZoneInfo) async throws -> String {
+        var text = ""
+        try await responsesCSV(survey: survey, zone: zone) { text += $0 }
+        return text
     }
 }

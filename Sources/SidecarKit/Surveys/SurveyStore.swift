@@ -213,6 +213,20 @@ struct SurveyStore: Sendable {
         }
     }
 
+    /// A page of a survey's responses in id order after `after`, created
+    /// between `from` and `to` (epoch seconds, inclusive) when given.
+    func responses(surveyID: Int64, after: Int64, from: Int64?, to: Int64?, limit: Int) async throws -> [(id: Int64, response: StoredResponse)] {
+        let from = from ?? Int64.min, to = to ?? Int64.max
+        return try await database.read { connection in
+            try connection.query(
+                """
+                SELECT * FROM survey_responses WHERE survey_id = \(surveyID) AND id > \(after) AND created_at >= \(from) AND created_at <= \(to)
+                ORDER BY id LIMIT \(Int64(limit))
+                """
+            ).map { (try $0.int("id"), try StoredResponse.read($0)) }
+        }
+    }
+
     func responses(surveyID: Int64) async throws -> [StoredResponse] {
         try await database.read { connection in
             try connection.query("SELECT * FROM survey_responses WHERE survey_id = \(surveyID) ORDER BY id").map(StoredResponse.read)
@@ -372,6 +386,10 @@ extension SurveyStore {
             ],
             13: [
                 .same("ALTER TABLE studies ADD COLUMN updated_at BIGINT")
+            ],
+            // Responses are paged and exported a survey at a time in id order.
+            23: [
+                .same("CREATE INDEX survey_responses_survey_id ON survey_responses (survey_id, id)")
             ],
         ])
 }

@@ -10,7 +10,8 @@ import Push
 import Glibc
 #endif
 
-/// Who may act: admin API keys (`apikey`) and console accounts (`user`).
+/// Who may act: admin API keys (`apikey`), service principals
+/// (`principal`) and console accounts (`user`).
 extension OperatorCommands {
     static let access: [OperatorCommand] = [
         OperatorCommand(
@@ -22,6 +23,7 @@ extension OperatorCommands {
                     "region", "N|all", required: true, repeatable: true,
                     "A region the key may manage (repeat for more), or all for every region"),
                 OperatorOption("push", nil, "The key may start sends"),
+                OperatorOption("admin", nil, "The key may also create, list and revoke keys within its regions over the admin API"),
             ],
             run: { c in
                 guard let name = c.options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
@@ -29,13 +31,13 @@ extension OperatorCommands {
                 guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
                 let regions = try regionList(c.options["region"])
                 let (key, record) = try await ApiKeyStore(database: c.database).create(
-                    name: name, regions: regions, canPush: c.options["push"] == "true",
+                    name: name, regions: regions, canPush: c.options["push"] == "true", isAdmin: c.options["admin"] == "true",
                     now: c.now)
                 await c.audit.record(
                     actor: c.actor, action: "apikey.create", regionID: Optional<Int>.none, target: "API key \(record.id)",
                     detail: "\(name); \(record.scopeDescription)", now: c.now)
                 // The key alone on standard output: KEY=$(sidecar apikey create ...) reads it.
-                c.errors("created API key \(record.id) (\(name), \(record.scopeDescription)). It is shown only c.now; c.alerts it safely:")
+                c.errors("created API key \(record.id) (\(name), \(record.scopeDescription)). It is shown only now; store it safely:")
                 c.output(key)
                 return 0
             }),
@@ -59,6 +61,48 @@ extension OperatorCommands {
                 }
                 await c.audit.record(actor: c.actor, action: "apikey.revoke", regionID: Optional<Int>.none, target: "API key \(id)", now: c.now)
                 c.output("revoked API key \(id)")
+                return 0
+            }),
+        OperatorCommand(
+            name: "principal create", id: nil, access: .writes,
+            summary: "Create a service principal: a deployment-wide credential that may only create, list and revoke region keys",
+            options: [OperatorOption("name", "TEXT", required: true, "What it is for (your provisioning system), shown in lists and the audit log")],
+            run: { c in
+                guard let name = c.options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
+                let tooLong = FieldLimits.check([("--name", name, FieldLimits.name)])
+                guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
+                let (key, record) = try await c.keys.create(name: name, principal: true, now: c.now)
+                await c.audit.record(
+                    actor: c.actor, action: "principal.create", regionID: Optional<Int>.none, target: "principal \(record.id)", detail: name,
+                    now: c.now)
+                // The secret alone on standard output, as apikey create does.
+                c.errors("created service principal \(record.id) (\(name)). It is shown only now; store it safely:")
+                c.output(key)
+                return 0
+            }),
+        OperatorCommand(
+            name: "principal list", id: nil, access: .reads, summary: "List service principals", options: [],
+            run: { c in
+                for record in try await c.keys.list(principals: true) {
+                    let state = record.revokedAt == nil ? "active" : "revoked"
+                    c.output("\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\tlast used \(record.lastUsedAt.map(format) ?? "never")")
+                }
+                return 0
+            }),
+        OperatorCommand(
+            name: "principal revoke", id: "ID", access: .writes, summary: "Revoke a service principal by id",
+            options: [OperatorOption("revoke-keys", nil, "Also revoke every key it made")],
+            run: { c in
+                let withKeys = c.options["revoke_keys"] == "true"
+                guard let id = Int64(c.invocation.positional.first ?? ""),
+                    let revoked = try await c.keys.revokePrincipal(id: id, withKeys: withKeys, now: c.now)
+                else {
+                    throw AdministrationError.notFound("No active service principal \(c.invocation.positional.first ?? "")")
+                }
+                await c.audit.record(
+                    actor: c.actor, action: "principal.revoke", regionID: Optional<Int>.none, target: "principal \(id)",
+                    detail: withKeys ? "with its \(revoked) keys" : "its keys kept", now: c.now)
+                c.output(withKeys ? "revoked service principal \(id) and the \(revoked) keys it made" : "revoked service principal \(id); the keys it made still work")
                 return 0
             }),
         OperatorCommand(

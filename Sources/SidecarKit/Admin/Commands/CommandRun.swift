@@ -37,6 +37,10 @@ struct CommandRun: Sendable {
     var keys: ApiKeyStore { ApiKeyStore(database: database) }
     var users: ConsoleStore { ConsoleStore(database: database) }
     var audit: AuditLog { AuditLog(database: database, logger: logger) }
+    /// Study and survey authoring as this operator.
+    var surveyAdministration: SurveyAdministration {
+        SurveyAdministration(store: surveys, regions: regions, audit: audit, clock: clock, actor: actor)
+    }
     /// Who ran the command, as the audit log names them.
     var actor: String { "cli:" + Self.operatorLogin() }
 

@@ -38,8 +38,10 @@ extension OperatorCommands {
             run: { c in
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
-                let csv = try await GhostBusStore(database: c.database).exportCSV(regionID: regionID, zone: await c.zone(regionID: regionID))
-                c.output(String(csv.dropLast()))
+                // A page at a time: a region's every report never sits in memory.
+                try await GhostBusStore(database: c.database).exportCSV(regionID: regionID, zone: await c.zone(regionID: regionID)) { chunk in
+                    c.output(String(chunk.dropLast()))
+                }
                 return 0
             }),
         OperatorCommand(

@@ -15,18 +15,8 @@ extension OperatorCommands {
                 region, OperatorOption("name", "TEXT", required: true, "The study's name"), OperatorOption("description", "TEXT", "What it is for"),
             ],
             run: { c in
-                let regionID = try c.region()
-                _ = try c.administration.region(regionID)
-                guard let name = c.options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
-                let tooLong = FieldLimits.check([
-                    ("--name", name, FieldLimits.name), ("--description", c.options["description"], FieldLimits.alertDescription),
-                ])
-                guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
-                let study = try await SurveyStore(database: c.database).createStudy(
-                    regionID: regionID, name: name,
-                    description: c.options["description"]?.presence, now: c.now)
-                await c.audit.record(
-                    actor: c.actor, action: "study.create", regionID: regionID, target: "study \(study.id)", detail: name, now: c.now)
+                let study = try await c.surveyAdministration.createStudy(
+                    regionID: try c.region(), name: c.options["name"], description: c.options["description"])
                 c.output("created study \(study.id)")
                 return 0
             }),
@@ -41,36 +31,7 @@ extension OperatorCommands {
         OperatorCommand(
             name: "survey create", id: nil, access: .writes, summary: "Create a survey from a JSON document",
             options: [OperatorOption("file", "PATH|-", required: true, "The document (- for standard input); see 'sidecar survey show'")],
-            run: { c in
-                let surveys = SurveyStore(database: c.database)
-                var survey: Survey
-                if c.invocation.command == "survey edit" {
-                    guard let existing = try await surveys.survey(id: try c.id()) else {
-                        throw AdministrationError.notFound("No survey \(try c.id())")
-                    }
-                    survey = existing
-                } else {
-                    survey = Survey(
-                        id: 0, regionID: 0, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
-                        showOnStops: false, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
-                        visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: c.now, updatedAt: c.now)
-                }
-                let document = try c.document(c.options["file"])
-                var messages = SurveyRules.parse(document: document, into: &survey)
-                if c.regions.region(id: survey.regionID) == nil { messages.append("region_id \(survey.regionID) is not in the regions directory") }
-                guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
-                do {
-                    let saved = try await surveys.save(survey, now: c.now)
-                    await c.audit.record(
-                        actor: c.actor, action: c.invocation.command == "survey edit" ? "survey.edit" : "survey.create",
-                        regionID: saved.regionID, target: "survey \(saved.id)", detail: "\(saved.name); \(saved.questions.count) questions",
-                        now: c.now)
-                    c.output("\(c.invocation.command == "survey edit" ? "updated" : "created") survey \(saved.id)")
-                } catch let error as SurveyStoreError {
-                    throw AdministrationError.invalid([error.message])
-                }
-                return 0
-            }),
+            run: saveSurvey),
         OperatorCommand(
             name: "survey list", id: nil, access: .reads, summary: "List surveys", options: [optionalRegion],
             run: { c in
@@ -94,47 +55,13 @@ extension OperatorCommands {
             name: "survey edit", id: "ID", access: .writes,
             summary: "Replace a survey from a JSON document; questions are frozen once it has responses",
             options: [OperatorOption("file", "PATH|-", required: true, "The document (- for standard input)")],
-            run: { c in
-                let surveys = SurveyStore(database: c.database)
-                var survey: Survey
-                if c.invocation.command == "survey edit" {
-                    guard let existing = try await surveys.survey(id: try c.id()) else {
-                        throw AdministrationError.notFound("No survey \(try c.id())")
-                    }
-                    survey = existing
-                } else {
-                    survey = Survey(
-                        id: 0, regionID: 0, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
-                        showOnStops: false, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
-                        visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: c.now, updatedAt: c.now)
-                }
-                let document = try c.document(c.options["file"])
-                var messages = SurveyRules.parse(document: document, into: &survey)
-                if c.regions.region(id: survey.regionID) == nil { messages.append("region_id \(survey.regionID) is not in the regions directory") }
-                guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
-                do {
-                    let saved = try await surveys.save(survey, now: c.now)
-                    await c.audit.record(
-                        actor: c.actor, action: c.invocation.command == "survey edit" ? "survey.edit" : "survey.create",
-                        regionID: saved.regionID, target: "survey \(saved.id)", detail: "\(saved.name); \(saved.questions.count) questions",
-                        now: c.now)
-                    c.output("\(c.invocation.command == "survey edit" ? "updated" : "created") survey \(saved.id)")
-                } catch let error as SurveyStoreError {
-                    throw AdministrationError.invalid([error.message])
-                }
-                return 0
-            }),
+            run: saveSurvey),
         OperatorCommand(
             name: "survey delete", id: "ID", access: .writes, summary: "Delete a survey that has no responses", options: [],
             run: { c in
-                let doomed = try await SurveyStore(database: c.database).survey(id: try c.id())
-                do { try await SurveyStore(database: c.database).delete(id: try c.id()) } catch let error as SurveyStoreError {
-                    throw error == .notFound ? AdministrationError.notFound(error.message) : AdministrationError.invalid([error.message])
-                }
-                await c.audit.record(
-                    actor: c.actor, action: "survey.delete", regionID: doomed?.regionID, target: "survey \(try c.id())",
-                    detail: doomed?.name, now: c.now)
-                c.output("deleted survey \(try c.id())")
+                guard let survey = try await c.surveys.survey(id: try c.id()) else { throw AdministrationError.notFound("No survey \(try c.id())") }
+                try await c.surveyAdministration.delete(survey)
+                c.output("deleted survey \(survey.id)")
                 return 0
             }),
         OperatorCommand(
@@ -143,8 +70,24 @@ extension OperatorCommands {
             run: { c in
                 let surveys = SurveyStore(database: c.database)
                 guard let survey = try await surveys.survey(id: try c.id()) else { throw AdministrationError.notFound("No survey \(try c.id())") }
-                c.output(String(try await surveys.responsesCSV(survey: survey, zone: await c.zone(regionID: survey.regionID)).dropLast()))
+                try await surveys.responsesCSV(survey: survey, zone: await c.zone(regionID: survey.regionID)) { chunk in
+                    c.output(String(chunk.dropLast()))
+                }
                 return 0
             }),
     ]
+
+    /// `survey create` and `survey edit`: a document read into a new survey
+    /// or over the one the id names.
+    @Sendable static func saveSurvey(_ c: CommandRun) async throws -> Int32 {
+        let editing = c.invocation.command == "survey edit"
+        var existing: Survey? = nil
+        if editing {
+            guard let found = try await c.surveys.survey(id: try c.id()) else { throw AdministrationError.notFound("No survey \(try c.id())") }
+            existing = found
+        }
+        let saved = try await c.surveyAdministration.save(document: try c.document(c.options["file"]), existing: existing)
+        c.output("\(editing ? "updated" : "created") survey \(saved.id)")
+        return 0
+    }
 }

@@ -21,6 +21,7 @@ extension CommandLineInterface {
           sidecar push test --platform ios|android --token TOKEN
                                       Send one test notification and print the provider's answer
           sidecar apikey ...          Create, list and revoke admin API keys
+          sidecar principal ...       Create, list and revoke service principals (they provision keys)
           sidecar user ...            Create, list and delete console accounts; set passwords
           sidecar study ...           Create and list studies
           sidecar survey ...          Author surveys from JSON documents; export responses as CSV

@@ -232,6 +232,13 @@ extension CommandLineInterface {
             config.ghostBusUserLimit = try integer(value, flag: "ghost-bus-user-limit", range: 0...1_000_000)
         },
         Flag(
+            name: "admin-api-limit", valueName: "N",
+            help: "Admin API requests per minute per key, and failed sign-ins per client address, 0 disables",
+            shown: { "\($0.adminAPILimit)" }, commands: ["serve"]
+        ) { config, value throws(CommandLineError) in
+            config.adminAPILimit = try integer(value, flag: "admin-api-limit", range: 0...1_000_000)
+        },
+        Flag(
             name: "donation-limit", valueName: "N", help: "Donation requests per minute per client address, 0 disables",
             shown: { "\($0.donationLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in

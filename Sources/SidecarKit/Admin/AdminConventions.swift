@@ -1,0 +1,205 @@
+import Core
+import Crypto
+import HTTPServer
+
+/// What an admin API field takes. Query strings and forms carry text, so a
+/// number or a flag may also come as its text there.
+enum AdminField: Sendable, Equatable {
+    case text, integer, boolean, object, list
+    /// Text, a number or a flag, read as its text.
+    case scalar
+
+    var noun: String {
+        switch self {
+        case .text: "a string"
+        case .integer: "an integer"
+        case .boolean: "true or false"
+        case .object: "an object"
+        case .list: "a list"
+        case .scalar: "a string, a number or true or false"
+        }
+    }
+
+    func accepts(_ value: JSONValue) -> Bool {
+        switch (self, value) {
+        case (.text, .string), (.integer, .integer), (.boolean, .bool), (.object, .object), (.list, .array): true
+        case (.scalar, .string), (.scalar, .integer), (.scalar, .double), (.scalar, .bool): true
+        case (.integer, .string(let text)): Int64(text) != nil
+        case (.boolean, .string(let text)): text == "true" || text == "false"
+        default: false
+        }
+    }
+}
+
+/// The conventions every admin API operation shares: strict fields,
+/// cursor pagination, `ETag`/`If-Match`, and `Idempotency-Key`.
+enum AdminConventions {
+    /// The fields of a paginated list.
+    static let paging: [String: AdminField] = ["limit": .integer, "after": .text]
+    static let defaultLimit = 100
+    static let maxLimit = 500
+
+    /// Problems with the request's fields: names it does not take (each
+    /// named, up to ten) and values of the wrong type. Empty when fine.
+    static func fieldProblems(_ parameters: Parameters, accepts: [String: AdminField]) -> [String] {
+        var problems: [String] = []
+        let unknown = parameters.values.keys.filter { accepts[$0] == nil }.sorted()
+        if !unknown.isEmpty {
+            let named = unknown.prefix(10).map { "'" + String($0.prefix(64)) + "'" }.joined(separator: ", ")
+            let more = unknown.count > 10 ? " and \(unknown.count - 10) more" : ""
+            let known = accepts.keys.sorted().joined(separator: ", ")
+            problems.append("unknown field\(unknown.count == 1 ? "" : "s") \(named)\(more); this operation takes \(known.isEmpty ? "none" : known)")
+        }
+        for (name, kind) in accepts.sorted(by: { $0.key < $1.key }) {
+            if let value = parameters.value(name), !kind.accepts(value) { problems.append("\(name) must be \(kind.noun)") }
+        }
+        return problems
+    }
+
+    // MARK: Pagination
+
+    /// One page's request: at most `limit` rows with an id above `after`.
+    struct Page: Sendable, Equatable {
+        var limit: Int
+        var after: Int64
+        /// Which list the cursor belongs to (a cursor of another list is refused).
+        var list: String
+
+        /// The rows of this page from rows in id order (one more than the
+        /// limit tells there is a next page).
+        func window<T>(_ rows: [T], id: (T) -> Int64) -> (rows: [T], next: Int64?) {
+            let after = rows.filter { id($0) > self.after }
+            guard after.count > limit else { return (after, nil) }
+            let shown = Array(after.prefix(limit))
+            return (shown, shown.last.map(id))
+        }
+    }
+
+    /// Reads `limit` (1 to 500, 100 by default) and `after` (a cursor this
+    /// server gave for the same list).
+    static func page(_ request: Request, list: String) throws(AdministrationError) -> Page {
+        var limit = defaultLimit
+        if let text = request.parameters["limit"] {
+            guard let value = Int(text), (1...maxLimit).contains(value) else {
+                throw .invalid(["limit must be an integer from 1 to \(maxLimit)"])
+            }
+            limit = value
+        }
+        var after: Int64 = 0
+        if let cursor = request.parameters["after"] {
+            after = try cursorID(cursor, list: list)
+        }
+        return Page(limit: limit, after: after, list: list)
+    }
+
+    /// The cursor of the row `id` in `list`: opaque to callers, and checked.
+    static func cursor(list: String, id: Int64) -> String {
+        Base64URL.encode(Array("v1|\(list)|\(id)".utf8))
+    }
+
+    static func cursorID(_ cursor: String, list: String) throws(AdministrationError) -> Int64 {
+        guard cursor.utf8.count <= 512, let bytes = Base64URL.decodeCanonical(cursor),
+            let text = String(validating: bytes, as: UTF8.self)
+        else { throw .invalid(["after is not a cursor this server gave; start again without it"]) }
+        let parts = text.split(separator: "|", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "v1", let id = Int64(parts[2]), id >= 0 else {
+            throw .invalid(["after is not a cursor this server gave; start again without it"])
+        }
+        guard parts[1] == list else { throw .invalid(["after is a cursor of another list; use the one this list's Link header gave"]) }
+        return id
+    }
+
+    /// A page as a JSON array, with `Link: <…>; rel="next"` when there is more.
+    static func pageResponse(_ items: [JSONValue], next: Int64?, page: Page, request: Request) -> Response {
+        let response = Response.json(200, JSONValue.array(items))
+        guard let next else { return response }
+        var query = request.parameters.values.compactMap { name, value -> (String, String)? in
+            guard name != "after", name != "limit", let text = value.scalarText else { return nil }
+            return (name, text)
+        }.sorted { $0.0 < $1.0 }
+        query.append(("limit", String(page.limit)))
+        query.append(("after", cursor(list: page.list, id: next)))
+        let link = request.rawPath + "?" + query.map { "\(percentEncoded($0.0))=\(percentEncoded($0.1))" }.joined(separator: "&")
+        return response.adding(header: "Link", "<\(link)>; rel=\"next\"")
+    }
+
+    static func percentEncoded(_ text: String) -> String {
+        var output = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                output += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
+            }
+        }
+        return output
+    }
+
+    // MARK: Time ranges
+
+    /// `from` and `to` (ISO 8601 with a UTC offset, inclusive) as epoch
+    /// seconds; `to` before `from` is refused.
+    static func timeRange(_ request: Request) throws(AdministrationError) -> (from: Int64?, to: Int64?) {
+        var bounds: [Int64?] = []
+        var problems: [String] = []
+        for name in ["from", "to"] {
+            guard let text = request.parameters[name] else {
+                bounds.append(nil)
+                continue
+            }
+            switch AlertInputRules.time(text, field: name, example: "2026-12-01T00:00:00-08:00") {
+            case .success(let instant): bounds.append(instant.value)
+            case .failure(let failure):
+                problems += failure.messages
+                bounds.append(nil)
+            }
+        }
+        guard problems.isEmpty else { throw .invalid(problems) }
+        if let from = bounds[0], let to = bounds[1], to < from { throw .invalid(["to must not be before from"]) }
+        return (bounds[0], bounds[1])
+    }
+
+    /// The fields of a list filtered by time.
+    static let timeFilter: [String: AdminField] = ["from": .text, "to": .text]
+
+    // MARK: ETag and If-Match
+
+    /// The entity tag of a representation: a digest of its JSON.
+    static func etag(_ representation: JSONValue) -> String {
+        "\"" + String(Hex.encode(SHA256.digest(representation.encoded())).prefix(24)) + "\""
+    }
+
+    /// Refuses an edit whose `If-Match` names another version (412); none
+    /// or `*` always passes, so clients that send none keep working.
+    static func checkIfMatch(_ request: Request, current: JSONValue) throws(AdministrationError) {
+        guard let header = request.header("if-match")?.trimmingWhitespace(), !header.isEmpty, header != "*" else { return }
+        let now = etag(current)
+        let offered = header.split(separator: ",").map { String($0).trimmingWhitespace() }.map { $0.hasPrefix("W/") ? String($0.dropFirst(2)) : $0 }
+        guard offered.contains(now) else { throw .stale(now) }
+    }
+
+    /// A JSON representation answered with its `ETag`.
+    static func tagged(_ status: Int, _ representation: JSONValue) -> Response {
+        Response.json(status, representation).adding(header: "ETag", etag(representation))
+    }
+
+    // MARK: Idempotency-Key
+
+    /// A valid `Idempotency-Key` header (1 to 255 visible ASCII characters),
+    /// nil when absent.
+    static func idempotencyKey(_ request: Request) throws(AdministrationError) -> String? {
+        guard let key = request.header("idempotency-key") else { return nil }
+        guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw .invalid(["Idempotency-Key must be 1 to 255 visible ASCII characters"])
+        }
+        return key
+    }
+
+    /// What makes two requests "the same" for an idempotency key.
+    static func fingerprint(_ request: Request) -> String {
+        let parameters = JSONValue.object(request.parameters.values).encoded()
+        return Hex.encode(SHA256.digest(Array((request.method + " " + request.rawPath + " ").utf8) + parameters))
+    }
+}

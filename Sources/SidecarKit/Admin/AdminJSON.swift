@@ -1,0 +1,54 @@
+import Core
+import FoundationEssentials
+
+/// JSON shapes of the admin API (and `--json` CLI output).
+enum AdminJSON {
+    static func time(_ instant: EpochSeconds?) -> JSONValue {
+        guard let instant else { return .null }
+        return .string(Date(timeIntervalSince1970: Double(instant.value)).formatted(.iso8601))
+    }
+
+    static func time(_ seconds: Int64?) -> JSONValue { time(seconds.map { EpochSeconds($0) }) }
+
+    static func region(_ region: Region, _ settings: RegionSettings?) -> JSONValue {
+        .object([
+            "id": .integer(Int64(region.id)), "name": .string(region.name),
+            "agency_id": settings?.agencyID.map(JSONValue.string) ?? .null, "timezone": settings?.timezone.map(JSONValue.string) ?? .null,
+        ])
+    }
+
+    static func alert(_ alert: ServiceAlert, translations: [AlertTranslation]? = nil, sends: [AlertSend]? = nil) -> JSONValue {
+        var fields: [String: JSONValue] = [
+            "id": .integer(alert.id), "region_id": .integer(Int64(alert.regionID)), "agency_id": .string(alert.agencyID),
+            "header": .string(alert.header), "description": .string(alert.description), "url": alert.url.map(JSONValue.string) ?? .null,
+            "cause": .string(alert.cause.name), "effect": .string(alert.effect.name), "severity": .string(alert.severity.name),
+            "start": time(alert.startsAt), "end": time(alert.endsAt), "published": .bool(alert.published), "test": .bool(alert.test),
+            "impact_start": time(alert.impactStartsAt), "impact_end": time(alert.impactEndsAt),
+            "shown_until": time(AlertFeedRules.effectiveEnd(alert)),
+            "source_version": .integer(Int64(alert.sourceVersion)), "updated_at": time(alert.updatedAt),
+        ]
+        if let translations { fields["translations"] = .array(translations.map { translation($0, current: alert.sourceVersion) }) }
+        if let sends { fields["sends"] = .array(sends.map(send)) }
+        return .object(fields)
+    }
+
+    static func translation(_ translation: AlertTranslation, current: Int) -> JSONValue {
+        .object([
+            "language": .string(translation.language), "header": .string(translation.header),
+            "description": .string(translation.description), "stale": .bool(translation.sourceVersion != current),
+        ])
+    }
+
+    static func send(_ send: AlertSend) -> JSONValue {
+        .object([
+            "id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.status),
+            "targeted": .integer(Int64(send.targeted)), "delivered": .integer(Int64(send.delivered)),
+            "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)), "pending": .integer(Int64(send.pending)),
+            "last_error": send.lastError.map(JSONValue.string) ?? .null, "audience_size": .integer(Int64(send.audienceSize)),
+            "started_at": time(send.startedAt), "finished_at": time(send.finishedAt),
+            "messages": send.messages.map { messages in
+                .object(messages.mapValues { .object(["title": .string($0.title), "body": .string($0.body)]) })
+            } ?? .null,
+        ])
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import HTTPServer
+
+/// Bodies written while they are sent (`Response.streamed`): every byte
+/// arrives in order, a producer never runs far ahead of a slow client, and
+/// a client that goes away stops the producer.
+@Suite("HTTP server: streamed bodies")
+struct StreamedBodyTests {
+    /// Bytes written so far and how the producer ended.
+    final class Progress: Sendable {
+        let written = Atomic<Int>(0)
+        let stopped = Atomic<Bool>(false)
+        let finished = Atomic<Bool>(false)
+    }
+
+    static let chunk = 64 * 1024
+
+    static func withServer(chunks: Int, progress: Progress, _ body: (HTTPServer) async throws -> Void) async throws {
+        var router = Router()
+        router.add(
+            Route("GET", "/stream") { _ in
+                .streamed(200, contentType: "text/plain") { writer in
+                    do {
+                        for index in 0..<chunks {
+                            try await writer.write([UInt8](repeating: UInt8(ascii: "a") + UInt8(index % 26), count: chunk))
+                            progress.written.add(chunk, ordering: .relaxed)
+                        }
+                        progress.finished.store(true, ordering: .relaxed)
+                    } catch is BodyWriter.Stopped {
+                        progress.stopped.store(true, ordering: .relaxed)
+                        throw BodyWriter.Stopped()
+                    }
+                }
+            })
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.connectionTimeoutSeconds = 5
+        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
+        try server.start()
+        do { try await body(server) } catch {
+            await server.shutdown(grace: .seconds(2))
+            throw error
+        }
+        await server.shutdown(grace: .seconds(2))
+    }
+
+    @Test func everyByteArrivesInOrder() async throws {
+        let progress = Progress()
+        try await Self.withServer(chunks: 160, progress: progress) { server in
+            let response = try await RawHTTPClient.send(port: server.port, RawHTTPClient.request("GET", "/stream"))
+            #expect(response.status == 200)
+            #expect(response.body.count == 160 * Self.chunk, "10 MB, dechunked")
+            for index in [0, 1, 25, 26, 159] {
+                #expect(response.body[index * Self.chunk] == UInt8(ascii: "a") + UInt8(index % 26))
+            }
+            let finished = progress.finished.load(ordering: .relaxed)
+            #expect(finished)
+        }
+    }
+
+    @Test func aSlowClientHoldsTheProducerBackAndLeavingStopsIt() async throws {
+        let progress = Progress()
+        // 1 GB if nothing stopped it.
+        try await Self.withServer(chunks: 16_384, progress: progress) { server in
+            let socket = try RawSocket(port: server.port)
+            #expect(socket.send(RawHTTPClient.request("GET", "/stream")))
+            let first = await socket.readOffPool(timeoutSeconds: 0.05)
+            #expect(first.bytes.starts(with: Array("HTTP/1.1 200".utf8)))
+            // Not reading: the producer waits once the buffers are full.
+            try await Task.sleep(for: .milliseconds(500))
+            let held = progress.written.load(ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(500))
+            let later = progress.written.load(ordering: .relaxed)
+            #expect(later == held, "no progress while the client reads nothing")
+            #expect(held < 64 << 20, "bounded by the buffers, not the body: \(held) bytes")
+            socket.hangUp()
+            var stopped = false
+            for _ in 0..<100 where !stopped {
+                try await Task.sleep(for: .milliseconds(100))
+                stopped = progress.stopped.load(ordering: .relaxed)
+            }
+            #expect(stopped, "the producer learns the client left")
+            let finished = progress.finished.load(ordering: .relaxed)
+            #expect(!finished)
+        }
+    }
+}
