@@ -58,7 +58,8 @@ enum AdminConventions {
 
     // MARK: Pagination
 
-    /// One page's request: at most `limit` rows with an id above `after`.
+    /// One page's request: at most `limit` rows with an id above `after`
+    /// (-1 for the first page).
     struct Page: Sendable, Equatable {
         var limit: Int
         var after: Int64
@@ -85,7 +86,8 @@ enum AdminConventions {
             }
             limit = value
         }
-        var after: Int64 = 0
+        // -1 before the first row: ids start at 0 (region 0 is a real region).
+        var after: Int64 = -1
         if let cursor = request.parameters["after"] {
             after = try cursorID(cursor, list: list)
         }

@@ -83,7 +83,9 @@ struct AdminKeyRoutes: Sendable {
         var granted = Set<Int>()
         for item in items {
             guard case .integer(let id) = item, let region = Int(exactly: id), regions.region(id: region) != nil else {
-                throw .invalid(["regions must list ids of regions in the directory (got \(String(decoding: item.encoded().prefix(40), as: UTF8.self)))"])
+                throw .invalid([
+                    "regions must list ids of regions in the directory (got \(String(decoding: item.encoded().prefix(40), as: UTF8.self)))"
+                ])
             }
             granted.insert(region)
         }
@@ -165,7 +167,7 @@ struct AdminKeyRoutes: Sendable {
     func auditEntries(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let page = try AdminConventions.page(request, list: "audit")
-            let rows = try await audit.entries(regions: key.regions, before: page.after == 0 ? nil : page.after, limit: page.limit + 1)
+            let rows = try await audit.entries(regions: key.regions, before: page.after < 0 ? nil : page.after, limit: page.limit + 1)
             let shown = Array(rows.prefix(page.limit))
             let next = rows.count > page.limit ? shown.last?.id : nil
             return AdminConventions.pageResponse(

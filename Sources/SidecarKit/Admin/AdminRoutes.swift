@@ -131,7 +131,8 @@ struct AdminRoutes: Sendable {
         do {
             // Only a settled answer is kept: a refusal to retry (429, 5xx) is not.
             if response.status < 500 && response.status != 429 && response.status != 409 {
-                try await idempotency.finish(caller: key.id, key: idempotencyKey, status: response.status, body: String(decoding: response.body, as: UTF8.self))
+                try await idempotency.finish(
+                    caller: key.id, key: idempotencyKey, status: response.status, body: String(decoding: response.body, as: UTF8.self))
             } else {
                 try await idempotency.release(caller: key.id, key: idempotencyKey)
             }

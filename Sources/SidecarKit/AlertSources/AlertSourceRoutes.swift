@@ -89,7 +89,9 @@ struct AlertSourceRoutes: Sendable {
 
     func remove(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            try await acting(key).remove(id: try await scoped(request, key).0.id)
+            let (source, _) = try await scoped(request, key)
+            try AdminConventions.checkIfMatch(request, current: Self.json(source, AlertSourceStatus()))
+            try await acting(key).remove(id: source.id)
             return .empty(204)
         } catch { return admin.failure(error) }
     }

@@ -136,7 +136,7 @@ extension ConsoleRoutes {
                     "Test alert (only test devices see it in the feed and get it pushed)", name: "test",
                     checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
                 tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [alert == nil ? "Create draft" : "Save changes"])]),
-            ])
+            ] + ConsoleEditVersion.input(values: values, current: alert.map { AdminConventions.etag(AdminJSON.alert($0)) }))
     }
 
     /// `UNKNOWN_CAUSE` → `Unknown cause`.
@@ -188,7 +188,14 @@ extension ConsoleRoutes {
 
     func editAlert(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
         let zone = await zone(regionID: alert.regionID)
-        let (fields, values, problems) = authoringFields(request, zone: zone, editing: true)
+        var (fields, values, problems) = authoringFields(request, zone: zone, editing: true)
+        let current = AdminConventions.etag(AdminJSON.alert(alert))
+        values[ConsoleEditVersion.field] = request.parameters[ConsoleEditVersion.field]
+        if ConsoleEditVersion.isStale(request, current: current) {
+            // Shown again at the current version: saving once more replaces theirs knowingly.
+            values[ConsoleEditVersion.field] = current
+            return alertForm(context, alert: alert, values: values, problems: [ConsoleEditVersion.problem("alert")], zone: zone, status: 412)
+        }
         guard problems.isEmpty else { return alertForm(context, alert: alert, values: values, problems: problems, zone: zone, status: 422) }
         do {
             _ = try await administration(context.session).edit(id: alert.id, fields: fields)

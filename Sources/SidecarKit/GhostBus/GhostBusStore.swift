@@ -168,16 +168,17 @@ struct GhostBusStore: Sendable {
             var chunk = ""
             for (_, stored) in page {
                 let report = stored.report
-                chunk += CSV.row([
-                    .text(stored.publicID), .instant(seconds(stored.createdAt), zone), .text(report.userIdentifier),
-                    .text(report.tripIdentifier), .instant(seconds(report.serviceDate), zone), .text(report.routeIdentifier),
-                    .text(stored.routeShortName), .text(report.stopIdentifier), .text(report.vehicleIdentifier),
-                    .integer(report.stopSequence), .boolean(report.predicted), .integer(report.scheduleDeviationMinutes),
-                    .integer(report.waitDurationMinutes), .text(report.comment), .number(report.userLatitude),
-                    .number(report.userLongitude), .instant(seconds(report.scheduledArrivalAt), zone),
-                    .instant(seconds(report.predictedArrivalAt), zone), .instant(seconds(report.predictionLastUpdatedAt), zone),
-                    .text(stored.tripSnapshot),
-                ]) + "\n"
+                chunk +=
+                    CSV.row([
+                        .text(stored.publicID), .instant(seconds(stored.createdAt), zone), .text(report.userIdentifier),
+                        .text(report.tripIdentifier), .instant(seconds(report.serviceDate), zone), .text(report.routeIdentifier),
+                        .text(stored.routeShortName), .text(report.stopIdentifier), .text(report.vehicleIdentifier),
+                        .integer(report.stopSequence), .boolean(report.predicted), .integer(report.scheduleDeviationMinutes),
+                        .integer(report.waitDurationMinutes), .text(report.comment), .number(report.userLatitude),
+                        .number(report.userLongitude), .instant(seconds(report.scheduledArrivalAt), zone),
+                        .instant(seconds(report.predictedArrivalAt), zone), .instant(seconds(report.predictionLastUpdatedAt), zone),
+                        .text(stored.tripSnapshot),
+                    ]) + "\n"
             }
             try await write(chunk)
         }

@@ -100,6 +100,7 @@ struct SurveyAdministration: Sendable {
         do { try await store.delete(id: survey.id) } catch let error as SurveyStoreError {
             throw error == .notFound ? AdministrationError.notFound(error.message) : AdministrationError.invalid([error.message])
         }
-        await audit.record(actor: actor, action: "survey.delete", regionID: survey.regionID, target: "survey \(survey.id)", detail: survey.name, now: now)
+        await audit.record(
+            actor: actor, action: "survey.delete", regionID: survey.regionID, target: "survey \(survey.id)", detail: survey.name, now: now)
     }
 }

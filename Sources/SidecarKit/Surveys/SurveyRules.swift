@@ -194,7 +194,11 @@ enum SurveyRules {
         if !SurveyQuestion.types.contains(type) {
             messages.append("\(where_): type must be one of \(SurveyQuestion.types.sorted().joined(separator: ", ")) (got '\(type)')")
         }
-        if content["label_text"]?.scalarText?.presence == nil { messages.append("\(where_): label_text can't be blank") }
+        // The apps decode label_text as a string: a number would break their decoding.
+        let label: String? = if case .string(let text)? = content["label_text"] { text } else { nil }
+        if label?.presence == nil {
+            messages.append("\(where_): label_text must be text and can't be blank")
+        }
         // Authored by staff, served to every rider: bounded all the same.
         if content.encodedSize > FieldLimits.surveyQuestionBytes {
             messages.append("\(where_): the question is too long (maximum is \(FieldLimits.surveyQuestionBytes) bytes)")

@@ -26,7 +26,7 @@ struct AdminAPITests {
             $0.gorushURL = gorush.url
             $0.runsSendResumer = false
         }) { app in
-            for region in [1, 2] { _ = try await app.administration.setRegion(id: region, agencyID: "\(region)", timezone: "America/Los_Angeles") }
+            for region in [0, 1, 2] { _ = try await app.administration.setRegion(id: region, agencyID: "\(region)", timezone: "America/Los_Angeles") }
             let store = ApiKeyStore(database: app.sidecar.database)
             let keys = Keys(
                 regionOne: try await store.create(name: "one", regions: [1], canPush: true, now: 0).key,
@@ -90,6 +90,9 @@ struct AdminAPITests {
             #expect(try await Self.call(app, "DELETE", "/admin/api/surveys/\(otherID)", key: keys.regionOne).status == 404)
             #expect(try await Self.call(app, "POST", "/admin/api/surveys/\(otherID)/archive", key: keys.regionOne).status == 404)
             #expect(try await SurveyStore(database: app.sidecar.database).survey(id: Int64(otherID)) != nil, "nothing changed")
+            // Region 0 is a region like any other: the first page starts before it.
+            let regionIDs = Self.list(try await Self.call(app, "GET", "/admin/api/regions", key: keys.admin)).compactMap { $0["id"] as? Int }
+            #expect(regionIDs.starts(with: [0, 1, 2]), "\(regionIDs)")
             // Reads within the region work for a key without the push scope.
             #expect(try await Self.call(app, "GET", "/admin/api/regions/1/activity", key: keys.regionOneNoPush).status == 200)
             // Managing keys needs --admin or a principal.
@@ -219,9 +222,11 @@ struct AdminAPITests {
             let id = try #require(alert.json?["id"] as? Int)
             #expect(try await Self.call(app, "POST", "/admin/api/alerts/\(id)/publish", key: keys.regionOne).status == 200)
             for (index, locale) in ["es-MX", "en-US", "fr-FR"].enumerated() {
-                _ = try await app.post("/api/v2/regions/1/push_registrations", [("token", "device-\(index)"), ("operating_system", "ios"), ("locale", locale)])
+                _ = try await app.post(
+                    "/api/v2/regions/1/push_registrations", [("token", "device-\(index)"), ("operating_system", "ios"), ("locale", locale)])
             }
-            let body = #"{"audience":"all","messages":{"en":{"title":"Buses on snow routes","body":"Check your stop"},"es":{"title":"Autobuses en rutas de nieve","body":"Revise su parada"}}}"#
+            let body =
+                #"{"audience":"all","messages":{"en":{"title":"Buses on snow routes","body":"Check your stop"},"es":{"title":"Autobuses en rutas de nieve","body":"Revise su parada"}}}"#
             // Without the push scope: 403, nothing sent.
             #expect(try await Self.call(app, "POST", "/admin/api/alerts/\(id)/sends", key: keys.regionOneNoPush, json: body).status == 403)
             let first = try await Self.call(
@@ -254,7 +259,8 @@ struct AdminAPITests {
                 app, "POST", "/admin/api/alerts/\(id)/sends", key: keys.regionOne, json: #"{"messages":{"en":{"title":"\#(long)"}}}"#)
             #expect(tooLong.status == 422)
             let unknownLanguage = try await Self.call(
-                app, "POST", "/admin/api/alerts/\(id)/sends", key: keys.regionOne, json: #"{"messages":{"en":{"title":"a"},"xx-Klingon":{"title":"b"}}}"#)
+                app, "POST", "/admin/api/alerts/\(id)/sends", key: keys.regionOne,
+                json: #"{"messages":{"en":{"title":"a"},"xx-Klingon":{"title":"b"}}}"#)
             #expect(unknownLanguage.status == 422)
 
             // An idempotent create makes one alert.
@@ -344,8 +350,10 @@ struct AdminAPITests {
             }
             let activity = try await app.post(
                 "/api/v2/regions/1/live_activities",
-                [("activity_id", "activity-secret"), ("push_token", "la-push-secret"), ("stop_id", "1_11420"), ("route_short_name", "10"),
-                 ("trip_headsign", "Downtown"), ("apns_sandbox", "1"), ("trip_id", "t1")])
+                [
+                    ("activity_id", "activity-secret"), ("push_token", "la-push-secret"), ("stop_id", "1_11420"), ("route_short_name", "10"),
+                    ("trip_headsign", "Downtown"), ("apns_sandbox", "1"), ("trip_id", "t1"),
+                ])
             #expect(activity.status == 201, "\(activity.text)")
             let activityURL = try #require(activity.json?["url"] as? String)
             let activityToken = String(activityURL.split(separator: "/").last ?? "")

@@ -86,6 +86,40 @@ struct ConsoleAlertPageTests: ConsoleSuite {
         }
     }
 
+    @Test func aStaleEditIsRefusedWithTheEditorsTextKept() async throws {
+        try await Self.run { app in
+            var first = ConsoleBrowser(app: app)
+            try await first.login("editor@example.org", Self.password)
+            var second = ConsoleBrowser(app: app)
+            try await second.login("admin@example.org", Self.password)
+            #expect(try await first.post("/admin/regions/1/alerts", Self.newAlert("Route 44 detoured")).status == 303)
+            let alert = try #require(try await AlertStore(database: app.sidecar.database).alerts(regionID: 1).first)
+            // Both open the alert; each form carries the version it showed.
+            let firstVersion = try #require(ConsoleBrowser.hidden("version", in: try await first.get("/admin/alerts/\(alert.id)").text))
+            let secondVersion = try #require(ConsoleBrowser.hidden("version", in: try await second.get("/admin/alerts/\(alert.id)").text))
+            #expect(firstVersion == secondVersion)
+            #expect(firstVersion == AdminConventions.etag(AdminJSON.alert(alert)).replacingOccurrences(of: "\"", with: "&quot;"))
+            let saved = try await first.post(
+                "/admin/alerts/\(alert.id)",
+                Self.newAlert("Route 44 detoured at 45th") + [("version", "\"" + firstVersion.replacingOccurrences(of: "&quot;", with: "") + "\"")])
+            #expect(saved.status == 303, "\(saved.text)")
+            // The second editor saves over a version that is gone: refused, their text shown back.
+            let stale = try await second.post(
+                "/admin/alerts/\(alert.id)",
+                Self.newAlert("Route 44 back to normal") + [("version", "\"" + secondVersion.replacingOccurrences(of: "&quot;", with: "") + "\"")])
+            #expect(stale.status == 412)
+            #expect(stale.text.contains("Someone changed this alert after you opened it"))
+            #expect(stale.text.contains("value=\"Route 44 back to normal\""))
+            #expect(try await AlertStore(database: app.sidecar.database).find(id: alert.id)?.header == "Route 44 detoured at 45th")
+            // Saving again from that page replaces the other change knowingly.
+            let current = try #require(ConsoleBrowser.hidden("version", in: stale.text)).replacingOccurrences(of: "&quot;", with: "\"")
+            #expect(current != secondVersion.replacingOccurrences(of: "&quot;", with: "\""))
+            let again = try await second.post("/admin/alerts/\(alert.id)", Self.newAlert("Route 44 back to normal") + [("version", current)])
+            #expect(again.status == 303)
+            #expect(try await AlertStore(database: app.sidecar.database).find(id: alert.id)?.header == "Route 44 back to normal")
+        }
+    }
+
     @Test func badInputIsAClearPageAndChangesNothing() async throws {
         try await Self.run { app in
             var editor = ConsoleBrowser(app: app)

@@ -38,6 +38,17 @@ struct ConsoleSurveyPageTests: ConsoleSuite {
                 ])
             #expect(bad.status == 422)
             #expect(bad.text.contains("needs options"))
+            // A save over a version someone else replaced is refused (412), the typed values kept.
+            let stale = try await editor.post(
+                "/admin/surveys/\(survey.id)",
+                [
+                    ("name", "Renamed"), ("study_id", String(survey.studyID)), ("available", "true"), ("version", "\"not-the-current-one\""),
+                    ("q0_label", "How was your trip?"), ("q0_type", "radio"), ("q0_options", "Great\nFine\nBad"),
+                ])
+            #expect(stale.status == 412)
+            #expect(stale.text.contains("Someone changed this survey after you opened it"))
+            #expect(stale.text.contains("value=\"Renamed\""))
+            #expect(try await SurveyStore(database: app.sidecar.database).survey(id: survey.id)?.name == "Rider <survey>")
             let csv = try await editor.get("/admin/surveys/\(survey.id)/responses.csv")
             #expect(csv.status == 200)
             #expect(csv.header("Content-Type")?.hasPrefix("text/csv") == true)

@@ -33,13 +33,14 @@ struct SurveyTests {
         let invalid = try JSONDecoder().decode(
             JSONValue.self,
             from: Data(
-                #"{"name": "", "questions": [{"content": {"type": "slider", "label_text": "x"}}, {"content": {"type": "radio", "label_text": "y"}}, {"content": {"type": "external_survey", "label_text": "z"}}]}"#
+                #"{"name": "", "questions": [{"content": {"type": "slider", "label_text": "x"}}, {"content": {"type": "radio", "label_text": "y"}}, {"content": {"type": "external_survey", "label_text": "z"}}, {"content": {"type": "text", "label_text": 7}}]}"#
                     .utf8))
         let messages = SurveyRules.parse(document: invalid, into: &bad)
         #expect(messages.contains("name can't be blank"))
         #expect(messages.contains { $0.hasPrefix("question 1: type must be one of checkbox, external_survey, label, radio, text") })
         #expect(messages.contains("question 2: a radio question needs options, a list of strings"))
         #expect(messages.contains("question 3: an external_survey needs an http(s) url"))
+        #expect(messages.contains("question 4: label_text must be text and can't be blank"), "the apps decode a string")
     }
 
     @Test(

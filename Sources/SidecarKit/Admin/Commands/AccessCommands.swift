@@ -102,7 +102,10 @@ extension OperatorCommands {
                 await c.audit.record(
                     actor: c.actor, action: "principal.revoke", regionID: Optional<Int>.none, target: "principal \(id)",
                     detail: withKeys ? "with its \(revoked) keys" : "its keys kept", now: c.now)
-                c.output(withKeys ? "revoked service principal \(id) and the \(revoked) keys it made" : "revoked service principal \(id); the keys it made still work")
+                c.output(
+                    withKeys
+                        ? "revoked service principal \(id) and the \(revoked) keys it made"
+                        : "revoked service principal \(id); the keys it made still work")
                 return 0
             }),
         OperatorCommand(
