@@ -113,9 +113,10 @@ struct AdminRoutes: Sendable {
             switch try await idempotency.claim(
                 caller: key.id, key: idempotencyKey, fingerprint: AdminConventions.fingerprint(request), now: now)
             {
-            case .replay(let status, let body):
-                return Response.bytes(status, contentType: "application/json; charset=utf-8", Array(body.utf8))
+            case .replay(let status, let body, let etag):
+                let replayed = Response.bytes(status, contentType: "application/json; charset=utf-8", Array(body.utf8))
                     .adding(header: "Idempotent-Replayed", "true")
+                return etag.map { replayed.adding(header: "ETag", $0) } ?? replayed
             case .running:
                 return ErrorStyle.messages.response(
                     status: 409, error: "Conflict", messages: ["A request with this Idempotency-Key is still running; retry shortly"]
@@ -132,7 +133,8 @@ struct AdminRoutes: Sendable {
             // Only a settled answer is kept: a refusal to retry (429, 5xx) is not.
             if response.status < 500 && response.status != 429 && response.status != 409 {
                 try await idempotency.finish(
-                    caller: key.id, key: idempotencyKey, status: response.status, body: String(decoding: response.body, as: UTF8.self))
+                    caller: key.id, key: idempotencyKey, status: response.status, body: String(decoding: response.body, as: UTF8.self),
+                    etag: response.headers.first { $0.name == "ETag" }?.value)
             } else {
                 try await idempotency.release(caller: key.id, key: idempotencyKey)
             }

@@ -18,7 +18,7 @@ struct IdempotencyStore: Sendable {
         /// Nobody used the key: run the request, then `finish` or `release`.
         case claimed
         /// The same request already finished: answer as it was answered.
-        case replay(status: Int, body: String)
+        case replay(status: Int, body: String, etag: String?)
         /// The same request is running now.
         case running
         /// The key was used for a different request.
@@ -31,7 +31,9 @@ struct IdempotencyStore: Sendable {
             try connection.execute("DELETE FROM admin_idempotency WHERE created_at < \(now - Self.retentionSeconds)")
             if let row = try connection.queryOne("SELECT * FROM admin_idempotency WHERE caller_id = \(caller) AND idempotency_key = \(key)") {
                 guard try row.string("fingerprint") == fingerprint else { return .mismatch }
-                if let status = try row.optionalInt("status") { return .replay(status: Int(status), body: try row.string("body")) }
+                if let status = try row.optionalInt("status") {
+                    return .replay(status: Int(status), body: try row.string("body"), etag: try row.optionalString("etag"))
+                }
                 guard try row.int("created_at") < now - Self.claimSeconds else { return .running }
                 try connection.execute(
                     "UPDATE admin_idempotency SET created_at = \(now) WHERE caller_id = \(caller) AND idempotency_key = \(key)")
@@ -46,11 +48,11 @@ struct IdempotencyStore: Sendable {
     }
 
     /// Keeps the answer for retries.
-    func finish(caller: Int64, key: String, status: Int, body: String) async throws {
+    func finish(caller: Int64, key: String, status: Int, body: String, etag: String?) async throws {
         try await database.write { connection in
             try connection.execute(
                 """
-                UPDATE admin_idempotency SET status = \(Int64(status)), body = \(body) WHERE caller_id = \(caller) AND idempotency_key = \(key)
+                UPDATE admin_idempotency SET status = \(Int64(status)), body = \(body), etag = \(etag) WHERE caller_id = \(caller) AND idempotency_key = \(key)
                 """)
         }
     }
@@ -78,6 +80,7 @@ extension IdempotencyStore {
                     fingerprint TEXT NOT NULL,
                     status BIGINT,
                     body TEXT,
+                    etag TEXT,
                     created_at BIGINT NOT NULL,
                     PRIMARY KEY (caller_id, idempotency_key)
                     )

@@ -107,7 +107,11 @@ enum AlertSourceRules {
             }
             source.headers = headers
         }
-        if let problem = urlProblem(source.url, allowLinkLocal: source.allowLinkLocal), !source.url.isEmpty { messages.append(problem) }
+        // Checked whenever there is a URL to keep (an empty one too); a
+        // missing one on a new source was refused above.
+        if base != nil || fields["url"] != nil, let problem = urlProblem(source.url, allowLinkLocal: source.allowLinkLocal) {
+            messages.append(problem)
+        }
         messages += FieldLimits.check([("URL", source.url, FieldLimits.url)])
         source.updatedAt = now
         return messages.isEmpty ? .success(source) : .failure(ValidationFailure(messages))

@@ -216,10 +216,16 @@ struct AdminAPITests {
 
     @Test func aRetriedSendStartIsTheSameSendAndCallerTextFansOutByLanguage() async throws {
         try await Self.run { app, gorush, keys in
+            let draft = #"{"header":"Snow","description":"Snow routes","start":"2026-12-01T05:00:00-08:00"}"#
             let alert = try await Self.call(
-                app, "POST", "/admin/api/regions/1/alerts", key: keys.regionOne,
-                json: #"{"header":"Snow","description":"Snow routes","start":"2026-12-01T05:00:00-08:00"}"#)
+                app, "POST", "/admin/api/regions/1/alerts", key: keys.regionOne, json: draft, headers: ["Idempotency-Key": "draft-1"])
             let id = try #require(alert.json?["id"] as? Int)
+            // A retried create is the same draft, answered with the same ETag.
+            let again = try await Self.call(
+                app, "POST", "/admin/api/regions/1/alerts", key: keys.regionOne, json: draft, headers: ["Idempotency-Key": "draft-1"])
+            #expect(again.json?["id"] as? Int == id)
+            #expect(again.header("ETag") != nil && again.header("ETag") == alert.header("ETag"))
+            #expect(try await AlertStore(database: app.sidecar.database).alerts(regionID: 1).count == 1)
             #expect(try await Self.call(app, "POST", "/admin/api/alerts/\(id)/publish", key: keys.regionOne).status == 200)
             for (index, locale) in ["es-MX", "en-US", "fr-FR"].enumerated() {
                 _ = try await app.post(

@@ -46,6 +46,8 @@ struct AlertSourceRulesTests {
             (["url": "http://[fe80::1]/feed"], "link-local or cloud metadata"),
             (["url": "http://metadata.google.internal/"], "link-local or cloud metadata"),
             ([:], "--url is required"),
+            (["url": ""], "--url must be an http"),
+            (["url": "   "], "--url must be an http"),
         ]
         for (fields, message) in cases {
             guard case .failure(let failure) = AlertSourceRules.settings(fields, regionID: 1, base: nil, now: 0) else {
@@ -54,6 +56,9 @@ struct AlertSourceRulesTests {
             }
             #expect(failure.messages.contains { $0.contains(message) }, "\(fields): \(failure.messages)")
         }
+        // An edit may not blank the URL of a source that has one.
+        #expect((try? AlertSourceRules.settings(["url": ""], regionID: 3, base: source, now: 6).get()) == nil)
+        #expect((try? AlertSourceRules.settings(["interval": "120"], regionID: 3, base: source, now: 6).get())?.url == source.url)
         #expect(
             (try? AlertSourceRules.settings(["url": "http://169.254.169.254/", "allow_link_local": "true"], regionID: 1, base: nil, now: 0).get())
                 != nil)
