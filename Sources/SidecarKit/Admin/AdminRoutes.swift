@@ -167,9 +167,12 @@ struct AdminRoutes: Sendable {
         administration.acting(as: "apikey:\(key.name)#\(key.id)")
     }
 
-    /// A region the key may not act on is answered like one that does not exist.
+    /// A region the key may not act on is answered like one that does not
+    /// exist, and one missing from the regions directory is 404 on every
+    /// route alike (never an empty list on some and 404 on others).
     func regionID(_ request: Request, _ key: ApiKeyStore.Record) throws(AdministrationError) -> Int {
         guard let id = request.pathParameters["id"].flatMap({ Int($0) }), key.allows(region: id) else { throw .notFound("No such region") }
+        _ = try administration.region(id)
         return id
     }
 

@@ -90,6 +90,10 @@ struct AdminAPITests {
             #expect(try await Self.call(app, "DELETE", "/admin/api/surveys/\(otherID)", key: keys.regionOne).status == 404)
             #expect(try await Self.call(app, "POST", "/admin/api/surveys/\(otherID)/archive", key: keys.regionOne).status == 404)
             #expect(try await SurveyStore(database: app.sidecar.database).survey(id: Int64(otherID)) != nil, "nothing changed")
+            // A region missing from the directory is 404 on every route, even for a key of every region.
+            for list in ["alerts", "surveys", "studies", "ghost-bus-reports", "alarms", "live-activities", "activity", "sources"] {
+                #expect(try await Self.call(app, "GET", "/admin/api/regions/4242/\(list)", key: keys.admin).status == 404, "\(list)")
+            }
             // Region 0 is a region like any other: the first page starts before it.
             let regionIDs = Self.list(try await Self.call(app, "GET", "/admin/api/regions", key: keys.admin)).compactMap { $0["id"] as? Int }
             #expect(regionIDs.starts(with: [0, 1, 2]), "\(regionIDs)")
