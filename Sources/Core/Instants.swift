@@ -11,7 +11,11 @@ public struct EpochMillis: Hashable, Comparable, Sendable, Codable, CustomString
     public init(integerLiteral value: Int64) { self.value = value }
 
     /// The same instant in whole seconds, rounded down (before 1970 too).
-    public var seconds: EpochSeconds { EpochSeconds(value >= 0 ? value / 1000 : (value - 999) / 1000) }
+    /// Total: any stored value, however absurd, converts without overflow.
+    public var seconds: EpochSeconds {
+        let quotient = value / 1000
+        return EpochSeconds(value % 1000 < 0 ? quotient - 1 : quotient)
+    }
 
     /// Milliseconds from `other` to this instant.
     public func millis(since other: EpochMillis) -> Int64 { value - other.value }

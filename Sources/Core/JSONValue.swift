@@ -31,22 +31,27 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 extension JSONValue: Decodable {
+    /// Each failed attempt below throws (and builds) a decoding error, so
+    /// the kinds are tried most common first: strings, then objects and
+    /// arrays, then the scalars. JSONDecoder never converts between kinds,
+    /// so the order changes the cost, never the result (Int64 still comes
+    /// before Double, so whole numbers stay integers).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let members = try? container.decode([String: JSONValue].self) {
+            self = .object(members)
+        } else if let list = try? container.decode([JSONValue].self) {
+            self = .array(list)
         } else if let flag = try? container.decode(Bool.self) {
             self = .bool(flag)
         } else if let number = try? container.decode(Int64.self) {
             self = .integer(number)
-        } else if let number = try? container.decode(Double.self) {
-            self = .double(number)
-        } else if let text = try? container.decode(String.self) {
-            self = .string(text)
-        } else if let list = try? container.decode([JSONValue].self) {
-            self = .array(list)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .double(try container.decode(Double.self))
         }
     }
 }

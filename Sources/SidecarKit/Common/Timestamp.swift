@@ -66,7 +66,7 @@ enum Timestamp {
     /// Epoch milliseconds in UTC: `2026-12-01T16:00:00Z`, with `.250` when
     /// there are milliseconds.
     static func format(millis: Int64) -> String {
-        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
+        let seconds = EpochMillis(millis).seconds.value
         let fraction = Int(millis - seconds * 1000)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = Int(seconds - days * 86_400)

@@ -28,7 +28,7 @@ struct GhostBusAdminRoutes: Sendable {
 
     static func json(_ stored: GhostBusStore.Stored) -> JSONValue {
         let report = stored.report
-        func millis(_ value: Int64?) -> JSONValue { AdminJSON.time(value.map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 }) }
+        func millis(_ value: Int64?) -> JSONValue { AdminJSON.time(value.map { EpochMillis($0).seconds.value }) }
         return .object([
             "id": .string(stored.publicID), "region_id": .integer(Int64(stored.regionID)), "created_at": millis(stored.createdAt),
             "user_identifier": .string(report.userIdentifier), "trip_identifier": .string(report.tripIdentifier),

@@ -158,7 +158,8 @@ struct GhostBusStore: Sendable {
     /// to `write` a page at a time: times in ISO 8601 in the region's zone,
     /// coordinates and counts as numbers.
     func exportCSV(regionID: Int, zone: ZoneInfo, filter: Filter = Filter(), write: (String) async throws -> Void) async throws {
-        func seconds(_ millis: Int64?) -> Int64? { millis.map { $0 >= 0 ? $0 / 1000 : ($0 - 999) / 1000 } }
+        // Riders send these: any Int64 must export without a trap.
+        func seconds(_ millis: Int64?) -> Int64? { millis.map { EpochMillis($0).seconds.value } }
         try await write(CSV.line(Self.exportColumns) + "\n")
         var after: Int64 = 0
         while true {

@@ -39,6 +39,10 @@ struct LiveActivityUpdater: Sendable {
         var ended = 0
         var failures = 0
         var pushFailures = 0
+        /// The cycle took longer than its interval. The next never starts
+        /// on top of it (`repeatEvery` waits for each cycle to end); the
+        /// metrics and the log say it was late.
+        var overran = false
     }
 
     func run() async {
@@ -66,6 +70,16 @@ struct LiveActivityUpdater: Sendable {
             logger.error("live activity cycle could not read subscriptions", [("error", "\(error)")])
         }
         let elapsed = ContinuousClock.now - started
+        // On the injected clock, so a test can make a cycle late.
+        report.overran = clock.now().epochMillis - cycleStart > Int64(intervalSeconds) * 1000
+        if report.overran {
+            logger.warning(
+                "live activity cycle overran its interval; the next starts when this one ended",
+                [
+                    ("subscriptions", String(report.subscriptions)), ("duration_ms", String(elapsed.wholeMilliseconds)),
+                    ("interval_s", String(intervalSeconds)),
+                ])
+        }
         onCycle?(report, elapsed.seconds)
         if report.subscriptions > 0 {
             logger.info(

@@ -21,6 +21,7 @@ final class SidecarMetrics: Sendable {
     let alarmCycleUpstreamRequests: Histogram
     let liveActivityCycleDuration: Histogram
     let liveActivityCycleUpstreamRequests: Histogram
+    let liveActivityCyclesOverrun: Counter
     let upstreamRequests: Counter
     let databaseErrors: Counter
     let sourcePolls: Counter
@@ -62,6 +63,9 @@ final class SidecarMetrics: Sendable {
             "sidecar_live_activity_cycle_upstream_requests",
             "OneBusAway requests one Live Activity update cycle made.",
             buckets: Self.upstreamCountBuckets)
+        liveActivityCyclesOverrun = r.counter(
+            "sidecar_live_activity_cycles_overrun_total",
+            "Live Activity update cycles that took longer than their interval (the next one waited for each to finish).")
         upstreamRequests = r.counter(
             "sidecar_upstream_requests_total",
             "Outbound requests by upstream (oba, gorush, apns, fcm, fcm_oauth, "
@@ -104,6 +108,7 @@ final class SidecarMetrics: Sendable {
     func observe(liveActivityCycle report: LiveActivityUpdater.CycleReport, seconds: Double) {
         liveActivityCycleDuration.observe(seconds)
         liveActivityCycleUpstreamRequests.observe(Double(report.stopRequests))
+        if report.overran { liveActivityCyclesOverrun.increment(by: 1) }
     }
 
     /// Counts from the HTTP server, read when scraped.

@@ -18,6 +18,8 @@ struct RelayRoutes: Sendable {
     let clock: any WallClock
     let logger: Logger
     let database: any Database
+    /// Servers' keys, parsed once each.
+    let keys = RelayKeyCache()
 
     var nowMillis: Int64 { clock.now().epochMillis }
 
@@ -77,7 +79,7 @@ struct RelayRoutes: Sendable {
         let serverID = jwk.serverID
         if let allowedServers, !allowedServers.contains(serverID) { throw .unknownServer }
         if limitServer, case .limited = await serverLimiter.check(serverID) { throw .rateLimited }
-        let key = try jwk.key()
+        let key = try keys.key(for: jwk)
         if let version = request.header(RelayProtocol.Header.version) {
             guard version == "2", let tsText = request.header(RelayProtocol.Header.timestamp), let ts = Int64(tsText),
                 let digest = request.header(RelayProtocol.Header.digest), let signature = request.header(RelayProtocol.Header.signature)
@@ -186,11 +188,16 @@ struct RelayRoutes: Sendable {
         let now = nowMillis
         let bound: [String: PushPlatform]
         do {
+            if let window = store.replayWindow, !window.covers(signedAtMillis: signed.ts) { throw RelayProtocol.Failure.timestamp }
             let replayKey = RelayProtocol.replayKey(serverID: signed.serverID, signed: signedContent, version: signed.version)
             guard try await store.remember(replayKey, nowMillis: now) else { throw RelayProtocol.Failure.replay }
             bound = try await store.bindings(tokens: tokens, serverID: signed.serverID, nowMillis: now)
         } catch let failure as RelayProtocol.Failure {
             throw failure
+        } catch RelayStore.Refusal.replayWindowFull {
+            // Refused rather than forgetting a send early (which would let a replay through).
+            logger.warning("relay replay window full: send refused until entries expire")
+            return Response.json(503, ["error": "unavailable"]).adding(header: "Retry-After", "60")
         } catch {
             logger.error("relay storage failed", [("error", "\(error)")])
             return Response.json(503, ["error": "unavailable"])

@@ -73,7 +73,10 @@ enum RelayServer {
         let routes = RelayRoutes(
             store: RelayStore(
                 database: database, maxBindingsPerServer: configuration.relayMaxBindingsPerServer,
-                maxBindingsPerClient: configuration.relayMaxBindingsPerClient),
+                maxBindingsPerClient: configuration.relayMaxBindingsPerClient,
+                // Alone on SQLite, the window lives in memory; relays sharing
+                // PostgreSQL share it through the database.
+                replayWindow: database.dialect == .sqlite ? ReplayWindow(startedAtMillis: clock.now().epochMillis) : nil),
             apns: apns, fcm: fcm, allowedServers: allowed,
             clientLimiter: FixedWindowRateLimiter(
                 limit: configuration.relayClientLimit, windowSeconds: 60, name: "relay_client", logger: logger, now: now),

@@ -13,12 +13,18 @@ struct RelayStore: Sendable {
     /// what stops one address from filling the disk with fresh keys.
     var maxBindingsPerServer = RelayStore.defaultMaxBindings
     var maxBindingsPerClient = RelayStore.defaultMaxBindings
+    /// The replay window in memory, for a relay that runs alone (SQLite);
+    /// nil: kept in `relay_replays`, shared by relays on one PostgreSQL.
+    var replayWindow: ReplayWindow? = nil
 
     /// Room for the largest agency's riders on one server (and one address).
     static let defaultMaxBindings = 2_000_000
 
-    /// A new binding past a bound.
-    enum Refusal: Error, Equatable { case bindingLimit }
+    /// A new binding past a bound; a send when the replay window is full.
+    enum Refusal: Error, Equatable {
+        case bindingLimit
+        case replayWindowFull
+    }
 
     static func tokenHash(_ token: String) -> String { Base64URL.encode(SHA256.digest(Array(token.utf8))) }
     static func clientHash(_ clientKey: String) -> String { Base64URL.encode(Array(SHA256.digest(Array(clientKey.utf8)).prefix(12))) }
@@ -106,6 +112,13 @@ struct RelayStore: Sendable {
     /// seen within the window (a replay). Expired entries are swept as new
     /// ones arrive.
     func remember(_ replayKey: String, nowMillis: Int64) async throws -> Bool {
+        if let replayWindow {
+            switch replayWindow.remember(replayKey, nowMillis: nowMillis) {
+            case .new: return true
+            case .replay: return false
+            case .full: throw Refusal.replayWindowFull
+            }
+        }
         let key = Base64URL.encode(SHA256.digest(Array(replayKey.utf8)))
         return try await database.write { connection in
             _ = try connection.execute("DELETE FROM relay_replays WHERE expires_at <= \(nowMillis)")

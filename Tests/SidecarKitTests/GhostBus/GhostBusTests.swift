@@ -116,6 +116,32 @@ struct GhostBusTests {
         }
     }
 
+    /// Any Int64 a rider sends for a time is stored; every way staff read it
+    /// (the admin API's list and CSV, the console's CSV) answers, never traps.
+    @Test func extremeTimesFromARiderExportWithoutBringingTheServerDown() async throws {
+        try await Self.run { app, _ in
+            for (index, extreme) in [Int64.min, Int64.max, -1, -999].enumerated() {
+                let fields =
+                    Self.valid.map { ($0.key, $0.value) }.filter { $0.0 != "user_identifier" && $0.0 != "service_date" } + [
+                        ("user_identifier", "extreme-\(index)"), ("service_date", String(extreme)), ("scheduled_arrival_at", String(extreme)),
+                        ("predicted_arrival_at", String(extreme)), ("prediction_last_updated_at", String(extreme)),
+                    ]
+                #expect(try await app.post(Self.path, fields).status == 201)
+            }
+            let store = GhostBusStore(database: app.sidecar.database)
+            let csv = try await store.exportCSV(regionID: 1, zone: try #require(ZoneInfo.named("America/Los_Angeles")))
+            #expect(csv.split(separator: "\n").count == 5)
+            #expect(csv.contains("1969-12-31T15:59:59-08:00"), "-1 ms is the second before 1970")
+            let key = try await ApiKeyStore(database: app.sidecar.database).create(name: "read", regions: [1], now: 0).key
+            for path in ["/admin/api/regions/1/ghost-bus-reports", "/admin/api/regions/1/ghost-bus-reports.csv"] {
+                let answer = try await app.send("GET", path, headers: ["Authorization": "Bearer \(key)"])
+                #expect(answer.status == 200, "\(path)")
+                #expect(answer.text.contains("extreme-3"), "\(path): every row")
+            }
+            #expect(try await app.send("GET", "/healthz").status == 200, "still serving")
+        }
+    }
+
     @Test func enrichmentRetriesThreeTimesWithoutMakingTheRiderWait() async throws {
         try await Self.run({
             $0.runsAlarmChecker = false

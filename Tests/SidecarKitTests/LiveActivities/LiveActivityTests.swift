@@ -187,6 +187,23 @@ struct LiveActivityLoopTests {
         }
     }
 
+    @Test func aCycleLongerThanItsIntervalSaysSo() async throws {
+        try await Self.run { app, oba, _ in
+            oba.set([Self.trip("t1", departsIn: 600, clock: app.clock)])
+            _ = try await app.post(Self.path, Self.fields("a1", token: "push-1"))
+            let updater = app.sidecar.liveActivityUpdater
+            #expect(await updater.runCycle().overran == false)
+            // The upstream is so slow that the cycle outlasts its interval.
+            let clock = app.clock
+            let interval = Double(updater.intervalSeconds)
+            // Next interval, past the stop cache: the stop is asked again.
+            clock.advance(seconds: max(interval, 60))
+            oba.state.withLock { $0.whileAnsweringStop = { clock.advance(seconds: interval + 1) } }
+            let late = await updater.runCycle()
+            #expect(late.subscriptions == 1 && late.overran)
+        }
+    }
+
     @Test func updatesKeepalivesFailuresExpiryAndSharedFetches() async throws {
         try await Self.run { app, oba, gorush in
             oba.set([Self.trip("t1", departsIn: 600, clock: app.clock), Self.trip("t2", departsIn: 1500, clock: app.clock)])

@@ -73,10 +73,11 @@ struct RelayTests {
         }
     }
 
-    @Test func forgeriesReplaysAndStaleRequestsAreRefusedWith401() async throws {
+    @Test(arguments: [false, true])
+    func forgeriesReplaysAndStaleRequestsAreRefusedWith401(replaysInDatabase: Bool) async throws {
         let http = Self.client()
         defer { http.shutdown() }
-        try await TestRelay.run { relay in
+        try await TestRelay.run(replaysInDatabase: replaysInDatabase) { relay in
             let a = try relay.client("a", http: http)
             #expect(await a.register(token: "a0000001", platform: .ios))
             let body = try Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour")
@@ -137,10 +138,11 @@ struct RelayTests {
         return Array(try JSONSerialization.data(withJSONObject: object))
     }
 
-    @Test func aReplayIsRefusedHoweverItsSignatureIsSpelledOrWhateverBodyItCarries() async throws {
+    @Test(arguments: [false, true])
+    func aReplayIsRefusedHoweverItsSignatureIsSpelledOrWhateverBodyItCarries(replaysInDatabase: Bool) async throws {
         let http = Self.client()
         defer { http.shutdown() }
-        try await TestRelay.run { relay in
+        try await TestRelay.run(replaysInDatabase: replaysInDatabase) { relay in
             let a = try relay.client("a", http: http)
             #expect(await a.register(token: "a0000001", platform: .ios))
             let body = try Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour")

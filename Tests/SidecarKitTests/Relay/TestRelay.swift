@@ -29,7 +29,7 @@ struct TestRelay {
     var url: String { "http://127.0.0.1:\(server.port)" }
 
     static func run(
-        sendLimit: Int = 0, maxBindingsPerServer: Int = 0, maxBindingsPerClient: Int = 0,
+        sendLimit: Int = 0, maxBindingsPerServer: Int = 0, maxBindingsPerClient: Int = 0, replaysInDatabase: Bool = false,
         _ body: (TestRelay) async throws -> Void
     ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
@@ -44,7 +44,11 @@ struct TestRelay {
         // boundary must not get a fresh budget halfway.
         let started = clock.now().timeIntervalSince1970
         let now: @Sendable () -> Double = { started }
-        let store = RelayStore(database: database, maxBindingsPerServer: maxBindingsPerServer, maxBindingsPerClient: maxBindingsPerClient)
+        // A relay alone keeps its replay window in memory; relays sharing a
+        // database keep it there (`replaysInDatabase`).
+        let store = RelayStore(
+            database: database, maxBindingsPerServer: maxBindingsPerServer, maxBindingsPerClient: maxBindingsPerClient,
+            replayWindow: replaysInDatabase ? nil : ReplayWindow())
         let routes = RelayRoutes(
             store: store, apns: apns, fcm: nil, allowedServers: nil,
             clientLimiter: FixedWindowRateLimiter(limit: 0, windowSeconds: 60, now: now),

@@ -32,6 +32,8 @@ final class FakeOBA: Sendable {
         var vehicles: [String: [String]] = [:]
         var fleetRequests = 0
         var tripDetailRequests = 0
+        /// Run as each stop request is answered (a test makes time pass).
+        var whileAnsweringStop: (@Sendable () -> Void)? = nil
     }
 
     let state = Locked(State())
@@ -78,11 +80,12 @@ final class FakeOBA: Sendable {
         router.add(
             Route("GET", "/api/where/arrivals-and-departures-for-stop/:stop") { request in
                 let stop = String(request.pathParameters["stop"]!.dropLast(5))
-                let (mode, trips) = state.withLock { value -> (Mode, [Trip]) in
+                let (mode, trips, hook) = state.withLock { value -> (Mode, [Trip], (@Sendable () -> Void)?) in
                     value.stopRequests += 1
                     value.keys.append(request.parameters["key"] ?? "")
-                    return (value.mode, value.trips)
+                    return (value.mode, value.trips, value.whileAnsweringStop)
                 }
+                hook?()
                 switch mode {
                 case .serverError: return .json(503, ["error": "busy"])
                 case .notFound: return .json(404, ["code": 404])
