@@ -49,6 +49,12 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         var extra: [String] = []
         if values["connect_timeout"] == nil { extra.append("connect_timeout=5") }
         if values["application_name"] == nil { extra.append("application_name=sidecar") }
+        // libpq's default (prefer) starts Kerberos on every connection when
+        // it is linked with GSSAPI, as Debian's is; Kerberos initialised from
+        // several threads has crashed libpq clients (ruby-pg #536, PostgREST
+        // #3569), and this server's workers connect from several threads.
+        // Off unless asked for: `?gssencmode=prefer` turns it back on.
+        if values["gssencmode"] == nil { extra.append("gssencmode=disable") }
         conninfo = extra.isEmpty ? url : url + (url.contains("?") ? "&" : "?") + extra.joined(separator: "&")
     }
 }
