@@ -46,8 +46,8 @@ struct ActivityAdminRoutes: Sendable {
         do {
             let regionID = try admin.regionID(request, key)
             let page = try AdminConventions.page(request, list: "alarms:\(regionID)")
-            let (shown, next) = page.window(try await alarms.alarms(regionID: regionID, after: page.after, limit: page.limit + 1)) { $0.id }
-            return AdminConventions.pageResponse(shown.map(Self.alarm), next: next, page: page, request: request)
+            let rows = try await alarms.alarms(regionID: regionID, after: page.after, limit: page.limit + 1)
+            return page.response(rows, request: request, id: \.id, json: Self.alarm)
         } catch { return admin.failure(error) }
     }
 
@@ -56,8 +56,7 @@ struct ActivityAdminRoutes: Sendable {
             let regionID = try admin.regionID(request, key)
             let page = try AdminConventions.page(request, list: "live-activities:\(regionID)")
             let rows = try await liveActivities.activities(regionID: regionID, after: page.after, limit: page.limit + 1)
-            let (shown, next) = page.window(rows) { $0.id }
-            return AdminConventions.pageResponse(shown.map(Self.activity), next: next, page: page, request: request)
+            return page.response(rows, request: request, id: \.id, json: Self.activity)
         } catch { return admin.failure(error) }
     }
 

@@ -74,6 +74,14 @@ enum AdminConventions {
             let shown = Array(after.prefix(limit))
             return (shown, shown.last.map(id))
         }
+
+        /// The answer for this page of `rows` (a list in id order, or a
+        /// store's `limit + 1` rows after the cursor): a JSON array of
+        /// `json` with the next page's `Link`.
+        func response<T>(_ rows: [T], request: Request, id: (T) -> Int64, json: (T) -> JSONValue) -> Response {
+            let (shown, next) = window(rows, id: id)
+            return AdminConventions.pageResponse(shown.map(json), next: next, page: self, request: request)
+        }
     }
 
     /// Reads `limit` (1 to 500, 100 by default) and `after` (a cursor this

@@ -227,8 +227,7 @@ struct AdminRoutes: Sendable {
         do {
             let page = try AdminConventions.page(request, list: "regions")
             let list = try await administration.regionList().filter { key.allows(region: $0.region.id) }.sorted { $0.region.id < $1.region.id }
-            let (shown, next) = page.window(list) { Int64($0.region.id) }
-            return AdminConventions.pageResponse(shown.map { AdminJSON.region($0.region, $0.settings) }, next: next, page: page, request: request)
+            return page.response(list, request: request, id: { Int64($0.region.id) }, json: { AdminJSON.region($0.region, $0.settings) })
         } catch { return failure(error) }
     }
 
@@ -251,8 +250,7 @@ struct AdminRoutes: Sendable {
             _ = try administration.region(regionID)
             let page = try AdminConventions.page(request, list: "alerts:\(regionID)")
             let rows = try await store.alerts(regionID: regionID, after: page.after, limit: page.limit + 1)
-            let (shown, next) = page.window(rows) { $0.id }
-            return AdminConventions.pageResponse(shown.map { AdminJSON.alert($0) }, next: next, page: page, request: request)
+            return page.response(rows, request: request, id: \.id, json: { AdminJSON.alert($0) })
         } catch { return failure(error) }
     }
 
@@ -341,8 +339,7 @@ struct AdminRoutes: Sendable {
         do {
             let alert = try await scopedAlert(request, key)
             let page = try AdminConventions.page(request, list: "sends:\(alert.id)")
-            let (shown, next) = page.window(try await store.sends(alertID: alert.id)) { $0.id }
-            return AdminConventions.pageResponse(shown.map(AdminJSON.send), next: next, page: page, request: request)
+            return page.response(try await store.sends(alertID: alert.id), request: request, id: \.id, json: AdminJSON.send)
         } catch { return failure(error) }
     }
 }

@@ -58,8 +58,8 @@ struct AlertSourceRoutes: Sendable {
         do {
             let regionID = try admin.regionID(request, key)
             let page = try AdminConventions.page(request, list: "sources:\(regionID)")
-            let (shown, next) = page.window(try await store.sources(regionID: regionID).sorted { $0.0.id < $1.0.id }) { $0.0.id }
-            return AdminConventions.pageResponse(shown.map { Self.json($0.0, $0.1) }, next: next, page: page, request: request)
+            let sources = try await store.sources(regionID: regionID).sorted { $0.0.id < $1.0.id }
+            return page.response(sources, request: request, id: { $0.0.id }, json: { Self.json($0.0, $0.1) })
         } catch { return admin.failure(error) }
     }
 

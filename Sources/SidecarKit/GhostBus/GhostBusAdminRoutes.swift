@@ -53,8 +53,7 @@ struct GhostBusAdminRoutes: Sendable {
             let filter = try filter(request)
             let page = try AdminConventions.page(request, list: "ghost-bus:\(regionID)")
             let rows = try await store.reports(regionID: regionID, filter: filter, after: page.after, limit: page.limit + 1)
-            let (shown, next) = page.window(rows) { $0.id }
-            return AdminConventions.pageResponse(shown.map { Self.json($0.report) }, next: next, page: page, request: request)
+            return page.response(rows, request: request, id: \.id, json: { Self.json($0.report) })
         } catch { return admin.failure(error) }
     }
 

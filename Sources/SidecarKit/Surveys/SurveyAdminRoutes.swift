@@ -65,8 +65,7 @@ struct SurveyAdminRoutes: Sendable {
         do {
             let regionID = try admin.regionID(request, key)
             let page = try AdminConventions.page(request, list: "studies:\(regionID)")
-            let (shown, next) = page.window(try await store.studies(regionID: regionID)) { $0.id }
-            return AdminConventions.pageResponse(shown.map(Self.study), next: next, page: page, request: request)
+            return page.response(try await store.studies(regionID: regionID), request: request, id: \.id, json: Self.study)
         } catch { return admin.failure(error) }
     }
 
@@ -82,8 +81,7 @@ struct SurveyAdminRoutes: Sendable {
         do {
             let regionID = try admin.regionID(request, key)
             let page = try AdminConventions.page(request, list: "surveys:\(regionID)")
-            let (shown, next) = page.window(try await store.surveys(regionID: regionID)) { $0.id }
-            return AdminConventions.pageResponse(shown.map(SurveyRules.document), next: next, page: page, request: request)
+            return page.response(try await store.surveys(regionID: regionID), request: request, id: \.id, json: SurveyRules.document)
         } catch { return admin.failure(error) }
     }
 
@@ -164,8 +162,7 @@ struct SurveyAdminRoutes: Sendable {
             let range = try AdminConventions.timeRange(request)
             let page = try AdminConventions.page(request, list: "responses:\(survey.id)")
             let rows = try await store.responses(surveyID: survey.id, after: page.after, from: range.from, to: range.to, limit: page.limit + 1)
-            let (shown, next) = page.window(rows) { $0.id }
-            return AdminConventions.pageResponse(shown.map { Self.response($0.response) }, next: next, page: page, request: request)
+            return page.response(rows, request: request, id: \.id, json: { Self.response($0.response) })
         } catch { return admin.failure(error) }
     }
 
