@@ -9,6 +9,7 @@
 # Reports pushes/s, and CPU and peak RSS of the sidecar and of the relay.
 #
 #   bench/relay.sh [registrations]
+#   RELAY_PROFILE=FILE bench/relay.sh   # also: perf samples of the relay's send, top entries in FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
@@ -33,7 +34,7 @@ APNS=(--apns-key-file "$WORK/apns.p8" --apns-key-id KEYID12345 --apns-team-id TE
   > "$WORK/relay.log" 2>&1 & echo $! > "$WORK/relay.pid"
 RELAY_PID=$(cat "$WORK/relay.pid")
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$RELAY_PORT/healthz" >/dev/null && break; sleep 0.1; done
-SERVER_ID=$("$BIN" relay-key show --relay-key-file "$WORK/sidecar-key.pem" | awk '/^serverId/ {print $2}')
+SERVER_ID=$("$BIN" relay-key create --relay-key-file "$WORK/sidecar-key.pem" 2>/dev/null | awk '/^serverId/ {print $2}')
 
 DB="$WORK/bench.sqlite3"
 "$BIN" region set --id 1 --agency-id 1 --database "$DB" >/dev/null
@@ -76,8 +77,19 @@ $(awk -v t=$((relay_after - relay_before)) -v k="$(getconf CLK_TCK)" 'BEGIN { pr
 }
 
 read -r D_WALL D_RATE D_CPU D_RSS _ <<<"$(send direct --push-transport direct "${APNS[@]}")"
+# RELAY_PROFILE=FILE: perf samples of the relay during its send, summarised into FILE.
+if [ -n "${RELAY_PROFILE:-}" ]; then
+  command -v perf >/dev/null || sidecar_install_packages linux-perf
+  perf record -F 999 -g -p "$RELAY_PID" -o "$WORK/perf.data" > /dev/null 2>&1 & echo $! > "$WORK/perf.pid"
+  sleep 1
+fi
 read -r R_WALL R_RATE R_CPU R_RSS R_RELAY_CPU <<<"$(send relay --push-transport relay --relay-url "http://127.0.0.1:$RELAY_PORT" \
   --relay-key-file "$WORK/sidecar-key.pem")"
+if [ -n "${RELAY_PROFILE:-}" ]; then
+  kill -INT "$(cat "$WORK/perf.pid")"; wait "$(cat "$WORK/perf.pid")" 2>/dev/null || true; rm -f "$WORK/perf.pid"
+  perf report -i "$WORK/perf.data" --stdio --no-children --sort dso,symbol > "$WORK/perf.txt" 2>/dev/null || true
+  awk '/%/ && !/^#/ && n++ < 40' "$WORK/perf.txt" > "$RELAY_PROFILE"
+fi
 RELAY_RSS=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$RELAY_PID/status")
 
 cat <<REPORT
