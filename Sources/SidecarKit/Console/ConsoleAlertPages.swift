@@ -63,14 +63,15 @@ extension ConsoleRoutes {
     /// The authoring form; `values` holds what was submitted when it is shown again.
     func alertForm(
         _ context: ConsoleLayout.Context, alert: ServiceAlert?, values: [String: String], problems: [String], zone: ZoneInfo = .utc,
-        status: Int = 200
+        status: Int = 200, heading: String? = nil
     ) -> Response {
         guard let region = context.region else { return notFound() }
         var formContext = context
         formContext.section = .alerts
         let action = alert.map { "/admin/alerts/\($0.id)" } ?? "/admin/regions/\(region.id)/alerts"
         let content: [any HTMLContent] = [
-            ConsoleLayout.problems(problems), alertFields(context.session, action: action, alert: alert, values: values, zone: zone),
+            ConsoleLayout.problems(problems, heading: heading),
+            alertFields(context.session, action: action, alert: alert, values: values, zone: zone),
         ]
         return ConsoleLayout.respond(status, ConsoleLayout.page(alert == nil ? "New alert" : "Edit alert \(alert!.id)", formContext, content))
     }
@@ -194,7 +195,9 @@ extension ConsoleRoutes {
         if ConsoleEditVersion.isStale(request, current: current) {
             // Shown again at the current version: saving once more replaces theirs knowingly.
             values[ConsoleEditVersion.field] = current
-            return alertForm(context, alert: alert, values: values, problems: [ConsoleEditVersion.problem("alert")], zone: zone, status: 412)
+            return alertForm(
+                context, alert: alert, values: values, problems: [ConsoleEditVersion.problem("alert")], zone: zone, status: 412,
+                heading: ConsoleEditVersion.heading)
         }
         guard problems.isEmpty else { return alertForm(context, alert: alert, values: values, problems: problems, zone: zone, status: 422) }
         do {

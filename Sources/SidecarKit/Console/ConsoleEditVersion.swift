@@ -22,6 +22,9 @@ enum ConsoleEditVersion {
         return offered != current
     }
 
+    /// The box's heading: nothing in the form needs correcting.
+    static let heading = "Not saved:"
+
     /// What the editor reads above their own values.
     static func problem(_ what: String) -> String {
         "Someone changed this \(what) after you opened it. Your version is below and has not been saved: "

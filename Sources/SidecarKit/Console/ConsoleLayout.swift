@@ -227,12 +227,14 @@ enum ConsoleLayout {
     }
 
     /// Problems with what was submitted, announced to screen readers.
-    static func problems(_ messages: [String]) -> HTML {
+    /// `heading` replaces "Please correct this:" when nothing needs correcting
+    /// (a save refused because someone else's change came first).
+    static func problems(_ messages: [String], heading: String? = nil) -> HTML {
         guard !messages.isEmpty else { return .empty }
         return tag(
             "div", [.class("problems"), Attribute("role", "alert")],
             [
-                tag("p", [], [messages.count == 1 ? "Please correct this:" : "Please correct these:"]),
+                tag("p", [], [heading ?? (messages.count == 1 ? "Please correct this:" : "Please correct these:")]),
                 tag("ul", [], messages.map { tag("li", [], [$0]) }),
             ])
     }

@@ -76,9 +76,10 @@ extension ConsoleRoutes {
     /// Question slots on the form: the survey's own and three empty ones.
     static func questionSlots(_ survey: Survey?) -> Int { min((survey?.questions.count ?? 0) + 3, FieldLimits.surveyQuestionCount) }
 
-    func surveyForm(_ context: ConsoleLayout.Context, survey: Survey?, values: [String: String], problems: [String], status: Int = 200) async
-        -> Response
-    {
+    func surveyForm(
+        _ context: ConsoleLayout.Context, survey: Survey?, values: [String: String], problems: [String], status: Int = 200,
+        heading: String? = nil
+    ) async -> Response {
         guard let region = context.region else { return notFound() }
         var formContext = context
         formContext.section = .surveys
@@ -86,7 +87,7 @@ extension ConsoleRoutes {
         let studies: [Study]
         do { studies = try await surveys.studies(regionID: region.id) } catch { return unavailable(error) }
         let content: [any HTMLContent] = [
-            ConsoleLayout.problems(problems),
+            ConsoleLayout.problems(problems, heading: heading),
             surveyFields(context.session, region: region, survey: survey, studies: studies, values: values, zone: zone),
         ]
         return ConsoleLayout.respond(status, ConsoleLayout.page(survey.map { "Edit survey \($0.id)" } ?? "New survey", formContext, content))
@@ -244,7 +245,9 @@ extension ConsoleRoutes {
         if let existing, ConsoleEditVersion.isStale(request, current: AdminConventions.etag(SurveyRules.document(existing))) {
             var shown = values
             shown[ConsoleEditVersion.field] = AdminConventions.etag(SurveyRules.document(existing))
-            return await surveyForm(context, survey: existing, values: shown, problems: [ConsoleEditVersion.problem("survey")], status: 412)
+            return await surveyForm(
+                context, survey: existing, values: shown, problems: [ConsoleEditVersion.problem("survey")], status: 412,
+                heading: ConsoleEditVersion.heading)
         }
         var messages = problems + SurveyRules.parse(document: document, into: &survey)
         survey.regionID = region.id
