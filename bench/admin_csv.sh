@@ -19,11 +19,7 @@ sidecar_install_packages python3 curl
 RESPONSES="${1:-1000000}"
 PORT=18611
 bench_workspace
-BIN="${SIDECAR_BIN:-.build/release/sidecar}"
-if [ ! -x "$BIN" ]; then
-  sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}"
-  build_release
-fi
+bench_binary
 DB="$WORK/bench.sqlite3"
 "$BIN" migrate --database "$DB" >/dev/null 2>&1
 "$BIN" region set --id 1 --agency-id 1 --timezone America/Los_Angeles --database "$DB" >/dev/null 2>&1

@@ -14,6 +14,16 @@ build_release() {
   BIN=.build/release/sidecar
 }
 
+# bench_binary: names in BIN the binary to measure: SIDECAR_BIN when set,
+# else the release build, built when missing.
+bench_binary() {
+  BIN="${SIDECAR_BIN:-.build/release/sidecar}"
+  if [ ! -x "$BIN" ]; then
+    sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}"
+    build_release
+  fi
+}
+
 # start_nginx WORK PORT [EXTRA_LOCATIONS]: nginx with 2 workers and no access
 # log on 127.0.0.1:PORT, answering 204 to everything but EXTRA_LOCATIONS;
 # its pid file lands in WORK so the scripts' EXIT traps stop it.

@@ -33,11 +33,7 @@ GORUSH_PORT=18602
 SIDECAR_PORT=18603
 REGISTRATIONS=1000
 bench_workspace
-BIN="${SIDECAR_BIN:-.build/release/sidecar}"
-if [ ! -x "$BIN" ]; then
-  sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}"
-  build_release
-fi
+bench_binary
 DB="$WORK/bench.sqlite3"
 
 # The feed server needs Google's bindings: the peer checks' virtualenv.

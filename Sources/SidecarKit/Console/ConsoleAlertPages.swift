@@ -137,7 +137,7 @@ extension ConsoleRoutes {
                     "Test alert (only test devices see it in the feed and get it pushed)", name: "test",
                     checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
                 tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [alert == nil ? "Create draft" : "Save changes"])]),
-            ] + ConsoleEditVersion.input(values: values, current: alert.map { AdminConventions.etag(AdminJSON.alert($0)) }))
+            ] + ConsoleEditVersion.input(values: values, current: alert.map(ConsoleEditVersion.version(of:))))
     }
 
     /// `UNKNOWN_CAUSE` → `Unknown cause`.
@@ -190,7 +190,7 @@ extension ConsoleRoutes {
     func editAlert(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
         let zone = await zone(regionID: alert.regionID)
         var (fields, values, problems) = authoringFields(request, zone: zone, editing: true)
-        let current = AdminConventions.etag(AdminJSON.alert(alert))
+        let current = ConsoleEditVersion.version(of: alert)
         values[ConsoleEditVersion.field] = request.parameters[ConsoleEditVersion.field]
         if ConsoleEditVersion.isStale(request, current: current) {
             // Shown again at the current version: saving once more replaces theirs knowingly.

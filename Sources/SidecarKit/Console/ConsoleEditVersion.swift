@@ -8,6 +8,12 @@ import HTTPServer
 enum ConsoleEditVersion {
     static let field = "version"
 
+    /// An alert's version: the admin API's `ETag` for it.
+    static func version(of alert: ServiceAlert) -> String { AdminConventions.etag(AdminJSON.alert(alert)) }
+
+    /// A survey's version: the admin API's `ETag` for it.
+    static func version(of survey: Survey) -> String { AdminConventions.etag(SurveyRules.document(survey)) }
+
     /// The hidden field: the version the editor saw (`values` keeps it across
     /// a form shown again).
     static func input(values: [String: String], current: String?) -> [any HTMLContent] {

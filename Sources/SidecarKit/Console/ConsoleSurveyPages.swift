@@ -181,7 +181,7 @@ extension ConsoleRoutes {
                     ?? .empty,
             ] + questionFields + [
                 tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [survey == nil ? "Create survey" : "Save survey"])])
-            ] + ConsoleEditVersion.input(values: values, current: survey.map { AdminConventions.etag(SurveyRules.document($0)) }))
+            ] + ConsoleEditVersion.input(values: values, current: survey.map(ConsoleEditVersion.version(of:))))
     }
 
     /// The survey document the CLI reads, built from the form.
@@ -242,9 +242,9 @@ extension ConsoleRoutes {
                 id: 0, regionID: region.id, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
                 showOnStops: true, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
                 visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: now, updatedAt: now)
-        if let existing, ConsoleEditVersion.isStale(request, current: AdminConventions.etag(SurveyRules.document(existing))) {
+        if let existing, case let current = ConsoleEditVersion.version(of: existing), ConsoleEditVersion.isStale(request, current: current) {
             var shown = values
-            shown[ConsoleEditVersion.field] = AdminConventions.etag(SurveyRules.document(existing))
+            shown[ConsoleEditVersion.field] = current
             return await surveyForm(
                 context, survey: existing, values: shown, problems: [ConsoleEditVersion.problem("survey")], status: 412,
                 heading: ConsoleEditVersion.heading)
