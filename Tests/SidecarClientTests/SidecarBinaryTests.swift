@@ -14,6 +14,8 @@ final class SidecarProcess: @unchecked Sendable {
     let directory: URL
     let baseURL: URL
     static let demoRegion = 9999
+    /// Serialises `Process.run` across the suites running at once.
+    static let launches = NSLock()
 
     /// The binary next to the test bundle (`swift build --build-tests` builds
     /// both), or `SIDECAR_BINARY`.
@@ -47,7 +49,14 @@ final class SidecarProcess: @unchecked Sendable {
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        // One launch at a time: Foundation's Process.run crashed once
+        // (a bad pointer in its memcpy) with these tests launching in parallel.
+        Self.launches.lock()
+        do { try process.run() } catch {
+            Self.launches.unlock()
+            throw error
+        }
+        Self.launches.unlock()
         // The listening line names the port.
         var port: Int?
         for _ in 0..<300 where port == nil {
