@@ -10,12 +10,10 @@ import FoundationNetworking
 /// and its own database, stopped when the test is done. These tests use
 /// nothing but the library, as an app would.
 final class SidecarProcess: @unchecked Sendable {
-    let process = Process()
+    let process: ChildProcess
     let directory: URL
     let baseURL: URL
     static let demoRegion = 9999
-    /// Serialises `Process.run` across the suites running at once.
-    static let launches = NSLock()
 
     /// The binary next to the test bundle (`swift build --build-tests` builds
     /// both), or `SIDECAR_BINARY`.
@@ -39,24 +37,13 @@ final class SidecarProcess: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let log = directory.appendingPathComponent("sidecar.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process.executableURL = try Self.binary()
-        process.arguments =
-            [
+        process = try ChildProcess(
+            executable: try Self.binary().path,
+            arguments: [
                 "serve", "--host", "127.0.0.1", "--port", "0", "--database", directory.appendingPathComponent("sidecar.sqlite3").path,
                 "--demo",
-            ] + extra
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        // One launch at a time: Foundation's Process.run crashed once
-        // (a bad pointer in its memcpy) with these tests launching in parallel.
-        Self.launches.lock()
-        do { try process.run() } catch {
-            Self.launches.unlock()
-            throw error
-        }
-        Self.launches.unlock()
+            ] + extra,
+            outputPath: log.path)
         // The listening line names the port.
         var port: Int?
         for _ in 0..<300 where port == nil {
@@ -72,17 +59,14 @@ final class SidecarProcess: @unchecked Sendable {
             }
         }
         guard let port else {
-            process.terminate()
+            process.terminateAndWait()
             throw Failure("the sidecar did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }
         baseURL = URL(string: "http://127.0.0.1:\(port)")!
     }
 
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        process.terminateAndWait()
         try? FileManager.default.removeItem(at: directory)
     }
 
