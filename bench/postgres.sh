@@ -8,6 +8,7 @@
 #      same PostgreSQL database: wall time until every alarm was checked.
 #
 #   bench/postgres.sh [duration_seconds] [alarms] [stops]
+#   BASELINE_BIN=PATH also measures an earlier binary's POST at 8 connections.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
@@ -54,12 +55,24 @@ post() {
 serve sqlite "$PORT_A" "$WORK/post.sqlite3" --push-registration-limit 0
 read -r SQLITE_RPS SQLITE_P50 SQLITE_P99 <<<"$(post sqlite "$PORT_A")"
 stop sqlite
-serve postgres "$PORT_A" "$PG" --push-registration-limit 0
-read -r PG_RPS PG_P50 PG_P99 <<<"$(post postgres "$PORT_A")"
-stop postgres
-serve postgres16 "$PORT_A" "$PG" --push-registration-limit 0 --database-connections 16
-read -r PG16_RPS PG16_P50 PG16_P99 <<<"$(post postgres16 "$PORT_A")"
-stop postgres16
+# PostgreSQL at 1, 2, 4 and 8 pool connections (8: the default with 2 threads).
+PG_ROWS=""
+for CONNECTIONS in 1 2 4 8; do
+  serve "postgres$CONNECTIONS" "$PORT_A" "$PG" --push-registration-limit 0 --database-connections "$CONNECTIONS"
+  read -r RPS P50 P99 <<<"$(post "postgres$CONNECTIONS" "$PORT_A")"
+  stop "postgres$CONNECTIONS"
+  PG_ROWS+="| PostgreSQL, \`--database-connections $CONNECTIONS\` | $RPS | $(awk -v a="$RPS" -v b="$SQLITE_RPS" 'BEGIN { printf "%.2f", a / b }') | $P50 | $P99 |"$'\n'
+done
+
+# BASELINE_BIN=PATH: an earlier binary measured in the same run at the default pool.
+if [ -n "${BASELINE_BIN:-}" ]; then
+  SAVED_BIN="$BIN"; BIN="$BASELINE_BIN"
+  serve baseline "$PORT_A" "$PG" --push-registration-limit 0 --database-connections 8
+  read -r RPS P50 P99 <<<"$(post baseline "$PORT_A")"
+  stop baseline
+  BIN="$SAVED_BIN"
+  PG_ROWS+="| PostgreSQL, \`--database-connections 8\`, baseline binary ($BASELINE_BIN) | $RPS | $(awk -v a="$RPS" -v b="$SQLITE_RPS" 'BEGIN { printf "%.2f", a / b }') | $P50 | $P99 |"$'\n'
+fi
 
 # The alarm cycle.
 TRIPS_PER_STOP=$PER_STOP LATENCY_MS=20 python3 bench/fake_oba.py $OBA_PORT & echo $! > "$WORK/oba.pid"
@@ -113,8 +126,7 @@ Machine: $(nproc) cores, $(uname -sr); PostgreSQL $(psql "$ADMIN" -tA -c "SHOW s
 | POST push_registrations (unique tokens, throttle off) | req/s | vs SQLite | p50 | p99 |
 |---|---|---|---|---|
 | SQLite | $SQLITE_RPS | 1.00 | $SQLITE_P50 | $SQLITE_P99 |
-| PostgreSQL (8 connections, the default on 2 threads) | $PG_RPS | $(ratio "$PG_RPS" "$SQLITE_RPS") | $PG_P50 | $PG_P99 |
-| PostgreSQL, \`--database-connections 16\` | $PG16_RPS | $(ratio "$PG16_RPS" "$SQLITE_RPS") | $PG16_P50 | $PG16_P99 |
+${PG_ROWS%$'\n'}
 
 | one alarm cycle: $ALARMS alarms on $STOPS stops, fake OBA at 20 ms | wall time | stop requests | trip requests |
 |---|---|---|---|

@@ -87,6 +87,11 @@ public protocol SQLConnection: AnyObject {
     /// Runs a statement; returns the number of rows changed.
     @discardableResult
     func execute(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> Int
+    /// Runs a statement whose row count the caller does not need. Inside a
+    /// PostgreSQL write it is sent without waiting for its answer, which is
+    /// read with the next statement's or at `COMMIT`: its failure then
+    /// surfaces there and fails the whole write, never silently.
+    func send(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError)
     /// Runs a query and returns every row.
     func query(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> [Row]
     /// The engine's dialect, for the few statements that differ.
@@ -94,6 +99,11 @@ public protocol SQLConnection: AnyObject {
 }
 
 extension SQLConnection {
+    /// Runs the statement at once (engines without pipelining).
+    public func send(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) {
+        _ = try execute(sql, parameters)
+    }
+
     /// The first row of a query, if any.
     public func queryOne(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> Row? {
         try query(sql, parameters).first

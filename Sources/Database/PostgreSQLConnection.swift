@@ -63,10 +63,23 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
 /// one worker thread at a time. Statements take `$n` parameters, sent as
 /// text with their types (bigint, double precision, text, bytea) so the
 /// same SQL runs on SQLite and here.
+///
+/// A write transaction runs in libpq's pipeline mode
+/// (`beginTransaction` … `commitTransaction`): `BEGIN`, the statements whose
+/// answers nobody waits for (`send`) and `COMMIT` travel with the next
+/// statement that needs its answer, so a transaction costs one round trip
+/// per statement that is read, plus one. Results still come back in order
+/// and each is checked; after a failure PostgreSQL skips the rest of the
+/// pipeline, so nothing after a failed statement is applied, and the
+/// transaction is rolled back.
 final class PostgreSQLConnection: SQLConnection {
     var dialect: SQLDialect { .postgresql }
     private let connection: OpaquePointer
+    /// Prepared statement names by SQL and parameter types.
     private var statements: [String: String] = [:]
+    /// Names are never reused, so a statement whose preparation was skipped
+    /// in a failed pipeline can be prepared again under a new name.
+    private var statementsPrepared = 0
     private let location: PostgresLocation
     /// Set when the server went away mid-statement; the worker reconnects.
     private(set) var broken = false
@@ -75,6 +88,31 @@ final class PostgreSQLConnection: SQLConnection {
     /// server that stops answering (frozen, a dead host behind a live
     /// network) would otherwise hold every caller until it came back.
     var statementTimeoutSeconds: Double?
+    /// The open pipeline, while a write transaction runs in pipeline mode.
+    private var pipeline: Pipeline?
+
+    /// What was sent in pipeline mode and not read back yet, oldest first.
+    private struct Pipeline {
+        enum Command {
+            /// `BEGIN`, `COMMIT`, or a statement sent with `send`: only its success matters.
+            case unread
+            /// A statement's preparation: cached once it succeeded.
+            case prepare(key: String, name: String)
+            /// The statement whose result the caller waits for.
+            case wanted
+            /// The Sync that ends the pipeline.
+            case sync
+        }
+        var commands: [Command] = []
+        /// The first failure; PostgreSQL skipped everything after it.
+        var failure: DatabaseError?
+        var syncSent = false
+    }
+
+    /// Statements sent with `send` that may wait unread, at most: beyond it
+    /// they are read back, so neither side's buffer fills with the other
+    /// blocked writing.
+    static let unreadLimit = 64
 
     init(_ location: PostgresLocation, statementTimeoutSeconds: Double? = nil) throws(DatabaseError) {
         self.location = location
@@ -96,59 +134,71 @@ final class PostgreSQLConnection: SQLConnection {
 
     var isUsable: Bool { !broken && sidecar_pq_connected(connection) != 0 }
 
+    // MARK: Transactions
+
+    /// Opens a write transaction in pipeline mode; `BEGIN` goes out with the
+    /// first statement that is read.
+    func beginTransaction() throws(DatabaseError) {
+        guard pipeline == nil else { throw .failed(code: 0, message: "a transaction is already open on this connection") }
+        guard PQenterPipelineMode(connection) == 1 else { throw failure(nil) }
+        pipeline = Pipeline()
+        try sendUnread("BEGIN")
+    }
+
+    /// Sends `COMMIT` and reads every answer still owed. Throws the first
+    /// failure of the transaction (the transaction is then rolled back).
+    func commitTransaction() throws(DatabaseError) {
+        guard pipeline != nil else {
+            try run("COMMIT")
+            return
+        }
+        do {
+            try sendUnread("COMMIT")
+            try endPipeline()
+        } catch {
+            rollbackTransaction()
+            throw error
+        }
+    }
+
+    /// Ends whatever transaction is open, keeping nothing of it; a
+    /// connection that cannot do so is marked broken (the worker replaces it).
+    func rollbackTransaction() {
+        if pipeline != nil { _ = try? endPipeline() }
+        guard !broken, sidecar_pq_in_transaction(connection) != 0 else { return }
+        do { try run("ROLLBACK") } catch { broken = true }
+    }
+
+    /// Ends the pipeline: a Sync, then every answer owed, then back to
+    /// normal mode. Throws the pipeline's first failure.
+    private func endPipeline() throws(DatabaseError) {
+        guard var open = pipeline else { return }
+        defer {
+            pipeline = nil
+            if !broken && PQexitPipelineMode(connection) != 1 { broken = true }
+        }
+        if !open.syncSent {
+            guard PQpipelineSync(connection) == 1 else { throw markBroken(failure(nil)) }
+            open.commands.append(.sync)
+            open.syncSent = true
+            pipeline = open
+        }
+        _ = try readPipeline(upToWanted: false)
+        if let failure = pipeline?.failure { throw failure }
+    }
+
+    // MARK: Statements
+
     /// Runs statements with no parameters (transaction control, DDL);
-    /// several may be separated by semicolons.
+    /// several may be separated by semicolons. Inside a pipelined
+    /// transaction it first reads back what is owed and leaves pipeline mode
+    /// (the transaction stays open).
     func run(_ sql: String) throws(DatabaseError) {
+        if pipeline != nil { try endPipeline() }
         guard PQsendQuery(connection, sql) == 1 else { throw failure(nil) }
         let result = try awaitResult()
         defer { PQclear(result) }
         try check(result)
-    }
-
-    /// Waits for the answer to what was just sent: every result is read
-    /// (the first failure wins, else the last result is returned). When the
-    /// server sends nothing for the statement timeout (a large result that
-    /// keeps arriving is fine), the connection is marked broken and the call
-    /// fails as unavailable.
-    private func awaitResult() throws(DatabaseError) -> OpaquePointer? {
-        func waitFor(_ events: Int16) throws(DatabaseError) {
-            var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
-            let remaining = statementTimeoutSeconds.map { Int32(($0 * 1000).rounded(.up)) } ?? -1
-            let ready = poll(&descriptor, 1, remaining)
-            if ready == 0 || (ready < 0 && errno != EINTR) {
-                broken = true
-                statements = [:]
-                throw .unavailable("PostgreSQL at \(location) did not answer within \(Int(statementTimeoutSeconds ?? 0)) s")
-            }
-        }
-        while true {
-            let flushed = PQflush(connection)
-            if flushed == 0 { break }
-            if flushed < 0 { throw failure(nil) }
-            try waitFor(Int16(POLLIN | POLLOUT))
-            if PQconsumeInput(connection) == 0 { throw failure(nil) }
-        }
-        var kept: OpaquePointer?
-        while true {
-            while PQisBusy(connection) == 1 {
-                do { try waitFor(Int16(POLLIN)) } catch {
-                    PQclear(kept)
-                    throw error
-                }
-                if PQconsumeInput(connection) == 0 {
-                    PQclear(kept)
-                    throw failure(nil)
-                }
-            }
-            guard let result = PQgetResult(connection) else { break }
-            if kept == nil || sidecar_pq_result_kind(kept) >= 0 {
-                PQclear(kept)
-                kept = result
-            } else {
-                PQclear(result)
-            }
-        }
-        return kept
     }
 
     @discardableResult
@@ -156,6 +206,25 @@ final class PostgreSQLConnection: SQLConnection {
         let result = try executePrepared(sql, parameters)
         defer { PQclear(result) }
         return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// In a pipelined transaction the statement is sent without waiting: its
+    /// result is read with the next statement's, or at `COMMIT`, and a
+    /// failure fails the transaction.
+    func send(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) {
+        guard pipeline != nil else {
+            _ = try execute(sql, parameters)
+            return
+        }
+        if let failure = pipeline?.failure { throw failure }
+        let name = try prepared(sql, parameters)
+        try sendPrepared(name, parameters)
+        pipeline?.commands.append(.unread)
+        if pipeline?.commands.count ?? 0 >= Self.unreadLimit {
+            guard PQsendFlushRequest(connection) == 1 else { throw markBroken(failure(nil)) }
+            _ = try readPipeline(upToWanted: false)
+            if let failure = pipeline?.failure { throw failure }
+        }
     }
 
     func query(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> [Row] {
@@ -182,43 +251,214 @@ final class PostgreSQLConnection: SQLConnection {
         return rows
     }
 
-    // MARK: Statements
-
-    /// Prepares the statement once per (SQL, parameter types) and runs it.
+    /// Runs the statement (prepared once per SQL and parameter types) and
+    /// returns its successful result.
     private func executePrepared(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> OpaquePointer? {
+        if let failure = pipeline?.failure { throw failure }
+        let name = try prepared(sql, parameters)
+        try sendPrepared(name, parameters)
+        guard pipeline != nil else {
+            let result = try awaitResult()
+            do { try check(result) } catch {
+                PQclear(result)
+                throw error
+            }
+            return result
+        }
+        pipeline?.commands.append(.wanted)
+        guard PQsendFlushRequest(connection) == 1 else { throw markBroken(failure(nil)) }
+        let result = try readPipeline(upToWanted: true)
+        if let failure = pipeline?.failure {
+            PQclear(result)
+            throw failure
+        }
+        return result
+    }
+
+    /// The statement's prepared name. Outside a pipeline a new statement is
+    /// prepared and checked at once; inside one, its preparation travels
+    /// with the statement and is cached when read back as successful.
+    private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> String {
         let types = parameters.map(Self.type)
         let key = sql + "\u{0}" + types.map(String.init).joined(separator: ",")
-        let name: String
-        if let cached = statements[key] {
-            name = cached
-        } else {
-            name = "s\(statements.count)"
-            guard types.withUnsafeBufferPointer({ PQsendPrepare(connection, name, sql, Int32(types.count), $0.baseAddress) }) == 1 else {
-                throw failure(nil)
-            }
-            let prepared = try awaitResult()
-            defer { PQclear(prepared) }
-            try check(prepared)
-            statements[key] = name
+        if let cached = statements[key] { return cached }
+        let name = "s\(statementsPrepared)"
+        statementsPrepared += 1
+        guard types.withUnsafeBufferPointer({ PQsendPrepare(connection, name, sql, Int32(types.count), $0.baseAddress) }) == 1 else {
+            throw failure(nil)
         }
+        if pipeline != nil {
+            pipeline?.commands.append(.prepare(key: key, name: name))
+            // Later statements in this pipeline use the name; dropped again
+            // if the preparation is not read back as successful.
+            statements[key] = name
+            return name
+        }
+        let prepared = try awaitResult()
+        defer { PQclear(prepared) }
+        try check(prepared)
+        statements[key] = name
+        return name
+    }
+
+    private func sendPrepared(_ name: String, _ parameters: [SQLValue]) throws(DatabaseError) {
         let texts: [UnsafeMutablePointer<CChar>?] = parameters.map { Self.text($0).flatMap { strdup($0) } }
         defer { texts.forEach { free($0) } }
         let sent = texts.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
             PQsendQueryPrepared(connection, name, Int32(values.count), values.baseAddress, nil, nil, 0)
         }
         guard sent == 1 else { throw failure(nil) }
-        let result = try awaitResult()
-        do { try check(result) } catch {
-            PQclear(result)
-            throw error
-        }
-        return result
     }
+
+    /// Queues a parameterless statement in the pipeline (extended protocol:
+    /// one statement, no semicolons).
+    private func sendUnread(_ sql: String) throws(DatabaseError) {
+        guard PQsendQueryParams(connection, sql, 0, nil, nil, nil, nil, 0) == 1 else { throw failure(nil) }
+        pipeline?.commands.append(.unread)
+    }
+
+    // MARK: Reading results
+
+    /// Reads back the pipeline's commands in order: up to and including the
+    /// first `.wanted` (whose successful result is returned, for the caller
+    /// to clear), or all of them. A failure is recorded, not thrown: the
+    /// caller throws it once the commands it owes are read. A lost connection
+    /// throws at once.
+    private func readPipeline(upToWanted: Bool) throws(DatabaseError) -> OpaquePointer? {
+        try flushOutput()
+        while var open = pipeline, !open.commands.isEmpty {
+            let command = open.commands.removeFirst()
+            pipeline = open
+            if case .sync = command {
+                try readSync()
+                continue
+            }
+            let result = try readCommand()
+            let kind = sidecar_pq_result_kind(result)
+            let succeeded = kind >= 0
+            if !succeeded && pipeline?.failure == nil {
+                let error = kind == -2 ? DatabaseError.failed(code: 0, message: "skipped after an earlier failure") : failure(result)
+                if broken {
+                    PQclear(result)
+                    throw error
+                }
+                pipeline?.failure = error
+            }
+            switch command {
+            case .prepare(let key, let name):
+                if !succeeded && statements[key] == name { statements[key] = nil }
+                PQclear(result)
+            case .wanted where upToWanted:
+                guard succeeded else {
+                    PQclear(result)
+                    return nil
+                }
+                return result
+            default:
+                PQclear(result)
+            }
+        }
+        return nil
+    }
+
+    /// Every result of one pipelined command (libpq ends each with NULL):
+    /// the first failure, else the last result.
+    private func readCommand() throws(DatabaseError) -> OpaquePointer? {
+        var kept: OpaquePointer?
+        while true {
+            do { try waitUntilReadable() } catch {
+                PQclear(kept)
+                throw error
+            }
+            guard let result = PQgetResult(connection) else { return kept }
+            if kept == nil || sidecar_pq_result_kind(kept) >= 0 {
+                PQclear(kept)
+                kept = result
+            } else {
+                PQclear(result)
+            }
+        }
+    }
+
+    /// The Sync's own result (not followed by NULL).
+    private func readSync() throws(DatabaseError) {
+        for _ in 0..<8 {
+            try waitUntilReadable()
+            guard let result = PQgetResult(connection) else { continue }
+            let kind = sidecar_pq_result_kind(result)
+            PQclear(result)
+            if kind == 2 { return }
+        }
+        throw markBroken(.unavailable("PostgreSQL at \(location) did not end the pipeline"))
+    }
+
+    /// Waits for the answer to what was just sent outside a pipeline: every
+    /// result is read (the first failure wins, else the last result is
+    /// returned).
+    private func awaitResult() throws(DatabaseError) -> OpaquePointer? {
+        try flushOutput()
+        var kept: OpaquePointer?
+        while true {
+            do { try waitUntilReadable() } catch {
+                PQclear(kept)
+                throw error
+            }
+            guard let result = PQgetResult(connection) else { break }
+            if kept == nil || sidecar_pq_result_kind(kept) >= 0 {
+                PQclear(kept)
+                kept = result
+            } else {
+                PQclear(result)
+            }
+        }
+        return kept
+    }
+
+    /// Sends everything libpq has buffered.
+    private func flushOutput() throws(DatabaseError) {
+        while true {
+            let flushed = PQflush(connection)
+            if flushed == 0 { return }
+            if flushed < 0 { throw failure(nil) }
+            try waitFor(Int16(POLLIN | POLLOUT))
+            if PQconsumeInput(connection) == 0 { throw failure(nil) }
+        }
+    }
+
+    /// Reads input until libpq has a whole result. When the server sends
+    /// nothing for the statement timeout (a large result that keeps
+    /// arriving is fine), the connection is marked broken and the call fails
+    /// as unavailable.
+    private func waitUntilReadable() throws(DatabaseError) {
+        while PQisBusy(connection) == 1 {
+            try waitFor(Int16(POLLIN))
+            if PQconsumeInput(connection) == 0 { throw failure(nil) }
+        }
+    }
+
+    private func waitFor(_ events: Int16) throws(DatabaseError) {
+        var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
+        let remaining = statementTimeoutSeconds.map { Int32(($0 * 1000).rounded(.up)) } ?? -1
+        let ready = poll(&descriptor, 1, remaining)
+        if ready == 0 || (ready < 0 && errno != EINTR) {
+            throw markBroken(.unavailable("PostgreSQL at \(location) did not answer within \(Int(statementTimeoutSeconds ?? 0)) s"))
+        }
+    }
+
+    // MARK: Failures
 
     /// Throws the typed error a failed result stands for.
     private func check(_ result: OpaquePointer?) throws(DatabaseError) {
         guard sidecar_pq_result_kind(result) < 0 else { return }
         throw failure(result)
+    }
+
+    /// Gives the connection up (the worker opens a new one) and returns `error`.
+    private func markBroken(_ error: DatabaseError) -> DatabaseError {
+        broken = true
+        statements = [:]
+        pipeline = nil
+        return error
     }
 
     /// The typed error a failed result (or a failed send: nil) stands for.
@@ -227,64 +467,11 @@ final class PostgreSQLConnection: SQLConnection {
         var message = String(cString: sidecar_pq_message(result))
         if message.isEmpty { message = String(cString: PQerrorMessage(connection)).trimmedLine }
         if sidecar_pq_connected(connection) == 0 || state.hasPrefix("08") || state.hasPrefix("57P") || result == nil {
-            broken = true
-            statements = [:]
-            return .unavailable("lost the connection to PostgreSQL at \(location): \(message)")
+            return markBroken(.unavailable("lost the connection to PostgreSQL at \(location): \(message)"))
         }
         if state.hasPrefix("23") { return .constraintViolation(message) }
         if state == "40001" || state == "40P01" || state == "55P03" { return .busy(message) }
         return .failed(code: 0, message: "\(state): \(message)")
-    }
-
-    // MARK: Values
-
-    static let int8OID: UInt32 = 20
-    static let float8OID: UInt32 = 701
-    static let textOID: UInt32 = 25
-    static let byteaOID: UInt32 = 17
-
-    static func type(_ value: SQLValue) -> UInt32 {
-        switch value {
-        case .null: return 0  // inferred from where it is used
-        case .integer: return int8OID
-        case .real: return float8OID
-        case .text: return textOID
-        case .blob: return byteaOID
-        }
-    }
-
-    /// A parameter in PostgreSQL's text format (nil for NULL).
-    static func text(_ value: SQLValue) -> String? {
-        switch value {
-        case .null: return nil
-        case .integer(let number): return String(number)
-        case .real(let number): return "\(number)"
-        case .text(let text): return text
-        case .blob(let bytes):
-            return "\\x" + bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-        }
-    }
-
-    /// A column value from PostgreSQL's text format, by the column's type.
-    static func value(_ text: String, type: UInt32) -> SQLValue {
-        switch type {
-        case 20, 21, 23, 26: return Int64(text).map(SQLValue.integer) ?? .text(text)
-        case 700, 701, 1700: return Double(text).map(SQLValue.real) ?? .text(text)
-        case 16: return .integer(text == "t" ? 1 : 0)
-        case byteaOID:
-            guard text.hasPrefix("\\x") else { return .blob(Array(text.utf8)) }
-            var bytes: [UInt8] = []
-            var index = text.utf8.index(text.utf8.startIndex, offsetBy: 2)
-            let end = text.utf8.endIndex
-            while index < end, let next = text.utf8.index(index, offsetBy: 2, limitedBy: end),
-                let byte = UInt8(String(text[index..<next]), radix: 16)
-            {
-                bytes.append(byte)
-                index = next
-            }
-            return .blob(bytes)
-        default: return .text(text)
-        }
     }
 }
 

@@ -232,20 +232,17 @@ public final class PostgreSQLDatabase: Database {
             }
             return
         }
-        // Optimistic group commit: the batch in one transaction with no
-        // savepoints (each would cost two more round trips per write). If any
-        // write fails, the transaction is rolled back and each write is run
-        // again in a transaction of its own, so one failure never takes the
-        // others down and never leaves half of itself behind.
+        // Optimistic group commit: the batch in one pipelined transaction
+        // with no savepoints (each would cost more round trips per write).
+        // If any write fails, the transaction is rolled back and each write
+        // is run again in a transaction of its own, so one failure never
+        // takes the others down and never leaves half of itself behind.
         if jobs.count > 1 {
             do {
-                try connection.run("BEGIN")
-                for job in jobs { try job.run(connection) }
-                try connection.run("COMMIT")
+                try transaction(on: connection) { for job in jobs { try job.run(connection) } }
                 jobs.forEach { $0.finish(nil) }
                 return
             } catch {
-                try? connection.run("ROLLBACK")
                 if connection.broken {
                     jobs.forEach { $0.finish(error) }
                     return
@@ -254,14 +251,23 @@ public final class PostgreSQLDatabase: Database {
         }
         for job in jobs {
             do {
-                try connection.run("BEGIN")
-                try job.run(connection)
-                try connection.run("COMMIT")
+                try transaction(on: connection) { try job.run(connection) }
                 job.finish(nil)
             } catch {
-                try? connection.run("ROLLBACK")
                 job.finish(error)
             }
+        }
+    }
+
+    /// `BEGIN`, the work, `COMMIT`; rolled back when anything fails.
+    private func transaction(on connection: PostgreSQLConnection, _ work: () throws -> Void) throws {
+        do {
+            try connection.beginTransaction()
+            try work()
+            try connection.commitTransaction()
+        } catch {
+            connection.rollbackTransaction()
+            throw error
         }
     }
 }

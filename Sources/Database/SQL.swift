@@ -101,6 +101,12 @@ extension SQLConnection {
         return try execute(text, values)
     }
 
+    /// Runs a statement whose row count is not needed (see the protocol's `send`).
+    public func send(_ sql: SQL) throws(DatabaseError) {
+        let (text, values) = sql.rendered
+        try send(text, values)
+    }
+
     /// Runs a query and returns every row.
     public func query(_ sql: SQL) throws(DatabaseError) -> [Row] {
         let (text, values) = sql.rendered

@@ -36,21 +36,28 @@ public final class APNsTransport: PushTransport {
 
     let configuration: Configuration
     let key: PrivateKey
-    let http: HTTPClient
+    /// One client per HTTP/2 connection to each APNs host, each driven by
+    /// its own thread; pushes are dealt out in turn.
+    let connections: [HTTPClient]
+    private let nextConnection = Atomic<UInt>(0)
     let now: @Sendable () -> Double
     let sleep: @Sendable (Double) async -> Void
     private let token = Mutex<(value: String, issuedAt: Double)?>(nil)
     /// In-flight sends at once per call (each is a stream on a shared connection).
     let concurrency: Int
 
+    /// `connections`: one HTTP client per connection (at least one), each
+    /// with its own libcurl multi handle and thread, so one fan-out can use
+    /// more than one core's worth of TLS and HTTP/2 framing.
     public init(
-        configuration: Configuration, key: PrivateKey, http: HTTPClient, concurrency: Int = 200,
+        configuration: Configuration, key: PrivateKey, connections: [HTTPClient], concurrency: Int = 200,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }
     ) {
+        precondition(!connections.isEmpty, "APNs needs at least one connection")
         self.configuration = configuration
         self.key = key
-        self.http = http
+        self.connections = connections
         self.concurrency = max(concurrency, 1)
         self.now = now
         self.sleep = sleep
@@ -96,6 +103,20 @@ public final class APNsTransport: PushTransport {
         ]
         if let collapseID = message.collapseID { headers.append(("apns-collapse-id", collapseID)) }
         return headers
+    }
+
+    /// One connection, one client.
+    public convenience init(
+        configuration: Configuration, key: PrivateKey, http: HTTPClient, concurrency: Int = 200,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }
+    ) {
+        self.init(configuration: configuration, key: key, connections: [http], concurrency: concurrency, now: now, sleep: sleep)
+    }
+
+    /// The client the next push goes through (round robin).
+    private var http: HTTPClient {
+        connections[Int(nextConnection.wrappingAdd(1, ordering: .relaxed).oldValue % UInt(connections.count))]
     }
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {

@@ -203,6 +203,76 @@ struct DatabaseConformanceTests {
         }
     }
 
+    /// `send` does not wait for its answer on PostgreSQL (pipeline mode):
+    /// a failed one must still fail its own write and only that, a later
+    /// statement of the same write must not run after it, and a write that
+    /// sends more than the unread limit must commit every row.
+    @Test(arguments: Backend.available)
+    func sentStatementsFailTheirOwnWriteAndNoOther(backend: Backend) async throws {
+        try await Self.withDatabase(backend) { (database: any Database) async throws in
+            try await database.migrate(Self.schema)
+            try await database.write { try $0.send("INSERT INTO things (name) VALUES ($1)", [.text("taken")]) }
+            let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+                for index in 0..<200 {
+                    group.addTask {
+                        // Every 25th write sends a duplicate, then goes on as if it had worked.
+                        let name = index % 25 == 24 ? "taken" : "sent-\(index)"
+                        do {
+                            try await database.write { connection in
+                                try connection.send("INSERT INTO things (name) VALUES ($1)", [.text(name)])
+                                try connection.send("UPDATE things SET hits = hits + 1 WHERE name = $1", [.text(name)])
+                                _ = try connection.query("SELECT COUNT(*) AS n FROM things", [])
+                                try connection.send("INSERT INTO things (name) VALUES ($1)", [.text("\(name)-after-\(index)")])
+                            }
+                            return (index, true)
+                        } catch {
+                            return (index, false)
+                        }
+                    }
+                }
+                var results: [(Int, Bool)] = []
+                for await outcome in group { results.append(outcome) }
+                return results
+            }
+            let failed = Set(outcomes.filter { !$0.1 }.map(\.0))
+            #expect(failed == Set((0..<200).filter { $0 % 25 == 24 }), "exactly the writes that sent a duplicate failed")
+            let rows = try await database.read { try $0.query("SELECT name, hits FROM things", []) }
+            let names = Set(try rows.map { try $0.string("name") })
+            #expect(rows.count == 1 + (200 - failed.count) * 2, "a failed write leaves nothing behind, the others everything")
+            #expect(!names.contains { $0.hasPrefix("taken-after") }, "nothing after the failed statement ran")
+            #expect(try rows.first { try $0.string("name") == "taken" }?.optionalInt("hits") == 0)
+
+            // More sends than may wait unread, in one write.
+            try await database.write { connection in
+                for index in 0..<300 { try connection.send("INSERT INTO things (name) VALUES ($1)", [.text("bulk-\(index)")]) }
+            }
+            let bulk = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things WHERE name LIKE 'bulk-%'", [])?.optionalInt("n") }
+            #expect(bulk == 300)
+
+            // A statement that cannot be prepared fails its write; the same
+            // connections go on preparing and running statements.
+            await #expect(throws: DatabaseError.self) {
+                try await database.write { try $0.send("INSERT INTO no_such_table (name) VALUES ($1)", [.text("x")]) }
+            }
+            for index in 0..<20 {
+                try await database.write { try $0.send("UPDATE things SET hits = hits + 1 WHERE name = $1", [.text("bulk-\(index)")]) }
+            }
+            let hits = try await database.read { try $0.queryOne("SELECT SUM(hits) AS n FROM things WHERE name LIKE 'bulk-%'", [])?.optionalInt("n") }
+            #expect(hits == 20)
+
+            // A write that throws its own error after sending keeps nothing.
+            struct Refused: Error {}
+            await #expect(throws: Refused.self) {
+                try await database.write { connection in
+                    try connection.send("INSERT INTO things (name) VALUES ($1)", [.text("refused")])
+                    throw Refused()
+                }
+            }
+            let refused = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things WHERE name = 'refused'", [])?.optionalInt("n") }
+            #expect(refused == 0)
+        }
+    }
+
     @Test(arguments: Backend.available)
     func writesAfterCloseFail(backend: Backend) async throws {
         try await Self.withDatabase(backend) { (database: any Database) async throws in

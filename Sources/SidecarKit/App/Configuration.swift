@@ -142,6 +142,8 @@ struct SidecarConfiguration: Sendable {
     var apnsSandboxURL = "https://api.sandbox.push.apple.com"
     /// A CA bundle to trust for APNs instead of the system's (tests).
     var apnsCAFile: String?
+    /// HTTP/2 connections to each APNs host, each driven by its own thread.
+    var apnsConnections = 2
     /// Direct FCM: the service-account JSON file.
     var fcmServiceAccount: String?
     var fcmURL = "https://fcm.googleapis.com"

@@ -61,17 +61,22 @@ extension Sidecar {
         do { key = try PrivateKey(pem: String(decoding: data, as: UTF8.self)) } catch {
             throw StartupError(description: "APNs key \(path): \(error)", exitCode: 2)
         }
+        // One connection per client: each client's thread multiplexes its
+        // streams over it, and a fan-out deals pushes out to every client.
         var http = HTTPClient.Configuration()
         http.http2 = true
         http.maxConcurrentTransfers = 1000
-        http.maxConnectionsPerHost = 4
+        http.maxConnectionsPerHost = 1
         http.caFile = configuration.apnsCAFile
         var apns = APNsTransport.Configuration(keyID: keyID, teamID: teamID, topic: configuration.apnsTopic)
         apns.productionURL = configuration.apnsURL
         apns.sandboxURL = configuration.apnsSandboxURL
-        let client = HTTPClient(configuration: http)
-        client.observe(observer)
-        return APNsTransport(configuration: apns, key: key, http: client)
+        let clients = (0..<configuration.apnsConnections).map { _ in
+            let client = HTTPClient(configuration: http)
+            client.observe(observer)
+            return client
+        }
+        return APNsTransport(configuration: apns, key: key, connections: clients, concurrency: 100 * clients.count)
     }
 
     /// Direct FCM from `--fcm-service-account` (nil without one).

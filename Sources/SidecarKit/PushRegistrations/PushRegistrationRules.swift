@@ -182,6 +182,16 @@ enum PushRegistrationRules {
                 createdAt: existing?.createdAt ?? now, lastSeenAt: now))
     }
 
+    /// Whether `merge` needs the stored row for this request. The apps send
+    /// `locale` and `test_device` every time, and a description with
+    /// `test_device=true`; then every stored field comes from the request
+    /// (the creation time is kept by the upsert itself), so the row is not
+    /// read and the write is one statement.
+    static func needsStoredRow(_ request: PushRegistrationRequest) -> Bool {
+        guard request.locale != nil, let testDevice = request.testDevice else { return true }
+        return testDevice && request.description == nil
+    }
+
     /// The oldest `last_seen_at` that survives a prune at `now`: a row seen
     /// exactly 180 days ago is dropped.
     static func pruneCutoff(now: Date) -> Date { now.addingTimeInterval(-retention) }

@@ -16,9 +16,9 @@ struct PushRegistrationStore: Sendable {
     }
 
     /// Applies the upsert rule against the stored row inside one write
-    /// transaction and returns what was stored. Throws `ValidationFailure`
-    /// when the merged registration is invalid (nothing is written).
-    func register(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws -> PushRegistration {
+    /// transaction. Throws `ValidationFailure` when the merged registration
+    /// is invalid (nothing is written).
+    func register(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws {
         // The first registration of a new token can race another request
         // for the same token; the loser retries and then finds the winner's
         // row to update.
@@ -32,17 +32,19 @@ struct PushRegistrationStore: Sendable {
         throw DatabaseError.busy("the registration kept racing another writer")
     }
 
-    private func registerOnce(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws -> PushRegistration {
+    private func registerOnce(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws {
         try await database.write { connection in
-            let existing = try Self.find(connection, regionID: regionID, token: request.token)
+            let existing =
+                PushRegistrationRules.needsStoredRow(request) ? try Self.find(connection, regionID: regionID, token: request.token) : nil
             let merged = try PushRegistrationRules.merge(
                 existing: existing, request: request, regionID: regionID,
                 catalog: catalog, now: now
             ).get()
             // ON CONFLICT keeps the write atomic even where two writers race
             // on a new token (a PostgreSQL backend); the caller also retries.
+            // Its answer is not needed here: on PostgreSQL it is read at COMMIT.
             let fields = Self.fields(merged)
-            try connection.execute(
+            try connection.send(
                 """
                 INSERT INTO push_registrations (\(fields.columns))
                 VALUES (\(fields.values))
@@ -52,15 +54,14 @@ struct PushRegistrationStore: Sendable {
                     test_device = excluded.test_device, description = excluded.description,
                     last_seen_at = excluded.last_seen_at
                 """)
-            return merged
         }
     }
 
     /// Refreshes a registration from a side channel (v2 alarm creation):
     /// operating system and `last_seen_at` only; sticky fields untouched.
     func touch(regionID: Int, token: String, operatingSystem: PushPlatform, now: Date) async throws {
-        _ = try await database.write { connection in
-            try connection.execute(
+        try await database.write { connection in
+            try connection.send(
                 """
                 INSERT INTO push_registrations (\(raw: Self.columns))
                 VALUES (\(Int64(regionID)), \(token), \(operatingSystem), NULL, NULL, 0, 0, NULL, \(Self.millis(now)), \(Self.millis(now)))

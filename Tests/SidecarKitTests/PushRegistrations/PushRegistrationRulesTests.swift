@@ -177,6 +177,33 @@ struct PushRegistrationRuleTests {
         #expect(merged.operatingSystem == .android, "operating_system is rewritten every time")
     }
 
+    /// A request that does not need the stored row merges to the same
+    /// stored fields whatever was stored (the creation time aside, which the
+    /// upsert keeps); one that needs it names a field the row supplies.
+    @Test(
+        arguments: [
+            (["locale": "es-MX", "test_device": "false"], false),
+            (["locale": "fr", "test_device": "true", "description": "Lab iPad"], false),
+            (["locale": "fr", "test_device": "0", "description": "ignored"], false),
+            (["test_device": "false"], true),
+            (["locale": "es-MX"], true),
+            (["locale": "es-MX", "test_device": "maybe"], true),
+            (["locale": "es-MX", "test_device": "true"], true),
+            ([:], true),
+        ] as [([String: String], Bool)])
+    func theStoredRowIsReadOnlyWhenItCanChangeTheOutcome(fields: [String: String], needsRow: Bool) throws {
+        let all = fields.merging(["token": "t", "operating_system": "ios"]) { first, _ in first }
+        let parsed = try request(all).get()
+        #expect(PushRegistrationRules.needsStoredRow(parsed) == needsRow)
+        guard !needsRow else { return }
+        let alone = try merge(nil, all).get()
+        for existing in [stored(), stored(locale: nil, raw: nil), stored(test: true, description: "Old name", sandbox: true, os: .android)] {
+            var merged = try merge(existing, all).get()
+            merged.createdAt = alone.createdAt
+            #expect(merged == alone, "stored \(existing)")
+        }
+    }
+
     @Test func pruneCutoffIs180Days() {
         let now = Date(timeIntervalSince1970: 200 * 86_400)
         #expect(PushRegistrationRules.pruneCutoff(now: now) == Date(timeIntervalSince1970: 20 * 86_400))

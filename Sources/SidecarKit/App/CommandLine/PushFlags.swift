@@ -119,6 +119,13 @@ extension CommandLineInterface {
             config.apnsCAFile = value.presence
         },
         Flag(
+            name: "apns-connections", valueName: "N",
+            help: "HTTP/2 connections to APNs per host, each with its own thread (up to 100 pushes in flight on each)",
+            shown: { "\($0.apnsConnections)" }, commands: ["serve", "alert send", "push test"]
+        ) { config, value throws(CommandLineError) in
+            config.apnsConnections = try integer(value, flag: "apns-connections", range: 1...16)
+        },
+        Flag(
             name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic", shown: { $0.apnsTopic },
             commands: ["serve", "alert send", "push test"]
         ) { config, value throws(CommandLineError) in
