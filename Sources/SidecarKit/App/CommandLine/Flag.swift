@@ -77,7 +77,7 @@ extension CommandLineInterface {
         "host", "port", "database", "database-connections", "sqlite-synchronous", "log-level", "log-format", "threads", "max-body-size",
         "max-header-size", "connection-timeout", "max-connections", "max-connections-per-client", "header-timeout", "min-body-rate",
         "trusted-proxies", "client-ip-header", "shutdown-timeout", "apns-key-file", "apns-key-id", "apns-team-id", "apns-url",
-        "apns-sandbox-url", "apns-ca-file", "apns-topic", "fcm-service-account", "fcm-url",
+        "apns-sandbox-url", "apns-ca-file", "apns-connections", "apns-topic", "fcm-service-account", "fcm-url",
     ]
 
     /// The flags a command takes.
