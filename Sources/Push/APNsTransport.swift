@@ -31,6 +31,10 @@ public final class APNsTransport: PushTransport {
         }
     }
 
+    /// Pushes in flight at once per `send`, over all connections: each of
+    /// N connections carries about 200/N streams.
+    public static let streamsInFlight = 200
+
     /// The largest payload APNs accepts for an alert push.
     static let maxPayloadBytes = 4096
 

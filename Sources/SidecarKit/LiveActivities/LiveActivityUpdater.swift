@@ -58,9 +58,12 @@ struct LiveActivityUpdater: Sendable {
         // for this instance: instances sharing a database split the cycle.
         let cutoff = cycleStart + Int64(intervalSeconds) * 500
         do {
+            var position: LiveActivityStore.Position?
             while stop?.isStopping != true {
-                let page = try await store.claimDue(atOrBefore: cutoff, nowMillis: clock.now().epochMillis, limit: activitiesPerPage)
+                let page = try await store.claimDue(
+                    atOrBefore: cutoff, nowMillis: clock.now().epochMillis, limit: activitiesPerPage, after: position)
                 if page.isEmpty { break }
+                position = LiveActivityStore.Position.last(of: page)
                 for (regionID, activities) in Dictionary(grouping: page, by: \.regionID) {
                     await process(activities, regionID: regionID, report: &report)
                 }

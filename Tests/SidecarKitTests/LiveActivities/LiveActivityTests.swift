@@ -187,6 +187,32 @@ struct LiveActivityLoopTests {
         }
     }
 
+    /// A cycle's pages go in stop order and each starts after the last one's
+    /// end: every due subscription once, none passed over, none twice.
+    @Test func pagesWalkTheStopsInOrderFromWhereTheLastEnded() async throws {
+        try await Self.run { app, _, _ in
+            for index in 0..<9 {
+                let created = try await app.post(Self.path, Self.fields("walk-\(index)", token: "push-\(index)", stop: "1_\(3 - index % 3)"))
+                #expect(created.status == 201)
+            }
+            let store = LiveActivityStore(database: app.sidecar.database)
+            let now = app.clock.now().epochMillis
+            var position: LiveActivityStore.Position?
+            var walked: [LiveActivity] = []
+            while true {
+                let page = try await store.claimDue(atOrBefore: now + 60_000, nowMillis: now, limit: 2, after: position)
+                if page.isEmpty { break }
+                #expect(page.count <= 2)
+                position = LiveActivityStore.Position.last(of: page)
+                walked += page.sorted { ($0.stopID, $0.id) < ($1.stopID, $1.id) }
+            }
+            #expect(walked.count == 9)
+            #expect(Set(walked.map(\.id)).count == 9, "none twice")
+            #expect(walked.map(\.stopID) == ["1_1", "1_1", "1_1", "1_2", "1_2", "1_2", "1_3", "1_3", "1_3"], "in stop order")
+            #expect(walked.map(\.id) == walked.sorted { ($0.stopID, $0.id) < ($1.stopID, $1.id) }.map(\.id))
+        }
+    }
+
     @Test func aCycleLongerThanItsIntervalSaysSo() async throws {
         try await Self.run { app, oba, _ in
             oba.set([Self.trip("t1", departsIn: 600, clock: app.clock)])

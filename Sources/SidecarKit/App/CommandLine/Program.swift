@@ -1,5 +1,6 @@
 import Database
 import FoundationEssentials
+import HTTPClient
 import HTTPServer
 
 #if canImport(Glibc)
@@ -13,6 +14,8 @@ public enum SidecarProgram {
     /// Runs the command `arguments` (without the program name) name and
     /// returns the process's exit status.
     public static func run(_ arguments: [String], environment: [String: String]) async -> Int32 {
+        // Before any thread of ours starts (listener, database workers).
+        HTTPClient.initializeLibrary()
         let command: SidecarCommand
         do {
             command = try CommandLineInterface.parse(arguments, environment: environment)

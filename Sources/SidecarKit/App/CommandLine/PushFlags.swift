@@ -120,7 +120,7 @@ extension CommandLineInterface {
         },
         Flag(
             name: "apns-connections", valueName: "N",
-            help: "HTTP/2 connections to APNs per host, each with its own thread (up to 100 pushes in flight on each)",
+            help: "HTTP/2 connections to APNs per host, each with its own thread (200 pushes in flight, shared among them)",
             shown: { "\($0.apnsConnections)" }, commands: ["serve", "alert send", "push test"]
         ) { config, value throws(CommandLineError) in
             config.apnsConnections = try integer(value, flag: "apns-connections", range: 1...16)
