@@ -435,8 +435,7 @@ func curlSetTimer(_ multi: UnsafeMutableRawPointer?, _ timeoutMilliseconds: Int,
     return 0
 }
 
-/// The multi handle pointer, used only on the driver thread (and by
-/// curl_multi_wakeup, which libcurl documents as callable from any thread).
+/// The multi handle pointer, used only on the driver thread.
 struct MultiHandle: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer
     init(_ pointer: UnsafeMutableRawPointer?) { self.pointer = pointer! }
