@@ -307,8 +307,8 @@ final class PostgreSQLConnection: SQLConnection {
         return nil
     }
 
-    /// Every result of one pipelined command (libpq ends each with NULL):
-    /// the first failure, else the last result.
+    /// Every result of one command (libpq ends each with NULL, in a
+    /// pipeline or not): the first failure, else the last result.
     private func readCommand() throws(DatabaseError) -> OpaquePointer? {
         var kept: OpaquePointer?
         while true {
@@ -343,21 +343,7 @@ final class PostgreSQLConnection: SQLConnection {
     /// returned).
     private func awaitResult() throws(DatabaseError) -> OpaquePointer? {
         try flushOutput()
-        var kept: OpaquePointer?
-        while true {
-            do { try waitUntilReadable() } catch {
-                PQclear(kept)
-                throw error
-            }
-            guard let result = PQgetResult(connection) else { break }
-            if kept == nil || sidecar_pq_result_kind(kept) >= 0 {
-                PQclear(kept)
-                kept = result
-            } else {
-                PQclear(result)
-            }
-        }
-        return kept
+        return try readCommand()
     }
 
     /// Sends everything libpq has buffered.

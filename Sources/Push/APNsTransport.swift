@@ -54,7 +54,7 @@ public final class APNsTransport: PushTransport {
     /// with its own libcurl multi handle and thread, so one fan-out can use
     /// more than one core's worth of TLS and HTTP/2 framing.
     public init(
-        configuration: Configuration, key: PrivateKey, connections: [HTTPClient], concurrency: Int = 200,
+        configuration: Configuration, key: PrivateKey, connections: [HTTPClient], concurrency: Int = streamsInFlight,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }
     ) {
@@ -111,7 +111,7 @@ public final class APNsTransport: PushTransport {
 
     /// One connection, one client.
     public convenience init(
-        configuration: Configuration, key: PrivateKey, http: HTTPClient, concurrency: Int = 200,
+        configuration: Configuration, key: PrivateKey, http: HTTPClient, concurrency: Int = streamsInFlight,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }
     ) {

@@ -76,7 +76,7 @@ extension Sidecar {
             client.observe(observer)
             return client
         }
-        return APNsTransport(configuration: apns, key: key, connections: clients, concurrency: APNsTransport.streamsInFlight)
+        return APNsTransport(configuration: apns, key: key, connections: clients)
     }
 
     /// Direct FCM from `--fcm-service-account` (nil without one).
