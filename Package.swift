@@ -34,6 +34,10 @@ let package = Package(
         .systemLibrary(
             name: "CPostgres", pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]),
+        // gzip for responses (Content-Encoding) and PNG framing.
+        .systemLibrary(
+            name: "CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
 
         // Infrastructure.
         // Names threads (pthread_setname_np needs _GNU_SOURCE, which Swift's Glibc lacks).
@@ -41,7 +45,7 @@ let package = Package(
         .target(name: "PlatformThreads", dependencies: ["CThreadName"]),
         // Logging and JSON values shared by every module.
         .target(name: "Core"),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Core", "PlatformThreads"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "Core", "PlatformThreads"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformThreads"]),
         .target(name: "Database", dependencies: ["CSQLite", "CPostgres", "PlatformThreads"]),
         .target(name: "Crypto", dependencies: ["COpenSSL", "Core"]),
@@ -83,7 +87,7 @@ let package = Package(
             name: "SidecarKitTests",
             dependencies: [
                 "SidecarKit", "HTTPServer", "HTTPClient", "Database", "Crypto", "OBA", "Push", "GTFSRealtime", "Metrics", "HTML", "QRCode",
-                "SidecarClient", "TestSupport",
+                "SidecarClient", "TestSupport", "CZlib",
             ]),
     ],
     swiftLanguageModes: [.v6]

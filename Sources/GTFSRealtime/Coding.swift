@@ -102,22 +102,25 @@ extension FeedHeader {
 extension FeedEntity {
     func write(to writer: inout ProtobufWriter) {
         writer.string(1, id)
+        if isDeleted { writer.bool(2, true) }
         if let alert { writer.message(5) { alert.write(to: &$0) } }
     }
 
     init(_ reader: ProtobufReader) throws(ProtobufError) {
         var reader = reader
         var id: String?
+        var isDeleted = false
         var alert: Alert?
         while let (field, value) = try reader.next() {
             switch field {
             case 1: id = try value.string()
+            case 2: isDeleted = try value.uint() != 0
             case 5: alert = try Alert(try value.message())
             default: continue
             }
         }
         guard let id else { throw ProtobufError("FeedEntity without an id") }
-        self.init(id: id, alert: alert)
+        self.init(id: id, isDeleted: isDeleted, alert: alert)
     }
 }
 
@@ -132,7 +135,13 @@ extension Alert {
         if let url { writer.message(8) { url.write(to: &$0) } }
         if let headerText { writer.message(10) { headerText.write(to: &$0) } }
         if let descriptionText { writer.message(11) { descriptionText.write(to: &$0) } }
+        if let ttsHeaderText { writer.message(12) { ttsHeaderText.write(to: &$0) } }
+        if let ttsDescriptionText { writer.message(13) { ttsDescriptionText.write(to: &$0) } }
         if let severityLevel { writer.uint(14, UInt64(severityLevel.rawValue)) }
+        if let image { writer.message(15) { image.write(to: &$0) } }
+        if let imageAlternativeText { writer.message(16) { imageAlternativeText.write(to: &$0) } }
+        if let causeDetail { writer.message(17) { causeDetail.write(to: &$0) } }
+        if let effectDetail { writer.message(18) { effectDetail.write(to: &$0) } }
     }
 
     init(_ reader: ProtobufReader) throws(ProtobufError) {
@@ -144,12 +153,27 @@ extension Alert {
             case 2: alert.communicationPeriods.append(try TimeRange(try value.message()))
             case 3: alert.impactPeriods.append(try TimeRange(try value.message()))
             case 5: alert.informedEntities.append(try EntitySelector(try value.message()))
-            case 6: alert.cause = Cause(rawValue: Int(try value.uint()))
-            case 7: alert.effect = Effect(rawValue: Int(try value.uint()))
+            case 6:
+                let raw = try value.uint()
+                alert.cause = Cause(rawValue: Int(clamping: raw))
+                if alert.cause == nil { alert.unrecognized.append("cause \(raw)") }
+            case 7:
+                let raw = try value.uint()
+                alert.effect = Effect(rawValue: Int(clamping: raw))
+                if alert.effect == nil { alert.unrecognized.append("effect \(raw)") }
             case 8: alert.url = try TranslatedString(try value.message())
             case 10: alert.headerText = try TranslatedString(try value.message())
             case 11: alert.descriptionText = try TranslatedString(try value.message())
-            case 14: alert.severityLevel = SeverityLevel(rawValue: Int(try value.uint()))
+            case 12: alert.ttsHeaderText = try TranslatedString(try value.message())
+            case 13: alert.ttsDescriptionText = try TranslatedString(try value.message())
+            case 14:
+                let raw = try value.uint()
+                alert.severityLevel = SeverityLevel(rawValue: Int(clamping: raw))
+                if alert.severityLevel == nil { alert.unrecognized.append("severity_level \(raw)") }
+            case 15: alert.image = try TranslatedImage(try value.message())
+            case 16: alert.imageAlternativeText = try TranslatedString(try value.message())
+            case 17: alert.causeDetail = try TranslatedString(try value.message())
+            case 18: alert.effectDetail = try TranslatedString(try value.message())
             default: continue
             }
         }
@@ -190,8 +214,10 @@ extension TripDescriptor {
         if let tripID { writer.string(1, tripID) }
         if let startTime { writer.string(2, startTime) }
         if let startDate { writer.string(3, startDate) }
+        if let scheduleRelationship { writer.uint(4, UInt64(clamping: scheduleRelationship)) }
         if let routeID { writer.string(5, routeID) }
         if let directionID { writer.uint(6, UInt64(directionID)) }
+        if let modifiedTrip { writer.message(7) { modifiedTrip.write(to: &$0) } }
     }
 
     init(_ reader: ProtobufReader) throws(ProtobufError) {
@@ -202,11 +228,70 @@ extension TripDescriptor {
             case 1: tripID = try value.string()
             case 2: startTime = try value.string()
             case 3: startDate = try value.string()
+            case 4: scheduleRelationship = Int(clamping: try value.uint())
             case 5: routeID = try value.string()
             case 6: directionID = UInt32(truncatingIfNeeded: try value.uint())
+            case 7: modifiedTrip = try ModifiedTripSelector(try value.message())
             default: continue
             }
         }
+    }
+}
+
+extension ModifiedTripSelector {
+    func write(to writer: inout ProtobufWriter) {
+        if let modificationsID { writer.string(1, modificationsID) }
+        if let affectedTripID { writer.string(2, affectedTripID) }
+        if let startTime { writer.string(3, startTime) }
+        if let startDate { writer.string(4, startDate) }
+    }
+
+    init(_ reader: ProtobufReader) throws(ProtobufError) {
+        var reader = reader
+        self.init()
+        while let (field, value) = try reader.next() {
+            switch field {
+            case 1: modificationsID = try value.string()
+            case 2: affectedTripID = try value.string()
+            case 3: startTime = try value.string()
+            case 4: startDate = try value.string()
+            default: continue
+            }
+        }
+    }
+}
+
+extension TranslatedImage {
+    func write(to writer: inout ProtobufWriter) {
+        for image in localizedImages {
+            writer.message(1) { nested in
+                nested.string(1, image.url)
+                nested.string(2, image.mediaType)
+                if let language = image.language { nested.string(3, language) }
+            }
+        }
+    }
+
+    init(_ reader: ProtobufReader) throws(ProtobufError) {
+        var reader = reader
+        var images: [LocalizedImage] = []
+        while let (field, value) = try reader.next() {
+            guard field == 1 else { continue }
+            var nested = try value.message()
+            var url = ""
+            var mediaType = ""
+            var language: String?
+            while let (inner, innerValue) = try nested.next() {
+                switch inner {
+                case 1: url = try innerValue.string()
+                case 2: mediaType = try innerValue.string()
+                case 3: language = try innerValue.string()
+                default: continue
+                }
+            }
+            images.append(LocalizedImage(url: url, mediaType: mediaType, language: language))
+        }
+        self.init(images)
     }
 }
 

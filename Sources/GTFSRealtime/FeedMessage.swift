@@ -27,10 +27,14 @@ public struct FeedHeader: Equatable, Sendable {
 
 public struct FeedEntity: Equatable, Sendable {
     public var id: String
+    /// `is_deleted` (field 2): the producer withdrew the entity (used by
+    /// differential feeds; a full dataset may carry it too).
+    public var isDeleted: Bool
     public var alert: Alert?
 
-    public init(id: String, alert: Alert?) {
+    public init(id: String, isDeleted: Bool = false, alert: Alert?) {
         self.id = id
+        self.isDeleted = isDeleted
         self.alert = alert
     }
 }
@@ -51,6 +55,21 @@ public struct Alert: Equatable, Sendable {
     public var headerText: TranslatedString?
     public var descriptionText: TranslatedString?
     public var severityLevel: SeverityLevel?
+    /// `tts_header_text` (12) and `tts_description_text` (13): the texts
+    /// written for text-to-speech.
+    public var ttsHeaderText: TranslatedString? = nil
+    public var ttsDescriptionText: TranslatedString? = nil
+    /// `image` (15) and `image_alternative_text` (16).
+    public var image: TranslatedImage? = nil
+    public var imageAlternativeText: TranslatedString? = nil
+    /// `cause_detail` (17) and `effect_detail` (18): the producer's own
+    /// words for the cause and effect.
+    public var causeDetail: TranslatedString? = nil
+    public var effectDetail: TranslatedString? = nil
+    /// Enum values the decoder did not know (`cause 99`): proto2 keeps such
+    /// a value as an unknown field, so the field reads as unset. Filled by
+    /// decoding only; never encoded.
+    public var unrecognized: [String] = []
 
     public init(
         activePeriods: [TimeRange] = [], communicationPeriods: [TimeRange] = [], impactPeriods: [TimeRange] = [],
@@ -112,13 +131,64 @@ public struct TripDescriptor: Equatable, Sendable {
     public var startTime: String?
     /// `YYYYMMDD`.
     public var startDate: String?
-    public init(tripID: String? = nil, routeID: String? = nil, directionID: UInt32? = nil, startTime: String? = nil, startDate: String? = nil) {
+    /// `schedule_relationship` (field 4) as sent: 0 SCHEDULED, 1 ADDED, 2
+    /// UNSCHEDULED, 3 CANCELED, 5 REPLACEMENT, 6 DUPLICATED, 7 DELETED, 8 NEW
+    /// (`ScheduleRelationship.name`); nil when the producer left it out.
+    public var scheduleRelationship: Int? = nil
+    /// `modified_trip` (field 7), experimental: a trip as modified by a
+    /// TripModifications entity.
+    public var modifiedTrip: ModifiedTripSelector? = nil
+    public init(
+        tripID: String? = nil, routeID: String? = nil, directionID: UInt32? = nil, startTime: String? = nil, startDate: String? = nil,
+        scheduleRelationship: Int? = nil
+    ) {
         self.tripID = tripID
         self.routeID = routeID
         self.directionID = directionID
         self.startTime = startTime
         self.startDate = startDate
+        self.scheduleRelationship = scheduleRelationship
     }
+}
+
+/// `TripDescriptor.ModifiedTripSelector` (experimental in gtfs-realtime.proto).
+public struct ModifiedTripSelector: Equatable, Sendable {
+    public var modificationsID: String?
+    public var affectedTripID: String?
+    public var startTime: String?
+    public var startDate: String?
+    public init(modificationsID: String? = nil, affectedTripID: String? = nil, startTime: String? = nil, startDate: String? = nil) {
+        self.modificationsID = modificationsID
+        self.affectedTripID = affectedTripID
+        self.startTime = startTime
+        self.startDate = startDate
+    }
+}
+
+/// `TripDescriptor.ScheduleRelationship`'s names.
+public enum ScheduleRelationship {
+    public static let names: [Int: String] = [
+        0: "SCHEDULED", 1: "ADDED", 2: "UNSCHEDULED", 3: "CANCELED", 5: "REPLACEMENT", 6: "DUPLICATED", 7: "DELETED", 8: "NEW",
+    ]
+    /// The name of a value, or its number when it has none.
+    public static func name(_ value: Int) -> String { names[value] ?? String(value) }
+}
+
+/// `TranslatedImage`: an image per language.
+public struct TranslatedImage: Equatable, Sendable {
+    public struct LocalizedImage: Equatable, Sendable {
+        public var url: String
+        /// `image/png`, `image/jpeg`, ...
+        public var mediaType: String
+        public var language: String?
+        public init(url: String, mediaType: String, language: String?) {
+            self.url = url
+            self.mediaType = mediaType
+            self.language = language
+        }
+    }
+    public var localizedImages: [LocalizedImage]
+    public init(_ localizedImages: [LocalizedImage]) { self.localizedImages = localizedImages }
 }
 
 public struct TranslatedString: Equatable, Sendable {
@@ -136,12 +206,13 @@ public struct TranslatedString: Equatable, Sendable {
 
 /// GTFS-realtime `Alert.Cause`.
 public enum Cause: Int, CaseIterable, Sendable {
+    /// `specialEvent` (13) joined the specification in 2026.
     case unknownCause = 1, otherCause, technicalProblem, strike, demonstration, accident, holiday, weather, maintenance,
-        construction, policeActivity, medicalEmergency
+        construction, policeActivity, medicalEmergency, specialEvent
     public var name: String {
         [
             "UNKNOWN_CAUSE", "OTHER_CAUSE", "TECHNICAL_PROBLEM", "STRIKE", "DEMONSTRATION", "ACCIDENT", "HOLIDAY", "WEATHER",
-            "MAINTENANCE", "CONSTRUCTION", "POLICE_ACTIVITY", "MEDICAL_EMERGENCY",
+            "MAINTENANCE", "CONSTRUCTION", "POLICE_ACTIVITY", "MEDICAL_EMERGENCY", "SPECIAL_EVENT",
         ][rawValue - 1]
     }
     public init?(name: String) {

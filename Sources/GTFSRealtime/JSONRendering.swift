@@ -20,6 +20,7 @@ extension FeedMessage {
 extension FeedEntity {
     var jsonFields: [(String, JSONText)] {
         var fields: [(String, JSONText)] = [("id", .string(id))]
+        if isDeleted { fields.append(("isDeleted", .bool(true))) }
         if let alert { fields.append(("alert", .object(alert.jsonFields))) }
         return fields
     }
@@ -55,7 +56,20 @@ extension Alert {
         if let url { fields.append(("url", url.json)) }
         if let headerText { fields.append(("headerText", headerText.json)) }
         if let descriptionText { fields.append(("descriptionText", descriptionText.json)) }
+        if let ttsHeaderText { fields.append(("ttsHeaderText", ttsHeaderText.json)) }
+        if let ttsDescriptionText { fields.append(("ttsDescriptionText", ttsDescriptionText.json)) }
         if let severityLevel { fields.append(("severityLevel", .string(severityLevel.name))) }
+        if let image {
+            let images = image.localizedImages.map { image -> JSONText in
+                var fields: [(String, JSONText)] = [("url", .string(image.url)), ("mediaType", .string(image.mediaType))]
+                if let language = image.language { fields.append(("language", .string(language))) }
+                return .object(fields)
+            }
+            fields.append(("image", .object([("localizedImage", .array(images))])))
+        }
+        if let imageAlternativeText { fields.append(("imageAlternativeText", imageAlternativeText.json)) }
+        if let causeDetail { fields.append(("causeDetail", causeDetail.json)) }
+        if let effectDetail { fields.append(("effectDetail", effectDetail.json)) }
         return fields
     }
 }
@@ -73,6 +87,19 @@ extension EntitySelector {
             if let directionID = trip.directionID { nested.append(("directionId", .number(String(directionID)))) }
             if let startTime = trip.startTime { nested.append(("startTime", .string(startTime))) }
             if let startDate = trip.startDate { nested.append(("startDate", .string(startDate))) }
+            if let relationship = trip.scheduleRelationship {
+                // Protobuf JSON names a known enum value and writes an unknown one as its number.
+                let name = ScheduleRelationship.names[relationship]
+                nested.append(("scheduleRelationship", name.map(JSONText.string) ?? .number(String(relationship))))
+            }
+            if let modified = trip.modifiedTrip {
+                var selector: [(String, JSONText)] = []
+                if let value = modified.modificationsID { selector.append(("modificationsId", .string(value))) }
+                if let value = modified.affectedTripID { selector.append(("affectedTripId", .string(value))) }
+                if let value = modified.startTime { selector.append(("startTime", .string(value))) }
+                if let value = modified.startDate { selector.append(("startDate", .string(value))) }
+                nested.append(("modifiedTrip", .object(selector)))
+            }
             fields.append(("trip", .object(nested)))
         }
         if let stopID { fields.append(("stopId", .string(stopID))) }
@@ -102,6 +129,7 @@ indirect enum JSONText {
     case string(String)
     /// A 32-bit number, written bare (64-bit ones are strings in protobuf JSON).
     case number(String)
+    case bool(Bool)
     case array([JSONText])
     case object([(String, JSONText)])
 
@@ -110,6 +138,7 @@ indirect enum JSONText {
         switch self {
         case .string(let text): return Self.quote(text)
         case .number(let digits): return digits
+        case .bool(let value): return value ? "true" : "false"
         case .array(let items):
             if items.isEmpty { return "[]" }
             return "[\n" + items.map { inner + $0.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"

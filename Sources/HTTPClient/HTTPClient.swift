@@ -22,12 +22,32 @@ public struct HTTPClientRequest: Sendable {
     /// on the connected socket, so a name that resolves somewhere else than
     /// it did a moment ago cannot slip past a check made beforehand.
     public var refuseAddress: (@Sendable (_ address: String, _ port: Int) -> Bool)?
+    /// Whether the request goes through a proxy.
+    public var proxy: ProxyUse = .environment
+    /// Whether cancelling the calling task ends the transfer (it then
+    /// throws `CancellationError`). Off by default: a push under way is
+    /// better finished than left unknown.
+    public var cancellable = false
+
+    /// How a request uses a proxy.
+    public enum ProxyUse: Sendable, Equatable {
+        /// The one libcurl reads from `http_proxy`, `https_proxy` and
+        /// `no_proxy`, if any (libcurl's default).
+        case environment
+        /// None, whatever the environment says.
+        case none
+        /// This one (`http://proxy.internal:3128`). `refuseAddress` then
+        /// sees the proxy's address, not the target's.
+        case through(String)
+    }
 
     public init(
         method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
         timeoutSeconds: Int? = nil, upstream: String = "other", maxBodyBytes: Int? = nil,
-        refuseAddress: (@Sendable (_ address: String, _ port: Int) -> Bool)? = nil
+        refuseAddress: (@Sendable (_ address: String, _ port: Int) -> Bool)? = nil, proxy: ProxyUse = .environment, cancellable: Bool = false
     ) {
+        self.proxy = proxy
+        self.cancellable = cancellable
         self.method = method
         self.url = url
         self.headers = headers
@@ -152,8 +172,21 @@ public final class HTTPClient: Sendable {
         }
         let observer = self.observer.withLock { $0 }
         do {
-            let response = try await withCheckedThrowingContinuation { continuation in
-                driver.enqueue(Transfer(request: request, configuration: configuration, continuation: continuation))
+            let response: HTTPClientResponse
+            if request.cancellable {
+                let pending = PendingTransfer()
+                response = try await withTaskCancellationHandler {
+                    try await withCheckedThrowingContinuation { continuation in
+                        let transfer = Transfer(request: request, configuration: configuration, continuation: continuation)
+                        if pending.start(transfer) { driver.enqueue(transfer) } else { transfer.fail(CancellationError()) }
+                    }
+                } onCancel: { [driver] in
+                    pending.cancel().map { driver.cancel($0) }
+                }
+            } else {
+                response = try await withCheckedThrowingContinuation { continuation in
+                    driver.enqueue(Transfer(request: request, configuration: configuration, continuation: continuation))
+                }
             }
             observer?(request.upstream, String(response.status))
             return response
@@ -170,4 +203,27 @@ public final class HTTPClient: Sendable {
 
     /// Stops the driver; queued and running transfers fail with `shutDown`.
     public func shutdown() { driver.stop() }
+}
+
+/// A cancellable transfer between its caller and the driver: a cancel that
+/// comes before the transfer exists stops it from starting.
+final class PendingTransfer: Sendable {
+    private let state = Mutex<(transfer: Transfer?, cancelled: Bool)>((nil, false))
+
+    /// False when the caller was cancelled already.
+    func start(_ transfer: Transfer) -> Bool {
+        state.withLock { state in
+            guard !state.cancelled else { return false }
+            state.transfer = transfer
+            return true
+        }
+    }
+
+    /// The transfer to end, if it started.
+    func cancel() -> Transfer? {
+        state.withLock { state in
+            state.cancelled = true
+            return state.transfer
+        }
+    }
 }

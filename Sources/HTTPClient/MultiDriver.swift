@@ -10,6 +10,8 @@ import Synchronization
 final class MultiDriver: Sendable {
     private struct Queue {
         var waiting: [Transfer] = []
+        /// Running transfers whose callers gave up (task cancellation).
+        var cancelled: [Transfer] = []
         var stopped = false
     }
     private let queue = Mutex(Queue())
@@ -48,6 +50,23 @@ final class MultiDriver: Sendable {
         if !accepted { transfer.fail(HTTPClientError.shutDown) }
     }
 
+    /// Ends a transfer its caller gave up on: failed with
+    /// `CancellationError` now if it still waits, else at the driver's
+    /// next wake-up (unless it finished first).
+    func cancel(_ transfer: Transfer) {
+        let waiting = queue.withLock { state -> Bool in
+            if let index = state.waiting.firstIndex(where: { $0 === transfer }) {
+                state.waiting.remove(at: index)
+                return true
+            }
+            guard !state.stopped else { return false }
+            state.cancelled.append(transfer)
+            sidecar_driver_wake(wake)
+            return false
+        }
+        if waiting { transfer.fail(CancellationError()) }
+    }
+
     func stop() {
         queue.withLock { state in
             guard !state.stopped else { return }
@@ -64,11 +83,18 @@ final class MultiDriver: Sendable {
         var flags = [Int32](repeating: 0, count: 64)
         var active: Int32 = 0
         while true {
-            let (admitted, stopped) = queue.withLock { state -> ([Transfer], Bool) in
+            let (admitted, cancelled, stopped) = queue.withLock { state -> ([Transfer], [Transfer], Bool) in
                 let room = max(maxConcurrent - running.count, 0)
                 let batch = Array(state.waiting.prefix(room))
                 state.waiting.removeFirst(batch.count)
-                return (batch, state.stopped)
+                defer { state.cancelled.removeAll() }
+                return (batch, state.cancelled, state.stopped)
+            }
+            // Only a transfer still running is ended here: one that finished
+            // has already answered its caller.
+            for transfer in cancelled where running.removeValue(forKey: ObjectIdentifier(transfer)) != nil {
+                if let handle = transfer.handle { curl_multi_remove_handle(multi.pointer, handle) }
+                transfer.fail(CancellationError())
             }
             if stopped || epoll < 0 {
                 queue.withLock { $0.stopped = true }

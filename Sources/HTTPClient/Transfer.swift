@@ -43,6 +43,12 @@ final class Transfer: @unchecked Sendable {
         _ = sidecar_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
         _ = sidecar_curl_setopt_write(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader)
         _ = sidecar_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
+        switch request.proxy {
+        case .environment: break
+        // An empty string turns every proxy off, the environment's included.
+        case .none: _ = sidecar_curl_setopt_string(handle, CURLOPT_PROXY, "")
+        case .through(let proxy): _ = sidecar_curl_setopt_string(handle, CURLOPT_PROXY, proxy)
+        }
         if request.refuseAddress != nil {
             _ = sidecar_curl_setopt_prereq(handle, curlCheckAddress)
             _ = sidecar_curl_setopt_pointer(handle, CURLOPT_PREREQDATA, context)

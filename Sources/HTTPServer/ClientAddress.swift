@@ -1,3 +1,5 @@
+import Core
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,41 +15,6 @@ enum ClientAddress {
         if parsed.isIPv4 { return parsed.description }
         for index in 8..<16 { parsed.bytes[index] = 0 }
         return parsed.description + "/64"
-    }
-}
-
-/// An IPv4 or IPv6 address held as 16 bytes, IPv4 as IPv4-mapped IPv6
-/// (`::ffff:a.b.c.d`) so one comparison serves both families and a mapped
-/// peer matches an IPv4 range.
-struct IPAddress: Equatable, Sendable, CustomStringConvertible {
-    public var bytes: [UInt8]
-
-    /// Parses `192.0.2.1`, `2001:db8::1`, `::ffff:192.0.2.1`; nil for
-    /// anything else (host names, ports, brackets, zone ids).
-    public init?(_ text: some StringProtocol) {
-        guard !text.isEmpty, text.utf8.count <= 45 else { return nil }
-        let string = String(text)
-        if string.utf8.contains(UInt8(ascii: ":")) {
-            var raw = in6_addr()
-            guard inet_pton(AF_INET6, string, &raw) == 1 else { return nil }
-            bytes = withUnsafeBytes(of: &raw) { Array($0) }
-        } else {
-            var raw = in_addr()
-            guard inet_pton(AF_INET, string, &raw) == 1 else { return nil }
-            bytes = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] + withUnsafeBytes(of: &raw) { Array($0) }
-        }
-    }
-
-    /// Whether this is an IPv4 address (or IPv4-mapped IPv6).
-    var isIPv4: Bool { bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF }
-
-    /// IPv4 in dotted form (mapped addresses too), IPv6 in RFC 5952 form.
-    public var description: String {
-        if isIPv4 { return "\(bytes[12]).\(bytes[13]).\(bytes[14]).\(bytes[15])" }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let written = bytes.withUnsafeBytes { inet_ntop(AF_INET6, $0.baseAddress, &text, socklen_t(text.count)) }
-        guard written != nil, let end = text.firstIndex(of: 0) else { return "::" }
-        return String(decoding: text[..<end].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

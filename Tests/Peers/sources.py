@@ -138,7 +138,9 @@ class Source:
         self.feed = feeds.AlertFeedServer(alerts)
         FEEDS.append(self.feed)
         interval = [] if "--interval" in flags else ["--interval", "3600"]  # the server never polls it again by itself
-        out = cli("source", "add", "--region", "1", "--url", self.feed.url, *interval, *flags)
+        # The feed servers listen on loopback: allowed, as an on-premises feed is.
+        allowed = [] if "--allow-private" in flags else ["--allow-private", "true"]
+        out = cli("source", "add", "--region", "1", "--url", self.feed.url, *interval, *allowed, *flags)
         found = re.match(r"source (\d+)\b", out.strip())
         check(found, f"source add printed {out!r}, not `source ID`")
         self.id = int(found.group(1))
@@ -325,24 +327,68 @@ def selector(value):
     return json.dumps(fields, sort_keys=True)
 
 
+# The translation catalog's languages (`--locales`, the default) as a phone's
+# tag normalises into them; written here from the README's rule, not the code.
+CATALOG = ["es", "zh-Hans", "zh-Hant", "vi", "ko", "tl", "ru", "ja", "pt", "fr", "de", "ar", "so", "am", "ti", "uk", "hi", "pa",
+           "ht", "km", "fa", "pl", "it"]
+
+
+def normalised(tag):
+    """A source's language tag as our feed names it: none or English is en,
+    Chinese by script or region, else the catalog's language or the bare code."""
+    if not tag:
+        return "en"
+    parts = tag.replace("_", "-").lower().split("-")
+    language = parts[0]
+    if language == "en":
+        return "en"
+    if language == "zh":
+        traditional = "hant" in parts[1:] or any(p in ("tw", "hk", "mo") for p in parts[1:]) and "hans" not in parts[1:]
+        return "zh-Hant" if traditional else "zh-Hans"
+    language = {"fil": "tl", "iw": "he", "in": "id", "ji": "yi"}.get(language, language)
+    return next((known for known in CATALOG if known.lower() == language), language)
+
+
 def compare(source_entity, ours, source_periods, our_periods):
-    """Differences between a source's alert and ours, as sentences."""
+    """Differences between a source's alert and ours, as sentences: the
+    mapping's rules (README "Alert sources"), each checked on the decoded feed."""
     theirs, mine, problems = source_entity.alert, ours.alert, []
     for name in ("header_text", "description_text", "url"):
-        if texts(getattr(theirs, name)) != texts(getattr(mine, name)):
-            problems.append(f"{name}: source {texts(getattr(theirs, name))}, ours {texts(getattr(mine, name))}")
+        source_texts, our_texts = getattr(theirs, name).translation, texts(getattr(mine, name))
+        if not source_texts:
+            continue
+        english = next((t.text for t in source_texts if normalised(t.language) == "en"), None)
+        if our_texts.get("en") != (english or source_texts[0].text):
+            problems.append(f"{name}: en is {our_texts.get('en')!r}, the source's English or first text is {english!r}")
+        if list(texts(getattr(mine, name)))[:1] != ["en"]:
+            problems.append(f"{name}: en is not first: {list(our_texts)}")
+        for translation in source_texts:
+            language = normalised(translation.language)
+            if language != "en" and our_texts.get(language) != translation.text:
+                problems.append(f"{name}: {translation.language or '(untagged)'} should go out as {language}: ours {our_texts}")
     for name in ("cause", "effect", "severity_level"):
         if getattr(theirs, name) != getattr(mine, name):
             problems.append(f"{name}: source {getattr(theirs, name)}, ours {getattr(mine, name)}")
-    expected = [selector(s) for s in theirs.informed_entity]
-    if not any(s.agency_id == AGENCY for s in theirs.informed_entity):
-        expected.append(selector(gtfs_realtime_pb2.EntitySelector(agency_id=AGENCY)))
+    expected = []
+    for original in theirs.informed_entity:
+        scoped = gtfs_realtime_pb2.EntitySelector()
+        scoped.CopyFrom(original)
+        if not scoped.HasField("agency_id"):
+            scoped.agency_id = AGENCY  # in the same selector: a route stays a route
+        expected.append(selector(scoped))
+    if not expected:
+        expected = [selector(gtfs_realtime_pb2.EntitySelector(agency_id=AGENCY))]
     got = [selector(s) for s in mine.informed_entity]
     if sorted(expected) != sorted(got):
         problems.append(f"informed_entity: expected {sorted(expected)}, ours {sorted(got)}")
-    for number, name in ((1, "active_period"), (2, "communication_period"), (3, "impact_period")):
-        if source_periods[number] != our_periods[number]:
+    for number, name in ((2, "communication_period"), (3, "impact_period")):
+        if sorted(source_periods[number], key=str) != sorted(our_periods[number], key=str):
             problems.append(f"{name}: source {source_periods[number]}, ours {our_periods[number]}")
+    filled = source_periods[1] or source_periods[2] or source_periods[3]
+    if filled and sorted(filled, key=str) != sorted(our_periods[1], key=str):
+        problems.append(f"active_period: source {source_periods[1]}, filled from {filled}; ours {our_periods[1]}")
+    if not filled and (len(our_periods[1]) != 1 or our_periods[1][0][0] is None or our_periods[1][0][1] is not None):
+        problems.append(f"active_period: a source without periods should be open-ended from first seen; ours {our_periods[1]}")
     return problems
 
 
@@ -441,8 +487,9 @@ def mapping(sidecar, sources, authored):
     foreign = [entity_id for entity_id in ours if not re.match(r"^(Alert_\d+|Source_\d+_.+)$", entity_id)]
     check(not foreign, f"entity ids of neither form: {foreign}")
     print(f"mapping: {len(wanted)} alerts re-emitted as Source_{source.id}_ENTITY with every translation "
-          f"({len(languages - {''})} languages and one unlabelled), cause, effect, severity, url, the three kinds of period "
-          f"and informed entities (trip, route_type, direction_id), the region's agency added where none named it; "
+          f"({len(languages - {''})} languages and one unlabelled, each under the code the apps match, en first), cause, effect, "
+          f"severity, url, the three kinds of period (active_period filled where the source gave none) and informed entities "
+          f"(trip, route_type, direction_id), each naming the region's agency where it named none; "
           f"Alert_{authored} kept; push-only alerts left out")
 
 

@@ -25,6 +25,7 @@ enum AdminJSON {
             "start": time(alert.startsAt), "end": time(alert.endsAt), "published": .bool(alert.published), "test": .bool(alert.test),
             "impact_start": time(alert.impactStartsAt), "impact_end": time(alert.impactEndsAt),
             "shown_until": time(AlertFeedRules.effectiveEnd(alert)),
+            "source_id": alert.sourceID.map(JSONValue.integer) ?? .null, "source_entity": alert.sourceEntity.map(JSONValue.string) ?? .null,
             "source_version": .integer(Int64(alert.sourceVersion)), "updated_at": time(alert.updatedAt),
         ]
         if let translations { fields["translations"] = .array(translations.map { translation($0, current: alert.sourceVersion) }) }

@@ -17,7 +17,8 @@ struct AdminKeyRoutes: Sendable {
         let page = AdminConventions.paging
         return [
             admin.route("GET", "/keys", .keys, accepts: page) { request, key in await listKeys(request, key) },
-            admin.route("POST", "/keys", .keys, accepts: ["name": .text, "regions": .list, "push": .boolean, "admin": .boolean]) {
+            admin.route("POST", "/keys", .keys, accepts: ["name": .text, "regions": .list, "push": .boolean, "admin": .boolean, "sources": .boolean])
+            {
                 request, key in await createKey(request, key)
             },
             admin.route("DELETE", "/keys/:id", .keys) { request, key in await revokeKey(request, key) },
@@ -40,7 +41,7 @@ struct AdminKeyRoutes: Sendable {
             "id": .integer(record.id), "name": .string(record.name), "prefix": .string(record.prefix),
             "kind": .string(record.isPrincipal ? "principal" : "key"),
             "regions": record.isPrincipal ? .null : record.regions.map { .array($0.sorted().map { .integer(Int64($0)) }) } ?? .string("all"),
-            "push": .bool(record.canPush), "admin": .bool(record.isAdmin),
+            "push": .bool(record.canPush), "admin": .bool(record.isAdmin), "sources": .bool(record.canManageSources),
             "principal_id": record.principalID.map(JSONValue.integer) ?? .null,
             "created_at": AdminJSON.time(record.createdAt), "last_used_at": AdminJSON.time(record.lastUsedAt),
             "revoked_at": AdminJSON.time(record.revokedAt),
@@ -104,14 +105,16 @@ struct AdminKeyRoutes: Sendable {
             let name = try Self.name(request)
             let granted = try grantedRegions(request)
             let push = request.parameters["push"] == "true", isAdmin = request.parameters["admin"] == "true"
-            guard key.mayGrant(regions: granted, push: push, admin: isAdmin) else {
+            let sources = request.parameters["sources"] == "true"
+            guard key.mayGrant(regions: granted, push: push, admin: isAdmin, sources: sources) else {
                 throw AdministrationError.forbidden(
                     key.isPrincipal
-                        ? "A service principal makes keys of listed regions, never admin keys"
+                        ? "A service principal makes keys of listed regions, never admin or sources keys"
                         : "A key can only grant regions, push and admin that it has itself")
             }
             let (secret, record) = try await keys.create(
-                name: name, regions: granted, canPush: push, isAdmin: isAdmin, madeBy: key.isPrincipal ? key.id : nil, now: now)
+                name: name, regions: granted, canPush: push, isAdmin: isAdmin, canManageSources: sources, madeBy: key.isPrincipal ? key.id : nil,
+                now: now)
             await audit.record(
                 actor: Self.actor(key), action: "apikey.create", regionID: granted?.count == 1 ? granted?.first : nil,
                 target: "API key \(record.id)", detail: "\(name); \(record.scopeDescription)", now: now)

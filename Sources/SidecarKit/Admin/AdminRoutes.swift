@@ -30,6 +30,9 @@ struct AdminRoutes: Sendable {
         case any
         /// A key with the push scope (starting a send).
         case push
+        /// A key made with `--sources` or `--admin` (adding, editing,
+        /// polling and removing alert sources).
+        case sources
         /// A service principal or a key made with `--admin`.
         case keys
         /// An `--admin` key of every region.
@@ -92,11 +95,17 @@ struct AdminRoutes: Sendable {
             await administration(for: key).record(
                 "refused.alert.send", region: nil,
                 target: request.pathParameters["id"].map { "alert \($0)" }, detail: "the key has no push scope")
-            return forbidden("This API key may not start sends; create one with --push")
+            return forbidden("This API key may not start sends; that needs a key with the push scope")
+        case .sources:
+            if key.managesSources { return nil }
+            await administration(for: key).record(
+                "refused.source.change", region: nil, target: request.pathParameters["id"].map { "source \($0)" },
+                detail: "the key has neither the sources nor the admin scope")
+            return forbidden("This API key may only read alert sources; managing them needs a key with the sources or admin scope")
         case .keys:
-            return key.managesKeys ? nil : forbidden("Managing keys needs a service principal or a key made with --admin")
+            return key.managesKeys ? nil : forbidden("Managing keys needs a service principal or a key with the admin scope")
         case .principals:
-            return key.managesPrincipals ? nil : forbidden("Managing service principals needs an --admin key of every region")
+            return key.managesPrincipals ? nil : forbidden("Managing service principals needs an admin key of every region")
         }
     }
 

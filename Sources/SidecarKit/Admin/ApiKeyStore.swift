@@ -23,6 +23,10 @@ struct ApiKeyStore: Sendable {
         var canPush = false
         /// Whether the key may manage other keys (within its regions).
         var isAdmin = false
+        /// Whether the key may add, edit, poll and remove alert sources
+        /// (an admin key may too): each source is a request this server
+        /// makes every interval, so a plain region key only reads them.
+        var canManageSources = false
         /// A service principal: deployment-wide, and it may only manage keys.
         var isPrincipal = false
         /// The principal that made this key, if one did.
@@ -35,8 +39,11 @@ struct ApiKeyStore: Sendable {
         var scopeDescription: String {
             if isPrincipal { return "service principal" }
             return (regions.map { "regions " + $0.sorted().map(String.init).joined(separator: ",") } ?? "all regions") + (canPush ? "; push" : "")
-                + (isAdmin ? "; admin" : "")
+                + (canManageSources ? "; sources" : "") + (isAdmin ? "; admin" : "")
         }
+
+        /// Whether this credential may add, edit, poll and remove alert sources.
+        var managesSources: Bool { !isPrincipal && (isAdmin || canManageSources) }
 
         /// Whether this credential may create, list and revoke keys.
         var managesKeys: Bool { isPrincipal || isAdmin }
@@ -47,8 +54,8 @@ struct ApiKeyStore: Sendable {
         /// Whether this credential may grant a key these powers: never more
         /// regions, push or admin than it has itself; a principal grants
         /// region-scoped keys only, never admin.
-        func mayGrant(regions granted: Set<Int>?, push: Bool, admin: Bool) -> Bool {
-            if isPrincipal { return granted != nil && !admin }
+        func mayGrant(regions granted: Set<Int>?, push: Bool, admin: Bool, sources: Bool = false) -> Bool {
+            if isPrincipal { return granted != nil && !admin && !sources }
             guard isAdmin, !push || canPush else { return false }
             guard let own = regions else { return true }
             return granted.map { $0.isSubset(of: own) } ?? false
@@ -68,8 +75,8 @@ struct ApiKeyStore: Sendable {
     /// Creates a key (or, with `principal`, a service principal) and returns
     /// it in clear, once.
     func create(
-        name: String, regions: Set<Int>? = nil, canPush: Bool = false, isAdmin: Bool = false, principal: Bool = false,
-        madeBy principalID: Int64? = nil, now: Int64
+        name: String, regions: Set<Int>? = nil, canPush: Bool = false, isAdmin: Bool = false, canManageSources: Bool = false,
+        principal: Bool = false, madeBy principalID: Int64? = nil, now: Int64
     ) async throws -> (key: String, record: Record) {
         let key = (principal ? "sidecar_sp_" : "sidecar_") + Base64URL.encode(SecureRandom.bytes(32))
         let prefix = String(key.prefix(principal ? 17 : 14))
@@ -78,14 +85,15 @@ struct ApiKeyStore: Sendable {
         let id = try await database.write { connection in
             try connection.queryOne(
                 """
-                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push, is_admin, kind, principal_id) VALUES (\(name), \(prefix), \(Self.hash(key)), \(now), \(ConsoleStore.encodeRegions(regions)), \(canPush && !principal ? 1 : 0), \(isAdmin && !principal ? 1 : 0), \(kind), \(principalID)) RETURNING id
+                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push, is_admin, can_manage_sources, kind, principal_id) VALUES (\(name), \(prefix), \(Self.hash(key)), \(now), \(ConsoleStore.encodeRegions(regions)), \(canPush && !principal ? 1 : 0), \(isAdmin && !principal ? 1 : 0), \(canManageSources && !principal ? 1 : 0), \(kind), \(principalID)) RETURNING id
                 """)?.int("id") ?? 0
         }
         return (
             key,
             Record(
                 id: id, name: name, prefix: prefix, createdAt: now, lastUsedAt: nil, revokedAt: nil, regions: regions,
-                canPush: canPush && !principal, isAdmin: isAdmin && !principal, isPrincipal: principal, principalID: principalID)
+                canPush: canPush && !principal, isAdmin: isAdmin && !principal, canManageSources: canManageSources && !principal,
+                isPrincipal: principal, principalID: principalID)
         )
     }
 
@@ -139,7 +147,8 @@ struct ApiKeyStore: Sendable {
             id: try row.int("id"), name: try row.string("name"), prefix: try row.string("prefix"),
             createdAt: try row.int("created_at"), lastUsedAt: try row.optionalInt("last_used_at"), revokedAt: try row.optionalInt("revoked_at"),
             regions: ConsoleStore.decodeRegions(try row.optionalString("regions")), canPush: try row.bool("can_push"),
-            isAdmin: try row.bool("is_admin"), isPrincipal: try row.string("kind") == "principal", principalID: try row.optionalInt("principal_id"))
+            isAdmin: try row.bool("is_admin"), canManageSources: try row.bool("can_manage_sources"),
+            isPrincipal: try row.string("kind") == "principal", principalID: try row.optionalInt("principal_id"))
     }
 
 }
@@ -170,6 +179,9 @@ extension ApiKeyStore {
                 .same("ALTER TABLE api_keys ADD COLUMN is_admin BIGINT NOT NULL DEFAULT 0"),
                 .same("ALTER TABLE api_keys ADD COLUMN kind TEXT NOT NULL DEFAULT 'key'"),
                 .same("ALTER TABLE api_keys ADD COLUMN principal_id BIGINT"),
+            ],
+            24: [
+                .same("ALTER TABLE api_keys ADD COLUMN can_manage_sources BIGINT NOT NULL DEFAULT 0")
             ],
         ])
 }

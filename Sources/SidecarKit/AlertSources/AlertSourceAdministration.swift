@@ -26,8 +26,9 @@ struct AlertSourceAdministration: Sendable {
         await audit?.record(actor: actor, action: action, regionID: region, target: target, detail: detail, now: now)
     }
 
-    /// Adds a source to a region whose agency id is set.
-    func add(regionID: Int, fields: [String: String]) async throws -> AlertSource {
+    /// Adds a source to a region whose agency id is set; messages name
+    /// fields as `naming` says.
+    func add(regionID: Int, fields: [String: String], naming: AlertSourceRules.FieldNaming = .commandLine) async throws -> AlertSource {
         guard regions.region(id: regionID) != nil else { throw AdministrationError.notFound("No region \(regionID) in the regions directory") }
         guard try await alerts.regionSettings()[regionID]?.agencyID?.presence != nil else {
             throw AdministrationError.invalid([
@@ -39,15 +40,18 @@ struct AlertSourceAdministration: Sendable {
         guard try await store.sources(regionID: regionID).count < AlertSourceRules.maximumSourcesPerRegion else {
             throw AdministrationError.invalid(["region \(regionID) has \(AlertSourceRules.maximumSourcesPerRegion) sources, the most it may have"])
         }
-        let source = try validated(AlertSourceRules.settings(fields, regionID: regionID, base: nil, now: now))
+        let source = try validated(AlertSourceRules.settings(fields, regionID: regionID, base: nil, now: now, naming: naming, own: own))
         let created = try await store.create(source)
         await record("source.add", region: regionID, target: "source \(created.id)", detail: "url=\(created.url); mode=\(created.mode.rawValue)")
         return created
     }
 
-    func edit(id: Int64, fields: [String: String]) async throws -> AlertSource {
+    /// Changes a source's settings. A new URL drops the secret headers and
+    /// the address allowances the old one had, unless `fields` sets them again.
+    func edit(id: Int64, fields: [String: String], naming: AlertSourceRules.FieldNaming = .commandLine) async throws -> AlertSource {
         guard let (existing, _) = try await store.source(id: id) else { throw AdministrationError.notFound("No source \(id)") }
-        let source = try validated(AlertSourceRules.settings(fields, regionID: existing.regionID, base: existing, now: now))
+        let source = try validated(
+            AlertSourceRules.settings(fields, regionID: existing.regionID, base: existing, now: now, naming: naming, own: own))
         try await store.update(source, now: now)
         poller.administration.cache?.invalidate(regionID: source.regionID)
         await record("source.edit", region: source.regionID, target: "source \(id)", detail: AlertAdministration.summary(fields))
@@ -74,21 +78,31 @@ struct AlertSourceAdministration: Sendable {
         return approve ? await poller.startDuePushes(source) : []
     }
 
-    /// The settings, unless they point at this server itself.
+    /// Keeps one of a source's alerts out of the feed while the source lists
+    /// it, or lets it back in; returns false when it already was so.
+    func setHidden(id: Int64, entityID: String, hidden: Bool) async throws -> Bool {
+        guard let (source, _) = try await store.source(id: id) else { throw AdministrationError.notFound("No source \(id)") }
+        guard try await store.states(sourceID: id)[entityID] != nil else {
+            throw AdministrationError.notFound("Source \(id) has no alert \(entityID)")
+        }
+        guard try await store.setHidden(sourceID: id, entityID: entityID, hidden: hidden, now: now) else { return false }
+        poller.administration.cache?.invalidate(regionID: source.regionID)
+        await record(
+            hidden ? "source.alert.hide" : "source.alert.show", region: source.regionID, target: "source \(id)", detail: "entity=\(entityID)")
+        return true
+    }
+
+    /// This server's listener, which no source may poll.
+    var own: AlertSourceAddresses.OwnListener {
+        let (host, port) = listening()
+        return AlertSourceAddresses.OwnListener(host: host, port: port, localAddresses: AlertSourcePoller.localAddresses)
+    }
+
+    /// The settings, or their messages as a refusal.
     func validated(_ result: Result<AlertSource, ValidationFailure>) throws -> AlertSource {
-        let source: AlertSource
         switch result {
-        case .success(let valid): source = valid
+        case .success(let valid): return valid
         case .failure(let failure): throw AdministrationError.invalid(failure.messages)
         }
-        if let parts = AlertSourceRules.urlParts(source.url),
-            AlertSourceRules.refuses(
-                address: parts.host, port: parts.port, allowLinkLocal: true, ownHost: listening().host, ownPort: listening().port)
-        {
-            throw AdministrationError.invalid([
-                "--url points at this server's own listener (\(parts.host):\(parts.port)); a source must be another feed"
-            ])
-        }
-        return source
     }
 }

@@ -77,9 +77,14 @@ struct AlertSource: Sendable, Equatable {
     var floodThreshold: Int
     /// Whether a change within 10 minutes of a push pushes again.
     var pushCorrections: Bool
+    /// Pushes the rules may start in any hour; beyond it they wait for review.
+    var pushesPerHour = AlertSourceRules.defaultPushesPerHour
     var headers: [SecretHeader]
     /// Lets the URL reach link-local and cloud metadata addresses.
     var allowLinkLocal: Bool
+    /// Lets the URL reach loopback, private (RFC 1918, unique-local) and
+    /// shared (CGNAT) addresses: an on-premises feed.
+    var allowPrivate = false
     var maxBytes: Int
     var createdAt: Int64
     var updatedAt: Int64
@@ -150,6 +155,11 @@ struct MirroredAlert: Sendable, Equatable {
     /// Changes only with what makes a change worth a push: the header in
     /// any language, or a period.
     var materialHash: String
+    /// Values dropped or kept as unknown (a `javascript:` URL, an unknown
+    /// cause), for the poll's report; the alert itself was taken.
+    var notes: [String] = []
+    /// Enum values the source sent that this server does not know.
+    var unknownValues = 0
 }
 
 /// What the source store remembers of one alert it has seen.
@@ -181,4 +191,9 @@ struct SourceAlertState: Sendable, Equatable {
     var sendID: Int64?
     var present: Bool
     var changedAt: Int64
+    /// When the source first listed it: the start of an alert that has no period.
+    var firstSeenAt: Int64
+    /// Kept out of the feed by an editor ("Dismiss from the feed") while
+    /// the source still lists it.
+    var hidden = false
 }

@@ -26,6 +26,10 @@ struct AlertSourcePoller: Sendable {
     let listening: @Sendable () -> (host: String, port: Int?)
     /// Header secrets named `--header-env` come from here.
     let environment: [String: String]
+    /// How mirrored translations' languages are read (the registrations' catalog).
+    var catalog: LocaleCatalog = .standard
+    /// `--source-proxy`: polls go through it (nil: no proxy at all).
+    var proxy: String? = nil
     var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
     /// Where polls run in the server (waited for at shutdown); nil: inline.
     var work: BackgroundWork?
@@ -129,12 +133,15 @@ struct AlertSourcePoller: Sendable {
                 "region \(source.regionID) has no agency id; set it with: sidecar region set --id \(source.regionID) --agency-id ID")
         }
         let response: HTTPClientResponse
-        do { response = try await http.send(try request(source, status)) } catch let error as AdministrationError {
+        do { response = try await http.send(try await request(source, status)) } catch let error as AdministrationError {
             return await fail(source, status, error.messages.joined(separator: "; "))
         } catch let error as HTTPClientError {
             return await fail(source, status, Self.describe(error, source: source))
+        } catch is CancellationError {
+            // The server is stopping: the source is due again at once after a start.
+            return Report(lines: [], failure: "cancelled: the server is stopping")
         } catch {
-            return await fail(source, status, "\(error)")
+            return await fail(source, status, "the poll failed")
         }
         if response.status == 304 {
             metrics?.sourcePolls.increment("not_modified")
@@ -146,24 +153,34 @@ struct AlertSourcePoller: Sendable {
         guard response.status == 200 else {
             return await fail(source, status, "the source answered HTTP \(response.status)")
         }
-        let decoded: (message: FeedMessage, rejected: [RejectedEntity])
-        do { decoded = try FeedMessage.decodingEntities(response.body) } catch {
-            let type = response.header("content-type").map { " (Content-Type \(String($0.prefix(80))))" } ?? ""
-            return await fail(source, status, "the body is not a GTFS-realtime FeedMessage\(type): \(error.description)")
+        // What the body was is not said: a service that is not a feed must
+        // not have its banner shown to whoever can read the source.
+        guard let decoded = try? FeedMessage.decodingEntities(response.body) else {
+            return await fail(source, status, "the answer is not a GTFS-realtime feed")
         }
-        let (mapped, problems) = AlertSourceMapping.alerts(decoded.message, agencyID: agencyID, rejected: decoded.rejected)
         let previous: [String: SourceAlertState]
         do { previous = try await sources.states(sourceID: source.id) } catch { return await fail(source, status, "storage: \(error)") }
+        let firstSeen = previous.mapValues(\.firstSeenAt)
+        let context = AlertSourceMapping.Context(agencyID: agencyID, catalog: catalog, firstSeen: { firstSeen[$0] ?? started })
+        let (mapped, deleted, problems) = AlertSourceMapping.alerts(decoded.message, context: context, rejected: decoded.rejected)
+        let unknown = mapped.reduce(0) { $0 + $1.unknownValues }
+        if unknown > 0 { metrics?.sourceUnknownValues.increment(by: unknown) }
         let zone = settings?.timezone.flatMap { ZoneInfo.named($0) } ?? .utc
         let outcomes = mapped.map {
             AlertSourceRules.outcome($0, previous: previous[$0.entityID], source: source, baseline: !status.baselined, now: started, zone: zone)
         }
-        let (decided, held) = AlertSourceRules.holdingFlood(outcomes, threshold: source.floodThreshold)
+        let (flooded, floodHeld) = AlertSourceRules.holdingFlood(outcomes, threshold: source.floodThreshold)
+        let pushed = (try? await sources.pushes(sourceID: source.id, regionID: source.regionID, since: started - 3600)) ?? (0, 0)
+        let (decided, capHeld) = AlertSourceRules.holdingOverCap(flooded, pushed: pushed, perSource: source.pushesPerHour)
+        let held = [floodHeld, capHeld].compactMap { $0 }.joined(separator: "; ").presence
+        let validators = (
+            response.header("etag").flatMap { $0.count <= AlertSourceRules.maxValidatorLength ? $0 : nil },
+            response.header("last-modified").flatMap { $0.count <= AlertSourceRules.maxValidatorLength ? $0 : nil }
+        )
         do {
             try await sources.applyPoll(
                 source, agencyID: agencyID, decided: zip(mapped, decided).map { AlertSourceStore.Decided(alert: $0, outcome: $1) },
-                problems: problems, held: held, validators: (response.header("etag"), response.header("last-modified")), now: started,
-                nextPollAt: started + Int64(source.intervalSeconds))
+                problems: problems, held: held, validators: validators, now: started, nextPollAt: started + Int64(source.intervalSeconds))
         } catch {
             return await fail(source, status, "storage: \(error)")
         }
@@ -171,21 +188,53 @@ struct AlertSourcePoller: Sendable {
         administration.cache?.invalidate(regionID: source.regionID)
         metrics?.sourcePolls.increment("ok")
         metrics?.sourceAlerts.set(String(source.id), to: mapped.count)
-        var report = Report(lines: Self.describe(mapped: mapped, outcomes: decided, previous: previous, zone: zone))
+        var report = Report(lines: Self.describe(mapped: mapped, outcomes: decided, previous: previous, deleted: Set(deleted), zone: zone))
         report.lines += problems.map { "problem: \($0)" }
         if let held { report.lines.append(held) }
         report.lines += await startDuePushes(source)
         report.lines.append(Self.summary(mapped: mapped, outcomes: decided, previous: previous))
+        report.lines = Self.bounded(report.lines)
         return report
     }
 
+    /// The most lines a poll's report keeps (what `source poll` prints and
+    /// the admin API answers): a feed of 100,000 entities says it in a page.
+    static let maxReportLines = 200
+
+    static func bounded(_ lines: [String]) -> [String] {
+        guard lines.count > maxReportLines else { return lines }
+        // The summary, last, is always kept.
+        return Array(lines.prefix(maxReportLines - 2)) + ["and \(lines.count - maxReportLines + 1) more lines", lines[lines.count - 1]]
+    }
+
     /// The request: conditional on what the last answer said, with the
-    /// source's secret headers, a size cap, and no connection to a refused
-    /// address (checked on the socket itself).
-    func request(_ source: AlertSource, _ status: AlertSourceStatus) throws -> HTTPClientRequest {
+    /// source's secret headers, a size cap, no proxy but `--source-proxy`
+    /// (the environment's is ignored, so it cannot carry a poll past the
+    /// address check), and no connection to a refused address: checked on
+    /// the socket itself, or, through a proxy, on every address the host
+    /// resolves to before anything is sent.
+    func request(_ source: AlertSource, _ status: AlertSourceStatus) async throws -> HTTPClientRequest {
         var headers: [(name: String, value: String)] = [("Accept", "application/x-protobuf, application/octet-stream;q=0.9, */*;q=0.1")]
         if let etag = status.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = status.lastModified { headers.append(("If-Modified-Since", lastModified)) }
+        let allowance = AlertSourceAddresses.Allowance(linkLocal: source.allowLinkLocal, private: source.allowPrivate)
+        let own = ownListener()
+        guard let parts = AlertSourceAddresses.urlParts(source.url) else {
+            throw AdministrationError.invalid(["the URL must be an http:// or https:// URL with a host"])
+        }
+        if let problem = AlertSourceAddresses.urlProblem(source.url, allowance: allowance, own: own) {
+            throw AdministrationError.invalid(["refused: \(problem)"])
+        }
+        if proxy != nil {
+            let addresses = await HostResolver.addresses(of: parts.host)
+            guard !addresses.isEmpty else { throw AdministrationError.invalid(["could not resolve \(parts.host)"]) }
+            for address in addresses {
+                if let reason = AlertSourceAddresses.connectionRefusal(address: address, port: parts.port, allowance: allowance, own: own) {
+                    throw AdministrationError.invalid(["refused: \(parts.host) resolves to \(address), \(reason)"])
+                }
+            }
+        }
+        // Secrets are read last: nothing is read for a request that is refused.
         for secret in source.headers {
             let value: String?
             switch secret.origin {
@@ -202,22 +251,30 @@ struct AlertSourcePoller: Sendable {
             }
             headers.append((secret.name, value))
         }
-        let (host, port) = listening()
-        let allow = source.allowLinkLocal
-        // A URL that names this server is refused before any connection is
-        // made; the check on the connected socket catches names that resolve here.
-        if let parts = AlertSourceRules.urlParts(source.url),
-            AlertSourceRules.refuses(address: parts.host, port: parts.port, allowLinkLocal: allow, ownHost: host, ownPort: port)
-        {
-            throw AdministrationError.invalid(["refused to connect to \(parts.host): this server itself, or a link-local or metadata address"])
+        let check: @Sendable (String, Int) -> Bool = { address, connectedPort in
+            AlertSourceAddresses.connectionRefusal(address: address, port: connectedPort, allowance: allowance, own: own) != nil
         }
+        // Through a proxy the socket reaches the proxy: the target's
+        // addresses were checked above instead.
+        let refuse = proxy != nil ? nil : check
+        let proxyUse: HTTPClientRequest.ProxyUse = proxy.map { .through($0) } ?? .none
         return HTTPClientRequest(
             url: source.url, headers: headers, timeoutSeconds: AlertSourceRules.timeoutSeconds, upstream: "alert_source",
-            maxBodyBytes: source.maxBytes,
-            refuseAddress: { address, connectedPort in
-                AlertSourceRules.refuses(address: address, port: connectedPort, allowLinkLocal: allow, ownHost: host, ownPort: port)
-            })
+            maxBodyBytes: source.maxBytes, refuseAddress: refuse, proxy: proxyUse,
+            // A graceful stop cancels background work: a slow feed must not
+            // hold it up (the source is still due, and polled after a start).
+            cancellable: true)
     }
+
+    /// This server's listener as a source must not reach it.
+    func ownListener() -> AlertSourceAddresses.OwnListener {
+        let (host, port) = listening()
+        return AlertSourceAddresses.OwnListener(host: host, port: port, localAddresses: Self.localAddresses)
+    }
+
+    /// Read once: interfaces do not change under a running server often
+    /// enough to matter, and a poll must not walk them every time.
+    static let localAddresses = IPAddress.localInterfaceAddresses()
 
     /// Records a failed poll (the source's alerts stay as they were) and
     /// schedules the next with backoff.
@@ -254,20 +311,35 @@ struct AlertSourcePoller: Sendable {
 
     // MARK: Wording
 
+    /// What an operator needs of a failed request: timed out, refused, no
+    /// such host, TLS; never what the other end said.
     static func describe(_ error: HTTPClientError, source: AlertSource) -> String {
         switch error {
-        case .bodyTooLarge(let limit): return "the feed is larger than \(limit) bytes (--max-bytes)"
+        case .bodyTooLarge(let limit): return "the feed is larger than \(limit) bytes (the source's largest feed)"
         case .refusedAddress(let address):
-            return "refused to connect to \(address): a link-local or metadata address, or this server itself"
+            let allowance = AlertSourceAddresses.Allowance(linkLocal: source.allowLinkLocal, private: source.allowPrivate)
+            let reason = AlertSourceAddresses.kind(ofAddress: address).flatMap { AlertSourceAddresses.refusal($0, allowance: allowance) }
+            return "refused to connect to \(address): \(reason ?? "this server itself")"
         case .transport where error.isTimeout: return "timed out: no complete answer within \(AlertSourceRules.timeoutSeconds) s"
-        default: return error.description
+        case .transport(let code, _):
+            switch code {
+            case 6: return "the host name could not be resolved"
+            case 7: return "the connection was refused or could not be made"
+            case 35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91: return "the TLS connection failed (certificate or handshake)"
+            case 52: return "the server closed the connection without answering"
+            case 1, 8, 56: return "the answer was not HTTP the poller could read"
+            default: return "the request failed (curl error \(code))"
+            }
+        case .invalidURL: return "the URL could not be used"
+        case .shutDown: return "the server is stopping"
         }
     }
 
     /// One line per alert whose state changed in this poll.
-    static func describe(mapped: [MirroredAlert], outcomes: [AlertSourceRules.Outcome], previous: [String: SourceAlertState], zone: ZoneInfo)
-        -> [String]
-    {
+    static func describe(
+        mapped: [MirroredAlert], outcomes: [AlertSourceRules.Outcome], previous: [String: SourceAlertState], deleted: Set<String> = [],
+        zone: ZoneInfo
+    ) -> [String] {
         var lines: [String] = []
         for (alert, outcome) in zip(mapped, outcomes) {
             let before = previous[alert.entityID]
@@ -290,7 +362,7 @@ struct AlertSourcePoller: Sendable {
         }
         let present = Set(mapped.map(\.entityID))
         for state in previous.values.sorted(by: { $0.entityID < $1.entityID }) where state.present && !present.contains(state.entityID) {
-            lines.append("removed \(state.entityID)")
+            lines.append(deleted.contains(state.entityID) ? "removed \(state.entityID): the source marked it deleted" : "removed \(state.entityID)")
         }
         return lines
     }

@@ -2,9 +2,12 @@ import Core
 import HTTPServer
 
 /// Alert sources in the admin API, for keys scoped to the source's region.
-/// Secret headers and link-local addresses are set only from the CLI on the
-/// server: an API key must not make the server read its files or reach its
-/// cloud's metadata service.
+/// Any such key reads them; adding, editing, polling and removing one needs
+/// the sources or the admin scope (each source is a request this server
+/// makes every interval, with the source's secrets). Secret headers and
+/// link-local addresses are set only from the CLI on the server (a key must
+/// not make the server read its files or reach its cloud's metadata
+/// service); private addresses only by an admin key.
 struct AlertSourceRoutes: Sendable {
     let admin: AdminRoutes
     let administration: AlertSourceAdministration
@@ -13,7 +16,7 @@ struct AlertSourceRoutes: Sendable {
     /// The fields the API takes, as the CLI's flags with underscores.
     static let fields = [
         "url", "mode", "interval", "push", "min_severity", "effects", "scope", "quiet_hours", "audience", "flood_threshold", "push_corrections",
-        "max_bytes",
+        "max_bytes", "pushes_per_hour", "allow_private",
     ]
     static let cliOnly = ["header_file", "header_env", "allow_link_local"]
 
@@ -25,14 +28,17 @@ struct AlertSourceRoutes: Sendable {
         let page = AdminConventions.paging
         return [
             admin.route("GET", "/regions/:id/sources", accepts: page) { request, key in await list(request, key) },
-            admin.route("POST", "/regions/:id/sources", accepts: Self.accepted, idempotent: true) { request, key in await add(request, key) },
+            admin.route("POST", "/regions/:id/sources", .sources, accepts: Self.accepted, idempotent: true) { request, key in await add(request, key)
+            },
             admin.route("GET", "/sources/:id") { request, key in await show(request, key) },
-            admin.route("PATCH", "/sources/:id", accepts: Self.accepted) { request, key in await edit(request, key) },
-            admin.route("DELETE", "/sources/:id") { request, key in await remove(request, key) },
-            admin.route("POST", "/sources/:id/poll") { request, key in await poll(request, key) },
+            admin.route("PATCH", "/sources/:id", .sources, accepts: Self.accepted) { request, key in await edit(request, key) },
+            admin.route("DELETE", "/sources/:id", .sources) { request, key in await remove(request, key) },
+            admin.route("POST", "/sources/:id/poll", .sources) { request, key in await poll(request, key) },
             admin.route("GET", "/sources/:id/reviews", accepts: page) { request, key in await reviews(request, key) },
             admin.route("POST", "/sources/:id/reviews/:entity/approve", .push) { request, key in await decide(request, key, approve: true) },
             admin.route("POST", "/sources/:id/reviews/:entity/dismiss") { request, key in await decide(request, key, approve: false) },
+            admin.route("POST", "/sources/:id/alerts/:entity/hide") { request, key in await hide(request, key, true) },
+            admin.route("POST", "/sources/:id/alerts/:entity/show") { request, key in await hide(request, key, false) },
         ]
     }
 
@@ -46,10 +52,13 @@ struct AlertSourceRoutes: Sendable {
         return found
     }
 
-    func settings(_ request: Request) throws(AdministrationError) -> [String: String] {
+    func settings(_ request: Request, _ key: ApiKeyStore.Record) throws(AdministrationError) -> [String: String] {
         let refused = Self.cliOnly.filter { request.parameters[$0] != nil }
         guard refused.isEmpty else {
-            throw .invalid(["\(refused.joined(separator: ", ")) can only be set with 'sidecar source' on the server itself"])
+            throw .invalid(["\(refused.joined(separator: ", ")) can only be set by an operator on the server itself"])
+        }
+        if request.parameters["allow_private"] != nil && !key.isAdmin {
+            throw .forbidden("allow_private needs a key with the admin scope: it lets the server reach this network's own hosts")
         }
         return AdminRoutes.fields(request, Self.fields)
     }
@@ -65,7 +74,7 @@ struct AlertSourceRoutes: Sendable {
 
     func add(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let source = try await acting(key).add(regionID: try admin.regionID(request, key), fields: try settings(request))
+            let source = try await acting(key).add(regionID: try admin.regionID(request, key), fields: try settings(request, key), naming: .api)
             return .json(201, Self.json(source, AlertSourceStatus())).adding(header: "ETag", Self.etag(source))
         } catch { return admin.failure(error) }
     }
@@ -81,7 +90,7 @@ struct AlertSourceRoutes: Sendable {
         do {
             let (source, _) = try await scoped(request, key)
             try AdminConventions.checkIfMatch(request, current: Self.json(source, AlertSourceStatus()))
-            let edited = try await acting(key).edit(id: source.id, fields: try settings(request))
+            let edited = try await acting(key).edit(id: source.id, fields: try settings(request, key), naming: .api)
             return .json(200, Self.json(edited, try await store.source(id: source.id)?.1 ?? AlertSourceStatus()))
                 .adding(header: "ETag", Self.etag(edited))
         } catch { return admin.failure(error) }
@@ -133,6 +142,16 @@ struct AlertSourceRoutes: Sendable {
         } catch { return admin.failure(error) }
     }
 
+    /// Keeps one of the source's alerts out of the feed (or lets it back);
+    /// answers whether anything changed.
+    func hide(_ request: Request, _ key: ApiKeyStore.Record, _ hidden: Bool) async -> Response {
+        do {
+            let (source, _) = try await scoped(request, key)
+            let changed = try await acting(key).setHidden(id: source.id, entityID: request.pathParameters["entity"] ?? "", hidden: hidden)
+            return .json(200, JSONValue.object(["hidden": .bool(hidden), "changed": .bool(changed)]))
+        } catch { return admin.failure(error) }
+    }
+
     /// A source's version: its settings, not its polling status (a poll
     /// does not make an editor's copy stale).
     static func etag(_ source: AlertSource) -> String { AdminConventions.etag(json(source, AlertSourceStatus())) }
@@ -146,6 +165,7 @@ struct AlertSourceRoutes: Sendable {
             "quiet_hours": source.quietHours.map { .string($0.text) } ?? .null, "audience": .string(source.audience.rawValue),
             "flood_threshold": .integer(Int64(source.floodThreshold)), "push_corrections": .bool(source.pushCorrections),
             "headers": .array(source.headers.map { .string($0.name) }), "allow_link_local": .bool(source.allowLinkLocal),
+            "allow_private": .bool(source.allowPrivate), "pushes_per_hour": .integer(Int64(source.pushesPerHour)),
             "max_bytes": .integer(Int64(source.maxBytes)),
             "status": .object([
                 "state": .string(SourceDescription.state(status)), "last_poll_at": AdminJSON.time(status.lastPollAt),

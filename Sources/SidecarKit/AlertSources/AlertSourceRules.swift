@@ -10,6 +10,16 @@ enum AlertSourceRules {
     static let maximumIntervalSeconds = 86_400
     static let defaultMaxBytes = 8 << 20
     static let defaultFloodThreshold = 20
+    /// Pushes one source's rules may start in an hour (each source setting
+    /// may change it, 1 to 60).
+    static let defaultPushesPerHour = 4
+    /// Pushes all of a region's sources may start in an hour. Every source
+    /// push goes to the region's whole audience (or its test devices), so
+    /// this is also the most source pushes a device gets in an hour.
+    static let pushesPerDevicePerHour = 6
+    /// Validators longer than this are not stored (a hostile feed's ETag
+    /// would otherwise be sent back, and kept, at every poll).
+    static let maxValidatorLength = 1024
     /// Sources one region may have.
     static let maximumSourcesPerRegion = 20
     /// Seconds a poll may take, connection included: no longer than the
@@ -24,9 +34,38 @@ enum AlertSourceRules {
 
     // MARK: Settings
 
-    /// A source from the CLI's or the admin API's fields (the CLI's flag
-    /// names with underscores: `url`, `min_severity`, ...), over `base` when editing.
-    static func settings(_ fields: [String: String], regionID: Int, base: AlertSource?, now: Int64) -> Result<AlertSource, ValidationFailure> {
+    /// How a settings message names a field: as the face the operator
+    /// used does (`--min-severity`, `min_severity`, "Least severity that pushes").
+    enum FieldNaming: Sendable, Equatable {
+        case commandLine, api, console
+
+        static let consoleLabels = [
+            "url": "Feed URL", "mode": "Mode", "interval": "Poll every (seconds)", "push": "Pushes",
+            "min_severity": "Least severity that pushes", "effects": "Effects that push", "scope": "Scope that pushes",
+            "quiet_hours": "Quiet hours", "audience": "Audience", "flood_threshold": "Flood threshold",
+            "push_corrections": "Push corrections", "max_bytes": "Largest feed (bytes)", "allow_link_local": "Allow link-local addresses",
+            "allow_private": "Allow private addresses", "header_file": "Secret header (file)", "header_env": "Secret header (environment)",
+        ]
+
+        func name(_ field: String) -> String {
+            switch self {
+            case .commandLine: return "--" + field.replacing("_", with: "-")
+            case .api: return field
+            case .console: return Self.consoleLabels[field] ?? field
+            }
+        }
+    }
+
+    /// A source from the CLI's, the admin API's or the console's fields
+    /// (the API's names: `url`, `min_severity`, ...), over `base` when
+    /// editing. Messages name fields as `naming` says. A changed URL drops
+    /// the stored secret headers and address allowances unless the same
+    /// fields set them again: they were granted for the old feed, and must
+    /// not follow a URL to another host.
+    static func settings(
+        _ fields: [String: String], regionID: Int, base: AlertSource?, now: Int64, naming: FieldNaming = .commandLine,
+        own: AlertSourceAddresses.OwnListener = .init(host: "", port: nil)
+    ) -> Result<AlertSource, ValidationFailure> {
         var source =
             base
             ?? AlertSource(
@@ -37,57 +76,61 @@ enum AlertSourceRules {
         func value<T>(_ name: String, _ parse: (String) -> T?, _ message: String) -> T? {
             guard let raw = fields[name] else { return nil }
             guard let parsed = parse(raw.trimmingCharacters(in: .whitespaces)) else {
-                messages.append(message)
+                messages.append(naming.name(name) + " " + message)
                 return nil
             }
             return parsed
         }
         if let url = fields["url"] {
-            source.url = url.trimmingCharacters(in: .whitespaces)
+            let trimmed = url.trimmingCharacters(in: .whitespaces)
+            if let base, trimmed != base.url {
+                source.headers = []
+                source.allowPrivate = false
+                source.allowLinkLocal = false
+            }
+            source.url = trimmed
         } else if base == nil {
-            messages.append("--url is required")
+            messages.append(naming.name("url") + " is required")
         }
-        if let mode = value("mode", { AlertSource.Mode(rawValue: $0) }, "--mode must be mirror or push-only") { source.mode = mode }
+        if let mode = value("mode", { AlertSource.Mode(rawValue: $0) }, "must be mirror or push-only") { source.mode = mode }
         if let interval = value(
             "interval", { Int($0).flatMap { (minimumIntervalSeconds...maximumIntervalSeconds).contains($0) ? $0 : nil } },
-            "--interval must be a number of seconds from \(minimumIntervalSeconds) to \(maximumIntervalSeconds)")
+            "must be a number of seconds from \(minimumIntervalSeconds) to \(maximumIntervalSeconds)")
         {
             source.intervalSeconds = interval
         }
-        if let push = value("push", { AlertSource.PushMode(rawValue: $0) }, "--push must be off, auto or review") { source.push = push }
+        if let push = value("push", { AlertSource.PushMode(rawValue: $0) }, "must be off, auto or review") { source.push = push }
         if let level = value(
-            "min_severity", { SeverityLevel(name: $0) },
-            "--min-severity must be one of \(SeverityLevel.allCases.map(\.name).joined(separator: ", "))")
+            "min_severity", { SeverityLevel(name: $0) }, "must be one of \(SeverityLevel.allCases.map(\.name).joined(separator: ", "))")
         {
             source.minSeverity = level
         }
-        if let effects = value("effects", parseEffects, "--effects must be a comma-separated list of GTFS-realtime effects (e.g. DETOUR,NO_SERVICE)")
-        {
+        if let effects = value("effects", parseEffects, "must be a comma-separated list of GTFS-realtime effects (e.g. DETOUR,NO_SERVICE)") {
             source.effects = effects
         }
-        if let scope = value("scope", { AlertSource.Scope(rawValue: $0) }, "--scope must be agency, route or any") { source.scope = scope }
+        if let scope = value("scope", { AlertSource.Scope(rawValue: $0) }, "must be agency, route or any") { source.scope = scope }
         if let raw = fields["quiet_hours"] {
             if raw.isEmpty || raw == "none" {
                 source.quietHours = nil
             } else if let hours = parseQuietHours(raw) {
                 source.quietHours = hours
             } else {
-                messages.append("--quiet-hours must look like 22:00-06:30 (local time in the region's zone), or none")
+                messages.append(naming.name("quiet_hours") + " must look like 22:00-06:30 (local time in the region's zone), or none")
             }
         }
-        if let audience = value("audience", { AlertSend.Audience(rawValue: $0) }, "--audience must be all or test") { source.audience = audience }
-        if let threshold = value(
-            "flood_threshold", { Int($0).flatMap { (1...10_000).contains($0) ? $0 : nil } }, "--flood-threshold must be a number from 1 to 10000")
+        if let audience = value("audience", { AlertSend.Audience(rawValue: $0) }, "must be all or test") { source.audience = audience }
+        if let threshold = value("flood_threshold", { Int($0).flatMap { (1...10_000).contains($0) ? $0 : nil } }, "must be a number from 1 to 10000")
         {
             source.floodThreshold = threshold
         }
-        if let corrections = value("push_corrections", parseBool, "--push-corrections must be true or false") {
-            source.pushCorrections = corrections
+        if let corrections = value("push_corrections", parseBool, "must be true or false") { source.pushCorrections = corrections }
+        if let limit = value("pushes_per_hour", { Int($0).flatMap { (1...60).contains($0) ? $0 : nil } }, "must be a number from 1 to 60") {
+            source.pushesPerHour = limit
         }
-        if let allow = value("allow_link_local", parseBool, "--allow-link-local must be true or false") { source.allowLinkLocal = allow }
+        if let allow = value("allow_link_local", parseBool, "must be true or false") { source.allowLinkLocal = allow }
+        if let allow = value("allow_private", parseBool, "must be true or false") { source.allowPrivate = allow }
         if let bytes = value(
-            "max_bytes", { Int($0).flatMap { (1024...(64 << 20)).contains($0) ? $0 : nil } },
-            "--max-bytes must be a number of bytes from 1024 to 67108864")
+            "max_bytes", { Int($0).flatMap { (1024...(64 << 20)).contains($0) ? $0 : nil } }, "must be a number of bytes from 1024 to 67108864")
         {
             source.maxBytes = bytes
         }
@@ -99,9 +142,10 @@ enum AlertSourceRules {
                         headers.append(header)
                     } else {
                         messages.append(
-                            file
-                                ? "--header-file must be NAME:PATH (a header name, then the file holding its value)"
-                                : "--header-env must be NAME:VARIABLE (a header name, then the environment variable holding its value)")
+                            naming.name(flag)
+                                + (file
+                                    ? " must be NAME:PATH (a header name, then the file holding its value)"
+                                    : " must be NAME:VARIABLE (a header name, then the environment variable holding its value)"))
                     }
                 }
             }
@@ -109,10 +153,13 @@ enum AlertSourceRules {
         }
         // Checked whenever there is a URL to keep (an empty one too); a
         // missing one on a new source was refused above.
-        if base != nil || fields["url"] != nil, let problem = urlProblem(source.url, allowLinkLocal: source.allowLinkLocal) {
-            messages.append(problem)
+        if base != nil || fields["url"] != nil,
+            let problem = AlertSourceAddresses.urlProblem(
+                source.url, allowance: .init(linkLocal: source.allowLinkLocal, private: source.allowPrivate), own: own, naming: naming)
+        {
+            messages.append(problem.prefix(1).uppercased() + problem.dropFirst())
         }
-        messages += FieldLimits.check([("URL", source.url, FieldLimits.url)])
+        messages += FieldLimits.check([(naming.name("url"), source.url, FieldLimits.url)])
         source.updatedAt = now
         return messages.isEmpty ? .success(source) : .failure(ValidationFailure(messages))
     }
@@ -173,98 +220,6 @@ enum AlertSourceRules {
             guard parts.count == 3 else { return nil }
             return AlertSource.SecretHeader(name: parts[0], origin: parts[1] == "env" ? .environment(parts[2]) : .file(parts[2]))
         }
-    }
-
-    // MARK: Where a source may point
-
-    /// Names of cloud metadata services (their addresses are link-local or
-    /// listed in `forbiddenAddress`).
-    static let metadataHosts: Set<String> = ["metadata.google.internal", "metadata", "metadata.azure.internal", "instance-data"]
-
-    /// Why a URL cannot be a source, or nil. Loopback and private addresses
-    /// are allowed (an agency's exporter often runs on the same host or
-    /// network); link-local and metadata addresses only with `allowLinkLocal`.
-    static func urlProblem(_ url: String, allowLinkLocal: Bool) -> String? {
-        guard let parts = urlParts(url) else { return "--url must be an http:// or https:// URL with a host" }
-        if !allowLinkLocal && (metadataHosts.contains(parts.host) || isLinkLocalOrMetadata(parts.host)) {
-            return "--url points at a link-local or cloud metadata address (\(parts.host)); pass --allow-link-local true if that is really the feed"
-        }
-        return nil
-    }
-
-    /// Scheme, lower-cased host (brackets removed) and port of an http(s) URL.
-    static func urlParts(_ url: String) -> (scheme: String, host: String, port: Int)? {
-        let lowered = url.lowercased()
-        let scheme: String
-        if lowered.hasPrefix("http://") { scheme = "http" } else if lowered.hasPrefix("https://") { scheme = "https" } else { return nil }
-        let rest = lowered.dropFirst(scheme.count + 3)
-        var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        guard !authority.isEmpty, !url.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\\" }) else { return nil }
-        var host = Substring(authority)
-        var port = scheme == "https" ? 443 : 80
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return nil }
-            let after = host[host.index(after: close)...]
-            host = host[host.index(after: host.startIndex)..<close]
-            if after.hasPrefix(":") {
-                guard let number = Int(after.dropFirst()), (1...65535).contains(number) else { return nil }
-                port = number
-            } else if !after.isEmpty {
-                return nil
-            }
-        } else if let colon = host.lastIndex(of: ":") {
-            guard let number = Int(host[host.index(after: colon)...]), (1...65535).contains(number) else { return nil }
-            port = number
-            host = host[..<colon]
-        }
-        guard !host.isEmpty else { return nil }
-        return (scheme, String(host.hasSuffix(".") ? host.dropLast() : host), port)
-    }
-
-    /// 169.254.0.0/16, fe80::/10, and the metadata addresses clouds use
-    /// outside those (AWS's IPv6 one, Alibaba's).
-    static func isLinkLocalOrMetadata(_ address: String) -> Bool {
-        let lowered = address.lowercased()
-        if let octets = ipv4(lowered) { return (octets[0] == 169 && octets[1] == 254) || lowered == "100.100.100.200" }
-        if lowered.contains(":") {
-            if lowered == "fd00:ec2::254" { return true }
-            // ::ffff:169.254.x.y, an IPv4 address written as IPv6.
-            if lowered.hasPrefix("::ffff:"), let octets = ipv4(String(lowered.dropFirst(7))) { return octets[0] == 169 && octets[1] == 254 }
-            let first = lowered.split(separator: ":", omittingEmptySubsequences: false).first ?? ""
-            guard let group = UInt16(first, radix: 16), first.count == 4 else { return false }
-            return group & 0xFFC0 == 0xFE80
-        }
-        return false
-    }
-
-    /// Loopback and any-address spellings: with the server's own port, the
-    /// server itself.
-    static func isLoopback(_ address: String) -> Bool {
-        let lowered = address.lowercased()
-        if let octets = ipv4(lowered) { return octets[0] == 127 || octets == [0, 0, 0, 0] }
-        return ["::1", "::", "localhost", "::ffff:127.0.0.1", "0:0:0:0:0:0:0:1"].contains(lowered) || lowered.hasSuffix(".localhost")
-    }
-
-    /// Whether a connection to `address:port` must be refused: link-local
-    /// and metadata addresses (unless allowed), and this server's own
-    /// listener, which would poll itself.
-    static func refuses(address: String, port: Int, allowLinkLocal: Bool, ownHost: String, ownPort: Int?) -> Bool {
-        if !allowLinkLocal && isLinkLocalOrMetadata(address) { return true }
-        guard let ownPort, port == ownPort else { return false }
-        // Listening on every interface, the server is also reachable at the
-        // machine's other addresses; loopback is the one a URL names for it.
-        return isLoopback(address) || address.lowercased() == ownHost.lowercased()
-    }
-
-    private static func ipv4(_ text: String) -> [Int]? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
-        let octets = parts.compactMap { part -> Int? in
-            guard !part.isEmpty, part.count <= 3, let value = Int(part), (0...255).contains(value) else { return nil }
-            return value
-        }
-        return octets.count == 4 ? octets : nil
     }
 
     // MARK: When to poll
@@ -340,6 +295,31 @@ enum AlertSourceRules {
         let reason =
             "held as a possible flood: \(candidates) alerts appeared or changed in one poll (more than \(threshold)); check the source before approving"
         return (outcomes.map { $0.isCandidate ? .review(reason) : $0 }, reason)
+    }
+
+    /// Pushes beyond what the hour allows wait for review: a feed that
+    /// invents a new alert at every poll must not push every 15 seconds.
+    /// `pushed` counts the pushes already started in the last hour, by this
+    /// source and by every source of its region.
+    static func holdingOverCap(_ outcomes: [Outcome], pushed: (source: Int, region: Int), perSource: Int) -> (outcomes: [Outcome], held: String?) {
+        var remaining = max(0, min(perSource - pushed.source, pushesPerDevicePerHour - pushed.region))
+        var held = 0
+        let capped = outcomes.map { outcome -> Outcome in
+            guard case .push = outcome else { return outcome }
+            if remaining > 0 {
+                remaining -= 1
+                return outcome
+            }
+            held += 1
+            return .review(capReason(pushed: pushed, perSource: perSource))
+        }
+        return (capped, held > 0 ? "\(held) push\(held == 1 ? "" : "es") held: \(capReason(pushed: pushed, perSource: perSource))" : nil)
+    }
+
+    static func capReason(pushed: (source: Int, region: Int), perSource: Int) -> String {
+        pushed.region >= pushesPerDevicePerHour || perSource - pushed.source > pushesPerDevicePerHour - pushed.region
+            ? "the region's sources pushed \(pushed.region) times in the last hour, the most a device gets (\(pushesPerDevicePerHour)); approve to push anyway"
+            : "this source pushed \(pushed.source) times in the last hour (at most \(perSource)); approve to push anyway"
     }
 
     /// When quiet hours end, if `now` is inside them (the next local time

@@ -11,7 +11,7 @@ struct AlertSourceStore: Sendable {
 
     static let columns = """
         id, region_id, url, mode, interval_seconds, push, min_severity, effects, scope, quiet_start, quiet_end, audience, flood_threshold, \
-        push_corrections, headers, allow_link_local, max_bytes, created_at, updated_at, last_poll_at, state, last_success_at, failing_since, \
+        push_corrections, pushes_per_hour, headers, allow_link_local, allow_private, max_bytes, created_at, updated_at, last_poll_at, state, last_success_at, failing_since, \
         last_error, problems, etag, last_modified, failures, next_poll_at, baselined, alert_count, polls, not_modified, failed_polls, pushes, \
         held_reason
         """
@@ -42,6 +42,13 @@ struct AlertSourceStore: Sendable {
                 WHERE id = \(source.id)
                 """)
             try AlertStore.setMirroredInFeed(connection, sourceID: source.id, inFeed: source.mode == .mirror, regionID: source.regionID, now: now)
+            // Alerts an editor dismissed from the feed stay out of it.
+            try AlertStore.keepOutOfFeed(
+                connection,
+                ids: try connection.query(
+                    "SELECT alert_id FROM source_alerts WHERE source_id = \(source.id) AND hidden = 1"
+                ).map { try $0.int("alert_id") },
+                regionID: source.regionID, now: now)
         }
     }
 
@@ -117,7 +124,7 @@ struct AlertSourceStore: Sendable {
                 var alertID = previous?.alertID
                 if previous == nil || previous?.contentHash != item.alert.contentHash || previous?.present == false {
                     alertID = try AlertStore.saveMirrored(
-                        connection, Self.serviceAlert(item.alert, source: source, agencyID: agencyID, now: now),
+                        connection, Self.serviceAlert(item.alert, source: source, agencyID: agencyID, hidden: previous?.hidden ?? false, now: now),
                         translations: item.alert.translations,
                         message: AlertSourceMapping.encoded(id: item.alert.entityID, item.alert.feedAlert), existingID: previous?.alertID, now: now)
                 }
@@ -125,7 +132,7 @@ struct AlertSourceStore: Sendable {
                     previous
                     ?? SourceAlertState(
                         sourceID: source.id, entityID: item.alert.entityID, alertID: 0, contentHash: "", materialHash: "", decision: .skipped,
-                        reason: nil, notBefore: nil, pushedAt: nil, sendID: nil, present: true, changedAt: now)
+                        reason: nil, notBefore: nil, pushedAt: nil, sendID: nil, present: true, changedAt: now, firstSeenAt: now)
                 state.alertID = alertID ?? 0
                 if state.contentHash != item.alert.contentHash { state.changedAt = now }
                 state.contentHash = item.alert.contentHash
@@ -258,20 +265,97 @@ struct AlertSourceStore: Sendable {
         }
     }
 
+    /// Pushes started for alerts of this source, and of every source of its
+    /// region, since `since` (the flood caps).
+    func pushes(sourceID: Int64, regionID: Int, since: Int64) async throws -> (source: Int, region: Int) {
+        try await database.read { connection in
+            let row = try connection.queryOne(
+                """
+                SELECT COALESCE(SUM(CASE WHEN source_id = \(sourceID) THEN 1 ELSE 0 END), 0) AS own, COUNT(*) AS region
+                FROM source_alerts WHERE pushed_at >= \(since) AND source_id IN (SELECT id FROM alert_sources WHERE region_id = \(regionID))
+                """)
+            return (try row?.count("own") ?? 0, try row?.count("region") ?? 0)
+        }
+    }
+
+    /// How many alerts of a region's sources wait for review, and since
+    /// when the oldest has waited.
+    func reviewSummary(regionID: Int) async throws -> (count: Int, oldest: Int64?) {
+        try await database.read { connection in
+            let row = try connection.queryOne(
+                """
+                SELECT COUNT(*) AS waiting, MIN(changed_at) AS oldest FROM source_alerts WHERE decision = 'review' AND present = 1
+                    AND source_id IN (SELECT id FROM alert_sources WHERE region_id = \(regionID))
+                """)
+            return (try row?.count("waiting") ?? 0, try row?.optionalInt("oldest"))
+        }
+    }
+
+    /// What the source store knows of a mirrored alert.
+    func state(alertID: Int64) async throws -> SourceAlertState? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT * FROM source_alerts WHERE alert_id = \(alertID)").map(Self.state)
+        }
+    }
+
+    /// Keeps a mirrored alert out of the feed while its source lists it
+    /// (an editor's "Dismiss from the feed"), or lets it back in. False when
+    /// nothing changed (already so, or no such alert).
+    func setHidden(sourceID: Int64, entityID: String, hidden: Bool, now: Int64) async throws -> Bool {
+        try await database.write { connection in
+            guard
+                let row = try connection.queryOne(
+                    "SELECT s.alert_id, a.mode, a.region_id FROM source_alerts s JOIN alert_sources a ON a.id = s.source_id WHERE s.source_id = \(sourceID) AND s.entity_id = \(entityID) AND s.hidden <> \(hidden)"
+                )
+            else { return false }
+            try connection.execute("UPDATE source_alerts SET hidden = \(hidden) WHERE source_id = \(sourceID) AND entity_id = \(entityID)")
+            try AlertStore.setMirroredAlertInFeed(
+                connection, alertID: try row.int("alert_id"), inFeed: !hidden && (try row.string("mode")) == AlertSource.Mode.mirror.rawValue,
+                regionID: try row.count("region_id"), now: now)
+            return true
+        }
+    }
+
+    // MARK: Export and import (inside RegionExchange's transaction)
+
+    /// A region's sources with what each alert of theirs became.
+    static func exportable(_ connection: any SQLConnection, regionID: Int) throws -> [(source: AlertSource, alerts: [SourceAlertState])] {
+        try connection.query("SELECT \(raw: columns) FROM alert_sources WHERE region_id = \(regionID) ORDER BY id").map(source).map { source, _ in
+            (source, try connection.query("SELECT * FROM source_alerts WHERE source_id = \(source.id) ORDER BY entity_id").map(state))
+        }
+    }
+
+    /// The region a source id belongs to, if the id is taken.
+    static func region(ofSource id: Int64, _ connection: any SQLConnection) throws -> Int? {
+        try connection.queryOne("SELECT region_id FROM alert_sources WHERE id = \(id)")?.count("region_id")
+    }
+
+    /// Adds a source as it was exported, its id kept (its alerts name it),
+    /// polled again at once, and what its alerts became.
+    static func insertImported(_ connection: any SQLConnection, source: AlertSource, alerts: [SourceAlertState]) throws {
+        let fields = fields(source)
+        try connection.execute(
+            "INSERT INTO alert_sources (\(fields.columns), id, baselined) VALUES (\(fields.values), \(source.id), \(!alerts.isEmpty))")
+        for state in alerts { try save(connection, state) }
+    }
+
+    /// After sources were written with ids of their own, new ones continue after them.
+    static func advanceIdentities(_ connection: any SQLConnection) throws { try connection.advanceIdentity(table: "alert_sources") }
+
     // MARK: Rows
 
     static func save(_ connection: any SQLConnection, _ state: SourceAlertState) throws {
         try connection.execute(
             """
             INSERT INTO source_alerts (source_id, entity_id, alert_id, content_hash, material_hash, decision, reason, not_before, pushed_at,
-                send_id, present, changed_at)
+                send_id, present, changed_at, first_seen_at, hidden)
             VALUES (\(state.sourceID), \(state.entityID), \(state.alertID), \(state.contentHash), \(state.materialHash),
                 \(state.decision.rawValue), \(state.reason), \(state.notBefore), \(state.pushedAt), \(state.sendID), \(state.present),
-                \(state.changedAt))
+                \(state.changedAt), \(state.firstSeenAt), \(state.hidden))
             ON CONFLICT (source_id, entity_id) DO UPDATE SET alert_id = excluded.alert_id, content_hash = excluded.content_hash,
                 material_hash = excluded.material_hash, decision = excluded.decision, reason = excluded.reason,
                 not_before = excluded.not_before, pushed_at = excluded.pushed_at, send_id = excluded.send_id, present = excluded.present,
-                changed_at = excluded.changed_at
+                changed_at = excluded.changed_at, first_seen_at = excluded.first_seen_at, hidden = excluded.hidden
             """)
     }
 
@@ -281,7 +365,8 @@ struct AlertSourceStore: Sendable {
             contentHash: try row.string("content_hash"), materialHash: try row.string("material_hash"),
             decision: SourceAlertState.Decision(rawValue: try row.string("decision")) ?? .skipped, reason: try row.optionalString("reason"),
             notBefore: try row.optionalInt("not_before"), pushedAt: try row.optionalInt("pushed_at"), sendID: try row.optionalInt("send_id"),
-            present: try row.bool("present"), changedAt: try row.int("changed_at"))
+            present: try row.bool("present"), changedAt: try row.int("changed_at"),
+            firstSeenAt: try row.optionalInt("first_seen_at") ?? row.int("changed_at"), hidden: try row.bool("hidden"))
     }
 
     /// The settings columns, for an insert and an update alike.
@@ -300,8 +385,10 @@ struct AlertSourceStore: Sendable {
         fields.set("audience", source.audience.rawValue)
         fields.set("flood_threshold", Int64(source.floodThreshold))
         fields.set("push_corrections", source.pushCorrections)
+        fields.set("pushes_per_hour", Int64(source.pushesPerHour))
         fields.set("headers", source.headers.map(\.stored).joined(separator: "\n"))
         fields.set("allow_link_local", source.allowLinkLocal)
+        fields.set("allow_private", source.allowPrivate)
         fields.set("max_bytes", Int64(source.maxBytes))
         fields.set("created_at", source.createdAt)
         fields.set("updated_at", source.updatedAt)
@@ -320,8 +407,10 @@ struct AlertSourceStore: Sendable {
             effects: AlertSourceRules.parseEffects(try row.string("effects")) ?? [],
             scope: AlertSource.Scope(rawValue: try row.string("scope")) ?? .route, quietHours: quiet,
             audience: AlertSend.Audience(rawValue: try row.string("audience")) ?? .all, floodThreshold: try row.count("flood_threshold"),
-            pushCorrections: try row.bool("push_corrections"), headers: AlertSourceRules.storedHeaders(try row.string("headers")),
-            allowLinkLocal: try row.bool("allow_link_local"), maxBytes: try row.count("max_bytes"), createdAt: try row.int("created_at"),
+            pushCorrections: try row.bool("push_corrections"), pushesPerHour: try row.count("pushes_per_hour"),
+            headers: AlertSourceRules.storedHeaders(try row.string("headers")),
+            allowLinkLocal: try row.bool("allow_link_local"), allowPrivate: try row.bool("allow_private"), maxBytes: try row.count("max_bytes"),
+            createdAt: try row.int("created_at"),
             updatedAt: try row.int("updated_at"))
         let status = AlertSourceStatus(
             lastPollAt: try row.optionalInt("last_poll_at"), state: try row.optionalString("state"),
@@ -337,13 +426,13 @@ struct AlertSourceStore: Sendable {
 
     /// The stored alert for a source's alert: published (in the feed only
     /// for a mirror), with the region's agency.
-    static func serviceAlert(_ alert: MirroredAlert, source: AlertSource, agencyID: String, now: Int64) -> ServiceAlert {
+    static func serviceAlert(_ alert: MirroredAlert, source: AlertSource, agencyID: String, hidden: Bool = false, now: Int64) -> ServiceAlert {
         ServiceAlert(
             id: 0, regionID: source.regionID, agencyID: agencyID, header: alert.header, description: alert.description, url: alert.url,
             cause: alert.cause, effect: alert.effect, severity: alert.severity,
-            startsAt: alert.startsAt.value > 0 ? alert.startsAt : EpochSeconds(now), endsAt: alert.endsAt, published: true, test: false,
+            startsAt: alert.startsAt, endsAt: alert.endsAt, published: true, test: false,
             sourceVersion: 1, createdAt: now, updatedAt: now, impactStartsAt: alert.impactStartsAt, impactEndsAt: alert.impactEndsAt,
-            withdrawnAt: nil, sourceID: source.id, sourceEntity: alert.entityID, inFeed: source.mode == .mirror)
+            withdrawnAt: nil, sourceID: source.id, sourceEntity: alert.entityID, inFeed: source.mode == .mirror && !hidden)
     }
 }
 
@@ -410,6 +499,12 @@ extension AlertSourceStore {
                     changed_at BIGINT NOT NULL,
                     PRIMARY KEY (source_id, entity_id)
                     """),
-            ]
+            ],
+            24: [
+                .same("ALTER TABLE source_alerts ADD COLUMN first_seen_at BIGINT"),
+                .same("ALTER TABLE source_alerts ADD COLUMN hidden BIGINT NOT NULL DEFAULT 0"),
+                .same("ALTER TABLE alert_sources ADD COLUMN allow_private BIGINT NOT NULL DEFAULT 0"),
+                .same("ALTER TABLE alert_sources ADD COLUMN pushes_per_hour BIGINT NOT NULL DEFAULT 4"),
+            ],
         ])
 }

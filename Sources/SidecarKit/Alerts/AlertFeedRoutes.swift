@@ -5,10 +5,10 @@ import HTTPServer
 import Synchronization
 
 /// Feeds per (region, with test alerts), each tagged with the feed version
-/// it was built from. A poll of the versions drops entries an edit made
-/// stale, whoever made it (this process or the CLI). Each entry keeps its
-/// encoding for the current minute's header stamp, so a request costs a
-/// lookup and the encoding is redone once a minute.
+/// it was built from and good until its selection changes by itself (an
+/// alert starting or ending). A poll of the versions drops entries an edit
+/// made stale, whoever made it (this process or the CLI). Each entry keeps
+/// its encodings, so a request costs a lookup.
 final class AlertFeedCache: Sendable {
     struct Key: Hashable, Sendable {
         let regionID: Int
@@ -16,22 +16,32 @@ final class AlertFeedCache: Sendable {
     }
     struct Entry: Sendable {
         let version: Int64
-        /// The feed with its header stamp unset: stamped per minute.
-        let message: FeedMessage
-        /// When the region's alerts last changed (epoch seconds): `Last-Modified`.
-        let changedAt: Int64
-        var rendition: Rendition? = nil
-    }
-    /// The feed stamped for one minute, encoded, with its validators.
-    struct Rendition: Sendable {
-        let stamp: Int64
         let message: FeedMessage
         let bytes: [UInt8]
+        /// The same bytes gzipped (nil if zlib failed: served as they are).
+        let gzipped: [UInt8]?
         let validators: Validators
+        /// When the selection changes without an edit (nil: never).
+        let validUntil: Int64?
+
+        init(version: Int64, selection: AlertFeedSelection, key: Key) {
+            self.version = version
+            message = AlertFeedRules.feed(selection)
+            bytes = message.encoded()
+            gzipped = Gzip.compress(bytes)
+            // Strong, and distinct per region and variant even when two feeds
+            // encode alike; it changes with the bytes and only with them.
+            let digest = Hex.encode(Array(SHA256.digest(bytes).prefix(12)))
+            validators = Validators(etag: "\"\(key.regionID)-\(key.includeTest ? "t" : "p")-\(digest)\"", lastModified: selection.stamp)
+            validUntil = selection.nextChange
+        }
+
+        func current(at now: Int64) -> Bool { validUntil.map { now < $0 } ?? true }
     }
     private let entries = Mutex<[Key: Entry]>([:])
 
-    func entry(_ key: Key) -> Entry? { entries.withLock { $0[key] } }
+    /// The entry for a key while it is still current.
+    func entry(_ key: Key, now: Int64) -> Entry? { entries.withLock { $0[key] }.flatMap { $0.current(at: now) ? $0 : nil } }
     func store(_ entry: Entry, for key: Key) { entries.withLock { $0[key] = entry } }
     func invalidate(regionID: Int) { entries.withLock { $0 = $0.filter { $0.key.regionID != regionID } } }
 
@@ -39,55 +49,33 @@ final class AlertFeedCache: Sendable {
     func retain(currentVersions: [Int: Int64]) {
         entries.withLock { $0 = $0.filter { currentVersions[$0.key.regionID] ?? 0 == $0.value.version } }
     }
-
-    /// The cached feed stamped `stamp`, encoding it when the minute moved on.
-    func rendition(_ key: Key, stamp: Int64) -> Rendition? {
-        entries.withLock { entries -> Rendition? in
-            guard var entry = entries[key] else { return nil }
-            if let rendition = entry.rendition, rendition.stamp == stamp { return rendition }
-            let rendition = Self.render(entry, key: key, stamp: stamp)
-            entry.rendition = rendition
-            entries[key] = entry
-            return rendition
-        }
-    }
-
-    static func render(_ entry: Entry, key: Key, stamp: Int64) -> Rendition {
-        var message = entry.message
-        message.header.timestamp = UInt64(max(stamp, 0))
-        let bytes = message.encoded()
-        // Strong, and distinct per region and variant even when two feeds
-        // encode alike; it changes with every content change and every stamp.
-        let digest = Hex.encode(Array(SHA256.digest(bytes).prefix(12)))
-        let etag = "\"\(key.regionID)-\(key.includeTest ? "t" : "p")-\(digest)\""
-        return Rendition(stamp: stamp, message: message, bytes: bytes, validators: Validators(etag: etag, lastModified: entry.changedAt))
-    }
 }
 
 /// `GET /api/v1/regions/{id}/alerts` (and `.pb`), `.../alerts.pbtext` (spec §3).
-/// Conditional GETs and caching headers let a CDN or nginx hold the feed.
+/// Conditional GETs, gzip for clients that ask (both apps do:
+/// OneBusAway/onebusaway-ios `APIService+GetData.swift:69`, and Android's
+/// `HttpURLConnection` by default) and caching headers let a CDN or nginx
+/// hold the feed.
 struct AlertFeedRoutes: Sendable {
     let store: AlertStore
     let regions: RegionDirectory
     let cache: AlertFeedCache
     let clock: any WallClock
     let logger: Logger
-    /// Epoch seconds the server started: an untouched region's `Last-Modified`.
+    /// Epoch seconds the server started: an untouched region's stamp.
     let serverStart: Int64
     let watcher: AlertFeedVersionWatcher
 
     static let contentType = "application/octet-stream"
-    /// A cache may serve a copy for a minute (the header stamp's own
-    /// granularity), and for ten more when this server fails.
+    /// A cache may serve a copy for a minute, and for ten more when this
+    /// server fails; each representation (gzip or not) is its own.
     static let cacheControl = "public, max-age=60, stale-if-error=600"
 
     var routes: [Route] {
         [Route("GET", "/api/v1/regions/:region/alerts", suffixes: [".pb", ".pbtext"], immediate: cached, handler: feed)]
     }
 
-    /// The header stamp of this moment: the time rounded down to the minute
-    /// (never ahead of the clock).
-    var stamp: Int64 { AlertFeedRules.headerTimestamp(nowSeconds: clock.now().epochMillis / 1000) }
+    private var now: Int64 { clock.now().epochMillis / 1000 }
 
     static func key(_ request: Request, region: Region) -> AlertFeedCache.Key {
         AlertFeedCache.Key(regionID: region.id, includeTest: AlertFeedRules.includesTestAlerts(request.parameters["test"]))
@@ -95,34 +83,18 @@ struct AlertFeedRoutes: Sendable {
 
     /// The cached answer (a 304 included), served on the server's thread without a task.
     func cached(_ request: Request) -> Response? {
-        guard request.pathParameters["format"] != ".pbtext", let region = regions.resolve(request),
-            let rendition = cache.rendition(Self.key(request, region: region), stamp: stamp)
-        else { return nil }
-        return answer(request, rendition, region: region)
+        guard let region = regions.resolve(request), let entry = cache.entry(Self.key(request, region: region), now: now) else { return nil }
+        return answer(request, entry, region: region)
     }
 
     func feed(_ request: Request) async -> Response {
         guard let region = regions.resolve(request) else { return Response.regionNotFound.adding(header: "Cache-Control", "no-store") }
         let key = Self.key(request, region: region)
-        if cache.entry(key) == nil {
-            do {
-                cache.store(try await entry(region: region, key: key), for: key)
-            } catch {
-                logger.error("alerts feed could not be read", [("region", String(region.id)), ("error", "\(error)")])
-                return Response.json(503, ["error": "Alerts are temporarily unavailable"]).adding(header: "Retry-After", "5")
-                    .adding(header: "Cache-Control", "no-store")
-            }
-        }
-        guard let rendition = cache.rendition(key, stamp: stamp) else {
-            // Invalidated between the store and now: build it for this request alone.
-            return await feedUncached(request, region: region, key: key)
-        }
-        return answer(request, rendition, region: region)
-    }
-
-    private func feedUncached(_ request: Request, region: Region, key: AlertFeedCache.Key) async -> Response {
+        if let entry = cache.entry(key, now: now) { return answer(request, entry, region: region) }
         do {
-            return answer(request, AlertFeedCache.render(try await entry(region: region, key: key), key: key, stamp: stamp), region: region)
+            let entry = try await entry(region: region, key: key)
+            cache.store(entry, for: key)
+            return answer(request, entry, region: region)
         } catch {
             logger.error("alerts feed could not be read", [("region", String(region.id)), ("error", "\(error)")])
             return Response.json(503, ["error": "Alerts are temporarily unavailable"]).adding(header: "Retry-After", "5")
@@ -132,28 +104,34 @@ struct AlertFeedRoutes: Sendable {
 
     /// The feed as stored now, for one cache key.
     private func entry(region: Region, key: AlertFeedCache.Key) async throws -> AlertFeedCache.Entry {
-        let includeTest = key.includeTest
-        let snapshot = try await store.feedSnapshot(regionID: region.id) { AlertFeedRules.visible($0, includeTest: includeTest) }
-        let message = AlertFeedRules.feed(
-            snapshot.alerts, translations: snapshot.translations, mirrored: snapshot.mirrored, includeTest: includeTest, timestamp: 0)
-        return AlertFeedCache.Entry(
-            version: snapshot.version, message: message, changedAt: snapshot.changedAt.flatMap { $0 > 0 ? $0 : nil } ?? serverStart)
+        let snapshot = try await store.feedSnapshot(regionID: region.id)
+        let selection = AlertFeedSelection.select(
+            snapshot.alerts, translations: snapshot.translations, mirrored: snapshot.mirrored, includeTest: key.includeTest, now: now,
+            changedAt: snapshot.changedAt.flatMap { $0 > 0 ? $0 : nil } ?? serverStart)
+        return AlertFeedCache.Entry(version: snapshot.version, selection: selection, key: key)
     }
 
-    /// 304 when the client's copy is current, else the feed in the asked format.
-    func answer(_ request: Request, _ rendition: AlertFeedCache.Rendition, region: Region) -> Response {
+    /// 304 when the client's copy is current, else the feed in the asked
+    /// format and encoding. Each encoding has its own ETag (a strong tag
+    /// names one sequence of bytes), and `Vary` tells caches to keep them apart.
+    func answer(_ request: Request, _ entry: AlertFeedCache.Entry, region: Region) -> Response {
         let text = request.pathParameters["format"] == ".pbtext"
-        var validators = rendition.validators
-        // The text rendering is another representation: its own tag.
+        let gzip = !text && entry.gzipped != nil && Gzip.accepted(by: request.header("accept-encoding"))
+        var validators = entry.validators
+        // Another representation: its own tag.
         if text { validators.etag = String(validators.etag.dropLast()) + "-text\"" }
+        if gzip { validators.etag = String(validators.etag.dropLast()) + "-gz\"" }
         if validators.notModified(request) {
-            return Response.notModified(validators, cacheControl: Self.cacheControl).logging("region", String(region.id))
+            return Response.notModified(validators, cacheControl: Self.cacheControl).adding(header: "Vary", "Accept-Encoding")
+                .logging("region", String(region.id))
         }
-        let response =
+        var response =
             text
-            ? Response.bytes(200, contentType: "text/plain; charset=utf-8", Array(rendition.message.jsonText().utf8))
-            : Response.bytes(200, contentType: Self.contentType, rendition.bytes)
-        return response.cached(validators, cacheControl: Self.cacheControl).logging("region", String(region.id))
+            ? Response.bytes(200, contentType: "text/plain; charset=utf-8", Array(entry.message.jsonText().utf8))
+            : Response.bytes(200, contentType: Self.contentType, gzip ? entry.gzipped ?? entry.bytes : entry.bytes)
+        if gzip { response = response.adding(header: "Content-Encoding", "gzip") }
+        return response.cached(validators, cacheControl: Self.cacheControl).adding(header: "Vary", "Accept-Encoding")
+            .logging("region", String(region.id))
     }
 }
 

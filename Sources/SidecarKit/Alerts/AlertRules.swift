@@ -4,21 +4,23 @@ import Push
 
 /// Spec §3: what the alerts feed contains, as pure functions.
 enum AlertFeedRules {
-    /// The feed shows at most this many alerts.
-    static let maxAlerts = 20
-    /// An alert with no end is advertised as lasting this long.
+    /// The feed carries at most this many alerts. Neither app caps what it
+    /// reads (OneBusAway/onebusaway-ios `AgencyAlertsStore.swift` keeps
+    /// every alert; Android shows the first that passes its rules); the
+    /// bound is what a phone on a slow network fetches well within the iOS
+    /// app's 10-second timeout (`APIService+GetData.swift:68`) with
+    /// `maxBytes`. The spec's reference caps at 20 by start, which let
+    /// upcoming alerts push a live one out.
+    static let maxAlerts = 100
+    /// The feed's encoded size at most (gzip makes what travels a fraction).
+    static let maxBytes = 1 << 20
+    /// Places one alert source may fill.
+    static let maxPerSource = 25
+    /// An authored alert with no end is advertised as lasting this long.
     static let defaultDurationSeconds: Int64 = 8 * 3600
 
     /// `?test=` with any non-blank value includes test alerts.
     static func includesTestAlerts(_ raw: String?) -> Bool { raw?.presence != nil }
-
-    /// Published alerts (test ones only when asked), newest start first
-    /// (ties: newest id), at most 20.
-    static func visible(_ alerts: [ServiceAlert], includeTest: Bool) -> [ServiceAlert] {
-        let shown = alerts.filter { $0.published && $0.inFeed && (includeTest || !$0.test) }
-            .sorted { ($0.startsAt, $0.id) > ($1.startsAt, $1.id) }
-        return Array(shown.prefix(maxAlerts))
-    }
 
     /// Translations made from the current English text, by language.
     static func fresh(_ translations: [AlertTranslation], for alert: ServiceAlert) -> [AlertTranslation] {
@@ -31,6 +33,7 @@ enum AlertFeedRules {
     /// no end is set, header and description with English first and stale
     /// translations withheld, the url in English only.
     static func entity(_ alert: ServiceAlert, translations: [AlertTranslation]) -> FeedEntity {
+        let end = effectiveEnd(alert) ?? alert.startsAt.adding(seconds: defaultDurationSeconds)
         let current = fresh(translations, for: alert)
         let tags = feedLanguageTags(current.map(\.language))
         func translated(_ english: String, _ pick: (AlertTranslation) -> String) -> TranslatedString {
@@ -38,7 +41,7 @@ enum AlertFeedRules {
                 [.init(text: english, language: "en")]
                     + tags.compactMap { entry in pick(current[entry.index]).presence.map { .init(text: $0, language: entry.tag) } })
         }
-        let shown = TimeRange(start: UInt64(max(alert.startsAt.value, 0)), end: UInt64(max(effectiveEnd(alert).value, 0)))
+        let shown = TimeRange(start: UInt64(max(alert.startsAt.value, 0)), end: UInt64(max(end.value, 0)))
         let impact = alert.impactStartsAt.flatMap { start in
             alert.impactEndsAt.map { TimeRange(start: UInt64(max(start.value, 0)), end: UInt64(max($0.value, 0))) }
         }
@@ -83,67 +86,56 @@ enum AlertFeedRules {
         return tags
     }
 
-    /// When riders stop seeing the alert: its end, or 8 hours after its start.
-    static func effectiveEnd(_ alert: ServiceAlert) -> EpochSeconds { alert.endsAt ?? alert.startsAt.adding(seconds: defaultDurationSeconds) }
-
-    /// The feed header's timestamp: the time of the response rounded down to
-    /// the minute. The Android app measures "now" by it (an alert shows in
-    /// its launch dialog when a period started within the 24 hours before
-    /// the stamp), so a stamp of the last edit would hide an alert published
-    /// ahead of its start. Rounded down so it is never in the future, and to
-    /// the minute so a cached copy (max-age 60) is never older than that.
-    static func headerTimestamp(nowSeconds: Int64) -> Int64 {
-        let floored = nowSeconds >= 0 ? nowSeconds / 60 * 60 : (nowSeconds - 59) / 60 * 60
-        return max(floored, 60)
+    /// When riders stop seeing the alert: an authored alert's end, or 8
+    /// hours after its start (spec §3); a mirrored alert's end as its
+    /// source gave it, nil when the source gave none (it stays while the
+    /// source lists it).
+    static func effectiveEnd(_ alert: ServiceAlert) -> EpochSeconds? {
+        if alert.sourceID != nil { return alert.endsAt }
+        return alert.endsAt ?? alert.startsAt.adding(seconds: defaultDurationSeconds)
     }
 
-    /// The whole feed; the header is always present so the body is never
-    /// empty (the iOS app reads an empty 200 as an error).
-    /// Alerts mirrored from a source go out as the source wrote them
-    /// (`mirrored`: their stored messages by alert id), under
-    /// `Source_<source id>_<entity id>`, which no authored alert can have.
-    static func feed(
-        _ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], mirrored: [Int64: [UInt8]] = [:], includeTest: Bool,
-        timestamp: Int64
-    ) -> FeedMessage {
+    /// A mirrored alert as the feed carries it: its stored message, with
+    /// the period shown now (else the next one) first in `active_period` and
+    /// `communication_period`, since the iOS app reads only the first
+    /// (`AgencyAlert.swift:141-163`).
+    static func mirroredEntity(_ alert: ServiceAlert, message: GTFSRealtime.Alert, now: Int64) -> FeedEntity {
+        func currentFirst(_ ranges: [TimeRange]) -> [TimeRange] {
+            guard ranges.count > 1 else { return ranges }
+            func rank(_ range: TimeRange) -> (Int, Int64) {
+                let start = Int64(clamping: range.start ?? 0)
+                if start <= now && (range.end.map { now < Int64(clamping: $0) } ?? true) { return (0, -start) }
+                if start > now { return (1, start) }
+                return (2, -start)
+            }
+            return ranges.enumerated().sorted { a, b in
+                let (left, right) = (rank(a.element), rank(b.element))
+                return left != right ? left < right : a.offset < b.offset
+            }.map(\.element)
+        }
+        var ordered = message
+        ordered.activePeriods = currentFirst(message.activePeriods)
+        ordered.communicationPeriods = currentFirst(message.communicationPeriods)
+        return FeedEntity(id: "Source_\(alert.sourceID ?? 0)_\(alert.sourceEntity ?? String(alert.id))", alert: ordered)
+    }
+
+    /// The entity for an alert: a mirrored one's message when it has one,
+    /// else the authored rendering.
+    static func entity(_ alert: ServiceAlert, translations: [AlertTranslation], message: GTFSRealtime.Alert?, now: Int64) -> FeedEntity {
+        if alert.sourceID != nil, let message { return mirroredEntity(alert, message: message, now: now) }
+        return entity(alert, translations: translations)
+    }
+
+    /// The whole feed of a selection; the header is always present so the
+    /// body is never empty (the iOS app reads an empty 200 as an error).
+    static func feed(_ selection: AlertFeedSelection) -> FeedMessage {
         FeedMessage(
-            header: FeedHeader(gtfsRealtimeVersion: "1.0", incrementality: 0, timestamp: UInt64(max(timestamp, 0))),
-            entities: visible(alerts, includeTest: includeTest).map { alert in
-                if let sourceID = alert.sourceID, let entityID = alert.sourceEntity,
-                    let message = mirrored[alert.id].flatMap(AlertSourceMapping.decoded)
-                {
-                    return FeedEntity(id: "Source_\(sourceID)_\(entityID)", alert: message)
-                }
-                return entity(alert, translations: translations[alert.id] ?? [])
-            })
+            header: FeedHeader(gtfsRealtimeVersion: "1.0", incrementality: 0, timestamp: UInt64(max(selection.stamp, 0))),
+            entities: selection.entries.map(\.entity))
     }
 }
 
 /// Spec §4 "What gets pushed": alert copy per audience group.
-/// What riders see of an alert at a moment: the console's and the CLI's
-/// lists say this rather than a bare published flag. `ended` is by the
-/// effective end (the alert's, or 8 hours after its start).
-enum AlertVisibility: String, CaseIterable, Sendable {
-    case live, upcoming, draft, withdrawn, ended
-
-    static func of(_ alert: ServiceAlert, now: EpochSeconds) -> AlertVisibility {
-        if !alert.published { return alert.withdrawnAt == nil ? .draft : .withdrawn }
-        if AlertFeedRules.effectiveEnd(alert) <= now { return .ended }
-        return alert.startsAt > now ? .upcoming : .live
-    }
-
-    /// The console's heading for a list of alerts in this state.
-    var heading: String {
-        switch self {
-        case .live: return "Live: riders see these now"
-        case .upcoming: return "Upcoming: published, shown from their start"
-        case .draft: return "Drafts: never published"
-        case .withdrawn: return "Withdrawn: unpublished after being published"
-        case .ended: return "Ended: riders no longer see these"
-        }
-    }
-}
-
 enum AlertPushRules {
     /// What a lock screen shows of a title and a body.
     static let titleLimit = 48
@@ -213,6 +205,29 @@ enum AlertInputRules {
         return .success(value)
     }
 
+    /// Whether a link is one every app can open: an http or https URL with a
+    /// host and no spaces or control characters (the iOS app opens links in
+    /// Safari's view, which takes nothing else; Android hands any scheme to
+    /// whatever claims it). Authored and mirrored alerts alike.
+    static func isWebLink(_ text: String) -> Bool {
+        guard text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else { return false }
+        let lowered = text.lowercased()
+        for scheme in ["https://", "http://"] where lowered.hasPrefix(scheme) {
+            let host = lowered.dropFirst(scheme.count).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            return !host.isEmpty && !host.hasPrefix(":") && !host.hasPrefix("@")
+        }
+        return false
+    }
+
+    /// A link's scheme, to say why it was refused without repeating it
+    /// (`javascript:`, or "no scheme").
+    static func scheme(_ text: String) -> String {
+        guard let colon = text.firstIndex(of: ":"), text.distance(from: text.startIndex, to: colon) <= 20,
+            text[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else { return "no scheme" }
+        return text[..<colon].lowercased() + ":"
+    }
+
     /// An enum value by its GTFS-realtime name, or a message naming the valid ones.
     static func enumValue<Value>(_ raw: String, field: String, names: [String], make: (String) -> Value?) -> Result<Value, ValidationFailure> {
         if let value = make(raw.trimmingWhitespace()) { return .success(value) }
@@ -233,7 +248,7 @@ enum AlertInputRules {
         if let description = fields["description"] { alert.description = description.trimmingWhitespace() }
         if let url = fields["url"] {
             if let text = url.presence {
-                if text.hasPrefix("https://") || text.hasPrefix("http://") { alert.url = text } else { messages.append("Url must be an http(s) URL") }
+                if isWebLink(text) { alert.url = text } else { messages.append("Url must be an http(s) URL") }
             } else {
                 alert.url = nil
             }
@@ -297,7 +312,7 @@ enum AlertInputRules {
         case (nil, _?), (_?, nil):
             return ["impact_start and impact_end go together: give both, or clear both with none"]
         case (let start?, let end?):
-            let shownEnd = AlertFeedRules.effectiveEnd(alert)
+            let shownEnd = AlertFeedRules.effectiveEnd(alert) ?? alert.startsAt.adding(seconds: AlertFeedRules.defaultDurationSeconds)
             let impact = "the impact period (\(Timestamp.format(start)) to \(Timestamp.format(end)))"
             let shown =
                 "the shown period (\(Timestamp.format(alert.startsAt)) to \(Timestamp.format(shownEnd))"

@@ -92,17 +92,19 @@ struct AlertStore: Sendable {
         }
     }
 
-    /// What the feed needs in one read: the published alerts `pick` keeps
-    /// (the feed's rules), their translations, the source messages of
-    /// mirrored ones, and when the region's alerts last changed.
-    func feedSnapshot(regionID: Int, pick: @escaping @Sendable ([ServiceAlert]) -> [ServiceAlert] = { $0 }) async throws -> (
+    /// What `AlertFeedSelection` needs in one read: a region's published
+    /// alerts (those kept out of the feed too, when `keptOut`: the console
+    /// says why each is not in it), their translations, the source messages
+    /// of mirrored ones, and when the region's alerts last changed.
+    func feedSnapshot(regionID: Int, keptOut: Bool = false) async throws -> (
         alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], mirrored: [Int64: [UInt8]], changedAt: Int64?, version: Int64
     ) {
         try await database.read { connection in
-            let alerts = pick(
-                try connection.query(
-                    "SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1 AND in_feed = 1"
-                ).map(Self.alert))
+            let alerts = try connection.query(
+                """
+                SELECT \(raw: Self.columns) FROM alerts WHERE region_id = \(Int64(regionID)) AND published = 1 AND (\(keptOut) = 1 OR in_feed = 1)
+                """
+            ).map(Self.alert)
             let ids = alerts.map(\.id)
             var translations: [Int64: [AlertTranslation]] = [:]
             var mirrored: [Int64: [UInt8]] = [:]
@@ -116,6 +118,16 @@ struct AlertStore: Sendable {
             }
             let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = \(Int64(regionID))")
             return (alerts, translations, mirrored, try row?.optionalInt("changed_at"), try row?.int("version") ?? 0)
+        }
+    }
+
+    /// The stored feed message of a mirrored alert (nil for an authored one).
+    func mirroredMessage(alertID: Int64) async throws -> [UInt8]? {
+        try await database.read { connection in
+            guard let row = try connection.queryOne("SELECT source_alert FROM alerts WHERE id = \(alertID)"),
+                case .blob(let bytes) = try row.value("source_alert")
+            else { return nil }
+            return bytes
         }
     }
 
@@ -207,10 +219,29 @@ struct AlertStore: Sendable {
         try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(id)")?.count("region_id")
     }
 
+    /// The stored feed messages of a region's mirrored alerts, by id (an export).
+    static func mirroredMessages(_ connection: any SQLConnection, regionID: Int) throws -> [Int64: [UInt8]] {
+        var messages: [Int64: [UInt8]] = [:]
+        for row in try connection.query("SELECT id, source_alert FROM alerts WHERE region_id = \(regionID) AND source_alert IS NOT NULL") {
+            if case .blob(let bytes) = try row.value("source_alert") { messages[try row.int("id")] = bytes }
+        }
+        return messages
+    }
+
     /// Adds an alert as it was exported, its id kept, with its translations
-    /// (each current when made from the text the alert has now).
-    static func insertImported(_ connection: any SQLConnection, alert: ServiceAlert, translations: [AlertTranslation]) throws {
-        let fields = fields(alert)
+    /// (each current when made from the text the alert has now) and, for a
+    /// mirrored one, its link to its source and the message it re-emits.
+    static func insertImported(
+        _ connection: any SQLConnection, alert: ServiceAlert, translations: [AlertTranslation], message: [UInt8]? = nil
+    ) throws {
+        var fields = fields(alert)
+        if let sourceID = alert.sourceID {
+            fields.set("source_id", sourceID)
+            fields.set("source_entity", alert.sourceEntity)
+            fields.set("source_alert", message)
+            fields.set("in_feed", alert.inFeed)
+        }
+        fields.set("withdrawn_at", alert.withdrawnAt)
         try connection.execute(
             """
             INSERT INTO alerts (\(fields.columns), id, source_version, created_at, updated_at)
@@ -256,11 +287,17 @@ struct AlertStore: Sendable {
 
     // MARK: Rows
 
+    /// A region's alerts changed: its feed version moves on, and its
+    /// `changed_at` (the feed's header stamp) too, by at least a second, so
+    /// two feeds that differ never carry the same stamp (gtfs-rt-validator
+    /// E017) even when two edits fall in one second.
     static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: Int64) throws {
         try connection.execute(
             """
             INSERT INTO alert_feed_versions (region_id, version, changed_at) VALUES (\(Int64(regionID)), 1, \(now))
-            ON CONFLICT (region_id) DO UPDATE SET version = alert_feed_versions.version + 1, changed_at = excluded.changed_at
+            ON CONFLICT (region_id) DO UPDATE SET version = alert_feed_versions.version + 1,
+                changed_at = CASE WHEN excluded.changed_at > alert_feed_versions.changed_at THEN excluded.changed_at
+                    ELSE alert_feed_versions.changed_at + 1 END
             """)
     }
 
@@ -321,6 +358,19 @@ struct AlertStore: Sendable {
     /// Puts a source's alerts in or out of the feed (its mode changed).
     static func setMirroredInFeed(_ connection: any SQLConnection, sourceID: Int64, inFeed: Bool, regionID: Int, now: Int64) throws {
         let changed = try connection.execute("UPDATE alerts SET in_feed = \(inFeed) WHERE source_id = \(sourceID) AND in_feed <> \(inFeed)")
+        if changed > 0 { try bumpFeed(connection, regionID: regionID, now: now) }
+    }
+
+    /// Puts one mirrored alert in or out of the feed (an editor dismissed it).
+    static func setMirroredAlertInFeed(_ connection: any SQLConnection, alertID: Int64, inFeed: Bool, regionID: Int, now: Int64) throws {
+        let changed = try connection.execute("UPDATE alerts SET in_feed = \(inFeed) WHERE id = \(alertID) AND in_feed <> \(inFeed)")
+        if changed > 0 { try bumpFeed(connection, regionID: regionID, now: now) }
+    }
+
+    /// Keeps mirrored alerts out of the feed (dismissed by an editor).
+    static func keepOutOfFeed(_ connection: any SQLConnection, ids: [Int64], regionID: Int, now: Int64) throws {
+        guard !ids.isEmpty else { return }
+        let changed = try connection.execute("UPDATE alerts SET in_feed = 0 WHERE id IN (\(list: ids)) AND in_feed = 1")
         if changed > 0 { try bumpFeed(connection, regionID: regionID, now: now) }
     }
 

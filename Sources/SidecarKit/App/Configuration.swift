@@ -133,6 +133,9 @@ struct SidecarConfiguration: Sendable {
     /// Whether this process polls alert sources in the background (tests
     /// that poll by hand turn it off).
     var runsSourcePoller = true
+    /// `--source-proxy`: the proxy alert-source polls go through (nil: none,
+    /// whatever the environment says).
+    var sourceProxy: String?
 
     /// Direct APNs: the `.p8` key file, its key id and the team id.
     var apnsKeyFile: String?

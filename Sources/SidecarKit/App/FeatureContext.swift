@@ -95,8 +95,8 @@ struct FeatureContext: Sendable {
         let poller = AlertSourcePoller(
             sources: stores.alertSources, alerts: stores.alerts, administration: administration, launch: { sends.launch($0) }, http: upstream,
             coordination: coordination ?? CoordinationStore(database: database), clock: clock, logger: logger, metrics: metrics,
-            listening: { (host, boundPort.port) }, environment: ProcessInfo.processInfo.environment, work: runsInBackground ? work : nil,
-            stop: stop)
+            listening: { (host, boundPort.port) }, environment: ProcessInfo.processInfo.environment, catalog: configuration.locales,
+            proxy: configuration.sourceProxy, work: runsInBackground ? work : nil, stop: stop)
         let management = AlertSourceAdministration(
             store: stores.alertSources, alerts: stores.alerts, regions: regions, clock: clock, poller: poller, audit: stores.audit,
             listening: { (host, boundPort.port) })

@@ -42,6 +42,9 @@ enum Migrations {
         entry(
             23, "admin API: key managers, principals, idempotency, caller-supplied push text, paged exports", ApiKeyStore.schema,
             IdempotencyStore.schema, AlertStore.sendSchema, SurveyStore.schema, GhostBusStore.schema),
+        entry(
+            24, "alert sources held to what authored alerts obey: private addresses, push caps, a sources scope", AlertSourceStore.schema,
+            ApiKeyStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

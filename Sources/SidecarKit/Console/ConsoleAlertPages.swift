@@ -13,16 +13,16 @@ extension ConsoleRoutes {
 
     typealias AlertState = AlertVisibility
 
-    static func state(of alert: ServiceAlert, now: Int64) -> AlertState { AlertVisibility.of(alert, now: EpochSeconds(now)) }
-
-    /// The end riders get: the alert's, or the feed's 8-hour default, said so.
+    /// The end riders get: the alert's, the feed's 8-hour default, or none
+    /// for a mirrored alert its source gave no end, said so.
     static func shownUntil(_ alert: ServiceAlert, _ zone: ZoneInfo) -> String {
         guard alert.endsAt == nil else { return RegionTime.display(alert.endsAt, zone) }
-        return RegionTime.display(AlertFeedRules.effectiveEnd(alert), zone) + " (no end set: 8 hours from the start)"
+        guard let end = AlertFeedRules.effectiveEnd(alert) else { return "its source lists it (no end given: open-ended)" }
+        return RegionTime.display(end, zone) + " (no end set: 8 hours from the start)"
     }
 
-    static func badges(_ alert: ServiceAlert, now: Int64) -> HTML {
-        let state = state(of: alert, now: now)
+    static func badges(_ alert: ServiceAlert, view: AlertFeedView) -> HTML {
+        let state = view.visibility(alert)
         return .join([
             tag("span", [.class("badge \(state.rawValue)")], [state.rawValue]),
             alert.test ? HTML.join([" ", tag("span", [.class("badge test")], ["test"])]) : HTML.empty,
@@ -35,25 +35,38 @@ extension ConsoleRoutes {
         listContext.section = .alerts
         let zone = await zone(regionID: region.id)
         let all: [ServiceAlert]
-        do { all = try await alerts.alerts(regionID: region.id) } catch { return unavailable(error) }
-        let now = now
+        let view: AlertFeedView
+        do {
+            all = try await alerts.alerts(regionID: region.id)
+            view = try await AlertFeedView.read(alerts, regionID: region.id, now: now)
+        } catch { return unavailable(error) }
         var content: [any HTMLContent] = []
         if ConsoleRules.may(context.session.user.role, .author) {
             content.append(
                 tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/alerts/new"), .class("button")], ["New alert"])]))
         }
-        content.append(tag("p", [.class("hint")], ["Times " + zoneHint(zone)]))
+        content.append(tag("p", [.class("hint")], [timesHint(zone)]))
+        content.append(Self.reviewsWaiting(context))
         for state in AlertState.allCases {
-            let rows = all.filter { Self.state(of: $0, now: now) == state }.sorted { $0.startsAt > $1.startsAt }
+            // The feed's own order for what is in it; newest start first for the rest.
+            let order = Dictionary(view.published.entries.enumerated().map { ($1.alert.id, $0) }, uniquingKeysWith: { first, _ in first })
+            let rows = all.filter { view.visibility($0) == state }.sorted {
+                (order[$0.id] ?? Int.max, -$0.startsAt.value, -$0.id) < (order[$1.id] ?? Int.max, -$1.startsAt.value, -$1.id)
+            }
             content.append(tag("h2", [], ["\(state.heading) (\(rows.count))"]))
             content.append(
                 ConsoleLayout.table(
-                    caption: state.heading, headers: ["Alert", "Effect", "Starts", "Shown until", ""],
+                    caption: state.heading, headers: ["Alert", "Effect", "Starts", "Shown until", state == .notInFeed ? "Why" : ""],
                     rows: rows.map { alert in
                         [
                             tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), Self.humanize(alert.effect.name),
                             RegionTime.display(alert.startsAt, zone), Self.shownUntil(alert, zone),
-                            Self.badges(alert, now: now),
+                            state == .notInFeed
+                                ? HTML.text(view.exclusion(alert)?.explanation ?? "")
+                                : HTML.join([
+                                    Self.badges(alert, view: view),
+                                    alert.sourceID.map { _ in HTML.join([" ", tag("span", [.class("badge source")], ["from a source"])]) } ?? .empty,
+                                ]),
                         ] as [any HTMLContent]
                     }, empty: "None."))
         }
@@ -246,12 +259,15 @@ extension ConsoleRoutes {
         _ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert, translationProblems: [String] = [],
         status: Int = 200
     ) async -> Response {
+        if alert.sourceID != nil { return await mirroredAlertPage(request, context, alert) }
         let zone = await zone(regionID: alert.regionID)
         let translations: [AlertTranslation]
         let sendList: [AlertSend]
         let groups: [(locale: String?, count: Int)]
         let testCount: Int, allCount: Int
+        let view: AlertFeedView
         do {
+            view = try await AlertFeedView.read(alerts, regionID: alert.regionID, now: now)
             translations = try await alerts.translations(alertID: alert.id)
             sendList = try await alerts.sends(alertID: alert.id)
             groups = try await ConsoleStats.languageGroups(database: database, regionID: alert.regionID)
@@ -260,9 +276,8 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
         let session = context.session
         let role = session.user.role
-        let now = now
         var content: [any HTMLContent] = [
-            tag("p", [], [Self.badges(alert, now: now)]),
+            tag("p", [], [Self.badges(alert, view: view)]),
             tag(
                 "p", [.class("shown")],
                 [
@@ -342,7 +357,7 @@ extension ConsoleRoutes {
                         "p", [.class("meta")],
                         [
                             "\(Self.humanize(alert.effect.name)) · \(Self.humanize(alert.severity.name)) · from \(RegionTime.display(alert.startsAt, zone))"
-                                + " to \(RegionTime.display(AlertFeedRules.effectiveEnd(alert), zone))"
+                                + " to \(Self.shownUntil(alert, zone))"
                         ]),
                     tag("p", [.class("title")], [alert.header]), tag("p", [.class("body")], [alert.description]),
                     alert.url.map { tag("p", [], [tag("a", [.href($0), Attribute("rel", "noopener noreferrer")], [$0])]) } ?? .empty,

@@ -59,6 +59,8 @@ enum ConsoleAssets {
         figure { margin: 0; }
         fieldset { border: 1px solid var(--line); border-radius: .5rem; margin: 0 0 1rem; }
         .card dl { display: grid; grid-template-columns: auto auto; gap: .1rem 1rem; margin: 0; } .card dd { margin: 0; text-align: right; }
+        .card dl.facts { grid-template-columns: 1fr; } .card dl.facts dt { font-weight: 600; margin-top: .4rem; } .card dl.facts dd { text-align: left; }
+        code, dd, td, .card h3 { overflow-wrap: anywhere; }
         .columns { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); align-items: start; }
         .field { margin: 0 0 1rem; display: flex; flex-direction: column; gap: .25rem; }
         .field.check { flex-direction: row; align-items: center; gap: .5rem; }

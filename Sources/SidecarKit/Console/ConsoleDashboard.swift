@@ -11,6 +11,14 @@ import PlatformThreads
 extension ConsoleRoutes {
     // MARK: Dashboard
 
+    /// "3 pushes wait for review (oldest 2 h)", linked to the queue; nothing when none wait.
+    static func reviewsWaiting(_ context: ConsoleLayout.Context) -> HTML {
+        guard let summary = context.reviewSummary, let region = context.region else { return .empty }
+        return tag(
+            "p", [.class("notice"), Attribute("role", "status")],
+            [summary + ": ", tag("a", [.href("/admin/regions/\(region.id)/sources")], ["review them"])])
+    }
+
     func dashboard(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
         guard let region = context.region else { return notFound() }
         let zone = await zone(regionID: region.id)
@@ -30,7 +38,7 @@ extension ConsoleRoutes {
                 ])
         }
         let content: [any HTMLContent] = [
-            setupChecklist(settings, context),
+            setupChecklist(settings, context), Self.reviewsWaiting(context),
             tag("p", [.class("hint")], [zoneHint(zone)]),
             tag(
                 "div", [.class("grid")],

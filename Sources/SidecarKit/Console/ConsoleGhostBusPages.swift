@@ -63,7 +63,7 @@ extension ConsoleRoutes {
                         ]),
                 ]),
             ConsoleLayout.problems(problems),
-            tag("p", [.class("hint")], ["Times " + zoneHint(zone)]),
+            tag("p", [.class("hint")], [timesHint(zone)]),
             ConsoleLayout.table(
                 caption: "Reports, newest first (up to 500)", headers: ["Reported", "Route", "Trip", "Stop", "Vehicle", "Waited", "Comment"],
                 rows: rows, empty: "No reports match."),

@@ -76,6 +76,9 @@ extension ConsoleRoutes {
                                 ConsoleLayout.checkbox("\($0.id) · \($0.name)", name: "region_\($0.id)", checked: values["region_\($0.id)"] == "true")
                             }),
                     ConsoleLayout.checkbox("May start sends (push scope)", name: "push", checked: values["push"] == "true"),
+                    ConsoleLayout.checkbox(
+                        "May add, edit, poll and remove alert sources (sources scope; every key may read them)", name: "sources",
+                        checked: values["sources"] == "true"),
                     tag("button", [Attribute("type", "submit"), Attribute("data-once", "true")], ["Create key"]),
                 ]))
         var keyContext = context(session, region: nil, .keys)
@@ -89,7 +92,10 @@ extension ConsoleRoutes {
 
     func createKey(_ request: Request, _ session: ConsoleStore.Session) async -> Response {
         let name = request.parameters["name"]?.trimmingWhitespace() ?? ""
-        var values = ["name": name, "push": request.parameters["push"] == "true" ? "true" : "false"]
+        var values = [
+            "name": name, "push": request.parameters["push"] == "true" ? "true" : "false",
+            "sources": request.parameters["sources"] == "true" ? "true" : "false",
+        ]
         let chosen = Set(visibleRegions(session.user).map(\.id).filter { request.parameters["region_\($0)"] == "true" })
         for id in chosen { values["region_\(id)"] = "true" }
         var problems = FieldLimits.check([("Name", name, FieldLimits.name)])
@@ -106,7 +112,9 @@ extension ConsoleRoutes {
             case .first:
                 break
             }
-            let created = try await keys.create(name: name, regions: chosen, canPush: request.parameters["push"] == "true", now: now)
+            let created = try await keys.create(
+                name: name, regions: chosen, canPush: request.parameters["push"] == "true",
+                canManageSources: request.parameters["sources"] == "true", now: now)
             await audit.record(
                 actor: "user:" + session.user.email, action: "apikey.create", regionID: nil, target: "API key \(created.record.id)",
                 detail: "\(name); \(created.record.scopeDescription)", now: now)

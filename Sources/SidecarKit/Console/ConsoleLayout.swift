@@ -27,6 +27,26 @@ enum ConsoleLayout {
         var regions: [Region]
         var region: Region?
         var section: Section
+        /// Source pushes of the region waiting for an editor, and since when the oldest waits.
+        var reviewsWaiting = 0
+        var oldestReviewSince: Int64? = nil
+        var now: Int64 = 0
+
+        /// "3 pushes wait for review (oldest 2 h)", or nil when none wait.
+        var reviewSummary: String? {
+            guard reviewsWaiting > 0 else { return nil }
+            let age = oldestReviewSince.map { " (oldest " + ConsoleLayout.age(seconds: now - $0) + ")" } ?? ""
+            return "\(reviewsWaiting) push\(reviewsWaiting == 1 ? "" : "es") wait\(reviewsWaiting == 1 ? "s" : "") for review\(age)"
+        }
+    }
+
+    /// A duration as people say it: "45 s", "12 min", "3 h", "2 days".
+    static func age(seconds: Int64) -> String {
+        let seconds = max(seconds, 0)
+        if seconds < 60 { return "\(seconds) s" }
+        if seconds < 3600 { return "\(seconds / 60) min" }
+        if seconds < 2 * 86_400 { return "\(seconds / 3600) h" }
+        return "\(seconds / 86_400) days"
     }
 
     enum Section: String, Sendable { case dashboard, alerts, sources, surveys, ghostBus, keys, audit, regions }
@@ -48,7 +68,10 @@ enum ConsoleLayout {
         if let region = context.region {
             links = [
                 (.dashboard, "Dashboard", "/admin/regions/\(region.id)"), (.alerts, "Alerts", "/admin/regions/\(region.id)/alerts"),
-                (.sources, "Alert sources", "/admin/regions/\(region.id)/sources"),
+                (
+                    .sources, "Alert sources" + (context.reviewsWaiting > 0 ? " (\(context.reviewsWaiting) to review)" : ""),
+                    "/admin/regions/\(region.id)/sources"
+                ),
                 (.surveys, "Surveys", "/admin/regions/\(region.id)/surveys"),
                 (.ghostBus, "Ghost-bus reports", "/admin/regions/\(region.id)/ghost-bus"),
             ]

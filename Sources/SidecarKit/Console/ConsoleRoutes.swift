@@ -62,12 +62,14 @@ struct ConsoleRoutes: Sendable {
             },
             regionPage("POST", "/admin/regions/:region/alerts", .author) { request, context in await createAlert(request, context) },
             alertRoute("GET", "/admin/alerts/:id", .read) { request, context, alert in await alertPage(request, context, alert) },
-            alertRoute("POST", "/admin/alerts/:id", .author) { request, context, alert in await editAlert(request, context, alert) },
-            alertRoute("POST", "/admin/alerts/:id/publish", .author) { _, context, alert in await setPublished(context, alert, true) },
-            alertRoute("GET", "/admin/alerts/:id/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
-            alertRoute("POST", "/admin/alerts/:id/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
-            alertRoute("POST", "/admin/alerts/:id/translations", .author) { request, context, alert in await translate(request, context, alert) },
-            alertRoute("POST", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in
+            authoredAlertRoute("POST", "/admin/alerts/:id", .author) { request, context, alert in await editAlert(request, context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:id/publish", .author) { _, context, alert in await setPublished(context, alert, true) },
+            authoredAlertRoute("GET", "/admin/alerts/:id/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:id/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
+            authoredAlertRoute("POST", "/admin/alerts/:id/translations", .author) { request, context, alert in
+                await translate(request, context, alert)
+            },
+            authoredAlertRoute("POST", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in
                 await deleteTranslation(request, context, alert)
             },
             alertRoute("GET", "/admin/alerts/:id/send", .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert) },
@@ -78,7 +80,7 @@ struct ConsoleRoutes: Sendable {
             userPage("GET", "/admin/keys/:id/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
             userPage("POST", "/admin/keys/:id/revoke", .manageKeys) { request, session in await revokeKey(request, session) },
             userPage("GET", "/admin/audit", .read) { request, session in await auditPage(request, session) },
-        ] + surveyRoutes + ghostBusRoutes + sourceRoutes
+        ] + surveyRoutes + ghostBusRoutes + sourceRoutes + mirroredAlertRoutes
     }
 
     // MARK: Declaring a page's guard
@@ -112,6 +114,17 @@ struct ConsoleRoutes: Sendable {
         _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
     ) -> Route {
         route(method, path, .session("\(action)")) { request in await withAlert(request, action, handler) }
+    }
+
+    /// An authoring page of the alert in `:id`: an alert from a source is
+    /// changed at its source, and the page says so instead.
+    func authoredAlertRoute(
+        _ method: String, _ path: String, _ action: ConsoleAction,
+        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
+    ) -> Route {
+        alertRoute(method, path, action) { request, context, alert in
+            alert.sourceID == nil ? await handler(request, context, alert) : mirroredRefusal(alert)
+        }
     }
 
     /// A page of the survey in `:id`, for a user allowed `action` in its region.
@@ -196,6 +209,18 @@ struct ConsoleRoutes: Sendable {
         ConsoleLayout.Context(session: session, regions: visibleRegions(session.user), region: region, section: section)
     }
 
+    /// A region page's context, with the source pushes waiting for review
+    /// (the navigation shows how many, and the oldest's age).
+    func regionContext(_ session: ConsoleStore.Session, region: Region, _ section: ConsoleLayout.Section) async -> ConsoleLayout.Context {
+        var context = context(session, region: region, section)
+        if let waiting = try? await sources.store.reviewSummary(regionID: region.id) {
+            context.reviewsWaiting = waiting.count
+            context.oldestReviewSince = waiting.oldest
+            context.now = now
+        }
+        return context
+    }
+
     /// A region page: the region must exist and be one the user may see (else 404).
     func inRegion(
         _ request: Request, _ action: ConsoleAction,
@@ -205,7 +230,7 @@ struct ConsoleRoutes: Sendable {
             guard let id = request.pathParameters["region"].flatMap({ Int($0) }), let region = regions.region(id: id),
                 ConsoleRules.mayAccess(region: id, allowed: session.user.regions)
             else { return notFound() }
-            return await handler(request, context(session, region: region, .dashboard))
+            return await handler(request, await regionContext(session, region: region, .dashboard))
         }
     }
 
@@ -220,7 +245,7 @@ struct ConsoleRoutes: Sendable {
                 guard let alert = try await alerts.find(id: id), ConsoleRules.mayAccess(region: alert.regionID, allowed: session.user.regions),
                     let region = regions.region(id: alert.regionID)
                 else { return notFound() }
-                return await handler(request, context(session, region: region, .alerts), alert)
+                return await handler(request, await regionContext(session, region: region, .alerts), alert)
             } catch { return unavailable(error) }
         }
     }
@@ -246,6 +271,9 @@ struct ConsoleRoutes: Sendable {
         "In \(zone.identifier == "UTC" ? "UTC (this region has no time zone set)" : zone.identifier) (\(RegionTime.offsetLabel(zone, at: EpochSeconds(now)))); "
             + "it is now \(RegionTime.display(EpochSeconds(now), zone)) there."
     }
+
+    /// "Times are in America/Los_Angeles (UTC−08:00); it is now ... there."
+    func timesHint(_ zone: ZoneInfo) -> String { "Times are in" + zoneHint(zone).dropFirst(2) }
 
     func cookie(_ name: String, _ value: String, path: String, maxAge: Int? = nil, sameSite: String = "Lax") -> String {
         "\(name)=\(value); Path=\(path); HttpOnly; SameSite=\(sameSite)" + (maxAge.map { "; Max-Age=\($0)" } ?? "")
@@ -276,6 +304,8 @@ struct ConsoleRoutes: Sendable {
         "source-added": "Source added: a running server polls it now.", "source-removed": "Source removed with the alerts it brought.",
         "source-approved": "Approved: the push has started.", "source-dismissed": "Dismissed: it will not be pushed.",
         "source-decided": "That alert was already decided (or has left its source): nothing was pushed twice.",
+        "dismissed-from-feed": "Dismissed from the feed: riders' apps stop showing it while its source lists it.",
+        "back-in-feed": "Back in the feed.", "source-saved": "Source saved: a running server polls it again now.",
         "key-created": "API key created.", "key-repeated": "That form was already used: the key it created is in the list. No second key was made.",
     ]
 

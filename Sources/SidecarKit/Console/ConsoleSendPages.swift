@@ -119,11 +119,80 @@ extension ConsoleRoutes {
         "send:\(session.idHash):\(alert.id):\(audience.rawValue)"
     }
 
+    /// A push a source holds for review that the form approves: its source
+    /// and entity, for an alert from a source whose review is still open.
+    struct ReviewApproval: Sendable {
+        var source: AlertSource
+        var entityID: String
+    }
+
+    /// The review `?review=` names, or the page refusing it; nil when the
+    /// form is an ordinary send.
+    func reviewApproval(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async throws -> Result<
+        ReviewApproval, ReviewRefusal
+    >? {
+        guard let entity = request.parameters["review"] else { return nil }
+        guard let sourceID = alert.sourceID, alert.sourceEntity == entity, let (source, _) = try await sources.store.source(id: sourceID),
+            let state = try await sources.store.state(alertID: alert.id), state.decision == .review
+        else { return .failure(ReviewRefusal(response: .seeOther("/admin/regions/\(alert.regionID)/sources?done=source-decided"))) }
+        guard ConsoleRules.may(context.session.user.role, .author) else {
+            return .failure(ReviewRefusal(response: ConsoleLayout.errorPage(403, "Not allowed", "An editor or an admin approves a source's pushes.")))
+        }
+        return .success(ReviewApproval(source: source, entityID: entity))
+    }
+
+    /// A refused approval's answer.
+    struct ReviewRefusal: Error {
+        let response: Response
+    }
+
+    /// What each language group of the audience will get, flagged where a
+    /// translation is missing or stale (they get the English).
+    func languagePreview(_ alert: ServiceAlert, audience: AlertSend.Audience) async throws -> HTML {
+        let groups = try await ConsoleStats.languageGroups(database: database, regionID: alert.regionID, audience: audience)
+        let translations = try await alerts.translations(alertID: alert.id)
+        let fresh = AlertFeedRules.fresh(translations, for: alert)
+        let rows: [[any HTMLContent]] = groups.map { group in
+            let copy = AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
+            let note: String
+            if let locale = group.locale, !fresh.contains(where: { $0.language.lowercased() == locale.lowercased() }) {
+                note =
+                    translations.contains(where: { $0.language.lowercased() == locale.lowercased() })
+                    ? "stale translation (made from an earlier English text): they get the English"
+                    : "no translation: they get the English"
+            } else {
+                note = ""
+            }
+            return [
+                group.locale.map(Self.languageName) ?? "English (and every language without a translation)", Self.grouped(group.count),
+                tag("span", [], [tag("strong", [], [copy.title]), " — ", copy.body]), note,
+            ]
+        }
+        return .join([
+            tag("h2", [], ["What each language gets"]),
+            ConsoleLayout.table(
+                caption: "The push each language group of this audience receives", headers: ["Language", "Devices", "Push", ""], rows: rows,
+                empty: "No device in this audience."),
+        ])
+    }
+
     func confirmSend(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        let review: ReviewApproval?
+        do {
+            switch try await reviewApproval(request, context, alert) {
+            case .success(let approval)?: review = approval
+            case .failure(let refusal)?: return refusal.response
+            case nil: review = nil
+            }
+        } catch { return unavailable(error) }
         let audience: AlertSend.Audience
-        switch self.audience(request, context.session) {
-        case .chosen(let chosen): audience = chosen
-        case .refused(let response): return response
+        if let review {
+            audience = review.source.audience
+        } else {
+            switch self.audience(request, context.session) {
+            case .chosen(let chosen): audience = chosen
+            case .refused(let response): return response
+            }
         }
         let count: Int
         let earlier: [AlertSend]
@@ -143,8 +212,8 @@ extension ConsoleRoutes {
             audience == .test ? "\(count) test device\(count == 1 ? "" : "s")" : "everyone: \(Self.grouped(count)) device\(count == 1 ? "" : "s")"
         // A failed send of this audience is resumed, not repeated: only the
         // devices it did not reach get the alert.
-        let resumed = earlier.last { $0.audience == audience && $0.status == "failed" }
-        let previousToEveryone = resumed == nil && earlier.contains { $0.audience == .all }
+        let resumed = review == nil ? earlier.last { $0.audience == audience && $0.status == "failed" } : nil
+        let previousToEveryone = resumed == nil && review == nil && earlier.contains { $0.audience == .all }
         var content: [any HTMLContent] = [
             resumed.map { send in
                 tag(
@@ -162,9 +231,16 @@ extension ConsoleRoutes {
                         " in \(context.region?.name ?? "this region"). It cannot be undone.",
                     ])
         ]
+        if let review {
+            content.insert(
+                tag(
+                    "p", [],
+                    ["Source \(review.source.id) holds this push for review: approving sends it once, to the source's audience."]), at: 0)
+        }
         if !alert.published {
             content.append(tag("p", [.class("hint")], ["The alert is a draft: test devices get it before riders can see it in the feed."]))
         }
+        do { content.append(try await languagePreview(alert, audience: audience)) } catch { return unavailable(error) }
         if audience == .test {
             content.append(tag("h2", [], ["Test devices"]))
             content.append(
@@ -192,6 +268,9 @@ extension ConsoleRoutes {
             tag("input", [Attribute("type", "hidden"), Attribute("name", "audience"), Attribute("value", audience.rawValue)]),
             tag("input", [Attribute("type", "hidden"), Attribute("name", "send_token"), Attribute("value", token)]),
         ]
+        if let review {
+            fields.append(tag("input", [Attribute("type", "hidden"), Attribute("name", "review"), Attribute("value", review.entityID)]))
+        }
         if audience == .all && previousToEveryone {
             fields.append(tag("p", [.class("problems")], ["Everyone already got this alert. Riders get a second notification if you send it again."]))
             fields.append(ConsoleLayout.checkbox("Yes, send it to everyone again", name: "again", checked: false))
@@ -202,18 +281,31 @@ extension ConsoleRoutes {
                 [
                     tag(
                         "button", [Attribute("type", "submit"), .class(audience == .all ? "danger" : "primary"), Attribute("data-once", "true")],
-                        [resumed == nil ? "Send to \(who)" : "Resume the send"]),
+                        [review != nil ? "Approve: push to \(who)" : resumed == nil ? "Send to \(who)" : "Resume the send"]),
                     tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
                 ]))
         content.append(ConsoleLayout.form("/admin/alerts/\(alert.id)/sends", context.session, fields))
-        return ConsoleLayout.respond(200, ConsoleLayout.page("Send alert \(alert.id)?", context, content))
+        return ConsoleLayout.respond(
+            200, ConsoleLayout.page(review == nil ? "Send alert \(alert.id)?" : "Approve and push alert \(alert.id)?", context, content))
     }
 
     func startSend(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        let review: ReviewApproval?
+        do {
+            switch try await reviewApproval(request, context, alert) {
+            case .success(let approval)?: review = approval
+            case .failure(let refusal)?: return refusal.response
+            case nil: review = nil
+            }
+        } catch { return unavailable(error) }
         let audience: AlertSend.Audience
-        switch self.audience(request, context.session) {
-        case .chosen(let chosen): audience = chosen
-        case .refused(let response): return response
+        if let review {
+            audience = review.source.audience
+        } else {
+            switch self.audience(request, context.session) {
+            case .chosen(let chosen): audience = chosen
+            case .refused(let response): return response
+            }
         }
         guard sends.transport != nil else {
             return ConsoleLayout.errorPage(
@@ -230,6 +322,11 @@ extension ConsoleRoutes {
                 return .seeOther("/admin/alerts/\(alert.id)?done=send-repeated#sends")
             case .first:
                 break
+            }
+            if let review {
+                // Decided once: a second approval finds the review closed.
+                _ = try await sourceAdministration(context.session).decide(id: review.source.id, entityID: review.entityID, approve: true)
+                return .seeOther("/admin/alerts/\(alert.id)?done=source-approved#sends")
             }
             let earlier = try await alerts.sends(alertID: alert.id)
             if earlier.contains(where: { $0.status == "running" }) {

@@ -17,8 +17,12 @@ struct ConsoleStats: Sendable {
 
     /// Every language group of a region's devices (the alert page's
     /// previews and its "no device reads this language" warnings).
-    static func languageGroups(database: any Database, regionID: Int) async throws -> [(locale: String?, count: Int)] {
-        try await database.read { connection in try PushRegistrationStore.languages(connection, regionID: regionID, limit: 1000) }
+    static func languageGroups(database: any Database, regionID: Int, audience: AlertSend.Audience = .all) async throws -> [(
+        locale: String?, count: Int
+    )] {
+        try await database.read { connection in
+            try PushRegistrationStore.languages(connection, regionID: regionID, testOnly: audience == .test, limit: 1000)
+        }
     }
 
     /// Reads the figures of a region; `utcOffset` is the region's offset now.

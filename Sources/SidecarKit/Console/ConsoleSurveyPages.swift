@@ -35,7 +35,7 @@ extension ConsoleRoutes {
                 guard let survey = try await surveys.survey(id: id), ConsoleRules.mayAccess(region: survey.regionID, allowed: session.user.regions),
                     let region = regions.region(id: survey.regionID)
                 else { return notFound() }
-                return await handler(request, context(session, region: region, .surveys), survey)
+                return await handler(request, await regionContext(session, region: region, .surveys), survey)
             } catch { return unavailable(error) }
         }
     }
@@ -57,7 +57,7 @@ extension ConsoleRoutes {
                 tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/surveys/new"), .class("button")], ["New survey"])]))
         }
         let now = now
-        content.append(tag("p", [.class("hint")], ["Times " + zoneHint(zone)]))
+        content.append(tag("p", [.class("hint")], [timesHint(zone)]))
         content.append(
             ConsoleLayout.table(
                 caption: "Surveys", headers: ["Survey", "Study", "Questions", "Shown", "From", "Until"],

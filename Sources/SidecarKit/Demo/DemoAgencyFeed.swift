@@ -82,10 +82,12 @@ struct DemoAgencyFeed: Sendable {
             let port = try server.start()
             let url = "http://127.0.0.1:\(port)\(Self.path)"
             let existing = try await sources.store.sources(regionID: regionID).first
+            // The simulated agency runs on this machine: the one source allowed loopback.
             if let existing {
-                _ = try await sources.edit(id: existing.0.id, fields: ["url": url])
+                _ = try await sources.edit(id: existing.0.id, fields: ["url": url, "allow_private": "true"])
             } else {
-                _ = try await sources.add(regionID: regionID, fields: ["url": url, "interval": "15", "push": "review", "min_severity": "WARNING"])
+                _ = try await sources.add(
+                    regionID: regionID, fields: ["url": url, "interval": "15", "push": "review", "min_severity": "WARNING", "allow_private": "true"])
             }
             logger.info("demo agency feed ready", [("url", url), ("new_alert_in_seconds", String(delaySeconds))])
         } catch {

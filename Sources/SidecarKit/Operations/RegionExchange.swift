@@ -29,17 +29,20 @@ enum RegionExchange {
             var present = 0
         }
         var alerts = Counts(), translations = Counts(), studies = Counts(), surveys = Counts(), questions = Counts()
-        var surveyResponses = Counts(), pushRegistrations = Counts(), ghostBusReports = Counts()
+        var surveyResponses = Counts(), pushRegistrations = Counts(), ghostBusReports = Counts(), alertSources = Counts()
+        /// What the operator must do after the import (headers to give again).
+        var notes: [String] = []
 
         var lines: [String] {
             let kinds: [(label: String, counts: Counts)] = [
                 ("alerts", alerts), ("translations", translations), ("studies", studies), ("surveys", surveys), ("questions", questions),
                 ("survey responses", surveyResponses), ("push registrations", pushRegistrations), ("ghost bus reports", ghostBusReports),
+                ("alert sources", alertSources),
             ]
             return kinds.map { kind in
                 let padding = String(repeating: " ", count: max(1, 20 - kind.label.count))
                 return "  \(kind.label)\(padding)\(kind.counts.added) added, \(kind.counts.present) already present"
-            }
+            } + notes.map { "  note: \($0)" }
         }
     }
 

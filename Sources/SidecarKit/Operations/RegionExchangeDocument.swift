@@ -12,6 +12,9 @@ extension RegionExchange {
         var translations: [Translation]
         /// Epoch milliseconds, both or neither.
         var impactStart: Int64? = nil, impactEnd: Int64? = nil
+        /// For an alert mirrored from a source: the link that lets the
+        /// source withdraw it.
+        var mirror: MirrorLink? = nil
     }
     struct Translation { var language: String, header: String, description: String, sourceHeader: String, sourceDescription: String }
     struct Study { var id: Int64, name: String, description: String, created: Int64, updated: Int64, surveys: [Survey] }
@@ -37,6 +40,7 @@ extension RegionExchange {
     }
     struct Document {
         var regionID: Int, alerts: [Alert], studies: [Study], responses: [Response], registrations: [Registration], reports: [GhostBusReport]
+        var sources: [Source] = []
     }
 
     /// One JSON object of the document: refuses members it does not know
@@ -152,7 +156,7 @@ extension RegionExchange {
             value, at: "",
             keys: [
                 "format", "exported_at", "region_id", "alerts", "studies", "survey_responses",
-                "push_registrations", "ghost_bus_reports",
+                "push_registrations", "ghost_bus_reports", "alert_sources",
             ])
         let declared = try top.string("format")
         guard declared == format else { throw Failure("format is '\(declared)'; this sidecar reads \(format)") }
@@ -175,11 +179,11 @@ extension RegionExchange {
         for (item, path) in try top.array("alerts") {
             let r = try Reader(
                 item, at: path,
-                keys: [
+                keys: Set([
                     "id", "agency_id", "header_text", "description_text", "url", "cause", "effect", "severity",
                     "start_time", "end_time", "published", "is_test", "created_at", "updated_at", "translations",
                     "impact_start_time", "impact_end_time",
-                ])
+                ]).union(mirrorKeys))
             let id = try r.integer("id")
             guard id > 0 else { throw Failure("\(r.place("id")) must be a positive number") }
             var translations: [Translation] = []
@@ -204,7 +208,7 @@ extension RegionExchange {
                     start: start, end: try r.optionalTime("end_time"), published: try r.bool("published"), test: try r.bool("is_test"),
                     created: try r.optionalTime("created_at") ?? start, updated: try r.optionalTime("updated_at") ?? start,
                     translations: translations, impactStart: try r.optionalTime("impact_start_time"),
-                    impactEnd: try r.optionalTime("impact_end_time")))
+                    impactEnd: try r.optionalTime("impact_end_time"), mirror: try mirrorLink(r)))
             try checkPeriods(alerts[alerts.count - 1], r)
         }
 
@@ -326,7 +330,15 @@ extension RegionExchange {
                     snapshot: status == "captured" ? snapshot : nil, capturedAt: try r.optionalTime("snapshot_captured_at"),
                     created: try r.optionalTime("created_at") ?? 0))
         }
-        return Document(regionID: region.id, alerts: alerts, studies: studies, responses: responses, registrations: registrations, reports: reports)
+        var document = Document(
+            regionID: region.id, alerts: alerts, studies: studies, responses: responses, registrations: registrations, reports: reports)
+        document.sources = try sources(top, regionID: region.id)
+        for alert in alerts {
+            if let link = alert.mirror, !document.sources.contains(where: { $0.settings.id == link.sourceID }) {
+                throw Failure("alert \(alert.id) comes from alert source \(link.sourceID), which the document does not carry")
+            }
+        }
+        return document
     }
 }
 

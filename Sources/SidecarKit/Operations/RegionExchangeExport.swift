@@ -7,16 +7,21 @@ import FoundationEssentials
 extension RegionExchange {
     static func export(regionID: Int, database: any Database, nowMillis: Int64) async throws -> JSONValue {
         try await database.read { connection in
-            let alerts = try AlertStore.alertsWithTranslations(connection, regionID: regionID).map(document)
+            let messages = try AlertStore.mirroredMessages(connection, regionID: regionID)
+            let alerts = try AlertStore.alertsWithTranslations(connection, regionID: regionID).map { document($0, message: messages[$0.alert.id]) }
+            let sources = try sourcesDocument(connection, regionID: regionID)
             let studies = try SurveyStore.studiesWithSurveys(connection, regionID: regionID).map(document)
             let responses = try SurveyStore.responses(connection, regionID: regionID).map(document)
             let registrations = try PushRegistrationStore.all(connection, regionID: regionID).map(document)
             let reports = try GhostBusStore.all(connection, regionID: regionID).map(document)
-            return .object([
+            var object: [String: JSONValue] = [
                 "format": .string(format), "exported_at": .string(Timestamp.format(millis: nowMillis)), "region_id": .integer(Int64(regionID)),
                 "alerts": .array(alerts), "studies": .array(studies), "survey_responses": .array(responses),
                 "push_registrations": .array(registrations), "ghost_bus_reports": .array(reports),
-            ])
+            ]
+            // A Sidecar extension, only when there are sources.
+            if case .array(let list) = sources, !list.isEmpty { object["alert_sources"] = sources }
+            return .object(object)
         }
     }
 
@@ -27,7 +32,7 @@ extension RegionExchange {
     static func integer(_ value: Int64?) -> JSONValue { value.map(JSONValue.integer) ?? .null }
     static func number(_ value: Double?) -> JSONValue { value.map(JSONValue.double) ?? .null }
 
-    static func document(_ entry: (alert: ServiceAlert, translations: [AlertTranslation])) -> JSONValue {
+    static func document(_ entry: (alert: ServiceAlert, translations: [AlertTranslation]), message: [UInt8]? = nil) -> JSONValue {
         let alert = entry.alert
         let translations = entry.translations.map { translation -> JSONValue in
             // A translation made before its source text was kept was made
@@ -53,6 +58,7 @@ extension RegionExchange {
             object["impact_start_time"] = time(start)
             object["impact_end_time"] = time(end)
         }
+        object.merge(mirrorMembers(alert, message: message)) { _, new in new }
         return .object(object)
     }
 

@@ -27,6 +27,7 @@ extension RegionExchange {
 
     static func write(_ document: Document, connection: any SQLConnection, nowSeconds: Int64) throws -> Summary {
         var summary = Summary()
+        try writeSources(document, connection, into: &summary)
         try writeAlerts(document, connection, nowSeconds: nowSeconds, into: &summary)
         try writeStudies(document, connection, into: &summary)
         for response in document.responses {
@@ -74,7 +75,8 @@ extension RegionExchange {
                     sourceVersion: translation.sourceHeader == alert.header && translation.sourceDescription == alert.description ? 1 : 0,
                     sourceHeader: translation.sourceHeader, sourceDescription: translation.sourceDescription)
             }
-            try AlertStore.insertImported(connection, alert: stored(alert, regionID: document.regionID), translations: translations)
+            try AlertStore.insertImported(
+                connection, alert: stored(alert, regionID: document.regionID), translations: translations, message: alert.mirror?.message)
             summary.alerts.added += 1
             summary.translations.added += translations.count
         }
@@ -139,6 +141,12 @@ extension RegionExchange {
             sourceVersion: 1, createdAt: seconds(alert.created), updatedAt: seconds(alert.updated))
         stored.impactStartsAt = alert.impactStart.map(instant)
         stored.impactEndsAt = alert.impactEnd.map(instant)
+        if let mirror = alert.mirror {
+            stored.sourceID = mirror.sourceID
+            stored.sourceEntity = mirror.entityID
+            stored.inFeed = mirror.inFeed
+            stored.withdrawnAt = mirror.withdrawnAt.map(instant)
+        }
         return stored
     }
 

@@ -27,6 +27,7 @@ final class SidecarMetrics: Sendable {
     let sourcePolls: Counter
     let sourceAlerts: Gauge
     let sourcePushes: Counter
+    let sourceUnknownValues: Counter
 
     /// Request durations: most answers take a millisecond or less; an
     /// upstream lookup can take seconds.
@@ -78,6 +79,9 @@ final class SidecarMetrics: Sendable {
             "sidecar_source_polls_total", "Polls of alert sources by outcome (ok, not_modified: answered 304, failed).", labels: ["outcome"])
         sourceAlerts = r.gauge("sidecar_source_alerts", "Alerts each alert source listed at its last successful poll.", labels: ["source"])
         sourcePushes = r.counter("sidecar_source_pushes_total", "Sends started for alerts from alert sources.")
+        sourceUnknownValues = r.counter(
+            "sidecar_source_unknown_values_total",
+            "Enum values (cause, effect, severity) alert sources sent that this server does not know: kept as unknown.")
         let build = r.gauge("sidecar_build_info", "Always 1; the version label names the running release.", labels: ["version"])
         build.set(CommandLineInterface.version, to: 1)
         r.addCollector { ProcessMetrics.collect(prefix: "sidecar_") }

@@ -287,10 +287,13 @@ extension PushRegistrationStore {
 
     /// Devices per language (the catalog's tags, so at most one group per
     /// catalog language and one without), the largest first.
-    static func languages(_ connection: any SQLConnection, regionID: Int, limit: Int = 12) throws -> [(locale: String?, count: Int)] {
+    static func languages(_ connection: any SQLConnection, regionID: Int, testOnly: Bool = false, limit: Int = 12) throws -> [(
+        locale: String?, count: Int
+    )] {
         try connection.query(
             """
-            SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = \(regionID) GROUP BY locale ORDER BY n DESC, locale LIMIT \(limit)
+            SELECT locale, COUNT(*) AS n FROM push_registrations WHERE region_id = \(regionID) AND (\(testOnly) = 0 OR test_device = 1)
+            GROUP BY locale ORDER BY n DESC, locale LIMIT \(limit)
             """
         ).map { (locale: try $0.optionalString("locale"), count: try $0.count("n")) }
     }

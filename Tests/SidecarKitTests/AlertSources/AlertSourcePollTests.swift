@@ -16,16 +16,22 @@ final class FeedStandIn: Sendable {
     let requests = Locked(0)
     let notModified = Locked(0)
     let headers = Locked<[String: String]>([:])
+    /// Appended to every ETag (a hostile feed's huge validator).
+    let etagPadding = Locked("")
+    /// While set, requests wait unanswered (a feed that hangs).
+    let hold = Locked(false)
     let server: HTTPServer
 
     init() throws {
         var router = Router()
         let (entities, mode, version, requests, notModified, headers) = (entities, mode, version, requests, notModified, headers)
+        let (etagPadding, hold) = (etagPadding, hold)
         router.add(
             Route("GET", "/alerts.pb", parsesParameters: false) { request in
                 requests.withLock { $0 += 1 }
                 headers.withLock { $0 = ["x-api-key": request.header("x-api-key") ?? ""] }
-                let etag = "\"v\(version.value)\""
+                while hold.value { try? await Task.sleep(for: .milliseconds(20)) }
+                let etag = "\"v\(version.value)\(etagPadding.value)\""
                 switch mode.value {
                 case .serverError: return .json(500, ["error": "down"])
                 case .html: return .bytes(200, contentType: "text/html", Array("<html><body>Maintenance</body></html>".utf8))
@@ -89,7 +95,8 @@ struct AlertSourcePollTests {
         let administration = AlertSourceAdministration(
             store: AlertSourceStore(database: app.sidecar.database), alerts: AlertStore(database: app.sidecar.database),
             regions: app.sidecar.regions, clock: app.clock, poller: poller, listening: { ("127.0.0.1", app.port) })
-        return try await administration.add(regionID: region, fields: fields)
+        // The stand-in listens on loopback: allowed as an on-premises feed would be.
+        return try await administration.add(regionID: region, fields: ["allow_private": "true"].merging(fields) { _, given in given })
     }
 
     static func feedEntities(_ app: TestSidecar) async throws -> [FeedEntity] {
@@ -109,7 +116,7 @@ struct AlertSourcePollTests {
             let mirrored = try #require(entities.first { $0.id == "Source_\(source.id)_a" })
             #expect(entities.contains { $0.id == "Alert_\(authored.id)" })
             #expect(mirrored.alert?.headerText?.translations.map(\.language) == ["en", "es"])
-            #expect(mirrored.alert?.informedEntities == [EntitySelector(routeID: "44", routeType: 3), EntitySelector(agencyID: "1")])
+            #expect(mirrored.alert?.informedEntities == [EntitySelector(agencyID: "1", routeID: "44", routeType: 3)], "route-scoped, as written")
             #expect(gorush.tokens.isEmpty, "the baseline is never pushed")
 
             let again = try await poller.pollNow(sourceID: source.id)
@@ -120,7 +127,7 @@ struct AlertSourcePollTests {
             let administration = AlertSourceAdministration(
                 store: AlertSourceStore(database: app.sidecar.database), alerts: AlertStore(database: app.sidecar.database),
                 regions: app.sidecar.regions, clock: app.clock, poller: poller, listening: { ("127.0.0.1", app.port) })
-            _ = try await administration.edit(id: source.id, fields: ["url": feed.url + "?moved=1"])
+            _ = try await administration.edit(id: source.id, fields: ["url": feed.url + "?moved=1", "allow_private": "true"])
             #expect(try await poller.pollNow(sourceID: source.id).lines.first != "not modified")
 
             // A new alert pushes once, in each device's language; a re-poll does not push it again.
@@ -187,13 +194,15 @@ struct AlertSourcePollTests {
             #expect(try await AlertSourceStore(database: app.sidecar.database).reviews(sourceID: source.id).count == 6)
             #expect(gorush.tokens.isEmpty)
             for (mode, message) in [
-                (FeedStandIn.Mode.serverError, "the source answered HTTP 500"), (.html, "not a GTFS-realtime FeedMessage (Content-Type text/html)"),
-                (.garbage, "not a GTFS-realtime FeedMessage"), (.truncated, "not a GTFS-realtime FeedMessage"),
+                (FeedStandIn.Mode.serverError, "the source answered HTTP 500"), (.html, "the answer is not a GTFS-realtime feed"),
+                (.garbage, "the answer is not a GTFS-realtime feed"), (.truncated, "the answer is not a GTFS-realtime feed"),
             ] {
                 feed.mode.withLock { $0 = mode }
                 feed.version.withLock { $0 += 1 }
                 let failed = try await poller.pollNow(sourceID: source.id)
-                #expect(failed.failure?.contains(message) == true, "\(mode): \(failed)")
+                #expect(failed.failure == message, "\(mode): \(failed)")
+                #expect(
+                    failed.failure?.contains("Maintenance") != true && failed.failure?.contains("text/html") != true, "no banner of what answered")
                 #expect(try await Self.feedEntities(app).count == 7, "the last good alerts stay")
             }
             let status = try #require(try await AlertSourceStore(database: app.sidecar.database).source(id: source.id)?.1)
@@ -204,20 +213,32 @@ struct AlertSourcePollTests {
     @Test func theAdminAPIManagesSourcesWithinTheKeysScope() async throws {
         try await Self.run { app, feed, gorush, _ in
             let keys = ApiKeyStore(database: app.sidecar.database)
-            let (pusher, _) = try await keys.create(name: "editor", regions: [1], canPush: true, now: 0)
+            let (pusher, _) = try await keys.create(name: "editor", regions: [1], canPush: true, canManageSources: true, now: 0)
             let (noPush, _) = try await keys.create(name: "viewer", regions: [1], canPush: false, now: 0)
+            let (plainPusher, _) = try await keys.create(name: "plain", regions: [1], canPush: true, now: 0)
             let (otherRegion, _) = try await keys.create(name: "other", regions: [2], canPush: true, now: 0)
             func call(_ method: String, _ path: String, _ key: String, _ json: String = "") async throws -> RawResponse {
                 try await app.send(
                     method, path, headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/json"], body: Array(json.utf8))
             }
             let refused = try await call("POST", "/admin/api/regions/1/sources", pusher, #"{"url": "\#(feed.url)", "header_file": "X:/etc/shadow"}"#)
-            #expect(refused.status == 422 && refused.text.contains("only be set with 'sidecar source'"), "\(refused.text)")
-            let created = try await call("POST", "/admin/api/regions/1/sources", pusher, #"{"url": "\#(feed.url)", "push": "review"}"#)
+            #expect(refused.status == 422 && refused.text.contains("only be set by an operator on the server itself"), "\(refused.text)")
+            let plain = try await call("POST", "/admin/api/regions/1/sources", plainPusher, #"{"url": "https://feeds.example.org/a"}"#)
+            #expect(plain.status == 403 && plain.text.contains("sources or admin scope"), "a plain region key only reads sources: \(plain.text)")
+            let privateRefused = try await call("POST", "/admin/api/regions/1/sources", pusher, #"{"url": "\#(feed.url)", "push": "review"}"#)
+            #expect(privateRefused.status == 422 && privateRefused.text.contains("loopback address"), "\(privateRefused.text)")
+            let notAdmin = try await call("POST", "/admin/api/regions/1/sources", pusher, #"{"url": "\#(feed.url)", "allow_private": true}"#)
+            #expect(notAdmin.status == 403 && notAdmin.text.contains("admin scope"), "\(notAdmin.text)")
+            let (admin, _) = try await keys.create(name: "admin", regions: [1], canPush: true, isAdmin: true, now: 0)
+            let created = try await call(
+                "POST", "/admin/api/regions/1/sources", admin, #"{"url": "\#(feed.url)", "push": "review", "allow_private": true}"#)
             #expect(created.status == 201, "\(created.text)")
             let id = try #require(created.json?["id"] as? Int)
             #expect(try await call("GET", "/admin/api/sources/\(id)", otherRegion).status == 404, "another region's key sees nothing")
             #expect((try await call("GET", "/admin/api/regions/1/sources", noPush).text).contains(feed.url))
+            #expect(try await call("GET", "/admin/api/sources/\(id)", noPush).status == 200, "any region key reads a source")
+            #expect(try await call("POST", "/admin/api/sources/\(id)/poll", noPush).status == 403, "polling needs the sources scope")
+            #expect(try await call("DELETE", "/admin/api/sources/\(id)", plainPusher).status == 403)
             #expect(try await call("POST", "/admin/api/sources/\(id)/poll", pusher).json?["failure"] is NSNull)
             feed.set([FeedStandIn.alert("x", "Bridge closed")])
             let polled = try await call("POST", "/admin/api/sources/\(id)/poll", pusher)
@@ -243,9 +264,11 @@ struct AlertSourcePollTests {
             // instance with another port might have): the poll refuses it.
             let store = AlertSourceStore(database: app.sidecar.database)
             let own = try await store.create(
-                try AlertSourceRules.settings(["url": "http://127.0.0.1:\(app.port)/api/v1/regions/1/alerts"], regionID: 1, base: nil, now: 0).get())
+                try AlertSourceRules.settings(
+                    ["url": "http://127.0.0.1:\(app.port)/api/v1/regions/1/alerts", "allow_private": "true"], regionID: 1, base: nil, now: 0
+                ).get())
             let report = try await poller.pollNow(sourceID: own.id)
-            #expect(report.failure?.contains("this server itself") == true, "\(report)")
+            #expect(report.failure?.contains("this server's own listener") == true, "\(report)")
             #expect(try await store.source(id: own.id)?.1.state == "failing")
             // With the one above: the most a region may have.
             for index in 0..<(AlertSourceRules.maximumSourcesPerRegion - 1) { _ = try await Self.add(app, ["url": feed.url + "?n=\(index)"]) }

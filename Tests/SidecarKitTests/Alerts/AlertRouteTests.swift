@@ -56,7 +56,7 @@ struct AlertRouteTests {
             #expect(alert.activePeriods == [TimeRange(start: 1_796_140_800, end: 1_796_169_600)])
 
             let withTest = try FeedMessage(decoding: try await app.send("GET", "/api/v1/regions/1-puget-sound/alerts.pb?test=1").body)
-            #expect(withTest.entities.map(\.id) == ["Alert_\(testAlert.id)", "Alert_\(live.id)"], "newest start first")
+            #expect(withTest.entities.map(\.id) == ["Alert_\(live.id)", "Alert_\(testAlert.id)"], "both upcoming: the soonest first")
 
             // Cached: the same bytes again, then an edit through the API changes them at once.
             #expect(try await app.send("GET", "/api/v1/regions/1/alerts").body == response.body)

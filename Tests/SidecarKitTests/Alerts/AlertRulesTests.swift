@@ -16,19 +16,46 @@ struct AlertFeedRulesTests {
             test: test, sourceVersion: version, createdAt: 0, updatedAt: 0)
     }
 
-    @Test func onlyPublishedNewestFirstAtMost20() {
-        var alerts = (1...25).map { Self.alert(Int64($0), start: EpochSeconds(Int64($0) * 100)) }
-        alerts.append(Self.alert(99, start: 100_000, published: false))
-        let visible = AlertFeedRules.visible(alerts, includeTest: false)
-        #expect(visible.count == 20)
-        #expect(visible.first?.id == 25)
-        #expect(visible.last?.id == 6)
-        #expect(!visible.contains { $0.id == 99 }, "drafts are invisible")
+    static func select(
+        _ alerts: [ServiceAlert], mirrored: [Int64: [UInt8]] = [:], includeTest: Bool = false, now: Int64 = 1_000_000, changedAt: Int64 = 0
+    )
+        -> AlertFeedSelection
+    {
+        AlertFeedSelection.select(alerts, translations: [:], mirrored: mirrored, includeTest: includeTest, now: now, changedAt: changedAt)
     }
 
-    @Test func tiesOnStartPutTheNewestAlertFirst() {
-        let visible = AlertFeedRules.visible([Self.alert(3, start: 10), Self.alert(7, start: 10), Self.alert(5, start: 20)], includeTest: false)
-        #expect(visible.map(\.id) == [5, 7, 3])
+    /// An alert of source `source`, with its stored message.
+    static func mirrored(_ id: Int64, source: Int64, start: Int64, end: Int64? = nil, severity: SeverityLevel = .info) -> (ServiceAlert, [UInt8]) {
+        var alert = Self.alert(id, start: EpochSeconds(start), end: end.map { EpochSeconds($0) })
+        alert.severity = severity
+        alert.sourceID = source
+        alert.sourceEntity = "e\(id)"
+        let message = Alert(
+            activePeriods: [TimeRange(start: UInt64(start), end: end.map(UInt64.init))], informedEntities: [EntitySelector(agencyID: "1")],
+            headerText: TranslatedString([.init(text: "Mirrored \(id)", language: "en")]), severityLevel: severity)
+        return (alert, AlertSourceMapping.encoded(id: "e\(id)", message))
+    }
+
+    // Spec §3 "current conditions, not an archive", as the issue sharpened it:
+    // shown now before upcoming, then severity, then start; ended alerts leave.
+    @Test func whatRidersNeedNowComesFirst() {
+        let now: Int64 = 1_000_000
+        var live = Self.alert(1, start: EpochSeconds(now - 600))
+        live.severity = .info
+        var severe = Self.alert(2, start: EpochSeconds(now - 3600))
+        severe.severity = .severe
+        let newer = Self.alert(3, start: EpochSeconds(now - 60))
+        let soon = Self.alert(4, start: EpochSeconds(now + 600))
+        let later = Self.alert(5, start: EpochSeconds(now + 7200))
+        let ended = Self.alert(6, start: EpochSeconds(now - 90_000), end: EpochSeconds(now - 93_600 + 3600))
+        let expiredDefault = Self.alert(7, start: EpochSeconds(now - 9 * 3600))
+        let draft = Self.alert(8, start: EpochSeconds(now), published: false)
+        let selection = Self.select([live, severe, newer, soon, later, ended, expiredDefault, draft], now: now)
+        #expect(selection.entries.map(\.alert.id) == [2, 3, 1, 4, 5], "severe, then the newer WARNING, then INFO; upcoming soonest first")
+        #expect(selection.entries.map(\.activeNow) == [true, true, true, false, false])
+        #expect(selection.excluded[6] == .ended && selection.excluded[7] == .ended, "an alert whose end passed (or its 8 hours) leaves")
+        #expect(selection.excluded[8] == nil && !selection.includes(8), "a draft is not published: neither in nor explained")
+        #expect(AlertVisibility.of(soon, in: selection) == .upcoming && AlertVisibility.of(ended, in: selection) == .ended)
     }
 
     @Test(
@@ -36,9 +63,92 @@ struct AlertFeedRulesTests {
         arguments: [(nil, false), ("", false), ("  ", false), ("1", true), ("0", true), ("yes", true)] as [(String?, Bool)])
     func testParameter(raw: String?, included: Bool) {
         #expect(AlertFeedRules.includesTestAlerts(raw) == included)
-        let visible = AlertFeedRules.visible(
-            [Self.alert(1, start: 1, test: true), Self.alert(2, start: 2)], includeTest: AlertFeedRules.includesTestAlerts(raw))
-        #expect(visible.contains { $0.id == 1 } == included)
+        let selection = Self.select(
+            [Self.alert(1, start: 1, test: true), Self.alert(2, start: 2)], includeTest: AlertFeedRules.includesTestAlerts(raw), now: 3)
+        #expect(selection.includes(1) == included)
+        #expect(included || selection.excluded[1] == .test)
+    }
+
+    /// The crowding the probe found: 30 mirrored alerts, 20 of them future
+    /// INFO ones from one source, and one live SEVERE authored alert.
+    @Test func sourcesNeverDisplaceAuthoredAlertsAndKeepToTheirShare() {
+        let now: Int64 = 1_000_000
+        var authored = Self.alert(1, start: EpochSeconds(now - 300))
+        authored.severity = .severe
+        var alerts = [authored]
+        var messages: [Int64: [UInt8]] = [:]
+        for index in 0..<30 {
+            let (alert, message) = Self.mirrored(Int64(100 + index), source: 7, start: index < 20 ? now + 3600 + Int64(index) : now - 60)
+            alerts.append(alert)
+            messages[alert.id] = message
+        }
+        let selection = Self.select(alerts, mirrored: messages, now: now)
+        #expect(selection.entries.first?.alert.id == 1, "the live SEVERE alert leads the feed")
+        #expect(selection.entries.count == 1 + AlertFeedRules.maxPerSource)
+        #expect(selection.entries.dropFirst().prefix(10).allSatisfy { $0.activeNow }, "the source's live alerts before its future ones")
+        #expect(selection.excluded.values.filter { $0 == .sourceShare }.count == 30 - AlertFeedRules.maxPerSource)
+        #expect(selection.entries.dropFirst().allSatisfy { $0.entity.id.hasPrefix("Source_7_") })
+    }
+
+    @Test func theFeedHoldsAtMostItsCapAndItsBytes() {
+        let now: Int64 = 1_000_000
+        let many = (1...130).map { Self.alert(Int64($0), start: EpochSeconds(now - Int64($0))) }
+        let selection = Self.select(many, now: now)
+        #expect(selection.entries.count == AlertFeedRules.maxAlerts)
+        #expect(selection.entries.first?.alert.id == 1 && selection.excluded[130] == .full, "the newest start stays")
+        var huge = many.prefix(30).map { $0 }
+        for index in huge.indices { huge[index].description = String(repeating: "d", count: 9_000) + "\(index)" }
+        huge = huge.map { alert in
+            var alert = alert
+            alert.url = nil
+            return alert
+        }
+        let translations = Dictionary(
+            uniqueKeysWithValues: huge.map { alert in
+                (
+                    alert.id,
+                    LocaleCatalog.standard.languages.prefix(12).map {
+                        AlertTranslation(language: $0, header: "h", description: String(repeating: "t", count: 9_000), sourceVersion: 1)
+                    }
+                )
+            })
+        let bounded = AlertFeedSelection.select(huge, translations: translations, mirrored: [:], includeTest: false, now: now, changedAt: 0)
+        #expect(bounded.entries.reduce(0) { $0 + $1.bytes } <= AlertFeedRules.maxBytes)
+        #expect(bounded.excluded.values.contains(.size) && AlertFeedRules.feed(bounded).encoded().count <= AlertFeedRules.maxBytes + 64)
+    }
+
+    /// The header stamp moves with the content only, and is never before a
+    /// shown alert's start (Android: 0 <= stamp - start <= 24 h,
+    /// OneBusAway/onebusaway-android widealerts/GtfsAlertsHelper.kt:63-67).
+    @Test func theStampMovesWhenTheContentDoes() {
+        let start: Int64 = 1_000_017
+        let alert = Self.alert(1, start: EpochSeconds(start), end: EpochSeconds(start + 36 * 3600))
+        let before = Self.select([alert], now: start - 100, changedAt: start - 500)
+        #expect(before.stamp == start - 500 && before.nextChange == start, "published ahead: the next change is its start second")
+        #expect(before.entries.first?.activeNow == false)
+        let atStart = Self.select([alert], now: start, changedAt: start - 500)
+        #expect(atStart.stamp == start, "from its start second, not the minute after")
+        let later = Self.select([alert], now: start + 3 * 3600, changedAt: start - 500)
+        #expect(later.stamp == start && later.nextChange == start + AlertFeedSelection.androidWindowSeconds, "unchanged: the same stamp")
+        let edited = Self.select([alert], now: start + 3 * 3600, changedAt: start + 3 * 3600 - 5)
+        #expect(edited.stamp == start + 3 * 3600 - 5)
+    }
+
+    /// iOS reads only the first active_period (OneBusAway/onebusaway-ios
+    /// OBAKitCore/Models/REST/AgencyAlert.swift:141-163): the current range goes first.
+    @Test func aMirroredAlertsCurrentPeriodGoesFirst() throws {
+        let now: Int64 = 1_000_000
+        var (alert, _) = Self.mirrored(9, source: 2, start: now - 10)
+        alert.severity = .warning
+        let message = Alert(
+            activePeriods: [
+                TimeRange(start: UInt64(now - 90_000), end: UInt64(now - 80_000)), TimeRange(start: UInt64(now + 5000), end: nil),
+                TimeRange(start: UInt64(now - 10), end: UInt64(now + 100)),
+            ], informedEntities: [EntitySelector(agencyID: "1")], headerText: TranslatedString([.init(text: "x", language: "en")]))
+        let entity = AlertFeedRules.entity(alert, translations: [], message: message, now: now)
+        let periods = try #require(entity.alert?.activePeriods)
+        #expect(periods.map(\.start) == [UInt64(now - 10), UInt64(now + 5000), UInt64(now - 90_000)])
+        #expect(entity.id == "Source_2_e9")
     }
 
     @Test func activePeriodEndsAfter8HoursWhenNoEndIsSet() throws {
@@ -67,7 +177,7 @@ struct AlertFeedRulesTests {
     }
 
     @Test func theFeedAlwaysHasAHeader() {
-        let feed = AlertFeedRules.feed([], translations: [:], includeTest: false, timestamp: 0)
+        let feed = AlertFeedRules.feed(Self.select([]))
         #expect(feed.header.gtfsRealtimeVersion == "1.0")
         #expect(!feed.encoded().isEmpty)
     }
@@ -168,7 +278,7 @@ struct AlertInputRulesTests {
         let messages = AlertInputRules.apply(["cause": "aliens", "effect": "detour", "severity": "loud"], to: &alert)
         #expect(messages.count == 2)
         #expect(messages[0].hasPrefix("cause must be one of UNKNOWN_CAUSE, OTHER_CAUSE"))
-        #expect(messages[0].contains("MEDICAL_EMERGENCY"))
+        #expect(messages[0].contains("MEDICAL_EMERGENCY, SPECIAL_EVENT"), "cause 13, official since 2026-06")
         #expect(messages[1].contains("UNKNOWN_SEVERITY, INFO, WARNING, SEVERE"))
         #expect(alert.effect == .detour, "case-insensitive")
     }

@@ -24,6 +24,7 @@ extension OperatorCommands {
                     "A region the key may manage (repeat for more), or all for every region"),
                 OperatorOption("push", nil, "The key may start sends"),
                 OperatorOption("admin", nil, "The key may also create, list and revoke keys within its regions over the admin API"),
+                OperatorOption("sources", nil, "The key may add, edit, poll and remove alert sources (others only read them)"),
             ],
             run: { c in
                 guard let name = c.options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
@@ -32,7 +33,7 @@ extension OperatorCommands {
                 let regions = try regionList(c.options["region"])
                 let (key, record) = try await ApiKeyStore(database: c.database).create(
                     name: name, regions: regions, canPush: c.options["push"] == "true", isAdmin: c.options["admin"] == "true",
-                    now: c.now)
+                    canManageSources: c.options["sources"] == "true", now: c.now)
                 await c.audit.record(
                     actor: c.actor, action: "apikey.create", regionID: Optional<Int>.none, target: "API key \(record.id)",
                     detail: "\(name); \(record.scopeDescription)", now: c.now)

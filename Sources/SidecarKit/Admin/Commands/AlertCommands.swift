@@ -24,11 +24,13 @@ extension OperatorCommands {
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
                 let zone = await c.zone(regionID: regionID)
+                let view = try await AlertFeedView.read(c.alerts, regionID: regionID, now: c.now)
                 for alert in try await c.alerts.alerts(regionID: regionID) {
-                    let state = AlertVisibility.of(alert, now: EpochSeconds(c.now)).rawValue
+                    let state = view.visibility(alert).rawValue
+                    let until = AlertFeedRules.effectiveEnd(alert).map { RegionTime.iso8601($0, zone) } ?? "while its source lists it"
                     c.output(
                         "\(alert.id)\t\(state)\(alert.test ? " test" : "")\t\(RegionTime.iso8601(alert.startsAt, zone))"
-                            + "\tuntil \(RegionTime.iso8601(AlertFeedRules.effectiveEnd(alert), zone))\t\(alert.header)")
+                            + "\tuntil \(until)\t\(alert.header)")
                 }
                 return 0
             }),
@@ -40,7 +42,8 @@ extension OperatorCommands {
                 c.output(
                     describe(
                         alert, translations: try await c.alerts.translations(alertID: id), sends: try await c.alerts.sends(alertID: id),
-                        zone: await c.zone(regionID: alert.regionID), now: c.now))
+                        zone: await c.zone(regionID: alert.regionID),
+                        view: try await AlertFeedView.read(c.alerts, regionID: alert.regionID, now: c.now)))
                 return 0
             }),
         OperatorCommand(
@@ -157,17 +160,20 @@ extension OperatorCommands {
     }
 
     /// An alert as `alert show` prints it, times in the region's zone.
-    static func describe(_ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, now: Int64) -> String {
+    static func describe(
+        _ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, view: AlertFeedView
+    ) -> String {
         func time(_ instant: EpochSeconds) -> String { RegionTime.iso8601(instant, zone) }
+        let why = view.exclusion(alert).flatMap { $0 == .ended ? nil : " (\($0.explanation))" } ?? ""
         var lines = [
             "alert \(alert.id) (region \(alert.regionID), agency \(alert.agencyID)); times in \(zone.identifier)",
-            "  state:       \(AlertVisibility.of(alert, now: EpochSeconds(now)).rawValue)\(alert.test ? ", test" : "")",
+            "  state:       \(view.visibility(alert).rawValue)\(alert.test ? ", test" : "")\(alert.published ? why : "")",
             "  header:      \(alert.header)",
             "  description: \(alert.description)",
             "  url:         \(alert.url ?? "-")",
             "  cause:       \(alert.cause.name)   effect: \(alert.effect.name)   severity: \(alert.severity.name)",
             "  start:       \(time(alert.startsAt))",
-            "  end:         \(alert.endsAt.map(time) ?? "none set: riders see it until \(time(AlertFeedRules.effectiveEnd(alert))) (start + 8 h)")",
+            "  end:         \(alert.endsAt.map(time) ?? AlertFeedRules.effectiveEnd(alert).map { "none set: riders see it until \(time($0)) (start + 8 h)" } ?? "none: open-ended while its source lists it")",
             "  affected:    \(alert.impactStartsAt.map { "\(time($0)) to \(alert.impactEndsAt.map(time) ?? "-")" } ?? "the whole shown period")",
         ]
         for translation in translations {

@@ -57,7 +57,8 @@ struct CommandRun: Sendable {
         return AlertSourcePoller(
             sources: sourceStore, alerts: alerts, administration: administration, launch: nil, http: http,
             coordination: CoordinationStore(database: database), clock: clock, logger: logger, metrics: nil,
-            listening: { (configuration.host, configuration.port) }, environment: ProcessInfo.processInfo.environment)
+            listening: { (configuration.host, configuration.port) }, environment: ProcessInfo.processInfo.environment,
+            catalog: configuration.locales, proxy: configuration.sourceProxy)
     }
 
     var sourceAdministration: AlertSourceAdministration {

@@ -39,8 +39,23 @@ extension OperatorCommands {
             name: "source edit", id: "ID", access: .writes, summary: "Change a source's settings (only those given); it is polled again at once",
             options: [OperatorOption("url", "URL", "The feed (http or https)")] + sourceSettings, notes: sourceNotes,
             run: { c in
+                let before = try await c.sourceStore.source(id: try c.id())?.0
                 let source = try await c.sourceAdministration.edit(id: try c.id(), fields: c.options)
                 c.output("updated source \(source.id)")
+                if let before, before.url != source.url {
+                    // Secrets and allowances were granted for the old feed.
+                    let dropped = before.headers.filter { header in !source.headers.contains(header) }.map(\.name)
+                    if !dropped.isEmpty {
+                        c.output(
+                            "the URL changed: its secret headers (\(dropped.joined(separator: ", "))) were dropped; give them again with --header-file or --header-env"
+                        )
+                    }
+                    if (before.allowPrivate && !source.allowPrivate) || (before.allowLinkLocal && !source.allowLinkLocal) {
+                        c.output(
+                            "the URL changed: its address allowances were dropped; give --allow-private true or --allow-link-local true again if the new feed needs them"
+                        )
+                    }
+                }
                 return 0
             }),
         OperatorCommand(
@@ -87,6 +102,25 @@ extension OperatorCommands {
                 c.output("dismissed \(c.options["entity"] ?? "")")
                 return 0
             }),
+        OperatorCommand(
+            name: "source hide", id: "ID", access: .writes,
+            summary: "Keep one of a source's alerts out of the region's feed while the source lists it",
+            options: [OperatorOption("entity", "ENTITY", required: true, "The alert's entity id at the source")],
+            run: { c in
+                let entity = c.options["entity"] ?? ""
+                let changed = try await c.sourceAdministration.setHidden(id: try c.id(), entityID: entity, hidden: true)
+                c.output(changed ? "hid \(entity) from the feed" : "\(entity) was already out of the feed")
+                return 0
+            }),
+        OperatorCommand(
+            name: "source unhide", id: "ID", access: .writes, summary: "Let a hidden alert of a source back into the region's feed",
+            options: [OperatorOption("entity", "ENTITY", required: true, "The alert's entity id at the source")],
+            run: { c in
+                let entity = c.options["entity"] ?? ""
+                let changed = try await c.sourceAdministration.setHidden(id: try c.id(), entityID: entity, hidden: false)
+                c.output(changed ? "\(entity) is back in the feed" : "\(entity) was not hidden")
+                return 0
+            }),
     ]
 
     /// The settings `source add` and `source edit` take.
@@ -104,6 +138,11 @@ extension OperatorCommands {
         OperatorOption("header-file", "NAME:PATH", repeatable: true, "A request header whose value is read from a file at each poll"),
         OperatorOption("header-env", "NAME:VARIABLE", repeatable: true, "A request header whose value is read from the environment"),
         OperatorOption("allow-link-local", "true|false", "Allow a link-local or cloud metadata address (refused by default)"),
+        OperatorOption(
+            "allow-private", "true|false",
+            "Allow a loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7) or CGNAT (100.64/10) address: an on-premises feed (refused by default)"
+        ),
+        OperatorOption("pushes-per-hour", "N", "Pushes the rules may start in an hour; beyond, they wait for review (default 4, 1 to 60)"),
         OperatorOption("max-bytes", "N", "The largest feed accepted (default 8388608)"),
     ]
 
@@ -112,6 +151,8 @@ extension OperatorCommands {
         Effects: \(Effect.allCases.map(\.name).joined(separator: " "))
         The region needs an agency id first: sidecar region set --id N --agency-id ID.
         A running 'sidecar serve' on the same database polls each source at its interval (a new or edited one at once).
+        A changed --url drops the source's secret headers and address allowances unless the same command gives them again.
+        Polls use no proxy, whatever http_proxy says; 'sidecar serve --source-proxy URL' sends them through one.
         """
 }
 
@@ -136,6 +177,10 @@ enum SourceDescription {
             "  scope:         \(source.scope.rawValue); quiet hours \(source.quietHours?.text ?? "none"); flood threshold \(source.floodThreshold); "
                 + "corrections \(source.pushCorrections ? "push" : "do not push")",
             "  headers:       \(source.headers.isEmpty ? "none" : source.headers.map(\.described).joined(separator: ", "))",
+            "  may reach:     the internet"
+                + (source.allowPrivate ? ", loopback, private and CGNAT addresses (allowed)" : "")
+                + (source.allowLinkLocal ? ", link-local and metadata addresses (allowed)" : ""),
+            "  pushes:        at most \(source.pushesPerHour) an hour from this source, \(AlertSourceRules.pushesPerDevicePerHour) from all of the region's",
             "status:          \(state(status))",
             "last poll:       \(time(status.lastPollAt))",
             "last success:    \(time(status.lastSuccessAt))",

@@ -176,6 +176,17 @@ extension CommandLineInterface {
             config.locales = LocaleCatalog(languages)
         },
         Flag(
+            name: "source-proxy", valueName: "URL",
+            help:
+                "An HTTP proxy alert-source polls go through (each target name's addresses are checked before sending); without it polls use no proxy, whatever http_proxy and https_proxy say",
+            shown: { $0.sourceProxy ?? "none" }, commands: ["serve", "admin"]
+        ) { config, value throws(CommandLineError) in
+            guard AlertInputRules.isWebLink(value) || value.lowercased().hasPrefix("socks5h://") else {
+                throw CommandLineError("--source-proxy must be an http://, https:// or socks5h:// URL, got '\(value)'")
+            }
+            config.sourceProxy = value
+        },
+        Flag(
             name: "demo", valueName: "",
             help:
                 "Add a demo region whose OneBusAway server this process simulates, with sample alerts and a survey; pushes go to the log unless a transport is set (see GET /demo)",

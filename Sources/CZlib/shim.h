@@ -1,0 +1,4 @@
+#ifndef SIDECAR_CZLIB_SHIM_H
+#define SIDECAR_CZLIB_SHIM_H
+#include <zlib.h>
+#endif
