@@ -93,6 +93,8 @@ final class ConnectionGuard: Sendable {
     }
 
     var openConnections: Int { registry.withLock { $0.connections.count } }
+    /// Open connections not being closed: what the limit counts.
+    var liveConnections: Int { registry.withLock { $0.connections.values.lazy.filter { !$0.closing.load(ordering: .relaxed) }.count } }
 
     func start() {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }

@@ -50,6 +50,9 @@ public final class HTTPServer: Sendable {
 
     /// Open client connections.
     public var openConnections: Int { connectionGuard.openConnections }
+    /// Open connections not being closed: what `connectionLimit` bounds (a
+    /// closed one counts in `openConnections` until libmicrohttpd lets go).
+    public var liveConnections: Int { connectionGuard.liveConnections }
 
     /// Connections closed for being slow, idle near the limit, or over the
     /// per-client limit.

@@ -236,7 +236,15 @@ struct HardeningTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
             #expect(statuses.allSatisfy { $0 == 200 }, "the bystander's success rate: \(statuses.filter { $0 == 200 }.count) of 30")
-            #expect(server.openConnections <= 120)
+            #expect(server.liveConnections <= 120, "the limit holds for what is served")
+            // Connections cut are counted until libmicrohttpd lets them go,
+            // later on a busy machine: waited for, not timed.
+            var settled = false
+            for _ in 0..<600 where !settled {
+                settled = server.openConnections <= 120
+                if !settled { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(settled, "\(server.openConnections) open 30 s later")
             withExtendedLifetime(slow) {}
         }
     }

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from alert_feed_server import fields  # noqa: E402  (protobuf fields read by hand)
 
 base, live_id, test_id, impact_id = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+impact_times = sys.argv[5:9]
 
 
 def fetch(path):
@@ -49,14 +50,19 @@ def raw_periods(body, entity_id):
 
 
 def seconds(text):
-    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S%z")) - int(text[-6:-3]) * 3600
+    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
 
 
 plain = feed("/api/v1/regions/1/alerts")
 assert plain.header.gtfs_realtime_version == "1.0", plain.header
-assert abs(plain.header.timestamp - time.time()) < 120 and plain.header.timestamp % 60 == 0, plain.header.timestamp
-assert [e.id for e in plain.entity] == [f"Alert_{impact_id}", f"Alert_{live_id}"], [e.id for e in plain.entity]
-alert = plain.entity[1].alert
+# Stamped when the content last changed (the last publish, moments ago): never ahead, and the same bytes after it.
+assert time.time() - 600 < plain.header.timestamp <= time.time() + 1, plain.header.timestamp
+first = fetch("/api/v1/regions/1/alerts")
+time.sleep(1.1)
+assert fetch("/api/v1/regions/1/alerts") == first, "an unchanged feed changed its bytes"
+# What riders need now first: the live alert, then the upcoming one.
+assert [e.id for e in plain.entity] == [f"Alert_{live_id}", f"Alert_{impact_id}"], [e.id for e in plain.entity]
+alert = plain.entity[0].alert
 assert alert.informed_entity[0].agency_id == "1", alert.informed_entity
 assert alert.active_period[0].end - alert.active_period[0].start == 8 * 3600, alert.active_period
 assert alert.cause == gtfs_realtime_pb2.Alert.CONSTRUCTION, alert.cause
@@ -68,21 +74,21 @@ assert alert.header_text.translation[1].text == "Ruta 44 desviada"
 assert [(t.language, t.text) for t in alert.description_text.translation] == [("en", "Skips 45th St"), ("es", "Salta la calle 45")], \
     "a Spanish title never sits over an English body"
 # Traditional Chinese, the only Chinese: its own tag and the bare zh both apps match.
-impact = plain.entity[0].alert
+impact = plain.entity[1].alert
 assert [(t.language, t.text) for t in impact.header_text.translation] == [
     ("en", "Station closed Saturday"), ("zh-Hant", "車站週六關閉"), ("zh", "車站週六關閉")], impact.header_text
 assert impact.severity_level == gtfs_realtime_pb2.Alert.WARNING, "new alerts default to WARNING"
 
 # The fields the bindings may not know, read raw: the same range as active_period, and the impact inside it.
 body = fetch("/api/v1/regions/1/alerts")
-shown = (seconds("2026-12-03T08:00:00-08:00"), seconds("2026-12-06T20:00:00-08:00"))
+shown = (seconds(impact_times[0]), seconds(impact_times[1]))
 periods = raw_periods(body, f"Alert_{impact_id}")
-assert periods == {1: [shown], 2: [shown], 3: [(seconds("2026-12-05T05:00:00-08:00"), seconds("2026-12-05T23:00:00-08:00"))]}, periods
+assert periods == {1: [shown], 2: [shown], 3: [(seconds(impact_times[2]), seconds(impact_times[3]))]}, periods
 live = raw_periods(body, f"Alert_{live_id}")
 assert live[1] == live[2] and 3 not in live, live
 
 suffixed = feed("/api/v1/regions/1-puget-sound/alerts.pb?test=1")
-assert [e.id for e in suffixed.entity] == [f"Alert_{impact_id}", f"Alert_{test_id}", f"Alert_{live_id}"], [e.id for e in suffixed.entity]
+assert [e.id for e in suffixed.entity] == [f"Alert_{test_id}", f"Alert_{live_id}", f"Alert_{impact_id}"], [e.id for e in suffixed.entity]
 
 empty = feed("/api/v1/regions/0/alerts")
 assert empty.header.gtfs_realtime_version == "1.0" and len(empty.entity) == 0

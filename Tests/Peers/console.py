@@ -428,20 +428,22 @@ def kolkata(driver, url, database):
     check("Asia/Kolkata" in driver.page_source and "+05:30" in driver.page_source, "the Kolkata form does not name its zone")
     prefilled = driver.find_element(By.NAME, "start").get_attribute("value")
     check(prefilled in local_minutes(KOLKATA), f"start pre-filled {prefilled}, not Kolkata now {local_minutes(KOLKATA)}")
-    driver.find_element(By.NAME, "header").send_keys("Purple Line closed at MG Road on Christmas Eve")
-    set_value(driver, "start", "2026-12-24T09:30")
-    set_value(driver, "end", "2026-12-24T18:00")
+    driver.find_element(By.NAME, "header").send_keys("Purple Line closed at MG Road next week")
+    # A day a week ahead (the feed carries only alerts not yet over).
+    day = (datetime.datetime.now(KOLKATA) + datetime.timedelta(days=7)).date()
+    set_value(driver, "start", f"{day.isoformat()}T09:30")
+    set_value(driver, "end", f"{day.isoformat()}T18:00")
     shoot(driver, "alert-new-kolkata")
     submit(driver)
     wait_text(driver, "Alert created as a draft.")
     alert_id = re.search(r"/admin/alerts/(\d+)", driver.current_url).group(1)
-    check("2026-12-24 09:30" in driver.page_source, "the alert page does not show the typed time")
+    check(f"{day.isoformat()} 09:30" in driver.page_source, "the alert page does not show the typed time")
     shown = cli(database, "alert", "show", alert_id).stdout
-    check("start:       2026-12-24T09:30:00+05:30" in shown, f"the CLI shows another start:\n{shown}")
+    check(f"start:       {day.isoformat()}T09:30:00+05:30" in shown, f"the CLI shows another start:\n{shown}")
     driver.find_element(By.XPATH, "//button[normalize-space()='Publish']").click()
     wait_text(driver, "Published")
     alert = entity(url, alert_id, region=2)
-    expected = int(datetime.datetime(2026, 12, 24, 4, 0, tzinfo=datetime.timezone.utc).timestamp())
+    expected = int(datetime.datetime(day.year, day.month, day.day, 4, 0, tzinfo=datetime.timezone.utc).timestamp())
     check(alert.active_period[0].start == expected, f"Kolkata 09:30 reached the feed as {alert.active_period[0].start}, not {expected}")
     print("console: Asia/Kolkata: pre-filled with Kolkata now, 09:30 typed is 04:00 UTC in the feed")
     return alert_id
@@ -711,7 +713,9 @@ def main():
         state["sidecar"].stop()
         gorush.shutdown()
         oba.shutdown()
-    print(f"console: {len(os.listdir(SHOTS))} screenshots in {SHOTS}")
+    # The folder is named only when it is kept (SIDECAR_SCREENSHOTS): a scratch one is deleted with the run.
+    kept = f" in {SHOTS}" if os.environ.get("SIDECAR_SCREENSHOTS") else ""
+    print(f"console: {len(os.listdir(SHOTS))} screenshots{kept}")
 
 
 if __name__ == "__main__":

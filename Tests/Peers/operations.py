@@ -248,7 +248,7 @@ def exchange():
     oba = base.OBA()
     base.cli(source, "region", "set", "--id", "1", "--agency-id", "1")
     alert = base.cli(source, "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--description", "Skips 45th St",
-                     "--cause", "CONSTRUCTION", "--effect", "DETOUR", "--severity", "WARNING", "--start", "2026-12-01T08:00:00-08:00").split()[2]
+                     "--cause", "CONSTRUCTION", "--effect", "DETOUR", "--severity", "WARNING", "--start", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))).split()[2]
     base.cli(source, "alert", "translate", alert, "--language", "es", "--header", "Ruta 44 desviada", "--description", "Salta la calle 45")
     base.cli(source, "alert", "publish", alert)
     sidecar = base.Sidecar(source, "--regions", base.regions_file(oba))

@@ -133,7 +133,7 @@ def send(gorush):
     url = new_database("scale_send")
     base.cli(url, "region", "set", "--id", "1", "--agency-id", "1")
     alert = base.cli(url, "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--start",
-                     "2026-12-01T08:00:00-08:00").split()[2]
+                     time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))).split()[2]
     base.cli(url, "alert", "publish", alert)
     key = base.cli(url, "apikey", "create", "--name", "test", "--region", "all", "--push").strip().splitlines()[-1]
     now = int(time.time() * 1000)
@@ -184,7 +184,7 @@ def feed():
     status, body = b.request("GET", "/api/v1/regions/1/alerts")
     check(status == 200 and b"Elevator out" not in body, "B's feed before the edit")
     auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/x-www-form-urlencoded"}
-    status, body = a.request("POST", "/admin/api/regions/1/alerts", body="header=Elevator out at Westlake&start=2026-12-01T08:00:00Z",
+    status, body = a.request("POST", "/admin/api/regions/1/alerts", body="header=Elevator out at Westlake&start=" + time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60)),
                              headers=auth)
     check(status == 201, f"creating through A answered {status}")
     alert = json.loads(body)["id"]
@@ -311,7 +311,7 @@ def copy():
                         headers={"Content-Type": "application/x-www-form-urlencoded"})
     sidecar.stop()
     base.cli(source, "region", "set", "--id", "1", "--agency-id", "1")
-    alert = base.cli(source, "alert", "create", "--region", "1", "--header", "Detour", "--start", "2026-12-01T08:00:00Z").split()[2]
+    alert = base.cli(source, "alert", "create", "--region", "1", "--header", "Detour", "--start", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))).split()[2]
     base.cli(source, "alert", "translate", alert, "--language", "es", "--header", "Desvío")
     base.cli(source, "apikey", "create", "--name", "copy", "--region", "all")
     url = new_database("scale_copy")
@@ -327,7 +327,7 @@ def copy():
         returned = sqlite3.connect(back).execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
         check(original == returned, f"{table} changed in the round trip")
     # The copy is a working database: a new alert gets the next id.
-    created = base.cli(url, "alert", "create", "--region", "1", "--header", "After", "--start", "2026-12-01T08:00:00Z").split()[2]
+    created = base.cli(url, "alert", "create", "--region", "1", "--header", "After", "--start", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))).split()[2]
     check(int(created) == int(alert) + 1, f"the new alert got id {created}")
     print("copy: a populated SQLite file copied to PostgreSQL and back, every row identical; a non-empty target refused")
 

@@ -357,7 +357,7 @@ def sends(gorush, sig):
     cli(database, "migrate")
     cli(database, "region", "set", "--id", "1", "--agency-id", "1")
     alert = cli(database, "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--start",
-                "2026-12-01T08:00:00-08:00").split()[2]
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))).split()[2]
     cli(database, "alert", "publish", alert)
     key = cli(database, "apikey", "create", "--name", "test", "--region", "all", "--push").strip().splitlines()[-1]
     connection = sqlite3.connect(database)

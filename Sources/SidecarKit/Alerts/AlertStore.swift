@@ -288,16 +288,16 @@ struct AlertStore: Sendable {
     // MARK: Rows
 
     /// A region's alerts changed: its feed version moves on, and its
-    /// `changed_at` (the feed's header stamp) too, by at least a second, so
-    /// two feeds that differ never carry the same stamp (gtfs-rt-validator
-    /// E017) even when two edits fall in one second.
+    /// `changed_at` (the feed's header stamp) to now, never back (an
+    /// instance whose clock lags another's must not move it backwards, and
+    /// it is never ahead of the writer's clock).
     static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: Int64) throws {
         try connection.execute(
             """
             INSERT INTO alert_feed_versions (region_id, version, changed_at) VALUES (\(Int64(regionID)), 1, \(now))
             ON CONFLICT (region_id) DO UPDATE SET version = alert_feed_versions.version + 1,
                 changed_at = CASE WHEN excluded.changed_at > alert_feed_versions.changed_at THEN excluded.changed_at
-                    ELSE alert_feed_versions.changed_at + 1 END
+                    ELSE alert_feed_versions.changed_at END
             """)
     }
 

@@ -4,34 +4,36 @@ import Database
 /// install to another database (typically a SQLite file to PostgreSQL, when
 /// an agency grows from one machine to several), keeping ids, then checks
 /// that every table holds as many rows on both sides.
+///
+/// The tables are read off the migration list (`Migrations.tables`), in the
+/// order the migrations create them, so a table added later is copied
+/// without editing this file and parents always come before their children.
+/// Only the tables each database keeps for itself (`keptApart`) are left out.
 enum DatabaseCopy {
-    /// The tables that hold an install's data, parents before children (so
-    /// foreign keys hold while copying), each with the column it is paged by.
-    /// Left out: migration bookkeeping, health probes, leases, shared
-    /// documents and throttle counters, which each side keeps for itself.
-    static let tables: [(name: String, order: String, hasID: Bool)] = [
-        ("push_registrations", "id", true),
-        ("alarms", "id", true),
-        ("live_activities", "id", true),
-        ("region_settings", "region_id", false),
-        ("alerts", "id", true),
-        ("alert_id_sequence", "last_id", false),
-        ("alert_translations", "alert_id, language", false),
-        ("alert_sends", "id", true),
-        ("alert_send_pending", "send_id, registration_id", false),
-        ("alert_feed_versions", "region_id", false),
-        ("api_keys", "id", true),
-        ("studies", "id", true),
-        ("surveys", "id", true),
-        ("survey_questions", "id", true),
-        ("survey_responses", "id", true),
-        ("ghost_bus_reports", "id", true),
+    /// Tables each database keeps for itself, never copied, and why.
+    static let keptApart: [String: String] = [
+        "leases": "who is running a job now: the target's instances take their own",
+        "rate_limits": "throttle counters of the current minute",
+        "shared_documents": "the regions directory as last fetched: the target fetches it again",
     ]
 
-    /// Tables of exactly one row that every migrated database has (the
-    /// alert id counter): not data that makes a target "not empty", and
-    /// replaced by the source's row rather than added to.
-    static let singletons: Set<String> = ["alert_id_sequence"]
+    /// Tables a database fills by itself (the alert id counter every
+    /// migrated database has, the console's secrets a server makes at its
+    /// first start): they do not make a target "not empty", and the
+    /// source's rows replace the target's.
+    static let replaced: Set<String> = ["alert_id_sequence", "console_secrets"]
+
+    /// A copied table: its name and whether it has an auto-assigned `id`
+    /// (whose sequence the target advances past the copied ids).
+    struct Table: Equatable, Sendable {
+        var name: String
+        var hasID: Bool
+    }
+
+    /// Every table the migration list knows, but those kept apart.
+    static var tables: [Table] {
+        Migrations.tables(Migrations.sidecar).filter { keptApart[$0.name] == nil }
+    }
 
     static let pageSize = 1000
 
@@ -41,61 +43,78 @@ enum DatabaseCopy {
 
     /// Copies and verifies; `report` hears one line per table. Throws when
     /// the target already holds data (unless `replace`, which empties it
-    /// first) or when the counts differ afterwards.
+    /// first) or when any table's counts differ afterwards (naming each).
     static func run(
         from source: any Database, to target: any Database, replace: Bool,
         report: @Sendable (String) -> Void
     ) async throws -> [(table: String, rows: Int)] {
         try await source.migrate(Migrations.all)
         try await target.migrate(Migrations.all)
-        let occupied = try await counts(target).filter { $0.rows > 0 && !singletons.contains($0.table) }
+        let tables = tables
+        let occupied = try await counts(target, tables).filter { $0.rows > 0 && !replaced.contains($0.table) }
         if !occupied.isEmpty {
             guard replace else {
                 let sample = occupied.prefix(3).map { "\($0.table) has \($0.rows)" }.joined(separator: ", ")
                 throw Failure(description: "the target database is not empty (\(sample)); pass --replace to empty it first")
             }
+        }
+        if !occupied.isEmpty || tables.contains(where: { replaced.contains($0.name) }) {
+            // Children before parents, so foreign keys hold while emptying.
             try await target.write { connection in
-                for table in tables.reversed() { try connection.execute("DELETE FROM \(raw: table.name)") }
+                for table in tables.reversed() where !occupied.isEmpty || replaced.contains(table.name) {
+                    try connection.execute("DELETE FROM \(raw: table.name)")
+                }
             }
         }
         for table in tables {
-            if singletons.contains(table.name) {
-                try await target.write { connection in try connection.execute("DELETE FROM \(raw: table.name)") }
-            }
-            var copied = 0
-            var offset = 0
-            while true {
-                let skip = offset
-                let rows = try await source.read { connection in
-                    try connection.query(
-                        "SELECT * FROM \(raw: table.name) ORDER BY \(raw: table.order) LIMIT \(Int64(pageSize)) OFFSET \(Int64(skip))")
-                }
-                guard let first = rows.first else { break }
-                let columns = first.columns
-                let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
-                let insert = "INSERT INTO \(table.name) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))"
-                try await target.write { connection in
-                    for row in rows { try connection.execute(insert, row.values) }
-                }
-                copied += rows.count
-                offset += rows.count
-                if rows.count < pageSize { break }
-            }
+            let copied = try await copy(table, from: source, to: target)
             if table.hasID {
                 // Ids were copied as they were: new rows continue after them.
                 try await target.write { connection in try connection.advanceIdentity(table: table.name) }
             }
             report("\(table.name): \(copied) rows")
         }
-        let before = try await counts(source)
-        let after = try await counts(target)
-        for (source, target) in zip(before, after) where source.rows != target.rows {
-            throw Failure(description: "\(source.table) has \(source.rows) rows in the source but \(target.rows) in the target")
+        let before = try await counts(source, tables)
+        let after = try await counts(target, tables)
+        let differing = zip(before, after).filter { $0.rows != $1.rows }
+        guard differing.isEmpty else {
+            throw Failure(
+                description: "counts differ after the copy: "
+                    + differing.map { "\($0.table) has \($0.rows) rows in the source but \($1.rows) in the target" }.joined(separator: "; "))
         }
         return after
     }
 
-    static func counts(_ database: any Database) async throws -> [(table: String, rows: Int)] {
+    /// One table, page by page: by id, or by every column (a stable order
+    /// for tables keyed otherwise).
+    static func copy(_ table: Table, from source: any Database, to target: any Database) async throws -> Int {
+        guard
+            let columns = try await source.read({ connection in
+                try connection.queryOne("SELECT * FROM \(raw: table.name) LIMIT 1")?.columns
+            })
+        else { return 0 }
+        let order = table.hasID ? "id" : (1...columns.count).map(String.init).joined(separator: ", ")
+        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
+        let insert = "INSERT INTO \(table.name) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))"
+        var copied = 0
+        while true {
+            let skip = copied
+            let rows = try await source.read { connection in
+                try connection.query(
+                    "SELECT \(raw: columns.joined(separator: ", ")) FROM \(raw: table.name) ORDER BY \(raw: order) LIMIT \(Int64(pageSize)) OFFSET \(Int64(skip))"
+                )
+            }
+            guard !rows.isEmpty else { break }
+            try await target.write { connection in
+                for row in rows { try connection.execute(insert, row.values) }
+            }
+            copied += rows.count
+            if rows.count < pageSize { break }
+        }
+        return copied
+    }
+
+    static func counts(_ database: any Database, _ tables: [Table] = tables) async throws -> [(table: String, rows: Int)] {
         try await database.read { connection in
             try tables.map { table in
                 (table.name, Int(try connection.queryOne("SELECT COUNT(*) AS n FROM \(raw: table.name)")?.int("n") ?? 0))

@@ -64,6 +64,24 @@ enum Migrations {
         RelayStore.schema, AlertSourceStore.schema, IdempotencyStore.schema,
     ]
 
+    /// The tables a migration list creates, in the order it creates them
+    /// (so a table comes after every table it can reference), with whether
+    /// each has an auto-assigned `id`; a dropped table is left out.
+    static func tables(_ migrations: [Migration]) -> [DatabaseCopy.Table] {
+        var tables: [DatabaseCopy.Table] = []
+        for statement in migrations.sorted(by: { $0.version < $1.version }).flatMap(\.statements) {
+            let words = statement.sqlite.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" }).map { $0.uppercased() }
+            if words.count >= 3, words[0] == "CREATE", words[1] == "TABLE" {
+                let name = words[2] == "IF" && words.count >= 6 ? words[5] : words[2]
+                tables.append(DatabaseCopy.Table(name: name.lowercased(), hasID: statement.sqlite.contains("id INTEGER PRIMARY KEY")))
+            } else if words.count >= 3, words[0] == "DROP", words[1] == "TABLE" {
+                let name = (words[2] == "IF" && words.count >= 5 ? words[4] : words[2]).lowercased()
+                tables.removeAll { $0.name == name }
+            }
+        }
+        return tables
+    }
+
     static func entry(_ version: Int, _ name: String, _ owners: Schema...) -> Migration {
         Migration(version: version, name: name, owners: owners.map(\.owner), statements: owners.flatMap { $0.changes[version] ?? [] })
     }
