@@ -22,6 +22,9 @@ pg_ctl as the postgres user). Each check gets its own database.
   copy       copy-database round trip of a populated SQLite file
   urls       unreachable, wrong password, missing database: exit 1 naming the
              host, never the password; unknown sslmode or a malformed URL: exit 2
+  passwords  the server, the relay, doctor, migrate, the CLI and --help with the
+             password in every accepted URL form, text and JSON logs: the
+             password appears in no line
 """
 import glob
 import json
@@ -39,7 +42,7 @@ import stops_and_faults as base  # noqa: E402  (the stand-ins and the process wr
 import alert_feed_server as feeds  # noqa: E402  (a GTFS-realtime feed built with gtfs-realtime-bindings)
 
 BIN, ADMIN, PG_DATA = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
-CHECKS = sys.argv[4:] or ["urls", "alarms", "kill", "send", "throttle", "feed", "sources", "outage", "frozen", "copy"]
+CHECKS = sys.argv[4:] or ["urls", "passwords", "alarms", "kill", "send", "throttle", "feed", "sources", "outage", "frozen", "copy"]
 base.BIN = BIN
 WORK = tempfile.mkdtemp(prefix="sidecar-scale-")
 base.WORK = WORK
@@ -355,6 +358,66 @@ def urls():
           "an unknown sslmode and a malformed URL exit 2")
 
 
+def passwords():
+    """Every line a run prints, with the real password in each URL form."""
+    password = ADMIN.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+    user = ADMIN.split("://", 1)[1].split(":", 1)[0]
+    server = ADMIN.split("@", 1)[1].split("/", 1)[0]
+    new_database("scale_passwords")
+    new_database("scale_passwords_relay")
+    forms = [f"postgres://{user}:{password}@{server}/scale_passwords",
+             f"postgresql://{user}:{password}@{server}/scale_passwords?sslmode=disable",
+             f"postgres://{user}@{server}/scale_passwords?password={password}&application_name=sidecar"]
+    # The relay delivers through FCM here (never reached): a service account of its own.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    account = os.path.join(base.WORK, "passwords-service-account.json")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with open(account, "w") as handle:
+        json.dump({"type": "service_account", "project_id": "p", "client_email": "relay@p.iam.gserviceaccount.com",
+                   "private_key": key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                    serialization.NoEncryption()).decode(),
+                   "token_uri": "http://127.0.0.1:1/token"}, handle)
+    output = []
+    for index, url in enumerate(forms):
+        log_format = ["--log-format", "json"] if index % 2 else []
+        output.append(subprocess.run([BIN, "migrate", "--database", url, *log_format], capture_output=True, text=True).stderr)
+        sidecar = base.Sidecar(url, "--log-level", "debug", *log_format)
+        status, _ = sidecar.request("POST", "/api/v2/regions/1/push_registrations", body="token=passwords-device-1&operating_system=ios",
+                                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+        check(status == 204, f"registration: {status}")
+        sidecar.request("GET", "/healthz")
+        check(sidecar.stop() == 0, "the server did not stop cleanly")
+        output.append(sidecar.text())
+        for arguments in (["doctor"], ["alert", "list", "--region", "1"], ["source", "list"], ["export", "--region", "1"]):
+            done = subprocess.run([BIN, *arguments, "--database", url], capture_output=True, text=True, timeout=60)
+            output.append(done.stdout + done.stderr)
+        environment = {**os.environ, "SIDECAR_DATABASE": url}
+        help_text = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True, env=environment).stdout
+        output.append(help_text)
+        relay_url = url.replace("/scale_passwords", "/scale_passwords_relay")
+        relay = subprocess.Popen([BIN, "relay", "--port", "0", "--database", relay_url, "--fcm-service-account", account, *log_format],
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        base.STARTED.append(relay)
+        lines = []
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            line = relay.stdout.readline()
+            lines.append(line)
+            if "relay listening" in line or relay.poll() is not None:
+                break
+        relay.terminate()
+        lines.append(relay.communicate(timeout=30)[0])
+        check(any("relay listening" in line for line in lines), f"the relay did not start: {''.join(lines)[-2000:]}")
+        output.append("".join(lines))
+    leaked = [line for text in output for line in text.splitlines() if password in line]
+    check(not leaked, "the password was printed:\n" + "\n".join(leaked[:5]))
+    check(any("postgres://" in text and "scale_passwords" in text for text in output), "the database was not named at all")
+    print(f"passwords: the server (text and JSON logs at debug), the relay, migrate, doctor, the CLI and --help, with the password "
+          f"in {len(forms)} URL forms: {sum(len(t.splitlines()) for t in output)} lines, the password in none, the database named")
+
+
 def sources(gorush):
     """Both instances poll the same source (one at a time, under its lease):
     a new alert is pushed once to each device in all, and never again."""
@@ -404,9 +467,9 @@ def main():
             alarms(gorush, oba)
         elif name == "kill":
             alarms(gorush, oba, kill=True)
-        elif name in ("send", "throttle", "feed", "outage", "frozen", "copy", "urls", "sources"):
+        elif name in ("send", "throttle", "feed", "outage", "frozen", "copy", "urls", "sources", "passwords"):
             {"send": lambda: send(gorush), "throttle": throttle, "feed": feed, "outage": outage, "frozen": frozen, "copy": copy,
-             "urls": urls, "sources": lambda: sources(gorush)}[name]()
+             "urls": urls, "sources": lambda: sources(gorush), "passwords": passwords}[name]()
         else:
             base.fail(f"unknown check {name}")
 

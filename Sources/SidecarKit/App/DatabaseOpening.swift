@@ -10,12 +10,12 @@ extension SidecarConfiguration {
     /// than a SQLite file.
     var usesPostgreSQL: Bool { PostgresLocation.matches(database) }
 
-    /// How messages name the database: the SQLite file's absolute path, or
-    /// the PostgreSQL URL without its password.
+    /// How messages and logs name the database: the SQLite file's absolute
+    /// path, or the PostgreSQL URL without its password
+    /// (`DatabaseLocation.forHumans`, the one rendering).
     var databaseName: String {
-        if usesPostgreSQL { return (try? PostgresLocation(url: database).description) ?? "a PostgreSQL database" }
-        if database.hasPrefix("/") || database == ":memory:" { return database }
-        return FileManager.default.currentDirectoryPath + "/" + database
+        if usesPostgreSQL || database.hasPrefix("/") || database == ":memory:" { return DatabaseLocation.forHumans(database) }
+        return DatabaseLocation.forHumans(FileManager.default.currentDirectoryPath + "/" + database)
     }
 
     /// Whether `--database` names a SQLite file that does not exist yet

@@ -223,7 +223,7 @@ final class Sidecar: Sendable {
             [
                 ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
                 ("public_url", configuration.effectivePublicURL(boundPort: port)),
-                ("regions", String(regions.all.count)), ("database", configuration.database),
+                ("regions", String(regions.all.count)), ("database", configuration.databaseName),
                 ("sqlite_synchronous", configuration.sqliteSynchronous.rawValue),
             ])
         return port

@@ -112,11 +112,11 @@ enum Doctor {
                 let why = access(directory, F_OK) == 0 ? "is not writable" : "does not exist"
                 return [
                     .failed(
-                        name, "\(configuration.database) does not exist and its directory \(directory) \(why)",
+                        name, "\(configuration.databaseName) does not exist and its directory \(directory) \(why)",
                         fix: "create the directory or choose --database in a writable place")
                 ]
             }
-            return [.ok(name, "\(configuration.database) does not exist yet; serve creates it")]
+            return [.ok(name, "\(configuration.databaseName) does not exist yet; serve creates it")]
         }
         let database: any Database
         do { database = try configuration.openDatabase(readers: 1) } catch {
@@ -137,7 +137,7 @@ enum Doctor {
     static func schemaChecks(_ configuration: SidecarConfiguration, database: any Database, name: String) async -> [Check] {
         let known = Migrations.all.map(\.version).max() ?? 0
         let place =
-            configuration.usesPostgreSQL ? (try? PostgresLocation(url: configuration.database).description) ?? "PostgreSQL" : configuration.database
+            configuration.databaseName
         do {
             let applied =
                 try await database.read { connection in

@@ -22,7 +22,7 @@ enum RelayServer {
                 "relay listening",
                 [
                     ("version", CommandLineInterface.version), ("host", configuration.host),
-                    ("port", String(relay.server.port)), ("database", configuration.database),
+                    ("port", String(relay.server.port)), ("database", configuration.databaseName),
                     ("apns", relay.apns == nil ? "off" : "on"), ("fcm", relay.fcm == nil ? "off" : "on"),
                     ("allowed_servers", relay.allowed.map { String($0.count) } ?? "any"),
                 ])

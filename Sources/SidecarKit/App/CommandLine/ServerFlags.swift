@@ -108,10 +108,17 @@ extension CommandLineInterface {
     static let storageFlags: [Flag] = [
         Flag(
             name: "database", valueName: "PATH",
-            help: "SQLite database file, created if missing, or a postgres:// URL (several instances share one PostgreSQL)", shown: { $0.database },
+            help: "SQLite database file, created if missing, or a postgres:// URL (several instances share one PostgreSQL)",
+            shown: { DatabaseLocation.forHumans($0.database) },
             commands: ["serve", "migrate", "admin"]
         ) { config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--database must not be empty") }
+            // A libpq connection string (host=... password=...) would be taken for a file name.
+            let keywords = ["host=", "hostaddr=", "dbname=", "user=", "password=", "port="]
+            if !PostgresLocation.matches(value), keywords.contains(where: { value.lowercased().contains($0) }) {
+                throw CommandLineError(
+                    "--database takes a SQLite file's path or a postgres:// URL, and '\(DatabaseLocation.forHumans(value))' looks like a libpq connection string: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+            }
             config.database = value
         },
         Flag(
