@@ -160,7 +160,7 @@ struct SidecarBinaryTests {
                 do throws(SidecarAPI.Failure) {
                     try await api.register(
                         .init(
-                            regionID: SidecarProcess.demoRegion, sidecarURL: sidecar.baseURL, token: "naive", operatingSystem: "ios",
+                            regionID: SidecarProcess.demoRegion, sidecarURL: sidecar.baseURL, token: "naive-00", operatingSystem: "ios",
                             locale: "en", testDevice: false, description: nil, sessionEpoch: 0))
                 } catch {
                     guard case .throttled(let after) = error else {

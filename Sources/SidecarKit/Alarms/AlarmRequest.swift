@@ -45,6 +45,9 @@ struct AlarmRequest: Sendable, Equatable {
             ("Trip", parameters.identifier("trip_id"), FieldLimits.identifier),
             ("Vehicle", parameters.identifier("vehicle_id"), FieldLimits.identifier),
         ])
+        if userPushID.map({ $0.count <= FieldLimits.token }) ?? false, let problem = PushToken.problem("Push identifier", userPushID) {
+            messages.append(problem)
+        }
         guard messages.isEmpty, let userPushID, let operatingSystem else { return .failure(ValidationFailure(messages)) }
         return .success(
             AlarmRequest(

@@ -135,12 +135,13 @@ struct AlarmStore: Sendable {
 
     /// Devices' tokens for which `unbound(column)` holds (the relay's
     /// condition on the token column), a page at a time.
-    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, after: String, limit: Int) throws -> [(
         token: String, platform: PushPlatform
     )] {
         try connection.query(
             """
-            SELECT DISTINCT user_push_id, operating_system FROM alarms a WHERE \(unbound("a.user_push_id")) LIMIT \(limit)
+            SELECT DISTINCT user_push_id, operating_system FROM alarms a WHERE a.user_push_id > \(after) AND \(unbound("a.user_push_id"))
+            ORDER BY user_push_id LIMIT \(limit)
             """
         ).map { (try $0.string("user_push_id"), PushPlatform(rawValue: try $0.string("operating_system")) ?? .ios) }
     }
@@ -205,11 +206,21 @@ enum AlarmStoreError: Error, Equatable {
 }
 
 extension AlarmStore {
+    /// Rows whose token breaks the token rule (what version 25 removes).
+    static func tokensBreakingTheRule(_ connection: any SQLConnection) throws -> Int {
+        try connection.queryOne("SELECT COUNT(*) AS n FROM alarms WHERE \(raw: TokenRuleSQL.breaks("user_push_id", connection.dialect))")?.count("n")
+            ?? 0
+    }
+}
+
+extension AlarmStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
     static let schema = Schema(
         "AlarmStore",
         [
+            // Tokens stored before the token rule that no provider issues.
+            25: [TokenRuleSQL.removal("alarms", "user_push_id")],
             2: [
                 .table(
                     "alarms", withID: true,

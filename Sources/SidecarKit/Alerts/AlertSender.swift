@@ -109,8 +109,10 @@ struct AlertSender: Sendable {
                     record.failed += 1
                     record.deadTokens.append((entry.registration.regionID, entry.registration.token))
                     if fromPending { record.resolved.append(entry.id) }
-                case .rejected:
+                case .rejected(let reason):
+                    // Refused for good: counted, and said, so the send does not look clean.
                     record.failed += 1
+                    record.lastError = reason
                     if fromPending { record.resolved.append(entry.id) }
                 case .transient(let reason):
                     record.lastError = reason

@@ -1,5 +1,6 @@
 import Database
 import FoundationEssentials
+import Push
 
 #if canImport(Glibc)
 import Glibc
@@ -70,7 +71,21 @@ extension SidecarConfiguration {
                     description: "\(databaseName) holds no \(owner.name) tables yet (this command only reads and never creates them); "
                         + "pass --database PATH|URL or set SIDECAR_DATABASE to the server's database", exitCode: 1)
             }
+            // Version 25 removes tokens no provider issues: counted first, so the removal is said.
+            let removing =
+                owner == .sidecar && !existing.isEmpty && !existing.contains(25)
+                ? try await database.read { connection in
+                    (
+                        try PushRegistrationStore.tokensBreakingTheRule(connection), try AlarmStore.tokensBreakingTheRule(connection),
+                        try LiveActivityStore.tokensBreakingTheRule(connection)
+                    )
+                } : (0, 0, 0)
             let applied = try await database.migrate(owner.migrations)
+            if applied.contains(25) && removing.0 + removing.1 + removing.2 > 0 {
+                announce(
+                    "migration 25 removed \(removing.0) push registrations, \(removing.1) alarms and \(removing.2) Live Activities whose tokens "
+                        + "no provider issues (a token is \(PushToken.rule))")
+            }
             announce(
                 missing
                     ? "created a new database at \(databaseName)"

@@ -45,6 +45,9 @@ enum Migrations {
         entry(
             24, "alert sources held to what authored alerts obey: private addresses, push caps, a sources scope", AlertSourceStore.schema,
             ApiKeyStore.schema),
+        entry(
+            25, "relay bindings remember refusals and back off; tokens outside the token rule removed", RelayBinder.schema,
+            PushRegistrationStore.schema, AlarmStore.schema, LiveActivityStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

@@ -1,5 +1,6 @@
 import Core
 import HTTPServer
+import Push
 
 /// `POST /api/v2/regions/{id}/live_activities` and `DELETE .../{token}` (spec §6.1).
 struct LiveActivityRoutes: Sendable {
@@ -41,6 +42,7 @@ struct LiveActivityRoutes: Sendable {
             ("Trip", parameters.identifier("trip_id"), FieldLimits.identifier),
             ("Vehicle", parameters.identifier("vehicle_id"), FieldLimits.identifier),
         ])
+        if push.map({ $0.count <= FieldLimits.token }) ?? false, let problem = PushToken.problem("Push token", push) { messages.append(problem) }
         guard messages.isEmpty, let activity, let push, let stop, let route, let headsign else { return .failure(ValidationFailure(messages)) }
         return .success(
             LiveActivityStore.Registration(

@@ -128,11 +128,12 @@ struct LiveActivityStore: Sendable {
 
     /// Push tokens (iOS only) for which `unbound(column)` holds (the
     /// relay's condition on the token column), a page at a time.
-    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, after: String, limit: Int) throws -> [(
         token: String, platform: PushPlatform
     )] {
-        try connection.query("SELECT DISTINCT push_token FROM live_activities l WHERE \(unbound("l.push_token")) LIMIT \(limit)")
-            .map { (try $0.string("push_token"), .ios) }
+        try connection.query(
+            "SELECT DISTINCT push_token FROM live_activities l WHERE l.push_token > \(after) AND \(unbound("l.push_token")) ORDER BY push_token LIMIT \(limit)"
+        ).map { (try $0.string("push_token"), .ios) }
     }
 
     /// The stops with subscriptions.
@@ -243,11 +244,21 @@ struct LiveActivityStore: Sendable {
 }
 
 extension LiveActivityStore {
+    /// Rows whose token breaks the token rule (what version 25 removes).
+    static func tokensBreakingTheRule(_ connection: any SQLConnection) throws -> Int {
+        try connection.queryOne("SELECT COUNT(*) AS n FROM live_activities WHERE \(raw: TokenRuleSQL.breaks("push_token", connection.dialect))")?
+            .count("n") ?? 0
+    }
+}
+
+extension LiveActivityStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
     static let schema = Schema(
         "LiveActivityStore",
         [
+            // Tokens stored before the token rule that no provider issues.
+            25: [TokenRuleSQL.removal("live_activities", "push_token")],
             6: [
                 .table(
                     "live_activities", withID: true,

@@ -108,6 +108,8 @@ struct PushRegistrationRequest: Sendable, Equatable {
         if token == nil { messages.append("Token can't be blank") }
         if let token, token.count > maxTokenLength {
             messages.append("Token is too long (maximum is \(maxTokenLength) characters)")
+        } else if let problem = PushToken.problem("Token", token) {
+            messages.append(problem)
         }
         let named = parameters["operating_system"]?.presence?.lowercased()
         let operatingSystem = named.flatMap(PushPlatform.init(rawValue:))

@@ -216,12 +216,13 @@ extension PushRegistrationStore {
 
     /// Tokens for which `unbound(column)` holds (the relay's condition on
     /// the token column), a page at a time.
-    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, limit: Int) throws -> [(
+    static func tokens(_ connection: any SQLConnection, where unbound: (String) -> SQL, after: String, limit: Int) throws -> [(
         token: String, platform: PushPlatform
     )] {
         try connection.query(
             """
-            SELECT token, operating_system FROM push_registrations p WHERE \(unbound("p.token")) LIMIT \(limit)
+            SELECT DISTINCT token, operating_system FROM push_registrations p WHERE p.token > \(after) AND \(unbound("p.token"))
+            ORDER BY token LIMIT \(limit)
             """
         ).map { (try $0.string("token"), PushPlatform(rawValue: try $0.string("operating_system")) ?? .ios) }
     }
@@ -354,11 +355,21 @@ extension PushRegistrationStore {
 }
 
 extension PushRegistrationStore {
+    /// Rows whose token breaks the token rule (what version 25 removes).
+    static func tokensBreakingTheRule(_ connection: any SQLConnection) throws -> Int {
+        try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE \(raw: TokenRuleSQL.breaks("token", connection.dialect))")?.count(
+            "n") ?? 0
+    }
+}
+
+extension PushRegistrationStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
     static let schema = Schema(
         "PushRegistrationStore",
         [
+            // Tokens stored before the token rule that no provider issues.
+            25: [TokenRuleSQL.removal("push_registrations", "token")],
             1: [
                 .table(
                     "push_registrations", withID: true,
@@ -377,6 +388,6 @@ extension PushRegistrationStore {
                     """),
                 .same("CREATE INDEX push_registrations_last_seen ON push_registrations (last_seen_at)"),
                 .same("CREATE INDEX push_registrations_audience ON push_registrations (region_id, test_device, id)"),
-            ]
+            ],
         ])
 }

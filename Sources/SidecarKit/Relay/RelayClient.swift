@@ -133,6 +133,9 @@ struct RelayTransport: PushTransport {
                 guard case .object(let fields) = result, case .string(let token)? = fields["token"] else { continue }
                 if fields["ok"] == .bool(true) {
                     byToken[token] = .delivered
+                } else if fields["error"] == .string("invalid_token") {
+                    // Never a token a provider would take: the registration goes.
+                    byToken[token] = .terminal(reason: "the relay refused it: not a push token (\(PushToken.rule))")
                 } else if fields["drop"] == .bool(true) {
                     byToken[token] = .terminal(reason: "Unregistered (the relay dropped the token)")
                 } else {
@@ -143,8 +146,20 @@ struct RelayTransport: PushTransport {
         return tokens.map { byToken[$0] ?? .transient(reason: "the relay gave no result") }
     }
 
-    /// Binds a token to this server at the relay; true when the relay said ok.
-    func register(token: String, platform: PushPlatform) async -> Bool {
+    /// What the relay said to a register-token.
+    enum Registration: Equatable, Sendable {
+        case bound
+        /// Never bindable (the relay refused the token itself, 400): not asked again.
+        case refused(String)
+        /// This server is refused (unknown to the relay, a bad signature, a
+        /// limit): no token can be bound now; the round stops.
+        case serverRefused(String)
+        /// May pass (5xx, the network, a binding cap): the token is asked again later.
+        case failed(String)
+    }
+
+    /// Binds a token to this server at the relay.
+    func register(token: String, platform: PushPlatform) async -> Registration {
         let body = JSONValue.object(["token": .string(token), "platform": .string(platform.rawValue), "publicKeyJwk": identity.jwk.json]).encoded()
         do {
             let headers = try identity.headers(method: "POST", path: "/v1/push/register-token", body: body, nowMillis: clock.now().epochMillis)
@@ -152,9 +167,16 @@ struct RelayTransport: PushTransport {
                 HTTPClientRequest(
                     method: "POST", url: root + "/v1/push/register-token", headers: headers, body: body,
                     upstream: "relay"))
-            return response.status == 200
+            let code = Self.errorCode(response.body) ?? "HTTP \(response.status)"
+            switch response.status {
+            case 200: return .bound
+            case 400: return .refused("the relay refused the token (\(code))")
+            case 403 where code == RelayProtocol.Failure.bindingLimit.rawValue: return .failed("the relay's binding cap (\(code))")
+            case 401, 403, 429: return .serverRefused(code)
+            default: return .failed("the relay answered \(code)")
+            }
         } catch {
-            return false
+            return .failed("the relay is unreachable")
         }
     }
 
@@ -165,105 +187,4 @@ struct RelayTransport: PushTransport {
         }
         return code
     }
-}
-
-/// Binds the tokens riders register (push registrations, alarms, Live
-/// Activities) at the relay in the background: a rider's request never
-/// waits for the relay, and a failed binding is tried again next round.
-struct RelayBinder: Sendable {
-    let database: any Database
-    let transport: RelayTransport
-    let clock: any WallClock
-    let logger: Logger
-    var intervalSeconds = 5.0
-    /// Bindings are renewed well inside the relay's 180-day lapse.
-    static let renewMillis: Int64 = 30 * 86_400_000
-
-    /// The server's stop signal: the loop ends once it is raised.
-    var stop: StopSignal? = nil
-
-    func run() async {
-        await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { _ = await bindPending() }
-    }
-
-    /// Tokens not bound (or bound long ago), a page at a time.
-    func pending(limit: Int = 200) async throws -> [(token: String, platform: PushPlatform)] {
-        let stale = clock.now().epochMillis - Self.renewMillis
-        // The relay's condition on another table's token column: not bound
-        // here since `stale`. Each store that holds tokens applies it.
-        let unbound: @Sendable (String) -> SQL = { column in
-            "NOT EXISTS (SELECT 1 FROM relay_bound_tokens b WHERE b.token = \(raw: column) AND b.bound_at > \(stale))"
-        }
-        return try await database.read { connection in
-            var seen = Set<String>()
-            var tokens: [(token: String, platform: PushPlatform)] = []
-            for found in [
-                try PushRegistrationStore.tokens(connection, where: unbound, limit: limit),
-                try AlarmStore.tokens(connection, where: unbound, limit: limit),
-                try LiveActivityStore.tokens(connection, where: unbound, limit: limit),
-            ] {
-                for entry in found where tokens.count < limit && seen.insert(entry.token).inserted { tokens.append(entry) }
-            }
-            return tokens
-        }
-    }
-
-    /// One round; returns how many tokens were bound.
-    @discardableResult
-    func bindPending() async -> Int {
-        let tokens: [(token: String, platform: PushPlatform)]
-        do { tokens = try await pending() } catch {
-            logger.warning("relay binding: cannot read tokens", [("error", "\(error)")])
-            return 0
-        }
-        var bound = 0
-        for (token, platform) in tokens {
-            guard await transport.register(token: token, platform: platform) else { continue }
-            bound += 1
-            let now = clock.now().epochMillis
-            _ = try? await database.write { connection in
-                try connection.execute(
-                    """
-                    INSERT INTO relay_bound_tokens (token, bound_at) VALUES (\(token), \(now))
-                    ON CONFLICT (token) DO UPDATE SET bound_at = excluded.bound_at
-                    """)
-            }
-        }
-        if bound < tokens.count {
-            logger.warning(
-                "relay binding: some tokens not bound yet; retrying", [("bound", String(bound)), ("pending", String(tokens.count - bound))])
-        }
-        return bound
-    }
-
-}
-
-extension RelayBinder {
-    /// The schema changes of the tables this store owns, by migration
-    /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema(
-        "RelayBinder",
-        [
-            15: [
-                .table(
-                    "relay_bound_tokens",
-                    """
-                    token TEXT PRIMARY KEY,
-                    bound_at BIGINT NOT NULL
-                    """)
-            ]
-        ])
-}
-
-extension RelayBinder: Feature {
-    /// The binder of a server that pushes through a relay; nil otherwise.
-    init?(_ context: FeatureContext) {
-        guard context.configuration.pushTransport == .relay,
-            let relay = (context.transport as? RelayTransport) ?? (context.transport as? MeasuredTransport)?.inner as? RelayTransport
-        else { return nil }
-        self.init(database: context.database, transport: relay, clock: context.clock, logger: context.logger, stop: context.stop)
-        context.logger.info("pushing through the relay", [("relay", relay.baseURL), ("server_id", relay.identity.serverID)])
-    }
-
-    var jobs: [BackgroundJob] { [BackgroundJob(name: "relay binder", run: run)] }
 }

@@ -143,15 +143,8 @@ enum RelayProtocol {
         "v\(version)\n\(serverID)\n\(signed)"
     }
 
-    /// Push tokens: APNs hexadecimal or FCM registration tokens, printable
-    /// ASCII without separators, at most 4096 characters.
-    static func isToken(_ text: String) -> Bool {
-        (8...4096).contains(text.utf8.count)
-            && text.utf8.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D || byte == 0x5F
-                    || byte == 0x3A
-            }
-    }
+    /// Push tokens: the rule every front door applies (`PushToken`).
+    static func isToken(_ text: String) -> Bool { PushToken.isValid(text) }
 
     // MARK: Payloads (version 2)
 

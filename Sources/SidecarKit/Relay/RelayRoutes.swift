@@ -136,9 +136,13 @@ struct RelayRoutes: Sendable {
         guard case .array(let items)? = signed.body["tokens"], (1...RelayProtocol.maxTokensPerSend).contains(items.count) else {
             throw .invalidRequest
         }
+        // A token outside the rule is refused alone (its result says so):
+        // one rider's bad token must not fail the batch of the others.
         var tokens: [String] = []
+        var refused: Set<String> = []
         for item in items {
-            guard case .string(let token) = item, RelayProtocol.isToken(token) else { throw .invalidRequest }
+            guard case .string(let token) = item, token.utf8.count <= PushToken.lengths.upperBound else { throw .invalidRequest }
+            if !RelayProtocol.isToken(token) { refused.insert(token) }
             tokens.append(token)
         }
         // Build the message for a token and its platform (validated first,
@@ -191,7 +195,7 @@ struct RelayRoutes: Sendable {
             if let window = store.replayWindow, !window.covers(signedAtMillis: signed.ts) { throw RelayProtocol.Failure.timestamp }
             let replayKey = RelayProtocol.replayKey(serverID: signed.serverID, signed: signedContent, version: signed.version)
             guard try await store.remember(replayKey, nowMillis: now) else { throw RelayProtocol.Failure.replay }
-            bound = try await store.bindings(tokens: tokens, serverID: signed.serverID, nowMillis: now)
+            bound = try await store.bindings(tokens: tokens.filter { !refused.contains($0) }, serverID: signed.serverID, nowMillis: now)
         } catch let failure as RelayProtocol.Failure {
             throw failure
         } catch RelayStore.Refusal.replayWindowFull {
@@ -216,6 +220,10 @@ struct RelayRoutes: Sendable {
         var results: [JSONValue] = []
         var delivered = 0
         for token in tokens {
+            if refused.contains(token) {
+                results.append(.object(["token": .string(token), "ok": .bool(false), "error": .string("invalid_token")]))
+                continue
+            }
             switch outcomes[token] {
             case .delivered?:
                 delivered += 1

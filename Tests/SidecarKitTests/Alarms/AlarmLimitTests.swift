@@ -25,11 +25,11 @@ struct AlarmLimitTests {
             #expect(registrations.status == 429, "that budget is spent")
             #expect(oba.counts.trip == 30, "one lookup per accepted alarm, none for refused ones")
             // Another client is untouched.
-            let other = try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "other"), source: "127.0.0.2")
+            let other = try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "other-device"), source: "127.0.0.2")
             #expect(other.status == 201)
             // A minute later the budget is back.
             app.clock.advance(seconds: 60)
-            #expect(try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "again")).status == 201)
+            #expect(try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: "again-device")).status == 201)
         }
     }
 

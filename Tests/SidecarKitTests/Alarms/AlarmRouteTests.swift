@@ -77,7 +77,7 @@ struct AlarmRouteTests {
             let response = try await app.post(
                 "/api/v2/regions/1/alarms",
                 [
-                    ("user_push_id", "d"), ("operating_system", "ios"), ("stop_id", "1_11420"), ("trip_id", "1_40989208"),
+                    ("user_push_id", "device-d"), ("operating_system", "ios"), ("stop_id", "1_11420"), ("trip_id", "1_40989208"),
                     ("service_date", "1538809200000"), ("stop_sequence", "4"), ("seconds_before", "60"),
                 ])
             let token = String((response.json?["url"] as? String ?? "").split(separator: "/").last ?? "")
@@ -92,7 +92,7 @@ struct AlarmRouteTests {
             oba.setMode(.serverError)
             let response = try await app.postJSON(
                 "/api/v2/regions/1/alarms",
-                #"{"user_push_id":"d","operating_system":"android","seconds_before":"-4"}"#)
+                #"{"user_push_id":"device-d","operating_system":"android","seconds_before":"-4"}"#)
             #expect(response.status == 201)
             let token = String((response.json?["url"] as? String ?? "").split(separator: "/").last ?? "")
             let alarm = try #require(try await AlarmStore(database: app.sidecar.database).find(token: token))
@@ -119,7 +119,7 @@ struct AlarmRouteTests {
             #expect(try await app.pushStore.count() == 0, "v1 does not register devices")
 
             oba.setMode(.serverError)
-            let failed = try await app.post("/api/v1/regions/1/alarms", Self.alarmFields("t2", push: "other"))
+            let failed = try await app.post("/api/v1/regions/1/alarms", Self.alarmFields("t2", push: "other-device"))
             #expect(failed.status == 502)
             #expect(failed.json?["error"] as? String == "Unable to register alarm")
             // v2 is not deduplicated.
@@ -133,8 +133,15 @@ struct AlarmRouteTests {
         "validation",
         arguments: [
             ("/api/v2/regions/1/alarms", [("operating_system", "ios")], "Push identifier can't be blank"),
-            ("/api/v2/regions/1/alarms", [("user_push_id", "p")], "Operating system can't be blank"),
-            ("/api/v2/regions/1/alarms", [("user_push_id", "p"), ("operating_system", "webos")], "Operating system is not included in the list"),
+            ("/api/v2/regions/1/alarms", [("user_push_id", "push-0001")], "Operating system can't be blank"),
+            (
+                "/api/v2/regions/1/alarms", [("user_push_id", "push-0001"), ("operating_system", "webos")],
+                "Operating system is not included in the list"
+            ),
+            (
+                "/api/v2/regions/1/alarms", [("user_push_id", "p"), ("operating_system", "ios")],
+                "Push identifier is not a push token a provider issues (8 to 4096 letters, digits, '_', ':' or '-')"
+            ),
             ("/api/v1/regions/1/alarms", [("seconds_before", "60")], "Push identifier can't be blank"),
         ])
     func rejects(path: String, fields: [(String, String)], message: String) async throws {
@@ -267,8 +274,8 @@ struct AlarmRouteTests {
                 (0..<6).map { Self.trip("t\($0)", departsIn: 3 * 3600, clock: app.clock) } + [
                     Self.trip("near", stop: "1_999", departsIn: 900, clock: app.clock)
                 ])
-            for index in 0..<6 { _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t\(index)", push: "d\(index)")) }
-            _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("near", stop: "1_999", push: "n"))
+            for index in 0..<6 { _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t\(index)", push: "device-\(index)")) }
+            _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("near", stop: "1_999", push: "near-device"))
             let before = oba.counts
             var report = await app.sidecar.alarmChecker.runCycle()
             #expect(report.checked == 7)
@@ -300,13 +307,13 @@ struct AlarmRouteTests {
     @Test func aTerminalPushFailureDeletesATransientOneRetries() async throws {
         try await Self.run { app, oba, gorush in
             oba.set([Self.trip("t1", departsIn: 200, clock: app.clock), Self.trip("t2", departsIn: 200, clock: app.clock)])
-            gorush.failures.withLock { $0 = ["dead": "Unregistered", "busy": "TooManyRequests"] }
-            _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t1", push: "dead"))
-            _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t2", push: "busy"))
+            gorush.failures.withLock { $0 = ["dead-device": "Unregistered", "busy-device": "TooManyRequests"] }
+            _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t1", push: "dead-device"))
+            _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t2", push: "busy-device"))
             let report = await app.sidecar.alarmChecker.runCycle()
             #expect(report.pushFailures == 2)
             let left = try await AlarmStore(database: app.sidecar.database).due(atOrBefore: .max)
-            #expect(left.map(\.userPushID) == ["busy"])
+            #expect(left.map(\.userPushID) == ["busy-device"])
             gorush.failures.withLock { $0 = [:] }
             app.clock.advance(seconds: 60)
             #expect(await app.sidecar.alarmChecker.runCycle().fired == 1)

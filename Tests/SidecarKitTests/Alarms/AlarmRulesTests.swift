@@ -142,18 +142,18 @@ struct AlarmRulesTests {
             try parse([:], version: .v2).get()
         }
         #expect(throws: ValidationFailure(["Operating system is not included in the list"])) {
-            try parse(["user_push_id": "p", "operating_system": "symbian"], version: .v2).get()
+            try parse(["user_push_id": "push-0001", "operating_system": "symbian"], version: .v2).get()
         }
         #expect(throws: ValidationFailure(["Push identifier can't be blank"])) { try parse(["operating_system": "ios"], version: .v1).get() }
-        let v1 = try parse(["user_push_id": "p", "operating_system": "symbian", "apns_sandbox": "1"], version: .v1).get()
+        let v1 = try parse(["user_push_id": "push-0001", "operating_system": "symbian", "apns_sandbox": "1"], version: .v1).get()
         #expect(v1.operatingSystem == .ios)
         #expect(!v1.apnsSandbox, "v1 has no apns_sandbox")
-        let bare = try parse(["user_push_id": "p", "operating_system": "android"], version: .v2).get()
+        let bare = try parse(["user_push_id": "push-0001", "operating_system": "android"], version: .v2).get()
         #expect(bare.stopID == nil && bare.tripID == nil && bare.serviceDate == nil && bare.stopSequence == nil)
         #expect(bare.secondsBefore == 600)
         let full = try parse(
             [
-                "user_push_id": "p", "operating_system": "ios", "stop_id": "1_570", "trip_id": "1_604370",
+                "user_push_id": "push-0001", "operating_system": "ios", "stop_id": "1_570", "trip_id": "1_604370",
                 "service_date": "1754809200000", "stop_sequence": "0", "vehicle_id": "1_4361", "seconds_before": "300.0",
                 "apns_sandbox": "true",
             ], version: .v2
@@ -162,7 +162,8 @@ struct AlarmRulesTests {
         #expect(full.stopSequence == 0)
         #expect(full.secondsBefore == 300)
         #expect(full.apnsSandbox)
-        #expect(try parse(["user_push_id": "p", "operating_system": "ios", "service_date": "2025-08-10"], version: .v2).get().serviceDate == nil)
+        #expect(
+            try parse(["user_push_id": "push-0001", "operating_system": "ios", "service_date": "2025-08-10"], version: .v2).get().serviceDate == nil)
     }
 
     // MARK: The text at firing

@@ -126,7 +126,8 @@ struct AlertRouteTests {
 
             for index in 0..<3 {
                 _ = try await app.post(
-                    "/api/v2/regions/1/push_registrations", [("token", "tok\(index)"), ("operating_system", index == 0 ? "android" : "ios")])
+                    "/api/v2/regions/1/push_registrations",
+                    [("token", "token-\(index)-device"), ("operating_system", index == 0 ? "android" : "ios")])
             }
             let send = try await app.send("POST", "/admin/api/alerts/\(id)/sends", headers: auth, body: Array(#"{"audience":"all"}"#.utf8))
             #expect(send.status == 202)

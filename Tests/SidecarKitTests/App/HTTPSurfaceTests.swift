@@ -35,7 +35,10 @@ struct HTTPSurfaceTests {
                 ("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", push: Self.huge), "Push identifier is too long"),
                 ("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", stop: Self.huge), "Stop is too long"),
                 ("/api/v1/regions/1/alarms", AlarmRouteTests.alarmFields(Self.huge), "Trip is too long"),
-                ("/api/v2/regions/1/push_registrations", [("token", "t"), ("operating_system", "ios"), ("locale", Self.huge)], "Locale is too long"),
+                (
+                    "/api/v2/regions/1/push_registrations", [("token", "t-000000"), ("operating_system", "ios"), ("locale", Self.huge)],
+                    "Locale is too long"
+                ),
                 (
                     "/api/v2/regions/1/ghost_bus_reports",
                     [
@@ -71,7 +74,7 @@ struct HTTPSurfaceTests {
         try await TestSidecar.run({ _ in }) { app in
             let feed = try await app.send("GET", "//api/v1/regions/1/alerts")
             #expect(feed.status == 200)
-            let registration = try await app.post("//api/v2/regions/1/push_registrations", [("token", "0a"), ("operating_system", "android")])
+            let registration = try await app.post("//api/v2/regions/1/push_registrations", [("token", "0a-00000"), ("operating_system", "android")])
             #expect(registration.status == 204)
         }
     }
@@ -141,7 +144,8 @@ struct HTTPSurfaceTests {
                 try await app.post(Self.path, [("token", String(repeating: "a", count: 5000)), ("operating_system", "ios")]),
                 status: 422, mentioning: "Token is too long")
             for region in ["abc", "-3", "99999999999999999999"] {
-                let response = try await app.post("/api/v2/regions/\(region)/push_registrations", [("token", "t"), ("operating_system", "ios")])
+                let response = try await app.post(
+                    "/api/v2/regions/\(region)/push_registrations", [("token", "t-000000"), ("operating_system", "ios")])
                 #expect(response.status == 404)
                 #expect(response.text == #"{"error":"Couldn't find Region"}"#)
             }
@@ -152,7 +156,7 @@ struct HTTPSurfaceTests {
             try await RawHTTPClient.send(port: app.port, partial, closeAfterSend: true)
 
             #expect(try await app.send("GET", "/healthz").status == 200)
-            #expect(try await app.post(Self.path, [("token", "after"), ("operating_system", "ios")]).status == 204)
+            #expect(try await app.post(Self.path, [("token", "after-00"), ("operating_system", "ios")]).status == 204)
             #expect(try await app.pushStore.count() == 1, "no bad input stored anything")
         }
     }

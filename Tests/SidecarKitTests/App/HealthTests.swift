@@ -46,7 +46,7 @@ struct HealthAndStartupTests {
     @Test func withoutRegionsTheBundledSampleServesRegions0And1() async throws {
         try await TestSidecar.run({ $0.regions = nil }) { (app: TestSidecar) async throws in
             #expect(app.sidecar.regions.all.map(\.id) == [0, 1])
-            #expect(try await app.post("/api/v2/regions/1/push_registrations", [("token", "t"), ("operating_system", "ios")]).status == 204)
+            #expect(try await app.post("/api/v2/regions/1/push_registrations", [("token", "t-000000"), ("operating_system", "ios")]).status == 204)
         }
     }
 
@@ -61,7 +61,7 @@ struct HealthAndStartupTests {
             #expect(health.status == 503)
             #expect(health.json?["problems"] as? [String] == ["database file"], "the public body names the failing check")
             #expect(!health.text.contains(app.sidecar.configuration.database) && !health.text.contains("deleted"), "and nothing more")
-            let write = try await app.post("/api/v2/regions/1/push_registrations", [("token", "lost"), ("operating_system", "ios")])
+            let write = try await app.post("/api/v2/regions/1/push_registrations", [("token", "lost-000"), ("operating_system", "ios")])
             #expect(write.status == 503, "never a 2xx for a write that would be lost")
             #expect(app.log.lines.contains { $0.contains("was deleted while the server was running") }, "the log says why")
         }

@@ -156,7 +156,7 @@ struct LiveActivityLoopTests {
 
     @Test func registrationIsAnUpsertWithTheFirstURL() async throws {
         try await Self.run { app, _, _ in
-            let first = try await app.post(Self.path, Self.fields("activity-1", token: "token-a", sandbox: "1"))
+            let first = try await app.post(Self.path, Self.fields("activity-1", token: "token-a1", sandbox: "1"))
             #expect(first.status == 201)
             let url = try #require(first.json?["url"] as? String)
             #expect(url.contains("/api/v2/regions/1/live_activities/"))
@@ -164,11 +164,11 @@ struct LiveActivityLoopTests {
             #expect(token.count == 22)
             let rotated = try await app.postJSON(
                 Self.path,
-                #"{"activity_id":"activity-1","push_token":"token-b","stop_id":"1_11420","route_short_name":"10","trip_headsign":"Downtown Seattle"}"#
+                #"{"activity_id":"activity-1","push_token":"token-b1","stop_id":"1_11420","route_short_name":"10","trip_headsign":"Downtown Seattle"}"#
             )
             #expect(rotated.json?["url"] as? String == url, "the app keeps the first URL")
             let stored = try #require(try await LiveActivityStore(database: app.sidecar.database).find(token: token))
-            #expect(stored.pushToken == "token-b")
+            #expect(stored.pushToken == "token-b1")
             #expect(!stored.apnsSandbox, "re-read on every registration")
             #expect(stored.expiresAt == app.clock.now().epochMillis / 1000 + 8 * 3600)
             let invalid = try await app.post(Self.path, [("activity_id", "x")])
@@ -177,7 +177,7 @@ struct LiveActivityLoopTests {
             #expect((invalid.json?["messages"] as? [String])?.contains("Push token can't be blank") == true)
             let concurrent = try await withThrowingTaskGroup(of: String.self) { group in
                 for index in 0..<10 {
-                    group.addTask { try await app.post(Self.path, Self.fields("race", token: "t\(index)")).json?["url"] as? String ?? "" }
+                    group.addTask { try await app.post(Self.path, Self.fields("race", token: "push-token-\(index)")).json?["url"] as? String ?? "" }
                 }
                 return try await group.reduce(into: Set<String>()) { $0.insert($1) }
             }
@@ -192,7 +192,7 @@ struct LiveActivityLoopTests {
     @Test func pagesWalkTheStopsInOrderFromWhereTheLastEnded() async throws {
         try await Self.run { app, _, _ in
             for index in 0..<9 {
-                let created = try await app.post(Self.path, Self.fields("walk-\(index)", token: "push-\(index)", stop: "1_\(3 - index % 3)"))
+                let created = try await app.post(Self.path, Self.fields("walk-\(index)", token: "push-token-\(index)", stop: "1_\(3 - index % 3)"))
                 #expect(created.status == 201)
             }
             let store = LiveActivityStore(database: app.sidecar.database)
@@ -216,7 +216,7 @@ struct LiveActivityLoopTests {
     @Test func aCycleLongerThanItsIntervalSaysSo() async throws {
         try await Self.run { app, oba, _ in
             oba.set([Self.trip("t1", departsIn: 600, clock: app.clock)])
-            _ = try await app.post(Self.path, Self.fields("a1", token: "push-1"))
+            _ = try await app.post(Self.path, Self.fields("a1", token: "push-0001"))
             let updater = app.sidecar.liveActivityUpdater
             #expect(await updater.runCycle().overran == false)
             // The upstream is so slow that the cycle outlasts its interval.
@@ -234,14 +234,14 @@ struct LiveActivityLoopTests {
         try await Self.run { app, oba, gorush in
             oba.set([Self.trip("t1", departsIn: 600, clock: app.clock), Self.trip("t2", departsIn: 1500, clock: app.clock)])
             for index in 0..<3 {
-                _ = try await app.post(Self.path, Self.fields("a\(index)", token: "push-\(index)", sandbox: index == 0 ? "true" : ""))
+                _ = try await app.post(Self.path, Self.fields("a\(index)", token: "push-token-\(index)", sandbox: index == 0 ? "true" : ""))
             }
             let updater = app.sidecar.liveActivityUpdater
             var report = await updater.runCycle()
             #expect(report.subscriptions == 3)
             #expect(report.stopRequests == 1, "three subscriptions on one stop cost one request")
             #expect(report.updates == 3)
-            let first = try #require(gorush.notifications.first { ($0["tokens"] as? [String]) == ["push-0"] })
+            let first = try #require(gorush.notifications.first { ($0["tokens"] as? [String]) == ["push-token-0"] })
             #expect(first["push_type"] as? String == "liveactivity")
             #expect(first["topic"] as? String == "org.onebusaway.iphone.push-type.liveactivity")
             #expect(first["priority"] as? String == "high")
@@ -261,7 +261,7 @@ struct LiveActivityLoopTests {
             app.clock.advance(seconds: 30)
             report = await updater.runCycle()
             #expect(report.updates == 3)
-            let stamps = gorush.notifications.filter { ($0["tokens"] as? [String]) == ["push-1"] }.compactMap { $0["timestamp"] as? Int }
+            let stamps = gorush.notifications.filter { ($0["tokens"] as? [String]) == ["push-token-1"] }.compactMap { $0["timestamp"] as? Int }
             #expect(stamps.count == 2 && stamps[1] > stamps[0])
 
             // Two failures do not end it; a non-empty build resets the count; three in a row do.
@@ -316,7 +316,7 @@ struct LiveActivityLoopTests {
                     try await app.post(
                         "/api/v2/regions/1/live_activities",
                         [
-                            ("activity_id", "a\(index)"), ("push_token", "t\(index)"), ("stop_id", "1_11420"), ("route_short_name", "10"),
+                            ("activity_id", "a\(index)"), ("push_token", "push-token-\(index)"), ("stop_id", "1_11420"), ("route_short_name", "10"),
                             ("trip_headsign", "Downtown"),
                         ]
                     ).status)

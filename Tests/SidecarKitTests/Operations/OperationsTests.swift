@@ -27,13 +27,13 @@ struct OperationsTests {
             }
             // Two riders behind the proxy each get their own budget.
             var statuses: [Int] = []
-            for index in 0..<4 { statuses.append(try await register("a\(index)", forwardedFor: "203.0.113.7", source: "127.0.0.1")) }
-            for index in 0..<3 { statuses.append(try await register("b\(index)", forwardedFor: "203.0.113.8", source: "127.0.0.1")) }
+            for index in 0..<4 { statuses.append(try await register("rider-a\(index)", forwardedFor: "203.0.113.7", source: "127.0.0.1")) }
+            for index in 0..<3 { statuses.append(try await register("rider-b\(index)", forwardedFor: "203.0.113.8", source: "127.0.0.1")) }
             #expect(statuses == [204, 204, 204, 429, 204, 204, 204])
             // A client reaching the server directly cannot escape its budget
             // by inventing X-Forwarded-For values.
             var direct: [Int] = []
-            for index in 0..<5 { direct.append(try await register("c\(index)", forwardedFor: "198.51.100.\(index)", source: "127.0.0.2")) }
+            for index in 0..<5 { direct.append(try await register("rider-c\(index)", forwardedFor: "198.51.100.\(index)", source: "127.0.0.2")) }
             #expect(direct == [204, 204, 204, 429, 429])
             #expect(app.log.lines.contains { $0.contains("status=429") && $0.contains("client=203.0.113.7") })
             #expect(app.log.lines.contains { $0.contains("status=429") && $0.contains("client=127.0.0.2") })
@@ -123,9 +123,9 @@ struct OperationsTests {
             #expect(
                 try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t2", push: "android-device", os: "android")).status == 201
             )
-            #expect(try await app.post(Self.registrations, [("token", "r1"), ("operating_system", "ios")]).status == 204)
-            #expect(try await app.post(Self.registrations, [("token", "r2"), ("operating_system", "android")]).status == 204)
-            #expect(try await app.post(Self.registrations, [("token", "r3")]).status == 422)
+            #expect(try await app.post(Self.registrations, [("token", "r1-00000"), ("operating_system", "ios")]).status == 204)
+            #expect(try await app.post(Self.registrations, [("token", "r2-00000"), ("operating_system", "android")]).status == 204)
+            #expect(try await app.post(Self.registrations, [("token", "r3-00000")]).status == 422)
             #expect(try await app.send("GET", "/no/such/page").status == 404)
             #expect(try await app.send("BREW", "/healthz").status == 405)
             let checker = app.sidecar.alarmChecker

@@ -9,12 +9,12 @@ import Testing
 struct PushFeedbackTests {
     @Test func gorushFeedbackDeletesDeadTokensAndNeedsTheSecret() async throws {
         try await TestSidecar.run({ $0.gorushWebhookSecret = "hook-secret" }) { (app: TestSidecar) async throws in
-            for token in ["dead-a", "dead-b", "alive"] {
+            for token in ["dead-a-0", "dead-b-0", "alive-00"] {
                 _ = try await app.post("/api/v2/regions/1/push_registrations", [("token", token), ("operating_system", "ios")])
                 _ = try await app.post("/api/v2/regions/0/push_registrations", [("token", token), ("operating_system", "ios")])
             }
             let body = Array(
-                #"[{"type":"failed-push","platform":"ios","token":"dead-a","message":"x","error":"Unregistered"},{"type":"failed-push","platform":"ios","token":"alive","message":"x","error":"TooManyRequests"},{"type":"failed-push","platform":"ios","token":"dead-b","error":"BadDeviceToken"}]"#
+                #"[{"type":"failed-push","platform":"ios","token":"dead-a-0","message":"x","error":"Unregistered"},{"type":"failed-push","platform":"ios","token":"alive-00","message":"x","error":"TooManyRequests"},{"type":"failed-push","platform":"ios","token":"dead-b-0","error":"BadDeviceToken"}]"#
                     .utf8)
             #expect(try await app.send("POST", "/webhooks/gorush", headers: ["Content-Type": "application/json"], body: body).status == 401)
             let response = try await app.send(
@@ -22,8 +22,8 @@ struct PushFeedbackTests {
             #expect(response.status == 200)
             #expect(response.json?["deleted"] as? Int == 4, "both regions")
             #expect(try await app.pushStore.count() == 2)
-            #expect(try await app.pushStore.find(regionID: 1, token: "alive") != nil, "a transient failure keeps the token")
-            let single = Array(#"{"type":"failed-push","platform":"android","token":"alive","error":"NotRegistered"}"#.utf8)
+            #expect(try await app.pushStore.find(regionID: 1, token: "alive-00") != nil, "a transient failure keeps the token")
+            let single = Array(#"{"type":"failed-push","platform":"android","token":"alive-00","error":"NotRegistered"}"#.utf8)
             _ = try await app.send(
                 "POST", "/webhooks/gorush", headers: ["Authorization": "Bearer hook-secret", "Content-Type": "application/json"], body: single)
             #expect(try await app.pushStore.count() == 0)
@@ -70,16 +70,16 @@ struct PushFeedbackTests {
             #expect(response.status == 404)
         }
         try await TestSidecar.run({ $0.gorushWebhookSecret = "s3cret" }) { app in
-            _ = try await app.post("/api/v2/regions/1/push_registrations", [("token", "victim"), ("operating_system", "ios")])
-            let body = Array(#"{"token":"victim","error":"Unregistered"}"#.utf8)
+            _ = try await app.post("/api/v2/regions/1/push_registrations", [("token", "victim-0"), ("operating_system", "ios")])
+            let body = Array(#"{"token":"victim-0","error":"Unregistered"}"#.utf8)
             let unauthorized = try await app.send("POST", "/webhooks/gorush", headers: ["Authorization": "Bearer s3cre"], body: body)
             #expect(unauthorized.status == 401)
             let invalid = try await app.send("POST", "/webhooks/gorush", headers: ["Authorization": "Bearer s3cret"], body: Array("{not json".utf8))
             #expect(invalid.status == 400)
-            #expect(try await app.pushStore.find(regionID: 1, token: "victim") != nil)
+            #expect(try await app.pushStore.find(regionID: 1, token: "victim-0") != nil)
             let accepted = try await app.send("POST", "/webhooks/gorush", headers: ["Authorization": "Bearer s3cret"], body: body)
             #expect(accepted.status == 200)
-            #expect(try await app.pushStore.find(regionID: 1, token: "victim") == nil)
+            #expect(try await app.pushStore.find(regionID: 1, token: "victim-0") == nil)
         }
     }
 }

@@ -33,10 +33,10 @@ struct PushRegistrationRouteTests {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             let response = try await app.postJSON(
                 "/api/v2/regions/1-puget-sound/push_registrations/",
-                #"{"token":"fcm:abc","operating_system":"android","locale":"zh-TW","test_device":true,"description":"Pixel 9","apns_sandbox":"true"}"#
+                #"{"token":"fcm:abc-","operating_system":"android","locale":"zh-TW","test_device":true,"description":"Pixel 9","apns_sandbox":"true"}"#
             )
             #expect(response.status == 204)
-            let stored = try #require(try await app.pushStore.find(regionID: 1, token: "fcm:abc"))
+            let stored = try #require(try await app.pushStore.find(regionID: 1, token: "fcm:abc-"))
             #expect(stored.locale == "zh-Hant")
             #expect(stored.testDevice)
             #expect(stored.description == "Pixel 9")
@@ -46,11 +46,11 @@ struct PushRegistrationRouteTests {
 
     @Test func regionZeroIsARealRegionAndRegionsAreSeparate() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
-            #expect(try await app.post("/api/v2/regions/0/push_registrations", [("token", "t"), ("operating_system", "ios")]).status == 204)
-            #expect(try await app.pushStore.find(regionID: 0, token: "t") != nil)
-            #expect(try await app.pushStore.find(regionID: 1, token: "t") == nil)
-            #expect(try await app.send("DELETE", "/api/v2/regions/1/push_registrations?token=t").status == 404)
-            #expect(try await app.send("DELETE", "/api/v2/regions/0/push_registrations?token=t").status == 204)
+            #expect(try await app.post("/api/v2/regions/0/push_registrations", [("token", "t-000000"), ("operating_system", "ios")]).status == 204)
+            #expect(try await app.pushStore.find(regionID: 0, token: "t-000000") != nil)
+            #expect(try await app.pushStore.find(regionID: 1, token: "t-000000") == nil)
+            #expect(try await app.send("DELETE", "/api/v2/regions/1/push_registrations?token=t-000000").status == 404)
+            #expect(try await app.send("DELETE", "/api/v2/regions/0/push_registrations?token=t-000000").status == 204)
         }
     }
 
@@ -59,13 +59,14 @@ struct PushRegistrationRouteTests {
             _ = try await app.post(
                 Self.path,
                 [
-                    ("token", "t"), ("operating_system", "ios"), ("locale", "vi"), ("test_device", "1"),
+                    ("token", "t-000000"), ("operating_system", "ios"), ("locale", "vi"), ("test_device", "1"),
                     ("description", "Lab iPhone"), ("apns_sandbox", "true"),
                 ])
             app.clock.advance(seconds: 3600)
             // The launch-time re-POST omits the sticky fields and apns_sandbox.
-            #expect(try await app.postJSON(Self.path, #"{"token":"t","operating_system":"ios","locale":null,"test_device":null}"#).status == 204)
-            var stored = try #require(try await app.pushStore.find(regionID: 1, token: "t"))
+            #expect(
+                try await app.postJSON(Self.path, #"{"token":"t-000000","operating_system":"ios","locale":null,"test_device":null}"#).status == 204)
+            var stored = try #require(try await app.pushStore.find(regionID: 1, token: "t-000000"))
             #expect(stored.locale == "vi")
             #expect(stored.testDevice)
             #expect(stored.description == "Lab iPhone")
@@ -73,8 +74,8 @@ struct PushRegistrationRouteTests {
             #expect(stored.lastSeenAt == app.clock.now())
             #expect(stored.createdAt == app.clock.now().addingTimeInterval(-3600))
             // Explicit false demotes and clears the description.
-            #expect(try await app.post(Self.path, [("token", "t"), ("operating_system", "ios"), ("test_device", "false")]).status == 204)
-            stored = try #require(try await app.pushStore.find(regionID: 1, token: "t"))
+            #expect(try await app.post(Self.path, [("token", "t-000000"), ("operating_system", "ios"), ("test_device", "false")]).status == 204)
+            stored = try #require(try await app.pushStore.find(regionID: 1, token: "t-000000"))
             #expect(!stored.testDevice)
             #expect(stored.description == nil)
             #expect(try await app.pushStore.count() == 1)
@@ -85,10 +86,10 @@ struct PushRegistrationRouteTests {
         "validation failures are 422 in the messages shape",
         arguments: [
             ([("operating_system", "ios")], "Token can't be blank"),
-            ([("token", "t")], "Operating system can't be blank"),
-            ([("token", "t"), ("operating_system", "blackberry")], "Operating system is not included in the list"),
+            ([("token", "t-000000")], "Operating system can't be blank"),
+            ([("token", "t-000000"), ("operating_system", "blackberry")], "Operating system is not included in the list"),
             ([("token", String(repeating: "f", count: 5000)), ("operating_system", "ios")], "Token is too long (maximum is 4096 characters)"),
-            ([("token", "t"), ("operating_system", "ios"), ("test_device", "true")], "Description can't be blank for a test device"),
+            ([("token", "t-000000"), ("operating_system", "ios"), ("test_device", "true")], "Description can't be blank for a test device"),
         ])
     func rejects(fields: [(String, String)], message: String) async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
@@ -102,16 +103,17 @@ struct PushRegistrationRouteTests {
 
     @Test func deleteByQueryOrBody() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
-            for token in ["a", "b", "c"] { _ = try await app.post(Self.path, [("token", token), ("operating_system", "ios")]) }
-            let byQuery = try await app.send("DELETE", Self.path + "?token=a")
+            for token in ["a-000000", "b-000000", "c-000000"] { _ = try await app.post(Self.path, [("token", token), ("operating_system", "ios")]) }
+            let byQuery = try await app.send("DELETE", Self.path + "?token=a-000000")
             #expect(byQuery.status == 204)
             #expect(byQuery.body.isEmpty)
             let byForm = try await app.send(
-                "DELETE", Self.path, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Array("token=b".utf8))
+                "DELETE", Self.path, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Array("token=b-000000".utf8))
             #expect(byForm.status == 204)
-            let byJSON = try await app.send("DELETE", Self.path, headers: ["Content-Type": "application/json"], body: Array(#"{"token":"c"}"#.utf8))
+            let byJSON = try await app.send(
+                "DELETE", Self.path, headers: ["Content-Type": "application/json"], body: Array(#"{"token":"c-000000"}"#.utf8))
             #expect(byJSON.status == 204)
-            let again = try await app.send("DELETE", Self.path + "?token=a")
+            let again = try await app.send("DELETE", Self.path + "?token=a-000000")
             #expect(again.status == 404)
             #expect(again.body.isEmpty)
             #expect(try await app.send("DELETE", Self.path).status == 404)
@@ -137,29 +139,29 @@ struct PushRegistrationRouteTests {
     @Test func throttleIs30PerMinutePerPeerSharedByPostAndDelete() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             for index in 0..<29 {
-                let response = try await app.post(Self.path, [("token", "t\(index)"), ("operating_system", "ios")])
+                let response = try await app.post(Self.path, [("token", "push-token-\(index)"), ("operating_system", "ios")])
                 #expect(response.status == 204)
             }
-            #expect(try await app.send("DELETE", Self.path + "?token=t0").status == 204, "the 30th request")
-            let limited = try await app.post(Self.path, [("token", "x"), ("operating_system", "ios")])
+            #expect(try await app.send("DELETE", Self.path + "?token=push-token-0").status == 204, "the 30th request")
+            let limited = try await app.post(Self.path, [("token", "x-000000"), ("operating_system", "ios")])
             #expect(limited.status == 429)
             #expect(limited.header("Retry-After") == "60")
             #expect(limited.json?["error"] as? String != nil)
             #expect(try await app.send("DELETE", Self.path + "?token=t1").status == 429, "DELETE shares the bucket")
             // Keyed on the TCP peer, never on X-Forwarded-For.
             #expect(try await app.send("DELETE", Self.path + "?token=t1", headers: ["X-Forwarded-For": "203.0.113.9"]).status == 429)
-            #expect(try await app.post(Self.path, [("token", "y"), ("operating_system", "ios")], source: "127.0.0.2").status == 204)
+            #expect(try await app.post(Self.path, [("token", "y-000000"), ("operating_system", "ios")], source: "127.0.0.2").status == 204)
             // Other paths are not throttled.
             #expect(try await app.send("GET", "/healthz").status == 200)
             app.clock.advance(seconds: 60)
-            #expect(try await app.post(Self.path, [("token", "z"), ("operating_system", "ios")]).status == 204)
+            #expect(try await app.post(Self.path, [("token", "z-000000"), ("operating_system", "ios")]).status == 204)
         }
     }
 
     @Test func throttleCanBeDisabled() async throws {
         try await TestSidecar.run({ $0.pushRegistrationLimit = 0 }) { (app: TestSidecar) async throws in
             for index in 0..<40 {
-                #expect(try await app.post(Self.path, [("token", "t\(index)"), ("operating_system", "ios")]).status == 204)
+                #expect(try await app.post(Self.path, [("token", "push-token-\(index)"), ("operating_system", "ios")]).status == 204)
             }
         }
     }
@@ -167,7 +169,8 @@ struct PushRegistrationRouteTests {
     @Test func unknownRegionsAre404() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             for region in ["abc", "-3", "99999999999999999999", "999", "%2D3"] {
-                let response = try await app.post("/api/v2/regions/\(region)/push_registrations", [("token", "t"), ("operating_system", "ios")])
+                let response = try await app.post(
+                    "/api/v2/regions/\(region)/push_registrations", [("token", "t-000000"), ("operating_system", "ios")])
                 #expect(response.status == 404, "region \(region)")
                 #expect(response.json?["error"] as? String == "Couldn't find Region")
                 let delete = try await app.send("DELETE", "/api/v2/regions/\(region)/push_registrations?token=t")
@@ -204,16 +207,16 @@ struct PushRegistrationRouteTests {
             #expect(try await app.eventually { prunes() >= 1 })
             try await Task.sleep(for: .milliseconds(100))
             let loopsAsleep = app.clock.sleeperCount
-            _ = try await app.post(Self.path, [("token", "old"), ("operating_system", "ios")])
+            _ = try await app.post(Self.path, [("token", "old-0000"), ("operating_system", "ios")])
             app.clock.advance(seconds: 100 * 86_400)
             #expect(try await app.eventually { prunes() >= 2 && app.clock.sleeperCount >= loopsAsleep })
-            _ = try await app.post(Self.path, [("token", "recent"), ("operating_system", "android")])
+            _ = try await app.post(Self.path, [("token", "recent-0"), ("operating_system", "android")])
             // Exactly 180 days after "old" was last seen; the daily loop wakes.
             app.clock.advance(seconds: 80 * 86_400)
-            #expect(try await app.eventually { try await app.pushStore.find(regionID: 1, token: "old") == nil })
-            #expect(try await app.pushStore.find(regionID: 1, token: "recent") != nil)
+            #expect(try await app.eventually { try await app.pushStore.find(regionID: 1, token: "old-0000") == nil })
+            #expect(try await app.pushStore.find(regionID: 1, token: "recent-0") != nil)
             // A re-registration refreshes last_seen_at and so the retention clock.
-            _ = try await app.post(Self.path, [("token", "recent"), ("operating_system", "android")])
+            _ = try await app.post(Self.path, [("token", "recent-0"), ("operating_system", "android")])
             app.clock.advance(seconds: 179 * 86_400)
             #expect(await app.sidecar.pruner.pruneOnce() == 0)
             app.clock.advance(seconds: 86_400)

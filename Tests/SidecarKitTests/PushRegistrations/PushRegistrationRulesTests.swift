@@ -74,11 +74,11 @@ struct PushRegistrationRuleTests {
         arguments: [
             ([:], ["Token can't be blank", "Operating system can't be blank"]),
             (["token": "  ", "operating_system": "ios"], ["Token can't be blank"]),
-            (["token": "t"], ["Operating system can't be blank"]),
-            (["token": "t", "operating_system": "windows"], ["Operating system is not included in the list"]),
+            (["token": "token-0001"], ["Operating system can't be blank"]),
+            (["token": "token-0001", "operating_system": "windows"], ["Operating system is not included in the list"]),
             (["token": String(repeating: "a", count: 4097), "operating_system": "ios"], ["Token is too long (maximum is 4096 characters)"]),
             (
-                ["token": "t", "operating_system": "ios", "description": String(repeating: "d", count: 256)],
+                ["token": "token-0001", "operating_system": "ios", "description": String(repeating: "d", count: 256)],
                 ["Description is too long (maximum is 255 characters)"]
             ),
         ])
@@ -102,13 +102,13 @@ struct PushRegistrationRuleTests {
         sandbox: Bool = false, os: PushPlatform = .ios
     ) -> PushRegistration {
         PushRegistration(
-            regionID: 1, token: "t", operatingSystem: os, locale: locale, rawLocale: raw, apnsSandbox: sandbox,
+            regionID: 1, token: "token-0001", operatingSystem: os, locale: locale, rawLocale: raw, apnsSandbox: sandbox,
             testDevice: test, description: description, createdAt: Date(timeIntervalSince1970: 1),
             lastSeenAt: Date(timeIntervalSince1970: 2))
     }
 
     @Test func firstRegistrationNormalizesAndKeepsTheRawTag() throws {
-        let merged = try merge(nil, ["token": "t", "operating_system": "ios", "locale": "zh-TW", "apns_sandbox": "1"]).get()
+        let merged = try merge(nil, ["token": "token-0001", "operating_system": "ios", "locale": "zh-TW", "apns_sandbox": "1"]).get()
         #expect(merged.locale == "zh-Hant")
         #expect(merged.rawLocale == "zh-TW")
         #expect(merged.apnsSandbox)
@@ -120,7 +120,7 @@ struct PushRegistrationRuleTests {
 
     @Test func stickyFieldsSurviveARoutineRePost() throws {
         let existing = stored(test: true, description: "Aaron's iPhone 17", sandbox: true)
-        let merged = try merge(existing, ["token": "t", "operating_system": "ios"]).get()
+        let merged = try merge(existing, ["token": "token-0001", "operating_system": "ios"]).get()
         #expect(merged.locale == "es")
         #expect(merged.rawLocale == "es-MX")
         #expect(merged.testDevice)
@@ -132,14 +132,15 @@ struct PushRegistrationRuleTests {
 
     @Test func blankValuesDoNotOverwriteStickyFields() throws {
         let existing = stored(test: true, description: "Lab iPad")
-        let merged = try merge(existing, ["token": "t", "operating_system": "ios", "locale": " ", "test_device": "", "description": ""]).get()
+        let merged = try merge(existing, ["token": "token-0001", "operating_system": "ios", "locale": " ", "test_device": "", "description": ""])
+            .get()
         #expect(merged.locale == "es")
         #expect(merged.testDevice)
         #expect(merged.description == "Lab iPad")
     }
 
     @Test func aRealLocaleOverwritesEvenWhenItMapsToEnglish() throws {
-        let merged = try merge(stored(), ["token": "t", "operating_system": "ios", "locale": "en-GB"]).get()
+        let merged = try merge(stored(), ["token": "token-0001", "operating_system": "ios", "locale": "en-GB"]).get()
         #expect(merged.locale == nil)
         #expect(merged.rawLocale == "en-GB")
     }
@@ -147,7 +148,7 @@ struct PushRegistrationRuleTests {
     @Test func explicitFalseDemotesAndClearsTheDescription() throws {
         let merged = try merge(
             stored(test: true, description: "Lab iPad"),
-            ["token": "t", "operating_system": "ios", "test_device": "false", "description": "ignored"]
+            ["token": "token-0001", "operating_system": "ios", "test_device": "false", "description": "ignored"]
         ).get()
         #expect(!merged.testDevice)
         #expect(merged.description == nil)
@@ -155,24 +156,24 @@ struct PushRegistrationRuleTests {
 
     @Test func aTestDeviceNeedsADescription() {
         #expect(throws: ValidationFailure(["Description can't be blank for a test device"])) {
-            try merge(nil, ["token": "t", "operating_system": "ios", "test_device": "true"]).get()
+            try merge(nil, ["token": "token-0001", "operating_system": "ios", "test_device": "true"]).get()
         }
         #expect(throws: Never.self) {
-            try merge(nil, ["token": "t", "operating_system": "ios", "test_device": "1", "description": "Pixel 9"]).get()
+            try merge(nil, ["token": "token-0001", "operating_system": "ios", "test_device": "1", "description": "Pixel 9"]).get()
         }
         // A stored description satisfies a re-POST that promotes again.
         #expect(throws: Never.self) {
-            try merge(stored(test: true, description: "Lab"), ["token": "t", "operating_system": "ios", "test_device": "true"]).get()
+            try merge(stored(test: true, description: "Lab"), ["token": "token-0001", "operating_system": "ios", "test_device": "true"]).get()
         }
     }
 
     @Test func aRegularDeviceKeepsNoDescription() throws {
-        let merged = try merge(nil, ["token": "t", "operating_system": "ios", "description": "Someone's phone"]).get()
+        let merged = try merge(nil, ["token": "token-0001", "operating_system": "ios", "description": "Someone's phone"]).get()
         #expect(merged.description == nil)
     }
 
     @Test func androidNeverStoresSandbox() throws {
-        let merged = try merge(stored(sandbox: true), ["token": "t", "operating_system": "android", "apns_sandbox": "true"]).get()
+        let merged = try merge(stored(sandbox: true), ["token": "token-0001", "operating_system": "android", "apns_sandbox": "true"]).get()
         #expect(!merged.apnsSandbox)
         #expect(merged.operatingSystem == .android, "operating_system is rewritten every time")
     }
@@ -192,7 +193,7 @@ struct PushRegistrationRuleTests {
             ([:], true),
         ] as [([String: String], Bool)])
     func theStoredRowIsReadOnlyWhenItCanChangeTheOutcome(fields: [String: String], needsRow: Bool) throws {
-        let all = fields.merging(["token": "t", "operating_system": "ios"]) { first, _ in first }
+        let all = fields.merging(["token": "token-0001", "operating_system": "ios"]) { first, _ in first }
         let parsed = try request(all).get()
         #expect(PushRegistrationRules.needsStoredRow(parsed) == needsRow)
         guard !needsRow else { return }

@@ -48,14 +48,15 @@ struct RegionRefreshTests {
             $0.regionsRefreshSeconds = 300
         }) { (app: TestSidecar) async throws in
             #expect(app.sidecar.regions.all.map(\.id) == [1])
-            #expect(try await app.post("/api/v2/regions/2/push_registrations", [("token", "t"), ("operating_system", "ios")]).status == 404)
+            #expect(try await app.post("/api/v2/regions/2/push_registrations", [("token", "t-000000"), ("operating_system", "ios")]).status == 404)
 
             upstream.serve(200, Self.directory([(1, "Puget Sound"), (2, "New Region")]))
             #expect(try await app.eventually { app.clock.sleeperCount >= 2 })
             app.clock.advance(seconds: 300)
             #expect(try await app.eventually { app.sidecar.regions.region(id: 2) != nil })
             #expect(
-                try await app.post("/api/v2/regions/2-new-region/push_registrations", [("token", "t"), ("operating_system", "ios")]).status == 204)
+                try await app.post("/api/v2/regions/2-new-region/push_registrations", [("token", "t-000000"), ("operating_system", "ios")]).status
+                    == 204)
 
             for (status, body) in [(200, "{not json"), (500, "oops"), (200, #"{"data": {"list": []}}"#)] {
                 upstream.serve(status, body)

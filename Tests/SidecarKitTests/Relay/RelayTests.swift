@@ -42,8 +42,8 @@ struct RelayTests {
         try await TestRelay.run { relay in
             let a = try relay.client("a", http: http), b = try relay.client("b", http: http)
             #expect(a.identity.serverID != b.identity.serverID)
-            for token in ["a0000001", "shared01", "a0000dead"] { #expect(await a.register(token: token, platform: .ios)) }
-            for token in ["b0000001", "shared01"] { #expect(await b.register(token: token, platform: .ios)) }
+            for token in ["a0000001", "shared01", "a0000dead"] { #expect(await a.register(token: token, platform: .ios) == .bound) }
+            for token in ["b0000001", "shared01"] { #expect(await b.register(token: token, platform: .ios) == .bound) }
 
             let fromA = await a.send(
                 ["a0000001", "b0000001", "shared01"].map { PushMessage(token: $0, platform: .ios, title: "Detour", body: "Route 44") })
@@ -79,7 +79,7 @@ struct RelayTests {
         defer { http.shutdown() }
         try await TestRelay.run(replaysInDatabase: replaysInDatabase) { relay in
             let a = try relay.client("a", http: http)
-            #expect(await a.register(token: "a0000001", platform: .ios))
+            #expect(await a.register(token: "a0000001", platform: .ios) == .bound)
             let body = try Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour")
             let first = try await relay.post("/v1/push/send", body)
             #expect(first.status == 200)
@@ -144,7 +144,7 @@ struct RelayTests {
         defer { http.shutdown() }
         try await TestRelay.run(replaysInDatabase: replaysInDatabase) { relay in
             let a = try relay.client("a", http: http)
-            #expect(await a.register(token: "a0000001", platform: .ios))
+            #expect(await a.register(token: "a0000001", platform: .ios) == .bound)
             let body = try Self.v1Send(a.identity, tokens: ["a0000001"], title: "Detour")
             let signature = try #require((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["sig"] as? String)
             let raw = try #require(Base64URL.decode(signature))
@@ -191,8 +191,8 @@ struct RelayTests {
         try await TestRelay.run { relay in
             let victim = try relay.client("victim", http: http), attacker = try relay.client("attacker", http: http)
             // The token answers "dead" to whoever sends (RecordingTransport), as APNs does for a sandbox send to a production token.
-            #expect(await victim.register(token: "shared0dead", platform: .ios))
-            #expect(await attacker.register(token: "shared0dead", platform: .ios))
+            #expect(await victim.register(token: "shared0dead", platform: .ios) == .bound)
+            #expect(await attacker.register(token: "shared0dead", platform: .ios) == .bound)
             var push = PushMessage(token: "shared0dead", platform: .ios, apnsSandbox: true, title: "x")
             push.apnsSandbox = true
             let outcome = await attacker.send([push])
@@ -213,14 +213,14 @@ struct RelayTests {
         defer { http.shutdown() }
         try await TestRelay.run(maxBindingsPerServer: 3, maxBindingsPerClient: 5) { relay in
             let a = try relay.client("a", http: http)
-            for n in 0..<3 { #expect(await a.register(token: "a000000\(n)", platform: .ios)) }
-            #expect(await !a.register(token: "a0000009", platform: .ios), "a fourth binding for one key is refused")
-            #expect(await a.register(token: "a0000001", platform: .ios), "refreshing a binding it holds is not a new one")
+            for n in 0..<3 { #expect(await a.register(token: "a000000\(n)", platform: .ios) == .bound) }
+            #expect(await a.register(token: "a0000009", platform: .ios) != .bound, "a fourth binding for one key is refused")
+            #expect(await a.register(token: "a0000001", platform: .ios) == .bound, "refreshing a binding it holds is not a new one")
             // Fresh keys from the same address: the per-client bound holds.
             let b = try relay.client("b", http: http), c = try relay.client("c", http: http)
-            #expect(await b.register(token: "b0000001", platform: .ios))
-            #expect(await b.register(token: "b0000002", platform: .ios))
-            #expect(await !c.register(token: "c0000001", platform: .ios), "five bindings from this address already")
+            #expect(await b.register(token: "b0000001", platform: .ios) == .bound)
+            #expect(await b.register(token: "b0000002", platform: .ios) == .bound)
+            #expect(await c.register(token: "c0000001", platform: .ios) != .bound, "five bindings from this address already")
             let ts = Self.nowMillis()
             let raw = JSONValue.object([
                 "token": .string("c0000002"), "platform": .string("ios"), "publicKeyJwk": c.identity.jwk.json,
@@ -232,7 +232,7 @@ struct RelayTests {
             #expect(try await relay.store.held(owner: "server:" + a.identity.serverID) == 3)
             try await relay.store.forget(token: "a0000000", serverID: a.identity.serverID)
             #expect(try await relay.store.held(owner: "server:" + a.identity.serverID) == 2)
-            #expect(await c.register(token: "c0000001", platform: .ios))
+            #expect(await c.register(token: "c0000001", platform: .ios) == .bound)
         }
     }
 
@@ -241,7 +241,7 @@ struct RelayTests {
         defer { http.shutdown() }
         try await TestRelay.run { relay in
             let a = try relay.client("a", http: http)
-            #expect(await a.register(token: "a0000001", platform: .ios))
+            #expect(await a.register(token: "a0000001", platform: .ios) == .bound)
             func expect(_ body: [UInt8], _ status: Int, _ code: String, path: String = "/v1/push/send") async throws {
                 let response = try await relay.post(path, body)
                 #expect(response.status == status && Self.error(response) == code, "\(response.status) \(response.text)")
@@ -273,7 +273,7 @@ struct RelayTests {
         defer { http.shutdown() }
         try await TestRelay.run(sendLimit: 2) { relay in
             let a = try relay.client("a", http: http), b = try relay.client("b", http: http)
-            #expect(await a.register(token: "a0000001", platform: .ios))
+            #expect(await a.register(token: "a0000001", platform: .ios) == .bound)
             var statuses: [Int] = []
             for n in 0..<3 {
                 statuses.append(try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "n\(n)")).status)

@@ -122,6 +122,14 @@ extension OperatorCommands {
                             + "run 'sidecar alert send \(alert.id)\(audience == .test ? " --audience test" : "")' again to retry only those")
                     return 1
                 }
+                // Dead tokens are pruned, as every send prunes some; pushes the
+                // provider refused are a failure to report.
+                if finished.failed > finished.pruned {
+                    c.errors(
+                        "sidecar: error: \(finished.failed - finished.pruned) pushes were refused (\(finished.lastError ?? "the provider refused them")); "
+                            + "sending again would not change that")
+                    return 1
+                }
                 return 0
             }),
     ]
