@@ -96,7 +96,10 @@ struct DatabaseCopyTests {
             let columns = try connection.queryOne("SELECT * FROM \(raw: table) LIMIT 1")?.columns ?? []
             guard !columns.isEmpty else { return [] }
             return try connection.query("SELECT * FROM \(raw: table) ORDER BY \(raw: (1...columns.count).map(String.init).joined(separator: ", "))")
-                .map { row in row.values.map { value in if case .real(let number) = value, number == number.rounded() { .integer(Int64(number)) } else { value } } }
+                .map { row in
+                    row.values.map { value in if case .real(let number) = value, number == number.rounded() { .integer(Int64(number)) } else { value }
+                    }
+                }
         }
     }
 

@@ -117,7 +117,8 @@ extension CommandLineInterface {
             let keywords = ["host=", "hostaddr=", "dbname=", "user=", "password=", "port="]
             if !PostgresLocation.matches(value), keywords.contains(where: { value.lowercased().contains($0) }) {
                 throw CommandLineError(
-                    "--database takes a SQLite file's path or a postgres:// URL, and '\(DatabaseLocation.forHumans(value))' looks like a libpq connection string: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+                    "--database takes a SQLite file's path or a postgres:// URL, and '\(DatabaseLocation.forHumans(value))' looks like a libpq connection string: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+                )
             }
             config.database = value
         },
