@@ -356,14 +356,30 @@ public enum ZoneCatalog {
 
     private static let cache = Mutex<[String: [String]]>([:])
 
-    /// The known name closest to `name` (case-insensitive edit distance;
-    /// ties go to the shorter, then the alphabetically first).
+    /// Whether a name is a place riders live in (`Area/Location`, or
+    /// `UTC`): not `Factory` (tzdata's "zone not set" marker), nor the
+    /// `Etc/GMT+5`-style offsets and legacy aliases (`US/Pacific`, `EST5EDT`)
+    /// that no agency should be steered to.
+    public static func isGeographic(_ name: String) -> Bool {
+        if name == "UTC" { return true }
+        let legacy = ["Etc/", "US/", "SystemV/", "posix/", "right/", "Brazil/", "Canada/", "Chile/", "Mexico/"]
+        return name.contains("/") && !legacy.contains { name.hasPrefix($0) }
+    }
+
+    /// The geographic name closest to `name` (case-insensitive edit
+    /// distance; ties go to the shorter, then the alphabetically first), or
+    /// nil when none is close enough to have been meant.
     public static func nearest(to name: String, directory: String = ZoneInfo.defaultDirectory) -> String? {
         let wanted = Array(name.lowercased().prefix(64).unicodeScalars)
-        return identifiers(directory: directory).min { left, right in
-            let (a, b) = (distance(wanted, Array(left.lowercased().unicodeScalars)), distance(wanted, Array(right.lowercased().unicodeScalars)))
-            return a != b ? a < b : (left.count != right.count ? left.count < right.count : left < right)
+        let scored = identifiers(directory: directory).filter(isGeographic).map { candidate in
+            (candidate, distance(wanted, Array(candidate.lowercased().unicodeScalars)))
         }
+        guard
+            let best = scored.min(by: { left, right in
+                left.1 != right.1 ? left.1 < right.1 : (left.0.count != right.0.count ? left.0.count < right.0.count : left.0 < right.0)
+            })
+        else { return nil }
+        return best.1 <= max(2, wanted.count / 3) ? best.0 : nil
     }
 
     /// Levenshtein distance.

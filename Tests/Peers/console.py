@@ -135,7 +135,7 @@ def visible(driver):
 def refresh(driver):
     """A refresh, as staff do after every action: it must repeat nothing."""
     driver.refresh()
-    WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def submit(driver, form_css="main form"):
@@ -159,11 +159,11 @@ def sign_in(driver, url, email, path="/admin"):
     driver.find_element(By.NAME, "email").send_keys(email)
     driver.find_element(By.NAME, "password").send_keys(PASSWORD)
     driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    WebDriverWait(driver, 10).until(lambda d: "/admin/login" not in d.current_url)
+    WebDriverWait(driver, 60).until(lambda d: "/admin/login" not in d.current_url)
 
 
 def feed(url, region=1):
-    with urllib.request.urlopen(url + f"/api/v1/regions/{region}/alerts", timeout=10) as response:
+    with urllib.request.urlopen(url + f"/api/v1/regions/{region}/alerts", timeout=60) as response:
         message = gtfs_realtime_pb2.FeedMessage()
         message.ParseFromString(response.read())
         return message
@@ -184,7 +184,7 @@ def fetch(url, cookie, method="GET", fields=None):
                                                                            "Content-Type": "application/x-www-form-urlencoded"})
     opener = urllib.request.build_opener(NoRedirect())
     try:
-        with opener.open(request, timeout=10) as response:
+        with opener.open(request, timeout=60) as response:
             return response.status, dict(response.headers), response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read().decode()
@@ -265,7 +265,7 @@ def create_alert_now(driver, url, database):
     Select(driver.find_element(By.NAME, "effect")).select_by_value("DETOUR")
     shoot(driver, "alert-new")
     submit(driver)
-    WebDriverWait(driver, 10).until(lambda d: re.search(r"/admin/alerts/\d+", d.current_url))
+    WebDriverWait(driver, 60).until(lambda d: re.search(r"/admin/alerts/\d+", d.current_url))
     alert_id = re.search(r"/admin/alerts/(\d+)", driver.current_url).group(1)
     wait_text(driver, "Alert created as a draft.")
     refresh(driver)
@@ -382,7 +382,7 @@ def send_draft_to_test_devices(driver, url, database, gorush):
     csrf = driver.find_element(By.CSS_SELECTOR, "main form input[name=csrf]").get_attribute("value")
     gorush.reset()
     ActionChains(driver).double_click(driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]")).perform()
-    WebDriverWait(driver, 10).until(lambda d: re.search(rf"/admin/alerts/{draft}\?", d.current_url))
+    WebDriverWait(driver, 60).until(lambda d: re.search(rf"/admin/alerts/{draft}\?", d.current_url))
     wait_for_send(database, draft, 1, "done")
     refresh(driver)
     status, headers, _ = fetch(url + f"/admin/alerts/{draft}/sends", session_cookie(driver), "POST",
@@ -402,9 +402,9 @@ def send_to_everyone_twice(driver, url, alert_id, database, gorush):
     check("Never sent." in driver.page_source, "the first confirmation does not say it was never sent")
     submit(driver)
     wait_text(driver, "Sending started")
-    WebDriverWait(driver, 20).until(expected_conditions.text_to_be_present_in_element(
+    WebDriverWait(driver, 60).until(expected_conditions.text_to_be_present_in_element(
         (By.CSS_SELECTOR, "[data-send-id] [data-field='status']"), "done"))
-    WebDriverWait(driver, 5).until(expected_conditions.text_to_be_present_in_element(
+    WebDriverWait(driver, 60).until(expected_conditions.text_to_be_present_in_element(
         (By.CSS_SELECTOR, "[data-send-id] [data-field='summary']"), "12 of 12 delivered"))
     shoot(driver, "send-progress")
     refresh(driver)
@@ -459,10 +459,10 @@ def failing_send(driver, url, database, gorush, sidecar, restart):
     driver.get(url + f"/admin/alerts/{alert_id}/send?audience=all")
     submit(driver)
     wait_text(driver, "Sending started")
-    WebDriverWait(driver, 10).until(expected_conditions.text_to_be_present_in_element(
+    WebDriverWait(driver, 60).until(expected_conditions.text_to_be_present_in_element(
         (By.CSS_SELECTOR, "[data-send-id] [data-field='status']"), "running"))
     sidecar.stop(signal.SIGKILL)
-    WebDriverWait(driver, 15).until(lambda d: d.find_element(By.CSS_SELECTOR, "[data-lost]").is_displayed())
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.CSS_SELECTOR, "[data-lost]").is_displayed())
     shoot(driver, "send-lost-server")
     print("console: the send page said it lost contact when the server went away")
     return alert_id, restart()
@@ -559,7 +559,7 @@ def ghost_bus(driver, url, sidecar):
             "wait_duration_minutes": "10", "user_latitude": "47.6097", "user_longitude": "-122.3331"}),
             {"Content-Type": "application/x-www-form-urlencoded"})
         check(status in (200, 201, 204), f"ghost-bus report: {status} {answer[:300]}")
-    deadline = time.time() + 15
+    deadline = time.time() + 120  # only catches a hang: the loop ends once the reports show
     while time.time() < deadline:
         driver.get(url + "/admin/regions/1/ghost-bus?route=44")
         if visible(driver).count("44 · 1_1") >= 3:
@@ -591,7 +591,7 @@ def session_survives(driver, url):
     driver.find_element(By.NAME, "email").send_keys("admin@example.org")
     driver.find_element(By.NAME, "password").send_keys(PASSWORD)
     driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    WebDriverWait(driver, 10).until(lambda d: d.current_url.endswith("/admin/regions/1/alerts/new"))
+    WebDriverWait(driver, 60).until(lambda d: d.current_url.endswith("/admin/regions/1/alerts/new"))
     kept = driver.find_element(By.NAME, "header").get_attribute("value")
     check(kept == "Kept across the sign-in", f"the typed header was lost: {kept!r}")
     print("console: a form typed before the session ended was filled in again after signing in")

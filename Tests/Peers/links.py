@@ -146,7 +146,7 @@ class Meta(html.parser.HTMLParser):
 def get(url):
     opener = urllib.request.build_opener(NoRedirect())
     try:
-        with opener.open(url, timeout=10) as response:
+        with opener.open(url, timeout=60) as response:
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read()

@@ -59,13 +59,13 @@ def metrics():
     sidecar = base.Sidecar(os.path.join(WORK, "metrics.sqlite3"), "--regions", base.regions_file(oba),
                            "--metrics-listen", "127.0.0.1:0")
     try:
-        statuses = [register(sidecar, f"token-{n}") for n in range(3)] + [register(sidecar, "droid", "android")]
+        statuses = [register(sidecar, f"token-{n}") for n in range(3)] + [register(sidecar, "droid-token-1", "android")]
         statuses.append(sidecar.request("POST", "/api/v2/regions/1/push_registrations", "token=x", {"Content-Type": "application/x-www-form-urlencoded"})[0])
         statuses.append(sidecar.request("GET", "/healthz")[0])
         statuses.append(sidecar.request("GET", "/nothing/here")[0])
         check(statuses == [204, 204, 204, 204, 422, 200, 404], f"unexpected statuses {statuses}")
         port = metrics_port(sidecar)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as response:
             check(response.headers["Content-Type"].startswith("text/plain; version=0.0.4"), response.headers["Content-Type"])
             text = response.read().decode()
         families = {family.name: family for family in text_string_to_metric_families(text)}

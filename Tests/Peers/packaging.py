@@ -58,7 +58,8 @@ def start_sidecar(work, processes, *flags, preexec_fn=None):
         processes.append(subprocess.Popen(
             [BIN, "serve", "--host", "127.0.0.1", "--port", "0", "--database", os.path.join(work, "x.sqlite3"), *flags],
             stdout=out, stderr=out, preexec_fn=preexec_fn))
-    for _ in range(200):
+    deadline = time.monotonic() + 120  # only catches a hang: the loop ends at the event
+    while time.monotonic() < deadline:
         match = re.search(r"sidecar listening.* port=(\d+)", read(log))
         if match:
             return int(match.group(1)), log
@@ -68,7 +69,7 @@ def start_sidecar(work, processes, *flags, preexec_fn=None):
 
 
 def plain_request(port, method, path, body=None, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     conn.request(method, path, body=body, headers=headers or {})
     response = conn.getresponse()
     result = response.status, dict(response.getheaders()), response.read()
@@ -120,7 +121,7 @@ def check_systemd(work, processes):
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_MDWE)")
     port, _ = start_sidecar(work, processes, preexec_fn=lock)
     check(plain_request(port, "GET", "/healthz")[0] == 200, "/healthz failed under PR_SET_MDWE")
-    status = plain_request(port, "POST", REGISTER, "token=mdwe01&operating_system=ios",
+    status = plain_request(port, "POST", REGISTER, "token=mdwe-token-01&operating_system=ios",
                            {"Content-Type": "application/x-www-form-urlencoded"})[0]
     check(status == 204, f"a registration under PR_SET_MDWE answered {status}")
     print("systemd: under PR_SET_MDWE (MemoryDenyWriteExecute's rule) the binary serves /healthz 200 and stores a registration (204)")
@@ -171,7 +172,8 @@ def check_nginx(work, processes):
     with open(f"{work}/error.log", "a") as errors:  # also what nginx says before it reads the config
         processes.append(subprocess.Popen(["nginx", "-e", f"{work}/error.log", "-c", conf, "-g", "daemon off;"],
                                           stdout=errors, stderr=errors))
-    for _ in range(100):
+    deadline = time.monotonic() + 120  # only catches a hang: the loop ends at the event
+    while time.monotonic() < deadline:
         check(processes[-1].poll() is None, f"nginx exited ({processes[-1].returncode}):\n{read(work + '/error.log')}")
         try:
             socket.create_connection(("127.0.0.1", ports["https"]), timeout=1).close()
@@ -191,7 +193,7 @@ def check_nginx(work, processes):
             self.sock = context.wrap_socket(self.sock, server_hostname=HOST)
 
     def request(source, method, path, body=None, headers=None):
-        conn = Connection("127.0.0.1", ports["https"], timeout=10, source_address=(source, 0))
+        conn = Connection("127.0.0.1", ports["https"], timeout=60, source_address=(source, 0))
         conn.request(method, path, body=body, headers={"Host": HOST, **(headers or {})})
         status = conn.getresponse().status
         conn.close()

@@ -81,7 +81,7 @@ class SeedClient:
 
 
 def stats():
-    with urllib.request.urlopen(f"http://127.0.0.1:{PEERS[2]}/stats", timeout=10) as response:
+    with urllib.request.urlopen(f"http://127.0.0.1:{PEERS[2]}/stats", timeout=60) as response:
         return json.load(response)
 
 
@@ -96,7 +96,8 @@ class Relay:
                                          "--apns-ca-file", f"{directory}/ca.pem"], stdout=self.log, stderr=subprocess.STDOUT)
         base.STARTED.append(self.process)
         self.port = None
-        for _ in range(200):
+        deadline = time.monotonic() + 120  # only catches a hang: the loop ends at the event
+        while time.monotonic() < deadline:
             text = open(self.log.name).read()
             if "relay listening" in text:
                 self.port = int(text.split("relay listening", 1)[1].split("port=", 1)[1].split()[0])

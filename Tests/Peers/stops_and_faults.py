@@ -202,7 +202,8 @@ class Sidecar:
                                         stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=preexec)
         STARTED.append(self.process)
         self.port = None
-        for _ in range(200):
+        deadline = time.monotonic() + 120  # only catches a hang: the loop ends at the event
+        while time.monotonic() < deadline:
             text = open(self.log_path).read()
             # Text (`port=8080`) or JSON (`"port":"8080"`) log lines.
             found = re.search(r'sidecar listening.*?\bport(?:=|":")(\d+)', text)
@@ -217,7 +218,7 @@ class Sidecar:
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def request(self, method, path, body=None, headers=None, timeout=10):
+    def request(self, method, path, body=None, headers=None, timeout=60):
         data = body.encode() if isinstance(body, str) else body
         request = urllib.request.Request(self.url(path), data=data, method=method, headers=headers or {})
         try:
@@ -275,10 +276,10 @@ def keepalive():
         lock = threading.Lock()
 
         def client(number):
-            connection = http.client.HTTPConnection("127.0.0.1", sidecar.port, timeout=10)
+            connection = http.client.HTTPConnection("127.0.0.1", sidecar.port, timeout=60)
             sent = 0
             while True:
-                token = f"r{round_number}-c{number}-{sent}"
+                token = f"round-{round_number}-c{number}-{sent}"
                 try:
                     connection.request("POST", "/api/v2/regions/1/push_registrations",
                                        body=f"token={token}&operating_system=ios",
@@ -321,7 +322,7 @@ def alarms(gorush, oba, sig):
                        "--alarm-limit", "0", "--upstream-lookup-limit", "0", "--push-registration-limit", "0")
     for number in range(600):
         status, _ = creating.request("POST", "/api/v2/regions/1/alarms", body=json.dumps({
-            "user_push_id": f"alarm-{number}", "operating_system": "ios", "stop_id": f"s{number}", "trip_id": f"t{number}",
+            "user_push_id": f"alarm-user-{number}", "operating_system": "ios", "stop_id": f"s{number}", "trip_id": f"t{number}",
             "service_date": SERVICE_DATE, "stop_sequence": 4, "seconds_before": 600}), headers={"Content-Type": "application/json"})
         check(status == 201, f"alarm creation answered {status}")
     check(creating.stop() == 0, "the creating server did not stop cleanly")
@@ -340,7 +341,7 @@ def alarms(gorush, oba, sig):
              "alarms were left unfired after the restart")
     check(finishing.stop() == 0, "the restarted server did not stop cleanly")
     pushes = dict(gorush.pushes)
-    lost = [f"alarm-{n}" for n in range(600) if f"alarm-{n}" not in pushes]
+    lost = [f"alarm-user-{n}" for n in range(600) if f"alarm-user-{n}" not in pushes]
     twice = sum(1 for count in pushes.values() if count > 1)
     check(not lost, f"{len(lost)} alarms were never pushed")
     if sig == signal.SIGTERM:

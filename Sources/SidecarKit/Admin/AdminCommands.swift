@@ -22,22 +22,33 @@ enum AdminCommands {
         let configuration = invocation.configuration
         let http = HTTPClient()
         defer { http.shutdown() }
-        var regions = RegionDirectory([])
+        var regionList: [Region] = []
         if command.needsRegions {
-            do { regions = RegionDirectory(try await RegionSource(argument: configuration.regions).load(client: http)) } catch {
+            do { regionList = try await RegionSource(argument: configuration.regions).load(client: http) } catch {
                 errors("sidecar: error: regions directory: \(error.description)")
                 return 2
             }
         }
         var database: (any Database)?
         if command.access != .none {
+            // A dry run only reads, whatever the command would write.
+            let dryRun = invocation.options["dry_run"].map { $0 != "false" } ?? false
             do {
-                database = try await configuration.openMigrated(readsOnly: command.access == .reads, announce: { errors("sidecar: \($0)") }).database
+                database = try await configuration.openMigrated(
+                    readsOnly: command.access == .reads || dryRun, changesOnly: command.access == .changes,
+                    announce: { errors("sidecar: \($0)") }
+                ).database
             } catch {
                 errors("sidecar: error: \(error.description)")
                 return error.exitCode
             }
         }
+        // The demo region lives in the database serve --demo seeded, not in
+        // the directory: commands reach it there as the demo guide says.
+        if command.needsRegions, let database, let demo = await DemoRegion.seeded(in: database, avoiding: regionList, configuration: configuration) {
+            regionList.append(demo)
+        }
+        let regions = RegionDirectory(regionList)
         let run = CommandRun(
             invocation: invocation, opened: database, regions: regions, clock: clock, logger: configuration.makeLogger(),
             http: http, output: output, errors: errors)
@@ -69,7 +80,11 @@ enum AdminCommands {
 }
 
 extension OperatorCommand {
-    /// Commands about regions and their content read the regions directory;
-    /// keys, accounts and test pushes do not.
-    var needsRegions: Bool { !(name.hasPrefix("apikey") || name.hasPrefix("user") || name.hasPrefix("push")) }
+    /// Commands about regions and their content read the regions directory,
+    /// and so do the ones granting keys and accounts regions (which must be
+    /// in it); the rest of keys and accounts, and test pushes, do not.
+    var needsRegions: Bool {
+        if name == "apikey create" || name == "user create" { return true }
+        return !(name.hasPrefix("apikey") || name.hasPrefix("principal") || name.hasPrefix("user") || name.hasPrefix("push"))
+    }
 }

@@ -330,7 +330,9 @@ struct AdminRoutes: Sendable {
     /// caller's push text by language instead of the alert's.
     func send(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         guard sends.transport != nil else {
-            return failure(AdministrationError.invalid(["No push transport is configured (--gorush-url or --push-transport)"]))
+            return failure(
+                AdministrationError.invalid(["This server has no push transport configured (gorush, APNs and FCM, or a relay): its operator sets one"]
+                ))
         }
         guard let audience = AlertSend.Audience(rawValue: request.parameters["audience"]?.presence ?? "all") else {
             return failure(AdministrationError.invalid(["audience must be all or test"]))

@@ -95,7 +95,7 @@ struct AlertAdministration: Sendable {
     static func timeZone(_ raw: String, directory: String = ZoneInfo.defaultDirectory) -> Result<String?, ValidationFailure> {
         let name = raw.trimmingWhitespace()
         if name.lowercased() == "none" { return .success(nil) }
-        if ZoneInfo.named(name, directory: directory) != nil { return .success(name) }
+        if ZoneCatalog.isGeographic(name), ZoneInfo.named(name, directory: directory) != nil { return .success(name) }
         let hint = ZoneCatalog.nearest(to: name, directory: directory).map { "; the nearest name in the tz database is \($0)" } ?? ""
         return .failure(
             ValidationFailure([
@@ -113,7 +113,7 @@ struct AlertAdministration: Sendable {
         let regionAgency = try await store.regionSettings()[regionID]?.agencyID
         let agency = fields["agency_id"]?.presence ?? regionAgency
         if agency == nil {
-            messages.append("agency_id is required: set the region's with 'sidecar region set --id \(regionID) --agency-id ID' or give one")
+            messages.append("agency_id is required: give one, or set region \(regionID)'s agency id first (its region settings)")
         }
         var alert = ServiceAlert(
             id: 0, regionID: regionID, agencyID: agency ?? "", header: "", description: "", url: nil,

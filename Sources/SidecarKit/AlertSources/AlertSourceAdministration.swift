@@ -32,7 +32,7 @@ struct AlertSourceAdministration: Sendable {
         guard regions.region(id: regionID) != nil else { throw AdministrationError.notFound("No region \(regionID) in the regions directory") }
         guard try await alerts.regionSettings()[regionID]?.agencyID?.presence != nil else {
             throw AdministrationError.invalid([
-                "region \(regionID) has no agency id, which the apps match alerts on; set it first: sidecar region set --id \(regionID) --agency-id ID"
+                "region \(regionID) has no agency id, which the apps match alerts on; set it first in the region's settings"
             ])
         }
         // Each source is a request every interval made by this server: a key

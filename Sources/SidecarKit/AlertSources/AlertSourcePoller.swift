@@ -298,8 +298,19 @@ struct AlertSourcePoller: Sendable {
                 let (send, _) = try await acting.startSend(id: state.alertID, audience: source.audience)
                 try await sources.markPushed(sourceID: source.id, entityID: state.entityID, sendID: send.id, now: now)
                 metrics?.sourcePushes.increment()
-                launch?(send)
-                lines.append("push \(state.entityID): send \(send.id) to \(source.audience.rawValue)")
+                if let launch {
+                    launch(send)
+                    lines.append("push \(state.entityID): send \(send.id) to \(source.audience.rawValue)")
+                } else {
+                    // Decided outside the server (the CLI): the send is left
+                    // unclaimed, so the running server's next look (every
+                    // resume interval) takes it at once rather than after a lease.
+                    try await alerts.releaseSend(id: send.id)
+                    lines.append(
+                        "push \(state.entityID): send \(send.id) to \(source.audience.rawValue) is queued; the running server starts it "
+                            + "within \(Int(AlertSendRunner.resumeInterval(leaseSeconds: alerts.sendLeaseSeconds))) s "
+                            + "(or push it from here: sidecar alert send \(state.alertID))")
+                }
             } catch {
                 let reason = (error as? AdministrationError)?.messages.joined(separator: "; ") ?? "\(error)"
                 try? await sources.markNotPushed(sourceID: source.id, entityID: state.entityID, reason: "its send could not start: \(reason)")

@@ -15,7 +15,9 @@ struct AlertSendRunner: Sendable {
     /// How often lapsed sends are looked for (and once at start): half a
     /// lease, at most 15 s, so a dead runner's send resumes soon after its
     /// lease lapses.
-    var resumeIntervalSeconds: Double { min(15, max(1, Double(store.sendLeaseSeconds) / 2)) }
+    var resumeIntervalSeconds: Double { Self.resumeInterval(leaseSeconds: store.sendLeaseSeconds) }
+
+    static func resumeInterval(leaseSeconds: Int64) -> Double { min(15, max(1, Double(leaseSeconds) / 2)) }
     let running = RunningSends()
 
     /// Runs a send this process has claimed, unless it already runs it.

@@ -38,6 +38,7 @@ extension SidecarConfiguration {
                     url: database, connections: postgresConnections ?? max(4, threads * 4),
                     statementTimeoutSeconds: Double(databaseTimeoutSeconds))
             }
+            try Self.makeParentDirectory(of: database)
             return try SQLiteDatabase(path: database, synchronous: sqliteSynchronous, readers: readers)
         } catch let error as DatabaseError {
             if case .invalidConfiguration(let reason) = error { throw StartupError(description: "--database: \(reason)", exitCode: 2) }
@@ -47,19 +48,34 @@ extension SidecarConfiguration {
         }
     }
 
+    /// A new SQLite file's directory, made (private to this user) when it
+    /// is missing, so `--database /var/lib/sidecar/sidecar.sqlite3` works on
+    /// a host where nothing made /var/lib/sidecar yet.
+    static func makeParentDirectory(of path: String) throws(StartupError) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let directory = String(path[..<slash])
+        guard access(directory, F_OK) != 0 else { return }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StartupError(description: "--database: cannot create the directory \(directory) for \(path)", exitCode: 1)
+        }
+    }
+
     /// Opens and migrates the database for a command that tells the
     /// operator which database it touched (on `announce`, standard error for
     /// the CLI): a command that only reads never creates one, and a new
     /// database is said to be new. A database holding another program's
     /// tables (a relay's for a sidecar, or the reverse) is refused.
     func openMigrated(
-        for owner: SchemaOwner = .sidecar, readsOnly: Bool = false, readers: Int = 2,
+        for owner: SchemaOwner = .sidecar, readsOnly: Bool = false, changesOnly: Bool = false, readers: Int = 2,
         announce: (String) -> Void
     ) async throws(StartupError) -> (database: any Database, applied: [Int]) {
         let missing = databaseIsMissing
-        if readsOnly && missing {
+        if (readsOnly || changesOnly) && missing {
+            let why = readsOnly ? "this command only reads and never creates one" : "this command changes what a database holds and never creates one"
             throw StartupError(
-                description: "there is no database at \(databaseName) (this command only reads and never creates one); "
+                description: "there is no database at \(databaseName) (\(why)); "
                     + "pass --database PATH|URL or set SIDECAR_DATABASE to the server's database", exitCode: 1)
         }
         let database = try openDatabase(readers: readers)

@@ -70,7 +70,8 @@ final class Sidecar: Sendable {
         if let demoRegion { regionList.append(demoRegion) }
         let (opened, applied) = try await configuration.openMigrated(readers: configuration.threads + 2) { logger.info($0) }
         if !applied.isEmpty { logger.info("applied migrations", [("versions", applied.map(String.init).joined(separator: ","))]) }
-        let database: any Database = metrics.map { MeasuredDatabase(inner: opened, metrics: $0) } ?? opened
+        let measured: any Database = metrics.map { MeasuredDatabase(inner: opened, metrics: $0) } ?? opened
+        let database: any Database = GuardedDatabase(inner: measured, schema: SchemaGuard())
         let upstream = Self.upstreamClient()
         if let metrics { upstream.observe(metrics.observeUpstream) }
         var transport: (any PushTransport)?
@@ -141,6 +142,7 @@ final class Sidecar: Sendable {
             RegionRefresher(context, source: regionSource, client: directoryClient), AlertSourcePolling(context),
         ]
         if let binder = RelayBinder(context) { features.append(binder) }
+        if let guarded = context.database as? GuardedDatabase { features.append(SchemaWatch(context, schema: guarded.schema)) }
         if let demoRegionID { features.append(DemoFeature(context, regionID: demoRegionID)) }
         return features
     }

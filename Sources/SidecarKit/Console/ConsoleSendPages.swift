@@ -309,7 +309,7 @@ extension ConsoleRoutes {
         }
         guard sends.transport != nil else {
             return ConsoleLayout.errorPage(
-                409, "No push transport", "This server has no push transport configured (--gorush-url or direct APNs/FCM).")
+                409, "No push transport", "This server has no push transport configured (gorush, APNs and FCM, or a relay); its operator sets one.")
         }
         do {
             // A resubmitted confirmation (refresh, double click) starts nothing.

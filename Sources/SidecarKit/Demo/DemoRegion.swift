@@ -15,6 +15,17 @@ enum DemoRegion {
         return taken.contains(preferredID) ? (taken.max() ?? 0) + 1 : preferredID
     }
 
+    /// The demo region as operator commands see it: present when `serve
+    /// --demo` seeded this database (its settings name the demo agency), so
+    /// `sidecar source list --region 9999` works as the guide prints it.
+    static func seeded(in database: any Database, avoiding regions: [Region], configuration: SidecarConfiguration) async -> Region? {
+        let id = id(avoiding: regions)
+        guard let settings = try? await AlertStore(database: database).regionSettings()[id], settings.agencyID == DemoTransit.agencyID else {
+            return nil
+        }
+        return DemoTransit.region(id: id, obaBaseURL: serverURL(base: configuration.effectivePublicURL()))
+    }
+
     /// Where the demo server lives under a base URL.
     static func serverURL(base: String) -> String { base + "/demo/oba/" }
 

@@ -42,7 +42,9 @@ enum Doctor {
 
     /// Runs every check, printing each line as it is known; returns the exit
     /// status (1 when a check failed).
-    static func run(_ configuration: SidecarConfiguration, offline: Bool, output: @Sendable (String) -> Void = { print($0) }) async -> Int32 {
+    static func run(
+        _ configuration: SidecarConfiguration, offline: Bool, service: ServiceInvocation? = nil, output: @Sendable (String) -> Void = { print($0) }
+    ) async -> Int32 {
         var client = HTTPClient.Configuration()
         client.timeoutSeconds = timeoutSeconds
         client.connectTimeoutSeconds = 4
@@ -55,7 +57,8 @@ enum Doctor {
             checks += found
         }
         report(configurationChecks(configuration))
-        report(await databaseChecks(configuration))
+        if let service, let unit = service.unit { report(serviceChecks(configuration, service: service, unit: unit)) }
+        report(await databaseChecks(configuration, stateDirectories: service?.unit?.statePaths ?? []))
         let (regionCheck, regions) = await regionsCheck(configuration, offline: offline, http: http)
         report([regionCheck])
         report(await obaChecks(configuration, regions: regions, offline: offline, http: http))
@@ -104,15 +107,34 @@ enum Doctor {
 
     // MARK: Database
 
-    static func databaseChecks(_ configuration: SidecarConfiguration) async -> [Check] {
+    static func databaseChecks(_ configuration: SidecarConfiguration, stateDirectories: [String] = []) async -> [Check] {
         let name = "database"
         if !configuration.usesPostgreSQL && access(configuration.database, F_OK) != 0 {
             let directory = directoryOf(configuration.database)
-            guard access(directory, W_OK) == 0 else {
-                let why = access(directory, F_OK) == 0 ? "is not writable" : "does not exist"
+            if access(directory, F_OK) != 0 {
+                // A state directory systemd makes at the first start, or one
+                // serve makes itself: a note, not a failure.
+                if ServiceAccess.under(directory, stateDirectories) {
+                    return [
+                        .ok(
+                            name,
+                            "\(configuration.databaseName) does not exist yet; systemd creates \(directory) at the first start, serve the database in it"
+                        )
+                    ]
+                }
+                if let existing = nearestExisting(directory), ServiceAccess.facts(of: existing)?.isDirectory == true, access(existing, W_OK) == 0 {
+                    return [.ok(name, "\(configuration.databaseName) does not exist yet; serve creates \(directory) and the database in it")]
+                }
                 return [
                     .failed(
-                        name, "\(configuration.databaseName) does not exist and its directory \(directory) \(why)",
+                        name, "\(configuration.databaseName) does not exist and \(directory) cannot be created here",
+                        fix: "create the directory or choose --database in a writable place")
+                ]
+            }
+            guard access(directory, W_OK) == 0 else {
+                return [
+                    .failed(
+                        name, "\(configuration.databaseName) does not exist and its directory \(directory) is not writable",
                         fix: "create the directory or choose --database in a writable place")
                 ]
             }
@@ -262,7 +284,7 @@ enum Doctor {
 
     static func diskCheck(_ configuration: SidecarConfiguration) -> Check {
         guard !configuration.usesPostgreSQL else { return .skipped("disk", "PostgreSQL keeps the data; watch its server's disk") }
-        let directory = directoryOf(configuration.database)
+        let directory = nearestExisting(directoryOf(configuration.database)) ?? directoryOf(configuration.database)
         var stats = statvfs()
         guard statvfs(directory, &stats) == 0 else {
             return .failed("disk", "cannot read free space of \(directory)", fix: "check that the directory exists")
@@ -275,6 +297,16 @@ enum Doctor {
         }
         if total > 0 && free / total < 0.05 { return .warning("disk", shown, fix: "less than 5% left; free space before it runs out") }
         return .ok("disk", shown)
+    }
+
+    /// The closest ancestor of `path` that exists.
+    static func nearestExisting(_ path: String) -> String? {
+        var current = path
+        while access(current, F_OK) != 0 {
+            guard current != "/" && current != "." else { return nil }
+            current = directoryOf(current)
+        }
+        return current
     }
 
     static func directoryOf(_ path: String) -> String {

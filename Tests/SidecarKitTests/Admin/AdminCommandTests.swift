@@ -25,6 +25,54 @@ struct AdminDatabaseCommandTests: OperatorCommandSuite {
         }
     }
 
+    @Test func aCommandThatChangesExistingRowsNeverCreatesADatabase() async throws {
+        try await Self.inDirectory { directory in
+            let path = directory.appendingPathComponent("missing.sqlite3").path
+            for command in [
+                ["apikey", "revoke", "3"], ["user", "passwd", "--email", "ops@example.org"], ["alert", "publish", "1"],
+                ["alert", "delete", "1"], ["source", "approve", "1", "--entity", "e"], ["survey", "delete", "2"],
+                ["import", "--file", directory.appendingPathComponent("x.json").path, "--dry-run"],
+            ] {
+                let result = try await Self.run(command, database: path)
+                #expect(result.status == 1, "\(command)")
+                #expect(result.errors.first?.contains("there is no database at \(path)") == true, "\(command): \(result.errors)")
+                #expect(result.errors.first?.contains("never creates one") == true, "\(command): \(result.errors)")
+                #expect(!FileManager.default.fileExists(atPath: path), "\(command) created the database")
+            }
+        }
+    }
+
+    @Test func keysAndAccountsOnlyForRegionsOfTheDirectory() async throws {
+        try await Self.inDirectory { directory in
+            let path = directory.appendingPathComponent("keys.sqlite3").path
+            let key = try await Self.run(["apikey", "create", "--name", "typo", "--region", "4711"], database: path)
+            #expect(key.status == 1)
+            #expect(key.errors.contains { $0.contains("no region 4711 in the regions directory") }, "\(key.errors)")
+            if FileManager.default.fileExists(atPath: path) {
+                let listed = try await Self.run(["apikey", "list"], database: path)
+                #expect(listed.output.isEmpty, "no key was made")
+            }
+        }
+    }
+
+    @Test func theDemoRegionIsReachableFromTheCommandLineOnceServeSeededIt() async throws {
+        try await Self.inDirectory { directory in
+            let path = directory.appendingPathComponent("demo.sqlite3").path
+            let before = try await Self.run(["alert", "list", "--region", "9999"], database: path + ".absent")
+            #expect(before.status == 1)
+            var configuration = SidecarConfiguration()
+            configuration.database = path
+            let database = try await configuration.openMigrated(announce: { _ in }).database
+            try await AlertStore(database: database).setRegionSettings(
+                RegionSettings(regionID: 9999, agencyID: DemoTransit.agencyID, timezone: DemoTransit.timezone))
+            await database.close()
+            let listed = try await Self.run(["source", "list", "--region", "9999"], database: path)
+            #expect(listed.status == 0, "\(listed.errors)")
+            let key = try await Self.run(["apikey", "create", "--name", "demo", "--region", "9999"], database: path)
+            #expect(key.status == 0, "\(key.errors)")
+        }
+    }
+
     @Test func aWriteCommandSaysItCreatedADatabaseAndStandardOutputKeepsTheResult() async throws {
         try await Self.inDirectory { directory in
             let path = directory.appendingPathComponent("new.sqlite3").path

@@ -2,6 +2,8 @@ import Core
 import Foundation
 import Testing
 
+@testable import SidecarKit
+
 /// The tz database reader behind the console's region times, checked against
 /// instants whose offsets are known.
 @Suite("App: time zones")
@@ -63,5 +65,28 @@ struct ZoneInfoTests {
     @Test func posixRulesParse() {
         #expect(ZoneInfo(identifier: "x", tzif: Array("TZif2 not really".utf8)) == nil)
         #expect(ZoneInfo(identifier: "x", tzif: []) == nil)
+    }
+
+    /// `region set --timezone` refuses what is not a place and suggests only
+    /// real places, close enough to have been meant (issue 35).
+    @Test(
+        arguments: [
+            ("America/Los_Angelos", "America/Los_Angeles"), ("asia/kolkatta", "Asia/Kolkata"), ("Europe/Berlinn", "Europe/Berlin"),
+            ("Factory", nil), ("xyzzy", nil), ("Etc/GMT+5", nil), ("nothing like a zone at all", nil),
+        ] as [(String, String?)])
+    func suggestionsAreRealPlaces(typed: String, suggested: String?) {
+        #expect(ZoneCatalog.nearest(to: typed) == suggested)
+        #expect(ZoneCatalog.nearest(to: typed) != "Factory")
+    }
+
+    @Test func markersAndOffsetsAreNoRegionZone() {
+        for name in ["Factory", "Etc/GMT+5", "EST5EDT"] {
+            guard case .failure = AlertAdministration.timeZone(name) else {
+                Issue.record("\(name) was accepted as a region's zone")
+                continue
+            }
+        }
+        #expect((try? AlertAdministration.timeZone("America/Los_Angeles").get()) == "America/Los_Angeles")
+        #expect((try? AlertAdministration.timeZone("UTC").get()) == "UTC")
     }
 }

@@ -80,11 +80,16 @@ struct DoctorTests {
             configuration.database = directory.appendingPathComponent("new.sqlite3").path
             #expect(await Doctor.databaseChecks(configuration).map(\.status) == [.ok])
 
+            // A state directory nobody made yet is a note: serve makes it.
             configuration.database = directory.appendingPathComponent("missing/dir/db.sqlite3").path
-            #expect(await Doctor.databaseChecks(configuration).map(\.status) == [.failed])
+            let creatable = await Doctor.databaseChecks(configuration)
+            #expect(creatable.map(\.status) == [.ok])
+            #expect(creatable.first?.detail.contains("serve creates \(directory.path)/missing/dir") == true)
 
             let garbage = directory.appendingPathComponent("garbage.sqlite3")
             try Data(repeating: 0x5A, count: 8192).write(to: garbage)
+            configuration.database = garbage.appendingPathComponent("dir/db.sqlite3").path
+            #expect(await Doctor.databaseChecks(configuration).map(\.status) == [.failed], "a file where a directory would go")
             configuration.database = garbage.path
             #expect(await Doctor.databaseChecks(configuration).first?.status == .failed)
 

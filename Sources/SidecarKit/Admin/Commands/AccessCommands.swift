@@ -30,7 +30,7 @@ extension OperatorCommands {
                 guard let name = c.options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
                 let tooLong = FieldLimits.check([("--name", name, FieldLimits.name)])
                 guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
-                let regions = try regionList(c.options["region"])
+                let regions = try regionList(c.options["region"], directory: c.regions)
                 let (key, record) = try await ApiKeyStore(database: c.database).create(
                     name: name, regions: regions, canPush: c.options["push"] == "true", isAdmin: c.options["admin"] == "true",
                     canManageSources: c.options["sources"] == "true", now: c.now)
@@ -54,7 +54,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "apikey revoke", id: "ID", access: .writes, summary: "Revoke an admin API key by id", options: [],
+            name: "apikey revoke", id: "ID", access: .changes, summary: "Revoke an admin API key by id", options: [],
             run: { c in
                 guard let id = Int64(c.invocation.positional.first ?? ""), try await ApiKeyStore(database: c.database).revoke(id: id, now: c.now)
                 else {
@@ -91,7 +91,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "principal revoke", id: "ID", access: .writes, summary: "Revoke a service principal by id",
+            name: "principal revoke", id: "ID", access: .changes, summary: "Revoke a service principal by id",
             options: [OperatorOption("revoke-keys", nil, "Also revoke every key it made")],
             run: { c in
                 let withKeys = c.options["revoke_keys"] == "true"
@@ -125,7 +125,7 @@ extension OperatorCommands {
                 guard let role = ConsoleRole(rawValue: c.options["role"] ?? "") else {
                     throw AdministrationError.invalid(["--role must be admin, editor or viewer"])
                 }
-                let regions = try regionList(c.options["region"])
+                let regions = try regionList(c.options["region"], directory: c.regions)
                 let password = try readPassword(email: email, errors: c.errors)
                 let user = try await users.createUser(
                     email: email, passwordHash: try PasswordHash.hash(password), role: role, regions: regions, now: c.now)
@@ -149,7 +149,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "user passwd", id: nil, access: .writes,
+            name: "user passwd", id: nil, access: .changes,
             summary: "Set an account's password (read from standard input); its sessions end",
             options: [OperatorOption("email", "ADDRESS", required: true, "The account")],
             run: { c in
@@ -165,7 +165,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "user delete", id: nil, access: .writes, summary: "Delete a console account and end its sessions",
+            name: "user delete", id: nil, access: .changes, summary: "Delete a console account and end its sessions",
             options: [OperatorOption("email", "ADDRESS", required: true, "The account")],
             run: { c in
                 guard let email = ConsoleRules.normalizedEmail(c.options["email"] ?? "") else {
@@ -181,8 +181,10 @@ extension OperatorCommands {
     ]
 
     /// `--region 1 --region 3` (joined as `1,3`) as a set; nil when absent
-    /// or `all` (every region).
-    static func regionList(_ text: String?) throws(AdministrationError) -> Set<Int>? {
+    /// or `all` (every region). Each must be a region of the directory, as
+    /// the admin API requires: a key or account for a region no app can
+    /// reach is a typo, not a grant.
+    static func regionList(_ text: String?, directory: RegionDirectory) throws(AdministrationError) -> Set<Int>? {
         guard let text, !text.isEmpty, text != "all" else { return nil }
         var regions = Set<Int>()
         for part in text.split(separator: ",") {
@@ -190,6 +192,14 @@ extension OperatorCommands {
                 throw .invalid(["--region must be a region id (a number), repeated for more, or all alone"])
             }
             regions.insert(id)
+        }
+        let unknown = regions.filter { directory.region(id: $0) == nil }.sorted()
+        guard unknown.isEmpty else {
+            let known = directory.all.map { String($0.id) }.joined(separator: ", ")
+            throw .invalid([
+                "no region \(unknown.map(String.init).joined(separator: ", ")) in the regions directory (it has \(known.isEmpty ? "none" : known)); "
+                    + "pass --regions PATH|URL (SIDECAR_REGIONS) as the server has it"
+            ])
         }
         return regions
     }

@@ -47,7 +47,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "alert edit", id: "ID", access: .writes, summary: "Change an alert's fields (only those given)",
+            name: "alert edit", id: "ID", access: .changes, summary: "Change an alert's fields (only those given)",
             options: authoring(creating: false), notes: alertNotes,
             run: { c in
                 let alert = try await c.administration.edit(id: try c.id(), fields: c.options)
@@ -55,21 +55,21 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "alert publish", id: "ID", access: .writes, summary: "Publish an alert (it appears in the feed)", options: [],
+            name: "alert publish", id: "ID", access: .changes, summary: "Publish an alert (it appears in the feed)", options: [],
             run: { c in
                 let alert = try await c.administration.setPublished(id: try c.id(), c.invocation.command == "alert publish")
                 c.output("alert \(alert.id) is \(alert.published ? "published" : "unpublished")")
                 return 0
             }),
         OperatorCommand(
-            name: "alert unpublish", id: "ID", access: .writes, summary: "Withdraw an alert from the feed", options: [],
+            name: "alert unpublish", id: "ID", access: .changes, summary: "Withdraw an alert from the feed", options: [],
             run: { c in
                 let alert = try await c.administration.setPublished(id: try c.id(), c.invocation.command == "alert publish")
                 c.output("alert \(alert.id) is \(alert.published ? "published" : "unpublished")")
                 return 0
             }),
         OperatorCommand(
-            name: "alert delete", id: "ID", access: .writes, summary: "Delete an alert", options: [],
+            name: "alert delete", id: "ID", access: .changes, summary: "Delete an alert", options: [],
             run: { c in
                 let id = try c.id()
                 try await c.administration.delete(id: id)
@@ -77,7 +77,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "alert translate", id: "ID", access: .writes,
+            name: "alert translate", id: "ID", access: .changes,
             summary: "Add or replace the translation of an alert into one language",
             options: [
                 OperatorOption(
@@ -94,7 +94,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "alert send", id: "ID", access: .writes,
+            name: "alert send", id: "ID", access: .changes,
             summary: "Push a published alert to the region's registrations, resuming an unfinished send",
             options: [OperatorOption("audience", "all|test", "Everyone (default) or only test devices; a draft goes to test devices only")],
             notes: "Needs a push transport: the push flags below, as 'sidecar serve' takes them.",
@@ -141,7 +141,7 @@ extension OperatorCommands {
     /// The authoring fields of `alert create` and `alert edit`.
     static func authoring(creating: Bool) -> [OperatorOption] {
         [
-            OperatorOption("header", "TEXT", required: creating, "The English headline riders see (at most 200 characters)"),
+            OperatorOption("header", "TEXT", required: creating, "The English headline riders see (at most \(FieldLimits.alertHeader) characters)"),
             OperatorOption("start", time, required: creating, "When riders start seeing the alert"),
             OperatorOption("description", "TEXT", "The English body"),
             OperatorOption("url", "URL", "A page with more information"),

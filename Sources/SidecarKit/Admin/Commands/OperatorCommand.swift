@@ -34,6 +34,10 @@ struct OperatorCommand: Sendable {
         case reads
         /// Writes: a missing SQLite database is created, and the command says so.
         case writes
+        /// Changes rows that must exist already (an id, an account): a
+        /// missing database holds nothing to change, so it is an error,
+        /// never created.
+        case changes
         /// Never opens the database (`push test`, `links add-region`).
         case none
     }

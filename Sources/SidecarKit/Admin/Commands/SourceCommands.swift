@@ -36,7 +36,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "source edit", id: "ID", access: .writes, summary: "Change a source's settings (only those given); it is polled again at once",
+            name: "source edit", id: "ID", access: .changes, summary: "Change a source's settings (only those given); it is polled again at once",
             options: [OperatorOption("url", "URL", "The feed (http or https)")] + sourceSettings, notes: sourceNotes,
             run: { c in
                 let before = try await c.sourceStore.source(id: try c.id())?.0
@@ -59,14 +59,14 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "source remove", id: "ID", access: .writes, summary: "Remove a source and the alerts it brought", options: [],
+            name: "source remove", id: "ID", access: .changes, summary: "Remove a source and the alerts it brought", options: [],
             run: { c in
                 try await c.sourceAdministration.remove(id: try c.id())
                 c.output("removed source \(try c.id())")
                 return 0
             }),
         OperatorCommand(
-            name: "source poll", id: "ID", access: .writes,
+            name: "source poll", id: "ID", access: .changes,
             summary: "Poll a source now and print what changed; sends it decides are carried out by a running server",
             options: [],
             run: { c in
@@ -87,7 +87,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "source approve", id: "ID", access: .writes, summary: "Push an alert waiting for review (once)",
+            name: "source approve", id: "ID", access: .changes, summary: "Push an alert waiting for review (once)",
             options: [OperatorOption("entity", "ENTITY", required: true, "The alert's entity id at the source (see 'sidecar source reviews ID')")],
             run: { c in
                 let lines = try await c.sourceAdministration.decide(id: try c.id(), entityID: c.options["entity"] ?? "", approve: true)
@@ -95,7 +95,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "source dismiss", id: "ID", access: .writes, summary: "Dismiss an alert waiting for review: it is not pushed",
+            name: "source dismiss", id: "ID", access: .changes, summary: "Dismiss an alert waiting for review: it is not pushed",
             options: [OperatorOption("entity", "ENTITY", required: true, "The alert's entity id at the source")],
             run: { c in
                 _ = try await c.sourceAdministration.decide(id: try c.id(), entityID: c.options["entity"] ?? "", approve: false)
@@ -103,7 +103,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "source hide", id: "ID", access: .writes,
+            name: "source hide", id: "ID", access: .changes,
             summary: "Keep one of a source's alerts out of the region's feed while the source lists it",
             options: [OperatorOption("entity", "ENTITY", required: true, "The alert's entity id at the source")],
             run: { c in
@@ -113,7 +113,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "source unhide", id: "ID", access: .writes, summary: "Let a hidden alert of a source back into the region's feed",
+            name: "source unhide", id: "ID", access: .changes, summary: "Let a hidden alert of a source back into the region's feed",
             options: [OperatorOption("entity", "ENTITY", required: true, "The alert's entity id at the source")],
             run: { c in
                 let entity = c.options["entity"] ?? ""

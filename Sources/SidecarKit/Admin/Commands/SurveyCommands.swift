@@ -52,12 +52,12 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "survey edit", id: "ID", access: .writes,
+            name: "survey edit", id: "ID", access: .changes,
             summary: "Replace a survey from a JSON document; questions are frozen once it has responses",
             options: [OperatorOption("file", "PATH|-", required: true, "The document (- for standard input)")],
             run: saveSurvey),
         OperatorCommand(
-            name: "survey delete", id: "ID", access: .writes, summary: "Delete a survey that has no responses", options: [],
+            name: "survey delete", id: "ID", access: .changes, summary: "Delete a survey that has no responses", options: [],
             run: { c in
                 guard let survey = try await c.surveys.survey(id: try c.id()) else { throw AdministrationError.notFound("No survey \(try c.id())") }
                 try await c.surveyAdministration.delete(survey)

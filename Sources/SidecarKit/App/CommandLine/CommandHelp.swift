@@ -81,7 +81,7 @@ extension CommandLineInterface {
         """
 
     static let doctorUsage = """
-        Usage: sidecar doctor [serve's flags] [--offline]
+        Usage: sidecar doctor [serve's flags] [--offline] [--as-service [--unit PATH]] [--env-file PATH]
 
         Checks what 'sidecar serve' would run with the same flags and environment: the
         configuration, the database and its migrations, the regions directory, each
@@ -90,6 +90,18 @@ extension CommandLineInterface {
         Pirate Weather key and free disk space. One line per check, with a fix for each
         failure; exit status 1 when anything failed. --offline skips every check that
         needs the network.
+
+          --as-service      check what the installed systemd service gets instead of this
+                            shell's settings: the unit's Environment=, EnvironmentFile= and
+                            ExecStart= flags and its LoadCredential= files, and whether the
+                            service's user (DynamicUser=) can read every file it is given.
+                            Run it with sudo, as systemd reads credentials as root.
+          --unit PATH       the unit to read (default \(ServiceUnit.installedPath), with
+                            its drop-ins in PATH.d/)
+          --env-file PATH   read NAME=VALUE settings from a file first (as EnvironmentFile=)
+
+        Operator commands and migrate take --as-service and --env-file too, to act on
+        the service's database: sudo sidecar user create --as-service --email ... --role admin
         """
 
     static let copyUsage = """
@@ -170,7 +182,9 @@ extension CommandLineInterface {
             if let shown = flag.shown(base) { help += " (default \(shown))" }
             if command == "relay" && flag.name == "database" {
                 help += "; a sidecar's database is refused"
-            } else if flag.name == "database", let operatorCommand = OperatorCommands.named(command), operatorCommand.access == .reads {
+            } else if flag.name == "database", let operatorCommand = OperatorCommands.named(command),
+                [.reads, .changes].contains(operatorCommand.access)
+            {
                 help += "; never created by this command"
             }
             return "  --\(flag.name)\(flag.isSwitch ? "" : " " + flag.valueName)\n      \(help)\n      env: \(flag.environmentName(for: command))\n"
@@ -208,7 +222,15 @@ extension CommandLineInterface {
         if command.access != .none {
             text +=
                 "\nIt says which database it used on standard error; "
-                + (command.access == .reads ? "it never creates one.\n" : "a new SQLite file is announced.\n")
+                + (command.access == .reads
+                    ? "it never creates one.\n"
+                    : command.access == .changes
+                        ? "it changes what is there and never creates one.\n" : "a new SQLite file is announced.\n")
+        }
+        if command.access != .none {
+            text +=
+                "\n--as-service [--unit PATH] takes the installed systemd service's settings (its database, regions and\n"
+                + "credentials) instead of this shell's; --env-file PATH reads NAME=VALUE settings from a file.\n"
         }
         return text + "\nShared flags:\n" + flagList(operatorFlags(command), command: command.name)
     }

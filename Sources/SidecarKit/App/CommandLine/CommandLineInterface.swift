@@ -111,6 +111,12 @@ enum CommandLineInterface {
         // command line they run.
         let available = admin.map(operatorFlags) ?? flags(for: command == "doctor" ? "serve" : command)
         var configuration = baseConfiguration(for: command)
+        for (name, path) in credentialSettings(environment: environment) {
+            guard let flag = available.first(where: { $0.name == name }), environment[flag.environmentName(for: command)] == nil else { continue }
+            do { try flag.apply(&configuration, path) } catch {
+                throw CommandLineError("the systemd credential \(path): \(error.description)")
+            }
+        }
         for flag in available {
             let name = flag.environmentName(for: command)
             if let value = environment[name] {

@@ -17,8 +17,15 @@ public enum SidecarProgram {
         // Before any thread of ours starts (listener, database workers).
         HTTPClient.initializeLibrary()
         let command: SidecarCommand
+        let service: ServiceInvocation?
         do {
-            command = try CommandLineInterface.parse(arguments, environment: environment)
+            service = try ServiceInvocation.prepare(arguments, environment: environment)
+        } catch {
+            return fail("\(error.description)\nRun 'sidecar \(arguments.first ?? "") --help' for usage.", status: 2)
+        }
+        defer { service?.finish() }
+        do {
+            command = try CommandLineInterface.parse(service?.arguments ?? arguments, environment: service?.environment ?? environment)
         } catch {
             return fail("\(error.description)\nRun '\(error.helpCommand)' for usage.", status: 2)
         }
@@ -38,7 +45,7 @@ public enum SidecarProgram {
         case .backup(let database, let target, let replace):
             return backup(database, to: target, replace: replace)
         case .doctor(let configuration, let offline):
-            return await Doctor.run(configuration, offline: offline)
+            return await Doctor.run(configuration, offline: offline, service: service)
         case .healthcheck(let url):
             return await HealthCheck.run(url: url)
         case .relay(let configuration):
