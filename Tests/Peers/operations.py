@@ -59,7 +59,7 @@ def metrics():
     sidecar = base.Sidecar(os.path.join(WORK, "metrics.sqlite3"), "--regions", base.regions_file(oba),
                            "--metrics-listen", "127.0.0.1:0")
     try:
-        statuses = [register(sidecar, f"token-{n}") for n in range(3)] + [register(sidecar, "droid-token-1", "android")]
+        statuses = [register(sidecar, f"token-{n:04d}") for n in range(3)] + [register(sidecar, "droid-token-1", "android")]
         statuses.append(sidecar.request("POST", "/api/v2/regions/1/push_registrations", "token=x", {"Content-Type": "application/x-www-form-urlencoded"})[0])
         statuses.append(sidecar.request("GET", "/healthz")[0])
         statuses.append(sidecar.request("GET", "/nothing/here")[0])
@@ -227,7 +227,11 @@ def doctor():
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
         closed.close()
-        broken = run("doctor", "--database", os.path.join(WORK, "no", "such", "dir", "db.sqlite3"), "--regions", regions,
+        # A state directory nobody made yet is a note (serve makes it); one
+        # that cannot be made (a file stands where it would go) fails.
+        creatable = run("doctor", "--offline", "--database", os.path.join(WORK, "no", "such", "dir", "db.sqlite3"), "--regions", regions)
+        check("  ok    database" in creatable.stdout and "serve creates" in creatable.stdout, f"a creatable directory:\n{creatable.stdout}")
+        broken = run("doctor", "--database", os.path.join(regions, "dir", "db.sqlite3"), "--regions", regions,
                      "--gorush-url", f"http://127.0.0.1:{port}", "--apns-key-file", garbage, "--apns-key-id", "KEYID12345",
                      "--apns-team-id", "TEAMID1234")
         check(broken.returncode == 1, f"doctor passed a broken configuration:\n{broken.stdout}")
@@ -254,7 +258,7 @@ def exchange():
     sidecar = base.Sidecar(source, "--regions", base.regions_file(oba))
     try:
         for number in range(5):
-            check(register(sidecar, f"move-{number}", "ios" if number % 2 else "android") == 204, "registration refused")
+            check(register(sidecar, f"move-device-{number}", "ios" if number % 2 else "android") == 204, "registration refused")
     finally:
         sidecar.stop()
         oba.shutdown()
@@ -265,14 +269,19 @@ def exchange():
     check(document.get("format") == "sidecar-export/1", f"format {document.get('format')}")
 
     target = os.path.join(WORK, "exchange-target.sqlite3")
+    # A dry run only reads: against no database it refuses, naming the path, and creates none.
+    missing = run("import", "--file", first, "--dry-run", "--database", target)
+    check(missing.returncode == 1 and target in missing.stderr and not os.path.exists(target),
+          f"a dry run against no database: {missing.stdout}{missing.stderr}")
+    check(run("migrate", "--database", target).returncode == 0, "migrate failed")
     dry = run("import", "--file", first, "--dry-run", "--database", target)
     check(dry.returncode == 0 and "5" in dry.stdout, f"dry run: {dry.stdout}{dry.stderr}")
-    check(not os.path.exists(target) or not tokens_in(target), "the dry run wrote registrations")
+    check(not tokens_in(target), "the dry run wrote registrations")
     done = run("import", "--file", "-", "--database", target, stdin=open(first).read())
     check(done.returncode == 0, f"import from standard input failed: {done.stderr}")
     again = run("import", "--file", first, "--database", target)
     check(again.returncode == 0, f"second import failed: {again.stderr}")
-    check(tokens_in(target) == {f"move-{n}" for n in range(5)}, "registrations were not imported exactly once")
+    check(tokens_in(target) == {f"move-device-{n}" for n in range(5)}, "registrations were not imported exactly once")
     second = run("export", "--region", "1", "--database", target)
     check(second.returncode == 0, f"second export failed: {second.stderr}")
     moved = json.loads(second.stdout)

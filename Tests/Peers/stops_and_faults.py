@@ -419,7 +419,7 @@ def health():
     os.remove(database)
     status, body = health_of(sidecar)
     check(status == 503 and "deleted" in body["details"] and "deleted" not in body["reason"], f"deleted file: {status} {body}")
-    check(registration_status(sidecar, "lost") == 503, "a write to a deleted database was acknowledged")
+    check(registration_status(sidecar, "lost-device-1") == 503, "a write to a deleted database was acknowledged")
     check("was deleted while the server was running" in sidecar.text(), "the log does not say why writes fail")
     sidecar.stop()
     print("health: deleted database file: /healthz 503, writes 503, the log says why")

@@ -147,15 +147,16 @@ struct GhostBusTests {
             $0.runsAlarmChecker = false
             $0.runsLiveActivityUpdater = false
         }) { app, oba in
-            // Only the pruner, the alert feed watcher and the alert source poller sleep on the clock now.
-            #expect(try await app.eventually { app.clock.sleeperCount == 3 })
+            // Only the pruner, the alert feed watcher, the alert source poller
+            // and the schema watch sleep on the clock now.
+            #expect(try await app.eventually { app.clock.sleeperCount == 4 })
             oba.setMode(.serverError)
             let created = try await app.post(Self.path, Self.valid.map { ($0.key, $0.value) })
             #expect(created.status == 201)
             let id = try #require(created.json?["id"] as? String)
             let store = GhostBusStore(database: app.sidecar.database)
             for _ in 0..<2 {
-                #expect(try await app.eventually { app.clock.sleeperCount >= 4 }, "the enrichment waits to retry")
+                #expect(try await app.eventually { app.clock.sleeperCount >= 5 }, "the enrichment waits to retry")
                 app.clock.advance(seconds: 30)
             }
             #expect(try await app.eventually { try await store.report(publicID: id)?.snapshotAttempts == 3 })
