@@ -38,6 +38,9 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_support import check, fail, free_port, read  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 THIS = os.path.abspath(__file__)
 SERVICE_UID = 61234  # inside systemd's DynamicUser= range (61184-65519)
@@ -46,25 +49,6 @@ LOG_FILE = "/run/sidecar-play.log"
 OBA_KEY = "checklist-oba-key-4711"
 
 
-def fail(message):
-    print(f"FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(condition, message):
-    if not condition:
-        fail(message)
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---- the README's commands

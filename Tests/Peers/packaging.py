@@ -22,6 +22,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_support import check, fail, free_port, read  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY = os.path.join(ROOT, "deploy")
 BIN = os.path.abspath(sys.argv[1])
@@ -30,25 +33,6 @@ HOST = "sidecar.example.org"
 REGISTER = "/api/v2/regions/1/push_registrations"
 
 
-def fail(message):
-    print(f"FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(condition, message):
-    if not condition:
-        fail(message)
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_sidecar(work, processes, *flags, preexec_fn=None):

@@ -519,9 +519,14 @@ def validator(sidecar, key):
     folder = os.path.join(WORK, "validator-feeds")
     os.makedirs(folder, exist_ok=True)
     # Two snapshots a change apart (E017: a changed feed keeps its stamp).
-    _, first = our_feed(sidecar)
+    first_message, first = our_feed(sidecar)
     with open(os.path.join(folder, "alerts-1.pb"), "wb") as handle:
         handle.write(first)
+    # The stamp counts whole seconds and never runs ahead of the clock: a
+    # change in the same second as the last stamp cannot move it, so the
+    # change waits for the clock to pass it (an event, not a fixed wait).
+    while time.time() < first_message.header.timestamp + 1:
+        time.sleep(0.05)
     status, created = api(sidecar, "POST", f"/regions/{REGION}/alerts", key,
                           {"header": "Validator probe", "severity": "INFO", "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW))})
     check(status == 201, f"{created}")

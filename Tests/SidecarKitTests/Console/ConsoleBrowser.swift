@@ -39,7 +39,10 @@ struct ConsoleBrowser {
     /// busy with other suites' sign-ins) is tried again, as a person would.
     @discardableResult
     mutating func login(_ email: String, _ password: String, source: String? = nil) async throws -> RawResponse {
-        for _ in 0..<50 {
+        // Refused while password checks are at their limit (503): retried
+        // until one answers; the minute only catches a server that never does.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             let response = try await loginOnce(email, password, source: source)
             guard response.status == 503 else { return response }
             try await Task.sleep(for: .milliseconds(100))
