@@ -49,8 +49,13 @@ public struct Validators: Sendable, Equatable {
 
 extension Response {
     /// `304 Not Modified`: no body, the validators and the caching rule again.
-    public static func notModified(_ validators: Validators, cacheControl: String) -> Response {
-        Response(status: 304, headers: validators.headers + [("Cache-Control", cacheControl)])
+    /// `representationLength`, the length the 200 would have had, is sent as
+    /// its Content-Length (RFC 9110 §8.6 allows only that; without it
+    /// libmicrohttpd would say `Content-Length: 0`, which a cache may store
+    /// over the length of the copy it holds).
+    public static func notModified(_ validators: Validators, cacheControl: String, representationLength: Int) -> Response {
+        Response(
+            status: 304, headers: validators.headers + [("Cache-Control", cacheControl), ("Content-Length", String(representationLength))])
     }
 
     /// A copy carrying the validators and a `Cache-Control`.

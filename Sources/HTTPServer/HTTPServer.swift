@@ -293,6 +293,11 @@ public final class HTTPServer: Sendable {
     }
 
     private func queue(_ mhdResponse: OpaquePointer, _ response: Response, on connection: OpaquePointer) -> MHD_Result {
+        // Only a 304 states its own length (the representation's); every
+        // other answer's length is libmicrohttpd's, from the body it sends.
+        if response.status == 304 && response.headers.contains(where: { $0.name.lowercased() == "content-length" }) {
+            _ = sidecar_mhd_own_content_length(mhdResponse)
+        }
         for (name, value) in response.headers {
             _ = MHD_add_response_header(mhdResponse, name, value)
         }

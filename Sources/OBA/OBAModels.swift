@@ -55,12 +55,24 @@ public struct ArrivalAndDeparture: Decodable, Sendable, Equatable {
         public var predicted: Bool?
         public var vehicleId: String?
         public var activeTripId: String?
+        /// `default`, or `CANCELED` when the feed cancelled the trip (OBA
+        /// sets it from GTFS-realtime's schedule relationship).
+        public var status: String?
 
-        public init(scheduleDeviation: Int? = nil, predicted: Bool? = nil, vehicleId: String? = nil, activeTripId: String? = nil) {
+        public init(
+            scheduleDeviation: Int? = nil, predicted: Bool? = nil, vehicleId: String? = nil, activeTripId: String? = nil, status: String? = nil
+        ) {
             self.scheduleDeviation = scheduleDeviation
             self.predicted = predicted
             self.vehicleId = vehicleId
             self.activeTripId = activeTripId
+            self.status = status
+        }
+
+        /// Whether the trip will not run (either spelling of cancelled).
+        public var cancelled: Bool {
+            guard let status = status?.uppercased() else { return false }
+            return status == "CANCELED" || status == "CANCELLED"
         }
     }
 

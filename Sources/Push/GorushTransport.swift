@@ -39,26 +39,17 @@ public struct GorushTransport: PushTransport {
             if let title = message.title { fields["title"] = .string(title) }
             if let body = message.body { fields["message"] = .string(body) }
             if !message.data.isEmpty { fields["data"] = .object(message.data) }
-            if message.title != nil || message.body != nil {
-                // gorush sends `sound` as aps.sound on iOS and the notification's sound on Android.
+            let shown = message.title != nil || message.body != nil
+            if shown && message.platform == .ios {
+                // gorush sends `sound` as aps.sound.
                 fields["sound"] = .string("default")
                 if message.attention == .timeSensitive {
                     fields["priority"] = .string("high")
-                    if message.platform == .ios { fields["interruption_level"] = .string(PushMessage.Attention.timeSensitive.rawValue) }
+                    fields["interruption_level"] = .string(PushMessage.Attention.timeSensitive.rawValue)
                 }
             }
-            if message.expiration > 0 {
-                if message.platform == .ios {
-                    fields["expiration"] = .integer(message.expiration)
-                } else {
-                    fields["time_to_live"] = .integer(max(message.expiration - now(), 0))
-                }
-            }
-            if message.platform == .android, let channel = message.androidChannel {
-                // gorush reads the channel from its legacy notification object
-                // and still takes the title and body from the top level.
-                fields["notification"] = .object(["android_channel_id": .string(channel)])
-            }
+            if message.expiration > 0 && message.platform == .ios { fields["expiration"] = .integer(message.expiration) }
+            if message.platform == .android { fields["android"] = androidConfig(message, shown: shown) }
             if message.platform == .ios {
                 fields["development"] = .bool(message.apnsSandbox)
                 if let apnsTopic {
@@ -74,12 +65,29 @@ public struct GorushTransport: PushTransport {
                     fields.removeValue(forKey: "message")
                     for (key, value) in liveActivity { fields[key] = value }
                 }
-            } else {
-                fields["priority"] = .string("high")
             }
             return .object(fields)
         }
         return JSONValue.object(["notifications": .array(notifications)]).encoded()
+    }
+
+    /// The `android` object: gorush passes it to FCM v1 as the message's
+    /// `AndroidConfig` (appleboy/gorush `notify/notification.go`,
+    /// `PushNotification.Android *messaging.AndroidConfig`, sent on by
+    /// `notify/notification_fcm.go` `GetAndroidNotification`). Its own
+    /// top-level `time_to_live` and `notification.android_channel_id` are gone,
+    /// and it fills in a sound only when no `android` object is sent, so the
+    /// time to live (a duration string, `"600s"`), the channel and the sound
+    /// all go here. Title and body stay at the top level, where gorush reads them.
+    func androidConfig(_ message: PushMessage, shown: Bool) -> JSONValue {
+        var android: [String: JSONValue] = ["priority": .string("high")]
+        if message.expiration > 0 { android["ttl"] = .string("\(max(message.expiration - now(), 0))s") }
+        if shown {
+            var notification: [String: JSONValue] = ["sound": .string("default")]
+            if let channel = message.androidChannel { notification["channel_id"] = .string(channel) }
+            android["notification"] = .object(notification)
+        }
+        return .object(android)
     }
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {

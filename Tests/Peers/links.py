@@ -99,9 +99,21 @@ def add_region_links(driver):
     done = subprocess.run([BIN, "links", "add-region", "--region-id", "7", "--regions", regions, "--name", "Tampa"], capture_output=True, text=True)
     items = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(done.stdout.strip()).query))
     check(done.returncode == 0 and items["name"] == "Tampa" and items["umami-id"] == "abc-123" and items["region-id"] == "7", f"{items} {done.stderr}")
+    # Cleartext: Android allows http only to 10.0.2.2 (its network security
+    # config) and iOS ATS allows none, so an http sidecar URL is refused.
+    explicit = [BIN, "links", "add-region", "--region-id", "9", "--name", "Plain", "--oba-url", "https://oba.example.org"]
+    plain = subprocess.run(explicit + ["--sidecar-url", "http://sidecar.example.org"], capture_output=True, text=True)
+    check(plain.returncode == 1 and not plain.stdout and "cleartext http" in plain.stderr and "10.0.2.2" in plain.stderr,
+          f"an http sidecar URL was not refused with the reason: {plain.stdout}{plain.stderr}")
+    for development in ["http://10.0.2.2:8080", "http://127.0.0.1:8080", "http://localhost:8080"]:
+        done = subprocess.run(explicit + ["--sidecar-url", development], capture_output=True, text=True)
+        check(done.returncode == 0, f"{development} (development) was refused: {done.stderr}")
+    allowed = subprocess.run(explicit + ["--sidecar-url", "http://sidecar.example.org", "--allow-http", "true"], capture_output=True, text=True)
+    check(allowed.returncode == 0 and "sidecar-url=http%3A%2F%2Fsidecar.example.org" in allowed.stdout, f"--allow-http true: {allowed.stderr}")
     print(f"add-region: {len(cases)} links with ?, &, #, spaces and non-ASCII read back field by field, region-id included; "
           "their PNG and SVG QR codes decoded by zbarimg to the same link; 6 bad --region-id values refused; a directory region "
-          "carries otp, GraphQL, bikeshare and Umami values")
+          "carries otp, GraphQL, bikeshare and Umami values; an http sidecar URL refused with the reason (10.0.2.2, loopback "
+          "and --allow-http true pass)")
 
 
 class FixtureOBA(base.StandIn):

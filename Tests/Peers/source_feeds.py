@@ -600,6 +600,27 @@ def console(sidecar, key, driver):
           "and pushing, no editing; dismissing took it out of the feed")
 
 
+def region_wide(sidecar, key):
+    """A region-wide alert goes out with one selector whose agency_id is
+    present and empty: iOS shows it region-wide (AgencyAlert.swift:76-83) and
+    Android's dialog takes any selector that has an agency_id
+    (GtfsAlertsHelper.kt isAgencyWideAlert: hasAgencyId())."""
+    start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
+    status, created = api(sidecar, "POST", f"/regions/{REGION}/alerts", key,
+                          {"header": "All agencies: storm schedule", "severity": "SEVERE", "start": start, "region_wide": True})
+    check(status == 201 and created.get("region_wide") is True and created.get("agency_id") == "", f"region-wide create: {created}")
+    check(api(sidecar, "POST", f"/alerts/{created['id']}/publish", key)[0] == 200, "publish the region-wide alert")
+    message, _ = our_feed(sidecar)
+    entity = next((e for e in message.entity if e.id == f"Alert_{created['id']}"), None)
+    check(entity is not None, "the region-wide alert is not in the feed")
+    selectors = list(entity.alert.informed_entity)
+    check(len(selectors) == 1 and selectors[0].HasField("agency_id") and selectors[0].agency_id == "" and not selectors[0].HasField("route_id"),
+          f"region-wide selectors: {selectors}")
+    check(ios_agency(entity, {AGENCY}) and ios_bulletin_eligible(entity, time.time(), {AGENCY}), "iOS would not show the region-wide alert")
+    check(android_shows(entity, message.header.timestamp), "Android's dialog would not show the region-wide alert")
+    print("region-wide: one selector with a present, empty agency_id; iOS shows it region-wide and Android's dialog takes it, by each app's rules")
+
+
 def main():
     os.makedirs(SHOTS, exist_ok=True)
     cli("migrate")
@@ -632,6 +653,7 @@ def main():
         private(sidecar, key, proxied, proxy)
         validator(sidecar, key)
         console(sidecar, key, driver)
+        region_wide(sidecar, key)
     finally:
         if driver:
             driver.quit()

@@ -195,7 +195,7 @@ struct AdminRoutes: Sendable {
 
     static let authoringFields: [String: AdminField] = [
         "header": .text, "description": .text, "url": .text, "cause": .text, "effect": .text, "severity": .text, "start": .text,
-        "end": .text, "impact_start": .text, "impact_end": .text, "test": .boolean, "agency_id": .text,
+        "end": .text, "impact_start": .text, "impact_end": .text, "test": .boolean, "agency_id": .text, "region_wide": .boolean,
     ]
 
     static func fields(_ request: Request, _ names: [String: AdminField]) -> [String: String] { fields(request, Array(names.keys)) }

@@ -104,14 +104,16 @@ struct AlertAdministration: Sendable {
     }
 
     /// Creates a draft alert from authoring fields (`header`, `description`,
-    /// `url`, `cause`, `effect`, `severity`, `start`, `end`, `test`, `agency_id`).
+    /// `url`, `cause`, `effect`, `severity`, `start`, `end`, `test`, `agency_id`,
+    /// `region_wide`).
     func create(regionID: Int, fields: [String: String]) async throws -> ServiceAlert {
         _ = try region(regionID)
         var messages: [String] = []
         if fields["header"]?.presence == nil { messages.append("Header can't be blank") }
         if fields["start"]?.presence == nil { messages.append("start is required (ISO 8601 with a UTC offset)") }
         let regionAgency = try await store.regionSettings()[regionID]?.agencyID
-        let agency = fields["agency_id"]?.presence ?? regionAgency
+        let regionWide = fields["region_wide"].flatMap(BooleanParameter.read) == true
+        let agency = regionWide ? "" : fields["agency_id"]?.presence ?? regionAgency
         if agency == nil {
             messages.append("agency_id is required: give one, or set region \(regionID)'s agency id first (its region settings)")
         }
@@ -146,6 +148,13 @@ struct AlertAdministration: Sendable {
 
     func edit(id: Int64, fields: [String: String]) async throws -> ServiceAlert {
         var alert = try await authored(id: id)
+        var fields = fields
+        // Back from region-wide to one agency: the region's, unless one is given.
+        if fields["region_wide"].flatMap(BooleanParameter.read) == false, fields["agency_id"]?.presence == nil, alert.agencyID.isEmpty,
+            let regionAgency = try await store.regionSettings()[alert.regionID]?.agencyID?.presence
+        {
+            fields["agency_id"] = regionAgency
+        }
         let messages = AlertInputRules.apply(fields, to: &alert)
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         let saved = try await save(alert)

@@ -122,8 +122,9 @@ struct AlertFeedRoutes: Sendable {
         if text { validators.etag = String(validators.etag.dropLast()) + "-text\"" }
         if gzip { validators.etag = String(validators.etag.dropLast()) + "-gz\"" }
         if validators.notModified(request) {
-            return Response.notModified(validators, cacheControl: Self.cacheControl).adding(header: "Vary", "Accept-Encoding")
-                .logging("region", String(region.id))
+            let length = text ? entry.message.jsonText().utf8.count : gzip ? (entry.gzipped ?? entry.bytes).count : entry.bytes.count
+            return Response.notModified(validators, cacheControl: Self.cacheControl, representationLength: length)
+                .adding(header: "Vary", "Accept-Encoding").logging("region", String(region.id))
         }
         var response =
             text

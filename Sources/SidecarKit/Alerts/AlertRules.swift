@@ -140,6 +140,24 @@ enum AlertPushRules {
     /// What a lock screen shows of a title and a body.
     static let titleLimit = 48
     static let bodyLimit = 120
+    /// The longest a provider keeps an undelivered push: FCM's maximum time
+    /// to live (28 days); APNs keeps one for "a period of time", never longer
+    /// than asked.
+    static let longestLifetimeSeconds: Int64 = 28 * 24 * 3600
+
+    /// When an alert's push stops being worth delivering (epoch seconds, the
+    /// `expiration` every transport turns into its own field: APNs
+    /// `apns-expiration`, FCM and gorush `android.ttl`, gorush `expiration`,
+    /// the relay's `expiration`): the end of the alert's shown period, so a
+    /// phone that comes back online after the alert ended never shows it;
+    /// at most the providers' longest lifetime from now. An alert that has
+    /// already ended expires now (delivered now or never); an open-ended one
+    /// lives the longest lifetime.
+    static func expiration(for alert: ServiceAlert, now: Int64) -> Int64 {
+        let longest = now + longestLifetimeSeconds
+        guard let end = AlertFeedRules.effectiveEnd(alert)?.value else { return longest }
+        return min(max(end, now), longest)
+    }
 
     /// Cuts text to `limit` characters, ending with an ellipsis when cut.
     static func truncate(_ text: String, limit: Int) -> String {
@@ -253,8 +271,27 @@ enum AlertInputRules {
                 alert.url = nil
             }
         }
+        // A region-wide alert has the empty agency id OBACloud marks one
+        // with (OneBusAway/onebusaway-ios `AgencyAlert.swift`: an empty
+        // `agency_id` applies to every agency of the region).
+        var regionWide: Bool?
+        if let raw = fields["region_wide"] {
+            if let value = BooleanParameter.read(raw) { regionWide = value } else { messages.append("region_wide must be true or false") }
+        }
         if let agency = fields["agency_id"] {
-            if let text = agency.presence { alert.agencyID = text } else { messages.append("Agency id can't be blank") }
+            if let text = agency.presence {
+                if regionWide == true {
+                    messages.append("an alert is region-wide or for one agency: give region_wide true or an agency id, not both")
+                } else {
+                    alert.agencyID = text
+                }
+            } else if regionWide != true {
+                messages.append("Agency id can't be blank (for every agency of the region, make it region-wide)")
+            }
+        }
+        if regionWide == true { alert.agencyID = "" }
+        if regionWide == false && alert.agencyID.isEmpty {
+            messages.append("an alert that is no longer region-wide needs an agency id")
         }
         if let raw = fields["cause"] {
             switch enumValue(raw, field: "cause", names: Cause.allCases.map(\.name), make: Cause.init(name:)) {

@@ -86,13 +86,16 @@ struct AlertSender: Sendable {
         var copies: [AlertPushRules.Group: (title: String, body: String)] = [:]
         var audiencePagesLeftPending = false
         func messages(for page: [(id: Int64, registration: PushRegistration)]) -> [PushMessage] {
-            page.map { entry -> PushMessage in
+            let expiration = AlertPushRules.expiration(for: alert, now: nowSeconds)
+            return page.map { entry -> PushMessage in
                 let group = AlertPushRules.group(of: entry.registration)
                 let copy = copies[group] ?? AlertPushRules.copy(for: alert, translations: translations, locale: group.locale, messages: send.messages)
                 copies[group] = copy
-                return PushMessage(
+                var message = PushMessage(
                     token: entry.registration.token, platform: group.platform, apnsSandbox: group.apnsSandbox,
                     title: copy.title, body: copy.body)
+                message.expiration = expiration
+                return message
             }
         }
         /// Sends one page and records it; returns false when the send must stop.

@@ -21,6 +21,19 @@ extension ConsoleRoutes {
         return RegionTime.display(end, zone) + " (no end set: 8 hours from the start)"
     }
 
+    /// Which app hides or only lists a published alert, and why (the apps'
+    /// own rules, `AlertAppVisibility`); nothing when both show it in full.
+    static func appFindings(_ alert: ServiceAlert, view: AlertFeedView, now: Int64) -> HTML {
+        let findings = view.appFindings(alert, now: now)
+        guard !findings.isEmpty else { return .empty }
+        return tag(
+            "div", [.class("apps")],
+            [
+                tag("h2", [], ["What the apps do with it"]),
+                tag("ul", [], findings.map { tag("li", [], [tag("strong", [], [$0.app.rawValue]), " \($0.text)."]) }),
+            ])
+    }
+
     static func badges(_ alert: ServiceAlert, view: AlertFeedView) -> HTML {
         let state = view.visibility(alert)
         return .join([
@@ -147,6 +160,12 @@ extension ConsoleRoutes {
                             hint: "Leave both empty when the whole shown period is affected. " + zoneHint),
                     ]),
                 ConsoleLayout.checkbox(
+                    "For every agency of the region", name: "region_wide",
+                    checked: values.isEmpty ? (alert?.agencyID.isEmpty ?? false) : values["region_wide"] == "true",
+                    hint:
+                        "A region-wide alert has no agency of its own: both apps show it to every rider of the region. Unchecked, it is filed under the region's agency."
+                ),
+                ConsoleLayout.checkbox(
                     "Test alert (only test devices see it in the feed and get it pushed)", name: "test",
                     checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
                 tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [alert == nil ? "Create draft" : "Save changes"])]),
@@ -165,10 +184,13 @@ extension ConsoleRoutes {
         fields: [String: String], values: [String: String], problems: [String]
     ) {
         var values: [String: String] = [:]
-        for name in ["header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test"] {
+        for name in [
+            "header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test", "region_wide",
+        ] {
             if let value = request.parameters[name] { values[name] = value }
         }
         values["test"] = values["test"] == "true" ? "true" : "false"
+        values["region_wide"] = values["region_wide"] == "true" ? "true" : "false"
         var fields = values
         var problems: [String] = []
         if let url = fields["url"], url.trimmingWhitespace().isEmpty { fields["url"] = editing ? "" : nil }
@@ -284,6 +306,7 @@ extension ConsoleRoutes {
                     "Riders see it from \(RegionTime.display(alert.startsAt, zone)) until \(Self.shownUntil(alert, zone)). ",
                     tag("span", [.class("hint")], [zoneHint(zone)]),
                 ]),
+            Self.appFindings(alert, view: view, now: now),
         ]
 
         // Publishing.

@@ -59,6 +59,8 @@ enum ConsoleAssets {
         figure { margin: 0; }
         fieldset { border: 1px solid var(--line); border-radius: .5rem; margin: 0 0 1rem; }
         .card dl { display: grid; grid-template-columns: auto auto; gap: .1rem 1rem; margin: 0; } .card dd { margin: 0; text-align: right; }
+        .apps { border-left: 4px solid #b26b00; background: #fff8ec; padding: .2rem .8rem; margin: .8rem 0; }
+        .apps h2 { font-size: 1rem; margin: .4rem 0; } .apps ul { margin: .2rem 0 .4rem; padding-left: 1.2rem; }
         .card dl.facts { grid-template-columns: 1fr; } .card dl.facts dt { font-weight: 600; margin-top: .4rem; } .card dl.facts dd { text-align: left; }
         code, dd, td, .card h3 { overflow-wrap: anywhere; }
         .columns { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); align-items: start; }

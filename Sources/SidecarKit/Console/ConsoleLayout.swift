@@ -238,14 +238,18 @@ enum ConsoleLayout {
             ])
     }
 
-    static func checkbox(_ label: String, name: String, checked: Bool) -> HTML {
+    static func checkbox(_ label: String, name: String, checked: Bool, hint: String? = nil) -> HTML {
         let id = "field-" + name
+        let hintID = id + "-hint"
         return tag(
             "div", [.class("field check")],
             [
                 tag(
-                    "input", [Attribute("type", "checkbox"), .id(id), Attribute("name", name), Attribute("value", "true"), .flag("checked", checked)]),
+                    "input",
+                    [Attribute("type", "checkbox"), .id(id), Attribute("name", name), Attribute("value", "true"), .flag("checked", checked)]
+                        + (hint == nil ? [] : [Attribute("aria-describedby", hintID)])),
                 tag("label", [Attribute("for", id)], [label]),
+                hint.map { tag("p", [.class("hint"), .id(hintID)], [HTML.text($0)]) } ?? .empty,
             ])
     }
 

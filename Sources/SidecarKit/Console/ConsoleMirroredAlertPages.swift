@@ -55,6 +55,7 @@ extension ConsoleRoutes {
         if alert.published, let exclusion = view.exclusion(alert), exclusion != .ended {
             content.append(tag("p", [.class("problems")], ["Not in the feed riders download: \(exclusion.explanation)."]))
         }
+        content.append(Self.appFindings(alert, view: view, now: now))
         content.append(tag("h2", [], ["What riders get"]))
         var facts: [(String, String)] = [
             ("Shown", "\(RegionTime.display(alert.startsAt, zone)) until \(Self.shownUntil(alert, zone))"),

@@ -162,8 +162,10 @@ extension ConsoleRoutes {
                             type: "datetime-local", hint: zoneHint),
                     ]),
                 ConsoleLayout.checkbox("Available", name: "available", checked: flag("available", survey?.available ?? true)),
-                ConsoleLayout.checkbox("Show on the map", name: "show_on_map", checked: flag("show_on_map", survey?.showOnMap ?? false)),
-                ConsoleLayout.checkbox("Show on stop pages", name: "show_on_stops", checked: flag("show_on_stops", survey?.showOnStops ?? true)),
+                ConsoleLayout.checkbox("Show on the map", name: "show_on_map", checked: flag("show_on_map", survey?.showOnMap ?? true)),
+                ConsoleLayout.checkbox(
+                    "Show on stop pages", name: "show_on_stops", checked: flag("show_on_stops", survey?.showOnStops ?? true),
+                    hint: Survey.placementHint),
                 ConsoleLayout.checkbox("Always visible", name: "always_visible", checked: flag("always_visible", survey?.alwaysVisible ?? false)),
                 ConsoleLayout.checkbox(
                     "A rider may answer more than once", name: "allows_multiple_responses",
@@ -238,10 +240,7 @@ extension ConsoleRoutes {
         let (document, values, problems) = surveyDocument(request, zone: zone, slots: Self.questionSlots(existing))
         var survey =
             existing
-            ?? Survey(
-                id: 0, regionID: region.id, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
-                showOnStops: true, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
-                visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: now, updatedAt: now)
+            ?? Survey.blank(regionID: region.id, now: now)
         if let existing, case let current = ConsoleEditVersion.version(of: existing), ConsoleEditVersion.isStale(request, current: current) {
             var shown = values
             shown[ConsoleEditVersion.field] = current

@@ -58,10 +58,8 @@ enum DemoRegion {
         let surveys = SurveyStore(database: database)
         let now = clock.now().epochMillis / 1000
         let study = try await surveys.createStudy(regionID: regionID, name: "Demo rider survey", description: "Sample content", now: now)
-        var survey = Survey(
-            id: 0, regionID: regionID, studyID: study.id, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
-            showOnStops: true, alwaysVisible: true, allowsMultipleResponses: false, visibleStopList: nil, visibleRouteList: nil,
-            requireStopIDInResponse: false, questions: [], createdAt: 0, updatedAt: 0)
+        var survey = Survey.blank(regionID: regionID, studyID: study.id, now: 0)
+        survey.alwaysVisible = true
         let document: JSONValue = .object([
             "name": .string("How was your trip?"),
             "questions": .array([

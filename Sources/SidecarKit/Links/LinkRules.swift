@@ -140,6 +140,40 @@ enum LinkRules {
         return problems
     }
 
+    /// Why an `http://` sidecar URL would fail riders: the Android app
+    /// refuses cleartext HTTP to every host but `10.0.2.2` (the emulator's
+    /// address of the development machine; its network security config),
+    /// and iOS App Transport Security refuses it too. Loopback and
+    /// `10.0.2.2` are development and pass; so does anything when the
+    /// operator says `allowHTTP` (a test rig). Empty when nothing is wrong.
+    static func cleartextProblems(_ link: AddRegion, allowHTTP: Bool) -> [String] {
+        guard !allowHTTP, let sidecar = link.sidecarURL?.presence, sidecar.lowercased().hasPrefix("http://"),
+            !isDevelopmentHost(host(of: sidecar))
+        else { return [] }
+        return [
+            "the sidecar URL \(sidecar) is cleartext http: the Android app refuses http to every host but 10.0.2.2 and iOS refuses it too, so riders would get no alerts, alarms or surveys; give the server's https address (or --allow-http true for a test rig)"
+        ]
+    }
+
+    /// Hosts a development setup reaches over http: loopback, and `10.0.2.2`
+    /// (the Android emulator's address of the machine it runs on).
+    static func isDevelopmentHost(_ host: String) -> Bool {
+        let lower = host.lowercased()
+        if lower == "localhost" || lower.hasSuffix(".localhost") || lower == "::1" || lower == "10.0.2.2" { return true }
+        let parts = lower.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// The host of an http(s) URL, without brackets, port or user info.
+    static func host(of url: String) -> String {
+        var rest = Substring(url)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        rest = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") { return String(rest[rest.index(after: rest.startIndex)..<close]) }
+        return String(rest.prefix { $0 != ":" })
+    }
+
     static func isAbsoluteHTTPURL(_ value: String) -> Bool {
         let lower = value.lowercased()
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), value.count <= 2048,

@@ -180,6 +180,12 @@ struct ShareRoutes: Sendable {
         guard let link = Self.addRegionLink(region, publicURL: publicURL.url) else {
             return SharePages.problem(404, "This region can't be added by a link.", "Its OneBusAway server is not listed in the regions directory.")
         }
+        if case let cleartext = LinkRules.cleartextProblems(link, allowHTTP: settings.allowHTTPLinks), !cleartext.isEmpty {
+            // No code to scan: the apps would add a region they cannot reach.
+            return SharePages.problem(
+                409, "This region's link is not ready.",
+                "Its sidecar address (\(link.sidecarURL ?? "")) is plain http, which the OneBusAway apps refuse: Android allows http only to 10.0.2.2 and iOS not at all. The operator must serve it over https (set --public-url to the https address).")
+        }
         let qr = try? QRCode(LinkRules.addRegionLink(link))
         return SharePages.respond(200, SharePages.addRegion(region: region, link: LinkRules.addRegionLink(link), qr: qr, settings: settings))
             .adding(header: "Cache-Control", "public, max-age=300")
@@ -202,6 +208,9 @@ struct LinkSettings: Sendable {
     var appStoreURL: String?
     var playStoreURL: String?
     var redirectTemplate: String?
+    /// Hand out add-region links to an `http://` sidecar beyond loopback and
+    /// `10.0.2.2` (`--allow-http-links`, a test rig).
+    var allowHTTPLinks = false
 }
 
 extension ShareRoutes: Feature {

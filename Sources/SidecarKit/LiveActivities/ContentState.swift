@@ -121,11 +121,68 @@ enum ContentStateBuilder {
     }
 
     /// Steps 1–4: filter to the route and headsign, collapse duplicates,
-    /// choose times, drop the past, sort, keep 3.
+    /// choose times, drop the past, sort, keep 3. A cancelled trip is no
+    /// arrival: its bus is not coming.
     static func build(_ entries: [ArrivalAndDeparture], routeShortName: String, tripHeadsign: String, currentTime: EpochMillis) -> ContentState {
-        let matching = entries.filter { $0.routeShortName == routeShortName && $0.tripHeadsign == tripHeadsign }
+        let matching = entries.filter {
+            $0.routeShortName == routeShortName && $0.tripHeadsign == tripHeadsign && $0.tripStatus?.cancelled != true
+        }
         let chosen = collapseDuplicates(matching).compactMap(arrival(for:)).filter { $0.time >= currentTime }
         let sorted = chosen.enumerated().sorted { ($0.element.time.value, $0.offset) < ($1.element.time.value, $1.offset) }.map(\.element.arrival)
         return ContentState(arrivals: Array(sorted.prefix(maxArrivals)))
+    }
+
+    /// The visit a Track started from a vehicle follows: since iOS PR #1381
+    /// (OneBusAway/onebusaway-ios, merged 2026-09-04, closing #1334) the app
+    /// pins that activity's content to the trip the rider tapped, and the
+    /// registration carries it (`trip_id`, `service_date`, `stop_sequence`).
+    struct TrackedVisit: Sendable, Equatable {
+        let tripID: String
+        /// Epoch ms of the service day; trip ids repeat every day.
+        let serviceDate: EpochMillis?
+        /// Tells apart two visits of one trip to a loop's stop.
+        let stopSequence: Int?
+
+        /// The registration's service date, in ms whichever unit it came in
+        /// (the OBA convention is ms; a value below 10^11 is taken as seconds).
+        init(tripID: String, serviceDate: Int64?, stopSequence: Int64?) {
+            self.tripID = tripID
+            self.serviceDate = serviceDate.map { EpochMillis($0 < 100_000_000_000 ? $0 * 1000 : $0) }
+            self.stopSequence = stopSequence.map { Int(clamping: $0) }
+        }
+
+        func matches(_ entry: ArrivalAndDeparture) -> Bool {
+            guard entry.tripId == tripID else { return false }
+            if let serviceDate, let date = entry.serviceDate, date != serviceDate { return false }
+            if let stopSequence, let sequence = entry.stopSequence, sequence != stopSequence { return false }
+            return true
+        }
+    }
+
+    /// What an update shows for a tracked visit.
+    enum TrackedOutcome: Equatable {
+        /// The tracked bus has not left the stop: it alone (the trip page's
+        /// single-arrival content, which #1381 brought the stop page in line with).
+        case pinned(ContentState)
+        /// The tracked trip was cancelled: its bus is not coming, so the
+        /// card shows the route and headsign's next arrivals instead.
+        case cancelled(ContentState)
+        /// The tracked bus has left, or the stop no longer lists it: the app
+        /// keeps the departure it pinned (#1381's `[departure]` fallback)
+        /// and never surfaces another vehicle, so the card keeps its last state.
+        case gone
+    }
+
+    /// The content for a tracked visit from the stop's arrivals.
+    static func tracked(
+        _ entries: [ArrivalAndDeparture], visit: TrackedVisit, routeShortName: String, tripHeadsign: String, currentTime: EpochMillis
+    ) -> TrackedOutcome {
+        let visits = collapseDuplicates(entries).filter(visit.matches)
+        if visits.contains(where: { $0.tripStatus?.cancelled == true }) {
+            return .cancelled(build(entries, routeShortName: routeShortName, tripHeadsign: tripHeadsign, currentTime: currentTime))
+        }
+        let upcoming = visits.compactMap(arrival(for:)).filter { $0.time >= currentTime }.min { $0.time.value < $1.time.value }
+        guard let upcoming else { return .gone }
+        return .pinned(ContentState(arrivals: [upcoming.arrival]))
     }
 }

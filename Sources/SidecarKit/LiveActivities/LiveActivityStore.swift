@@ -22,6 +22,8 @@ struct LiveActivity: Sendable, Equatable {
     var lastState: String?
     /// Epoch ms of the last push.
     var lastPushedAt: Int64?
+    /// The trip a Track started from a vehicle follows (nil: a bookmark's Track).
+    var tracked: ContentStateBuilder.TrackedVisit? = nil
 }
 
 /// Storage outcomes the Live Activity routes answer with a 4xx.
@@ -238,7 +240,11 @@ struct LiveActivityStore: Sendable {
             activityID: try row.string("activity_id"), pushToken: try row.string("push_token"), stopID: try row.optionalString("stop_id") ?? "",
             routeShortName: try row.optionalString("route_short_name") ?? "", tripHeadsign: try row.string("trip_headsign"),
             apnsSandbox: try row.bool("apns_sandbox"), expiresAt: try row.int("expires_at"), failureCount: Int(try row.int("failure_count")),
-            lastState: try row.optionalString("last_state"), lastPushedAt: try row.optionalInt("last_pushed_at"))
+            lastState: try row.optionalString("last_state"), lastPushedAt: try row.optionalInt("last_pushed_at"),
+            tracked: try row.optionalString("trip_id").map {
+                ContentStateBuilder.TrackedVisit(
+                    tripID: $0, serviceDate: try row.optionalInt("service_date"), stopSequence: try row.optionalInt("stop_sequence"))
+            })
     }
 
 }

@@ -135,9 +135,22 @@ struct LiveActivityUpdater: Sendable {
                 failure(activity, last: last, updates: &updates, plans: &plans)
                 continue
             }
-            let state = ContentStateBuilder.build(
-                response.entry.arrivalsAndDepartures, routeShortName: activity.routeShortName,
-                tripHeadsign: activity.tripHeadsign, currentTime: response.currentTime)
+            let entries = response.entry.arrivalsAndDepartures
+            var state = ContentStateBuilder.build(
+                entries, routeShortName: activity.routeShortName, tripHeadsign: activity.tripHeadsign, currentTime: response.currentTime)
+            if let visit = activity.tracked {
+                switch ContentStateBuilder.tracked(
+                    entries, visit: visit, routeShortName: activity.routeShortName, tripHeadsign: activity.tripHeadsign,
+                    currentTime: response.currentTime)
+                {
+                case .pinned(let pinned), .cancelled(let pinned): state = pinned
+                case .gone:
+                    // The tracked bus has left or is no longer listed: never
+                    // another vehicle. The card keeps its last state, and
+                    // after three such cycles the activity ends on it.
+                    state = ContentState(arrivals: [])
+                }
+            }
             guard !state.arrivals.isEmpty else {
                 // Night headways and feed gaps: one empty cycle is not an end.
                 report.failures += 1

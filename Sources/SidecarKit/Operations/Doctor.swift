@@ -62,6 +62,7 @@ enum Doctor {
         let (regionCheck, regions) = await regionsCheck(configuration, offline: offline, http: http)
         report([regionCheck])
         report(await obaChecks(configuration, regions: regions, offline: offline, http: http))
+        report(await agencyChecks(configuration, regions: regions, offline: offline, http: http))
         report(await pushChecks(configuration, offline: offline, http: http))
         report([await weatherCheck(configuration, offline: offline, http: http)])
         report([diskCheck(configuration)])
@@ -244,6 +245,39 @@ enum Doctor {
                 return .failed(name, "\(shown): \(error)", fix: "check the region's obaBaseUrl, DNS and the firewall")
             }
         }
+    }
+
+    /// Each region's stored agency id against its server's
+    /// `agencies-with-coverage`: the iOS app drops alerts of an agency its
+    /// server does not list.
+    static func agencyChecks(_ configuration: SidecarConfiguration, regions: [Region], offline: Bool, http: HTTPClient) async -> [Check] {
+        guard !offline, let stored = await storedAgencies(configuration), !stored.isEmpty else { return [] }
+        let lookup = AgencyCoverageLookup(
+            oba: OBAGateway(client: OBAClient(http: http), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys),
+            now: { 0 })
+        var checks: [Check] = []
+        for region in regions where region.obaBaseURL?.presence != nil {
+            guard let agency = stored[region.id]?.presence else { continue }
+            let name = "agency region \(region.id)"
+            let verdict = await lookup.verdict(agency, region: region)
+            let message = AgencyCoverageRules.message(verdict, region: region) ?? ""
+            switch verdict {
+            case .covered, .regionWide: checks.append(.ok(name, "agency id \(agency) is one its OneBusAway server covers"))
+            case .unknown:
+                checks.append(.failed(name, message, fix: "sidecar region set --id \(region.id) --agency-id ID, with one of the ids it lists"))
+            case .unverified: checks.append(.warning(name, message))
+            }
+        }
+        return checks
+    }
+
+    /// The agency ids stored for each region, or nil without a readable database.
+    static func storedAgencies(_ configuration: SidecarConfiguration) async -> [Int: String]? {
+        if !configuration.usesPostgreSQL && access(configuration.database, F_OK) != 0 { return nil }
+        guard let database = try? configuration.openDatabase(readers: 1) else { return nil }
+        let settings = try? await AlertStore(database: database).regionSettings()
+        await database.close()
+        return settings?.compactMapValues(\.agencyID)
     }
 
     /// The `code` member OneBusAway puts in every envelope.

@@ -28,13 +28,8 @@ struct SurveyAdministration: Sendable {
         return study
     }
 
-    /// A new survey's defaults: available once it has questions, shown at stops.
-    func blank(regionID: Int) -> Survey {
-        Survey(
-            id: 0, regionID: regionID, studyID: 0, name: "", available: true, startDate: nil, endDate: nil, showOnMap: false,
-            showOnStops: false, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil,
-            visibleRouteList: nil, requireStopIDInResponse: false, questions: [], createdAt: now, updatedAt: now)
-    }
+    /// A new survey's defaults (`Survey.blank`): shown on the map and at stops.
+    func blank(regionID: Int) -> Survey { Survey.blank(regionID: regionID, now: now) }
 
     /// Creates (`existing` nil) or replaces a survey from an authoring
     /// document. `regionID`, when given, is the region the survey must be

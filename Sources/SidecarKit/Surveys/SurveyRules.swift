@@ -33,6 +33,24 @@ struct Survey: Sendable, Equatable {
     var questions: [SurveyQuestion]
     var createdAt: Int64
     var updatedAt: Int64
+
+    /// A new survey's defaults: available, on the map and on stop pages, so
+    /// that both apps show it. Android 26.2.0 shows a survey only where
+    /// `show_on_map` is true (the map screen); later Android builds and the
+    /// iOS app show it on stop pages when `show_on_stops` is true
+    /// (OneBusAway/onebusaway-android `ui/survey/utils/SurveyUtils.kt`
+    /// `getCurrentSurveyIndex`; OneBusAway/onebusaway-ios
+    /// `OBAKitCore/Surveys/Service/SurveyService.swift:315`).
+    static func blank(regionID: Int, studyID: Int64 = 0, now: Int64) -> Survey {
+        Survey(
+            id: 0, regionID: regionID, studyID: studyID, name: "", available: true, startDate: nil, endDate: nil, showOnMap: true,
+            showOnStops: true, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil, visibleRouteList: nil,
+            requireStopIDInResponse: false, questions: [], createdAt: now, updatedAt: now)
+    }
+
+    /// Where each app shows a survey with these settings, in an editor's words.
+    static let placementHint =
+        "Android 26.2 shows a survey only on the map screen (\u{201C}Show on the map\u{201D}); iOS and later Android builds show it on stop pages (\u{201C}Show on stop pages\u{201D}). Keep both for every rider."
 }
 
 struct Study: Sendable, Equatable {

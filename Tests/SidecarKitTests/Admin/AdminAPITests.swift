@@ -73,6 +73,16 @@ struct AdminAPITests {
         return try #require(created.json)
     }
 
+    /// Android 26.2.0 shows a survey only when `show_on_map` is true: a survey
+    /// made without saying where goes on the map and on stop pages.
+    @Test func aSurveyMadeWithTheDefaultsReachesBothApps() async throws {
+        try await Self.run { app, _, keys in
+            let created = try await Self.makeSurvey(app, key: keys.admin)
+            #expect(created["show_on_map"] as? Bool == true, "Android's map screen")
+            #expect(created["show_on_stops"] as? Bool == true, "iOS's stop pages")
+        }
+    }
+
     @Test func aKeySeesAndChangesOnlyItsRegions() async throws {
         try await Self.run { app, _, keys in
             let other = try await Self.makeSurvey(app, key: keys.admin, region: 2)

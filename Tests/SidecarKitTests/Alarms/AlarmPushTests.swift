@@ -70,10 +70,11 @@ struct AlarmPushTests {
         #expect(notifications[0]["sound"] as? String == "default")
         #expect(notifications[0]["interruption_level"] as? String == "time-sensitive")
         #expect(notifications[0]["priority"] as? String == "high")
-        #expect(Set(notifications[1].keys) == ["tokens", "platform", "title", "message", "data", "sound", "priority", "notification"])
-        #expect(notifications[1]["notification"] as? [String: String] == ["android_channel_id": "arrival_reminders"])
-        #expect(notifications[1]["sound"] as? String == "default")
-        #expect(notifications[1]["priority"] as? String == "high")
+        #expect(Set(notifications[1].keys) == ["tokens", "platform", "title", "message", "data", "android"])
+        let android = try #require(try Self.gorushAndroid(gorush.requestBody([AlarmRules.push(for: Self.alarm(.android))])).first)
+        #expect(android.android?.priority == "high")
+        #expect(android.android?.notification?.channelID == "arrival_reminders")
+        #expect(android.android?.notification?.sound == "default", "gorush adds no sound when an android object is sent")
         #expect(
             Set(notifications[2].keys) == ["tokens", "platform", "title", "message", "sound", "development", "topic"],
             "an alert push: ordinary sound, no time-sensitive level")
@@ -92,10 +93,52 @@ struct AlarmPushTests {
         let gorush = GorushTransport(baseURL: "http://127.0.0.1:1", apnsTopic: nil, http: HTTPClient(), now: { 1_000_000 })
         let body = try #require(try JSONSerialization.jsonObject(with: Data(gorush.requestBody([message]))) as? [String: Any])
         let notification = try #require((body["notifications"] as? [[String: Any]])?.first)
-        #expect(notification["time_to_live"] as? Int == 240)
+        #expect(notification["time_to_live"] == nil, "gorush's current struct has no top-level time_to_live")
+        let decoded = try #require(try Self.gorushAndroid(gorush.requestBody([message])).first)
+        #expect(decoded.android?.ttlSeconds == 240)
+        #expect(decoded.android?.notification?.channelID == "arrival_reminders")
         // A service alert keeps the provider's default lifetime and channel.
         let alert = PushMessage(token: "t", platform: .android, title: "Detour", body: "x")
         let alertBody = try #require(try JSONSerialization.jsonObject(with: Data(FCMTransport.body(alert, now: 1_000_000))) as? [String: Any])
         #expect(((alertBody["message"] as? [String: Any])?["android"] as? [String: Any])?["ttl"] == nil)
+    }
+
+    /// The part of gorush's request struct an Android push reaches FCM v1
+    /// through: appleboy/gorush `notify/notification.go` `PushNotification`
+    /// (`Tokens`, `Platform`, `Title`, `Message`, `Android
+    /// *messaging.AndroidConfig`), and firebase-admin-go's `AndroidConfig`
+    /// JSON (`priority`, `ttl` as a duration string such as `"240s"`,
+    /// `notification` with `channel_id` and `sound`). Keys decode as Go's
+    /// `encoding/json` matches them; a field under any other name is lost.
+    struct GorushNotification: Decodable {
+        struct AndroidConfig: Decodable {
+            struct Notification: Decodable {
+                var channelID: String?
+                var sound: String?
+                enum CodingKeys: String, CodingKey {
+                    case channelID = "channel_id"
+                    case sound
+                }
+            }
+            var priority: String?
+            var ttl: String?
+            var notification: Notification?
+
+            /// firebase-admin-go reads `ttl` as seconds with an `s` suffix.
+            var ttlSeconds: Int? {
+                guard let ttl, ttl.hasSuffix("s") else { return nil }
+                return Int(ttl.dropLast())
+            }
+        }
+        var tokens: [String]
+        var platform: Int
+        var title: String?
+        var message: String?
+        var android: AndroidConfig?
+    }
+
+    static func gorushAndroid(_ body: [UInt8]) throws -> [GorushNotification] {
+        struct Request: Decodable { var notifications: [GorushNotification] }
+        return try JSONDecoder().decode(Request.self, from: Data(body)).notifications.filter { $0.platform == 2 }
     }
 }

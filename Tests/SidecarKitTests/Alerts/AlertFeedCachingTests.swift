@@ -36,6 +36,17 @@ struct AlertFeedCachingTests {
                     #expect(response.header("Cache-Control") == AlertFeedRoutes.cacheControl)
                 }
             }
+            // The 304's raw bytes: no `Content-Length: 0` (RFC 9110 §8.6), only
+            // the length the 200 had, and no body.
+            let socket = try RawSocket(port: app.port)
+            #expect(
+                socket.send(
+                    RawHTTPClient.request("GET", "/api/v1/regions/1/alerts", headers: ["If-None-Match": etag])))
+            let raw = String(decoding: await socket.readOffPool(timeoutSeconds: 60).bytes, as: UTF8.self)
+            #expect(raw.hasPrefix("HTTP/1.1 304"), "\(raw)")
+            let lengths = raw.split(separator: "\r\n").filter { $0.lowercased().hasPrefix("content-length:") }
+            #expect(lengths == ["Content-Length: \(first.body.count)"], "\(raw)")
+            #expect(raw.hasSuffix("\r\n\r\n"), "no body after the head")
             // If-None-Match wins over If-Modified-Since.
             #expect(
                 try await app.send(

@@ -13,7 +13,12 @@ extension OperatorCommands {
             name: "alert create", id: nil, access: .writes, summary: "Create a draft alert (publish it with 'sidecar alert publish ID')",
             options: [region] + authoring(creating: true), notes: alertNotes,
             run: { c in
-                let alert = try await c.administration.create(regionID: try c.region(), fields: c.options)
+                let regionID = try c.region()
+                if c.options["region_wide"].flatMap(BooleanParameter.read) != true {
+                    let stored = try await c.alerts.regionSettings()[regionID]?.agencyID
+                    try await c.checkAgency(c.options["agency_id"]?.presence ?? stored, regionID: regionID)
+                }
+                let alert = try await c.administration.create(regionID: regionID, fields: c.options)
                 c.output("created alert \(alert.id) (draft; publish with: sidecar alert publish \(alert.id))")
                 return 0
             }),
@@ -43,13 +48,16 @@ extension OperatorCommands {
                     describe(
                         alert, translations: try await c.alerts.translations(alertID: id), sends: try await c.alerts.sends(alertID: id),
                         zone: await c.zone(regionID: alert.regionID),
-                        view: try await AlertFeedView.read(c.alerts, regionID: alert.regionID, now: c.now)))
+                        view: try await AlertFeedView.read(c.alerts, regionID: alert.regionID, now: c.now), now: c.now))
                 return 0
             }),
         OperatorCommand(
             name: "alert edit", id: "ID", access: .changes, summary: "Change an alert's fields (only those given)",
             options: authoring(creating: false), notes: alertNotes,
             run: { c in
+                if let agency = c.options["agency_id"]?.presence {
+                    try await c.checkAgency(agency, regionID: try await c.administration.alert(id: try c.id()).regionID)
+                }
                 let alert = try await c.administration.edit(id: try c.id(), fields: c.options)
                 c.output("updated alert \(alert.id)")
                 return 0
@@ -153,6 +161,9 @@ extension OperatorCommands {
             OperatorOption("impact-end", "TIME|none", "When service is affected until"),
             OperatorOption("test", "true|false", "A test alert goes only to test devices"),
             OperatorOption("agency-id", "ID", "The OneBusAway agency id (default: the region's, see 'sidecar region set')"),
+            OperatorOption(
+                "region-wide", "true|false", "For every agency of the region (an empty agency id, which both apps show region-wide)"),
+            agencyCheck,
         ]
     }
 
@@ -169,12 +180,12 @@ extension OperatorCommands {
 
     /// An alert as `alert show` prints it, times in the region's zone.
     static func describe(
-        _ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, view: AlertFeedView
+        _ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, view: AlertFeedView, now: Int64
     ) -> String {
         func time(_ instant: EpochSeconds) -> String { RegionTime.iso8601(instant, zone) }
         let why = view.exclusion(alert).flatMap { $0 == .ended ? nil : " (\($0.explanation))" } ?? ""
         var lines = [
-            "alert \(alert.id) (region \(alert.regionID), agency \(alert.agencyID)); times in \(zone.identifier)",
+            "alert \(alert.id) (region \(alert.regionID), \(alert.agencyID.isEmpty ? "region-wide: every agency" : "agency \(alert.agencyID)")); times in \(zone.identifier)",
             "  state:       \(view.visibility(alert).rawValue)\(alert.test ? ", test" : "")\(alert.published ? why : "")",
             "  header:      \(alert.header)",
             "  description: \(alert.description)",
@@ -184,6 +195,7 @@ extension OperatorCommands {
             "  end:         \(alert.endsAt.map(time) ?? AlertFeedRules.effectiveEnd(alert).map { "none set: riders see it until \(time($0)) (start + 8 h)" } ?? "none: open-ended while its source lists it")",
             "  affected:    \(alert.impactStartsAt.map { "\(time($0)) to \(alert.impactEndsAt.map(time) ?? "-")" } ?? "the whole shown period")",
         ]
+        for finding in view.appFindings(alert, now: now) { lines.append("  apps:        \(finding.line)") }
         for translation in translations {
             let stale = translation.sourceVersion != alert.sourceVersion ? " [stale: made from an earlier English text, withheld]" : ""
             lines.append("  translation \(translation.language)\(stale): \(translation.header)")

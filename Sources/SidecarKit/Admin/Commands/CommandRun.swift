@@ -2,6 +2,7 @@ import Core
 import Database
 import FoundationEssentials
 import HTTPClient
+import OBA
 
 #if canImport(Glibc)
 import Glibc
@@ -69,6 +70,29 @@ struct CommandRun: Sendable {
     }
 
     /// The command's id argument (`alert show 12`).
+    /// Checks an agency id against the region's OneBusAway server
+    /// (`agencies-with-coverage`): one it does not list is refused when
+    /// `refuse` (the iOS app would drop its alerts), else warned about; a
+    /// server that cannot be asked is a warning. `--agency-check false` skips it.
+    func checkAgency(_ agencyID: String?, regionID: Int, refuse: Bool = true) async throws {
+        guard let agencyID = agencyID?.trimmingWhitespace(), !agencyID.isEmpty,
+            options["agency_check"].flatMap(BooleanParameter.read) != false, let region = regions.region(id: regionID)
+        else { return }
+        var settings = HTTPClient.Configuration()
+        settings.timeoutSeconds = 5
+        settings.connectTimeoutSeconds = 3
+        let client = HTTPClient(configuration: settings)
+        defer { client.shutdown() }
+        let clock = clock
+        let lookup = AgencyCoverageLookup(
+            oba: OBAGateway(client: OBAClient(http: client), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys),
+            now: { clock.now().timeIntervalSince1970 })
+        let verdict = await lookup.verdict(agencyID, region: region)
+        guard let message = AgencyCoverageRules.message(verdict, region: region) else { return }
+        if case .unknown = verdict, refuse { throw AdministrationError.invalid([message + " (--agency-check false sets it anyway)"]) }
+        errors("warning: " + message)
+    }
+
     func id() throws -> Int64 {
         guard let id = Int64(invocation.positional.first ?? "") else { throw AdministrationError.invalid(["the id must be a number"]) }
         return id

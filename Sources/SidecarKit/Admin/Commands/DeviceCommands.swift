@@ -35,8 +35,10 @@ extension OperatorCommands {
                 OperatorOption("umami-url", "URL", "An Umami analytics server"),
                 OperatorOption("umami-id", "ID", "The website id at Umami"),
                 OperatorOption("qr", "FILE.png|FILE.svg", "Also write the link's QR code"),
+                OperatorOption("allow-http", "true|false", "Allow an http:// sidecar URL beyond loopback and 10.0.2.2 (a test rig; the apps refuse it)"),
             ],
-            notes: "Give --region N, or --region-id N with --name, --oba-url and --sidecar-url.",
+            notes:
+                "Give --region N, or --region-id N with --name, --oba-url and --sidecar-url. The sidecar URL must be https: the apps refuse cleartext except to loopback and the Android emulator's 10.0.2.2.",
             run: { c in try addRegionLink(c) }),
     ]
 
@@ -110,7 +112,12 @@ extension OperatorCommands {
         }
         if let url = options["umami_url"] { link.umamiURL = url.presence }
         if let id = options["umami_id"] { link.umamiID = id.presence }
-        var problems = LinkRules.problems(link)
+        var allowHTTP = false
+        if let text = options["allow_http"] {
+            guard let value = BooleanParameter.read(text) else { throw AdministrationError.invalid(["--allow-http must be true or false (got '\(text)')"]) }
+            allowHTTP = value
+        }
+        var problems = LinkRules.problems(link) + LinkRules.cleartextProblems(link, allowHTTP: allowHTTP)
         if link.sidecarURL?.isEmpty ?? true {
             problems.append("the sidecar URL is required: pass --sidecar-url (this server's public https address)")
         }

@@ -80,4 +80,7 @@ enum OperatorCommands {
 
     static let region = OperatorOption("region", "N", required: true, "The region's id in the regions directory")
     static let optionalRegion = OperatorOption("region", "N", "Only this region")
+    static let agencyCheck = OperatorOption(
+        "agency-check", "true|false",
+        "Check the agency id against the region's OneBusAway server (agencies-with-coverage; default true): iOS drops alerts of an agency it does not list")
 }

@@ -8,9 +8,12 @@ extension OperatorCommands {
         OperatorCommand(
             name: "source add", id: nil, access: .writes,
             summary: "Add a GTFS-realtime Alerts feed to a region: its alerts are mirrored and may be pushed",
-            options: [region, OperatorOption("url", "URL", required: true, "The feed (http or https)")] + sourceSettings, notes: sourceNotes,
+            options: [region, OperatorOption("url", "URL", required: true, "The feed (http or https)")] + sourceSettings + [agencyCheck], notes: sourceNotes,
             run: { c in
-                let source = try await c.sourceAdministration.add(regionID: try c.region(), fields: c.options)
+                let regionID = try c.region()
+                // Its alerts go out under the region's agency id.
+                try await c.checkAgency(try await c.alerts.regionSettings()[regionID]?.agencyID, regionID: regionID, refuse: false)
+                let source = try await c.sourceAdministration.add(regionID: regionID, fields: c.options)
                 c.output("source \(source.id)")
                 return 0
             }),

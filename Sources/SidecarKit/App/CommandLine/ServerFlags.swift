@@ -233,6 +233,14 @@ extension CommandLineInterface {
         ) { config, value throws(CommandLineError) in
             config.links.claimStopPages = try switchValue("universal-link-stops", value)
         },
+        Flag(
+            name: "allow-http-links", valueName: "",
+            help:
+                "Let /regions/{id}/add hand out a link to an http:// public URL beyond loopback and 10.0.2.2 (a test rig: the apps refuse cleartext)",
+            shown: { $0.links.allowHTTPLinks ? "true" : "false" }, commands: ["serve"]
+        ) { config, value throws(CommandLineError) in
+            config.links.allowHTTPLinks = try switchValue("allow-http-links", value)
+        },
         Flag(name: "app-store-url", valueName: "URL", help: "The iOS app's App Store page, linked from share pages", commands: ["serve"]) {
             config, value throws(CommandLineError) in
             config.links.appStoreURL = try httpURL(value, flag: "app-store-url")
