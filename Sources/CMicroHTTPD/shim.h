@@ -376,13 +376,4 @@ static inline size_t sidecar_mhd_client_ip(struct MHD_Connection *connection, ch
     return sidecar_address_text(info->client_addr, buffer, capacity);
 }
 
-/// Lets a response carry the Content-Length its handler set. A 304 must
-/// not say `Content-Length: 0` (RFC 9110 §8.6: in a 304 it can only be the
-/// length the 200 would have had), which libmicrohttpd otherwise writes for
-/// an empty body. MHD_set_response_options is variadic, so Swift calls it here.
-static inline int sidecar_mhd_own_content_length(struct MHD_Response *response)
-{
-    return MHD_set_response_options(response, MHD_RF_INSANITY_HEADER_CONTENT_LENGTH, MHD_RO_END) == MHD_YES;
-}
-
 #endif

@@ -292,12 +292,12 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The representation length a 304 states (its Content-Length header).
+    static func notModifiedLength(_ response: Response) -> Int? {
+        response.headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) }.flatMap { $0 >= 0 ? $0 : nil }
+    }
+
     private func queue(_ mhdResponse: OpaquePointer, _ response: Response, on connection: OpaquePointer) -> MHD_Result {
-        // Only a 304 states its own length (the representation's); every
-        // other answer's length is libmicrohttpd's, from the body it sends.
-        if response.status == 304 && response.headers.contains(where: { $0.name.lowercased() == "content-length" }) {
-            _ = sidecar_mhd_own_content_length(mhdResponse)
-        }
         for (name, value) in response.headers {
             _ = MHD_add_response_header(mhdResponse, name, value)
         }
@@ -346,6 +346,17 @@ public final class HTTPServer: Sendable {
         let result: MHD_Result
         if let producer = response.stream {
             result = queueStream(response, producer, on: connection, exchange: exchange)
+        } else if response.status == 304, let length = Self.notModifiedLength(response) {
+            // A 304 states the length of the representation it stands for
+            // (RFC 9110 §8.6) and sends no body: a response of that size
+            // whose body libmicrohttpd never reads (a 304 carries headers
+            // only), so its own Content-Length is the right one and no
+            // `Content-Length: 0` goes out.
+            var headersOnly = response
+            headersOnly.headers.removeAll { $0.name.lowercased() == "content-length" }
+            guard let mhdResponse = MHD_create_response_from_callback(UInt64(length), 4096, mhdNoBody, nil, nil) else { return .NO }
+            defer { MHD_destroy_response(mhdResponse) }
+            result = queue(mhdResponse, headersOnly, on: connection)
         } else {
             result = response.body.withUnsafeBytes { bytes in
                 guard

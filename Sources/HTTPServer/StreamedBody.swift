@@ -140,3 +140,7 @@ func mhdStreamFree(_ cls: UnsafeMutableRawPointer?) {
     guard let cls else { return }
     Unmanaged<BodyWriter>.fromOpaque(cls).takeRetainedValue().stop()
 }
+
+/// The body reader of a 304: never called, since a 304 sends headers only;
+/// if it were, the connection ends in error rather than send a body.
+func mhdNoBody(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?, _ max: Int) -> Int { -2 }

@@ -184,7 +184,8 @@ struct ShareRoutes: Sendable {
             // No code to scan: the apps would add a region they cannot reach.
             return SharePages.problem(
                 409, "This region's link is not ready.",
-                "Its sidecar address (\(link.sidecarURL ?? "")) is plain http, which the OneBusAway apps refuse: Android allows http only to 10.0.2.2 and iOS not at all. The operator must serve it over https (set --public-url to the https address).")
+                "Its sidecar address (\(link.sidecarURL ?? "")) is plain http, which the OneBusAway apps refuse: Android allows http only to 10.0.2.2 and iOS not at all. The operator must serve it over https (set --public-url to the https address)."
+            )
         }
         let qr = try? QRCode(LinkRules.addRegionLink(link))
         return SharePages.respond(200, SharePages.addRegion(region: region, link: LinkRules.addRegionLink(link), qr: qr, settings: settings))

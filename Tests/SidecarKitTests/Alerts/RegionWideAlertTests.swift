@@ -24,7 +24,10 @@ struct RegionWideAlertTests {
         (["region_wide": "false", "agency_id": "KCM"], "KCM", []),
         (["agency_id": "KCM"], "KCM", []),
         (["agency_id": ""], "1", ["Agency id can't be blank (for every agency of the region, make it region-wide)"]),
-        (["region_wide": "true", "agency_id": "KCM"], "1", ["an alert is region-wide or for one agency: give region_wide true or an agency id, not both"]),
+        (
+            ["region_wide": "true", "agency_id": "KCM"], "1",
+            ["an alert is region-wide or for one agency: give region_wide true or an agency id, not both"]
+        ),
         (["region_wide": "maybe"], "1", ["region_wide must be true or false"]),
     ])
     func theRule(_ fields: [String: String], _ agency: String, _ messages: [String]) {

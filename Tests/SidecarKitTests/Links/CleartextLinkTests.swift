@@ -46,7 +46,8 @@ struct CleartextLinkTests {
         #expect(allowed.output.first?.contains("sidecar-url=http%3A%2F%2Fsidecar.example.org") == true)
         let emulator = try await AddRegionLinkTests.linksCommand(base + ["--sidecar-url", "http://10.0.2.2:8080"], regions: regions)
         #expect(emulator.status == 0, "the emulator reaches the development machine at 10.0.2.2")
-        let bad = try await AddRegionLinkTests.linksCommand(base + ["--sidecar-url", "https://s.example.org", "--allow-http", "maybe"], regions: regions)
+        let bad = try await AddRegionLinkTests.linksCommand(
+            base + ["--sidecar-url", "https://s.example.org", "--allow-http", "maybe"], regions: regions)
         #expect(bad.status != 0)
     }
 

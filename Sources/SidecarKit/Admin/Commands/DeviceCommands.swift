@@ -35,7 +35,8 @@ extension OperatorCommands {
                 OperatorOption("umami-url", "URL", "An Umami analytics server"),
                 OperatorOption("umami-id", "ID", "The website id at Umami"),
                 OperatorOption("qr", "FILE.png|FILE.svg", "Also write the link's QR code"),
-                OperatorOption("allow-http", "true|false", "Allow an http:// sidecar URL beyond loopback and 10.0.2.2 (a test rig; the apps refuse it)"),
+                OperatorOption(
+                    "allow-http", "true|false", "Allow an http:// sidecar URL beyond loopback and 10.0.2.2 (a test rig; the apps refuse it)"),
             ],
             notes:
                 "Give --region N, or --region-id N with --name, --oba-url and --sidecar-url. The sidecar URL must be https: the apps refuse cleartext except to loopback and the Android emulator's 10.0.2.2.",
@@ -114,7 +115,9 @@ extension OperatorCommands {
         if let id = options["umami_id"] { link.umamiID = id.presence }
         var allowHTTP = false
         if let text = options["allow_http"] {
-            guard let value = BooleanParameter.read(text) else { throw AdministrationError.invalid(["--allow-http must be true or false (got '\(text)')"]) }
+            guard let value = BooleanParameter.read(text) else {
+                throw AdministrationError.invalid(["--allow-http must be true or false (got '\(text)')"])
+            }
             allowHTTP = value
         }
         var problems = LinkRules.problems(link) + LinkRules.cleartextProblems(link, allowHTTP: allowHTTP)

@@ -82,5 +82,6 @@ enum OperatorCommands {
     static let optionalRegion = OperatorOption("region", "N", "Only this region")
     static let agencyCheck = OperatorOption(
         "agency-check", "true|false",
-        "Check the agency id against the region's OneBusAway server (agencies-with-coverage; default true): iOS drops alerts of an agency it does not list")
+        "Check the agency id against the region's OneBusAway server (agencies-with-coverage; default true): iOS drops alerts of an agency it does not list"
+    )
 }

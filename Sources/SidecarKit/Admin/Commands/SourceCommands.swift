@@ -8,7 +8,8 @@ extension OperatorCommands {
         OperatorCommand(
             name: "source add", id: nil, access: .writes,
             summary: "Add a GTFS-realtime Alerts feed to a region: its alerts are mirrored and may be pushed",
-            options: [region, OperatorOption("url", "URL", required: true, "The feed (http or https)")] + sourceSettings + [agencyCheck], notes: sourceNotes,
+            options: [region, OperatorOption("url", "URL", required: true, "The feed (http or https)")] + sourceSettings + [agencyCheck],
+            notes: sourceNotes,
             run: { c in
                 let regionID = try c.region()
                 // Its alerts go out under the region's agency id.
