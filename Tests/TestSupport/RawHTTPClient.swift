@@ -59,13 +59,14 @@ public enum RawHTTPClient {
     /// Sends `bytes`, optionally from a given local address (any 127.x.y.z),
     /// and reads until the server closes. With `closeAfterSend`, hangs up
     /// right after writing (a client vanishing mid-body) and returns nil.
-    /// The default wait is long: on two busy cores the PostgreSQL pass's
-    /// many servers and databases can hold an answer past 10 s, and a test
-    /// about what the server answers must not fail on how long it took.
+    /// The default wait only catches a hang: on two busy cores the
+    /// PostgreSQL pass's hundreds of servers and databases have held an
+    /// answer past 30 s, and a test about what the server answers must not
+    /// fail on how long it took.
     @discardableResult
     public static func send(
         port: Int, _ bytes: [UInt8], source: String? = nil, closeAfterSend: Bool = false,
-        timeoutSeconds: Int = 30
+        timeoutSeconds: Int = 180
     ) async throws -> RawResponse {
         try await offPool {
             try blockingExchange(port: port, bytes: bytes, source: source, closeAfterSend: closeAfterSend, timeoutSeconds: timeoutSeconds)

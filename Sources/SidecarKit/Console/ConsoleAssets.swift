@@ -65,7 +65,8 @@ enum ConsoleAssets {
         code, dd, td, .card h3 { overflow-wrap: anywhere; }
         .columns { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); align-items: start; }
         .field { margin: 0 0 1rem; display: flex; flex-direction: column; gap: .25rem; }
-        .field.check { flex-direction: row; align-items: center; gap: .5rem; }
+        .field.check { flex-direction: row; flex-wrap: wrap; align-items: center; gap: .5rem; }
+        .field.check .hint { flex-basis: 100%; margin: 0 0 0 1.6rem; }
         label { font-weight: 600; } .required { font-weight: 400; color: var(--muted); }
         input, select, textarea { font: inherit; padding: .5rem .6rem; border: 1px solid #8c959f; border-radius: .4rem; background: var(--paper);
                                   color: var(--ink); max-width: 100%; }

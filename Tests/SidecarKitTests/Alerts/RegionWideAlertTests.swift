@@ -69,16 +69,9 @@ struct RegionWideAlertTests {
             #expect(again.agencyID.isEmpty)
 
             // The CLI.
-            guard
-                case .admin(let invocation) = try CommandLineInterface.parse(
-                    [
-                        "alert", "create", "--region", "1", "--header", "Fares free today", "--start", start, "--region-wide", "true",
-                        "--database", app.sidecar.configuration.database, "--regions", app.sidecar.configuration.regions ?? "",
-                    ], environment: [:])
-            else { throw CommandLineError("not an admin command") }
-            let output = Locked<[String]>([])
-            let status = await AdminCommands.run(
-                invocation, clock: app.clock, output: { line in output.withLock { $0.append(line) } }, errors: { _ in })
+            let status = try await AlertSendTests.cli(
+                app, ["alert", "create", "--region", "1", "--header", "Fares free today", "--start", start, "--region-wide", "true"],
+                errors: Locked<[String]>([]))
             #expect(status == 0)
             let made = try await AlertStore(database: app.sidecar.database).alerts(regionID: 1).first { $0.header == "Fares free today" }
             #expect(made?.agencyID == "")

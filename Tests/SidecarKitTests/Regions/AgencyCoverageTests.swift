@@ -36,13 +36,8 @@ struct AgencyCoverageTests {
     }
 
     static func cli(_ app: TestSidecar, _ arguments: [String]) async throws -> (status: Int32, errors: [String]) {
-        guard
-            case .admin(let invocation) = try CommandLineInterface.parse(
-                arguments + ["--database", app.sidecar.configuration.database, "--regions", app.sidecar.configuration.regions ?? ""],
-                environment: [:])
-        else { throw CommandLineError("not an admin command") }
         let errors = Locked<[String]>([])
-        let status = await AdminCommands.run(invocation, clock: app.clock, output: { _ in }, errors: { line in errors.withLock { $0.append(line) } })
+        let status = try await AlertSendTests.cli(app, arguments, errors: errors)
         return (status, errors.value)
     }
 
