@@ -356,6 +356,24 @@ public enum ZoneCatalog {
 
     private static let cache = Mutex<[String: [String]]>([:])
 
+    /// The tz database zone an abbreviation or everyday name usually means
+    /// (`PST` → `America/Los_Angeles`): what an editor who typed it wants
+    /// suggested. Abbreviations name an offset, not a place, so `CST` could
+    /// be China's; this table follows the regions OneBusAway serves.
+    public static let abbreviations: [String: String] = [
+        "PST": "America/Los_Angeles", "PDT": "America/Los_Angeles", "PT": "America/Los_Angeles", "PACIFIC": "America/Los_Angeles",
+        "MST": "America/Denver", "MDT": "America/Denver", "MT": "America/Denver", "MOUNTAIN": "America/Denver",
+        "CST": "America/Chicago", "CDT": "America/Chicago", "CT": "America/Chicago", "CENTRAL": "America/Chicago",
+        "EST": "America/New_York", "EDT": "America/New_York", "ET": "America/New_York", "EASTERN": "America/New_York",
+        "AKST": "America/Anchorage", "AKDT": "America/Anchorage", "HST": "Pacific/Honolulu", "AST": "America/Puerto_Rico",
+        "NST": "America/St_Johns", "GMT": "Europe/London", "BST": "Europe/London", "CET": "Europe/Paris", "CEST": "Europe/Paris",
+        "IST": "Asia/Kolkata", "JST": "Asia/Tokyo", "AEST": "Australia/Sydney", "AEDT": "Australia/Sydney", "NZST": "Pacific/Auckland",
+    ]
+
+    /// tzdata's fixed-offset zones named like abbreviations (`EST` is UTC−5
+    /// all year): right only for a region that does not observe daylight time.
+    public static let fixedOffsetZones: Set<String> = ["EST", "MST", "HST"]
+
     /// Whether a name is a place riders live in (`Area/Location`, or
     /// `UTC`): not `Factory` (tzdata's "zone not set" marker), nor the
     /// `Etc/GMT+5`-style offsets and legacy aliases (`US/Pacific`, `EST5EDT`)

@@ -40,6 +40,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -81,12 +82,16 @@ class FlakyGorush(base.Gorush):
 
     def __init__(self):
         self.failing = False
+        # Cleared: pushes wait until it is set (so a page sees a send running).
+        self.flowing = threading.Event()
+        self.flowing.set()
         super().__init__()
         self.RequestHandlerClass = FlakyGorushHandler
 
 
 class FlakyGorushHandler(base.GorushHandler):
     def do_POST(self):
+        self.server.flowing.wait(120)
         if self.server.failing:
             self.rfile.read(int(self.headers["Content-Length"]))
             answer = b'{"error":"gorush is down for maintenance"}'
@@ -479,12 +484,23 @@ def resume_failed_send(driver, url, database, gorush, alert_id):
     gorush.reset()
     driver.find_element(By.PARTIAL_LINK_TEXT, "Resume: 12 not yet delivered").click()
     check("This resumes send" in driver.page_source and "Everyone already got" not in driver.page_source, "the resume says something else")
+    gorush.flowing.clear()  # the page opens on a running send
     submit(driver)
+    wait_text(driver, "A send is running", seconds=60)
+    page = driver.current_url
+    gorush.flowing.set()
+    # Without a reload: the page says the send finished and the send buttons work again.
+    WebDriverWait(driver, 120).until(lambda d: "finished: 12 of 12 delivered" in d.find_element(By.CSS_SELECTOR, "[data-send-outcome]").text)
+    check(driver.current_url == page, "the page was reloaded")
+    check(driver.find_element(By.CSS_SELECTOR, "[data-send-outcome]").get_attribute("aria-live") == "polite", "the outcome is not announced")
+    check(not driver.find_elements(By.CSS_SELECTOR, "button[data-enable-href]") and driver.find_elements(By.PARTIAL_LINK_TEXT, "Send to test devices"),
+          "the send buttons were not enabled again")
     wait_for_send(database, alert_id, 1, "done")
     driver.get(url + f"/admin/alerts/{alert_id}")
     check("12 of 12 delivered" in visible(driver), "the resumed send did not deliver all 12")
     check(len(gorush.pushes) == 12 and all(count == 1 for count in gorush.pushes.values()), f"pushes {gorush.pushes}")
-    print("console: gorush failing: the send stopped saying why (HTTP 500), offered “Resume: 12 not yet delivered”, resumed to 12 of 12")
+    print("console: gorush failing: the send stopped saying why (HTTP 500), offered “Resume: 12 not yet delivered”, resumed to 12 of 12; "
+          "the open page said it finished and enabled its send buttons again without a reload")
 
 
 def api_keys(driver, url, database):
@@ -583,6 +599,12 @@ def ghost_bus(driver, url, sidecar):
 def session_survives(driver, url):
     driver.get(url + "/admin/regions/1/alerts/new")
     driver.find_element(By.NAME, "header").send_keys("Kept across the sign-in")
+    driver.find_element(By.NAME, "description").send_keys("Every control is kept")
+    # Every kind of control: selects, a checkbox, a date.
+    Select(driver.find_element(By.NAME, "cause")).select_by_value("CONSTRUCTION")
+    Select(driver.find_element(By.NAME, "effect")).select_by_value("DETOUR")
+    Select(driver.find_element(By.NAME, "severity")).select_by_value("SEVERE")
+    driver.find_element(By.NAME, "test").click()
     driver.delete_cookie("sidecar_session")
     submit(driver)
     wait_text(driver, "Your session has ended")
@@ -594,7 +616,13 @@ def session_survives(driver, url):
     WebDriverWait(driver, 60).until(lambda d: d.current_url.endswith("/admin/regions/1/alerts/new"))
     kept = driver.find_element(By.NAME, "header").get_attribute("value")
     check(kept == "Kept across the sign-in", f"the typed header was lost: {kept!r}")
-    print("console: a form typed before the session ended was filled in again after signing in")
+    kept = {name: Select(driver.find_element(By.NAME, name)).first_selected_option.get_attribute("value") for name in ("cause", "effect", "severity")}
+    check(kept == {"cause": "CONSTRUCTION", "effect": "DETOUR", "severity": "SEVERE"}, f"the selects were not restored: {kept}")
+    check(driver.find_element(By.NAME, "description").get_attribute("value") == "Every control is kept", "the description was lost")
+    check(driver.find_element(By.NAME, "test").is_selected(), "the checkbox was lost")
+    check("Restored: what you typed before your session ended" in visible(driver), "the page does not say the form was restored")
+    print("console: a form typed before the session ended was filled in again after signing in, every control (text, selects, "
+          "checkbox) and a notice saying so")
 
 
 def not_found_and_focus(driver, url):

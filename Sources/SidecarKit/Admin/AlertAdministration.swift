@@ -66,12 +66,12 @@ struct AlertAdministration: Sendable {
         return regions.all.map { ($0, settings[$0.id]) }
     }
 
-    func setRegion(id: Int, agencyID: String?, timezone: String?) async throws -> RegionSettings {
+    func setRegion(id: Int, agencyID: String?, timezone: String?, fixedOffset: Bool = false) async throws -> RegionSettings {
         _ = try region(id)
         var messages: [String] = []
         var zone: String??
         if let timezone {
-            switch Self.timeZone(timezone) {
+            switch Self.timeZone(timezone, fixedOffset: fixedOffset) {
             case .success(let name): zone = .some(name)
             case .failure(let failure): messages += failure.messages
             }
@@ -92,10 +92,28 @@ struct AlertAdministration: Sendable {
     /// A time zone as the tz database names it (`America/Los_Angeles`), or
     /// nil for `none` (clears the region's zone: times then show in UTC);
     /// anything else is refused with the nearest name the database knows.
-    static func timeZone(_ raw: String, directory: String = ZoneInfo.defaultDirectory) -> Result<String?, ValidationFailure> {
+    /// An abbreviation (`PST`) is refused with the zone it usually means; a
+    /// fixed-offset zone (`EST`, `MST`, `HST`: the same offset all year) only
+    /// when `fixedOffset` says the region does not observe daylight time.
+    static func timeZone(
+        _ raw: String, fixedOffset: Bool = false, directory: String = ZoneInfo.defaultDirectory
+    ) -> Result<String?, ValidationFailure> {
         let name = raw.trimmingWhitespace()
         if name.lowercased() == "none" { return .success(nil) }
         if ZoneCatalog.isGeographic(name), ZoneInfo.named(name, directory: directory) != nil { return .success(name) }
+        let upper = name.uppercased()
+        if fixedOffset, ZoneCatalog.fixedOffsetZones.contains(upper), ZoneInfo.named(upper, directory: directory) != nil {
+            return .success(upper)
+        }
+        if let meant = ZoneCatalog.abbreviations[upper] {
+            let fixed =
+                ZoneCatalog.fixedOffsetZones.contains(upper)
+                ? " If the region keeps \(upper) all year (no daylight time), say so and \(upper) is used as it is." : ""
+            return .failure(
+                ValidationFailure([
+                    "time zone '\(name.prefix(16))' is an abbreviation, which names an offset and not a place: use \(meant), which follows daylight time as the region does.\(fixed)"
+                ]))
+        }
         let hint = ZoneCatalog.nearest(to: name, directory: directory).map { "; the nearest name in the tz database is \($0)" } ?? ""
         return .failure(
             ValidationFailure([
@@ -292,7 +310,11 @@ struct AlertAdministration: Sendable {
     /// The unfinished send for this alert and audience, or a new one.
     /// Everyone gets only published alerts; test devices may get a draft
     /// (to see it before riders do). Test alerts go to test devices only.
-    func startSend(id: Int64, audience: AlertSend.Audience, messages: AlertSend.Messages? = nil) async throws -> (AlertSend, ServiceAlert) {
+    /// Starts a send. `endedReason` is the editor's reason for pushing an
+    /// alert whose shown period is over (recorded with the send).
+    func startSend(
+        id: Int64, audience: AlertSend.Audience, messages: AlertSend.Messages? = nil, endedReason: String? = nil
+    ) async throws -> (AlertSend, ServiceAlert) {
         let alert = try await alert(id: id)
         guard alert.published || audience == .test else {
             throw AdministrationError.invalid(["Publish the alert before sending it to everyone (a draft may go to test devices)"])
@@ -300,7 +322,9 @@ struct AlertAdministration: Sendable {
         guard !alert.test || audience == .test else { throw AdministrationError.invalid(["A test alert can only be sent to the test audience"]) }
         let send = try await store.startSend(alertID: id, audience: audience, messages: messages, now: now)
         let text = messages.map { "; caller's text in " + $0.keys.sorted().joined(separator: ",") } ?? ""
-        await record("alert.send", region: alert.regionID, target: "alert \(id)", detail: "audience=\(audience.rawValue); send \(send.id)\(text)")
+        let ended = endedReason.map { "; pushed after it ended: " + String($0.prefix(200)) } ?? ""
+        await record(
+            "alert.send", region: alert.regionID, target: "alert \(id)", detail: "audience=\(audience.rawValue); send \(send.id)\(text)\(ended)")
         return (send, alert)
     }
 }

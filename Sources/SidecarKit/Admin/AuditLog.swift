@@ -42,17 +42,53 @@ struct AuditLog: Sendable {
         }
     }
 
+    /// What the audit page narrows the log to; every part optional.
+    struct Filter: Sendable, Equatable {
+        /// Part of the actor (`user:ed@`, `cli:`), any case.
+        var actor: String?
+        /// One action exactly (`alert.send`).
+        var action: String?
+        var regionID: Int?
+        /// Epoch seconds, inclusive.
+        var from: Int64?
+        /// Epoch seconds, exclusive.
+        var until: Int64?
+
+        init(actor: String? = nil, action: String? = nil, regionID: Int? = nil, from: Int64? = nil, until: Int64? = nil) {
+            self.actor = actor
+            self.action = action
+            self.regionID = regionID
+            self.from = from
+            self.until = until
+        }
+    }
+
     /// The newest entries first, of the given regions (nil: all, including
-    /// changes that belong to no region), before an id when paging.
-    func entries(regions: Set<Int>?, before: Int64? = nil, limit: Int = 100) async throws -> [Entry] {
+    /// changes that belong to no region), narrowed by `filter`, before an id
+    /// when paging.
+    func entries(regions: Set<Int>?, before: Int64? = nil, limit: Int = 100, filter: Filter = Filter()) async throws -> [Entry] {
         var sql = "SELECT * FROM audit_log WHERE id < $1"
         var parameters: [SQLValue] = [.integer(before ?? Int64.max)]
         if let regions {
             let list = regions.sorted().map(String.init).joined(separator: ",")
             sql += " AND region_id IN (\(list.isEmpty ? "NULL" : list))"
         }
-        sql += " ORDER BY id DESC LIMIT $2"
+        func add(_ condition: String, _ value: SQLValue) {
+            parameters.append(value)
+            sql += " AND " + condition.replacingOccurrences(of: "?", with: "$\(parameters.count)")
+        }
+        if let actor = filter.actor?.presence {
+            // LIKE's own characters are matched as themselves.
+            let escaped = actor.lowercased().replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+                .replacingOccurrences(of: "_", with: "\\_")
+            add("LOWER(actor) LIKE ? ESCAPE '\\'", .text("%" + escaped + "%"))
+        }
+        if let action = filter.action?.presence { add("action = ?", .text(action)) }
+        if let region = filter.regionID { add("region_id = ?", .integer(Int64(region))) }
+        if let from = filter.from { add("at >= ?", .integer(from)) }
+        if let until = filter.until { add("at < ?", .integer(until)) }
         parameters.append(.integer(Int64(limit)))
+        sql += " ORDER BY id DESC LIMIT $\(parameters.count)"
         let query = sql, values = parameters
         return try await database.read { connection in
             try connection.query(query, values).map { row in
@@ -66,6 +102,13 @@ struct AuditLog: Sendable {
 }
 
 extension AuditLog {
+    /// The actions recorded, for the audit page's choice.
+    func actions() async throws -> [String] {
+        try await database.read { connection in
+            try connection.query("SELECT DISTINCT action FROM audit_log ORDER BY action LIMIT 200").map { try $0.string("action") }
+        }
+    }
+
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
     static let schema = Schema(

@@ -34,6 +34,20 @@ extension ConsoleRoutes {
             ])
     }
 
+    /// When riders see the alert, in words that agree with its state: a
+    /// draft or withdrawn alert is seen by nobody, an ended one was seen.
+    static func shownSentence(_ alert: ServiceAlert, _ zone: ZoneInfo, now: Int64) -> String {
+        let period = "from \(RegionTime.display(alert.startsAt, zone)) until \(shownUntil(alert, zone))"
+        if !alert.published {
+            return alert.withdrawnAt != nil
+                ? "Withdrawn: riders no longer see it (published, it is shown \(period))."
+                : "A draft: riders see nothing until it is published; then it is shown \(period)."
+        }
+        if let end = AlertFeedRules.effectiveEnd(alert), end.value <= now { return "Ended: riders saw it \(period)." }
+        if alert.startsAt.value > now { return "Riders will see it \(period)." }
+        return "Riders see it \(period)."
+    }
+
     static func badges(_ alert: ServiceAlert, view: AlertFeedView) -> HTML {
         let state = view.visibility(alert)
         return .join([
@@ -276,6 +290,33 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
     }
 
+    /// "End now": the alert's end becomes this second (a second after its
+    /// start when it began this very second, since an end must follow the
+    /// start), so it leaves the feed at once; an impact period past the new
+    /// end is cut to it. An alert already over is left alone, so a refresh or
+    /// a second click changes nothing.
+    func endNow(_ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        if AlertFeedRules.effectiveEnd(alert).map({ $0.value <= now }) ?? false {
+            return .seeOther("/admin/alerts/\(alert.id)?done=ended")
+        }
+        let end = max(now, alert.startsAt.value + 1)
+        var fields = ["end": Timestamp.format(EpochSeconds(end))]
+        if let impactEnd = alert.impactEndsAt, impactEnd.value > end {
+            if let impactStart = alert.impactStartsAt, impactStart.value < end {
+                fields["impact_end"] = Timestamp.format(EpochSeconds(end))
+            } else {
+                fields["impact_start"] = "none"
+                fields["impact_end"] = "none"
+            }
+        }
+        do {
+            _ = try await administration(context.session).edit(id: alert.id, fields: fields)
+            return .seeOther("/admin/alerts/\(alert.id)?done=ended")
+        } catch let error as AdministrationError {
+            return ConsoleLayout.errorPage(422, "Not ended", error.messages.joined(separator: " "))
+        } catch { return unavailable(error) }
+    }
+
     /// The alert: its fields, translations side by side, previews, publishing and sending.
     func alertPage(
         _ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert, translationProblems: [String] = [],
@@ -303,7 +344,7 @@ extension ConsoleRoutes {
             tag(
                 "p", [.class("shown")],
                 [
-                    "Riders see it from \(RegionTime.display(alert.startsAt, zone)) until \(Self.shownUntil(alert, zone)). ",
+                    Self.shownSentence(alert, zone, now: now) + " ",
                     tag("span", [.class("hint")], [zoneHint(zone)]),
                 ]),
             Self.appFindings(alert, view: view, now: now),
@@ -317,7 +358,9 @@ extension ConsoleRoutes {
                     [
                         alert.published
                             ? tag("a", [.href("/admin/alerts/\(alert.id)/unpublish"), .class("button secondary")], ["Unpublish…"])
-                            : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary")
+                            : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary"),
+                        alert.published && alert.startsAt.value <= now && !(AlertFeedRules.effectiveEnd(alert).map { $0.value <= now } ?? false)
+                            ? ConsoleLayout.postButton("End now", "/admin/alerts/\(alert.id)/end", session, style: "secondary") : HTML.empty,
                     ]))
         }
 
@@ -392,17 +435,29 @@ extension ConsoleRoutes {
         if ConsoleRules.may(role, .sendToTestDevices) {
             func button(_ label: String, _ audience: AlertSend.Audience, _ style: String) -> HTML {
                 running
-                    ? tag("button", [Attribute("type", "button"), .class(style), Attribute("disabled", nil)], [label])
+                    // The script turns it back into the link once the send ends.
+                    ? tag(
+                        "button",
+                        [
+                            Attribute("type", "button"), .class(style), Attribute("disabled", nil),
+                            Attribute("data-enable-href", "/admin/alerts/\(alert.id)/send?audience=\(audience.rawValue)"),
+                        ], [label])
                     : tag("a", [.href("/admin/alerts/\(alert.id)/send?audience=\(audience.rawValue)"), .class("button \(style)")], [label])
             }
             var buttons: [any HTMLContent] = [button("Send to test devices (\(testCount))", .test, "secondary")]
             if ConsoleRules.may(role, .sendToEveryone) && !alert.test {
+                // Not the filled primary button: pushing every rider is the
+                // action to take deliberately, never the obvious next click.
                 buttons.append(
                     alert.published
-                        ? button("Send to everyone (\(Self.grouped(allCount)))", .all, "")
-                        : tag("span", [.class("hint")], ["Publish it to send it to everyone."]))
+                        ? button("Send to everyone (\(Self.grouped(allCount)))…", .all, "secondary")
+                        : tag("span", [.class("hint")], ["A draft cannot go to everyone: publish it first (the button above)."]))
+            } else if !alert.test {
+                buttons.append(tag("span", [.class("hint")], ["Sending to everyone needs an admin: ask one to send it once you have tested it."]))
             }
-            if running { buttons.append(tag("span", [.class("hint")], ["A send is running: wait for it to finish."])) }
+            if running {
+                buttons.append(tag("span", [.class("hint"), Attribute("data-running-hint", "true")], ["A send is running: wait for it to finish."]))
+            }
             content.append(tag("div", [.class("actions")], buttons))
         }
         var remaining: [Int64: Int] = [:]

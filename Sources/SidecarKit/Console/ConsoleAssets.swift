@@ -147,10 +147,18 @@ enum ConsoleAssets {
               if (form) {
                 draft.fields.forEach(function (pair) {
                   var element = form.elements.namedItem(pair[0]);
-                  if (!element || element.length) { return; }
+                  // A name shared by several controls is a RadioNodeList; a
+                  // <select> has a length too (its options) and is restored.
+                  if (!element || (typeof RadioNodeList !== "undefined" && element instanceof RadioNodeList)) { return; }
                   if (element.type === "checkbox") { element.checked = pair[1] === "true"; } else { element.value = pair[1]; }
                 });
                 store.removeItem("sidecar-draft");
+                var notice = document.createElement("p");
+                notice.className = "notice";
+                notice.setAttribute("role", "status");
+                notice.setAttribute("data-restored", "true");
+                notice.textContent = "Restored: what you typed before your session ended is filled in again. Check it, then save.";
+                form.insertBefore(notice, form.firstChild);
               }
             }
           } catch (e) {}
@@ -162,6 +170,7 @@ enum ConsoleAssets {
           function group(number) { return String(number).replace(/\\B(?=(\\d{3})+(?!\\d))/g, ","); }
           document.querySelectorAll("[data-sends-url]").forEach(function (table) {
             var url = table.getAttribute("data-sends-url");
+            var wasRunning = {};
             function cell(row, name) { return row.querySelector("[data-field='" + name + "']"); }
             function refresh() {
               fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
@@ -185,8 +194,46 @@ enum ConsoleAssets {
                         + " failed, " + group(send.pending) + " pending";
                     }
                     if (send.status === "running") { running = true; }
+                    if (send.status === "failed" && send.reason && !table.querySelector("[data-failure-for='" + send.id + "']")) {
+                      // The reason and the Resume link, as the server draws them after a reload.
+                      var failure = document.createElement("tr");
+                      failure.className = "failure";
+                      failure.setAttribute("data-failure-for", String(send.id));
+                      var td = document.createElement("td");
+                      td.colSpan = 6;
+                      var strong = document.createElement("strong");
+                      strong.textContent = "It stopped: " + send.reason + ". ";
+                      td.appendChild(strong);
+                      if (send.resume_href) {
+                        var resume = document.createElement("a");
+                        resume.href = send.resume_href;
+                        resume.className = "button secondary";
+                        resume.textContent = send.resume_label;
+                        td.appendChild(resume);
+                      }
+                      failure.appendChild(td);
+                      row.parentNode.insertBefore(failure, row.nextSibling);
+                    }
+                    if (wasRunning[send.id] && send.status !== "running") {
+                      var outcome = document.querySelector("[data-send-outcome]");
+                      if (outcome) {
+                        outcome.hidden = false;
+                        outcome.textContent = "Send " + send.id + (send.status === "done" ? " finished: " : " stopped: ") + group(send.delivered)
+                          + " of " + group(send.audience_size) + " delivered" + (send.status === "failed" ? " (" + send.reason + ")." : ".");
+                      }
+                    }
+                    wasRunning[send.id] = send.status === "running";
                   });
-                  if (running) { setTimeout(refresh, 1000); }
+                  if (running) { setTimeout(refresh, 1000); return; }
+                  // Nothing runs any more: the send buttons work again.
+                  document.querySelectorAll("button[data-enable-href]").forEach(function (button) {
+                    var link = document.createElement("a");
+                    link.href = button.getAttribute("data-enable-href");
+                    link.className = "button " + button.className;
+                    link.textContent = button.textContent;
+                    button.parentNode.replaceChild(link, button);
+                  });
+                  document.querySelectorAll("[data-running-hint]").forEach(function (hint) { hint.hidden = true; });
                 })
                 .catch(function () { if (lost) { lost.hidden = false; } setTimeout(refresh, 3000); });
             }

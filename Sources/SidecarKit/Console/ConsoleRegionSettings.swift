@@ -58,6 +58,10 @@ extension ConsoleRoutes {
                         maxLength: 64, extra: [Attribute("list", "zones"), Attribute("autocomplete", "off")]),
                     tag(
                         "datalist", [.id("zones")], ZoneCatalog.identifiers(directory: zoneDirectory).map { tag("option", [Attribute("value", $0)]) }),
+                    ConsoleLayout.checkbox(
+                        "This region does not observe daylight time", name: "fixed_offset",
+                        checked: values["fixed_offset"] == "true" || (settings?.timezone.map(ZoneCatalog.fixedOffsetZones.contains) ?? false),
+                        hint: "Only then are EST, MST and HST accepted as they are (the same offset all year)."),
                     tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Save settings"])]),
                 ]),
         ]
@@ -68,11 +72,14 @@ extension ConsoleRoutes {
 
     func saveRegionSettings(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
         guard let region = context.region else { return notFound() }
-        let values = ["agency_id": request.parameters["agency_id"] ?? "", "timezone": request.parameters["timezone"] ?? ""]
+        let values = [
+            "agency_id": request.parameters["agency_id"] ?? "", "timezone": request.parameters["timezone"] ?? "",
+            "fixed_offset": request.parameters["fixed_offset"] == "true" ? "true" : "",
+        ]
         do {
             _ = try await administration(context.session).setRegion(
                 id: region.id, agencyID: values["agency_id"],
-                timezone: values["timezone"]?.presence ?? "none")
+                timezone: values["timezone"]?.presence ?? "none", fixedOffset: values["fixed_offset"] == "true")
             return .seeOther("/admin/regions/\(region.id)?done=region-saved")
         } catch let error as AdministrationError {
             return await regionSettingsPage(request, context, values: values, problems: error.messages, status: 422)

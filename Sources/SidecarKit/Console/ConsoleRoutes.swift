@@ -64,6 +64,7 @@ struct ConsoleRoutes: Sendable {
             alertRoute("GET", "/admin/alerts/:id", .read) { request, context, alert in await alertPage(request, context, alert) },
             authoredAlertRoute("POST", "/admin/alerts/:id", .author) { request, context, alert in await editAlert(request, context, alert) },
             authoredAlertRoute("POST", "/admin/alerts/:id/publish", .author) { _, context, alert in await setPublished(context, alert, true) },
+            authoredAlertRoute("POST", "/admin/alerts/:id/end", .author) { _, context, alert in await endNow(context, alert) },
             authoredAlertRoute("GET", "/admin/alerts/:id/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
             authoredAlertRoute("POST", "/admin/alerts/:id/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
             authoredAlertRoute("POST", "/admin/alerts/:id/translations", .author) { request, context, alert in
@@ -74,7 +75,7 @@ struct ConsoleRoutes: Sendable {
             },
             alertRoute("GET", "/admin/alerts/:id/send", .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert) },
             alertRoute("POST", "/admin/alerts/:id/sends", .sendToTestDevices) { request, context, alert in await startSend(request, context, alert) },
-            alertRoute("GET", "/admin/alerts/:id/sends.json", .read) { _, _, alert in await sendsJSON(alert) },
+            alertRoute("GET", "/admin/alerts/:id/sends.json", .read) { _, context, alert in await sendsJSON(alert, context.session) },
             userPage("GET", "/admin/keys", .manageKeys) { request, session in await keyList(request, session) },
             userPage("POST", "/admin/keys", .manageKeys) { request, session in await createKey(request, session) },
             userPage("GET", "/admin/keys/:id/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
@@ -294,6 +295,7 @@ struct ConsoleRoutes: Sendable {
     static let notices: [String: String] = [
         "created": "Alert created as a draft.", "saved": "Changes saved.", "published": "Published: the alert is in the feed.",
         "unpublished": "Withdrawn: riders no longer see the alert in the feed (pushes already delivered stay on their phones).",
+        "ended": "Ended: its end is now, so the apps no longer show it (pushes already delivered stay on their phones).",
         "translated": "Translation saved.",
         "sending": "Sending started. Progress updates below.", "revoked": "API key revoked: requests with it are now refused with 401.",
         "logged-out": "You are signed out.",

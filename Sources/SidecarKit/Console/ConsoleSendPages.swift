@@ -72,18 +72,20 @@ extension ConsoleRoutes {
                             "a", [.href("/admin/alerts/\(alert.id)/send?audience=\(send.audience.rawValue)"), .class("button secondary")],
                             ["Resume: \(Self.grouped(left)) not yet delivered"]))
                 }
-                rows.append(tag("tr", [.class("failure")], [tag("td", [Attribute("colspan", "6")], cells)]))
+                rows.append(tag("tr", [.class("failure"), Attribute("data-failure-for", String(send.id))], [tag("td", [Attribute("colspan", "6")], cells)]))
             }
         }
         return .join([
             tag(
                 "p", [.class("lost"), Attribute("data-lost", "true"), Attribute("hidden", nil), Attribute("role", "status")],
                 ["Lost contact with the server: the counts below are not current. Retrying…"]),
+            // Said aloud when a send ends (the script fills it in).
+            tag("p", [.class("notice"), Attribute("data-send-outcome", "true"), Attribute("aria-live", "polite"), Attribute("hidden", nil)], []),
             tag(
                 "div", [.class("table-wrap"), Attribute("data-sends-url", "/admin/alerts/\(alert.id)/sends.json")],
                 [
                     tag(
-                        "table", [.class("progress stack")],
+                        "table", [.class("progress stack"), Attribute("aria-live", "polite"), Attribute("aria-relevant", "text")],
                         [
                             tag("caption", [], ["Sends of this alert, newest first (updated live while one runs)"]),
                             tag(
@@ -148,10 +150,21 @@ extension ConsoleRoutes {
 
     /// What each language group of the audience will get, flagged where a
     /// translation is missing or stale (they get the English).
-    func languagePreview(_ alert: ServiceAlert, audience: AlertSend.Audience) async throws -> HTML {
+    /// Also returns how many devices get the English because their
+    /// language's translation is stale, and those languages' names.
+    func languagePreview(_ alert: ServiceAlert, audience: AlertSend.Audience) async throws -> (html: HTML, staleDevices: Int, stale: [String]) {
         let groups = try await ConsoleStats.languageGroups(database: database, regionID: alert.regionID, audience: audience)
         let translations = try await alerts.translations(alertID: alert.id)
         let fresh = AlertFeedRules.fresh(translations, for: alert)
+        var staleDevices = 0
+        var stale: [String] = []
+        for group in groups {
+            guard let locale = group.locale, !fresh.contains(where: { $0.language.lowercased() == locale.lowercased() }),
+                translations.contains(where: { $0.language.lowercased() == locale.lowercased() })
+            else { continue }
+            staleDevices += group.count
+            stale.append(Self.languageName(locale))
+        }
         let rows: [[any HTMLContent]] = groups.map { group in
             let copy = AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
             let note: String
@@ -168,12 +181,75 @@ extension ConsoleRoutes {
                 tag("span", [], [tag("strong", [], [copy.title]), " — ", copy.body]), note,
             ]
         }
-        return .join([
+        let warning: HTML =
+            staleDevices == 0
+            ? .empty
+            : tag(
+                "div", [.class("problems")],
+                [
+                    tag(
+                        "p", [],
+                        [
+                            "The \(stale.joined(separator: ", ")) translation was made from an earlier English text: ",
+                            tag("strong", [], ["\(Self.grouped(staleDevices)) device\(staleDevices == 1 ? "" : "s") would get the English"]), ".",
+                        ]),
+                    tag(
+                        "p", [.class("actions")],
+                        [tag("a", [.href("/admin/alerts/\(alert.id)#translations"), .class("button secondary")], ["Update translation"])]),
+                ])
+        let html: HTML = .join([
             tag("h2", [], ["What each language gets"]),
             ConsoleLayout.table(
                 caption: "The push each language group of this audience receives", headers: ["Language", "Devices", "Push", ""], rows: rows,
                 empty: "No device in this audience."),
+            warning,
         ])
+        return (html, staleDevices, stale)
+    }
+
+    /// Whether the alert's shown period is over: riders no longer see it.
+    func hasEnded(_ alert: ServiceAlert) -> Bool { AlertFeedRules.effectiveEnd(alert).map { $0.value <= now } ?? false }
+
+    /// When riders will see the alert in each app, from the apps' own rules
+    /// (`AlertAppVisibility`), and for an ended alert the reason the editor
+    /// must give to push it anyway.
+    func whenRidersSeeIt(_ alert: ServiceAlert, zone: ZoneInfo) async throws -> HTML {
+        var parts: [any HTMLContent] = [tag("h2", [], ["When riders see it"])]
+        if hasEnded(alert) {
+            parts.append(
+                tag(
+                    "p", [.class("problems")],
+                    [
+                        "This alert ended \(RegionTime.display(AlertFeedRules.effectiveEnd(alert), zone)): the apps no longer show it, ",
+                        "and a push now tells riders about something that is over. To push it anyway, say why below.",
+                    ]))
+            return .join(parts)
+        }
+        if alert.startsAt.value > now {
+            parts.append(
+                tag(
+                    "p", [],
+                    [
+                        "It starts \(RegionTime.display(alert.startsAt, zone)). A push now arrives before the apps show it: ",
+                        "iOS lists it in the feed at once and shows its banner from 8 hours before the start; Android's dialog shows it from the start.",
+                    ]))
+        }
+        let view = try await AlertFeedView.read(alerts, regionID: alert.regionID, now: now)
+        let findings = view.appFindings(alert, now: now)
+        if !alert.published {
+            parts.append(
+                tag(
+                    "p", [],
+                    [
+                        alert.withdrawnAt != nil
+                            ? "It is withdrawn: the apps no longer show it." : "It is a draft: riders see it in the apps once it is published."
+                    ]))
+        } else if findings.isEmpty && alert.startsAt.value <= now {
+            parts.append(tag("p", [], ["Both apps show it now, in full."]))
+        } else {
+            parts.append(tag("ul", [], findings.map { tag("li", [], [tag("strong", [], [$0.app.rawValue]), " \($0.text)."]) }))
+        }
+        return .join(parts)
     }
 
     func confirmSend(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
@@ -238,9 +314,22 @@ extension ConsoleRoutes {
                     ["Source \(review.source.id) holds this push for review: approving sends it once, to the source's audience."]), at: 0)
         }
         if !alert.published {
-            content.append(tag("p", [.class("hint")], ["The alert is a draft: test devices get it before riders can see it in the feed."]))
+            content.append(
+                tag(
+                    "p", [.class("hint")],
+                    [
+                        alert.withdrawnAt != nil
+                            ? "The alert is withdrawn: riders no longer see it in the feed, and only test devices can get it."
+                            : "The alert is a draft: test devices get it before riders can see it in the feed."
+                    ]))
         }
-        do { content.append(try await languagePreview(alert, audience: audience)) } catch { return unavailable(error) }
+        var staleDevices = 0
+        do {
+            let preview = try await languagePreview(alert, audience: audience)
+            staleDevices = preview.staleDevices
+            content.append(preview.html)
+            if review == nil { content.append(try await whenRidersSeeIt(alert, zone: zone)) }
+        } catch { return unavailable(error) }
         if audience == .test {
             content.append(tag("h2", [], ["Test devices"]))
             content.append(
@@ -271,6 +360,12 @@ extension ConsoleRoutes {
         if let review {
             fields.append(tag("input", [Attribute("type", "hidden"), Attribute("name", "review"), Attribute("value", review.entityID)]))
         }
+        if review == nil && hasEnded(alert) {
+            fields.append(
+                ConsoleLayout.field(
+                    "Why push an alert that has ended?", name: "ended_reason", value: request.parameters["ended_reason"], required: true,
+                    hint: "Recorded in the audit log with the send.", maxLength: 200))
+        }
         if audience == .all && previousToEveryone {
             fields.append(tag("p", [.class("problems")], ["Everyone already got this alert. Riders get a second notification if you send it again."]))
             fields.append(ConsoleLayout.checkbox("Yes, send it to everyone again", name: "again", checked: false))
@@ -281,7 +376,13 @@ extension ConsoleRoutes {
                 [
                     tag(
                         "button", [Attribute("type", "submit"), .class(audience == .all ? "danger" : "primary"), Attribute("data-once", "true")],
-                        [review != nil ? "Approve: push to \(who)" : resumed == nil ? "Send to \(who)" : "Resume the send"]),
+                        [
+                            review != nil
+                                ? "Approve: push to \(who)"
+                                : resumed != nil
+                                    ? "Resume the send"
+                                    : staleDevices > 0 ? "Send anyway to \(who) (\(Self.grouped(staleDevices)) get English)" : "Send to \(who)"
+                        ]),
                     tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
                 ]))
         content.append(ConsoleLayout.form("/admin/alerts/\(alert.id)/sends", context.session, fields))
@@ -311,6 +412,14 @@ extension ConsoleRoutes {
             return ConsoleLayout.errorPage(
                 409, "No push transport", "This server has no push transport configured (gorush, APNs and FCM, or a relay); its operator sets one.")
         }
+        // An ended alert goes out only with the editor's reason; the
+        // confirmation stays valid, so going back and giving one works.
+        let endedReason = request.parameters["ended_reason"]?.trimmingWhitespace().presence
+        if review == nil && hasEnded(alert) && endedReason == nil {
+            return ConsoleLayout.errorPage(
+                422, "Not sent",
+                "This alert has ended: riders no longer see it in the apps. Go back and say why it should be pushed anyway, or edit its end first.")
+        }
         do {
             // A resubmitted confirmation (refresh, double click) starts nothing.
             switch try await formTokens.spend(
@@ -337,7 +446,8 @@ extension ConsoleRoutes {
                 return ConsoleLayout.errorPage(
                     422, "Not sent", "Everyone already got this alert. To send it again, tick “Yes, send it to everyone again”.")
             }
-            let (send, _) = try await administration(context.session).startSend(id: alert.id, audience: audience)
+            let (send, _) = try await administration(context.session).startSend(
+                id: alert.id, audience: audience, endedReason: hasEnded(alert) ? endedReason : nil)
             sends.launch(send)
             return .seeOther("/admin/alerts/\(alert.id)?done=sending#sends")
         } catch let error as AdministrationError {
@@ -347,10 +457,27 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
     }
 
-    func sendsJSON(_ alert: ServiceAlert) async -> Response {
+    /// The sends' progress the alert page polls: the admin API's shape, and
+    /// for a failed send the reason in plain words and, when this user may
+    /// resume it, the Resume link, so the page shows them without a reload.
+    func sendsJSON(_ alert: ServiceAlert, _ session: ConsoleStore.Session) async -> Response {
         do {
-            return Response.json(200, JSONValue.array(try await alerts.sends(alertID: alert.id).map(AdminJSON.send)))
-                .adding(header: "Cache-Control", "no-store")
+            var items: [JSONValue] = []
+            for send in try await alerts.sends(alertID: alert.id) {
+                guard case .object(var fields) = AdminJSON.send(send) else { continue }
+                if send.status == "failed" {
+                    fields["reason"] = .string(Self.plainError(send))
+                    let left = send.undelivered(
+                        remainingAfterCursor: (try? await alerts.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor))
+                            ?? 0)
+                    if ConsoleRules.may(session.user.role, send.audience == .all ? .sendToEveryone : .sendToTestDevices), left > 0 {
+                        fields["resume_href"] = .string("/admin/alerts/\(alert.id)/send?audience=\(send.audience.rawValue)")
+                        fields["resume_label"] = .string("Resume: \(Self.grouped(left)) not yet delivered")
+                    }
+                }
+                items.append(.object(fields))
+            }
+            return Response.json(200, JSONValue.array(items)).adding(header: "Cache-Control", "no-store")
         } catch { return unavailable(error) }
     }
 }

@@ -79,13 +79,17 @@ extension ConsoleRoutes {
         }
         let rawEmail = request.parameters["email"] ?? ""
         let password = request.parameters["password"] ?? ""
-        if case .limited(let retryAfter) = await clientLogins.check(request.clientKey) {
+        // Only failed sign-ins count against an address: one busy office's
+        // colleagues signing in never lock each other out.
+        if await clientLogins.isExhausted(request.clientKey) {
+            let retryAfter = ConsoleRules.loginWindowSeconds
             return await loginPage(
-                request, problems: ["Too many sign-in attempts from your address. Try again in \(retryAfter / 60 + 1) minutes."],
+                request, problems: ["Too many failed sign-ins from your address. Try again in \(retryAfter / 60 + 1) minutes."],
                 email: rawEmail, status: 429
             ).adding(header: "Retry-After", String(retryAfter))
         }
         guard let email = ConsoleRules.normalizedEmail(rawEmail), password.utf8.count <= ConsoleRules.maximumPasswordLength else {
+            _ = await clientLogins.check(request.clientKey)
             return await loginPage(request, problems: ["Wrong email or password."], email: rawEmail, status: 401)
         }
         // An account under attack stays open to its owner: once it has had
@@ -109,6 +113,7 @@ extension ConsoleRoutes {
                 ).adding(header: "Retry-After", "2")
             }
             guard let (user, _) = found, verified else {
+                _ = await clientLogins.check(request.clientKey)
                 _ = await accountLogins.check(email)
                 _ = await failingSources.check(source)
                 logger.info("console sign-in refused", [("client", request.clientAddress)])

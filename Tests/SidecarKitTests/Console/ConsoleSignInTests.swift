@@ -121,6 +121,27 @@ struct ConsoleSignInTests: ConsoleSuite {
         }
     }
 
+    /// One busy office behind one address: its successful sign-ins never
+    /// count toward the address's limit, only failures do.
+    @Test func onlyFailedSignInsCountAgainstAnAddress() async throws {
+        try await Self.run { app in
+            for _ in 0..<(ConsoleRules.attemptsPerClient + 5) {
+                var colleague = ConsoleBrowser(app: app)
+                #expect(try await colleague.login("admin@example.org", Self.password, source: "127.0.0.40").status == 303)
+            }
+            var statuses: [Int] = []
+            for attempt in 0..<ConsoleRules.attemptsPerClient {
+                var guesser = ConsoleBrowser(app: app)
+                statuses.append(try await guesser.login("nobody\(attempt)@example.org", "guess", source: "127.0.0.41").status)
+            }
+            #expect(statuses.allSatisfy { $0 == 401 })
+            var late = ConsoleBrowser(app: app)
+            let refused = try await late.login("admin@example.org", Self.password, source: "127.0.0.41")
+            #expect(refused.status == 429, "the address used its failures")
+            #expect(refused.text.contains("Too many failed sign-ins from your address"))
+        }
+    }
+
     @Test func sessionsExpireAfterTwelveIdleHours() async throws {
         try await Self.run { app in
             var browser = ConsoleBrowser(app: app)

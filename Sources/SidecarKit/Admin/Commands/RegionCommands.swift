@@ -25,12 +25,15 @@ extension OperatorCommands {
                 OperatorOption("id", "N", required: true, "The region's id in the regions directory"),
                 OperatorOption("agency-id", "ID", "The agency id alerts name in the feed"),
                 OperatorOption("timezone", "ZONE|none", "A tz database zone such as America/Los_Angeles; none clears it"),
+                OperatorOption("fixed-offset", "true|false", "The region does not observe daylight time: accept EST, MST or HST as they are"),
                 agencyCheck,
             ],
             run: { c in
                 guard let id = c.options["id"].flatMap({ Int($0) }) else { throw AdministrationError.invalid(["--id N is required"]) }
                 try await c.checkAgency(c.options["agency_id"], regionID: id)
-                let settings = try await c.administration.setRegion(id: id, agencyID: c.options["agency_id"], timezone: c.options["timezone"])
+                let settings = try await c.administration.setRegion(
+                    id: id, agencyID: c.options["agency_id"], timezone: c.options["timezone"],
+                    fixedOffset: c.options["fixed_offset"].flatMap(BooleanParameter.read) ?? false)
                 c.output("region \(id): agency=\(settings.agencyID ?? "-") timezone=\(settings.timezone ?? "-")")
                 return 0
             }),
