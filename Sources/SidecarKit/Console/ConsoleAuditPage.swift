@@ -47,7 +47,9 @@ extension ConsoleRoutes {
                     selected: region.map { String($0.id) }),
                 ConsoleLayout.field("From", name: "from", value: value("from"), type: "date"),
                 ConsoleLayout.field("Until", name: "until", value: value("until"), type: "date", hint: "Whole days, in \(zoneName)."),
-                tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Show"]), tag("a", [.href("/admin/audit")], ["Clear"])]),
+                tag(
+                    "div", [.class("actions")],
+                    [tag("button", [Attribute("type", "submit")], ["Show"]), tag("a", [.href("/admin/audit")], ["Clear"])]),
             ])
         var content: [any HTMLContent] = [
             tag(

@@ -72,7 +72,8 @@ extension ConsoleRoutes {
                             "a", [.href("/admin/alerts/\(alert.id)/send?audience=\(send.audience.rawValue)"), .class("button secondary")],
                             ["Resume: \(Self.grouped(left)) not yet delivered"]))
                 }
-                rows.append(tag("tr", [.class("failure"), Attribute("data-failure-for", String(send.id))], [tag("td", [Attribute("colspan", "6")], cells)]))
+                rows.append(
+                    tag("tr", [.class("failure"), Attribute("data-failure-for", String(send.id))], [tag("td", [Attribute("colspan", "6")], cells)]))
             }
         }
         return .join([

@@ -68,7 +68,8 @@ struct ConsoleSendConfirmationTests: ConsoleSuite {
             let alert = try await app.administration.create(regionID: 1, fields: ["header": "Route 44 detoured", "start": Self.at(now - 60)])
             var editor = ConsoleBrowser(app: app)
             try await editor.login("editor@example.org", Self.password)
-            _ = try await editor.post("/admin/alerts/\(alert.id)/translations", [("language", "es"), ("header", "Ruta 44 desviada"), ("description", "")])
+            _ = try await editor.post(
+                "/admin/alerts/\(alert.id)/translations", [("language", "es"), ("header", "Ruta 44 desviada"), ("description", "")])
             _ = try await app.administration.edit(id: alert.id, fields: ["header": "Route 44 detoured at 45th"])
             let confirmation = try await editor.get("/admin/alerts/\(alert.id)/send?audience=test")
             #expect(confirmation.text.contains("3 devices would get the English"), "\(confirmation.text)")
@@ -92,7 +93,8 @@ struct ConsoleSendConfirmationTests: ConsoleSuite {
             #expect(stored.endsAt?.value == now + 1, "an end must follow the start: its start second + 1")
             app.clock.advance(seconds: 5)
             _ = try await editor.post("/admin/alerts/\(alert.id)/end", [])
-            #expect(try await AlertStore(database: app.sidecar.database).find(id: alert.id)?.endsAt?.value == now + 1, "a second click changes nothing")
+            #expect(
+                try await AlertStore(database: app.sidecar.database).find(id: alert.id)?.endsAt?.value == now + 1, "a second click changes nothing")
             #expect(!(try await editor.get("/admin/alerts/\(alert.id)").text.contains(">End now<")), "no End now on an ended alert")
         }
     }
