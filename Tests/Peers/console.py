@@ -337,9 +337,11 @@ def translations(driver, url, alert_id):
     refresh(driver)
     check(driver.page_source.count("Spanish (es)") >= 1 and "Header in es" not in driver.page_source, "the Spanish translation was not replaced")
 
-    # Delete one.
-    french = driver.find_element(By.XPATH, "//form[.//input[@name='language' and @value='fr']]//button")
-    french.click()
+    # Delete one: it asks first, naming what French devices get instead.
+    driver.find_element(By.XPATH, "//a[contains(@href, 'translations/delete?language=fr')]").click()
+    wait_text(driver, "Delete the French translation?")
+    check("get the English" in visible(driver), "the confirmation does not say what French devices get")
+    driver.find_element(By.XPATH, "//button[normalize-space()='Delete the translation']").click()
     wait_text(driver, "Translation deleted.")
     refresh(driver)
     check("Header in fr" not in driver.page_source, "the French translation is still there")

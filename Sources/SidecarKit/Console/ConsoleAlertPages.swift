@@ -257,6 +257,52 @@ extension ConsoleRoutes {
         } catch { return unavailable(error) }
     }
 
+    /// Only a draft that was never published and never sent may be
+    /// deleted: anything riders may have seen stays, withdrawn, on record.
+    static func deletable(_ alert: ServiceAlert, sent: Bool) -> Bool { !alert.published && alert.withdrawnAt == nil && !sent }
+
+    func confirmDeleteDraft(_ context: ConsoleLayout.Context, _ alert: ServiceAlert) -> Response {
+        guard !alert.published && alert.withdrawnAt == nil else { return .seeOther("/admin/alerts/\(alert.id)") }
+        return ConsoleLayout.respond(
+            200,
+            ConsoleLayout.page(
+                "Delete draft \(alert.id)?", context,
+                [
+                    tag(
+                        "p", [],
+                        [
+                            "“", alert.header, "” and its translations are deleted. Riders never saw it: it was never published.",
+                            alert.test ? " It is a test alert." : "",
+                        ]),
+                    ConsoleLayout.form(
+                        "/admin/alerts/\(alert.id)/delete", context.session,
+                        [
+                            tag(
+                                "div", [.class("actions")],
+                                [
+                                    tag(
+                                        "button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")],
+                                        ["Delete the draft"]),
+                                    tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
+                                ])
+                        ]),
+                ]))
+    }
+
+    func deleteDraft(_ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        do {
+            let sent = !(try await alerts.sends(alertID: alert.id)).isEmpty
+            guard Self.deletable(alert, sent: sent) else {
+                return ConsoleLayout.errorPage(
+                    409, "Not deleted", "Only a draft that was never published or sent can be deleted; unpublish a live alert instead.")
+            }
+            try await administration(context.session).delete(id: alert.id)
+            return .seeOther("/admin/regions/\(alert.regionID)/alerts?done=draft-deleted")
+        } catch AdministrationError.notFound {
+            return .seeOther("/admin/regions/\(alert.regionID)/alerts?done=draft-deleted")
+        } catch { return unavailable(error) }
+    }
+
     func confirmUnpublish(_ context: ConsoleLayout.Context, _ alert: ServiceAlert) -> Response {
         guard alert.published else { return .seeOther("/admin/alerts/\(alert.id)") }
         return ConsoleLayout.respond(
@@ -359,6 +405,8 @@ extension ConsoleRoutes {
                         alert.published
                             ? tag("a", [.href("/admin/alerts/\(alert.id)/unpublish"), .class("button secondary")], ["Unpublish…"])
                             : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary"),
+                        Self.deletable(alert, sent: !sendList.isEmpty)
+                            ? tag("a", [.href("/admin/alerts/\(alert.id)/delete"), .class("button secondary")], ["Delete draft…"]) : HTML.empty,
                         alert.published && alert.startsAt.value <= now && !(AlertFeedRules.effectiveEnd(alert).map { $0.value <= now } ?? false)
                             ? ConsoleLayout.postButton("End now", "/admin/alerts/\(alert.id)/end", session, style: "secondary") : HTML.empty,
                     ]))

@@ -62,7 +62,9 @@ enum ConsoleAssets {
         .apps { border-left: 4px solid #b26b00; background: #fff8ec; padding: .2rem .8rem; margin: .8rem 0; }
         .apps h2 { font-size: 1rem; margin: .4rem 0; } .apps ul { margin: .2rem 0 .4rem; padding-left: 1.2rem; }
         .card dl.facts { grid-template-columns: 1fr; } .card dl.facts dt { font-weight: 600; margin-top: .4rem; } .card dl.facts dd { text-align: left; }
-        code, dd, td, .card h3 { overflow-wrap: anywhere; }
+        code, dd, .card h3, td:last-child { overflow-wrap: anywhere; } td { overflow-wrap: break-word; }
+        form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: 0 1rem; align-items: end; }
+        form.filters .actions { grid-column: 1 / -1; }
         .columns { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); align-items: start; }
         .field { margin: 0 0 1rem; display: flex; flex-direction: column; gap: .25rem; }
         .field.check { flex-direction: row; flex-wrap: wrap; align-items: center; gap: .5rem; }
@@ -110,7 +112,7 @@ enum ConsoleAssets {
                                     table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: 100%; }
                                     table.stack caption { display: block; padding: .25rem 0; }
                                     table.stack tr { border: 1px solid var(--line); border-radius: .5rem; margin: 0 0 .75rem; padding: .25rem 0; }
-                                    table.stack td { border: none; padding: .25rem .75rem; }
+                                    table.stack td { border: none; padding: .25rem .75rem; overflow-wrap: anywhere; }
                                     table.stack td[data-label]::before { content: attr(data-label) ": "; font-weight: 600; color: var(--muted); } }
         """
 

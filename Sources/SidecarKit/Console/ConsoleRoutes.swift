@@ -70,6 +70,11 @@ struct ConsoleRoutes: Sendable {
             authoredAlertRoute("POST", "/admin/alerts/:id/translations", .author) { request, context, alert in
                 await translate(request, context, alert)
             },
+            authoredAlertRoute("GET", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in
+                await confirmDeleteTranslation(request, context, alert)
+            },
+            authoredAlertRoute("GET", "/admin/alerts/:id/delete", .author) { _, context, alert in confirmDeleteDraft(context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:id/delete", .author) { _, context, alert in await deleteDraft(context, alert) },
             authoredAlertRoute("POST", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in
                 await deleteTranslation(request, context, alert)
             },
@@ -300,6 +305,7 @@ struct ConsoleRoutes: Sendable {
         "sending": "Sending started. Progress updates below.", "revoked": "API key revoked: requests with it are now refused with 401.",
         "logged-out": "You are signed out.",
         "survey-saved": "Survey saved.", "region-saved": "Region settings saved.", "translation-deleted": "Translation deleted.",
+        "draft-deleted": "Draft deleted.",
         "translated-unread": "Translation saved. No registered device in this region reads this language yet.",
         "send-repeated": "That confirmation was already used: the send it started is below. Nothing was sent twice.",
         "send-running": "A send of this alert is running: wait for it to finish before starting another.",

@@ -248,7 +248,12 @@ extension ConsoleRoutes {
         } else if findings.isEmpty && alert.startsAt.value <= now {
             parts.append(tag("p", [], ["Both apps show it now, in full."]))
         } else {
-            parts.append(tag("ul", [], findings.map { tag("li", [], [tag("strong", [], [$0.app.rawValue]), " \($0.text)."]) }))
+            let showing = [AlertAppVisibility.App.iOS, .android].filter { app in !findings.contains { $0.app == app } }
+            parts.append(
+                tag(
+                    "ul", [],
+                    findings.map { tag("li", [], [tag("strong", [], [$0.app.rawValue]), " \($0.text)."]) }
+                        + showing.map { tag("li", [], [tag("strong", [], [$0.rawValue]), " shows it now, in full."]) }))
         }
         return .join(parts)
     }

@@ -47,9 +47,10 @@ extension ConsoleRoutes {
                             "a", [.href("/admin/alerts/\(alert.id)?translation=\(PercentEncoding.encode(translation.language))#translation-form")],
                             ["Edit"]))
                     notes.append(
-                        ConsoleLayout.postButton(
-                            "Delete", "/admin/alerts/\(alert.id)/translations/delete", session, style: "link",
-                            hidden: [("language", translation.language)]))
+                        tag(
+                            "a",
+                            [.href("/admin/alerts/\(alert.id)/translations/delete?language=\(PercentEncoding.encode(translation.language))")],
+                            ["Delete…"]))
                 }
                 return [Self.languageName(translation.language), translation.header, translation.description, HTML.join(notes.map { $0.html })]
             }
@@ -100,6 +101,42 @@ extension ConsoleRoutes {
         } catch let error as AdministrationError {
             return await alertPage(request, context, alert, translationProblems: error.messages, status: 422)
         } catch { return unavailable(error) }
+    }
+
+    /// "Delete…" asks first: the devices of that language get the English from then on.
+    func confirmDeleteTranslation(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        let language = request.parameters["language"] ?? ""
+        let translations: [AlertTranslation]
+        do { translations = try await alerts.translations(alertID: alert.id) } catch { return unavailable(error) }
+        guard let translation = translations.first(where: { $0.language == language }) else {
+            return .seeOther("/admin/alerts/\(alert.id)#translations")
+        }
+        let name = Self.languageNames[translation.language] ?? translation.language
+        return ConsoleLayout.respond(
+            200,
+            ConsoleLayout.page(
+                "Delete the \(name) translation?", context,
+                [
+                    tag(
+                        "p", [],
+                        [
+                            "“", translation.header, "” is deleted: \(name) devices get the English of “", alert.header,
+                            "” in the feed and in pushes from now on. Pushes already delivered stay on their phones.",
+                        ]),
+                    ConsoleLayout.form(
+                        "/admin/alerts/\(alert.id)/translations/delete", context.session,
+                        [
+                            tag("input", [Attribute("type", "hidden"), Attribute("name", "language"), Attribute("value", translation.language)]),
+                            tag(
+                                "div", [.class("actions")],
+                                [
+                                    tag(
+                                        "button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")],
+                                        ["Delete the translation"]),
+                                    tag("a", [.href("/admin/alerts/\(alert.id)#translations")], ["Cancel"]),
+                                ]),
+                        ]),
+                ]))
     }
 
     func deleteTranslation(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
