@@ -287,7 +287,12 @@ def bounds(driver, url):
         set_value(driver, "start", value)
         submit(driver)
         wait_text(driver, "must be between the years 2000 and 2100")
-    print("console: dates in 1999 and 2101 refused with a plain message")
+        # The error is on the field, tied to it, and the field has the focus.
+        field = driver.find_element(By.NAME, "start")
+        check(field.get_attribute("aria-invalid") == "true", "the refused field is not marked invalid")
+        check("field-start-error" in (field.get_attribute("aria-describedby") or ""), "the error is not tied to the field")
+        check(driver.switch_to.active_element == field, "the focus is not on the field in error")
+    print("console: dates in 1999 and 2101 refused with a plain message, on the field, which has the focus")
 
 
 def translations(driver, url, alert_id):

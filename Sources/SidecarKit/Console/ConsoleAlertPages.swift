@@ -109,14 +109,19 @@ extension ConsoleRoutes {
         var formContext = context
         formContext.section = .alerts
         let action = alert.map { "/admin/alerts/\($0.id)" } ?? "/admin/regions/\(region.id)/alerts"
+        // Each problem in the form's words, on its field and in the summary.
+        let placed = ConsoleFieldErrors.alert(problems)
         let content: [any HTMLContent] = [
-            ConsoleLayout.problems(problems, heading: heading),
-            alertFields(context.session, action: action, alert: alert, values: values, zone: zone),
+            ConsoleLayout.problems(placed.map(\.text), heading: heading),
+            alertFields(context.session, action: action, alert: alert, values: values, zone: zone, errors: ConsoleFieldErrors.byField(placed)),
         ]
         return ConsoleLayout.respond(status, ConsoleLayout.page(alert == nil ? "New alert" : "Edit alert \(alert!.id)", formContext, content))
     }
 
-    func alertFields(_ session: ConsoleStore.Session, action: String, alert: ServiceAlert?, values: [String: String], zone: ZoneInfo) -> HTML {
+    func alertFields(
+        _ session: ConsoleStore.Session, action: String, alert: ServiceAlert?, values: [String: String], zone: ZoneInfo,
+        errors: [String: String] = [:]
+    ) -> HTML {
         func value(_ name: String, _ current: String?) -> String { values[name] ?? current ?? "" }
         let zoneHint = zoneHint(zone)
         return ConsoleLayout.form(
@@ -125,34 +130,39 @@ extension ConsoleRoutes {
                 ConsoleLayout.field(
                     "Header", name: "header", value: value("header", alert?.header), required: true,
                     hint: "Pushed as the title: the first 48 characters show on a lock screen.",
-                    maxLength: FieldLimits.alertHeader),
+                    maxLength: FieldLimits.alertHeader, error: errors["header"]),
                 ConsoleLayout.textArea(
                     "Description", name: "description", value: value("description", alert?.description), rows: 5,
-                    hint: "Pushed as the body: the first 120 characters show on a lock screen.", maxLength: FieldLimits.alertDescription),
-                ConsoleLayout.field("More information (URL)", name: "url", value: value("url", alert?.url), type: "url", maxLength: FieldLimits.url),
+                    hint: "Pushed as the body: the first 120 characters show on a lock screen.", maxLength: FieldLimits.alertDescription,
+                    error: errors["description"]),
+                ConsoleLayout.field(
+                    "More information (URL)", name: "url", value: value("url", alert?.url), type: "url", maxLength: FieldLimits.url,
+                    error: errors["url"]),
                 tag(
                     "div", [.class("columns")],
                     [
                         ConsoleLayout.select(
                             "Cause", name: "cause", options: Cause.allCases.map { ($0.name, Self.humanize($0.name)) },
-                            selected: value("cause", alert?.cause.name ?? Cause.unknownCause.name)),
+                            selected: value("cause", alert?.cause.name ?? Cause.unknownCause.name), error: errors["cause"]),
                         ConsoleLayout.select(
                             "Effect", name: "effect", options: Effect.allCases.map { ($0.name, Self.humanize($0.name)) },
-                            selected: value("effect", alert?.effect.name ?? Effect.unknownEffect.name)),
+                            selected: value("effect", alert?.effect.name ?? Effect.unknownEffect.name), error: errors["effect"]),
                         ConsoleLayout.select(
                             "Severity", name: "severity", options: SeverityLevel.allCases.map { ($0.name, Self.humanize($0.name)) },
                             selected: value("severity", alert?.severity.name ?? SeverityLevel.warning.name),
-                            hint: "The Android app shows only Warning and Severe alerts: Info and Unknown severity are hidden there."),
+                            hint: "The Android app shows only Warning and Severe alerts: Info and Unknown severity are hidden there.",
+                            error: errors["severity"]),
                     ]),
                 tag(
                     "div", [.class("columns")],
                     [
                         ConsoleLayout.field(
                             "Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? EpochSeconds(now), zone)),
-                            type: "datetime-local", required: true, hint: zoneHint),
+                            type: "datetime-local", required: true, hint: zoneHint, error: errors["start"]),
                         ConsoleLayout.field(
                             "Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",
-                            hint: "Leave empty and riders see the alert for 8 hours from its start (the feed's rule). " + zoneHint),
+                            hint: "Leave empty and riders see the alert for 8 hours from its start (the feed's rule). " + zoneHint,
+                            error: errors["end"]),
                     ]),
                 tag(
                     "p", [.class("hint")],
@@ -167,11 +177,11 @@ extension ConsoleRoutes {
                         ConsoleLayout.field(
                             "Service affected from", name: "impact_start",
                             value: value("impact_start", RegionTime.inputValue(alert?.impactStartsAt, zone)), type: "datetime-local",
-                            hint: zoneHint),
+                            hint: zoneHint, error: errors["impact_start"]),
                         ConsoleLayout.field(
                             "Service affected until", name: "impact_end",
                             value: value("impact_end", RegionTime.inputValue(alert?.impactEndsAt, zone)), type: "datetime-local",
-                            hint: "Leave both empty when the whole shown period is affected. " + zoneHint),
+                            hint: "Leave both empty when the whole shown period is affected. " + zoneHint, error: errors["impact_end"]),
                     ]),
                 ConsoleLayout.checkbox(
                     "For every agency of the region", name: "region_wide",

@@ -97,6 +97,8 @@ enum ConsoleAssets {
         .chart svg { width: 100%; height: auto; max-height: 16rem; }
         .chart .bar { fill: var(--accent); } .chart text { fill: var(--muted); font-size: 12px; }
         .chart figcaption { color: var(--muted); }
+        .field-error { color: var(--danger, #b42318); font-weight: 600; margin: .1rem 0 .25rem; }
+        .field.invalid input, .field.invalid textarea, .field.invalid select { border-color: var(--danger, #b42318); border-width: 2px; }
         .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
         .progress { font-variant-numeric: tabular-nums; }
         .setup { border: 2px solid var(--warn); border-radius: .5rem; padding: .5rem 1rem 1rem; background: #fff8c5; margin: 1rem 0; }
@@ -164,6 +166,9 @@ enum ConsoleAssets {
               }
             }
           } catch (e) {}
+          // After a refused submission: the first field in error has the focus, in view.
+          var invalid = document.querySelector("[aria-invalid='true']");
+          if (invalid) { invalid.focus(); invalid.scrollIntoView({ block: "center" }); }
           document.querySelectorAll("button[data-once]").forEach(function (button) {
             var form = button.form;
             if (form) { form.addEventListener("submit", function () { setTimeout(function () { button.disabled = true; }, 0); }); }

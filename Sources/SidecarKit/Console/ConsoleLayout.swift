@@ -179,41 +179,58 @@ enum ConsoleLayout {
     }
 
     /// A labelled input. `hint` goes below, tied to the field for screen readers.
+    /// A field's problem, shown between its label and its control.
+    static func fieldError(_ error: String?, id: String) -> HTML {
+        error.map { tag("p", [.class("field-error"), .id(id + "-error")], [tag("span", [.class("visually-hidden")], ["Error: "]), $0]) }
+            ?? .empty
+    }
+
+    /// `aria-invalid` and `aria-describedby` (the error first, then the hint).
+    static func describedBy(id: String, hint: Bool, error: Bool) -> [Attribute?] {
+        let ids = (error ? [id + "-error"] : []) + (hint ? [id + "-hint"] : [])
+        return [
+            ids.isEmpty ? nil : Attribute("aria-describedby", ids.joined(separator: " ")), error ? Attribute("aria-invalid", "true") : nil,
+        ]
+    }
+
+    /// A labelled input. `hint` goes below, tied to the field for screen
+    /// readers; `error` (what was wrong with what was submitted) above it.
     static func field(
         _ label: String, name: String, value: String?, type: String = "text", required: Bool = false, hint: String? = nil,
-        maxLength: Int? = nil, extra: [Attribute] = [], id givenID: String? = nil
+        maxLength: Int? = nil, extra: [Attribute] = [], id givenID: String? = nil, error: String? = nil
     ) -> HTML {
         let id = givenID ?? "field-" + name
         return tag(
-            "div", [.class("field")],
+            "div", [.class(error == nil ? "field" : "field invalid")],
             [
                 tag("label", [Attribute("for", id)], [label, required ? tag("span", [.class("required")], [" (required)"]) : HTML.empty]),
+                fieldError(error, id: id),
                 tag(
                     "input",
                     [
                         Attribute("type", type), .id(id), Attribute("name", name), Attribute("value", value ?? ""),
                         .flag("required", required), maxLength.map { Attribute("maxlength", String($0)) },
-                        hint.map { _ in Attribute("aria-describedby", id + "-hint") },
-                    ] + extra.map { Optional($0) }),
+                    ] + describedBy(id: id, hint: hint != nil, error: error != nil) + extra.map { Optional($0) }),
                 hint.map { tag("p", [.class("hint"), .id(id + "-hint")], [$0]) } ?? .empty,
             ])
     }
 
     static func textArea(
         _ label: String, name: String, value: String?, rows: Int = 4, required: Bool = false, hint: String? = nil,
-        maxLength: Int? = nil, id givenID: String? = nil
+        maxLength: Int? = nil, id givenID: String? = nil, error: String? = nil
     ) -> HTML {
         let id = givenID ?? "field-" + name
         return tag(
-            "div", [.class("field")],
+            "div", [.class(error == nil ? "field" : "field invalid")],
             [
                 tag("label", [Attribute("for", id)], [label, required ? tag("span", [.class("required")], [" (required)"]) : HTML.empty]),
+                fieldError(error, id: id),
                 tag(
                     "textarea",
                     [
                         .id(id), Attribute("name", name), Attribute("rows", String(rows)), .flag("required", required),
-                        maxLength.map { Attribute("maxlength", String($0)) }, hint.map { _ in Attribute("aria-describedby", id + "-hint") },
-                    ],
+                        maxLength.map { Attribute("maxlength", String($0)) },
+                    ] + describedBy(id: id, hint: hint != nil, error: error != nil),
                     [value ?? ""]),
                 hint.map { tag("p", [.class("hint"), .id(id + "-hint")], [$0]) } ?? .empty,
             ])
@@ -221,16 +238,17 @@ enum ConsoleLayout {
 
     static func select(
         _ label: String, name: String, options: [(value: String, label: String)], selected: String?, hint: String? = nil,
-        id givenID: String? = nil
+        id givenID: String? = nil, error: String? = nil
     ) -> HTML {
         let id = givenID ?? "field-" + name
         let hintID = id + "-hint"
         return tag(
-            "div", [.class("field")],
+            "div", [.class(error == nil ? "field" : "field invalid")],
             [
                 tag("label", [Attribute("for", id)], [label]),
+                fieldError(error, id: id),
                 tag(
-                    "select", [.id(id), Attribute("name", name)] + (hint == nil ? [] : [Attribute("aria-describedby", hintID)]),
+                    "select", [.id(id), Attribute("name", name)] + describedBy(id: id, hint: hint != nil, error: error != nil),
                     options.map { option in
                         tag("option", [Attribute("value", option.value), .flag("selected", option.value == selected)], [option.label])
                     }),
