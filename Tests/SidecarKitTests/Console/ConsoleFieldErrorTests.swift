@@ -13,8 +13,10 @@ struct ConsoleFieldErrorTests {
             "impact_start and impact_end go together: give both, or clear both with none", "impact_start",
             "Service affected from and until go together: fill in both, or leave both empty."
         ),
-        ("impact_end must be after impact_start: the impact period ends before it starts", "impact_end",
-         "Service affected until must be after Service affected from."),
+        (
+            "impact_end must be after impact_start: the impact period ends before it starts", "impact_end",
+            "Service affected until must be after Service affected from."
+        ),
         ("Url must be an http(s) URL", "url", "More information (URL) must be a web address starting with https:// or http://."),
         ("Header can't be blank", "header", "Header can't be blank"),
         ("Header is too long (maximum is 255 characters)", "header", "Header is too long (maximum is 255 characters)"),
