@@ -193,7 +193,31 @@ extension ConsoleRoutes {
                     "Test alert (only test devices see it in the feed and get it pushed)", name: "test",
                     checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
                 tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [alert == nil ? "Create draft" : "Save changes"])]),
-            ] + ConsoleEditVersion.input(values: values, current: alert.map(ConsoleEditVersion.version(of:))))
+            ] + ConsoleEditVersion.input(values: values, current: alert.map(ConsoleEditVersion.version(of:)))
+                + baseFields(alert: alert, values: values, zone: zone))
+    }
+
+    /// An alert's fields as the form shows them (the strings a submission carries).
+    func formValues(_ alert: ServiceAlert, zone: ZoneInfo) -> [String: String] {
+        [
+            "header": alert.header, "description": alert.description, "url": alert.url ?? "", "cause": alert.cause.name,
+            "effect": alert.effect.name, "severity": alert.severity.name, "start": RegionTime.inputValue(alert.startsAt, zone),
+            "end": RegionTime.inputValue(alert.endsAt, zone), "impact_start": RegionTime.inputValue(alert.impactStartsAt, zone),
+            "impact_end": RegionTime.inputValue(alert.impactEndsAt, zone), "region_wide": alert.agencyID.isEmpty ? "true" : "false",
+            "test": alert.test ? "true" : "false",
+        ]
+    }
+
+    /// The values the edit form was opened with, carried along so a save
+    /// that meets someone else's change can say, field by field, what they
+    /// changed (`ConsoleEditConflict`). Kept across a form shown again.
+    func baseFields(alert: ServiceAlert?, values: [String: String], zone: ZoneInfo) -> [any HTMLContent] {
+        guard let alert else { return [] }
+        let current = formValues(alert, zone: zone)
+        return ConsoleEditConflict.alertFields.map { field in
+            let name = ConsoleEditConflict.baseName(field.name)
+            return tag("input", [Attribute("type", "hidden"), Attribute("name", name), Attribute("value", values[name] ?? current[field.name] ?? "")])
+        }
     }
 
     /// `UNKNOWN_CAUSE` → `Unknown cause`.
@@ -249,13 +273,28 @@ extension ConsoleRoutes {
     func editAlert(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
         let zone = await zone(regionID: alert.regionID)
         var (fields, values, problems) = authoringFields(request, zone: zone, editing: true)
+        for field in ConsoleEditConflict.alertFields {
+            let name = ConsoleEditConflict.baseName(field.name)
+            if let base = request.parameters[name] { values[name] = base }
+        }
         let current = ConsoleEditVersion.version(of: alert)
         values[ConsoleEditVersion.field] = request.parameters[ConsoleEditVersion.field]
         if ConsoleEditVersion.isStale(request, current: current) {
-            // Shown again at the current version: saving once more replaces theirs knowingly.
+            // Shown again at the current version, their changes merged in
+            // field by field: saving once more keeps theirs where this
+            // editor left a field alone and puts this editor's where not.
+            var base: [String: String] = [:]
+            for field in ConsoleEditConflict.alertFields {
+                base[field.name] = request.parameters[ConsoleEditConflict.baseName(field.name)]
+            }
+            let theirs = formValues(alert, zone: zone)
+            let merged = ConsoleEditConflict.merge(mine: values, base: base, theirs: theirs)
+            values = merged.values
             values[ConsoleEditVersion.field] = current
+            for field in ConsoleEditConflict.alertFields { values[ConsoleEditConflict.baseName(field.name)] = theirs[field.name] }
             return alertForm(
-                context, alert: alert, values: values, problems: [ConsoleEditVersion.problem("alert")], zone: zone, status: 412,
+                context, alert: alert, values: values,
+                problems: [ConsoleEditConflict.problem] + merged.changes, zone: zone, status: 412,
                 heading: ConsoleEditVersion.heading)
         }
         guard problems.isEmpty else { return alertForm(context, alert: alert, values: values, problems: problems, zone: zone, status: 422) }
