@@ -44,8 +44,12 @@ extension ConsoleRoutes {
                 "div", [.class("grid")],
                 [
                     card("Registered devices", reach.total, [("iOS", reach.ios), ("Android", reach.android), ("Test devices", reach.testDevices)]),
-                    card("APNs environment", reach.ios, [("Production", reach.apnsProduction), ("Sandbox", reach.apnsSandbox)]),
-                    card("Languages", reach.locales.count, reach.locales.map { ($0.locale ?? "English (default)", $0.count) }),
+                    card(
+                        "iOS devices by APNs environment", reach.ios,
+                        [("Production (App Store, TestFlight)", reach.apnsProduction), ("Sandbox (Xcode builds)", reach.apnsSandbox)]),
+                    card(
+                        "Languages", reach.locales.count,
+                        reach.locales.map { ($0.locale.map(Self.localeName) ?? "No language sent (English)", $0.count) }),
                     card("Alarms waiting", stats.pendingAlarms),
                     card("Live Activities", stats.liveActivities),
                 ]),

@@ -16,6 +16,15 @@ extension ConsoleRoutes {
 
     static func languageName(_ tag: String) -> String { languageNames[tag].map { "\($0) (\(tag))" } ?? tag }
 
+    /// A device's locale by its language's name, the locale after it
+    /// (`es-MX` → `Spanish (es-MX)`, `zh-Hant-TW` → `Chinese (Traditional) (zh-Hant-TW)`).
+    static func localeName(_ locale: String) -> String {
+        let parts = locale.split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
+        let candidates = parts.count > 1 ? [parts[0] + "-" + parts[1], parts[0]] : parts
+        guard let name = candidates.lazy.compactMap({ languageNames[$0] }).first else { return locale }
+        return "\(name) (\(locale))"
+    }
+
     func translationSection(
         _ request: Request, _ session: ConsoleStore.Session, alert: ServiceAlert, translations: [AlertTranslation],
         groups: [(locale: String?, count: Int)], problems: [String]
