@@ -118,11 +118,19 @@ enum ConsoleLayout {
                         }),
                 ])
             : context.region.map { tag("span", [.class("region-name")], [$0.name]) } ?? .empty
+        // Every page of a region shows its times in the region's zone: its
+        // settings (the zone, the agency id) are one click away.
+        let settingsLink: HTML =
+            context.region.flatMap { region in
+                ConsoleRules.may(user.role, .manageRegion)
+                    ? tag("a", [.href("/admin/regions/\(region.id)/settings"), .class("region-settings")], ["Region settings"]) : nil
+            } ?? .empty
         let header = tag(
             "header", [.class("top")],
             [
                 tag("a", [.href("/admin"), .class("brand")], ["Sidecar console"]),
                 regionSwitcher,
+                settingsLink,
                 tag(
                     "div", [.class("who")],
                     [
