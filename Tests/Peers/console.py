@@ -280,6 +280,33 @@ def create_alert_now(driver, url, database):
     return alert_id
 
 
+def edit_conflict(driver, url, database):
+    """Two editors: the save that meets the other's change lists it and merges it in."""
+    created = cli(database, "alert", "create", "--region", "1", "--header", "Elevator out at Westlake",
+                  "--start", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")).stdout
+    alert_id = created.split()[2]
+    driver.get(url + f"/admin/alerts/{alert_id}")
+    form = f"form[action='/admin/alerts/{alert_id}']"
+    # Meanwhile someone else changes the header.
+    cli(database, "alert", "edit", alert_id, "--header", "Elevator out at Westlake, use Pine St")
+    field = driver.find_element(By.CSS_SELECTOR, f"{form} [name='description']")
+    field.clear()
+    field.send_keys("Use the elevator at Pine St")
+    submit(driver, form)
+    wait_text(driver, "changed by someone else", seconds=60)
+    check("their change is kept below" in visible(driver), "the page does not say their change was kept")
+    header = driver.find_element(By.CSS_SELECTOR, f"{form} [name='header']").get_attribute("value")
+    check(header == "Elevator out at Westlake, use Pine St", f"their header is not in the form: {header!r}")
+    check(driver.find_element(By.CSS_SELECTOR, f"{form} [name='description']").get_attribute("value") == "Use the elevator at Pine St",
+          "the editor's description was lost")
+    shoot(driver, "edit-conflict")
+    submit(driver, form)
+    wait_text(driver, "Changes saved", seconds=60)
+    shown = cli(database, "alert", "show", alert_id).stdout
+    check("use Pine St" in shown and "Use the elevator at Pine St" in shown, f"both changes did not stand:\n{shown}")
+    print("console: an edit that met someone else's change listed it field by field, kept it, and saving again kept both")
+
+
 def bounds(driver, url):
     for value, year in [("1999-06-01T08:00", "1999"), ("2101-06-01T08:00", "2101")]:
         driver.get(url + "/admin/regions/1/alerts/new")
@@ -723,6 +750,7 @@ def main():
         setup_checklist(driver, url)
         alert_id = create_alert_now(driver, url, database)
         bounds(driver, url)
+        edit_conflict(driver, url, database)
         languages = translations(driver, url, alert_id)
         send_draft_to_test_devices(driver, url, database, gorush)
         publish(driver, url, alert_id, database, languages)
