@@ -262,9 +262,18 @@ def frozen():
         return status, time.time() - started
 
     check(register("before-outage")[0] == 204, "a registration before the freeze failed")
-    pids = postgres_pids()
-    for pid in pids:
-        os.kill(pid, 19)  # SIGSTOP
+    # Stop every process, then look again: a backend forked while the list
+    # was read is not in it and would serve writes (a true 204). Once the
+    # postmaster is stopped nothing new is forked, so the second look is
+    # the last that finds anything.
+    pids = []
+    while True:
+        fresh = [pid for pid in postgres_pids() if pid not in pids]
+        if not fresh:
+            break
+        for pid in fresh:
+            os.kill(pid, 19)  # SIGSTOP
+        pids += fresh
     frozen_at = time.time()
     try:
         results = []

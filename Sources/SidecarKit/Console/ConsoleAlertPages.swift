@@ -216,7 +216,8 @@ extension ConsoleRoutes {
         let current = formValues(alert, zone: zone)
         return ConsoleEditConflict.alertFields.map { field in
             let name = ConsoleEditConflict.baseName(field.name)
-            return tag("input", [Attribute("type", "hidden"), Attribute("name", name), Attribute("value", values[name] ?? current[field.name] ?? "")])
+            return tag(
+                "input", [Attribute("type", "hidden"), Attribute("name", name), Attribute("value", values[name] ?? current[field.name] ?? "")])
         }
     }
 

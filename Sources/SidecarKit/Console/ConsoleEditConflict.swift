@@ -51,7 +51,8 @@ enum ConsoleEditConflict {
                 changes.append("\(label): they made the same change as you.")
             } else {
                 changes.append(
-                    "\(label): changed by someone else from \(shown(was)) to \(shown(now)); you changed it too, and saving again puts yours, \(shown(typed)).")
+                    "\(label): changed by someone else from \(shown(was)) to \(shown(now)); you changed it too, and saving again puts yours, \(shown(typed))."
+                )
             }
         }
         return Outcome(values: values, changes: changes)
