@@ -434,6 +434,43 @@ def send_draft_to_test_devices(driver, url, database, gorush):
           "confirmation sent it once")
 
 
+def confirmations_say_what_riders_get(driver, url, database, gorush):
+    """A stale translation and an ended alert, as the send confirmation tells them."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    stamp = lambda moment: moment.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    # A translation made from an earlier English text: the Spanish test devices get English.
+    created = cli(database, "alert", "create", "--region", "1", "--header", "Station closed", "--start", stamp(now)).stdout
+    stale = created.split()[2]
+    cli(database, "alert", "translate", stale, "--language", "es", "--header", "Estación cerrada")
+    cli(database, "alert", "edit", stale, "--header", "Station closed until noon")
+    driver.get(url + f"/admin/alerts/{stale}/send?audience=test")
+    check("2 devices would get the English" in visible(driver), f"the stale translation is not flagged:\n{visible(driver)[:1200]}")
+    check(driver.find_elements(By.PARTIAL_LINK_TEXT, "Update translation"), "no way to update the translation")
+    button = driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]").text
+    check(button == "Send anyway to 5 test devices (2 get English)", f"the button reads {button!r}")
+    shoot(driver, "send-confirm-stale")
+    # An alert that has ended goes out only with a reason.
+    created = cli(database, "alert", "create", "--region", "1", "--header", "Bridge closed this morning",
+                  "--start", stamp(now - datetime.timedelta(hours=3)), "--end", stamp(now - datetime.timedelta(minutes=5))).stdout
+    ended = created.split()[2]
+    cli(database, "alert", "publish", ended)
+    driver.get(url + f"/admin/alerts/{ended}/send?audience=test")
+    check("This alert ended" in visible(driver), "the confirmation does not say the alert ended")
+    reason = driver.find_element(By.NAME, "ended_reason")
+    check(reason.get_attribute("required") is not None, "the reason is not required")
+    submit(driver)
+    check(not sends_of(database, ended), "an ended alert was pushed without a reason")
+    reason.send_keys("The bridge reopened late: tell riders why")
+    gorush.reset()
+    submit(driver)
+    wait_text(driver, "Sending started", seconds=60)
+    wait_for_send(database, ended, 1, "done")
+    driver.get(url + "/admin/audit?what=alert.send")
+    check("pushed after it ended: The bridge reopened late" in visible(driver), "the reason is not in the audit log")
+    print("console: the send confirmation flagged 2 Spanish devices getting English from a stale translation (\"Send anyway\", "
+          "\"Update translation\"); an ended alert went out only with a reason, kept in the audit log")
+
+
 def send_to_everyone_twice(driver, url, alert_id, database, gorush):
     gorush.reset()
     driver.get(url + f"/admin/alerts/{alert_id}/send?audience=all")
@@ -753,6 +790,7 @@ def main():
         edit_conflict(driver, url, database)
         languages = translations(driver, url, alert_id)
         send_draft_to_test_devices(driver, url, database, gorush)
+        confirmations_say_what_riders_get(driver, url, database, gorush)
         publish(driver, url, alert_id, database, languages)
         driver.get(url + f"/admin/alerts/{alert_id}")
         shoot(driver, "alert")
@@ -768,6 +806,15 @@ def main():
         not_found_and_focus(driver, url)
         resume_failed_send(driver, url, database, gorush, failed)
         unpublish(driver, url, alert_id)
+        # WCAG 1.4.10: on a 320 px phone the pages reflow, no page-wide scrolling.
+        driver.set_window_size(320, 900)
+        for path in ["/admin/audit", f"/admin/alerts/{alert_id}", "/admin/regions/1/alerts/new", "/admin/regions/1"]:
+            driver.get(url + path)
+            width = driver.execute_script("return document.documentElement.scrollWidth")
+            viewport = driver.execute_script("return document.documentElement.clientWidth")
+            check(width <= viewport, f"{path} is {width} px wide on a 320 px phone (viewport {viewport} px)")
+        driver.set_window_size(1280, 900)
+        print("console: the audit log, an alert, the alert form and the dashboard reflow on a 320 px phone")
         driver.get(url + "/admin")
         shoot(driver, "regions")
         roles_csrf_logout(driver, url, alert_id, failed)

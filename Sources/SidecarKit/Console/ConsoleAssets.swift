@@ -63,9 +63,9 @@ enum ConsoleAssets {
         .apps h2 { font-size: 1rem; margin: .4rem 0; } .apps ul { margin: .2rem 0 .4rem; padding-left: 1.2rem; }
         .card dl.facts { grid-template-columns: 1fr; } .card dl.facts dt { font-weight: 600; margin-top: .4rem; } .card dl.facts dd { text-align: left; }
         code, dd, .card h3, td:last-child { overflow-wrap: anywhere; } td { overflow-wrap: break-word; }
-        form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: 0 1rem; align-items: start; }
+        form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(12rem, 100%), 1fr)); gap: 0 1rem; align-items: start; }
         form.filters .actions { grid-column: 1 / -1; }
-        .columns { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); align-items: start; }
+        .columns { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(min(20rem, 100%), 1fr)); align-items: start; }
         .field { margin: 0 0 1rem; display: flex; flex-direction: column; gap: .25rem; }
         .field.check { flex-direction: row; flex-wrap: wrap; align-items: center; gap: .5rem; }
         .field.check .hint { flex-basis: 100%; margin: 0 0 0 1.6rem; }
