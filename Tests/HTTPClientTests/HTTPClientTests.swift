@@ -79,6 +79,9 @@ struct HTTPClientTests {
         try await Self.withPeer { port, counter in
             var configuration = HTTPClient.Configuration()
             configuration.maxConcurrentTransfers = 8
+            // Only catches a hang: on two busy cores the peer's slow answers
+            // have taken longer than the 10 s default.
+            configuration.timeoutSeconds = 180
             let client = HTTPClient(configuration: configuration)
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<40 { group.addTask { try await client.get("http://127.0.0.1:\(port)/slow").status } }
