@@ -5,10 +5,12 @@ import HTTPClient
 /// `sidecar healthcheck`: a container's health probe without curl in the image.
 enum HealthCheck {
     /// 0 when `url` answers 200 within five seconds; otherwise prints why and returns 1.
-    static func run(url: String, output: @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
+    /// - Parameter timeoutSeconds: how long an answer may take (5: a
+    /// container's health check must not outlast its interval).
+    static func run(url: String, timeoutSeconds: Int = 5, output: @Sendable (String) -> Void = { StandardErrorSink().write($0) }) async -> Int32 {
         var configuration = HTTPClient.Configuration()
-        configuration.timeoutSeconds = 5
-        configuration.connectTimeoutSeconds = 2
+        configuration.timeoutSeconds = timeoutSeconds
+        configuration.connectTimeoutSeconds = min(timeoutSeconds, 2)
         let http = HTTPClient(configuration: configuration)
         defer { http.shutdown() }
         do {

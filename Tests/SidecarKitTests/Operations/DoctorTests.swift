@@ -154,15 +154,19 @@ struct DoctorTests {
 
     @Test func healthCheckExitsZeroOnlyForAHealthyServer() async throws {
         try await TestSidecar.run { app in
-            let silent: @Sendable (String) -> Void = { _ in }
-            #expect(await HealthCheck.run(url: "http://127.0.0.1:\(app.port)/healthz", output: silent) == 0)
+            // The wait only catches a hang: the full suite on two cores can hold an answer past 5 s.
+            let healthy = Locked<[String]>([])
+            #expect(
+                await HealthCheck.run(
+                    url: "http://127.0.0.1:\(app.port)/healthz", timeoutSeconds: 180, output: { line in healthy.withLock { $0.append(line) } })
+                    == 0, "\(healthy.value)")
             let said = Locked<[String]>([])
             #expect(await HealthCheck.run(url: "http://127.0.0.1:\(app.port)/nothing", output: { line in said.withLock { $0.append(line) } }) == 1)
             #expect(said.value.first?.contains("HTTP 404") == true)
             let closedPort = try ClosedPort()
             defer { withExtendedLifetime(closedPort) {} }
             let closed = closedPort.port
-            #expect(await HealthCheck.run(url: "http://127.0.0.1:\(closed)/healthz", output: silent) == 1)
+            #expect(await HealthCheck.run(url: "http://127.0.0.1:\(closed)/healthz", output: { _ in }) == 1)
         }
     }
 
