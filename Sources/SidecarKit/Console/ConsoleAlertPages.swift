@@ -327,14 +327,7 @@ extension ConsoleRoutes {
                     ConsoleLayout.form(
                         "/admin/alerts/\(alert.id)/delete", context.session,
                         [
-                            tag(
-                                "div", [.class("actions")],
-                                [
-                                    tag(
-                                        "button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")],
-                                        ["Delete the draft"]),
-                                    tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
-                                ])
+                            ConsoleLayout.confirmActions("Delete the draft", cancel: "/admin/alerts/\(alert.id)")
                         ]),
                 ]))
     }
@@ -369,12 +362,7 @@ extension ConsoleRoutes {
                     ConsoleLayout.form(
                         "/admin/alerts/\(alert.id)/unpublish", context.session,
                         [
-                            tag(
-                                "div", [.class("actions")],
-                                [
-                                    tag("button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")], ["Unpublish"]),
-                                    tag("a", [.href("/admin/alerts/\(alert.id)")], ["Cancel"]),
-                                ])
+                            ConsoleLayout.confirmActions("Unpublish", cancel: "/admin/alerts/\(alert.id)")
                         ]),
                 ]))
     }

@@ -160,14 +160,7 @@ extension ConsoleRoutes {
                     ConsoleLayout.form(
                         "/admin/keys/\(record.id)/revoke", session,
                         [
-                            tag(
-                                "div", [.class("actions")],
-                                [
-                                    tag(
-                                        "button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")], ["Revoke this key"]
-                                    ),
-                                    tag("a", [.href("/admin/keys")], ["Cancel"]),
-                                ])
+                            ConsoleLayout.confirmActions("Revoke this key", cancel: "/admin/keys")
                         ]),
                 ]))
     }

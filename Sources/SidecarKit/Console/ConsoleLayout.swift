@@ -175,6 +175,17 @@ enum ConsoleLayout {
         tag("form", [Attribute("method", "post"), Attribute("action", action)] + attributes, [csrfField(session)] + content)
     }
 
+    /// A confirmation page's actions: the action, said in full on a danger
+    /// button pressed once, and a way back that changes nothing.
+    static func confirmActions(_ label: String, cancel: String) -> HTML {
+        tag(
+            "div", [.class("actions")],
+            [
+                tag("button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")], [label]),
+                tag("a", [.href(cancel)], ["Cancel"]),
+            ])
+    }
+
     /// A button that posts (publish, revoke, log out).
     static func postButton(
         _ label: String, _ action: String, _ session: ConsoleStore.Session, style: String = "secondary",

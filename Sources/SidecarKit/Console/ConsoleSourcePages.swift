@@ -307,14 +307,7 @@ extension ConsoleRoutes {
                             "/admin/regions/\(region.id)/sources/remove", context.session,
                             [
                                 tag("input", [Attribute("type", "hidden"), Attribute("name", "source"), Attribute("value", String(source.id))]),
-                                tag(
-                                    "div", [.class("actions")],
-                                    [
-                                        tag(
-                                            "button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")],
-                                            ["Remove source"]),
-                                        tag("a", [.href("/admin/regions/\(region.id)/sources")], ["Cancel"]),
-                                    ]),
+                                ConsoleLayout.confirmActions("Remove source", cancel: "/admin/regions/\(region.id)/sources"),
                             ]),
                     ]))
         } catch { return unavailable(error) }

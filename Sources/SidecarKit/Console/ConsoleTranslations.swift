@@ -136,14 +136,7 @@ extension ConsoleRoutes {
                         "/admin/alerts/\(alert.id)/translations/delete", context.session,
                         [
                             tag("input", [Attribute("type", "hidden"), Attribute("name", "language"), Attribute("value", translation.language)]),
-                            tag(
-                                "div", [.class("actions")],
-                                [
-                                    tag(
-                                        "button", [Attribute("type", "submit"), .class("danger"), Attribute("data-once", "true")],
-                                        ["Delete the translation"]),
-                                    tag("a", [.href("/admin/alerts/\(alert.id)#translations")], ["Cancel"]),
-                                ]),
+                            ConsoleLayout.confirmActions("Delete the translation", cancel: "/admin/alerts/\(alert.id)#translations"),
                         ]),
                 ]))
     }
