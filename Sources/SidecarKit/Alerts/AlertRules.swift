@@ -90,6 +90,10 @@ enum AlertFeedRules {
     /// hours after its start (spec §3); a mirrored alert's end as its
     /// source gave it, nil when the source gave none (it stays while the
     /// source lists it).
+    /// Whether the alert's shown period is over at `now` (a mirrored alert
+    /// without an end never is): riders no longer see it.
+    static func hasEnded(_ alert: ServiceAlert, now: Int64) -> Bool { effectiveEnd(alert).map { $0.value <= now } ?? false }
+
     static func effectiveEnd(_ alert: ServiceAlert) -> EpochSeconds? {
         if alert.sourceID != nil { return alert.endsAt }
         return alert.endsAt ?? alert.startsAt.adding(seconds: defaultDurationSeconds)
