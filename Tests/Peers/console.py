@@ -25,10 +25,15 @@ What an agency's staff do, checked for what riders then get:
   not-found page; the focus ring's contrast; a survey without questions
   cannot be available; the ghost-bus filter by route short name and the CSV
   export's ISO 8601 times and numeric coordinates;
+- forms put each problem on its field in the form's words (alerts, surveys,
+  sources), and a refused survey is corrected with the keyboard alone;
+  CSV columns and question types by name; the region picker counts devices;
 - roles, CSRF and logout.
-Every page is screenshotted (desktop, some on a phone) into SCREENSHOT_DIR:
-script/peer-checks passes docs/admin, so the committed pictures are what
-this run saw.
+Every page is screenshotted (desktop, some on a phone) into SCREENSHOT_DIR,
+a folder the run creates and empties of old pictures: script/peer-checks
+uses a scratch one deleted with the run unless SIDECAR_SCREENSHOTS names a
+folder to keep. No tracked file is written; the pictures in docs/admin are
+copied from a kept run.
 """
 import csv
 import datetime
@@ -624,7 +629,7 @@ def surveys(driver, url):
     driver.find_element(By.NAME, "name").send_keys("How was your trip?")
     driver.find_element(By.NAME, "new_study").send_keys("Winter 2026 rider survey")
     submit(driver)
-    wait_text(driver, "a survey with no questions cannot be made available")
+    wait_text(driver, "A survey with no questions cannot be available: add a question, or untick Available.")
     shoot(driver, "survey-new")
     driver.find_element(By.NAME, "q0_label").send_keys("How was your trip today?")
     Select(driver.find_element(By.NAME, "q0_type")).select_by_value("radio")
@@ -637,6 +642,47 @@ def surveys(driver, url):
     check(visible(driver).count("How was your trip?") == 1, "a refresh saved the survey twice")
     shoot(driver, "surveys")
     print("console: a survey without questions could not be made available; with one it was saved once")
+
+
+def tab_to(driver, name, limit=150):
+    """Presses Tab until the control named `name` has the focus, as a keyboard user would."""
+    for _ in range(limit):
+        if driver.switch_to.active_element.get_attribute("name") == name:
+            return driver.switch_to.active_element
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+    check(False, f"Tab never reached {name}")
+
+
+def keyboard_recovery(driver, url):
+    """A survey made and corrected with the keyboard alone: the refused form
+    puts the focus on the field in error, scrolled into view and tied to its
+    message in the form's words, and the correction is typed where the focus is."""
+    driver.get(url + "/admin/regions/1/surveys/new")
+    tab_to(driver, "name")
+    ActionChains(driver).send_keys("Which line do you ride?").perform()
+    tab_to(driver, "q0_label")
+    ActionChains(driver).send_keys("Your line").perform()
+    tab_to(driver, "q0_type")
+    ActionChains(driver).send_keys("O").perform()  # "One choice"
+    tab_to(driver, "q0_url")
+    ActionChains(driver).send_keys(Keys.ENTER).perform()  # submits the form, the choices left empty
+    wait_text(driver, "Question 1: a “One choice” question needs its choices, one per line.")
+    WebDriverWait(driver, 10).until(lambda d: d.switch_to.active_element.get_attribute("name") == "q0_options")
+    field = driver.switch_to.active_element
+    check(field.get_attribute("aria-invalid") == "true", "the field in error is not marked invalid")
+    check("field-q0_options-error" in (field.get_attribute("aria-describedby") or ""), "the error is not tied to the field")
+    top, bottom, height = driver.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return [r.top, r.bottom, window.innerHeight]", field)
+    check(0 <= top and bottom <= height, f"the field in error is not scrolled into view ({top}..{bottom} of {height})")
+    check("radio" not in visible(driver) and "options" not in visible(driver).split("Please correct")[1][:300],
+          "the message names the document's codes")
+    shoot(driver, "survey-keyboard-error")
+    ActionChains(driver).send_keys("Red", Keys.ENTER, "Blue").perform()
+    tab_to(driver, "q0_url")
+    ActionChains(driver).send_keys(Keys.ENTER).perform()
+    wait_text(driver, "Survey saved")
+    check("One choice" in visible(driver), "the saved survey does not name its question's type")
+    print("console: a survey refused and corrected with the keyboard alone; the focus went to the field in error, in view, its message in the form's words")
 
 
 def ghost_bus(driver, url, sidecar):
@@ -657,14 +703,24 @@ def ghost_bus(driver, url, sidecar):
     check("44 · 1_1" not in visible(driver), "route 99 shows route 44's reports")
     driver.get(url + "/admin/regions/1/ghost-bus")
     shoot(driver, "ghost-bus")
+    # The chart scales down on a phone; its labels must stay readable.
+    driver.set_window_size(390, 900)
+    driver.get(url + "/admin/regions/1/ghost-bus")
+    label = driver.execute_script(
+        "return Math.min(...Array.from(document.querySelectorAll('.chart text')).map(t => t.getBoundingClientRect().height))")
+    check(label >= 10, f"the chart's labels are {label:.1f} px tall on a phone")
+    shoot(driver, "ghost-bus-phone", phone=True)
     status, headers, body = fetch(url + "/admin/regions/1/ghost-bus.csv", session_cookie(driver))
     check(status == 200 and headers.get("Content-Type", "").startswith("text/csv"), f"CSV: {status} {headers}")
     rows = list(csv.DictReader(io.StringIO(body)))
     check(len(rows) == 3, f"CSV rows: {len(rows)}")
+    check(list(rows[0].keys())[:3] == ["Report", "Received (America/Los_Angeles)", "Rider (anonymous id)"],
+          f"the CSV's columns are not named in words with their zone: {list(rows[0].keys())[:4]}")
     times = [value for value in rows[0].values() if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[-+]\d\d:\d\d", value or "")]
     check(times and all(t.endswith(("-08:00", "-07:00")) for t in times), f"CSV times not ISO 8601 in Pacific time: {rows[0]}")
     check(re.search(r",47\.6097,-122\.3331(,|\r?$)", body, re.M), f"coordinates are not bare numbers:\n{body[:400]}")
-    print("console: ghost-bus reports filtered by the route's short name; the CSV has ISO 8601 Pacific times and numeric coordinates")
+    print(f"console: ghost-bus reports filtered by the route's short name; chart labels {label:.0f} px tall on a phone; "
+          "the CSV names its columns and has ISO 8601 Pacific times and numeric coordinates")
 
 
 def session_survives(driver, url):
@@ -801,6 +857,7 @@ def main():
         # While the restarted server retries the failing send: the rest.
         api_keys(driver, url, database)
         surveys(driver, url)
+        keyboard_recovery(driver, url)
         ghost_bus(driver, url, sidecar)
         session_survives(driver, url)
         not_found_and_focus(driver, url)
@@ -816,6 +873,8 @@ def main():
         driver.set_window_size(1280, 900)
         print("console: the audit log, an alert, the alert form and the dashboard reflow on a 320 px phone")
         driver.get(url + "/admin")
+        check("Puget Sound (12 devices)" in visible(driver) and "Bengaluru (1 device)" in visible(driver),
+              f"the region picker does not count devices:\n{visible(driver)[:400]}")
         shoot(driver, "regions")
         roles_csrf_logout(driver, url, alert_id, failed)
     finally:

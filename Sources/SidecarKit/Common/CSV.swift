@@ -15,6 +15,36 @@ enum CSV {
         case instant(Int64?, ZoneInfo)
     }
 
+    /// How a header row names its columns: by the admin API's field names
+    /// (scripts read these), or in an editor's words with each time column
+    /// naming its zone (the console's downloads, opened in a spreadsheet).
+    enum HeaderNaming: Sendable { case codes, names }
+
+    /// A column: its code, and its name for people.
+    struct Column: Sendable {
+        let code: String
+        let name: String
+        /// Holds instants, written in the region's zone.
+        var isTime = false
+
+        init(_ code: String, _ name: String, time: Bool = false) {
+            self.code = code
+            self.name = name
+            isTime = time
+        }
+    }
+
+    /// The header row, named as `naming` says.
+    static func header(_ columns: [Column], _ naming: HeaderNaming, zone: ZoneInfo) -> String {
+        line(
+            columns.map { column in
+                switch naming {
+                case .codes: return column.code
+                case .names: return column.isTime ? "\(column.name) (\(zone.identifier))" : column.name
+                }
+            })
+    }
+
     static func cell(_ text: String?) -> String {
         guard var text else { return "" }
         if let first = text.first, "=+-@\t\r".contains(first) { text = "'" + text }

@@ -96,6 +96,8 @@ enum ConsoleAssets {
         .preview .meta { font-size: .8rem; color: var(--muted); margin: 0 0 .25rem; }
         .chart svg { width: 100%; height: auto; max-height: 16rem; }
         .chart .bar { fill: var(--accent); } .chart text { fill: var(--muted); font-size: 12px; }
+        /* The chart scales to the page: on a phone its 600-unit width is about 300 px, so its labels are drawn twice as large to read at about 11 px. */
+        @media (max-width: 40rem) { .chart text { font-size: 22px; } }
         .chart figcaption { color: var(--muted); }
         .field-error { color: var(--danger, #b42318); font-weight: 600; margin: .1rem 0 .25rem; }
         .field.invalid input, .field.invalid textarea, .field.invalid select { border-color: var(--danger, #b42318); border-width: 2px; }

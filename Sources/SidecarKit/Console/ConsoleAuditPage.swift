@@ -75,6 +75,6 @@ extension ConsoleRoutes {
             query.append("before=\(last.id)")
             content.append(tag("p", [], [tag("a", [.href("/admin/audit?" + query.joined(separator: "&"))], ["Older entries"])]))
         }
-        return ConsoleLayout.respond(200, ConsoleLayout.page("Audit log", context(session, region: nil, .audit), content))
+        return ConsoleLayout.respond(200, ConsoleLayout.page("Audit log", await context(session, region: nil, .audit), content))
     }
 }

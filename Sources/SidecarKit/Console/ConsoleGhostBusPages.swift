@@ -14,7 +14,7 @@ extension ConsoleRoutes {
                 let zone = await zone(regionID: region.id)
                 let ghostBus = ghostBus
                 return CSVDownload.response(filename: "ghost-bus-region-\(region.id).csv") { write in
-                    try await ghostBus.exportCSV(regionID: region.id, zone: zone, write: write)
+                    try await ghostBus.exportCSV(regionID: region.id, zone: zone, naming: .names, write: write)
                 }
             },
         ]

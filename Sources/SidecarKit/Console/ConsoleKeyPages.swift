@@ -81,7 +81,7 @@ extension ConsoleRoutes {
                         checked: values["sources"] == "true"),
                     tag("button", [Attribute("type", "submit"), Attribute("data-once", "true")], ["Create key"]),
                 ]))
-        var keyContext = context(session, region: nil, .keys)
+        var keyContext = await context(session, region: nil, .keys)
         keyContext.region = nil
         var response = ConsoleLayout.respond(status, ConsoleLayout.page("API keys", keyContext, notice: Self.notice(request), content))
         if shown != nil {
@@ -144,7 +144,7 @@ extension ConsoleRoutes {
             record = found
         } catch { return unavailable(error) }
         guard record.revokedAt == nil else { return .seeOther("/admin/keys") }
-        var keyContext = context(session, region: nil, .keys)
+        var keyContext = await context(session, region: nil, .keys)
         keyContext.region = nil
         return ConsoleLayout.respond(
             200,

@@ -31,6 +31,15 @@ enum ConsoleLayout {
         var reviewsWaiting = 0
         var oldestReviewSince: Int64? = nil
         var now: Int64 = 0
+        /// Devices registered in each region (the region picker says how
+        /// many each would reach); nil when not counted.
+        var deviceCounts: [Int: Int]? = nil
+
+        /// "Puget Sound (41 devices)", or the name alone when not counted.
+        func pickerLabel(_ region: Region) -> String {
+            guard let count = deviceCounts.map({ $0[region.id] ?? 0 }) else { return region.name }
+            return "\(region.name) (\(count) device\(count == 1 ? "" : "s"))"
+        }
 
         /// "3 pushes wait for review (oldest 2 h)", or nil when none wait.
         var reviewSummary: String? {
@@ -113,7 +122,7 @@ enum ConsoleLayout {
                                         [
                                             .href("/admin/regions/\(region.id)"),
                                             region.id == context.region?.id ? Attribute("aria-current", "true") : nil,
-                                        ], ["\(region.id) · \(region.name)"])
+                                        ], ["\(region.id) · \(context.pickerLabel(region))"])
                                 ])
                         }),
                 ])
@@ -197,7 +206,6 @@ enum ConsoleLayout {
                 + [tag("button", [Attribute("type", "submit"), .class(style)], [label])])
     }
 
-    /// A labelled input. `hint` goes below, tied to the field for screen readers.
     /// A field's problem, shown between its label and its control.
     static func fieldError(_ error: String?, id: String) -> HTML {
         error.map { tag("p", [.class("field-error"), .id(id + "-error")], [tag("span", [.class("visually-hidden")], ["Error: "]), $0]) }
@@ -275,18 +283,18 @@ enum ConsoleLayout {
             ])
     }
 
-    static func checkbox(_ label: String, name: String, checked: Bool, hint: String? = nil) -> HTML {
+    static func checkbox(_ label: String, name: String, checked: Bool, hint: String? = nil, error: String? = nil) -> HTML {
         let id = "field-" + name
-        let hintID = id + "-hint"
         return tag(
-            "div", [.class("field check")],
+            "div", [.class(error == nil ? "field check" : "field check invalid")],
             [
+                fieldError(error, id: id),
                 tag(
                     "input",
                     [Attribute("type", "checkbox"), .id(id), Attribute("name", name), Attribute("value", "true"), .flag("checked", checked)]
-                        + (hint == nil ? [] : [Attribute("aria-describedby", hintID)])),
+                        + describedBy(id: id, hint: hint != nil, error: error != nil)),
                 tag("label", [Attribute("for", id)], [label]),
-                hint.map { tag("p", [.class("hint"), .id(hintID)], [HTML.text($0)]) } ?? .empty,
+                hint.map { tag("p", [.class("hint"), .id(id + "-hint")], [HTML.text($0)]) } ?? .empty,
             ])
     }
 

@@ -37,6 +37,11 @@ struct ConsoleRoutes: Sendable {
     let userWrites: FixedWindowRateLimiter
     /// Alert sources: their list, review queue and management.
     let sources: AlertSourceAdministration
+    /// Devices registered in each region, for the region picker: counted at
+    /// most once a minute, whoever opens pages (one grouped count over
+    /// every registration is too much to run on each page view).
+    let deviceCounts: TimedCache<Int, [Int: Int]>
+    let pushRegistrations: PushRegistrationStore
     var zoneDirectory = ZoneInfo.defaultDirectory
 
     static let sessionCookie = "sidecar_session"
@@ -211,14 +216,26 @@ struct ConsoleRoutes: Sendable {
         regions.all.filter { ConsoleRules.mayAccess(region: $0.id, allowed: user.regions) }
     }
 
-    func context(_ session: ConsoleStore.Session, region: Region?, _ section: ConsoleLayout.Section) -> ConsoleLayout.Context {
-        ConsoleLayout.Context(session: session, regions: visibleRegions(session.user), region: region, section: section)
+    func context(_ session: ConsoleStore.Session, region: Region?, _ section: ConsoleLayout.Section) async -> ConsoleLayout.Context {
+        let regions = visibleRegions(session.user)
+        return ConsoleLayout.Context(
+            session: session, regions: regions, region: region, section: section, deviceCounts: regions.count > 1 ? await deviceCountsByRegion() : nil
+        )
+    }
+
+    /// Devices by region, from the last minute's count; nil when the
+    /// database cannot say (the picker then shows names alone).
+    func deviceCountsByRegion() async -> [Int: Int]? {
+        if let counts = deviceCounts.value(0) { return counts }
+        guard let counts = try? await pushRegistrations.countsByRegion() else { return nil }
+        deviceCounts.store(counts, for: 0)
+        return counts
     }
 
     /// A region page's context, with the source pushes waiting for review
     /// (the navigation shows how many, and the oldest's age).
     func regionContext(_ session: ConsoleStore.Session, region: Region, _ section: ConsoleLayout.Section) async -> ConsoleLayout.Context {
-        var context = context(session, region: region, section)
+        var context = await context(session, region: region, section)
         if let waiting = try? await sources.store.reviewSummary(regionID: region.id) {
             context.reviewsWaiting = waiting.count
             context.oldestReviewSince = waiting.oldest
@@ -332,6 +349,7 @@ extension Optional {
 extension ConsoleRoutes: Feature {
     init(_ context: FeatureContext) {
         let logins = ConsoleRules.loginWindowSeconds
+        let clock = context.clock
         self.init(
             store: context.stores.console, administration: context.administration, alerts: context.stores.alerts, sends: context.alertSends,
             surveys: context.stores.surveys, ghostBus: context.stores.ghostBus, keys: context.stores.apiKeys, audit: context.stores.audit,
@@ -344,6 +362,8 @@ extension ConsoleRoutes: Feature {
             failingSources: context.limiter("console_login_source", limit: Int(Int32.max), windowSeconds: logins, keyForLogs: SHA256.fingerprint),
             formTokens: FormTokens(store: context.stores.console),
             userWrites: context.limiter("console_writes", limit: context.configuration.consoleWriteLimit),
-            sources: context.alertSources().administration)
+            sources: context.alertSources().administration,
+            deviceCounts: TimedCache(lifetimeSeconds: 60, maxEntries: 1, now: { clock.now().timeIntervalSince1970 }),
+            pushRegistrations: context.stores.pushRegistrations)
     }
 }

@@ -15,18 +15,19 @@ extension ConsoleRoutes {
         await signedIn(request, .read) { _, session in
             let visible = visibleRegions(session.user)
             if visible.count == 1 { return .seeOther("/admin/regions/\(visible[0].id)") }
+            let pageContext = await context(session, region: nil, .regions)
             let cards: [any HTMLContent] = visible.map { region in
                 tag(
                     "li", [.class("card")],
                     [
-                        tag("a", [.href("/admin/regions/\(region.id)")], ["\(region.name)"]), " ",
+                        tag("a", [.href("/admin/regions/\(region.id)")], [pageContext.pickerLabel(region)]), " ",
                         tag("span", [.class("hint")], ["region \(region.id)"]),
                     ])
             }
             return ConsoleLayout.respond(
                 200,
                 ConsoleLayout.page(
-                    "Regions", context(session, region: nil, .regions),
+                    "Regions", pageContext,
                     [
                         visible.isEmpty
                             ? tag("p", [], ["Your account has no regions that this server's directory lists."])

@@ -111,7 +111,7 @@ extension ConsoleRoutes {
                 "p", [],
                 ["Alerts from the GTFS-realtime feeds this agency already publishes: mirrored into the feed, and pushed by each source's rules."]),
             tag("p", [.class("hint")], [timesHint(zone)]),
-            ConsoleLayout.problems(problems),
+            ConsoleLayout.problems(ConsoleFieldErrors.source(problems).map(\.text)),
             tag("h2", [], ["Waiting for review"]),
             ConsoleLayout.table(
                 caption: "New or changed alerts a source holds until an editor decides", headers: ["Alert", "Source", "Why", "Waiting", ""],
@@ -120,7 +120,11 @@ extension ConsoleRoutes {
             list.isEmpty
                 ? tag("p", [], ["No source yet."]) : tag("ul", [.class("grid"), Attribute("role", "list")], cards),
         ]
-        if ConsoleRules.may(user.role, .manageRegion) { content.append(addSourceForm(region: region, context: context, values: values)) }
+        if ConsoleRules.may(user.role, .manageRegion) {
+            content.append(
+                addSourceForm(
+                    region: region, context: context, values: values, errors: ConsoleFieldErrors.byField(ConsoleFieldErrors.source(problems))))
+        }
         return ConsoleLayout.respond(
             status, ConsoleLayout.page("\(region.name): alert sources", pageContext, notice: Self.notice(request), content))
     }
@@ -147,7 +151,9 @@ extension ConsoleRoutes {
         }
     }
 
-    func addSourceForm(region: Region, context: ConsoleLayout.Context, values: [String: String], editing: AlertSource? = nil) -> HTML {
+    func addSourceForm(
+        region: Region, context: ConsoleLayout.Context, values: [String: String], editing: AlertSource? = nil, errors: [String: String] = [:]
+    ) -> HTML {
         let admin = ConsoleRules.may(context.session.user.role, .manageKeys)
         return tag(
             "section", [],
@@ -161,42 +167,44 @@ extension ConsoleRoutes {
                                 "Feed URL", name: "url", value: values["url"], type: "url", required: true,
                                 hint:
                                     "A GTFS-realtime Alerts feed (http or https). A feed that needs a key is added by an operator on the server, where the key stays in a file.",
-                                maxLength: FieldLimits.url),
+                                maxLength: FieldLimits.url, error: errors["url"]),
                             ConsoleLayout.select(
                                 "Mode", name: "mode",
                                 options: [("mirror", "Mirror: show its alerts in this region's feed"), ("push-only", "Push only")],
-                                selected: values["mode"] ?? "mirror"),
+                                selected: values["mode"] ?? "mirror", error: errors["mode"]),
                             ConsoleLayout.select(
                                 "Pushes", name: "push",
                                 options: [("review", "After an editor approves"), ("auto", "At once, by the rules"), ("off", "Never")],
-                                selected: values["push"] ?? "review"),
+                                selected: values["push"] ?? "review", error: errors["push"]),
                             ConsoleLayout.select(
                                 "Least severity that pushes", name: "min_severity",
-                                options: SeverityLevel.allCases.reversed().map { ($0.name, $0.name) }, selected: values["min_severity"] ?? "WARNING"),
+                                options: SeverityLevel.allCases.reversed().map { ($0.name, $0.name) }, selected: values["min_severity"] ?? "WARNING",
+                                error: errors["min_severity"]),
                             ConsoleLayout.select(
                                 "Scope that pushes", name: "scope",
                                 options: [("route", "Agency- and route-wide"), ("agency", "Agency-wide only"), ("any", "Any, single stops too")],
-                                selected: values["scope"] ?? "route"),
+                                selected: values["scope"] ?? "route", error: errors["scope"]),
                             ConsoleLayout.select(
                                 "Audience", name: "audience", options: [("all", "Everyone"), ("test", "Test devices only (a trial)")],
-                                selected: values["audience"] ?? "all"),
+                                selected: values["audience"] ?? "all", error: errors["audience"]),
                             ConsoleLayout.field(
                                 "Quiet hours", name: "quiet_hours", value: values["quiet_hours"],
                                 hint: "Such as 22:00-06:30, in the region's zone; empty for none.",
-                                maxLength: 11),
+                                maxLength: 11, error: errors["quiet_hours"]),
                             ConsoleLayout.field(
-                                "Poll every (seconds)", name: "interval", value: values["interval"] ?? "60", type: "number", maxLength: 5),
+                                "Poll every (seconds)", name: "interval", value: values["interval"] ?? "60", type: "number", maxLength: 5,
+                                error: errors["interval"]),
                             ConsoleLayout.field(
                                 "Pushes an hour at most", name: "pushes_per_hour",
                                 value: values["pushes_per_hour"] ?? "\(AlertSourceRules.defaultPushesPerHour)",
                                 type: "number",
                                 hint:
                                     "Beyond it, pushes wait for review. All of the region's sources together push a device at most \(AlertSourceRules.pushesPerDevicePerHour) times an hour.",
-                                maxLength: 2),
+                                maxLength: 2, error: errors["pushes_per_hour"]),
                             admin
                                 ? ConsoleLayout.checkbox(
                                     "Allow private addresses (an on-premises feed: loopback, 10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10)",
-                                    name: "allow_private", checked: values["allow_private"] == "true")
+                                    name: "allow_private", checked: values["allow_private"] == "true", error: errors["allow_private"])
                                 : HTML.empty,
                             tag(
                                 "div", [.class("actions")],
@@ -236,7 +244,8 @@ extension ConsoleRoutes {
             "interval": String(source.intervalSeconds), "pushes_per_hour": String(source.pushesPerHour),
             "allow_private": source.allowPrivate ? "true" : "false",
         ]
-        var content: [any HTMLContent] = [ConsoleLayout.problems(problems)]
+        let placed = ConsoleFieldErrors.source(problems)
+        var content: [any HTMLContent] = [ConsoleLayout.problems(placed.map(\.text))]
         if !source.headers.isEmpty {
             content.append(
                 tag(
@@ -244,7 +253,9 @@ extension ConsoleRoutes {
                     ["It sends secret headers (\(source.headers.map(\.name).joined(separator: ", "))), set on the server. A new feed URL drops them."]
                 ))
         }
-        content.append(addSourceForm(region: region, context: pageContext, values: values ?? current, editing: source))
+        content.append(
+            addSourceForm(
+                region: region, context: pageContext, values: values ?? current, editing: source, errors: ConsoleFieldErrors.byField(placed)))
         return ConsoleLayout.respond(status, ConsoleLayout.page("Edit source \(source.id)", pageContext, content))
     }
 

@@ -19,7 +19,7 @@ extension ConsoleRoutes {
                 let zone = await zone(regionID: survey.regionID)
                 let surveys = surveys
                 return CSVDownload.response(filename: "survey-\(survey.id)-responses.csv") { write in
-                    try await surveys.responsesCSV(survey: survey, zone: zone, write: write)
+                    try await surveys.responsesCSV(survey: survey, zone: zone, naming: .names, write: write)
                 }
             },
         ]
@@ -86,16 +86,21 @@ extension ConsoleRoutes {
         let zone = await zone(regionID: region.id)
         let studies: [Study]
         do { studies = try await surveys.studies(regionID: region.id) } catch { return unavailable(error) }
+        // Each problem in the form's words, on its field and in the summary.
+        let placed = ConsoleFieldErrors.survey(problems, questionSlots: Self.filledSlots(values, slots: Self.questionSlots(survey)))
         let content: [any HTMLContent] = [
-            ConsoleLayout.problems(problems, heading: heading),
-            surveyFields(context.session, region: region, survey: survey, studies: studies, values: values, zone: zone),
+            ConsoleLayout.problems(placed.map(\.text), heading: heading),
+            surveyFields(
+                context.session, region: region, survey: survey, studies: studies, values: values, zone: zone,
+                errors: ConsoleFieldErrors.byField(placed)),
         ]
         return ConsoleLayout.respond(status, ConsoleLayout.page(survey.map { "Edit survey \($0.id)" } ?? "New survey", formContext, content))
     }
 
-    func surveyFields(_ session: ConsoleStore.Session, region: Region, survey: Survey?, studies: [Study], values: [String: String], zone: ZoneInfo)
-        -> HTML
-    {
+    func surveyFields(
+        _ session: ConsoleStore.Session, region: Region, survey: Survey?, studies: [Study], values: [String: String], zone: ZoneInfo,
+        errors: [String: String] = [:]
+    ) -> HTML {
         func value(_ name: String, _ current: String?) -> String { values[name] ?? current ?? "" }
         func flag(_ name: String, _ current: Bool) -> Bool { values.isEmpty ? current : values[name] == "true" }
         var questionFields: [any HTMLContent] = []
@@ -118,72 +123,89 @@ extension ConsoleRoutes {
                             ]),
                         ConsoleLayout.field(
                             "Label", name: "q\(index)_label", value: value("q\(index)_label", question?.content["label_text"]?.scalarText),
-                            maxLength: 2000),
+                            maxLength: 2000, error: errors["q\(index)_label"]),
                         ConsoleLayout.select(
                             "Type", name: "q\(index)_type",
-                            options: [
-                                ("text", "Free text"), ("radio", "One choice"), ("checkbox", "Several choices"),
-                                ("label", "Text only (no answer)"), ("external_survey", "External survey link"),
-                            ],
-                            selected: value("q\(index)_type", question?.type ?? "text")),
+                            options: ConsoleFieldErrors.surveyTypeNames.map { ($0.type, $0.name) },
+                            selected: value("q\(index)_type", question?.type ?? "text"), error: errors["q\(index)_type"]),
                         ConsoleLayout.textArea(
-                            "Choices (one per line)", name: "q\(index)_options", value: value("q\(index)_options", options), rows: 3),
+                            "Choices (one per line)", name: "q\(index)_options", value: value("q\(index)_options", options), rows: 3,
+                            error: errors["q\(index)_options"]),
                         ConsoleLayout.field(
                             "External survey URL", name: "q\(index)_url", value: value("q\(index)_url", question?.content["url"]?.scalarText),
-                            type: "url"),
+                            type: "url", error: errors["q\(index)_url"]),
                         ConsoleLayout.field(
                             "External survey provider", name: "q\(index)_provider",
-                            value: value("q\(index)_provider", question?.content["survey_provider"]?.scalarText)),
+                            value: value("q\(index)_provider", question?.content["survey_provider"]?.scalarText), error: errors["q\(index)_provider"]),
                         ConsoleLayout.checkbox(
-                            "An answer is required", name: "q\(index)_required", checked: flag("q\(index)_required", question?.required ?? false)),
+                            "An answer is required", name: "q\(index)_required", checked: flag("q\(index)_required", question?.required ?? false),
+                            error: errors["q\(index)_required"]),
                     ]))
         }
         let zoneHint = "Leave empty for no limit. " + zoneHint(zone)
         return ConsoleLayout.form(
             survey.map { "/admin/surveys/\($0.id)" } ?? "/admin/regions/\(region.id)/surveys", session,
             [
-                ConsoleLayout.field("Name", name: "name", value: value("name", survey?.name), required: true, maxLength: FieldLimits.name),
+                ConsoleLayout.field(
+                    "Name", name: "name", value: value("name", survey?.name), required: true, maxLength: FieldLimits.name, error: errors["name"]),
                 ConsoleLayout.select(
                     "Study", name: "study_id", options: [("", "A new study named below")] + studies.map { (String($0.id), $0.name) },
-                    selected: value("study_id", survey.map { String($0.studyID) } ?? studies.first.map { String($0.id) })),
+                    selected: value("study_id", survey.map { String($0.studyID) } ?? studies.first.map { String($0.id) }), error: errors["study_id"]),
                 ConsoleLayout.field(
                     "New study name", name: "new_study", value: values["new_study"], hint: "Only when “a new study” is chosen.",
-                    maxLength: FieldLimits.name),
+                    maxLength: FieldLimits.name, error: errors["new_study"]),
                 tag(
                     "div", [.class("columns")],
                     [
                         ConsoleLayout.field(
                             "Available from", name: "start_date",
                             value: value("start_date", RegionTime.inputValue((survey?.startDate).map { EpochSeconds($0) }, zone)),
-                            type: "datetime-local", hint: zoneHint),
+                            type: "datetime-local", hint: zoneHint, error: errors["start_date"]),
                         ConsoleLayout.field(
                             "Available until", name: "end_date",
                             value: value("end_date", RegionTime.inputValue((survey?.endDate).map { EpochSeconds($0) }, zone)),
-                            type: "datetime-local", hint: zoneHint),
+                            type: "datetime-local", hint: zoneHint, error: errors["end_date"]),
                     ]),
-                ConsoleLayout.checkbox("Available", name: "available", checked: flag("available", survey?.available ?? true)),
-                ConsoleLayout.checkbox("Show on the map", name: "show_on_map", checked: flag("show_on_map", survey?.showOnMap ?? true)),
+                ConsoleLayout.checkbox(
+                    "Available", name: "available", checked: flag("available", survey?.available ?? true), error: errors["available"]),
+                ConsoleLayout.checkbox(
+                    "Show on the map", name: "show_on_map", checked: flag("show_on_map", survey?.showOnMap ?? true), error: errors["show_on_map"]),
                 ConsoleLayout.checkbox(
                     "Show on stop pages", name: "show_on_stops", checked: flag("show_on_stops", survey?.showOnStops ?? true),
-                    hint: Survey.placementHint),
-                ConsoleLayout.checkbox("Always visible", name: "always_visible", checked: flag("always_visible", survey?.alwaysVisible ?? false)),
+                    hint: Survey.placementHint, error: errors["show_on_stops"]),
+                ConsoleLayout.checkbox(
+                    "Always visible", name: "always_visible", checked: flag("always_visible", survey?.alwaysVisible ?? false),
+                    error: errors["always_visible"]),
                 ConsoleLayout.checkbox(
                     "A rider may answer more than once", name: "allows_multiple_responses",
-                    checked: flag("allows_multiple_responses", survey?.allowsMultipleResponses ?? false)),
+                    checked: flag("allows_multiple_responses", survey?.allowsMultipleResponses ?? false), error: errors["allows_multiple_responses"]),
                 ConsoleLayout.field(
                     "Only at these stops", name: "visible_stop_list",
                     value: value("visible_stop_list", survey?.visibleStopList?.joined(separator: ", ")),
-                    hint: "Stop ids separated by commas; empty for every stop."),
+                    hint: "Stop ids separated by commas; empty for every stop.", error: errors["visible_stop_list"]),
                 ConsoleLayout.field(
                     "Only on these routes", name: "visible_route_list",
                     value: value("visible_route_list", survey?.visibleRouteList?.joined(separator: ", ")),
-                    hint: "Route ids separated by commas; empty for every route."),
+                    hint: "Route ids separated by commas; empty for every route.", error: errors["visible_route_list"]),
                 tag("h2", [], ["Questions"]),
                 survey.map { _ in tag("p", [.class("hint")], ["Once a survey has responses its questions are frozen: edits to them are refused."]) }
                     ?? .empty,
             ] + questionFields + [
                 tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], [survey == nil ? "Create survey" : "Save survey"])])
             ] + ConsoleEditVersion.input(values: values, current: survey.map(ConsoleEditVersion.version(of:))))
+    }
+
+    /// The form's question slots that hold a question (a label or choices):
+    /// the others are skipped, so question n of the document is slot `[n-1]`.
+    static func filledSlots(_ values: [String: String], slots: Int) -> [Int] {
+        (0..<slots).filter { index in
+            !(values["q\(index)_label"]?.trimmingWhitespace() ?? "").isEmpty || !choices(values["q\(index)_options"]).isEmpty
+        }
+    }
+
+    /// A choices box's lines, trimmed, empty ones dropped.
+    static func choices(_ text: String?) -> [String] {
+        (text ?? "").split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
     }
 
     /// The survey document the CLI reads, built from the form.
@@ -210,12 +232,9 @@ extension ConsoleRoutes {
             }
         }
         var questions: [JSONValue] = []
-        for index in 0..<slots {
+        for index in Self.filledSlots(values, slots: slots) {
             let label = values["q\(index)_label"]?.trimmingWhitespace() ?? ""
-            let options = (values["q\(index)_options"] ?? "").split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() }.filter {
-                !$0.isEmpty
-            }
-            guard !label.isEmpty || !options.isEmpty else { continue }
+            let options = Self.choices(values["q\(index)_options"])
             let type = values["q\(index)_type"] ?? "text"
             var content: [String: JSONValue] = ["type": .string(type), "label_text": .string(label)]
             if type == "radio" || type == "checkbox" { content["options"] = .array(options.map(JSONValue.string)) }
@@ -306,7 +325,9 @@ extension ConsoleRoutes {
                         return items.compactMap(\.scalarText).joined(separator: " · ")
                     }()
                     return [
-                        question.position, question.content["label_text"]?.scalarText ?? "", question.type, options, question.required ? "yes" : "no",
+                        question.position, question.content["label_text"]?.scalarText ?? "",
+                        tag("span", [Attribute("title", question.type)], [ConsoleFieldErrors.surveyTypeName(question.type)]), options,
+                        question.required ? "yes" : "no",
                     ] as [any HTMLContent]
                 }, empty: "No questions."))
         content.append(tag("h2", [], ["Responses (\(responses.count))"]))

@@ -143,11 +143,15 @@ struct GhostBusStore: Sendable {
         }
     }
 
-    static let exportColumns = [
-        "public_id", "created_at", "user_identifier", "trip_identifier", "service_date", "route_identifier",
-        "route_short_name", "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted",
-        "schedule_deviation_minutes", "wait_duration_minutes", "comment", "user_latitude", "user_longitude",
-        "scheduled_arrival_at", "predicted_arrival_at", "prediction_last_updated_at", "trip_snapshot",
+    static let exportColumns: [CSV.Column] = [
+        .init("public_id", "Report"), .init("created_at", "Received", time: true), .init("user_identifier", "Rider (anonymous id)"),
+        .init("trip_identifier", "Trip"), .init("service_date", "Service date", time: true), .init("route_identifier", "Route id"),
+        .init("route_short_name", "Route"), .init("stop_identifier", "Stop"), .init("vehicle_identifier", "Vehicle"),
+        .init("stop_sequence", "Stop sequence"), .init("predicted", "Real-time prediction"),
+        .init("schedule_deviation_minutes", "Minutes off schedule"), .init("wait_duration_minutes", "Minutes waited"),
+        .init("comment", "Comment"), .init("user_latitude", "Rider latitude"), .init("user_longitude", "Rider longitude"),
+        .init("scheduled_arrival_at", "Scheduled arrival", time: true), .init("predicted_arrival_at", "Predicted arrival", time: true),
+        .init("prediction_last_updated_at", "Prediction updated", time: true), .init("trip_snapshot", "Trip snapshot"),
     ]
 
     /// Rows read per query while exporting: memory stays flat however many
@@ -156,11 +160,13 @@ struct GhostBusStore: Sendable {
 
     /// The region's reports as CSV (spreadsheet-safe), oldest first, handed
     /// to `write` a page at a time: times in ISO 8601 in the region's zone,
-    /// coordinates and counts as numbers.
-    func exportCSV(regionID: Int, zone: ZoneInfo, filter: Filter = Filter(), write: (String) async throws -> Void) async throws {
+    /// coordinates and counts as numbers; the header row named as `naming` says.
+    func exportCSV(
+        regionID: Int, zone: ZoneInfo, filter: Filter = Filter(), naming: CSV.HeaderNaming = .codes, write: (String) async throws -> Void
+    ) async throws {
         // Riders send these: any Int64 must export without a trap.
         func seconds(_ millis: Int64?) -> Int64? { millis.map { EpochMillis($0).seconds.value } }
-        try await write(CSV.line(Self.exportColumns) + "\n")
+        try await write(CSV.header(Self.exportColumns, naming, zone: zone) + "\n")
         var after: Int64 = 0
         while true {
             let page = try await reports(regionID: regionID, filter: filter, after: after, limit: Self.exportPage)

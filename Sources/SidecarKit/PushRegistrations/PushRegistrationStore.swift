@@ -314,6 +314,13 @@ extension PushRegistrationStore {
         return counts
     }
 
+    /// Registrations by region, all platforms together (the console's region picker).
+    func countsByRegion() async throws -> [Int: Int] {
+        try await database.read { connection in
+            try Self.countsByRegionAndPlatform(connection).reduce(into: [:]) { counts, row in counts[row.regionID, default: 0] += row.count }
+        }
+    }
+
     /// Registrations by region and platform (the metrics' gauge).
     static func countsByRegionAndPlatform(_ connection: any SQLConnection) throws -> [(regionID: Int, platform: String, count: Int)] {
         try connection.query(

@@ -11,15 +11,25 @@ extension SurveyStore {
     /// A survey's responses as CSV, handed to `write` a page at a time:
     /// times in ISO 8601 in the region's zone, the stop's coordinates as
     /// numbers, then one column per question; only responses created
-    /// between `from` and `to` (epoch seconds, inclusive) when given.
+    /// between `from` and `to` (epoch seconds, inclusive) when given. The
+    /// header row is named as `naming` says; question columns carry the
+    /// question's label either way.
     func responsesCSV(
-        survey: Survey, zone: ZoneInfo, from: Int64? = nil, to: Int64? = nil, write: (String) async throws -> Void
+        survey: Survey, zone: ZoneInfo, from: Int64? = nil, to: Int64? = nil, naming: CSV.HeaderNaming = .codes,
+        write: (String) async throws -> Void
     ) async throws {
         let questions = survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.filter { $0.type != "label" }
-        try await write(
-            CSV.line(
-                ["response_id", "created_at", "updated_at", "user_identifier", "stop_identifier", "stop_latitude", "stop_longitude"]
-                    + questions.map { $0.content["label_text"]?.scalarText ?? "question \($0.id)" }) + "\n")
+        let columns: [CSV.Column] =
+            [
+                .init("response_id", "Response"), .init("created_at", "Received", time: true), .init("updated_at", "Updated", time: true),
+                .init("user_identifier", "Rider (anonymous id)"), .init("stop_identifier", "Stop"), .init("stop_latitude", "Stop latitude"),
+                .init("stop_longitude", "Stop longitude"),
+            ]
+            + questions.map { question in
+                let label = question.content["label_text"]?.scalarText ?? "question \(question.id)"
+                return CSV.Column(label, label)
+            }
+        try await write(CSV.header(columns, naming, zone: zone) + "\n")
         var after: Int64 = 0
         while true {
             let page = try await responses(surveyID: survey.id, after: after, from: from, to: to, limit: Self.exportPage)

@@ -181,6 +181,7 @@ enum SurveyRules {
         date("start_date") { survey.startDate = $0 }
         date("end_date") { survey.endDate = $0 }
         if let start = survey.startDate, let end = survey.endDate, end < start { messages.append("end_date must not be before start_date") }
+        var refusedQuestions = 0
         if let questions = fields["questions"] {
             guard case .array(let items) = questions else { return messages + ["questions must be a list"] }
             if items.count > FieldLimits.surveyQuestionCount {
@@ -190,13 +191,17 @@ enum SurveyRules {
             for (index, item) in items.enumerated() {
                 switch question(item, index: index) {
                 case .success(let value): parsed.append(value)
-                case .failure(let failure): messages += failure.messages
+                case .failure(let failure):
+                    messages += failure.messages
+                    refusedQuestions += 1
                 }
             }
             survey.questions = parsed
         }
-        // Riders would open an empty survey: only one with something to ask may be shown.
-        if survey.available && !survey.questions.contains(where: { $0.type != "label" }) {
+        // Riders would open an empty survey: only one with something to ask
+        // may be shown. (Not said when the questions themselves were refused:
+        // the editor is correcting them, not leaving them out.)
+        if survey.available && refusedQuestions == 0 && !survey.questions.contains(where: { $0.type != "label" }) {
             messages.append("a survey with no questions cannot be made available: add a question, or leave it unavailable")
         }
         return messages

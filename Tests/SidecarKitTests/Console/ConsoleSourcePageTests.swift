@@ -19,12 +19,20 @@ struct ConsoleSourcePageTests: ConsoleSuite {
             #expect(empty.text.contains("Allow private addresses"), "an admin may allow an on-premises feed")
             let refused = try await admin.post("/admin/regions/1/sources", [("url", "http://169.254.169.254/latest"), ("mode", "mirror")])
             #expect(refused.status == 422 && refused.text.contains("link-local or cloud metadata"))
+            #expect(
+                refused.text.contains("id=\"field-url-error\"") && refused.text.contains("aria-describedby=\"field-url-error field-url-hint\""),
+                "what is wrong with the address is said at the URL field")
             let loopback = try await admin.post("/admin/regions/1/sources", [("url", feed.url), ("mode", "mirror")])
             #expect(loopback.status == 422 && loopback.text.contains("loopback address"), "not allowed by default")
             let badInterval = try await admin.post("/admin/regions/1/sources", [("url", feed.url), ("interval", "5"), ("allow_private", "true")])
             #expect(
                 badInterval.text.contains("Poll every (seconds) must be a number") && !badInterval.text.contains("--interval")
                     && !badInterval.text.contains("sidecar source"), "the form's words, no CLI flags")
+            #expect(
+                badInterval.text.contains(
+                    "<input type=\"number\" id=\"field-interval\" name=\"interval\" value=\"5\" maxlength=\"5\" aria-describedby=\"field-interval-error\" aria-invalid=\"true\">"
+                ),
+                "the interval field is marked and tied to its error")
             let added = try await admin.post(
                 "/admin/regions/1/sources",
                 [("url", feed.url), ("mode", "mirror"), ("push", "review"), ("min_severity", "WARNING"), ("allow_private", "true")])

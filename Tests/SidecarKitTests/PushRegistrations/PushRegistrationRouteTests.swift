@@ -215,12 +215,19 @@ struct PushRegistrationRouteTests {
             app.clock.advance(seconds: 80 * 86_400)
             #expect(try await app.eventually { try await app.pushStore.find(regionID: 1, token: "old-0000") == nil })
             #expect(try await app.pushStore.find(regionID: 1, token: "recent-0") != nil)
-            // A re-registration refreshes last_seen_at and so the retention clock.
+            // A re-registration refreshes last_seen_at and so the retention clock:
+            // the loop's cycle 179 days on keeps it, the one a day later drops it.
+            // (The test waits for the loop's own cycles; calling pruneOnce beside
+            // them would race the loop for the row.)
+            #expect(try await app.eventually { app.clock.sleeperCount >= loopsAsleep })
             _ = try await app.post(Self.path, [("token", "recent-0"), ("operating_system", "android")])
+            let cyclesBefore = prunes()
             app.clock.advance(seconds: 179 * 86_400)
-            #expect(await app.sidecar.pruner.pruneOnce() == 0)
+            #expect(try await app.eventually { prunes() > cyclesBefore && app.clock.sleeperCount >= loopsAsleep })
+            #expect(try await app.pushStore.find(regionID: 1, token: "recent-0") != nil)
             app.clock.advance(seconds: 86_400)
-            #expect(await app.sidecar.pruner.pruneOnce() == 1)
+            #expect(try await app.eventually { try await app.pushStore.find(regionID: 1, token: "recent-0") == nil })
+            #expect(await app.sidecar.pruner.pruneOnce() == 0)
         }
     }
 }

@@ -41,6 +41,12 @@ struct SurveyTests {
         #expect(messages.contains("question 2: a radio question needs options, a list of strings"))
         #expect(messages.contains("question 3: an external_survey needs an http(s) url"))
         #expect(messages.contains("question 4: label_text must be text and can't be blank"), "the apps decode a string")
+        #expect(
+            !messages.contains { $0.contains("no questions cannot be made available") },
+            "refused questions are being corrected, not left out: only their own problems are said")
+        var empty = survey
+        let none = try JSONDecoder().decode(JSONValue.self, from: Data(#"{"name": "n", "available": true, "questions": []}"#.utf8))
+        #expect(SurveyRules.parse(document: none, into: &empty).contains { $0.contains("no questions cannot be made available") })
     }
 
     @Test(
