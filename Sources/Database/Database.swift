@@ -81,8 +81,10 @@ public struct Row: Sendable {
     public func count(_ column: String) throws(DatabaseError) -> Int { Int(try int(column)) }
 }
 
-/// A connection lent to a `read` or `write` closure. SQL uses `$1`, `$2`, …
-/// placeholders, which both SQLite and PostgreSQL understand.
+/// A connection lent to a `read` or `write` closure. These are the engine's
+/// entry points, taking text with `$1`, `$2`, … placeholders (both engines
+/// read them) and its values; features write `SQL` interpolations instead
+/// (`SQL.swift`), which render to exactly this, so text and values cannot drift.
 public protocol SQLConnection: AnyObject {
     /// Runs a statement; returns the number of rows changed.
     @discardableResult
@@ -213,8 +215,8 @@ public enum SQLDialect: Sendable {
 
 /// The storage interface every feature uses. It is deliberately small — run a
 /// closure on a read connection, run a closure in a write transaction,
-/// migrate — so a PostgreSQL backend can implement it without features
-/// changing.
+/// migrate — so that SQLite (`SQLiteDatabase`) and PostgreSQL
+/// (`PostgreSQLDatabase`) both implement it and no feature knows which it has.
 public protocol Database: Sendable {
     /// Runs `work` in a read transaction (a consistent snapshot).
     func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T

@@ -1,7 +1,7 @@
 import Foundation
 
 // The JSON a sidecar answers, as Codable models. Field names follow
-// `../shared/spec/openapi.yaml`; everything the spec does not mark required
+// `Tests/Fixtures/spec/openapi.yaml`; everything the spec does not mark required
 // is optional, so a server that omits a field still decodes.
 
 /// Any JSON value: for the few fields whose shape belongs to someone else

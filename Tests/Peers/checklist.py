@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Runs the README's production checklist, command by command, on a scratch host.
+"""Runs the production checklist (docs/production-checklist.md), command by command, on a scratch host.
 
     checklist.py BIN
 
 As root, in a private mount namespace, overlays are laid over /etc, /usr/local,
 /var, /run and the checkout, so each command writes the paths it names and the
-machine is left as it was. Every line of the `sh` blocks in the README's
-"Production checklist" runs as typed, in order, with what an operator brings:
+machine is left as it was. Every line of the `sh` blocks of the checklist
+(up to "How the test runs this checklist") runs as typed, in order, with what an operator brings:
 
   - a OneBusAway key file (oba-api-key.txt) in the checkout;
   - `sudoedit FILE`: the edits an operator makes (the regions template's servers
@@ -51,13 +51,12 @@ OBA_KEY = "checklist-oba-key-4711"
 
 
 
-# ---- the README's commands
+# ---- the checklist's commands
 
 def checklist_commands():
-    text = read(os.path.join(ROOT, "README.md"))
-    start = text.index("### Production checklist")
-    end = text.index("**How the test runs this checklist.**", start)
-    blocks = re.findall(r"```sh\n(.*?)```", text[start:end], re.S)
+    text = read(os.path.join(ROOT, "docs", "production-checklist.md"))
+    end = text.index("**How the test runs this checklist.**")
+    blocks = re.findall(r"```sh\n(.*?)```", text[:end], re.S)
     commands = [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
     check(len(commands) >= 10, f"the checklist has only {len(commands)} commands")
     return commands

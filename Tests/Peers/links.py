@@ -29,7 +29,7 @@ BIN = os.path.abspath(sys.argv[1])
 base.BIN = BIN
 SHOTS = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else os.path.join(base.WORK, "link-shots")
 os.makedirs(SHOTS, exist_ok=True)
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "fixtures", "ios")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "ios")
 check = base.check
 
 

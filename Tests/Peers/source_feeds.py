@@ -542,12 +542,12 @@ def validator(sidecar, key):
     errors = [n for n in results.get("notices", []) if n.get("severity") == "ERROR"]
     check(not errors, "gtfs-rt-validator ERRORs:\n" + json.dumps(errors, indent=1)[:4000])
     warnings = sorted({n.get("code") for n in results.get("notices", []) if n.get("severity") == "WARNING"})
-    # Each remaining warning is explained in the README ("Alert sources" and "Service alerts").
+    # Each remaining warning is explained in docs/alert-sources.md and docs/rider-api.md ("Service alerts").
     explained = {"S025", "P001", "W007", "W008"}
-    check(set(warnings) <= explained, f"warnings the README does not explain: {sorted(set(warnings) - explained)}")
+    check(set(warnings) <= explained, f"warnings the docs do not explain: {sorted(set(warnings) - explained)}")
     print(f"validator: gtfs-rt-validator over two snapshots of the region's feed ({len(first)} and {len(second)} bytes, authored and "
           f"mirrored alerts of every kind) with a GTFS of the demo's routes, stops and trips: no ERROR; warnings {warnings or 'none'} "
-          f"(explained in the README)")
+          f"(explained in the docs)")
 
 
 def fetch(url, cookie, method="GET", fields=None):

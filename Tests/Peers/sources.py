@@ -328,7 +328,7 @@ def selector(value):
 
 
 # The translation catalog's languages (`--locales`, the default) as a phone's
-# tag normalises into them; written here from the README's rule, not the code.
+# tag normalises into them; written here from the documented rule (docs/alert-sources.md), not the code.
 CATALOG = ["es", "zh-Hans", "zh-Hant", "vi", "ko", "tl", "ru", "ja", "pt", "fr", "de", "ar", "so", "am", "ti", "uk", "hi", "pa",
            "ht", "km", "fa", "pl", "it"]
 
@@ -351,7 +351,7 @@ def normalised(tag):
 
 def compare(source_entity, ours, source_periods, our_periods):
     """Differences between a source's alert and ours, as sentences: the
-    mapping's rules (README "Alert sources"), each checked on the decoded feed."""
+    mapping's rules (docs/alert-sources.md), each checked on the decoded feed."""
     theirs, mine, problems = source_entity.alert, ours.alert, []
     for name in ("header_text", "description_text", "url"):
         source_texts, our_texts = getattr(theirs, name).translation, texts(getattr(mine, name))

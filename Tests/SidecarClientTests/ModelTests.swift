@@ -7,7 +7,7 @@ import Testing
 /// where there is one), and every failure is typed.
 @Suite("SidecarClient models and failures")
 struct ModelTests {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/fixtures/ios")
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Fixtures/ios")
 
     static func fixture(_ name: String) throws -> Data { try Data(contentsOf: fixtures.appendingPathComponent(name)) }
 

@@ -7,26 +7,25 @@ public struct MissingFixture: Error, CustomStringConvertible, Equatable {
     public let path: String
     public init(path: String) { self.path = path }
     public var description: String {
-        "missing fixture \(path) (the apps' shared fixtures live in ../shared/fixtures beside the checkout)"
+        "missing fixture \(path) (the apps' fixtures live in Tests/Fixtures; see Tests/Fixtures/SOURCES.md)"
     }
 }
 
-/// The shared fixtures from the shipped apps (../shared/fixtures beside the
-/// checkout, as on developer machines and in CI).
+/// The fixtures from the shipped apps, copied into the repository with their
+/// sources and licence (Tests/Fixtures/SOURCES.md), so a fresh clone tests alone.
 public enum SharedFixtures {
     public static var directory: URL {
         URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("shared/fixtures")
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
     }
 
-    /// Bytes of `relativePath` under shared/fixtures (e.g. `ios/regions-v3.json`);
+    /// Bytes of `relativePath` under Tests/Fixtures (e.g. `ios/regions-v3.json`);
     /// throws `MissingFixture` naming the full path when the file is absent.
     public static func bytes(_ relativePath: String) throws -> [UInt8] {
         [UInt8](try Data(contentsOf: URL(fileURLWithPath: try requirePath(relativePath))))
     }
 
-    /// The full path of `relativePath` under shared/fixtures, whether or not
+    /// The full path of `relativePath` under Tests/Fixtures, whether or not
     /// the file is there.
     public static func path(_ relativePath: String) -> String {
         directory.appendingPathComponent(relativePath).path

@@ -183,11 +183,20 @@ enum AdminConventions {
 
     /// Refuses an edit whose `If-Match` names another version (412); none
     /// or `*` always passes, so clients that send none keep working.
-    static func checkIfMatch(_ request: Request, current: JSONValue) throws(AdministrationError) {
-        guard let header = request.header("if-match")?.trimmingWhitespace(), !header.isEmpty, header != "*" else { return }
-        let now = etag(current)
+    /// `current` is each representation of the object as it is now (an
+    /// alert alone, as an edit answers it, and with its translations and
+    /// sends, as a read answers it): a tag read from either passes while it
+    /// still describes the object. The 412 carries the first one's tag.
+    static func checkIfMatch(_ request: Request, current: [JSONValue]) throws(AdministrationError) {
+        guard let header = request.header("if-match")?.trimmingWhitespace(), !header.isEmpty, header != "*", let first = current.first
+        else { return }
         let offered = header.split(separator: ",").map { String($0).trimmingWhitespace() }.map { $0.hasPrefix("W/") ? String($0.dropFirst(2)) : $0 }
-        guard offered.contains(now) else { throw .stale(now) }
+        guard current.contains(where: { offered.contains(etag($0)) }) else { throw .stale(etag(first)) }
+    }
+
+    /// `checkIfMatch` for an object with one representation.
+    static func checkIfMatch(_ request: Request, current: JSONValue) throws(AdministrationError) {
+        try checkIfMatch(request, current: [current])
     }
 
     /// A JSON representation answered with its `ETag`.

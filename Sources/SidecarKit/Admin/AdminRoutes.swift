@@ -271,22 +271,28 @@ struct AdminRoutes: Sendable {
         } catch { return failure(error) }
     }
 
+    /// An alert with its translations and sends, tagged with the digest of
+    /// exactly that body (a strong ETag changes whenever any byte would).
     func showAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let alert = try await scopedAlert(request, key)
-            return .json(
-                200,
-                AdminJSON.alert(
-                    alert, translations: try await store.translations(alertID: alert.id),
-                    sends: try await store.sends(alertID: alert.id))
-            ).adding(header: "ETag", AdminConventions.etag(AdminJSON.alert(alert)))
+            return AdminConventions.tagged(200, try await fullAlert(alert))
         } catch { return failure(error) }
     }
 
-    /// The alert the path names, checked against `If-Match`.
+    /// The alert as `GET /admin/api/alerts/:alert` answers it.
+    private func fullAlert(_ alert: ServiceAlert) async throws -> JSONValue {
+        AdminJSON.alert(alert, translations: try await store.translations(alertID: alert.id), sends: try await store.sends(alertID: alert.id))
+    }
+
+    /// The alert the path names, checked against `If-Match`: the tag of
+    /// the alert alone (from a create or an edit) or of the alert as read
+    /// (with its translations and sends) passes while it is current.
     func currentAlert(_ request: Request, _ key: ApiKeyStore.Record) async throws -> ServiceAlert {
         let alert = try await scopedAlert(request, key)
-        try AdminConventions.checkIfMatch(request, current: AdminJSON.alert(alert))
+        if request.header("if-match") != nil {
+            try AdminConventions.checkIfMatch(request, current: [AdminJSON.alert(alert), try await fullAlert(alert)])
+        }
         return alert
     }
 

@@ -30,7 +30,7 @@ struct AlertSourceAdministration: Sendable {
     /// fields as `naming` says.
     func add(regionID: Int, fields: [String: String], naming: AlertSourceRules.FieldNaming = .commandLine) async throws -> AlertSource {
         guard regions.region(id: regionID) != nil else { throw AdministrationError.notFound("No region \(regionID) in the regions directory") }
-        guard try await alerts.regionSettings()[regionID]?.agencyID?.presence != nil else {
+        guard try await RegionSettingsStore(database: alerts.database).all()[regionID]?.agencyID?.presence != nil else {
             throw AdministrationError.invalid([
                 "region \(regionID) has no agency id, which the apps match alerts on; set it first in the region's settings"
             ])

@@ -126,7 +126,7 @@ struct AlertSourcePoller: Sendable {
     /// Fetches, decides, stores and pushes; the caller holds the lease.
     func poll(_ source: AlertSource, _ status: AlertSourceStatus) async -> Report {
         let started = now
-        let settings = try? await alerts.regionSettings()[source.regionID]
+        let settings = try? await RegionSettingsStore(database: alerts.database).all()[source.regionID]
         guard let agencyID = settings?.agencyID?.presence else {
             return await fail(
                 source, status,

@@ -121,10 +121,3 @@ struct AlertSend: Sendable, Equatable {
     /// a passing failure and the audience after the cursor (counted by the caller).
     func undelivered(remainingAfterCursor: Int) -> Int { pending + remainingAfterCursor }
 }
-
-/// Per-region settings the regions directory does not carry.
-struct RegionSettings: Sendable, Equatable {
-    var regionID: Int
-    var agencyID: String?
-    var timezone: String?
-}

@@ -409,13 +409,6 @@ extension AlertStore {
         [
             3: [
                 .table(
-                    "region_settings",
-                    """
-                    region_id BIGINT PRIMARY KEY,
-                    agency_id TEXT,
-                    timezone TEXT
-                    """),
-                .table(
                     "alerts", withID: true,
                     """
                     region_id BIGINT NOT NULL,

@@ -19,7 +19,7 @@ enum Migrations {
     static let sidecar: [Migration] = [
         entry(1, "create push_registrations", PushRegistrationStore.schema),
         entry(2, "create alarms", AlarmStore.schema),
-        entry(3, "create alerts", AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema),
+        entry(3, "create alerts", RegionSettingsStore.schema, AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema),
         entry(4, "create ghost_bus_reports", GhostBusStore.schema),
         entry(5, "create surveys", SurveyStore.schema),
         entry(6, "create live_activities", LiveActivityStore.schema),
@@ -64,7 +64,7 @@ enum Migrations {
     static let schemas: [Schema] = [
         PushRegistrationStore.schema, AlarmStore.schema, AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema, GhostBusStore.schema,
         SurveyStore.schema, LiveActivityStore.schema, CoordinationStore.schema, ConsoleStore.schema, AuditLog.schema, RelayBinder.schema,
-        RelayStore.schema, AlertSourceStore.schema, IdempotencyStore.schema,
+        RelayStore.schema, AlertSourceStore.schema, IdempotencyStore.schema, RegionSettingsStore.schema,
     ]
 
     /// The tables a migration list creates, in the order it creates them

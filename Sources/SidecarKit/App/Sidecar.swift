@@ -276,36 +276,6 @@ final class Sidecar: Sendable {
     }
 }
 
-/// Waits for SIGTERM or SIGINT (kept out of main.swift so the handler is not
-/// main-actor isolated).
-enum ShutdownSignal {
-    /// Returns the first of SIGTERM/SIGINT to arrive.
-    static func wait() async -> Int32 {
-        signal(SIGPIPE, SIG_IGN)
-        let stream = AsyncStream<Int32> { continuation in
-            var sources: [any DispatchSourceSignal] = []
-            for number in [SIGTERM, SIGINT] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { continuation.yield(number) }
-                source.resume()
-                sources.append(source)
-            }
-            let retained = SignalSources(sources)
-            continuation.onTermination = { _ in retained.cancel() }
-        }
-        for await number in stream { return number }
-        return SIGTERM
-    }
-}
-
-final class SignalSources: @unchecked Sendable {
-    // Held only to keep the sources alive until the stream ends.
-    private let sources: [any DispatchSourceSignal]
-    init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
-    func cancel() { sources.forEach { $0.cancel() } }
-}
-
 /// The port the server bound (nil before it listens), so background work
 /// can recognise a URL that points back at this server.
 final class BoundPort: Sendable {

@@ -2,7 +2,7 @@ import HTTPServer
 
 /// The longest value stored for each kind of field, in characters. A
 /// client can only make the server store what fits: a longer value is
-/// refused with 422 in the route's error shape. The README lists them.
+/// refused with 422 in the route's error shape. docs/operator-guide.md lists them.
 enum FieldLimits {
     /// Push tokens and device identifiers (APNs and FCM tokens, OneSignal ids).
     static let token = 4096

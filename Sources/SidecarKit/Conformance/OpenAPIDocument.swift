@@ -2,7 +2,7 @@ import HTTPServer
 
 /// This server's own OpenAPI description, served at `GET /openapi.yaml`.
 /// CI checks it covers every operation and schema of the shared contract
-/// (shared/spec/openapi.yaml) with compatible shapes, and runs schemathesis
+/// (Tests/Fixtures/spec/openapi.yaml) with compatible shapes, and runs schemathesis
 /// against the contract; a test checks the document and the router list the
 /// same operations (the console's HTML pages apart).
 enum OpenAPIDocument {

@@ -27,7 +27,7 @@ extension ConsoleRoutes {
         {
             return unavailable(error)
         }
-        let settings = (try? await alerts.regionSettings()[region.id]) ?? nil
+        let settings = (try? await RegionSettingsStore(database: alerts.database).all()[region.id]) ?? nil
         let reach = stats.reach
         func card(_ title: String, _ figure: Int, _ rows: [(String, Int)] = []) -> HTML {
             tag(

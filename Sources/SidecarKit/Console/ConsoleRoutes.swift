@@ -284,7 +284,7 @@ struct ConsoleRoutes: Sendable {
     func administration(_ session: ConsoleStore.Session) -> AlertAdministration { administration.acting(as: "user:" + session.user.email) }
 
     func zone(regionID: Int) async -> ZoneInfo {
-        let name = (try? await alerts.regionSettings()[regionID]?.timezone) ?? nil
+        let name = (try? await RegionSettingsStore(database: alerts.database).all()[regionID]?.timezone) ?? nil
         return name.flatMap { ZoneInfo.named($0, directory: zoneDirectory) } ?? .utc
     }
 

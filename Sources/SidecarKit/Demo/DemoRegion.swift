@@ -20,7 +20,7 @@ enum DemoRegion {
     /// `sidecar source list --region 9999` works as the guide prints it.
     static func seeded(in database: any Database, avoiding regions: [Region], configuration: SidecarConfiguration) async -> Region? {
         let id = id(avoiding: regions)
-        guard let settings = try? await AlertStore(database: database).regionSettings()[id], settings.agencyID == DemoTransit.agencyID else {
+        guard let settings = try? await RegionSettingsStore(database: database).all()[id], settings.agencyID == DemoTransit.agencyID else {
             return nil
         }
         return DemoTransit.region(id: id, obaBaseURL: serverURL(base: configuration.effectivePublicURL()))
@@ -34,7 +34,8 @@ enum DemoRegion {
     static func seed(database: any Database, regions: RegionDirectory, regionID: Int, clock: any WallClock) async throws {
         let store = AlertStore(database: database)
         guard try await store.alerts(regionID: regionID).isEmpty else { return }
-        try await store.setRegionSettings(RegionSettings(regionID: regionID, agencyID: DemoTransit.agencyID, timezone: DemoTransit.timezone))
+        try await RegionSettingsStore(database: store.database).set(
+            RegionSettings(regionID: regionID, agencyID: DemoTransit.agencyID, timezone: DemoTransit.timezone))
         let administration = AlertAdministration(store: store, regions: regions, clock: clock, cache: nil)
         let start = Timestamp.format(millis: clock.now().epochMillis - 3_600_000)
         let detour = try await administration.create(

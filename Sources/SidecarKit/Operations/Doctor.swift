@@ -182,7 +182,7 @@ enum Doctor {
             }
             let problems = await database.healthProblems()
             if !problems.isEmpty {
-                checks.append(.failed("database health", problems.map(\.detail).joined(separator: "; "), fix: "see /healthz's causes in the README"))
+                checks.append(.failed("database health", problems.map(\.detail).joined(separator: "; "), fix: "see Health in docs/operator-guide.md"))
             }
             return checks
         } catch {
@@ -275,7 +275,7 @@ enum Doctor {
     static func storedAgencies(_ configuration: SidecarConfiguration) async -> [Int: String]? {
         if !configuration.usesPostgreSQL && access(configuration.database, F_OK) != 0 { return nil }
         guard let database = try? configuration.openDatabase(readers: 1) else { return nil }
-        let settings = try? await AlertStore(database: database).regionSettings()
+        let settings = try? await RegionSettingsStore(database: database).all()
         await database.close()
         return settings?.compactMapValues(\.agencyID)
     }

@@ -84,7 +84,7 @@ extension RegionExchange {
         // A region moving in has no agency id here yet: its alerts name it
         // (new alerts and the feed need one; `region set` can change it).
         if let agencyID = document.alerts.first(where: { !$0.agencyID.isEmpty })?.agencyID {
-            try AlertStore.adoptAgency(connection, regionID: document.regionID, agencyID: agencyID)
+            try RegionSettingsStore.adoptAgency(connection, regionID: document.regionID, agencyID: agencyID)
         }
     }
 

@@ -46,10 +46,20 @@ enum RegionSource: Sendable, Equatable {
             }
             bytes = [UInt8](data)
         case .url(let url):
-            let response: HTTPClientResponse
-            do { response = try await client.get(url, upstream: "regions") } catch {
-                throw RegionsDocumentError("cannot fetch \(url): \(error)")
+            // A request that timed out is tried twice more at once: one slow
+            // answer from the directory's host (at boot, under load) should
+            // not stop a server from starting; any other failure is final.
+            var attempt = 1
+            var answer: HTTPClientResponse?
+            while answer == nil {
+                do { answer = try await client.get(url, upstream: "regions") } catch {
+                    guard (error as? HTTPClientError)?.isTimeout == true, attempt < 3 else {
+                        throw RegionsDocumentError("cannot fetch \(url): \(error)")
+                    }
+                    attempt += 1
+                }
             }
+            guard let response = answer else { throw RegionsDocumentError("cannot fetch \(url)") }
             guard response.status == 200 else { throw RegionsDocumentError("fetching \(url) answered HTTP \(response.status)") }
             bytes = response.body
         }

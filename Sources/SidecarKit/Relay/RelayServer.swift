@@ -15,6 +15,7 @@ enum RelayServer {
     /// Serves until SIGTERM or SIGINT; returns the exit status.
     static func run(_ configuration: SidecarConfiguration, clock: any WallClock = SystemClock()) async -> Int32 {
         let logger = configuration.makeLogger()
+        let shutdownSignal = ShutdownSignal.listen()
         do {
             let relay = try await prepare(configuration, clock: clock, logger: logger)
             try relay.server.start()
@@ -35,7 +36,7 @@ enum RelayServer {
                     try? await Task.sleep(for: .seconds(3600))
                 }
             }
-            let received = await ShutdownSignal.wait()
+            let received = await shutdownSignal.wait()
             logger.info("signal received", [("signal", received == SIGTERM ? "SIGTERM" : "SIGINT")])
             let grace = Duration.seconds(Int64(configuration.shutdownTimeoutSeconds))
             let clean = await relay.server.shutdown(grace: grace)

@@ -63,7 +63,7 @@ struct AdminDatabaseCommandTests: OperatorCommandSuite {
             var configuration = SidecarConfiguration()
             configuration.database = path
             let database = try await configuration.openMigrated(announce: { _ in }).database
-            try await AlertStore(database: database).setRegionSettings(
+            try await RegionSettingsStore(database: database).set(
                 RegionSettings(regionID: 9999, agencyID: DemoTransit.agencyID, timezone: DemoTransit.timezone))
             await database.close()
             let listed = try await Self.run(["source", "list", "--region", "9999"], database: path)

@@ -94,9 +94,9 @@ extension ConsoleSuite {
             _ = try await store.createUser(email: "admin@example.org", passwordHash: hash, role: .admin, regions: nil, now: 0)
             _ = try await store.createUser(email: "editor@example.org", passwordHash: hash, role: .editor, regions: nil, now: 0)
             _ = try await store.createUser(email: "viewer@example.org", passwordHash: hash, role: .viewer, regions: [1], now: 0)
-            try await AlertStore(database: app.sidecar.database).setRegionSettings(
+            try await RegionSettingsStore(database: app.sidecar.database).set(
                 RegionSettings(regionID: 1, agencyID: "1", timezone: "America/Los_Angeles"))
-            try await AlertStore(database: app.sidecar.database).setRegionSettings(RegionSettings(regionID: 0, agencyID: "0", timezone: nil))
+            try await RegionSettingsStore(database: app.sidecar.database).set(RegionSettings(regionID: 0, agencyID: "0", timezone: nil))
             try await body(app)
         }
         _ = await gorush.server.shutdown()

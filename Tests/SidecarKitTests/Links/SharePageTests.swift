@@ -60,7 +60,7 @@ struct SharePageTests {
             $0.publicURL = "https://sidecar.example.org"
             configure(&$0)
         }) { app in
-            try await AlertStore(database: app.sidecar.database).setRegionSettings(
+            try await RegionSettingsStore(database: app.sidecar.database).set(
                 RegionSettings(regionID: 1, agencyID: "1", timezone: "America/Los_Angeles"))
             try await body(app)
         }

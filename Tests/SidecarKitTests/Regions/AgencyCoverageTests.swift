@@ -53,7 +53,7 @@ struct AgencyCoverageTests {
             #expect(refused.status == 1)
             #expect(refused.errors.joined().contains("agency id KCM is not one region 1's OneBusAway server covers"), "\(refused.errors)")
             #expect(refused.errors.joined().contains("98 ("), "the valid ids are listed")
-            #expect(try await AlertStore(database: app.sidecar.database).regionSettings()[1]?.agencyID == nil, "nothing stored")
+            #expect(try await RegionSettingsStore(database: app.sidecar.database).all()[1]?.agencyID == nil, "nothing stored")
             let set = try await Self.cli(app, ["region", "set", "--id", "1", "--agency-id", "1"])
             #expect(set.status == 0 && !set.errors.contains { $0.contains("agency") }, "\(set.errors)")
             let alert = try await Self.cli(

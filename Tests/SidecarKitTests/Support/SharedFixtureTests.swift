@@ -11,7 +11,7 @@ struct SharedFixtureTests {
 
     @Test func aMissingFixtureThrowsNamingItsFullPath() throws {
         let missing = SharedFixtures.path(Self.absent)
-        #expect(missing.hasPrefix("/") && missing.hasSuffix("/shared/fixtures/ios/no-such-fixture.json"))
+        #expect(missing.hasPrefix("/") && missing.hasSuffix("/Tests/Fixtures/ios/no-such-fixture.json"))
         #expect(throws: MissingFixture(path: missing)) { try SharedFixtures.bytes(Self.absent) }
         #expect(throws: MissingFixture(path: missing)) { try SharedFixtures.requirePath(Self.absent) }
         #expect(throws: MissingFixture(path: missing), "a fake built with it fails at setup") {

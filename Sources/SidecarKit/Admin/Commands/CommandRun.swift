@@ -107,7 +107,7 @@ struct CommandRun: Sendable {
 
     /// A region's time zone (UTC when none is set), for times printed.
     func zone(regionID: Int) async -> ZoneInfo {
-        let name = (try? await alerts.regionSettings()[regionID]?.timezone) ?? nil
+        let name = (try? await RegionSettingsStore(database: alerts.database).all()[regionID]?.timezone) ?? nil
         return name.flatMap { ZoneInfo.named($0) } ?? .utc
     }
 

@@ -167,7 +167,7 @@ extension CommandLineInterface {
             'sidecar serve --demo' adds a simulated region to try everything. 'sidecar doctor'
             with the same flags checks a configuration before you start it.
 
-            What production sets (see the README's production checklist):
+            What production sets (see docs/production-checklist.md):
 
             """ + "\n" + flagList(production, command: command) + "\nEvery other flag:\n\n" + flagList(others, command: command)
                 + "\nA switch (--demo) takes no value; --demo false turns it off.\n"

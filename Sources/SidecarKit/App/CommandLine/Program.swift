@@ -69,10 +69,11 @@ public enum SidecarProgram {
     /// stopped under running handlers.
     static func serve(_ configuration: SidecarConfiguration) async -> Int32 {
         let logger = configuration.makeLogger()
+        let shutdownSignal = ShutdownSignal.listen()
         do {
             let sidecar = try await Sidecar.prepare(configuration: configuration, logger: logger)
             try await sidecar.start()
-            let received = await ShutdownSignal.wait()
+            let received = await shutdownSignal.wait()
             logger.info("signal received", [("signal", received == SIGTERM ? "SIGTERM" : "SIGINT")])
             return await sidecar.shutdown() ? 0 : 1
         } catch {

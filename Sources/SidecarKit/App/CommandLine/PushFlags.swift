@@ -114,7 +114,7 @@ extension CommandLineInterface {
         },
         Flag(
             name: "apns-ca-file", valueName: "PATH", help: "CA bundle to trust for APNs instead of the system's (testing)",
-            commands: ["serve", "alert send", "push test"]
+            shown: { $0.apnsCAFile ?? "the system CAs" }, commands: ["serve", "alert send", "push test"]
         ) { config, value throws(CommandLineError) in
             config.apnsCAFile = value.presence
         },

@@ -22,7 +22,8 @@ extension CommandLineInterface {
         ) { config, value throws(CommandLineError) in
             config.publicURL = try httpURL(value, flag: "public-url")
         },
-        Flag(name: "threads", valueName: "N", help: "HTTP worker threads", shown: { "\($0.threads), the cores here" }, commands: ["serve"]) {
+        Flag(name: "threads", valueName: "N", help: "HTTP worker threads", shown: { "the number of cores: \($0.threads) here" }, commands: ["serve"])
+        {
             config, value throws(CommandLineError) in
             config.threads = try integer(value, flag: "threads", range: 1...256)
         },

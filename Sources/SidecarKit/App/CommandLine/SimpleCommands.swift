@@ -10,7 +10,7 @@ extension CommandLineInterface {
         let database = parsed.value("database")?.presence ?? environment["SIDECAR_DATABASE"]?.presence ?? SidecarConfiguration().database
         guard let target = parsed.value("to")?.presence else { throw CommandLineError("backup needs --to FILE") }
         if PostgresLocation.matches(database) {
-            throw CommandLineError("backup copies SQLite files; back up PostgreSQL with pg_dump (see the README)")
+            throw CommandLineError("backup copies SQLite files; back up PostgreSQL with pg_dump (see docs/operator-guide.md)")
         }
         guard target != database else { throw CommandLineError("--to names the database itself") }
         return .backup(database: database, to: target, replace: try switchValue("replace", parsed.value("replace") ?? "false"))

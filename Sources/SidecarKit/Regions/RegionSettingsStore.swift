@@ -1,9 +1,20 @@
 import Database
 
-/// Per-region settings the regions directory does not carry (table
-/// `region_settings`): the agency id alerts name and the time zone.
-extension AlertStore {
-    func regionSettings() async throws -> [Int: RegionSettings] {
+/// Per-region settings the regions directory does not carry.
+struct RegionSettings: Sendable, Equatable {
+    var regionID: Int
+    var agencyID: String?
+    var timezone: String?
+}
+
+/// The owner of `region_settings`: the agency id a region's alerts name and
+/// the time zone its pages and times are shown in. Alerts, sources, the
+/// console and the CLI read it through here.
+struct RegionSettingsStore: Sendable {
+    let database: any Database
+
+    /// Every region's settings, by region id (a region never set is absent).
+    func all() async throws -> [Int: RegionSettings] {
         try await database.read { connection in
             var settings: [Int: RegionSettings] = [:]
             for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings") {
@@ -15,7 +26,8 @@ extension AlertStore {
         }
     }
 
-    func setRegionSettings(_ settings: RegionSettings) async throws {
+    /// Stores one region's settings, replacing what it had.
+    func set(_ settings: RegionSettings) async throws {
         _ = try await database.write { connection in
             try connection.execute(
                 """
@@ -25,7 +37,8 @@ extension AlertStore {
         }
     }
 
-    /// Gives a region the agency id its imported alerts name, unless it has one.
+    /// Gives a region the agency id its imported alerts name, unless it has one
+    /// (inside the import's transaction).
     static func adoptAgency(_ connection: any SQLConnection, regionID: Int, agencyID: String) throws {
         try connection.execute(
             """
@@ -33,4 +46,19 @@ extension AlertStore {
             ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id WHERE region_settings.agency_id IS NULL
             """)
     }
+
+    /// The schema changes of `region_settings`, by migration version.
+    static let schema = Schema(
+        "RegionSettingsStore",
+        [
+            3: [
+                .table(
+                    "region_settings",
+                    """
+                    region_id BIGINT PRIMARY KEY,
+                    agency_id TEXT,
+                    timezone TEXT
+                    """)
+            ]
+        ])
 }

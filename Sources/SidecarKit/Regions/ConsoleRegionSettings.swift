@@ -41,7 +41,7 @@ extension ConsoleRoutes {
     ) async -> Response {
         guard let region = context.region else { return notFound() }
         let settings: RegionSettings?
-        do { settings = try await alerts.regionSettings()[region.id] } catch { return unavailable(error) }
+        do { settings = try await RegionSettingsStore(database: alerts.database).all()[region.id] } catch { return unavailable(error) }
         let zone = await zone(regionID: region.id)
         let content: [any HTMLContent] = [
             ConsoleLayout.problems(problems),

@@ -13,7 +13,8 @@ extension OperatorCommands {
             run: { c in
                 let regionID = try c.region()
                 // Its alerts go out under the region's agency id.
-                try await c.checkAgency(try await c.alerts.regionSettings()[regionID]?.agencyID, regionID: regionID, refuse: false)
+                try await c.checkAgency(
+                    try await RegionSettingsStore(database: c.alerts.database).all()[regionID]?.agencyID, regionID: regionID, refuse: false)
                 let source = try await c.sourceAdministration.add(regionID: regionID, fields: c.options)
                 c.output("source \(source.id)")
                 return 0

@@ -62,7 +62,7 @@ struct AlertAdministration: Sendable {
 
     /// Regions from the directory with their settings.
     func regionList() async throws -> [(region: Region, settings: RegionSettings?)] {
-        let settings = try await store.regionSettings()
+        let settings = try await RegionSettingsStore(database: store.database).all()
         return regions.all.map { ($0, settings[$0.id]) }
     }
 
@@ -79,10 +79,10 @@ struct AlertAdministration: Sendable {
         if let agencyID, agencyID.presence == nil { messages.append("agency id can't be blank") }
         messages += FieldLimits.check([("agency id", agencyID, FieldLimits.identifier)])
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
-        var settings = try await store.regionSettings()[id] ?? RegionSettings(regionID: id, agencyID: nil, timezone: nil)
+        var settings = try await RegionSettingsStore(database: store.database).all()[id] ?? RegionSettings(regionID: id, agencyID: nil, timezone: nil)
         if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
         if let zone { settings.timezone = zone }
-        try await store.setRegionSettings(settings)
+        try await RegionSettingsStore(database: store.database).set(settings)
         await record(
             "region.set", region: id, target: "region \(id)",
             detail: Self.summary(["agency_id": agencyID, "timezone": timezone].compactMapValues { $0 }))
@@ -129,7 +129,7 @@ struct AlertAdministration: Sendable {
         var messages: [String] = []
         if fields["header"]?.presence == nil { messages.append("Header can't be blank") }
         if fields["start"]?.presence == nil { messages.append("start is required (ISO 8601 with a UTC offset)") }
-        let regionAgency = try await store.regionSettings()[regionID]?.agencyID
+        let regionAgency = try await RegionSettingsStore(database: store.database).all()[regionID]?.agencyID
         let regionWide = fields["region_wide"].flatMap(BooleanParameter.read) == true
         let agency = regionWide ? "" : fields["agency_id"]?.presence ?? regionAgency
         if agency == nil {
@@ -169,7 +169,7 @@ struct AlertAdministration: Sendable {
         var fields = fields
         // Back from region-wide to one agency: the region's, unless one is given.
         if fields["region_wide"].flatMap(BooleanParameter.read) == false, fields["agency_id"]?.presence == nil, alert.agencyID.isEmpty,
-            let regionAgency = try await store.regionSettings()[alert.regionID]?.agencyID?.presence
+            let regionAgency = try await RegionSettingsStore(database: store.database).all()[alert.regionID]?.agencyID?.presence
         {
             fields["agency_id"] = regionAgency
         }

@@ -15,7 +15,7 @@ extension OperatorCommands {
             run: { c in
                 let regionID = try c.region()
                 if c.options["region_wide"].flatMap(BooleanParameter.read) != true {
-                    let stored = try await c.alerts.regionSettings()[regionID]?.agencyID
+                    let stored = try await RegionSettingsStore(database: c.alerts.database).all()[regionID]?.agencyID
                     try await c.checkAgency(c.options["agency_id"]?.presence ?? stored, regionID: regionID)
                 }
                 let alert = try await c.administration.create(regionID: regionID, fields: c.options)
