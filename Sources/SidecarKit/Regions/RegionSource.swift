@@ -50,16 +50,18 @@ enum RegionSource: Sendable, Equatable {
             // answer from the directory's host (at boot, under load) should
             // not stop a server from starting; any other failure is final.
             var attempt = 1
-            var answer: HTTPClientResponse?
-            while answer == nil {
-                do { answer = try await client.get(url, upstream: "regions") } catch {
+            let response: HTTPClientResponse
+            while true {
+                do {
+                    response = try await client.get(url, upstream: "regions")
+                    break
+                } catch {
                     guard (error as? HTTPClientError)?.isTimeout == true, attempt < 3 else {
                         throw RegionsDocumentError("cannot fetch \(url): \(error)")
                     }
                     attempt += 1
                 }
             }
-            guard let response = answer else { throw RegionsDocumentError("cannot fetch \(url)") }
             guard response.status == 200 else { throw RegionsDocumentError("fetching \(url) answered HTTP \(response.status)") }
             bytes = response.body
         }
