@@ -17,8 +17,10 @@ public enum Access: Sendable, Hashable, CustomStringConvertible {
     case open
     /// Anyone, within a per-client limit (its name).
     case throttled(String)
-    /// A caller with an admin API key of this scope (`any`, `push`).
-    case apiKey(String)
+    /// A caller with an admin API key of this scope (`any`, `push`), acting
+    /// on the object the route names (`region`, `alert`, ..., or `none`),
+    /// which is resolved and checked before the handler runs.
+    case apiKey(String, object: String)
     /// A signed-in console user allowed this action (`read`, `author`, ...).
     case session(String)
     /// A caller presenting a shared secret (a webhook's).
@@ -28,7 +30,7 @@ public enum Access: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .open: return "open"
         case .throttled(let name): return "throttled(\(name))"
-        case .apiKey(let scope): return "api key(\(scope))"
+        case .apiKey(let scope, let object): return "api key(\(scope), on \(object))"
         case .session(let action): return "session(\(action))"
         case .secret(let name): return "secret(\(name))"
         }

@@ -7,7 +7,7 @@ import HTTPServer
 /// `user_push_id` or an alarm's or activity's own token: those are the
 /// riders' capabilities, not the agency's data.
 struct ActivityAdminRoutes: Sendable {
-    let admin: AdminRoutes
+    let admin: AdminAPI
     let alarms: AlarmStore
     let liveActivities: LiveActivityStore
     let registrations: PushRegistrationStore
@@ -15,9 +15,9 @@ struct ActivityAdminRoutes: Sendable {
     var routes: [Route] {
         let page = AdminConventions.paging
         return [
-            admin.route("GET", "/regions/:id/alarms", accepts: page) { request, key in await listAlarms(request, key) },
-            admin.route("GET", "/regions/:id/live-activities", accepts: page) { request, key in await listActivities(request, key) },
-            admin.route("GET", "/regions/:id/activity") { request, key in await counts(request, key) },
+            admin.route("GET", "/regions/:region/alarms", on: .region, accepts: page) { request, key in await listAlarms(request, key) },
+            admin.route("GET", "/regions/:region/live-activities", on: .region, accepts: page) { request, key in await listActivities(request, key) },
+            admin.route("GET", "/regions/:region/activity", on: .region) { request, key in await counts(request, key) },
         ]
     }
 
@@ -44,7 +44,7 @@ struct ActivityAdminRoutes: Sendable {
 
     func listAlarms(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             let page = try AdminConventions.page(request, list: "alarms:\(regionID)")
             let rows = try await alarms.alarms(regionID: regionID, after: page.after, limit: page.limit + 1)
             return page.response(rows, request: request, id: \.id, json: Self.alarm)
@@ -53,7 +53,7 @@ struct ActivityAdminRoutes: Sendable {
 
     func listActivities(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             let page = try AdminConventions.page(request, list: "live-activities:\(regionID)")
             let rows = try await liveActivities.activities(regionID: regionID, after: page.after, limit: page.limit + 1)
             return page.response(rows, request: request, id: \.id, json: Self.activity)
@@ -64,7 +64,7 @@ struct ActivityAdminRoutes: Sendable {
     /// locale (as the phones report it; none is `null`) and APNs environment.
     func counts(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             var platforms: [String: Int] = [:], environments: [String: Int] = [:], locales: [String: Int] = [:]
             var unknownLocale = 0, tests = 0, total = 0
             for row in try await registrations.breakdown(regionID: regionID) {
@@ -97,7 +97,7 @@ struct ActivityAdminRoutes: Sendable {
 extension ActivityAdminRoutes: Feature {
     init(_ context: FeatureContext) {
         self.init(
-            admin: AdminRoutes(context), alarms: context.stores.alarms, liveActivities: context.stores.liveActivities,
+            admin: AdminAPI(context), alarms: context.stores.alarms, liveActivities: context.stores.liveActivities,
             registrations: context.stores.pushRegistrations)
     }
 }

@@ -7,7 +7,7 @@ import HTTPServer
 /// by an `--admin` key of every region. A secret is shown once, in the
 /// answer that creates it, so these creations take no `Idempotency-Key`.
 struct AdminKeyRoutes: Sendable {
-    let admin: AdminRoutes
+    let admin: AdminAPI
     let keys: ApiKeyStore
     let audit: AuditLog
     let regions: RegionDirectory
@@ -16,18 +16,21 @@ struct AdminKeyRoutes: Sendable {
     var routes: [Route] {
         let page = AdminConventions.paging
         return [
-            admin.route("GET", "/keys", .keys, accepts: page) { request, key in await listKeys(request, key) },
-            admin.route("POST", "/keys", .keys, accepts: ["name": .text, "regions": .list, "push": .boolean, "admin": .boolean, "sources": .boolean])
-            {
+            admin.route("GET", "/keys", on: .none, .keys, accepts: page) { request, key in await listKeys(request, key) },
+            admin.route(
+                "POST", "/keys", on: .none, .keys,
+                accepts: ["name": .text, "regions": .list, "push": .boolean, "admin": .boolean, "sources": .boolean]
+            ) {
                 request, key in await createKey(request, key)
             },
-            admin.route("DELETE", "/keys/:id", .keys) { request, key in await revokeKey(request, key) },
-            admin.route("GET", "/principals", .principals, accepts: page) { request, key in await listPrincipals(request, key) },
-            admin.route("POST", "/principals", .principals, accepts: ["name": .text]) { request, key in await createPrincipal(request, key) },
-            admin.route("DELETE", "/principals/:id", .principals, accepts: ["revoke_keys": .boolean]) { request, key in
+            admin.route("DELETE", "/keys/:key", on: .key, .keys) { request, key in await revokeKey(request, key) },
+            admin.route("GET", "/principals", on: .none, .principals, accepts: page) { request, key in await listPrincipals(request, key) },
+            admin.route("POST", "/principals", on: .none, .principals, accepts: ["name": .text]) { request, key in await createPrincipal(request, key)
+            },
+            admin.route("DELETE", "/principals/:principal", on: .principal, .principals, accepts: ["revoke_keys": .boolean]) { request, key in
                 await revokePrincipal(request, key)
             },
-            admin.route("GET", "/audit", accepts: page) { request, key in await auditEntries(request, key) },
+            admin.route("GET", "/audit", on: .none, accepts: page) { request, key in await auditEntries(request, key) },
         ]
     }
 
@@ -125,7 +128,7 @@ struct AdminKeyRoutes: Sendable {
     func revokeKey(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             // A key the caller may not manage is answered like one that does not exist.
-            guard let id = admin.id(request), let found = try await keys.find(id: id), !found.isPrincipal, found.revokedAt == nil,
+            guard let id = try? admin.id(request, .key), let found = try await keys.find(id: id), !found.isPrincipal, found.revokedAt == nil,
                 key.mayManage(found) || found.id == key.id
             else { throw AdministrationError.notFound("No such key") }
             guard try await keys.revoke(id: id, now: now) else { throw AdministrationError.notFound("No such key") }
@@ -155,7 +158,8 @@ struct AdminKeyRoutes: Sendable {
     func revokePrincipal(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let withKeys = request.parameters["revoke_keys"] == "true"
-            guard let id = admin.id(request), let revoked = try await keys.revokePrincipal(id: id, withKeys: withKeys, now: now) else {
+            guard let id = try? admin.id(request, .principal), let revoked = try await keys.revokePrincipal(id: id, withKeys: withKeys, now: now)
+            else {
                 throw AdministrationError.notFound("No such service principal")
             }
             await audit.record(
@@ -188,7 +192,7 @@ struct AdminKeyRoutes: Sendable {
 extension AdminKeyRoutes: Feature {
     init(_ context: FeatureContext) {
         self.init(
-            admin: AdminRoutes(context), keys: context.stores.apiKeys, audit: context.stores.audit, regions: context.regions,
+            admin: AdminAPI(context), keys: context.stores.apiKeys, audit: context.stores.audit, regions: context.regions,
             clock: context.clock)
     }
 }

@@ -11,7 +11,7 @@ struct AlertSourcePolling: Feature {
         let (poller, administration) = context.alertSources(runsInBackground: true)
         self.poller = poller
         runs = context.configuration.runsSourcePoller
-        api = AlertSourceRoutes(admin: AdminRoutes(context), administration: administration, store: context.stores.alertSources)
+        api = AlertSourceRoutes(admin: AdminAPI(context), administration: administration, store: context.stores.alertSources)
     }
 
     var routes: [Route] { api.routes }

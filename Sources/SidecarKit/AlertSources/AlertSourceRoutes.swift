@@ -9,7 +9,7 @@ import HTTPServer
 /// not make the server read its files or reach its cloud's metadata
 /// service); private addresses only by an admin key.
 struct AlertSourceRoutes: Sendable {
-    let admin: AdminRoutes
+    let admin: AdminAPI
     let administration: AlertSourceAdministration
     let store: AlertSourceStore
 
@@ -27,18 +27,22 @@ struct AlertSourceRoutes: Sendable {
     var routes: [Route] {
         let page = AdminConventions.paging
         return [
-            admin.route("GET", "/regions/:id/sources", accepts: page) { request, key in await list(request, key) },
-            admin.route("POST", "/regions/:id/sources", .sources, accepts: Self.accepted, idempotent: true) { request, key in await add(request, key)
+            admin.route("GET", "/regions/:region/sources", on: .region, accepts: page) { request, key in await list(request, key) },
+            admin.route("POST", "/regions/:region/sources", on: .region, .sources, accepts: Self.accepted, idempotent: true) { request, key in
+                await add(request, key)
             },
-            admin.route("GET", "/sources/:id") { request, key in await show(request, key) },
-            admin.route("PATCH", "/sources/:id", .sources, accepts: Self.accepted) { request, key in await edit(request, key) },
-            admin.route("DELETE", "/sources/:id", .sources) { request, key in await remove(request, key) },
-            admin.route("POST", "/sources/:id/poll", .sources) { request, key in await poll(request, key) },
-            admin.route("GET", "/sources/:id/reviews", accepts: page) { request, key in await reviews(request, key) },
-            admin.route("POST", "/sources/:id/reviews/:entity/approve", .push) { request, key in await decide(request, key, approve: true) },
-            admin.route("POST", "/sources/:id/reviews/:entity/dismiss") { request, key in await decide(request, key, approve: false) },
-            admin.route("POST", "/sources/:id/alerts/:entity/hide") { request, key in await hide(request, key, true) },
-            admin.route("POST", "/sources/:id/alerts/:entity/show") { request, key in await hide(request, key, false) },
+            admin.route("GET", "/sources/:source", on: .source) { request, key in await show(request, key) },
+            admin.route("PATCH", "/sources/:source", on: .source, .sources, accepts: Self.accepted) { request, key in await edit(request, key) },
+            admin.route("DELETE", "/sources/:source", on: .source, .sources) { request, key in await remove(request, key) },
+            admin.route("POST", "/sources/:source/poll", on: .source, .sources) { request, key in await poll(request, key) },
+            admin.route("GET", "/sources/:source/reviews", on: .source, accepts: page) { request, key in await reviews(request, key) },
+            admin.route("POST", "/sources/:source/reviews/:entity/approve", on: .source, .push) { request, key in
+                await decide(request, key, approve: true)
+            },
+            admin.route("POST", "/sources/:source/reviews/:entity/dismiss", on: .source) { request, key in await decide(request, key, approve: false)
+            },
+            admin.route("POST", "/sources/:source/alerts/:entity/hide", on: .source) { request, key in await hide(request, key, true) },
+            admin.route("POST", "/sources/:source/alerts/:entity/show", on: .source) { request, key in await hide(request, key, false) },
         ]
     }
 
@@ -46,7 +50,7 @@ struct AlertSourceRoutes: Sendable {
 
     /// The source the path names, if the key may act on its region.
     func scoped(_ request: Request, _ key: ApiKeyStore.Record) async throws -> (AlertSource, AlertSourceStatus) {
-        guard let id = admin.id(request), let found = try await store.source(id: id), key.allows(region: found.0.regionID) else {
+        guard let id = try? admin.id(request, .source), let found = try await store.source(id: id), key.allows(region: found.0.regionID) else {
             throw AdministrationError.notFound("No such source")
         }
         return found
@@ -60,12 +64,12 @@ struct AlertSourceRoutes: Sendable {
         if request.parameters["allow_private"] != nil && !key.isAdmin {
             throw .forbidden("allow_private needs a key with the admin scope: it lets the server reach this network's own hosts")
         }
-        return AdminRoutes.fields(request, Self.fields)
+        return AdminAPI.fields(request, Self.fields)
     }
 
     func list(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             let page = try AdminConventions.page(request, list: "sources:\(regionID)")
             let sources = try await store.sources(regionID: regionID).sorted { $0.0.id < $1.0.id }
             return page.response(sources, request: request, id: { $0.0.id }, json: { Self.json($0.0, $0.1) })
@@ -74,7 +78,7 @@ struct AlertSourceRoutes: Sendable {
 
     func add(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let source = try await acting(key).add(regionID: try admin.regionID(request, key), fields: try settings(request, key), naming: .api)
+            let source = try await acting(key).add(regionID: try admin.regionID(request), fields: try settings(request, key), naming: .api)
             return .json(201, Self.json(source, AlertSourceStatus())).adding(header: "ETag", Self.etag(source))
         } catch { return admin.failure(error) }
     }

@@ -11,7 +11,7 @@ import HTTPServer
 extension ConsoleRoutes {
     var mirroredAlertRoutes: [Route] {
         [
-            alertRoute("POST", "/admin/alerts/:id/feed", .author) { request, context, alert in await setInFeed(request, context, alert) }
+            alertRoute("POST", "/admin/alerts/:alert/feed", .author) { request, context, alert in await setInFeed(request, context, alert) }
         ]
     }
 
@@ -67,7 +67,7 @@ extension ConsoleRoutes {
             ("About", Self.scopeDescription(message?.informedEntities ?? [])),
         ]
         if let state { facts.append(("First seen", RegionTime.display(seconds: state.firstSeenAt, zone))) }
-        content.append(tag("dl", [.class("facts")], Self.facts(facts)))
+        content.append(tag("dl", [.class("facts")], SourceConsolePages.facts(facts)))
         content.append(tag("p", [.class("hint")], [timesHint(zone)]))
         content.append(
             ConsoleLayout.table(

@@ -134,11 +134,19 @@ final class Sidecar: Sendable {
 
     /// Every feature of the server, in one list.
     static func features(_ context: FeatureContext, regionSource: RegionSource, directoryClient: HTTPClient, demoRegionID: Int?) -> [any Feature] {
+        // The console kit, built once: every feature's pages share its
+        // sessions, limits and caches.
+        let console = ConsoleRoutes(context)
         var features: [any Feature] = [
             HealthRoutes(context), OpenAPIRoutes(), PushRegistrationRoutes(context), AlarmRoutes(context), LiveActivityRoutes(context),
             AlertFeedRoutes(context), SurveyRoutes(context), GhostBusRoutes(context), DonationRoutes(context), GorushWebhookRoutes(context),
-            WeatherRoutes(context), VehicleRoutes(context), AdminRoutes(context), AdminKeyRoutes(context), SurveyAdminRoutes(context),
-            GhostBusAdminRoutes(context), ActivityAdminRoutes(context), ConsoleRoutes(context), ShareRoutes(context),
+            WeatherRoutes(context), VehicleRoutes(context), ShareRoutes(context),
+            // The admin API, each feature's routes built with the admin kit.
+            RegionAdminRoutes(context), AlertAdminRoutes(context), AlertSends(context), AdminKeyRoutes(context), SurveyAdminRoutes(context),
+            GhostBusAdminRoutes(context), ActivityAdminRoutes(context),
+            // The console: the kit's own pages, then each feature's.
+            console, RegionConsolePages(console, context), SurveyConsolePages(console, context), GhostBusConsolePages(console, context),
+            SourceConsolePages(console, context),
             RegionRefresher(context, source: regionSource, client: directoryClient), AlertSourcePolling(context),
         ]
         if let binder = RelayBinder(context) { features.append(binder) }

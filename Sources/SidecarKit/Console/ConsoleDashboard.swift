@@ -38,7 +38,7 @@ extension ConsoleRoutes {
                 ])
         }
         let content: [any HTMLContent] = [
-            setupChecklist(settings, context), Self.reviewsWaiting(context),
+            RegionConsolePages.setupChecklist(settings, context), Self.reviewsWaiting(context),
             tag("p", [.class("hint")], [zoneHint(zone)]),
             tag(
                 "div", [.class("grid")],

@@ -131,7 +131,7 @@ extension ConsoleRoutes {
 
     /// The key a user may manage, or nil (another region's, or none).
     func manageableKey(_ request: Request, _ session: ConsoleStore.Session) async throws -> ApiKeyStore.Record? {
-        guard let id = request.pathParameters["id"].flatMap({ Int64($0) }), let record = try await keys.find(id: id),
+        guard let id = request.pathParameters["key"].flatMap({ Int64($0) }), let record = try await keys.find(id: id),
             ConsoleRules.mayManageKey(keyRegions: record.regions, allowed: session.user.regions)
         else { return nil }
         return record

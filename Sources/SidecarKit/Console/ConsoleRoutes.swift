@@ -15,8 +15,6 @@ struct ConsoleRoutes: Sendable {
     let administration: AlertAdministration
     let alerts: AlertStore
     let sends: AlertSendRunner
-    let surveys: SurveyStore
-    let ghostBus: GhostBusStore
     let keys: ApiKeyStore
     let audit: AuditLog
     let regions: RegionDirectory
@@ -51,7 +49,8 @@ struct ConsoleRoutes: Sendable {
 
     /// Every page, each declaring who may open it (`openPage`, or a
     /// signed-in user allowed an action: `userPage`, `regionPage`,
-    /// `alertRoute`, `surveyRoute`), so the guards are this one table.
+    /// `alertRoute`); each feature's own pages (`ConsolePages`) declare
+    /// theirs with the same builders, so `RouteTableTests` reads one table.
     var routes: [Route] {
         ConsoleAssets.routes() + [
             openPage("GET", "/admin") { request in await home(request) },
@@ -59,39 +58,39 @@ struct ConsoleRoutes: Sendable {
             openPage("POST", "/admin/login") { request in await login(request) },
             userPage("POST", "/admin/logout", .read) { _, session in await logout(session) },
             regionPage("GET", "/admin/regions/:region", .read) { request, context in await dashboard(request, context) },
-            regionPage("GET", "/admin/regions/:region/settings", .manageRegion) { request, context in await regionSettingsPage(request, context) },
-            regionPage("POST", "/admin/regions/:region/settings", .manageRegion) { request, context in await saveRegionSettings(request, context) },
             regionPage("GET", "/admin/regions/:region/alerts", .read) { request, context in await alertList(request, context) },
             regionPage("GET", "/admin/regions/:region/alerts/new", .author) { _, context in
                 alertForm(context, alert: nil, values: [:], problems: [], zone: await zone(regionID: context.region?.id ?? 0))
             },
             regionPage("POST", "/admin/regions/:region/alerts", .author) { request, context in await createAlert(request, context) },
-            alertRoute("GET", "/admin/alerts/:id", .read) { request, context, alert in await alertPage(request, context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:id", .author) { request, context, alert in await editAlert(request, context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:id/publish", .author) { _, context, alert in await setPublished(context, alert, true) },
-            authoredAlertRoute("POST", "/admin/alerts/:id/end", .author) { _, context, alert in await endNow(context, alert) },
-            authoredAlertRoute("GET", "/admin/alerts/:id/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:id/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
-            authoredAlertRoute("POST", "/admin/alerts/:id/translations", .author) { request, context, alert in
+            alertRoute("GET", "/admin/alerts/:alert", .read) { request, context, alert in await alertPage(request, context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert", .author) { request, context, alert in await editAlert(request, context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert/publish", .author) { _, context, alert in await setPublished(context, alert, true) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert/end", .author) { _, context, alert in await endNow(context, alert) },
+            authoredAlertRoute("GET", "/admin/alerts/:alert/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert/translations", .author) { request, context, alert in
                 await translate(request, context, alert)
             },
-            authoredAlertRoute("GET", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in
+            authoredAlertRoute("GET", "/admin/alerts/:alert/translations/delete", .author) { request, context, alert in
                 await confirmDeleteTranslation(request, context, alert)
             },
-            authoredAlertRoute("GET", "/admin/alerts/:id/delete", .author) { _, context, alert in confirmDeleteDraft(context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:id/delete", .author) { _, context, alert in await deleteDraft(context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:id/translations/delete", .author) { request, context, alert in
+            authoredAlertRoute("GET", "/admin/alerts/:alert/delete", .author) { _, context, alert in confirmDeleteDraft(context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert/delete", .author) { _, context, alert in await deleteDraft(context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert/translations/delete", .author) { request, context, alert in
                 await deleteTranslation(request, context, alert)
             },
-            alertRoute("GET", "/admin/alerts/:id/send", .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert) },
-            alertRoute("POST", "/admin/alerts/:id/sends", .sendToTestDevices) { request, context, alert in await startSend(request, context, alert) },
-            alertRoute("GET", "/admin/alerts/:id/sends.json", .read) { _, context, alert in await sendsJSON(alert, context.session) },
+            alertRoute("GET", "/admin/alerts/:alert/send", .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert)
+            },
+            alertRoute("POST", "/admin/alerts/:alert/sends", .sendToTestDevices) { request, context, alert in await startSend(request, context, alert)
+            },
+            alertRoute("GET", "/admin/alerts/:alert/sends.json", .read) { _, context, alert in await sendsJSON(alert, context.session) },
             userPage("GET", "/admin/keys", .manageKeys) { request, session in await keyList(request, session) },
             userPage("POST", "/admin/keys", .manageKeys) { request, session in await createKey(request, session) },
-            userPage("GET", "/admin/keys/:id/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
-            userPage("POST", "/admin/keys/:id/revoke", .manageKeys) { request, session in await revokeKey(request, session) },
+            userPage("GET", "/admin/keys/:key/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
+            userPage("POST", "/admin/keys/:key/revoke", .manageKeys) { request, session in await revokeKey(request, session) },
             userPage("GET", "/admin/audit", .read) { request, session in await auditPage(request, session) },
-        ] + surveyRoutes + ghostBusRoutes + sourceRoutes + mirroredAlertRoutes
+        ] + mirroredAlertRoutes
     }
 
     // MARK: Declaring a page's guard
@@ -119,7 +118,7 @@ struct ConsoleRoutes: Sendable {
         route(method, path, .session("\(action)")) { request in await inRegion(request, action, handler) }
     }
 
-    /// A page of the alert in `:id`, for a user allowed `action` in its region.
+    /// A page of the alert in `:alert`, for a user allowed `action` in its region.
     func alertRoute(
         _ method: String, _ path: String, _ action: ConsoleAction,
         _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
@@ -127,7 +126,7 @@ struct ConsoleRoutes: Sendable {
         route(method, path, .session("\(action)")) { request in await withAlert(request, action, handler) }
     }
 
-    /// An authoring page of the alert in `:id`: an alert from a source is
+    /// An authoring page of the alert in `:alert`: an alert from a source is
     /// changed at its source, and the page says so instead.
     func authoredAlertRoute(
         _ method: String, _ path: String, _ action: ConsoleAction,
@@ -136,14 +135,6 @@ struct ConsoleRoutes: Sendable {
         alertRoute(method, path, action) { request, context, alert in
             alert.sourceID == nil ? await handler(request, context, alert) : mirroredRefusal(alert)
         }
-    }
-
-    /// A page of the survey in `:id`, for a user allowed `action` in its region.
-    func surveyRoute(
-        _ method: String, _ path: String, _ action: ConsoleAction,
-        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, Survey) async -> Response
-    ) -> Route {
-        route(method, path, .session("\(action)")) { request in await withSurvey(request, action, handler) }
     }
 
     // MARK: Sessions, CSRF, roles, regions
@@ -263,7 +254,7 @@ struct ConsoleRoutes: Sendable {
         _ handler: @escaping (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
     ) async -> Response {
         await signedIn(request, action) { request, session in
-            guard let id = request.pathParameters["id"].flatMap({ Int64($0) }) else { return notFound() }
+            guard let id = request.pathParameters["alert"].flatMap({ Int64($0) }) else { return notFound() }
             do {
                 guard let alert = try await alerts.find(id: id), ConsoleRules.mayAccess(region: alert.regionID, allowed: session.user.regions),
                     let region = regions.region(id: alert.regionID)
@@ -278,6 +269,11 @@ struct ConsoleRoutes: Sendable {
     func unavailable(_ error: any Error) -> Response {
         logger.error("console request failed", [("error", "\(error)")])
         return ConsoleLayout.errorPage(503, "Unavailable", "The database could not be reached. Nothing was changed; try again shortly.")
+    }
+
+    /// The alert sources' management as this user, audited under their email.
+    func sourceAdministration(_ session: ConsoleStore.Session) -> AlertSourceAdministration {
+        sources.acting(as: "user:" + session.user.email)
     }
 
     /// The operations as this user: changes are audited under their email.
@@ -352,7 +348,7 @@ extension ConsoleRoutes: Feature {
         let clock = context.clock
         self.init(
             store: context.stores.console, administration: context.administration, alerts: context.stores.alerts, sends: context.alertSends,
-            surveys: context.stores.surveys, ghostBus: context.stores.ghostBus, keys: context.stores.apiKeys, audit: context.stores.audit,
+            keys: context.stores.apiKeys, audit: context.stores.audit,
             regions: context.regions, database: context.database, clock: context.clock, logger: context.logger,
             secureCookies: context.publicURL.url.hasPrefix("https://"),
             clientLogins: context.limiter("console_login_client", limit: ConsoleRules.attemptsPerClient, windowSeconds: logins),

@@ -16,26 +16,26 @@ struct DemoOneBusAway: Sendable {
         return [
             Route("GET", "\(Self.prefix)/current-time", suffixes: json) { _ in self.envelope(entry: self.currentTime) },
             Route("GET", "\(Self.prefix)/agencies-with-coverage", suffixes: json) { _ in self.agenciesWithCoverage() },
-            Route("GET", "\(Self.prefix)/agency/:id", suffixes: json) { request in
-                request.pathParameters["id"] == DemoTransit.agencyID ? self.envelope(entry: Self.agency) : Self.notFound
+            Route("GET", "\(Self.prefix)/agency/:agency", suffixes: json) { request in
+                request.pathParameters["agency"] == DemoTransit.agencyID ? self.envelope(entry: Self.agency) : Self.notFound
             },
-            Route("GET", "\(Self.prefix)/routes-for-agency/:id", suffixes: json) { request in
-                guard request.pathParameters["id"] == DemoTransit.agencyID else { return Self.notFound }
+            Route("GET", "\(Self.prefix)/routes-for-agency/:agency", suffixes: json) { request in
+                guard request.pathParameters["agency"] == DemoTransit.agencyID else { return Self.notFound }
                 return self.list(DemoTransit.routes.map(Self.route), references: self.references(routes: DemoTransit.routes))
             },
-            Route("GET", "\(Self.prefix)/route/:id", suffixes: json) { request in
-                guard let route = DemoTransit.route(id: request.pathParameters["id"] ?? "") else { return Self.notFound }
+            Route("GET", "\(Self.prefix)/route/:route", suffixes: json) { request in
+                guard let route = DemoTransit.route(id: request.pathParameters["route"] ?? "") else { return Self.notFound }
                 return self.envelope(entry: Self.route(route), references: self.references(routes: [route]))
             },
             Route("GET", "\(Self.prefix)/stops-for-location", suffixes: json) { _ in
                 self.list(DemoTransit.stops.map(Self.stop), references: self.references(routes: DemoTransit.routes))
             },
-            Route("GET", "\(Self.prefix)/stop/:id", suffixes: json) { request in
-                guard let stop = DemoTransit.stop(id: request.pathParameters["id"] ?? "") else { return Self.notFound }
+            Route("GET", "\(Self.prefix)/stop/:stop", suffixes: json) { request in
+                guard let stop = DemoTransit.stop(id: request.pathParameters["stop"] ?? "") else { return Self.notFound }
                 return self.envelope(entry: Self.stop(stop), references: self.references(routes: DemoTransit.routes(servingStop: stop.id)))
             },
-            Route("GET", "\(Self.prefix)/stops-for-route/:id", suffixes: json) { request in
-                guard let route = DemoTransit.route(id: request.pathParameters["id"] ?? "") else { return Self.notFound }
+            Route("GET", "\(Self.prefix)/stops-for-route/:route", suffixes: json) { request in
+                guard let route = DemoTransit.route(id: request.pathParameters["route"] ?? "") else { return Self.notFound }
                 return self.envelope(
                     entry: .object([
                         "routeId": .string(route.id), "stopIds": .array(route.stops.map { .string($0.id) }),
@@ -43,11 +43,11 @@ struct DemoOneBusAway: Sendable {
                     ]),
                     references: self.references(routes: [route], stops: route.stops))
             },
-            Route("GET", "\(Self.prefix)/arrivals-and-departures-for-stop/:id", suffixes: json) { request in self.arrivals(request) },
-            Route("GET", "\(Self.prefix)/arrival-and-departure-for-stop/:id", suffixes: json) { request in self.arrival(request) },
-            Route("GET", "\(Self.prefix)/trip-details/:id", suffixes: json) { request in self.tripDetails(request) },
-            Route("GET", "\(Self.prefix)/vehicles-for-agency/:id", suffixes: json) { request in
-                guard request.pathParameters["id"] == DemoTransit.agencyID else { return Self.notFound }
+            Route("GET", "\(Self.prefix)/arrivals-and-departures-for-stop/:stop", suffixes: json) { request in self.arrivals(request) },
+            Route("GET", "\(Self.prefix)/arrival-and-departure-for-stop/:stop", suffixes: json) { request in self.arrival(request) },
+            Route("GET", "\(Self.prefix)/trip-details/:trip", suffixes: json) { request in self.tripDetails(request) },
+            Route("GET", "\(Self.prefix)/vehicles-for-agency/:agency", suffixes: json) { request in
+                guard request.pathParameters["agency"] == DemoTransit.agencyID else { return Self.notFound }
                 let now = self.now
                 return self.list(
                     DemoTransit.activeTrips(now: now).map { self.vehicleStatus($0, now: now) },
@@ -185,7 +185,7 @@ struct DemoOneBusAway: Sendable {
 
     /// `minutesBefore` (default 5) and `minutesAfter` (default 35), capped at a day.
     func arrivals(_ request: Request) -> Response {
-        guard let stop = DemoTransit.stop(id: request.pathParameters["id"] ?? "") else { return Self.notFound }
+        guard let stop = DemoTransit.stop(id: request.pathParameters["stop"] ?? "") else { return Self.notFound }
         let now = self.now
         let before = min(max(Int64(request.parameters["minutesBefore"] ?? "") ?? 5, 0), 1440)
         let after = min(max(Int64(request.parameters["minutesAfter"] ?? "") ?? 35, 0), 1440)
@@ -202,7 +202,7 @@ struct DemoOneBusAway: Sendable {
     }
 
     func arrival(_ request: Request) -> Response {
-        guard let stopID = request.pathParameters["id"], let tripID = request.parameters["tripId"],
+        guard let stopID = request.pathParameters["stop"], let tripID = request.parameters["tripId"],
             let serviceDate = Int64(request.parameters["serviceDate"] ?? ""),
             let trip = DemoTransit.trip(id: tripID, serviceDate: serviceDate),
             let visit = DemoTransit.visit(trip, stopID: stopID, now: now)
@@ -214,7 +214,7 @@ struct DemoOneBusAway: Sendable {
         let now = self.now
         let today = now - ((now % DemoTransit.dayMillis) + DemoTransit.dayMillis) % DemoTransit.dayMillis
         let serviceDate = Int64(request.parameters["serviceDate"] ?? "") ?? today
-        guard let trip = DemoTransit.trip(id: request.pathParameters["id"] ?? "", serviceDate: serviceDate) else { return Self.notFound }
+        guard let trip = DemoTransit.trip(id: request.pathParameters["trip"] ?? "", serviceDate: serviceDate) else { return Self.notFound }
         let stops = trip.route.stops(direction: trip.direction)
         let stopTimes = stops.indices.map { index -> JSONValue in
             let seconds = Int64(trip.startMinute * 60 + index * trip.route.minutesBetweenStops * 60)

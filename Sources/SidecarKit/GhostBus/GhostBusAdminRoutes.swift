@@ -4,7 +4,7 @@ import HTTPServer
 /// Ghost-bus reports in the admin API: a paged list and a streamed CSV of
 /// a region's reports, filtered by route, trip and when they were made.
 struct GhostBusAdminRoutes: Sendable {
-    let admin: AdminRoutes
+    let admin: AdminAPI
     let store: GhostBusStore
     let zone: @Sendable (Int) async -> ZoneInfo
 
@@ -12,10 +12,14 @@ struct GhostBusAdminRoutes: Sendable {
 
     var routes: [Route] {
         [
-            admin.route("GET", "/regions/:id/ghost-bus-reports", accepts: AdminConventions.paging.merging(Self.filters) { first, _ in first }) {
+            admin.route(
+                "GET", "/regions/:region/ghost-bus-reports", on: .region, accepts: AdminConventions.paging.merging(Self.filters) { first, _ in first }
+            ) {
                 request, key in await list(request, key)
             },
-            admin.route("GET", "/regions/:id/ghost-bus-reports.csv", accepts: Self.filters) { request, key in await export(request, key) },
+            admin.route("GET", "/regions/:region/ghost-bus-reports.csv", on: .region, accepts: Self.filters) { request, key in
+                await export(request, key)
+            },
         ]
     }
 
@@ -49,7 +53,7 @@ struct GhostBusAdminRoutes: Sendable {
 
     func list(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             let filter = try filter(request)
             let page = try AdminConventions.page(request, list: "ghost-bus:\(regionID)")
             let rows = try await store.reports(regionID: regionID, filter: filter, after: page.after, limit: page.limit + 1)
@@ -60,7 +64,7 @@ struct GhostBusAdminRoutes: Sendable {
     /// Streamed a page of rows at a time, as the console's download is.
     func export(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             let filter = try filter(request)
             let zone = await zone(regionID)
             let store = store
@@ -73,6 +77,6 @@ struct GhostBusAdminRoutes: Sendable {
 
 extension GhostBusAdminRoutes: Feature {
     init(_ context: FeatureContext) {
-        self.init(admin: AdminRoutes(context), store: context.stores.ghostBus, zone: { [context] in await context.zone(regionID: $0) })
+        self.init(admin: AdminAPI(context), store: context.stores.ghostBus, zone: { [context] in await context.zone(regionID: $0) })
     }
 }

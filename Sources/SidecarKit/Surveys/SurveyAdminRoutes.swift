@@ -4,7 +4,7 @@ import HTTPServer
 /// Studies, surveys and their responses in the admin API, within the key's
 /// regions: the same authoring rules as the CLI and the console.
 struct SurveyAdminRoutes: Sendable {
-    let admin: AdminRoutes
+    let admin: AdminAPI
     let administration: SurveyAdministration
     let store: SurveyStore
     let zone: @Sendable (Int) async -> ZoneInfo
@@ -21,22 +21,25 @@ struct SurveyAdminRoutes: Sendable {
         let page = AdminConventions.paging
         let responses = page.merging(AdminConventions.timeFilter) { first, _ in first }
         return [
-            admin.route("GET", "/regions/:id/studies", accepts: page) { request, key in await studies(request, key) },
-            admin.route("POST", "/regions/:id/studies", accepts: ["name": .text, "description": .text], idempotent: true) { request, key in
+            admin.route("GET", "/regions/:region/studies", on: .region, accepts: page) { request, key in await studies(request, key) },
+            admin.route("POST", "/regions/:region/studies", on: .region, accepts: ["name": .text, "description": .text], idempotent: true) {
+                request, key in
                 await createStudy(request, key)
             },
-            admin.route("GET", "/regions/:id/surveys", accepts: page) { request, key in await surveys(request, key) },
-            admin.route("POST", "/regions/:id/surveys", accepts: Self.document, idempotent: true) { request, key in
+            admin.route("GET", "/regions/:region/surveys", on: .region, accepts: page) { request, key in await surveys(request, key) },
+            admin.route("POST", "/regions/:region/surveys", on: .region, accepts: Self.document, idempotent: true) { request, key in
                 await createSurvey(request, key)
             },
-            admin.route("GET", "/surveys/:id") { request, key in await show(request, key) },
-            admin.route("PUT", "/surveys/:id", accepts: Self.document) { request, key in await edit(request, key) },
-            admin.route("DELETE", "/surveys/:id") { request, key in await delete(request, key) },
-            admin.route("POST", "/surveys/:id/activate") { request, key in await setAvailable(request, key, true) },
-            admin.route("POST", "/surveys/:id/archive") { request, key in await setAvailable(request, key, false) },
-            admin.route("PUT", "/surveys/:id/question-order", accepts: ["question_ids": .list]) { request, key in await reorder(request, key) },
-            admin.route("GET", "/surveys/:id/responses", accepts: responses) { request, key in await listResponses(request, key) },
-            admin.route("GET", "/surveys/:id/responses.csv", accepts: AdminConventions.timeFilter) { request, key in
+            admin.route("GET", "/surveys/:survey", on: .survey) { request, key in await show(request, key) },
+            admin.route("PUT", "/surveys/:survey", on: .survey, accepts: Self.document) { request, key in await edit(request, key) },
+            admin.route("DELETE", "/surveys/:survey", on: .survey) { request, key in await delete(request, key) },
+            admin.route("POST", "/surveys/:survey/activate", on: .survey) { request, key in await setAvailable(request, key, true) },
+            admin.route("POST", "/surveys/:survey/archive", on: .survey) { request, key in await setAvailable(request, key, false) },
+            admin.route("PUT", "/surveys/:survey/question-order", on: .survey, accepts: ["question_ids": .list]) { request, key in
+                await reorder(request, key)
+            },
+            admin.route("GET", "/surveys/:survey/responses", on: .survey, accepts: responses) { request, key in await listResponses(request, key) },
+            admin.route("GET", "/surveys/:survey/responses.csv", on: .survey, accepts: AdminConventions.timeFilter) { request, key in
                 await exportResponses(request, key)
             },
         ]
@@ -54,7 +57,7 @@ struct SurveyAdminRoutes: Sendable {
     /// The survey the path names, if the key may act on its region; with
     /// `If-Match` checked when the request changes it.
     func scoped(_ request: Request, _ key: ApiKeyStore.Record, changing: Bool = false) async throws -> Survey {
-        guard let id = admin.id(request), let survey = try await store.survey(id: id), key.allows(region: survey.regionID) else {
+        guard let id = try? admin.id(request, .survey), let survey = try await store.survey(id: id), key.allows(region: survey.regionID) else {
             throw AdministrationError.notFound("No such survey")
         }
         if changing { try AdminConventions.checkIfMatch(request, current: SurveyRules.document(survey)) }
@@ -63,7 +66,7 @@ struct SurveyAdminRoutes: Sendable {
 
     func studies(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             let page = try AdminConventions.page(request, list: "studies:\(regionID)")
             return page.response(try await store.studies(regionID: regionID), request: request, id: \.id, json: Self.study)
         } catch { return admin.failure(error) }
@@ -72,14 +75,14 @@ struct SurveyAdminRoutes: Sendable {
     func createStudy(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let study = try await acting(key).createStudy(
-                regionID: try admin.regionID(request, key), name: request.parameters["name"], description: request.parameters["description"])
+                regionID: try admin.regionID(request), name: request.parameters["name"], description: request.parameters["description"])
             return .json(201, Self.study(study))
         } catch { return admin.failure(error) }
     }
 
     func surveys(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             let page = try AdminConventions.page(request, list: "surveys:\(regionID)")
             return page.response(try await store.surveys(regionID: regionID), request: request, id: \.id, json: SurveyRules.document)
         } catch { return admin.failure(error) }
@@ -96,7 +99,7 @@ struct SurveyAdminRoutes: Sendable {
 
     func createSurvey(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let regionID = try admin.regionID(request, key)
+            let regionID = try admin.regionID(request)
             var document = try Self.body(request)
             if case .object(var fields) = document, fields["region_id"] == nil {
                 fields["region_id"] = .integer(Int64(regionID))
@@ -183,7 +186,7 @@ struct SurveyAdminRoutes: Sendable {
 extension SurveyAdminRoutes: Feature {
     init(_ context: FeatureContext) {
         self.init(
-            admin: AdminRoutes(context),
+            admin: AdminAPI(context),
             administration: SurveyAdministration(
                 store: context.stores.surveys, regions: context.regions, audit: context.stores.audit, clock: context.clock),
             store: context.stores.surveys, zone: { [context] in await context.zone(regionID: $0) })

@@ -16,7 +16,8 @@ struct SurveyRoutes: Sendable {
             Route("POST", "/api/v1/survey_responses", suffixes: [".json"], errorStyle: .legacy, throttle: limiter, handler: create),
         ]
         for method in ["POST", "PUT", "PATCH"] {
-            routes.append(Route(method, "/api/v1/survey_responses/:id", suffixes: [".json"], errorStyle: .legacy, throttle: limiter, handler: amend))
+            routes.append(
+                Route(method, "/api/v1/survey_responses/:response", suffixes: [".json"], errorStyle: .legacy, throttle: limiter, handler: amend))
         }
         return routes
     }
@@ -97,7 +98,7 @@ struct SurveyRoutes: Sendable {
     }
 
     func amend(_ request: Request) async -> Response {
-        let publicID = request.pathParameters["id"] ?? ""
+        let publicID = request.pathParameters["response"] ?? ""
         let answers: [[String: JSONValue]]
         switch SurveyRules.answers(request.parameters.value("responses")) {
         case .success(let value): answers = value

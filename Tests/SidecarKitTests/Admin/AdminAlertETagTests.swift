@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import TestSupport
 import Testing
+
 @testable import SidecarKit
 
 /// An alert's ETag and If-Match: a stale edit is 412, and a read's tag

@@ -36,13 +36,55 @@ struct RouteTableTests {
     @Test func whatEachRoleMayDoIsDeclared() async throws {
         try await TestSidecar.run { app in
             let access = Dictionary(Self.table(app).map { ("\($0.method) \($0.pattern)", $0.access) }, uniquingKeysWith: { first, _ in first })
-            #expect(access["POST /admin/alerts/:id/sends"] == .session("sendToTestDevices"))
-            #expect(access["POST /admin/alerts/:id/publish"] == .session("author"))
+            #expect(access["POST /admin/alerts/:alert/sends"] == .session("sendToTestDevices"))
+            #expect(access["POST /admin/alerts/:alert/publish"] == .session("author"))
             #expect(access["POST /admin/keys"] == .session("manageKeys"))
             #expect(access["POST /admin/regions/:region/settings"] == .session("manageRegion"))
             #expect(access["GET /admin/audit"] == .session("read"))
-            #expect(access["POST /admin/api/alerts/:id/sends"] == .apiKey("push"))
-            #expect(access["GET /admin/api/regions"] == .apiKey("any"))
+            #expect(access["POST /admin/api/alerts/:alert/sends"] == .apiKey("push", object: "alert"))
+            #expect(access["GET /admin/api/regions"] == .apiKey("any", object: "none"))
+            #expect(access["POST /admin/api/regions/:region/sources"] == .apiKey("sources", object: "region"))
+            #expect(access["DELETE /admin/api/principals/:principal"] == .apiKey("principals", object: "principal"))
+        }
+    }
+
+    /// The admin API's scope column, as the Go reference's route test keeps
+    /// one: each route names the object it acts on, the kit resolves it
+    /// before the handler, and the object is the one its path leads with.
+    @Test func everyAdminRouteDeclaresTheObjectItActsOn() async throws {
+        try await TestSidecar.run { app in
+            let admin = Self.table(app).filter { $0.pattern.hasPrefix("/admin/api/") }
+            #expect(admin.count >= 46)
+            for route in admin {
+                let key = "\(route.method) \(route.pattern)"
+                guard case .apiKey(_, let declared) = route.access, let object = AdminObject(rawValue: declared) else {
+                    Issue.record("\(key) is \(route.access), with no object")
+                    continue
+                }
+                let path = route.pattern.dropFirst("/admin/api".count).split(separator: "/").map(String.init)
+                // The first capture names what the route acts on: /regions/:region/... is the
+                // region's, /alerts/:alert/... the alert's, /keys and /audit nothing's.
+                let firstCapture = path.first { $0.hasPrefix(":") }.map { String($0.dropFirst()) }
+                #expect(object.parameter == firstCapture, "\(key) declares \(object)")
+                if route.pattern.hasPrefix("/admin/api/regions/:region") { #expect(object == .region, "\(key)") }
+                if let firstCapture, firstCapture != "key", firstCapture != "principal" {
+                    #expect(object.isOfARegion, "\(key): a \(object) must resolve to its region")
+                }
+            }
+            // Every kind of object is in use, so none is declared and forgotten.
+            #expect(
+                Set(admin.compactMap { route -> String? in if case .apiKey(_, let object) = route.access { object } else { nil } })
+                    == Set(AdminObject.allCases.map(\.rawValue)))
+        }
+    }
+
+    /// A path parameter has one meaning wherever it appears: no bare `:id`.
+    @Test func pathParametersNameWhatTheyCarry() async throws {
+        try await TestSidecar.run { app in
+            for route in Self.table(app) {
+                let captures = route.pattern.split(separator: "/").filter { $0.hasPrefix(":") }
+                #expect(!captures.contains(":id"), "\(route.method) \(route.pattern)")
+            }
         }
     }
 

@@ -7,8 +7,13 @@ import HTTPServer
 /// Alert sources in the console: each source's settings and last poll, the
 /// alerts waiting for review (approve pushes once; dismiss), adding one and
 /// removing one. Secret headers and link-local addresses stay CLI-only.
-extension ConsoleRoutes {
-    var sourceRoutes: [Route] {
+struct SourceConsolePages: ConsolePages {
+    let console: ConsoleRoutes
+    /// The sources' management, as the kit holds it (its review queue is in
+    /// every region page's navigation).
+    var sources: AlertSourceAdministration { console.sources }
+
+    var routes: [Route] {
         [
             regionPage("GET", "/admin/regions/:region/sources", .read) { request, context in await sourcesPage(request, context) },
             regionPage("POST", "/admin/regions/:region/sources", .manageRegion) { request, context in await addSource(request, context) },
@@ -20,10 +25,6 @@ extension ConsoleRoutes {
             },
             regionPage("POST", "/admin/regions/:region/sources/remove", .manageRegion) { request, context in await removeSource(request, context) },
         ]
-    }
-
-    func sourceAdministration(_ session: ConsoleStore.Session) -> AlertSourceAdministration {
-        sources.acting(as: "user:" + session.user.email)
     }
 
     func sourcesPage(_ request: Request, _ context: ConsoleLayout.Context, values: [String: String] = [:], problems: [String] = [], status: Int = 200)
@@ -220,7 +221,7 @@ extension ConsoleRoutes {
 
     /// The fields a source form submits, by the admin API's names.
     func sourceFields(_ request: Request, admin: Bool) -> [String: String] {
-        var fields = AdminRoutes.fields(request, ["url", "mode", "push", "min_severity", "scope", "audience", "interval", "pushes_per_hour"])
+        var fields = AdminAPI.fields(request, ["url", "mode", "push", "min_severity", "scope", "audience", "interval", "pushes_per_hour"])
         fields["quiet_hours"] = request.parameters["quiet_hours"]?.trimmingWhitespace() ?? ""
         // A checkbox is absent when unticked: only an admin's form carries it.
         if admin { fields["allow_private"] = request.parameters["allow_private"] == "true" ? "true" : "false" }
@@ -335,4 +336,8 @@ extension ConsoleRoutes {
             return .seeOther("/admin/regions/\(region.id)/sources?done=source-removed")
         } catch { return unavailable(error) }
     }
+}
+
+extension SourceConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console) }
 }

@@ -5,7 +5,17 @@ import HTTPServer
 /// A region's settings the directory does not carry: its OneBusAway agency
 /// id (the feed's informed entity) and its time zone (every time staff
 /// read and type), with the checklist the dashboard shows while one is missing.
-extension ConsoleRoutes {
+struct RegionConsolePages: ConsolePages {
+    let console: ConsoleRoutes
+    let settings: RegionSettingsStore
+
+    var routes: [Route] {
+        [
+            regionPage("GET", "/admin/regions/:region/settings", .manageRegion) { request, context in await regionSettingsPage(request, context) },
+            regionPage("POST", "/admin/regions/:region/settings", .manageRegion) { request, context in await saveRegionSettings(request, context) },
+        ]
+    }
+
     /// What a region still needs before staff can work in it; empty when set up.
     static func setupProblems(_ settings: RegionSettings?) -> [String] {
         var missing: [String] = []
@@ -19,7 +29,7 @@ extension ConsoleRoutes {
     }
 
     /// The checklist on the dashboard, or nothing when the region is set up.
-    func setupChecklist(_ settings: RegionSettings?, _ context: ConsoleLayout.Context) -> HTML {
+    static func setupChecklist(_ settings: RegionSettings?, _ context: ConsoleLayout.Context) -> HTML {
         let missing = Self.setupProblems(settings)
         guard !missing.isEmpty, let region = context.region else { return .empty }
         let action: any HTMLContent =
@@ -41,7 +51,7 @@ extension ConsoleRoutes {
     ) async -> Response {
         guard let region = context.region else { return notFound() }
         let settings: RegionSettings?
-        do { settings = try await RegionSettingsStore(database: alerts.database).all()[region.id] } catch { return unavailable(error) }
+        do { settings = try await self.settings.all()[region.id] } catch { return unavailable(error) }
         let zone = await zone(regionID: region.id)
         let content: [any HTMLContent] = [
             ConsoleLayout.problems(problems),
@@ -57,7 +67,8 @@ extension ConsoleRoutes {
                         hint: "A name from the tz database, such as America/Los_Angeles or Asia/Kolkata. Now: " + zoneHint(zone),
                         maxLength: 64, extra: [Attribute("list", "zones"), Attribute("autocomplete", "off")]),
                     tag(
-                        "datalist", [.id("zones")], ZoneCatalog.identifiers(directory: zoneDirectory).map { tag("option", [Attribute("value", $0)]) }),
+                        "datalist", [.id("zones")],
+                        ZoneCatalog.identifiers(directory: console.zoneDirectory).map { tag("option", [Attribute("value", $0)]) }),
                     ConsoleLayout.checkbox(
                         "This region does not observe daylight time", name: "fixed_offset",
                         checked: values["fixed_offset"] == "true" || (settings?.timezone.map(ZoneCatalog.fixedOffsetZones.contains) ?? false),
@@ -77,12 +88,18 @@ extension ConsoleRoutes {
             "fixed_offset": request.parameters["fixed_offset"] == "true" ? "true" : "",
         ]
         do {
-            _ = try await administration(context.session).setRegion(
+            _ = try await console.administration(context.session).setRegion(
                 id: region.id, agencyID: values["agency_id"],
                 timezone: values["timezone"]?.presence ?? "none", fixedOffset: values["fixed_offset"] == "true")
             return .seeOther("/admin/regions/\(region.id)?done=region-saved")
         } catch let error as AdministrationError {
             return await regionSettingsPage(request, context, values: values, problems: error.messages, status: 422)
         } catch { return unavailable(error) }
+    }
+}
+
+extension RegionConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) {
+        self.init(console: console, settings: RegionSettingsStore(database: context.database))
     }
 }

@@ -4,18 +4,23 @@ import FoundationEssentials
 import HTML
 import HTTPServer
 
-/// The console's survey pages.
-extension ConsoleRoutes {
-    var surveyRoutes: [Route] {
+/// The console's survey pages: a region's surveys, the survey form, a
+/// survey's responses and their CSV.
+struct SurveyConsolePages: ConsolePages {
+    let console: ConsoleRoutes
+    let surveys: SurveyStore
+
+    var routes: [Route] {
         [
             regionPage("GET", "/admin/regions/:region/surveys", .read) { request, context in await surveyList(request, context) },
             regionPage("GET", "/admin/regions/:region/surveys/new", .author) { _, context in
                 await surveyForm(context, survey: nil, values: [:], problems: [])
             },
             regionPage("POST", "/admin/regions/:region/surveys", .author) { request, context in await saveSurvey(request, context, existing: nil) },
-            surveyRoute("GET", "/admin/surveys/:id", .read) { request, context, survey in await surveyPage(request, context, survey) },
-            surveyRoute("POST", "/admin/surveys/:id", .author) { request, context, survey in await saveSurvey(request, context, existing: survey) },
-            surveyRoute("GET", "/admin/surveys/:id/responses.csv", .read) { _, _, survey in
+            surveyRoute("GET", "/admin/surveys/:survey", .read) { request, context, survey in await surveyPage(request, context, survey) },
+            surveyRoute("POST", "/admin/surveys/:survey", .author) { request, context, survey in await saveSurvey(request, context, existing: survey)
+            },
+            surveyRoute("GET", "/admin/surveys/:survey/responses.csv", .read) { _, _, survey in
                 let zone = await zone(regionID: survey.regionID)
                 let surveys = surveys
                 return CSVDownload.response(filename: "survey-\(survey.id)-responses.csv") { write in
@@ -25,12 +30,22 @@ extension ConsoleRoutes {
         ]
     }
 
+    /// A page of the survey in `:survey`, for a user allowed `action` in its region.
+    func surveyRoute(
+        _ method: String, _ path: String, _ action: ConsoleAction,
+        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, Survey) async -> Response
+    ) -> Route {
+        route(method, path, .session("\(action)")) { request in await withSurvey(request, action, handler) }
+    }
+
+    /// Runs `handler` with the survey the path names; one of a region the
+    /// user may not see is answered as missing.
     func withSurvey(
         _ request: Request, _ action: ConsoleAction,
         _ handler: @escaping (Request, ConsoleLayout.Context, Survey) async -> Response
     ) async -> Response {
         await signedIn(request, action) { request, session in
-            guard let id = request.pathParameters["id"].flatMap({ Int64($0) }) else { return notFound() }
+            guard let id = request.pathParameters["survey"].flatMap({ Int64($0) }) else { return notFound() }
             do {
                 guard let survey = try await surveys.survey(id: id), ConsoleRules.mayAccess(region: survey.regionID, allowed: session.user.regions),
                     let region = regions.region(id: survey.regionID)
@@ -358,4 +373,8 @@ extension ConsoleRoutes {
         let list = tag("ul", [], answers.map { tag("li", [], [$0]) })
         return [RegionTime.display(seconds: response.createdAt, zone), response.stopIdentifier ?? "—", list]
     }
+}
+
+extension SurveyConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console, surveys: context.stores.surveys) }
 }

@@ -4,9 +4,13 @@ import FoundationEssentials
 import HTML
 import HTTPServer
 
-/// Ghost-bus reports: the chart, the filtered table and the CSV export.
-extension ConsoleRoutes {
-    var ghostBusRoutes: [Route] {
+/// The console's ghost-bus pages: the chart, the filtered table and the
+/// CSV export of a region's reports.
+struct GhostBusConsolePages: ConsolePages {
+    let console: ConsoleRoutes
+    let ghostBus: GhostBusStore
+
+    var routes: [Route] {
         [
             regionPage("GET", "/admin/regions/:region/ghost-bus", .read) { request, context in await ghostBusPage(request, context) },
             regionPage("GET", "/admin/regions/:region/ghost-bus.csv", .read) { _, context in
@@ -81,4 +85,8 @@ extension ConsoleRoutes {
         ]
         return cells
     }
+}
+
+extension GhostBusConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console, ghostBus: context.stores.ghostBus) }
 }

@@ -1,0 +1,62 @@
+import Core
+import HTTPServer
+
+/// A feature's console pages: a small struct in the feature's folder, built
+/// from the console kit (`ConsoleRoutes`: sessions, CSRF, roles, limiters,
+/// the layout) and registered as a feature of its own. Each page declares
+/// its guard with the kit's builders, so the guards stay one table
+/// (`RouteTableTests`), and reads the kit's helpers below as its own. The
+/// kit is built once (`Sidecar.features`) and shared by every feature's
+/// pages, so its limits (a user's writes, sign-ins) are one budget.
+protocol ConsolePages: Feature {
+    /// The console kit the pages are built with.
+    var console: ConsoleRoutes { get }
+}
+
+extension ConsolePages {
+    // MARK: Declaring a page's guard
+
+    /// A page for a signed-in user allowed `action`.
+    func userPage(
+        _ method: String, _ path: String, _ action: ConsoleAction,
+        _ handler: @escaping @Sendable (Request, ConsoleStore.Session) async -> Response
+    ) -> Route { console.userPage(method, path, action, handler) }
+
+    /// A page of the region in `:region`, for a user allowed `action` there.
+    func regionPage(
+        _ method: String, _ path: String, _ action: ConsoleAction,
+        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context) async -> Response
+    ) -> Route { console.regionPage(method, path, action, handler) }
+
+    /// A page with the kit's body cap and error pages, guarded by `access`.
+    func route(_ method: String, _ path: String, _ access: Access, _ handler: @escaping Handler) -> Route {
+        console.route(method, path, access, handler)
+    }
+
+    /// Runs `handler` for a signed-in user allowed `action` (a POST must
+    /// carry the session's CSRF token).
+    func signedIn(
+        _ request: Request, _ action: ConsoleAction, _ handler: (Request, ConsoleStore.Session) async -> Response
+    ) async -> Response { await console.signedIn(request, action, handler) }
+
+    // MARK: The kit's helpers
+
+    var now: Int64 { console.now }
+    var regions: RegionDirectory { console.regions }
+    var logger: Logger { console.logger }
+    var audit: AuditLog { console.audit }
+
+    func regionContext(_ session: ConsoleStore.Session, region: Region, _ section: ConsoleLayout.Section) async -> ConsoleLayout.Context {
+        await console.regionContext(session, region: region, section)
+    }
+
+    func sourceAdministration(_ session: ConsoleStore.Session) -> AlertSourceAdministration { console.sourceAdministration(session) }
+    func notFound() -> Response { console.notFound() }
+    func unavailable(_ error: any Error) -> Response { console.unavailable(error) }
+    func zone(regionID: Int) async -> ZoneInfo { await console.zone(regionID: regionID) }
+    func zoneHint(_ zone: ZoneInfo) -> String { console.zoneHint(zone) }
+    func timesHint(_ zone: ZoneInfo) -> String { console.timesHint(zone) }
+
+    /// Fixed texts for `?done=` (never text from the URL itself).
+    static func notice(_ request: Request) -> String? { ConsoleRoutes.notice(request) }
+}
