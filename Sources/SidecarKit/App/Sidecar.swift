@@ -145,7 +145,8 @@ final class Sidecar: Sendable {
             RegionAdminRoutes(context), AlertAdminRoutes(context), AlertSends(context), AdminKeyRoutes(context), SurveyAdminRoutes(context),
             GhostBusAdminRoutes(context), ActivityAdminRoutes(context),
             // The console: the kit's own pages, then each feature's.
-            console, RegionConsolePages(console, context), SurveyConsolePages(console, context), GhostBusConsolePages(console, context),
+            console, AlertConsolePages(console, context), AlertSendConsolePages(console, context), RegionConsolePages(console, context),
+            SurveyConsolePages(console, context), GhostBusConsolePages(console, context),
             SourceConsolePages(console, context),
             RegionRefresher(context, source: regionSource, client: directoryClient), AlertSourcePolling(context),
         ]

@@ -58,39 +58,12 @@ struct ConsoleRoutes: Sendable {
             openPage("POST", "/admin/login") { request in await login(request) },
             userPage("POST", "/admin/logout", .read) { _, session in await logout(session) },
             regionPage("GET", "/admin/regions/:region", .read) { request, context in await dashboard(request, context) },
-            regionPage("GET", "/admin/regions/:region/alerts", .read) { request, context in await alertList(request, context) },
-            regionPage("GET", "/admin/regions/:region/alerts/new", .author) { _, context in
-                alertForm(context, alert: nil, values: [:], problems: [], zone: await zone(regionID: context.region?.id ?? 0))
-            },
-            regionPage("POST", "/admin/regions/:region/alerts", .author) { request, context in await createAlert(request, context) },
-            alertRoute("GET", "/admin/alerts/:alert", .read) { request, context, alert in await alertPage(request, context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:alert", .author) { request, context, alert in await editAlert(request, context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:alert/publish", .author) { _, context, alert in await setPublished(context, alert, true) },
-            authoredAlertRoute("POST", "/admin/alerts/:alert/end", .author) { _, context, alert in await endNow(context, alert) },
-            authoredAlertRoute("GET", "/admin/alerts/:alert/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:alert/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
-            authoredAlertRoute("POST", "/admin/alerts/:alert/translations", .author) { request, context, alert in
-                await translate(request, context, alert)
-            },
-            authoredAlertRoute("GET", "/admin/alerts/:alert/translations/delete", .author) { request, context, alert in
-                await confirmDeleteTranslation(request, context, alert)
-            },
-            authoredAlertRoute("GET", "/admin/alerts/:alert/delete", .author) { _, context, alert in confirmDeleteDraft(context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:alert/delete", .author) { _, context, alert in await deleteDraft(context, alert) },
-            authoredAlertRoute("POST", "/admin/alerts/:alert/translations/delete", .author) { request, context, alert in
-                await deleteTranslation(request, context, alert)
-            },
-            alertRoute("GET", "/admin/alerts/:alert/send", .sendToTestDevices) { request, context, alert in await confirmSend(request, context, alert)
-            },
-            alertRoute("POST", "/admin/alerts/:alert/sends", .sendToTestDevices) { request, context, alert in await startSend(request, context, alert)
-            },
-            alertRoute("GET", "/admin/alerts/:alert/sends.json", .read) { _, context, alert in await sendsJSON(alert, context.session) },
             userPage("GET", "/admin/keys", .manageKeys) { request, session in await keyList(request, session) },
             userPage("POST", "/admin/keys", .manageKeys) { request, session in await createKey(request, session) },
             userPage("GET", "/admin/keys/:key/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
             userPage("POST", "/admin/keys/:key/revoke", .manageKeys) { request, session in await revokeKey(request, session) },
             userPage("GET", "/admin/audit", .read) { request, session in await auditPage(request, session) },
-        ] + mirroredAlertRoutes
+        ]
     }
 
     // MARK: Declaring a page's guard
@@ -116,25 +89,6 @@ struct ConsoleRoutes: Sendable {
         _ handler: @escaping @Sendable (Request, ConsoleLayout.Context) async -> Response
     ) -> Route {
         route(method, path, .session("\(action)")) { request in await inRegion(request, action, handler) }
-    }
-
-    /// A page of the alert in `:alert`, for a user allowed `action` in its region.
-    func alertRoute(
-        _ method: String, _ path: String, _ action: ConsoleAction,
-        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
-    ) -> Route {
-        route(method, path, .session("\(action)")) { request in await withAlert(request, action, handler) }
-    }
-
-    /// An authoring page of the alert in `:alert`: an alert from a source is
-    /// changed at its source, and the page says so instead.
-    func authoredAlertRoute(
-        _ method: String, _ path: String, _ action: ConsoleAction,
-        _ handler: @escaping @Sendable (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
-    ) -> Route {
-        alertRoute(method, path, action) { request, context, alert in
-            alert.sourceID == nil ? await handler(request, context, alert) : mirroredRefusal(alert)
-        }
     }
 
     // MARK: Sessions, CSRF, roles, regions
@@ -245,22 +199,6 @@ struct ConsoleRoutes: Sendable {
                 ConsoleRules.mayAccess(region: id, allowed: session.user.regions)
             else { return notFound() }
             return await handler(request, await regionContext(session, region: region, .dashboard))
-        }
-    }
-
-    /// An alert page: the alert must exist in a region the user may see (else 404).
-    func withAlert(
-        _ request: Request, _ action: ConsoleAction,
-        _ handler: @escaping (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
-    ) async -> Response {
-        await signedIn(request, action) { request, session in
-            guard let id = request.pathParameters["alert"].flatMap({ Int64($0) }) else { return notFound() }
-            do {
-                guard let alert = try await alerts.find(id: id), ConsoleRules.mayAccess(region: alert.regionID, allowed: session.user.regions),
-                    let region = regions.region(id: alert.regionID)
-                else { return notFound() }
-                return await handler(request, await regionContext(session, region: region, .alerts), alert)
-            } catch { return unavailable(error) }
         }
     }
 

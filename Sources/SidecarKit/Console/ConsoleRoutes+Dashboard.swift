@@ -49,7 +49,7 @@ extension ConsoleRoutes {
                         [("Production (App Store, TestFlight)", reach.apnsProduction), ("Sandbox (Xcode builds)", reach.apnsSandbox)]),
                     card(
                         "Languages", reach.locales.count,
-                        reach.locales.map { ($0.locale.map(Self.localeName) ?? "No language sent (English)", $0.count) }),
+                        reach.locales.map { ($0.locale.map(AlertConsolePages.localeName) ?? "No language sent (English)", $0.count) }),
                     card("Alarms waiting", stats.pendingAlarms),
                     card("Live Activities", stats.liveActivities),
                 ]),

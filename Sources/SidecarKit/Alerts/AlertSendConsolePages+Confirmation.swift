@@ -13,7 +13,7 @@ import PlatformThreads
 /// a deliberate second step before everyone gets the alert again, its
 /// token is spent on the first submission (a refresh or a double click
 /// starts nothing), and no send starts while one runs.
-extension ConsoleRoutes {
+extension AlertSendConsolePages {
     enum AudienceChoice { case chosen(AlertSend.Audience), refused(Response) }
 
     func audience(_ request: Request, _ session: ConsoleStore.Session) -> AudienceChoice {
@@ -73,7 +73,7 @@ extension ConsoleRoutes {
                 translations.contains(where: { $0.language.lowercased() == locale.lowercased() })
             else { continue }
             staleDevices += group.count
-            stale.append(Self.languageName(locale))
+            stale.append(AlertConsolePages.languageName(locale))
         }
         let rows: [[any HTMLContent]] = groups.map { group in
             let copy = AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
@@ -87,7 +87,7 @@ extension ConsoleRoutes {
                 note = ""
             }
             return [
-                group.locale.map(Self.languageName) ?? "English (and every language without a translation)", Self.grouped(group.count),
+                group.locale.map(AlertConsolePages.languageName) ?? "English (and every language without a translation)", Self.grouped(group.count),
                 tag("span", [], [tag("strong", [], [copy.title]), " — ", copy.body]), note,
             ]
         }

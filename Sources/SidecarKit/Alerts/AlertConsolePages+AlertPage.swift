@@ -8,7 +8,7 @@ import HTTPServer
 import PlatformThreads
 
 /// Alerts: the list and an alert's page (the form and the actions have files of their own).
-extension ConsoleRoutes {
+extension AlertConsolePages {
     // MARK: Alerts
 
     typealias AlertState = AlertVisibility
@@ -73,7 +73,7 @@ extension ConsoleRoutes {
                 tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/alerts/new"), .class("button")], ["New alert"])]))
         }
         content.append(tag("p", [.class("hint")], [timesHint(zone)]))
-        content.append(Self.reviewsWaiting(context))
+        content.append(ConsoleRoutes.reviewsWaiting(context))
         for state in AlertState.allCases {
             // The feed's own order for what is in it; newest start first for the rest.
             let order = Dictionary(view.published.entries.enumerated().map { ($1.alert.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -235,7 +235,7 @@ extension ConsoleRoutes {
                 // action to take deliberately, never the obvious next click.
                 buttons.append(
                     alert.published
-                        ? button("Send to everyone (\(Self.grouped(allCount)))…", .all, "secondary")
+                        ? button("Send to everyone (\(AlertSendConsolePages.grouped(allCount)))…", .all, "secondary")
                         : tag("span", [.class("hint")], ["A draft cannot go to everyone: publish it first (the button above)."]))
             } else if !alert.test {
                 buttons.append(tag("span", [.class("hint")], ["Sending to everyone needs an admin: ask one to send it once you have tested it."]))
@@ -249,7 +249,7 @@ extension ConsoleRoutes {
         for send in sendList where send.status == "failed" {
             remaining[send.id] = (try? await alerts.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor)) ?? 0
         }
-        content.append(sendsTable(alert: alert, sendList, remaining: remaining, session: session, zone: zone))
+        content.append(sendPages.sendsTable(alert: alert, sendList, remaining: remaining, session: session, zone: zone))
         return ConsoleLayout.respond(status, ConsoleLayout.page("Alert \(alert.id): \(alert.header)", context, notice: Self.notice(request), content))
     }
 }

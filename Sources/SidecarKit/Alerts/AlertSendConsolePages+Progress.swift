@@ -9,7 +9,7 @@ import PlatformThreads
 
 /// A send's live progress: the table on the alert's page and the JSON its
 /// script polls (the failure's reason and Resume link included).
-extension ConsoleRoutes {
+extension AlertSendConsolePages {
     /// `1,000`.
     static func grouped(_ number: Int) -> String {
         let digits = String(number)

@@ -5,7 +5,7 @@ import HTTPServer
 /// An alert's translations: side by side with the English, one per
 /// language of the catalog (chosen by name), edited in place or deleted,
 /// with a warning when no registered device reads the language.
-extension ConsoleRoutes {
+extension AlertConsolePages {
     /// English names of the catalog's languages (a tag without one shows as itself).
     static let languageNames: [String: String] = [
         "es": "Spanish", "zh-Hans": "Chinese (Simplified)", "zh-Hant": "Chinese (Traditional)", "vi": "Vietnamese", "ko": "Korean",

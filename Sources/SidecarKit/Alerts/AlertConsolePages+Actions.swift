@@ -9,7 +9,7 @@ import PlatformThreads
 
 /// Alerts: what an editor does to one alert besides editing it: publish,
 /// unpublish, end now, delete a draft.
-extension ConsoleRoutes {
+extension AlertConsolePages {
     /// Only a draft that was never published and never sent may be
     /// deleted: anything riders may have seen stays, withdrawn, on record.
     static func deletable(_ alert: ServiceAlert, sent: Bool) -> Bool { !alert.published && alert.withdrawnAt == nil && !sent }

@@ -9,7 +9,7 @@ import PlatformThreads
 
 /// Alerts: the authoring form, creating and editing (with field errors
 /// in the form's words and edit conflicts merged field by field).
-extension ConsoleRoutes {
+extension AlertConsolePages {
     /// The authoring form; `values` holds what was submitted when it is shown again.
     func alertForm(
         _ context: ConsoleLayout.Context, alert: ServiceAlert?, values: [String: String], problems: [String], zone: ZoneInfo = .utc,

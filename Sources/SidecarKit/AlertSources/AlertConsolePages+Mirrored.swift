@@ -8,15 +8,9 @@ import HTTPServer
 /// here (dismiss it from the feed, push it, change the source's rules).
 /// Its text changes at the agency's feed, so the page offers no editing
 /// and no publishing, and the authoring routes refuse it in these words.
-extension ConsoleRoutes {
-    var mirroredAlertRoutes: [Route] {
-        [
-            alertRoute("POST", "/admin/alerts/:alert/feed", .author) { request, context, alert in await setInFeed(request, context, alert) }
-        ]
-    }
-
+extension AlertConsolePages {
     /// What an authoring page answers for a mirrored alert.
-    func mirroredRefusal(_ alert: ServiceAlert) -> Response {
+    static func mirroredRefusal(_ alert: ServiceAlert) -> Response {
         ConsoleLayout.errorPage(
             409, "This alert comes from an alert source",
             "Its text, times and translations change when the agency's feed changes, so they cannot be edited here. "
@@ -114,14 +108,14 @@ extension ConsoleRoutes {
         for send in sendList where send.status == "failed" {
             remaining[send.id] = (try? await alerts.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor)) ?? 0
         }
-        content.append(sendsTable(alert: alert, sendList, remaining: remaining, session: context.session, zone: zone))
+        content.append(sendPages.sendsTable(alert: alert, sendList, remaining: remaining, session: context.session, zone: zone))
         return ConsoleLayout.respond(200, ConsoleLayout.page("Alert \(alert.id): \(alert.header)", context, notice: Self.notice(request), content))
     }
 
     /// Dismisses a mirrored alert from the feed, or shows it again; a
     /// repeated click finds it already so and says nothing changed.
     func setInFeed(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
-        guard let sourceID = alert.sourceID, let entity = alert.sourceEntity else { return mirroredRefusal(alert) }
+        guard let sourceID = alert.sourceID, let entity = alert.sourceEntity else { return Self.mirroredRefusal(alert) }
         let hidden = request.parameters["hidden"] == "true"
         do {
             _ = try await sourceAdministration(context.session).setHidden(id: sourceID, entityID: entity, hidden: hidden)
