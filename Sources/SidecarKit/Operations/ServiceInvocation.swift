@@ -92,7 +92,7 @@ struct ServiceInvocation: Sendable {
     static func usableFlags(_ flags: [String], command: String) -> [String] {
         let serveFlags = CommandLineInterface.flags(for: "serve")
         let taken: Set<String> =
-            OperatorCommands.named(command).map { Set(CommandLineInterface.operatorFlags($0).map(\.name)) } ?? Set(serveFlags.map(\.name))
+            OperatorCommands.named(command).map { Set(CommandHelp.operatorFlags($0).map(\.name)) } ?? Set(serveFlags.map(\.name))
         var kept: [String] = []
         var index = 0
         while index < flags.count {

@@ -2,11 +2,11 @@ import GTFSRealtime
 
 /// What `--help` says: the top-level list, each command's usage, and every
 /// flag with the default the configuration itself holds.
-extension CommandLineInterface {
+enum CommandHelp {
     /// Top-level help: every command.
     static var usage: String {
         """
-        sidecar \(version): the OneBusAway sidecar server (alarms, alerts, push registrations, ...)
+        sidecar \(CommandLineInterface.version): the OneBusAway sidecar server (alarms, alerts, push registrations, ...)
 
         Usage:
           sidecar serve [flags]       Migrate the database and serve the rider API and console
@@ -138,7 +138,7 @@ extension CommandLineInterface {
         FCM project delivers for every sidecar that signs its requests, and only to the
         tokens each one bound. It needs --apns-key-file/--apns-key-id/--apns-team-id
         and/or --fcm-service-account. It keeps its own database (default
-        \(relayDefaultDatabase)) and refuses a sidecar's. Its environment variables
+        \(CommandLineInterface.relayDefaultDatabase)) and refuses a sidecar's. Its environment variables
         start with SIDECAR_RELAY_, so a sidecar's environment file never configures it.
 
         """
@@ -152,7 +152,7 @@ extension CommandLineInterface {
     /// Help for `serve`, `migrate` and `relay`: their flags and environment
     /// variables, production's first for `serve`.
     static func commandUsage(_ command: String) -> String {
-        let available = flags(for: command)
+        let available = CommandLineInterface.flags(for: command)
         guard command == "serve" else {
             return "Usage: sidecar \(command) [flags]\n" + (command == "relay" ? relayIntro : "") + "\nFlags:\n"
                 + flagList(available, command: command)
@@ -176,7 +176,7 @@ extension CommandLineInterface {
     /// Flags as help lists them: name and value, what it does, its default
     /// (from the configuration the command starts with), its variable.
     static func flagList(_ flags: [Flag], command: String) -> String {
-        let base = baseConfiguration(for: command)
+        let base = CommandLineInterface.baseConfiguration(for: command)
         return flags.map { flag in
             var help = flag.help
             if let shown = flag.shown(base) { help += " (default \(shown))" }
@@ -242,7 +242,7 @@ extension CommandLineInterface {
         // push needs neither regions nor translations.
         var unused: Set<String> = command.access == .none ? ["database", "database-timeout", "sqlite-synchronous", "locales"] : []
         if command.name == "push test" { unused.insert("regions") }
-        return flags.filter { flag in
+        return CommandLineInterface.flags.filter { flag in
             if flag.commands.contains(command.name) { return true }
             return flag.commands.contains("admin") && !unused.contains(flag.name)
         }

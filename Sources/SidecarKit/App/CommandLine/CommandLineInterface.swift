@@ -61,11 +61,11 @@ enum CommandLineInterface {
     /// Parses arguments (without the program name) and the environment.
     /// An error points at the help of the command it concerns.
     static func parse(_ arguments: [String], environment: [String: String]) throws(CommandLineError) -> SidecarCommand {
-        guard let first = arguments.first else { return .help(usage) }
+        guard let first = arguments.first else { return .help(CommandHelp.usage) }
         var command = first
         var rest = Array(arguments.dropFirst())
         switch first {
-        case "--help", "-h", "help": return .help(usage)
+        case "--help", "-h", "help": return .help(CommandHelp.usage)
         case "--version", "-V", "version": return .version
         case "copy-database", "backup", "healthcheck", "probe":
             do throws(CommandLineError) {
@@ -82,7 +82,7 @@ enum CommandLineInterface {
                 if let other = rest.first, !["--help", "-h"].contains(other) {
                     throw CommandLineError("unknown command 'relay-key \(other)'").pointing(at: "relay-key")
                 }
-                return .help(relayKeyUsage)
+                return .help(CommandHelp.relayKeyUsage)
             }
             do throws(CommandLineError) { return try parseRelayKey(action: action, Array(rest.dropFirst()), environment: environment) } catch {
                 throw error.pointing(at: "relay-key")
@@ -90,7 +90,7 @@ enum CommandLineInterface {
         default:
             if OperatorCommands.named(first) != nil { break }
             guard OperatorCommands.groups.contains(first) else { throw CommandLineError("unknown command '\(first)'") }
-            guard let sub = rest.first, !sub.hasPrefix("-") else { return .help(adminUsage(group: first)) }
+            guard let sub = rest.first, !sub.hasPrefix("-") else { return .help(CommandHelp.adminUsage(group: first)) }
             command = "\(first) \(sub)"
             rest.removeFirst()
             guard OperatorCommands.named(command) != nil else { throw CommandLineError("unknown command '\(command)'").pointing(at: first) }
@@ -109,7 +109,7 @@ enum CommandLineInterface {
         let admin = OperatorCommands.named(command)
         // doctor takes exactly serve's flags, so an operator can prefix the
         // command line they run.
-        let available = admin.map(operatorFlags) ?? flags(for: command == "doctor" ? "serve" : command)
+        let available = admin.map(CommandHelp.operatorFlags) ?? flags(for: command == "doctor" ? "serve" : command)
         var configuration = baseConfiguration(for: command)
         for (name, path) in credentialSettings(environment: environment) {
             guard let flag = available.first(where: { $0.name == name }), environment[flag.environmentName(for: command)] == nil else { continue }
@@ -131,9 +131,9 @@ enum CommandLineInterface {
         if command == "doctor" { known["offline"] = .toggle }
         let parsed = try ArgumentReader.read(arguments, command: command, known: known, positionals: admin?.id == nil ? 0 : 1)
         if parsed.wantsHelp {
-            if command == "doctor" { return .help(doctorUsage) }
-            if let admin { return .help(operatorUsage(admin)) }
-            return .help(commandUsage(command))
+            if command == "doctor" { return .help(CommandHelp.doctorUsage) }
+            if let admin { return .help(CommandHelp.operatorUsage(admin)) }
+            return .help(CommandHelp.commandUsage(command))
         }
         var options: [String: String] = [:]
         var offline = false
@@ -149,7 +149,7 @@ enum CommandLineInterface {
                     options[key] = value
                 }
             } else if name == "offline" {
-                offline = try switchValue(name, value)
+                offline = try Flag.switchValue(name, value)
             }
         }
         if let admin {

@@ -4,46 +4,76 @@ import FoundationEssentials
 /// what its value looks like, its help, the configuration's own value shown
 /// as its default, the commands that take it, and how it sets the
 /// configuration. Every flag is also `SIDECAR_<FLAG_IN_UPPER_SNAKE>`.
-extension CommandLineInterface {
-    struct Flag: Sendable {
-        let name: String
-        /// `PORT`, `URL`; empty for a switch (`--demo`), which takes no value.
-        let valueName: String
-        let help: String
-        /// The default as the configuration itself holds it (nil: no default).
-        let shown: @Sendable (SidecarConfiguration) -> String?
-        let commands: Set<String>
-        let apply: @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
+struct Flag: Sendable {
+    let name: String
+    /// `PORT`, `URL`; empty for a switch (`--demo`), which takes no value.
+    let valueName: String
+    let help: String
+    /// The default as the configuration itself holds it (nil: no default).
+    let shown: @Sendable (SidecarConfiguration) -> String?
+    let commands: Set<String>
+    let apply: @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
 
-        init(
-            name: String, valueName: String, help: String, shown: @escaping @Sendable (SidecarConfiguration) -> String? = { _ in nil },
-            commands: Set<String>, apply: @escaping @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
-        ) {
-            self.name = name
-            self.valueName = valueName
-            self.help = help
-            self.shown = shown
-            self.commands = commands
-            self.apply = apply
-        }
+    init(
+        name: String, valueName: String, help: String, shown: @escaping @Sendable (SidecarConfiguration) -> String? = { _ in nil },
+        commands: Set<String>, apply: @escaping @Sendable (inout SidecarConfiguration, String) throws(CommandLineError) -> Void
+    ) {
+        self.name = name
+        self.valueName = valueName
+        self.help = help
+        self.shown = shown
+        self.commands = commands
+        self.apply = apply
+    }
 
-        var isSwitch: Bool { valueName.isEmpty }
-        var environmentName: String { "SIDECAR_" + upperSnake }
-        var upperSnake: String { String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
+    var isSwitch: Bool { valueName.isEmpty }
+    var environmentName: String { "SIDECAR_" + upperSnake }
+    var upperSnake: String { String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
 
-        /// The relay reads its settings under a prefix of its own, so that a
-        /// sidecar's environment file (SIDECAR_DATABASE, SIDECAR_PORT) never
-        /// points the relay at the sidecar's database or port.
-        func environmentName(for command: String) -> String {
-            guard command == "relay", !name.hasPrefix("relay-") else { return environmentName }
-            return "SIDECAR_RELAY_" + upperSnake
+    /// The relay reads its settings under a prefix of its own, so that a
+    /// sidecar's environment file (SIDECAR_DATABASE, SIDECAR_PORT) never
+    /// points the relay at the sidecar's database or port.
+    func environmentName(for command: String) -> String {
+        guard command == "relay", !name.hasPrefix("relay-") else { return environmentName }
+        return "SIDECAR_RELAY_" + upperSnake
+    }
+
+    // MARK: Reading values
+
+    /// A switch's value: alone it is true; `--switch false` states it.
+    static func switchValue(_ flag: String, _ value: String) throws(CommandLineError) -> Bool {
+        switch value.lowercased() {
+        case "", "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: throw CommandLineError("--\(flag) takes no value (or true/false), got '\(value)'")
         }
     }
+
+    /// An http(s) URL with a host, for the flags that name an upstream or
+    /// the server's own public base.
+    static func httpURL(_ text: String, flag: String) throws(CommandLineError) -> String {
+        guard text.hasPrefix("http://") || text.hasPrefix("https://"), URL(string: text)?.host != nil else {
+            throw CommandLineError("--\(flag) must be an http(s) URL, got \(text)")
+        }
+        return text
+    }
+
+    static func integer(_ text: String, flag: String, range: ClosedRange<Int>) throws(CommandLineError) -> Int {
+        guard let value = Int(text.trimmingWhitespace()), range.contains(value) else {
+            throw CommandLineError("--\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+        }
+        return value
+    }
+}
+
+extension CommandLineInterface {
 
     /// Every flag: the groups, and a `--NAME-file PATH` form of each secret
     /// (so it stays out of the process list, where every local user can
     /// read arguments; `SIDECAR_NAME_FILE` works too).
-    static let flags: [Flag] = (listenerFlags + storageFlags + contentFlags + upstreamsFlags + pushFlags + limitsFlags + relayFlags)
+    static let flags: [Flag] =
+        (ServerFlags.listenerFlags + ServerFlags.storageFlags + ServerFlags.contentFlags + PushFlags.upstreamsFlags + PushFlags.pushFlags
+        + PushFlags.limitsFlags + PushFlags.relayFlags)
         .flatMap { flag in secretFlags.contains(flag.name) ? [flag, fileForm(flag)] : [flag] }
 
     /// Flags whose value is a secret.
@@ -95,29 +125,4 @@ extension CommandLineInterface {
 
     /// The relay's database when none is given: never a sidecar's file.
     static let relayDefaultDatabase = "sidecar-relay.sqlite3"
-
-    /// A switch's value: alone it is true; `--switch false` states it.
-    static func switchValue(_ flag: String, _ value: String) throws(CommandLineError) -> Bool {
-        switch value.lowercased() {
-        case "", "true", "1", "yes": return true
-        case "false", "0", "no": return false
-        default: throw CommandLineError("--\(flag) takes no value (or true/false), got '\(value)'")
-        }
-    }
-
-    /// An http(s) URL with a host, for the flags that name an upstream or
-    /// the server's own public base.
-    static func httpURL(_ text: String, flag: String) throws(CommandLineError) -> String {
-        guard text.hasPrefix("http://") || text.hasPrefix("https://"), URL(string: text)?.host != nil else {
-            throw CommandLineError("--\(flag) must be an http(s) URL, got \(text)")
-        }
-        return text
-    }
-
-    static func integer(_ text: String, flag: String, range: ClosedRange<Int>) throws(CommandLineError) -> Int {
-        guard let value = Int(text.trimmingWhitespace()), range.contains(value) else {
-            throw CommandLineError("--\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
-        }
-        return value
-    }
 }

@@ -3,7 +3,7 @@ import HTTPServer
 
 /// The flags of what the server reaches (OneBusAway, weather, Stripe), how
 /// it pushes, the limits on riders' requests, and the relay's own.
-extension CommandLineInterface {
+enum PushFlags {
     /// OneBusAway, weather and donations upstream.
     static let upstreamsFlags: [Flag] = [
         Flag(
@@ -35,7 +35,7 @@ extension CommandLineInterface {
         },
         Flag(name: "pirate-weather-url", valueName: "URL", help: "Pirate Weather base URL", shown: { $0.pirateWeatherURL }, commands: ["serve"]) {
             config, value throws(CommandLineError) in
-            config.pirateWeatherURL = try httpURL(value, flag: "pirate-weather-url")
+            config.pirateWeatherURL = try Flag.httpURL(value, flag: "pirate-weather-url")
         },
         Flag(
             name: "stripe-secret-key", valueName: "KEY",
@@ -51,7 +51,7 @@ extension CommandLineInterface {
         },
         Flag(name: "stripe-url", valueName: "URL", help: "Stripe API base URL", shown: { $0.stripeURL }, commands: ["serve"]) {
             config, value throws(CommandLineError) in
-            config.stripeURL = try httpURL(value, flag: "stripe-url")
+            config.stripeURL = try Flag.httpURL(value, flag: "stripe-url")
         },
         Flag(
             name: "stripe-product", valueName: "ID", help: "Stripe product for monthly donations",
@@ -77,7 +77,7 @@ extension CommandLineInterface {
             name: "gorush-url", valueName: "URL", help: "Base URL of a gorush push gateway, e.g. http://127.0.0.1:8088",
             commands: ["serve", "alert send", "push test"]
         ) { config, value throws(CommandLineError) in
-            config.gorushURL = try httpURL(value, flag: "gorush-url")
+            config.gorushURL = try Flag.httpURL(value, flag: "gorush-url")
         },
         Flag(
             name: "gorush-webhook-secret", valueName: "SECRET",
@@ -104,13 +104,13 @@ extension CommandLineInterface {
             name: "apns-url", valueName: "URL", help: "APNs production base URL", shown: { $0.apnsURL },
             commands: ["serve", "alert send", "push test"]
         ) { config, value throws(CommandLineError) in
-            config.apnsURL = try httpURL(value, flag: "apns-url")
+            config.apnsURL = try Flag.httpURL(value, flag: "apns-url")
         },
         Flag(
             name: "apns-sandbox-url", valueName: "URL", help: "APNs sandbox base URL", shown: { $0.apnsSandboxURL },
             commands: ["serve", "alert send", "push test"]
         ) { config, value throws(CommandLineError) in
-            config.apnsSandboxURL = try httpURL(value, flag: "apns-sandbox-url")
+            config.apnsSandboxURL = try Flag.httpURL(value, flag: "apns-sandbox-url")
         },
         Flag(
             name: "apns-ca-file", valueName: "PATH", help: "CA bundle to trust for APNs instead of the system's (testing)",
@@ -123,7 +123,7 @@ extension CommandLineInterface {
             help: "HTTP/2 connections to APNs per host, each with its own thread (200 pushes in flight, shared among them)",
             shown: { "\($0.apnsConnections)" }, commands: ["serve", "alert send", "push test"]
         ) { config, value throws(CommandLineError) in
-            config.apnsConnections = try integer(value, flag: "apns-connections", range: 1...16)
+            config.apnsConnections = try Flag.integer(value, flag: "apns-connections", range: 1...16)
         },
         Flag(
             name: "apns-topic", valueName: "BUNDLE_ID", help: "The iOS app's bundle id, the APNs topic", shown: { $0.apnsTopic },
@@ -140,13 +140,13 @@ extension CommandLineInterface {
         },
         Flag(name: "fcm-url", valueName: "URL", help: "FCM base URL", shown: { $0.fcmURL }, commands: ["serve", "alert send", "push test"]) {
             config, value throws(CommandLineError) in
-            config.fcmURL = try httpURL(value, flag: "fcm-url")
+            config.fcmURL = try Flag.httpURL(value, flag: "fcm-url")
         },
         Flag(
             name: "relay-url", valueName: "URL", help: "The signed push relay --push-transport relay sends through, e.g. https://relay.example.org",
             commands: ["serve", "alert send", "push test"]
         ) { config, value throws(CommandLineError) in
-            config.relayURL = try httpURL(value, flag: "relay-url")
+            config.relayURL = try Flag.httpURL(value, flag: "relay-url")
         },
         Flag(
             name: "relay-key-file", valueName: "PATH", help: "This server's P-256 key for the relay, created with mode 0600 when missing",
@@ -160,19 +160,19 @@ extension CommandLineInterface {
             help: "How long an alert send stays claimed by a server that stopped making progress before another resumes it",
             shown: { "\($0.sendLeaseSeconds)" }, commands: ["serve", "alert send"]
         ) { config, value throws(CommandLineError) in
-            config.sendLeaseSeconds = try integer(value, flag: "send-lease-seconds", range: 5...3600)
+            config.sendLeaseSeconds = try Flag.integer(value, flag: "send-lease-seconds", range: 5...3600)
         },
         Flag(
             name: "alarm-check-interval", valueName: "SECONDS", help: "Seconds between alarm checks", shown: { "\($0.alarmCheckIntervalSeconds)" },
             commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.alarmCheckIntervalSeconds = try integer(value, flag: "alarm-check-interval", range: 1...3600)
+            config.alarmCheckIntervalSeconds = try Flag.integer(value, flag: "alarm-check-interval", range: 1...3600)
         },
         Flag(
             name: "live-activity-interval", valueName: "SECONDS", help: "Seconds between Live Activity updates",
             shown: { "\($0.liveActivityIntervalSeconds)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.liveActivityIntervalSeconds = try integer(value, flag: "live-activity-interval", range: 1...3600)
+            config.liveActivityIntervalSeconds = try Flag.integer(value, flag: "live-activity-interval", range: 1...3600)
         },
     ]
 
@@ -182,74 +182,74 @@ extension CommandLineInterface {
             name: "push-registration-limit", valueName: "N", help: "Push registration requests per minute per client address, 0 disables",
             shown: { "\($0.pushRegistrationLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.pushRegistrationLimit = try integer(value, flag: "push-registration-limit", range: 0...1_000_000)
+            config.pushRegistrationLimit = try Flag.integer(value, flag: "push-registration-limit", range: 0...1_000_000)
         },
         Flag(
             name: "alarm-limit", valueName: "N", help: "Alarm creations and deletions per minute per client address, 0 disables",
             shown: { "\($0.alarmLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.alarmLimit = try integer(value, flag: "alarm-limit", range: 0...1_000_000)
+            config.alarmLimit = try Flag.integer(value, flag: "alarm-limit", range: 0...1_000_000)
         },
         Flag(
             name: "live-activity-limit", valueName: "N", help: "Live Activity registrations and deletions per minute per client address, 0 disables",
             shown: { "\($0.liveActivityLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.liveActivityLimit = try integer(value, flag: "live-activity-limit", range: 0...1_000_000)
+            config.liveActivityLimit = try Flag.integer(value, flag: "live-activity-limit", range: 0...1_000_000)
         },
         Flag(
             name: "upstream-lookup-limit", valueName: "N", help: "OneBusAway lookups one client's requests may cause per minute, 0 disables",
             shown: { "\($0.upstreamLookupLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.upstreamLookupLimit = try integer(value, flag: "upstream-lookup-limit", range: 0...1_000_000)
+            config.upstreamLookupLimit = try Flag.integer(value, flag: "upstream-lookup-limit", range: 0...1_000_000)
         },
         Flag(
             name: "max-alarms-per-device", valueName: "N", help: "Alarms waiting to fire per device (user_push_id), 0 disables",
             shown: { "\($0.maxAlarmsPerDevice)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.maxAlarmsPerDevice = try integer(value, flag: "max-alarms-per-device", range: 0...1_000_000)
+            config.maxAlarmsPerDevice = try Flag.integer(value, flag: "max-alarms-per-device", range: 0...1_000_000)
         },
         Flag(
             name: "max-live-activities-per-token", valueName: "N", help: "Live Activities per push token, 0 disables",
             shown: { "\($0.maxLiveActivitiesPerPushToken)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.maxLiveActivitiesPerPushToken = try integer(value, flag: "max-live-activities-per-token", range: 0...1_000_000)
+            config.maxLiveActivitiesPerPushToken = try Flag.integer(value, flag: "max-live-activities-per-token", range: 0...1_000_000)
         },
         Flag(
             name: "webhook-limit", valueName: "N", help: "gorush feedback posts per minute per client address, 0 disables",
             shown: { "\($0.webhookLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.webhookLimit = try integer(value, flag: "webhook-limit", range: 0...1_000_000)
+            config.webhookLimit = try Flag.integer(value, flag: "webhook-limit", range: 0...1_000_000)
         },
         Flag(
             name: "survey-response-limit", valueName: "N", help: "Survey-response writes per minute per client address, 0 disables",
             shown: { "\($0.surveyResponseLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.surveyResponseLimit = try integer(value, flag: "survey-response-limit", range: 0...1_000_000)
+            config.surveyResponseLimit = try Flag.integer(value, flag: "survey-response-limit", range: 0...1_000_000)
         },
         Flag(
             name: "ghost-bus-ip-limit", valueName: "N", help: "Ghost-bus reports per hour per client address, 0 disables",
             shown: { "\($0.ghostBusPeerLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.ghostBusPeerLimit = try integer(value, flag: "ghost-bus-ip-limit", range: 0...1_000_000)
+            config.ghostBusPeerLimit = try Flag.integer(value, flag: "ghost-bus-ip-limit", range: 0...1_000_000)
         },
         Flag(
             name: "ghost-bus-user-limit", valueName: "N", help: "Ghost-bus reports per day per user_identifier, 0 disables",
             shown: { "\($0.ghostBusUserLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.ghostBusUserLimit = try integer(value, flag: "ghost-bus-user-limit", range: 0...1_000_000)
+            config.ghostBusUserLimit = try Flag.integer(value, flag: "ghost-bus-user-limit", range: 0...1_000_000)
         },
         Flag(
             name: "admin-api-limit", valueName: "N",
             help: "Admin API requests per minute per key, and failed sign-ins per client address, 0 disables",
             shown: { "\($0.adminAPILimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.adminAPILimit = try integer(value, flag: "admin-api-limit", range: 0...1_000_000)
+            config.adminAPILimit = try Flag.integer(value, flag: "admin-api-limit", range: 0...1_000_000)
         },
         Flag(
             name: "donation-limit", valueName: "N", help: "Donation requests per minute per client address, 0 disables",
             shown: { "\($0.donationLimit)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.donationLimit = try integer(value, flag: "donation-limit", range: 0...1_000_000)
+            config.donationLimit = try Flag.integer(value, flag: "donation-limit", range: 0...1_000_000)
         },
     ]
 
@@ -265,27 +265,27 @@ extension CommandLineInterface {
             name: "relay-send-limit", valueName: "N", help: "Sends per minute per server (0 disables)", shown: { "\($0.relaySendLimit)" },
             commands: ["relay"]
         ) { config, value throws(CommandLineError) in
-            config.relaySendLimit = try integer(value, flag: "relay-send-limit", range: 0...10_000_000)
+            config.relaySendLimit = try Flag.integer(value, flag: "relay-send-limit", range: 0...10_000_000)
         },
         Flag(
             name: "relay-client-limit", valueName: "N", help: "Requests per minute per client address (0 disables)",
             shown: { "\($0.relayClientLimit)" }, commands: ["relay"]
         ) { config, value throws(CommandLineError) in
-            config.relayClientLimit = try integer(value, flag: "relay-client-limit", range: 0...10_000_000)
+            config.relayClientLimit = try Flag.integer(value, flag: "relay-client-limit", range: 0...10_000_000)
         },
         Flag(
             name: "relay-max-bindings-per-server", valueName: "N",
             help: "Token bindings kept for one server key; a new one past it is refused with binding_limit (0 disables)",
             shown: { "\($0.relayMaxBindingsPerServer)" }, commands: ["relay"]
         ) { config, value throws(CommandLineError) in
-            config.relayMaxBindingsPerServer = try integer(value, flag: "relay-max-bindings-per-server", range: 0...1_000_000_000)
+            config.relayMaxBindingsPerServer = try Flag.integer(value, flag: "relay-max-bindings-per-server", range: 0...1_000_000_000)
         },
         Flag(
             name: "relay-max-bindings-per-client", valueName: "N",
             help: "Token bindings kept for one client address, whatever keys it uses (0 disables)", shown: { "\($0.relayMaxBindingsPerClient)" },
             commands: ["relay"]
         ) { config, value throws(CommandLineError) in
-            config.relayMaxBindingsPerClient = try integer(value, flag: "relay-max-bindings-per-client", range: 0...1_000_000_000)
+            config.relayMaxBindingsPerClient = try Flag.integer(value, flag: "relay-max-bindings-per-client", range: 0...1_000_000_000)
         },
     ]
 }

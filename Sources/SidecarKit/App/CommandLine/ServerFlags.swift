@@ -4,7 +4,7 @@ import HTTPServer
 
 /// The flags of where and how the server listens, stores and logs, and
 /// which regions, languages and app links it serves.
-extension CommandLineInterface {
+enum ServerFlags {
     /// Listening, connections and shutdown.
     static let listenerFlags: [Flag] = [
         Flag(name: "host", valueName: "ADDRESS", help: "Address to listen on", shown: { $0.host }, commands: ["serve"]) {
@@ -14,58 +14,58 @@ extension CommandLineInterface {
         },
         Flag(name: "port", valueName: "PORT", help: "TCP port to listen on, 0 for any free port", shown: { "\($0.port)" }, commands: ["serve"]) {
             config, value throws(CommandLineError) in
-            config.port = try integer(value, flag: "port", range: 0...65535)
+            config.port = try Flag.integer(value, flag: "port", range: 0...65535)
         },
         Flag(
             name: "public-url", valueName: "URL", help: "Base of URLs handed to apps, e.g. https://sidecar.example.org",
             shown: { $0.effectivePublicURL() }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.publicURL = try httpURL(value, flag: "public-url")
+            config.publicURL = try Flag.httpURL(value, flag: "public-url")
         },
         Flag(name: "threads", valueName: "N", help: "HTTP worker threads", shown: { "the number of cores: \($0.threads) here" }, commands: ["serve"])
         {
             config, value throws(CommandLineError) in
-            config.threads = try integer(value, flag: "threads", range: 1...256)
+            config.threads = try Flag.integer(value, flag: "threads", range: 1...256)
         },
         Flag(
             name: "max-body-size", valueName: "BYTES", help: "Largest request body accepted, 413 above", shown: { "\($0.maxBodyBytes)" },
             commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.maxBodyBytes = try integer(value, flag: "max-body-size", range: 1024...(64 << 20))
+            config.maxBodyBytes = try Flag.integer(value, flag: "max-body-size", range: 1024...(64 << 20))
         },
         Flag(
             name: "max-header-size", valueName: "BYTES", help: "Memory for one request's line and headers", shown: { "\($0.maxHeaderBytes)" },
             commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.maxHeaderBytes = try integer(value, flag: "max-header-size", range: 4096...(1 << 20))
+            config.maxHeaderBytes = try Flag.integer(value, flag: "max-header-size", range: 4096...(1 << 20))
         },
         Flag(
             name: "connection-timeout", valueName: "SECONDS", help: "Idle seconds before a connection is closed",
             shown: { "\($0.connectionTimeoutSeconds)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.connectionTimeoutSeconds = try integer(value, flag: "connection-timeout", range: 1...3600)
+            config.connectionTimeoutSeconds = try Flag.integer(value, flag: "connection-timeout", range: 1...3600)
         },
         Flag(name: "max-connections", valueName: "N", help: "Simultaneous client connections", shown: { "\($0.maxConnections)" }, commands: ["serve"])
         { config, value throws(CommandLineError) in
-            config.maxConnections = try integer(value, flag: "max-connections", range: 1...100_000)
+            config.maxConnections = try Flag.integer(value, flag: "max-connections", range: 1...100_000)
         },
         Flag(
             name: "header-timeout", valueName: "SECONDS", help: "Seconds a client has from the first byte of a request to the end of its headers",
             shown: { "\($0.headerTimeoutSeconds)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.headerTimeoutSeconds = try integer(value, flag: "header-timeout", range: 1...600)
+            config.headerTimeoutSeconds = try Flag.integer(value, flag: "header-timeout", range: 1...600)
         },
         Flag(
             name: "min-body-rate", valueName: "BYTES", help: "Slowest average upload, in bytes per second, accepted after --header-timeout seconds",
             shown: { "\($0.minimumBodyBytesPerSecond)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.minimumBodyBytesPerSecond = try integer(value, flag: "min-body-rate", range: 1...1_000_000_000)
+            config.minimumBodyBytesPerSecond = try Flag.integer(value, flag: "min-body-rate", range: 1...1_000_000_000)
         },
         Flag(
             name: "max-connections-per-client", valueName: "N", help: "Open connections one client address (IPv6: one /64) may hold, 0 disables",
             shown: { "\($0.maxConnectionsPerClient)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.maxConnectionsPerClient = try integer(value, flag: "max-connections-per-client", range: 0...100_000)
+            config.maxConnectionsPerClient = try Flag.integer(value, flag: "max-connections-per-client", range: 0...100_000)
         },
         Flag(
             name: "trusted-proxies", valueName: "CIDR,...",
@@ -91,7 +91,7 @@ extension CommandLineInterface {
             name: "shutdown-timeout", valueName: "SECONDS", help: "Seconds running requests get to finish on SIGTERM/SIGINT",
             shown: { "\($0.shutdownTimeoutSeconds)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.shutdownTimeoutSeconds = try integer(value, flag: "shutdown-timeout", range: 0...600)
+            config.shutdownTimeoutSeconds = try Flag.integer(value, flag: "shutdown-timeout", range: 0...600)
         },
         Flag(
             name: "metrics-listen", valueName: "HOST:PORT",
@@ -127,14 +127,14 @@ extension CommandLineInterface {
             name: "database-connections", valueName: "N", help: "PostgreSQL connections this instance may open",
             shown: { $0.postgresConnections.map { "\($0)" } ?? "4 per --threads, at least 4" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.postgresConnections = try integer(value, flag: "database-connections", range: 1...512)
+            config.postgresConnections = try Flag.integer(value, flag: "database-connections", range: 1...512)
         },
         Flag(
             name: "database-timeout", valueName: "SECONDS",
             help: "How long a PostgreSQL statement may wait for the server before the request answers 503 and /healthz says so",
             shown: { "\($0.databaseTimeoutSeconds)" }, commands: ["serve", "migrate", "admin", "relay"]
         ) { config, value throws(CommandLineError) in
-            config.databaseTimeoutSeconds = try integer(value, flag: "database-timeout", range: 1...600)
+            config.databaseTimeoutSeconds = try Flag.integer(value, flag: "database-timeout", range: 1...600)
         },
         Flag(
             name: "sqlite-synchronous", valueName: "MODE", help: "normal or full (survives power loss, slower writes)",
@@ -175,7 +175,7 @@ extension CommandLineInterface {
             name: "regions-refresh", valueName: "SECONDS", help: "How often a regions URL is re-read", shown: { "\($0.regionsRefreshSeconds)" },
             commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.regionsRefreshSeconds = try integer(value, flag: "regions-refresh", range: 10...604_800)
+            config.regionsRefreshSeconds = try Flag.integer(value, flag: "regions-refresh", range: 10...604_800)
         },
         Flag(
             name: "locales", valueName: "LIST", help: "Comma-separated languages alert pushes are translated into",
@@ -201,7 +201,7 @@ extension CommandLineInterface {
                 "Add a demo region whose OneBusAway server this process simulates, with sample alerts and a survey; pushes go to the log unless a transport is set (see GET /demo)",
             shown: { $0.demo ? "on" : "off" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.demo = try switchValue("demo", value)
+            config.demo = try Flag.switchValue("demo", value)
         },
         Flag(
             name: "apple-app-ids", valueName: "TEAMID.BUNDLE,...",
@@ -232,7 +232,7 @@ extension CommandLineInterface {
                 "Claim stop pages (/regions/*/stops/*) for the iOS app, which opens them from its builds of 2026-08-21 on (after 26.3.0); --universal-link-stops false leaves them to the web page for riders on older builds",
             shown: { $0.links.claimStopPages ? "true" : "false" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.links.claimStopPages = try switchValue("universal-link-stops", value)
+            config.links.claimStopPages = try Flag.switchValue("universal-link-stops", value)
         },
         Flag(
             name: "allow-http-links", valueName: "",
@@ -240,15 +240,15 @@ extension CommandLineInterface {
                 "Let /regions/{id}/add hand out a link to an http:// public URL beyond loopback and 10.0.2.2 (a test rig: the apps refuse cleartext)",
             shown: { $0.links.allowHTTPLinks ? "true" : "false" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.links.allowHTTPLinks = try switchValue("allow-http-links", value)
+            config.links.allowHTTPLinks = try Flag.switchValue("allow-http-links", value)
         },
         Flag(name: "app-store-url", valueName: "URL", help: "The iOS app's App Store page, linked from share pages", commands: ["serve"]) {
             config, value throws(CommandLineError) in
-            config.links.appStoreURL = try httpURL(value, flag: "app-store-url")
+            config.links.appStoreURL = try Flag.httpURL(value, flag: "app-store-url")
         },
         Flag(name: "play-store-url", valueName: "URL", help: "The Android app's Google Play page, linked from share pages", commands: ["serve"]) {
             config, value throws(CommandLineError) in
-            config.links.playStoreURL = try httpURL(value, flag: "play-store-url")
+            config.links.playStoreURL = try Flag.httpURL(value, flag: "play-store-url")
         },
         Flag(
             name: "share-redirect-url", valueName: "TEMPLATE",
