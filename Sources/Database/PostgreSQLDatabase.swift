@@ -89,8 +89,7 @@ public final class PostgreSQLDatabase: Database {
 
     @discardableResult
     public func migrate(_ migrations: [Migration]) async throws -> [Int] {
-        let ordered = migrations.sorted { $0.version < $1.version }
-        return try await write { connection in
+        try await write { connection in
             guard let postgres = connection as? PostgreSQLConnection else { return [] }
             // A migration may rewrite large tables: no statement deadline.
             let timeout = postgres.statementTimeoutSeconds
@@ -98,27 +97,7 @@ public final class PostgreSQLDatabase: Database {
             defer { postgres.statementTimeoutSeconds = timeout }
             // Instances starting together migrate one at a time.
             _ = try postgres.query("SELECT pg_advisory_xact_lock(727161010)", [])
-            try postgres.run(
-                """
-                CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)
-                """)
-            let applied = Set(
-                try postgres.query("SELECT version FROM schema_migrations", []).compactMap { try $0.optionalInt("version") }.map(Int.init))
-            let known = ordered.last?.version ?? 0
-            if let newest = applied.max(), newest > known { throw DatabaseError.schemaTooNew(applied: newest, known: known) }
-            var done: [Int] = []
-            for migration in ordered where !applied.contains(migration.version) {
-                do {
-                    for statement in migration.statements { try postgres.run(statement.postgresql) }
-                    try postgres.execute(
-                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-                        [.integer(Int64(migration.version)), .text(migration.name), .text(Date.now.formatted(.iso8601))])
-                } catch {
-                    throw DatabaseError.migrationFailed(version: migration.version, name: migration.name, message: "\(error)")
-                }
-                done.append(migration.version)
-            }
-            return done
+            return try Migrator.apply(migrations, on: postgres)
         }
     }
 
