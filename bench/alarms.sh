@@ -5,6 +5,8 @@
 # upstream requests, sidecar CPU and RSS.
 #
 #   bench/alarms.sh [alarms] [stops]
+#   ONE_TRIP=1 BEYOND_WINDOW=1 bench/alarms.sh 500 1   # 500 alarms on one trip the stop window misses
+#   SIDECAR_BIN=path bench/alarms.sh ...              # measure another binary
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
@@ -18,24 +20,25 @@ OBA_PORT=18201
 SIDECAR_PORT=18202
 INTERVAL=30
 bench_workspace
-build_release
+bench_binary
 
-TRIPS_PER_STOP=$PER_STOP LATENCY_MS=20 python3 bench/fake_oba.py $OBA_PORT & echo $! > "$WORK/oba.pid"
+TRIPS_PER_STOP=$PER_STOP LATENCY_MS=20 BEYOND_WINDOW="${BEYOND_WINDOW:-0}" python3 bench/fake_oba.py $OBA_PORT & echo $! > "$WORK/oba.pid"
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$OBA_PORT/stats" >/dev/null && break; sleep 0.1; done
 
 cat > "$WORK/regions.json" <<JSON
 {"data": {"list": [{"id": 1, "regionName": "Bench", "obaBaseUrl": "http://127.0.0.1:$OBA_PORT/", "sidecarBaseUrl": null}]}}
 JSON
 "$BIN" migrate --database "$WORK/bench.sqlite3" >/dev/null
-python3 - "$WORK/bench.sqlite3" "$ALARMS" "$STOPS" "$PER_STOP" <<'PY'
+python3 - "$WORK/bench.sqlite3" "$ALARMS" "$STOPS" "$PER_STOP" "${ONE_TRIP:-0}" "${BEYOND_WINDOW:-0}" <<'PY'
 import sqlite3, sys, time, secrets
 path, alarms, stops, per_stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+one_trip, offset = sys.argv[5] == "1", 255 if sys.argv[6] == "1" else 5
 now = int(time.time() * 1000)
 db = sqlite3.connect(path)
 rows = []
 for i in range(alarms):
-    stop, k = i % stops, (i // stops) % per_stop
-    departure = now + (5 + (stop * per_stop + k) % 180) * 60_000
+    stop, k = (0, 0) if one_trip else (i % stops, (i // stops) % per_stop)
+    departure = now + (offset + (stop * per_stop + k) % 180) * 60_000
     rows.append((secrets.token_urlsafe(16), 1, 2, f"device-{i}", "ios" if i % 3 else "android", f"s_{stop}", f"t_{stop}_{k}",
                  1767168000000, f"v_{k}", 4, 600, "The 44 to Ballard leaves in 10 minutes", departure, 0, now))
 db.executemany("""INSERT INTO alarms (token, region_id, api_version, user_push_id, operating_system, stop_id, trip_id, service_date,
@@ -73,7 +76,7 @@ row() {  # row N label cpu_ticks rss_kb
   echo "| $2 | $(field "$1" checked) | $(field "$1" duration_ms) ms | $(field "$1" stop_requests) | $(field "$1" trip_requests) | $(secs "$3") s | $(mb "$4") MB |"
 }
 cat <<REPORT
-Machine: $(nproc) cores, $(uname -sr); $ALARMS alarms over $STOPS stops ($PER_STOP per stop), fake OBA latency 20 ms; $(date -u +%Y-%m-%dT%H:%MZ)
+Machine: $(nproc) cores, $(uname -sr); $ALARMS alarms over $STOPS stops ($PER_STOP per stop$([ "${ONE_TRIP:-0}" = 1 ] && echo ", all on one trip")$([ "${BEYOND_WINDOW:-0}" = 1 ] && echo ", departing past the stop window")), fake OBA latency 20 ms; $(date -u +%Y-%m-%dT%H:%MZ)
 
 | cycle | alarms checked | wall time | stop requests | trip requests | sidecar CPU | RSS after |
 |---|---|---|---|---|---|---|

@@ -3,8 +3,10 @@
 
 Every stop s_<n> has TRIPS_PER_STOP trips t_<n>_<k>; trip k departs
 5 + (n * TRIPS_PER_STOP + k) % 180 minutes after the server started, with a
-real-time prediction. Each request waits LATENCY_MS before answering, as a
-distant server would. Counts requests by kind at /stats.
+real-time prediction. With BEYOND_WINDOW=1 every departure is 250 minutes
+later, past the widest stop window the checker asks for (240 minutes), so
+each alarm needs a trip request. Each request waits LATENCY_MS before
+answering, as a distant server would. Counts requests by kind at /stats.
 """
 import json
 import os
@@ -17,6 +19,7 @@ from urllib.parse import urlparse, parse_qs
 PORT = int(sys.argv[1])
 LATENCY = float(os.environ.get("LATENCY_MS", "20")) / 1000
 TRIPS_PER_STOP = int(os.environ.get("TRIPS_PER_STOP", "50"))
+OFFSET_MINUTES = 255 if os.environ.get("BEYOND_WINDOW") == "1" else 5
 SERVICE_DATE = 1767168000000
 START = int(time.time() * 1000)
 counts = {"stop": 0, "trip": 0}
@@ -24,7 +27,7 @@ lock = threading.Lock()
 
 
 def departure(stop, k):
-    return START + (5 + (stop * TRIPS_PER_STOP + k) % 180) * 60_000
+    return START + (OFFSET_MINUTES + (stop * TRIPS_PER_STOP + k) % 180) * 60_000
 
 
 def entry(stop, k):

@@ -45,7 +45,7 @@ struct ActivityAdminRoutes: Sendable {
     func listAlarms(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let regionID = try admin.regionID(request)
-            let page = try AdminConventions.page(request, list: "alarms:\(regionID)")
+            let page = try await admin.page(request, list: "alarms:\(regionID)")
             let rows = try await alarms.alarms(regionID: regionID, after: page.after, limit: page.limit + 1)
             return page.response(rows, request: request, id: \.id, json: Self.alarm)
         } catch { return admin.failure(error) }
@@ -54,7 +54,7 @@ struct ActivityAdminRoutes: Sendable {
     func listActivities(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let regionID = try admin.regionID(request)
-            let page = try AdminConventions.page(request, list: "live-activities:\(regionID)")
+            let page = try await admin.page(request, list: "live-activities:\(regionID)")
             let rows = try await liveActivities.activities(regionID: regionID, after: page.after, limit: page.limit + 1)
             return page.response(rows, request: request, id: \.id, json: Self.activity)
         } catch { return admin.failure(error) }

@@ -15,6 +15,8 @@ struct AdminAPI: Sendable {
     let keys: ApiKeyStore
     let objects: AdminObjectRegions
     let idempotency: IdempotencyStore
+    /// The key the list cursors are signed with.
+    let cursorKey: AdminCursorKey
     /// Requests per minute per key (and failed sign-ins per client address).
     let limiter: FixedWindowRateLimiter
     let clock: any WallClock
@@ -55,34 +57,48 @@ struct AdminAPI: Sendable {
                 if let refusal = await scopeRefusal(scope, object, request, key) { return refusal }
                 let problems = AdminConventions.fieldProblems(request.parameters, accepts: accepts)
                 guard problems.isEmpty else { return ErrorStyle.messages.response(status: 422, error: "Invalid", messages: problems) }
-                if let refusal = await objectRefusal(object, request, key) { return refusal }
-                guard idempotent else { return await handler(request, key) }
-                return await self.idempotent(request, key, handler)
+                let resolved: (any Sendable)?
+                switch await resolve(object, request, key) {
+                case .refused(let refusal): return refusal
+                case .found(let found): resolved = found
+                }
+                return await AdminResolved.$object.withValue(resolved) {
+                    guard idempotent else { return await handler(request, key) }
+                    return await self.idempotent(request, key, handler)
+                }
             }
         }
     }
 
-    /// Answers 404 unless the path's object exists and is of a region the
-    /// key may act on (a region it may not is answered as one that does
-    /// not exist, on every route alike).
-    func objectRefusal(_ object: AdminObject, _ request: Request, _ key: ApiKeyStore.Record) async -> Response? {
-        guard let parameter = object.parameter else { return nil }
+    /// What resolving a route's object came to.
+    enum Resolution {
+        /// The object (nil for a region, a credential or nothing), for the handler.
+        case found((any Sendable)?)
+        case refused(Response)
+    }
+
+    /// Finds the path's object: 404 unless it exists and is of a region the
+    /// key may act on (a region it may not is answered as one that does not
+    /// exist, on every route alike).
+    func resolve(_ object: AdminObject, _ request: Request, _ key: ApiKeyStore.Record) async -> Resolution {
+        guard let parameter = object.parameter else { return .found(nil) }
         let text = request.pathParameters[parameter] ?? ""
-        let notFound = failure(AdministrationError.notFound("No such \(object.noun)"))
+        let notFound = Resolution.refused(failure(AdministrationError.notFound("No such \(object.noun)")))
         switch object {
         case .region:
             guard let id = Int(text), key.allows(region: id), (try? administration.region(id)) != nil else { return notFound }
+            return .found(nil)
         case .alert, .survey, .source:
             guard let id = Int64(text) else { return notFound }
             do {
-                guard let region = try await objects.region(of: object, id: id), key.allows(region: region) else { return notFound }
-            } catch { return failure(error) }
+                guard let found = try await objects.find(object, id: id), key.allows(region: found.region) else { return notFound }
+                return .found(found.object)
+            } catch { return .refused(failure(error)) }
         case .key, .principal:
-            guard Int64(text) != nil else { return notFound }
+            return Int64(text) == nil ? notFound : .found(nil)
         case .none:
-            break
+            return .found(nil)
         }
-        return nil
     }
 
     /// Refuses a credential the route's scope does not admit (403), and
@@ -178,6 +194,11 @@ struct AdminAPI: Sendable {
         administration.acting(as: "apikey:\(key.name)#\(key.id)")
     }
 
+    /// A page of a list: `limit` and a signed `after` cursor of this list.
+    func page(_ request: Request, list: String) async throws -> AdminConventions.Page {
+        try AdminConventions.page(request, list: list, key: try await cursorKey.key())
+    }
+
     /// The region the path's `:region` names (the kit checked it).
     func regionID(_ request: Request) throws(AdministrationError) -> Int {
         guard let id = request.pathParameters["region"].flatMap({ Int($0) }) else { throw .notFound("No such region") }
@@ -230,6 +251,7 @@ extension AdminAPI {
     init(_ context: FeatureContext) {
         self.init(
             administration: context.administration, keys: context.stores.apiKeys, objects: AdminObjectRegions(context.stores),
-            idempotency: context.stores.idempotency, limiter: context.adminAPILimiter, clock: context.clock, logger: context.logger)
+            idempotency: context.stores.idempotency, cursorKey: AdminCursorKey(store: context.stores.console), limiter: context.adminAPILimiter,
+            clock: context.clock, logger: context.logger)
     }
 }

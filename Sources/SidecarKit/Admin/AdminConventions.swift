@@ -65,6 +65,8 @@ enum AdminConventions {
         var after: Int64
         /// Which list the cursor belongs to (a cursor of another list is refused).
         var list: String
+        /// The key cursors are signed with (`AdminCursorKey`).
+        var key: [UInt8]
 
         /// The rows of this page from rows in id order (one more than the
         /// limit tells there is a next page).
@@ -85,8 +87,8 @@ enum AdminConventions {
     }
 
     /// Reads `limit` (1 to 500, 100 by default) and `after` (a cursor this
-    /// server gave for the same list).
-    static func page(_ request: Request, list: String) throws(AdministrationError) -> Page {
+    /// server gave for the same list, checked against `key`).
+    static func page(_ request: Request, list: String, key: [UInt8]) throws(AdministrationError) -> Page {
         var limit = defaultLimit
         if let text = request.parameters["limit"] {
             guard let value = Int(text), (1...maxLimit).contains(value) else {
@@ -97,24 +99,31 @@ enum AdminConventions {
         // -1 before the first row: ids start at 0 (region 0 is a real region).
         var after: Int64 = -1
         if let cursor = request.parameters["after"] {
-            after = try cursorID(cursor, list: list)
+            after = try cursorID(cursor, list: list, key: key)
         }
-        return Page(limit: limit, after: after, list: list)
+        return Page(limit: limit, after: after, list: list, key: key)
     }
 
-    /// The cursor of the row `id` in `list`: opaque to callers, and checked.
-    static func cursor(list: String, id: Int64) -> String {
-        Base64URL.encode(Array("v1|\(list)|\(id)".utf8))
+    /// The cursor of the row `id` in `list`: opaque to callers, and signed
+    /// (HMAC-SHA-256 with the database's cursor key, 128 bits kept), so a
+    /// cursor edited or made up by a caller is refused, not followed.
+    static func cursor(list: String, id: Int64, key: [UInt8]) -> String {
+        let payload = Array("v2|\(list)|\(id)".utf8)
+        return Base64URL.encode(payload) + "." + signature(payload, key: key)
     }
 
-    static func cursorID(_ cursor: String, list: String) throws(AdministrationError) -> Int64 {
-        guard cursor.utf8.count <= 512, let bytes = Base64URL.decodeCanonical(cursor),
-            let text = String(validating: bytes, as: UTF8.self)
-        else { throw .invalid(["after is not a cursor this server gave; start again without it"]) }
+    static func signature(_ payload: [UInt8], key: [UInt8]) -> String {
+        Base64URL.encode(Array(HMACSHA256.tag(key: key, payload).prefix(16)))
+    }
+
+    static func cursorID(_ cursor: String, list: String, key: [UInt8]) throws(AdministrationError) -> Int64 {
+        let refused = AdministrationError.invalid(["after is not a cursor this server gave; start again without it"])
+        let halves = cursor.split(separator: ".", omittingEmptySubsequences: false)
+        guard cursor.utf8.count <= 512, halves.count == 2, let payload = Base64URL.decodeCanonical(String(halves[0])),
+            SecureCompare.equal(String(halves[1]), signature(payload, key: key)), let text = String(validating: payload, as: UTF8.self)
+        else { throw refused }
         let parts = text.split(separator: "|", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "v1", let id = Int64(parts[2]), id >= 0 else {
-            throw .invalid(["after is not a cursor this server gave; start again without it"])
-        }
+        guard parts.count == 3, parts[0] == "v2", let id = Int64(parts[2]), id >= 0 else { throw refused }
         guard parts[1] == list else { throw .invalid(["after is a cursor of another list; use the one this list's Link header gave"]) }
         return id
     }
@@ -128,7 +137,7 @@ enum AdminConventions {
             return (name, text)
         }.sorted { $0.0 < $1.0 }
         query.append(("limit", String(page.limit)))
-        query.append(("after", cursor(list: page.list, id: next)))
+        query.append(("after", cursor(list: page.list, id: next, key: page.key)))
         let link = request.rawPath + "?" + query.map { "\(percentEncoded($0.0))=\(percentEncoded($0.1))" }.joined(separator: "&")
         return response.adding(header: "Link", "<\(link)>; rel=\"next\"")
     }

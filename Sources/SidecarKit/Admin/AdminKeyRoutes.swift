@@ -71,7 +71,7 @@ struct AdminKeyRoutes: Sendable {
 
     func listKeys(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let page = try AdminConventions.page(request, list: "keys")
+            let page = try await admin.page(request, list: "keys")
             let (shown, next) = try await visible(principals: false, page: page) { key.mayManage($0) }
             return AdminConventions.pageResponse(shown.map { Self.json($0) }, next: next, page: page, request: request)
         } catch { return admin.failure(error) }
@@ -139,7 +139,7 @@ struct AdminKeyRoutes: Sendable {
 
     func listPrincipals(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let page = try AdminConventions.page(request, list: "principals")
+            let page = try await admin.page(request, list: "principals")
             let (shown, next) = try await visible(principals: true, page: page) { _ in true }
             return AdminConventions.pageResponse(shown.map { Self.json($0) }, next: next, page: page, request: request)
         } catch { return admin.failure(error) }
@@ -173,7 +173,7 @@ struct AdminKeyRoutes: Sendable {
     /// also sees changes that belong to no region).
     func auditEntries(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let page = try AdminConventions.page(request, list: "audit")
+            let page = try await admin.page(request, list: "audit")
             let rows = try await audit.entries(regions: key.regions, before: page.after < 0 ? nil : page.after, limit: page.limit + 1)
             let shown = Array(rows.prefix(page.limit))
             let next = rows.count > page.limit ? shown.last?.id : nil

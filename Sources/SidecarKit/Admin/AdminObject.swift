@@ -39,28 +39,44 @@ enum AdminObject: String, Sendable, CaseIterable {
     }
 }
 
-/// Finds the region an object belongs to from its id, for the kit's check:
-/// nil when there is no such object.
+/// Finds an object from its id, with the region it belongs to, for the
+/// kit's check: nil when there is no such object.
 struct AdminObjectRegions: Sendable {
-    let alert: @Sendable (Int64) async throws -> Int?
-    let survey: @Sendable (Int64) async throws -> Int?
-    let source: @Sendable (Int64) async throws -> Int?
+    typealias Found = (region: Int, object: any Sendable)
+    let alert: @Sendable (Int64) async throws -> Found?
+    let survey: @Sendable (Int64) async throws -> Found?
+    let source: @Sendable (Int64) async throws -> Found?
 
     init(_ stores: FeatureContext.Stores) {
         let alerts = stores.alerts, surveys = stores.surveys, sources = stores.alertSources
-        alert = { try await alerts.find(id: $0)?.regionID }
-        survey = { try await surveys.survey(id: $0)?.regionID }
-        source = { try await sources.source(id: $0)?.0.regionID }
+        alert = { id in try await alerts.find(id: id).map { ($0.regionID, $0) } }
+        survey = { id in try await surveys.survey(id: id).map { ($0.regionID, $0) } }
+        source = { id in try await sources.source(id: id).map { ($0.0.regionID, $0) } }
     }
 
-    /// The region of `object` number `id`; nil for no such object, or for an
-    /// object that is not of a region.
-    func region(of object: AdminObject, id: Int64) async throws -> Int? {
+    /// `object` number `id` and its region; nil for no such object, or for
+    /// an object that is not of a region.
+    func find(_ object: AdminObject, id: Int64) async throws -> Found? {
         switch object {
         case .alert: try await alert(id)
         case .survey: try await survey(id)
         case .source: try await source(id)
         case .none, .region, .key, .principal: nil
         }
+    }
+}
+
+/// The object the kit resolved for the handler running now, so the handler
+/// uses it instead of reading the same row again (nil outside a handler,
+/// and for routes whose object is a region, a credential or nothing).
+enum AdminResolved {
+    @TaskLocal static var object: (any Sendable)?
+}
+
+extension Optional {
+    /// The value, or what `fallback` finds when there is none.
+    func asyncOr(_ fallback: () async throws -> Wrapped?) async rethrows -> Wrapped? {
+        if let self { return self }
+        return try await fallback()
     }
 }

@@ -246,8 +246,18 @@ struct AlarmChecker: Sendable {
         let stopID: String?
     }
 
-    /// Looks up every alarm at one stop: one stop request, and a trip request
-    /// for any alarm the stop's window did not contain.
+    /// One trip's visit to a stop: what a trip request asks about. The
+    /// alarm's vehicle only disambiguates; it does not make another visit
+    /// (so no rider's choice of vehicle id multiplies the requests).
+    struct TripVisit: Hashable {
+        let tripID: String
+        let serviceDate: Int64
+        let stopSequence: Int?
+    }
+
+    /// Looks up every alarm at one stop: one stop request, and one trip
+    /// request per visit (trip, service date, stop sequence) the stop's
+    /// window did not contain, shared by every alarm waiting for it.
     func check(key: StopKey, alarms: [Alarm], now: Int64) async -> (verdicts: [(Alarm, Verdict)], stopRequests: Int, tripRequests: Int) {
         guard let region = regions.region(id: key.regionID), let stopID = key.stopID else {
             // No region (it left the directory) or no stop: the lookup can
@@ -260,6 +270,7 @@ struct AlarmChecker: Sendable {
         let horizon = lookupable.map { ($0.departureEstimate?.value ?? now + 3_600_000) - now }.max() ?? 0
         let minutesAfter = min(max(Int(horizon / 60_000) + 10, 35), 240)
         var tripRequests = 0
+        var visits: [TripVisit: Verdict] = [:]
         let stopResponse: OBAResponse<StopArrivals>
         do {
             stopResponse = try await oba.arrivalsAndDepartures(region: region, stopID: stopID, minutesBefore: 5, minutesAfter: minutesAfter)
@@ -280,30 +291,35 @@ struct AlarmChecker: Sendable {
                     ))
                 continue
             }
-            // Outside the window (or gone): ask about the trip itself.
+            // Outside the window (or gone): ask about the trip's visit itself,
+            // once per visit however many alarms wait for it.
+            let visit = TripVisit(tripID: alarm.tripID!, serviceDate: alarm.serviceDate!, stopSequence: alarm.stopSequence)
+            if let known = visits[visit] {
+                verdicts.append((alarm, known))
+                continue
+            }
             tripRequests += 1
+            let verdict: Verdict
             do {
                 let response = try await oba.arrivalAndDeparture(
-                    region: region, stopID: stopID, tripID: alarm.tripID!,
-                    serviceDate: alarm.serviceDate!, vehicleID: alarm.vehicleID,
-                    stopSequence: alarm.stopSequence)
+                    region: region, stopID: stopID, tripID: visit.tripID,
+                    serviceDate: visit.serviceDate, vehicleID: alarm.vehicleID,
+                    stopSequence: visit.stopSequence)
                 if let departure = response.entry.effectiveDepartureTime {
-                    verdicts.append(
-                        (
-                            alarm,
-                            .found(
-                                departure: departure, currentTime: response.currentTime,
-                                route: AlarmRules.routeName(of: response.entry, references: response.references),
-                                headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence)
-                        ))
+                    verdict = .found(
+                        departure: departure, currentTime: response.currentTime,
+                        route: AlarmRules.routeName(of: response.entry, references: response.references),
+                        headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence)
                 } else {
-                    verdicts.append((alarm, .notFound))
+                    verdict = .notFound
                 }
             } catch .notFound {
-                verdicts.append((alarm, .notFound))
+                verdict = .notFound
             } catch {
-                verdicts.append((alarm, .transient))
+                verdict = .transient
             }
+            visits[visit] = verdict
+            verdicts.append((alarm, verdict))
         }
         return (verdicts, 1, tripRequests)
     }

@@ -50,7 +50,12 @@ struct AlertSourceRoutes: Sendable {
 
     /// The source the path names, if the key may act on its region.
     func scoped(_ request: Request, _ key: ApiKeyStore.Record) async throws -> (AlertSource, AlertSourceStatus) {
-        guard let id = try? admin.id(request, .source), let found = try await store.source(id: id), key.allows(region: found.0.regionID) else {
+        guard let id = try? admin.id(request, .source),
+            let found = try await (AdminResolved.object as? (AlertSource, AlertSourceStatus)).flatMap({ $0.0.id == id ? $0 : nil }).asyncOr({
+                try await store.source(id: id)
+            }),
+            key.allows(region: found.0.regionID)
+        else {
             throw AdministrationError.notFound("No such source")
         }
         return found
@@ -70,7 +75,7 @@ struct AlertSourceRoutes: Sendable {
     func list(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let regionID = try admin.regionID(request)
-            let page = try AdminConventions.page(request, list: "sources:\(regionID)")
+            let page = try await admin.page(request, list: "sources:\(regionID)")
             let sources = try await store.sources(regionID: regionID).sorted { $0.0.id < $1.0.id }
             return page.response(sources, request: request, id: { $0.0.id }, json: { Self.json($0.0, $0.1) })
         } catch { return admin.failure(error) }
@@ -124,7 +129,7 @@ struct AlertSourceRoutes: Sendable {
     func reviews(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let (source, _) = try await scoped(request, key)
-            let page = try AdminConventions.page(request, list: "reviews:\(source.id)")
+            let page = try await admin.page(request, list: "reviews:\(source.id)")
             let (shown, next) = page.window(try await store.reviews(sourceID: source.id).sorted { $0.0.alertID < $1.0.alertID }) { $0.0.alertID }
             return AdminConventions.pageResponse(
                 shown.map { state, header in

@@ -40,7 +40,11 @@ struct AlertAdminRoutes: Sendable {
     /// The alert the path names, if the key may act on its region.
     func scopedAlert(_ request: Request, _ key: ApiKeyStore.Record) async throws -> ServiceAlert {
         let id = try admin.id(request, .alert)
-        let alert = try await administration.alert(id: id)
+        // The kit found it a moment ago: read again only outside a route.
+        let alert =
+            if let resolved = AdminResolved.object as? ServiceAlert, resolved.id == id { resolved } else {
+                try await administration.alert(id: id)
+            }
         guard key.allows(region: alert.regionID) else { throw AdministrationError.notFound("No alert \(id)") }
         return alert
     }
@@ -53,7 +57,7 @@ struct AlertAdminRoutes: Sendable {
     func listAlerts(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let regionID = try admin.regionID(request)
-            let page = try AdminConventions.page(request, list: "alerts:\(regionID)")
+            let page = try await admin.page(request, list: "alerts:\(regionID)")
             let rows = try await store.alerts(regionID: regionID, after: page.after, limit: page.limit + 1)
             return page.response(rows, request: request, id: \.id, json: { AdminJSON.alert($0) })
         } catch { return failure(error) }
@@ -151,7 +155,7 @@ struct AlertAdminRoutes: Sendable {
     func listSends(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let alert = try await scopedAlert(request, key)
-            let page = try AdminConventions.page(request, list: "sends:\(alert.id)")
+            let page = try await admin.page(request, list: "sends:\(alert.id)")
             return page.response(try await store.sends(alertID: alert.id), request: request, id: \.id, json: AdminJSON.send)
         } catch { return failure(error) }
     }

@@ -55,7 +55,7 @@ struct GhostBusAdminRoutes: Sendable {
         do {
             let regionID = try admin.regionID(request)
             let filter = try filter(request)
-            let page = try AdminConventions.page(request, list: "ghost-bus:\(regionID)")
+            let page = try await admin.page(request, list: "ghost-bus:\(regionID)")
             let rows = try await store.reports(regionID: regionID, filter: filter, after: page.after, limit: page.limit + 1)
             return page.response(rows, request: request, id: \.id, json: { Self.json($0.report) })
         } catch { return admin.failure(error) }

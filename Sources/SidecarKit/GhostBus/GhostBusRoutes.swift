@@ -16,6 +16,9 @@ struct GhostBusRoutes: Sendable {
     let peerLimiter: FixedWindowRateLimiter
     /// 20 per day per `user_identifier`.
     let userLimiter: FixedWindowRateLimiter
+    /// OneBusAway lookups per client (`--upstream-lookup-limit`): each
+    /// snapshot attempt is one, counted against the reporter's address.
+    let lookups: FixedWindowRateLimiter
     /// Snapshot captures run as the server's background work, so a stop
     /// waits for them before the database closes.
     let work: BackgroundWork
@@ -90,7 +93,8 @@ struct GhostBusRoutes: Sendable {
             case .created(let publicID):
                 let enrich = self
                 // After the 201: the rider never waits on the OBA server.
-                work.run { await enrich.captureSnapshot(publicID: publicID, report: report, region: region) }
+                let client = request.clientKey
+                work.run { await enrich.captureSnapshot(publicID: publicID, report: report, region: region, client: client) }
                 return Response.json(201, ["id": publicID]).logging(log.0, log.1)
             }
         } catch {
@@ -99,12 +103,19 @@ struct GhostBusRoutes: Sendable {
         }
     }
 
-    /// Captures the trip's real-time status, up to 3 attempts.
-    func captureSnapshot(publicID: String, report: GhostBusReport, region: Region) async {
+    /// Captures the trip's real-time status, up to 3 attempts, each a
+    /// lookup counted against the reporting client's budget: beyond it the
+    /// report stays stored without its snapshot, and the OneBusAway server
+    /// is not asked.
+    func captureSnapshot(publicID: String, report: GhostBusReport, region: Region, client: String) async {
         var snapshot: String?
         var shortName: String?
         var attempts = 0
         while attempts < 3 && snapshot == nil && !work.stop.isStopping {
+            if case .limited = await lookups.check(client) {
+                logger.debug("ghost-bus report stored without a trip snapshot: the client's lookup budget is spent", [("region", String(region.id))])
+                break
+            }
             attempts += 1
             do {
                 let response = try await oba.tripDetails(region: region, tripID: report.tripIdentifier, serviceDate: report.serviceDate)
@@ -126,6 +137,7 @@ extension GhostBusRoutes: Feature {
     init(_ context: FeatureContext) {
         self.init(
             store: context.stores.ghostBus, regions: context.regions, oba: context.oba, clock: context.clock, logger: context.logger,
-            peerLimiter: context.limits.ghostBusPeers, userLimiter: context.limits.ghostBusUsers, work: context.work)
+            peerLimiter: context.limits.ghostBusPeers, userLimiter: context.limits.ghostBusUsers, lookups: context.limits.upstreamLookups,
+            work: context.work)
     }
 }

@@ -21,7 +21,7 @@ struct RegionAdminRoutes: Sendable {
 
     func regions(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let page = try AdminConventions.page(request, list: "regions")
+            let page = try await admin.page(request, list: "regions")
             let list = try await administration.regionList().filter { key.allows(region: $0.region.id) }.sorted { $0.region.id < $1.region.id }
             return page.response(list, request: request, id: { Int64($0.region.id) }, json: { AdminJSON.region($0.region, $0.settings) })
         } catch { return failure(error) }

@@ -57,9 +57,10 @@ struct SurveyAdminRoutes: Sendable {
     /// The survey the path names, if the key may act on its region; with
     /// `If-Match` checked when the request changes it.
     func scoped(_ request: Request, _ key: ApiKeyStore.Record, changing: Bool = false) async throws -> Survey {
-        guard let id = try? admin.id(request, .survey), let survey = try await store.survey(id: id), key.allows(region: survey.regionID) else {
-            throw AdministrationError.notFound("No such survey")
-        }
+        guard let id = try? admin.id(request, .survey),
+            let survey = try await (AdminResolved.object as? Survey).flatMap({ $0.id == id ? $0 : nil }).asyncOr({ try await store.survey(id: id) }),
+            key.allows(region: survey.regionID)
+        else { throw AdministrationError.notFound("No such survey") }
         if changing { try AdminConventions.checkIfMatch(request, current: SurveyRules.document(survey)) }
         return survey
     }
@@ -67,7 +68,7 @@ struct SurveyAdminRoutes: Sendable {
     func studies(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let regionID = try admin.regionID(request)
-            let page = try AdminConventions.page(request, list: "studies:\(regionID)")
+            let page = try await admin.page(request, list: "studies:\(regionID)")
             return page.response(try await store.studies(regionID: regionID), request: request, id: \.id, json: Self.study)
         } catch { return admin.failure(error) }
     }
@@ -83,7 +84,7 @@ struct SurveyAdminRoutes: Sendable {
     func surveys(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let regionID = try admin.regionID(request)
-            let page = try AdminConventions.page(request, list: "surveys:\(regionID)")
+            let page = try await admin.page(request, list: "surveys:\(regionID)")
             return page.response(try await store.surveys(regionID: regionID), request: request, id: \.id, json: SurveyRules.document)
         } catch { return admin.failure(error) }
     }
@@ -163,7 +164,7 @@ struct SurveyAdminRoutes: Sendable {
         do {
             let survey = try await scoped(request, key)
             let range = try AdminConventions.timeRange(request)
-            let page = try AdminConventions.page(request, list: "responses:\(survey.id)")
+            let page = try await admin.page(request, list: "responses:\(survey.id)")
             let rows = try await store.responses(surveyID: survey.id, after: page.after, from: range.from, to: range.to, limit: page.limit + 1)
             return page.response(rows, request: request, id: \.id, json: { Self.response($0.response) })
         } catch { return admin.failure(error) }

@@ -394,7 +394,9 @@ struct AdminAPITests {
             }
             let forged = try await Self.call(app, "GET", "/admin/api/regions/1/alerts?after=bm90LWEtY3Vyc29y", key: key)
             #expect(forged.status == 422)
-            let foreign = AdminConventions.cursor(list: "surveys:1", id: 1)
+            // Signed with this database's key, but for another list.
+            let cursorKey = try await ConsoleStore(database: app.sidecar.database).secret(named: "admin-cursor")
+            let foreign = AdminConventions.cursor(list: "surveys:1", id: 1, key: cursorKey)
             #expect(try await Self.call(app, "GET", "/admin/api/regions/1/alerts?after=\(foreign)", key: key).status == 422)
             let huge = #"{"header":""# + String(repeating: "a", count: 1_100_000) + #"","start":"2026-12-01T05:00:00Z"}"#
             let tooBig = try await Self.call(app, "POST", "/admin/api/regions/1/alerts", key: key, json: huge)

@@ -289,6 +289,30 @@ struct AlarmRouteTests {
         }
     }
 
+    /// Issue 39: alarms waiting for the same visit of a trip the stop's
+    /// window does not reach share one trip request per cycle, whoever set
+    /// them and whatever vehicle each names: 40 alarms, one request.
+    @Test func alarmsOnOneTripOutsideTheStopWindowShareOneTripRequest() async throws {
+        try await Self.run(configure: {
+            $0.alarmLimit = 0
+            $0.upstreamLookupLimit = 0
+        }) { app, oba, _ in
+            // Five hours out: past the widest stop window (four hours).
+            oba.set([Self.trip("far", departsIn: 5 * 3600, clock: app.clock)])
+            for index in 0..<40 {
+                let fields = Self.alarmFields("far", push: "rider-device-\(index)").map { $0.0 == "vehicle_id" ? ($0.0, "1_\(7000 + index)") : $0 }
+                let created = try await app.post("/api/v2/regions/1/alarms", fields)
+                #expect(created.status == 201, "\(created.text)")
+            }
+            let before = oba.counts
+            let report = await app.sidecar.alarmChecker.runCycle()
+            #expect(report.checked == 40)
+            #expect(report.stopRequests == 1)
+            #expect(report.tripRequests == 1, "one request for the visit, not one per alarm")
+            #expect(oba.counts.trip - before.trip == 1)
+        }
+    }
+
     @Test func withoutATransportAlarmsAreCheckedAndReapedNeverFired() async throws {
         try await Self.run(transport: false) { app, oba, gorush in
             oba.set([Self.trip("t1", departsIn: 200, clock: app.clock)])

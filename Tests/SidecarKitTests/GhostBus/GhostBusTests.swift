@@ -116,6 +116,34 @@ struct GhostBusTests {
         }
     }
 
+    /// Issue 39: a report's trip-details lookups count against
+    /// `--upstream-lookup-limit` like every other lookup: 20 reports from
+    /// one address with a budget of 3 cost the OneBusAway server 3 requests,
+    /// and every report is still stored.
+    @Test func snapshotLookupsCountAgainstTheLookupBudget() async throws {
+        try await Self.run({
+            $0.upstreamLookupLimit = 3
+            $0.ghostBusPeerLimit = 100
+        }) { app, oba in
+            let store = GhostBusStore(database: app.sidecar.database)
+            var ids: [String] = []
+            for index in 0..<20 {
+                let fields = Self.valid.map { ($0.key, $0.key == "user_identifier" ? "budget-\(index)" : $0.value) }
+                let created = try await app.post(Self.path, fields)
+                #expect(created.status == 201)
+                ids.append(try #require(created.json?["id"] as? String))
+            }
+            // Every capture has ended: 3 with a snapshot, 17 refused a lookup.
+            #expect(
+                try await app.eventually {
+                    var captured = 0
+                    for id in ids where try await store.report(publicID: id)?.tripSnapshot != nil { captured += 1 }
+                    return captured == 3 && app.log.lines.filter { $0.contains("lookup budget is spent") }.count == 17
+                })
+            #expect(oba.state.value.tripDetailRequests == 3)
+        }
+    }
+
     /// Any Int64 a rider sends for a time is stored; every way staff read it
     /// (the admin API's list and CSV, the console's CSV) answers, never traps.
     @Test func extremeTimesFromARiderExportWithoutBringingTheServerDown() async throws {
