@@ -66,7 +66,9 @@ field() { sed -n "$1p" <(grep 'alarm cycle' "$WORK/sidecar.log") | tr ' ' '\n' |
 CPU0=$(cpu)
 wait_cycle 1
 CPU1=$(cpu); RSS1=$(kb VmRSS)
-wait_cycle 2
+# Alarms on one far-off trip are all rescheduled ahead: no second cycle checks any.
+CYCLES=2; [ "${ONE_TRIP:-0}" = 1 ] && CYCLES=1
+[ "$CYCLES" = 2 ] && wait_cycle 2
 CPU2=$(cpu); RSS2=$(kb VmRSS); HWM=$(kb VmHWM)
 STATS=$(curl -s "http://127.0.0.1:$OBA_PORT/stats")
 
@@ -81,7 +83,7 @@ Machine: $(nproc) cores, $(uname -sr); $ALARMS alarms over $STOPS stops ($PER_ST
 | cycle | alarms checked | wall time | stop requests | trip requests | sidecar CPU | RSS after |
 |---|---|---|---|---|---|---|
 $(row 1 "first (every alarm due)" $((CPU1 - CPU0)) "$RSS1")
-$(row 2 "next, $INTERVAL s later" $((CPU2 - CPU1)) "$RSS2")
+$([ "$CYCLES" = 2 ] && row 2 "next, $INTERVAL s later" $((CPU2 - CPU1)) "$RSS2")
 
 Upstream requests seen by the fake server over both cycles: $STATS. Peak RSS (VmHWM): $(mb "$HWM") MB.
 REPORT

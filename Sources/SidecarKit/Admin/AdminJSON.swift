@@ -43,11 +43,11 @@ enum AdminJSON {
 
     static func send(_ send: AlertSend) -> JSONValue {
         .object([
-            "id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.status),
+            "id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.shownStatus),
             "targeted": .integer(Int64(send.targeted)), "delivered": .integer(Int64(send.delivered)),
             "failed": .integer(Int64(send.failed)), "pruned": .integer(Int64(send.pruned)), "pending": .integer(Int64(send.pending)),
             "last_error": send.lastError.map(JSONValue.string) ?? .null, "audience_size": .integer(Int64(send.audienceSize)),
-            "started_at": time(send.startedAt), "finished_at": time(send.finishedAt),
+            "started_at": time(send.startedAt), "finished_at": time(send.finishedAt), "stalled_since": time(send.stalledSince),
             "messages": send.messages.map { messages in
                 .object(messages.mapValues { .object(["title": .string($0.title), "body": .string($0.body)]) })
             } ?? .null,

@@ -202,8 +202,11 @@ extension OperatorCommands {
         }
         for send in sends {
             lines.append(
-                "  send \(send.id) to \(send.audience.rawValue): \(send.status), \(counts(send))"
-                    + (send.status == "failed" ? " (\(send.lastError ?? "provider failing"))" : ""))
+                "  send \(send.id) to \(send.audience.rawValue): \(send.shownStatus), \(counts(send))"
+                    + (send.status == "failed" ? " (\(send.lastError ?? "provider failing"))" : "")
+                    + (send.stalledSince.map {
+                        " (since \(time(EpochSeconds($0))): \(send.lastError ?? "no answer"); it goes on when the transport answers)"
+                    } ?? ""))
         }
         return lines.joined(separator: "\n")
     }

@@ -90,6 +90,13 @@ struct AlertSend: Sendable, Equatable {
     /// Push text the caller supplied instead of the alert's, by language
     /// (`en` is the copy for every language without its own).
     var messages: Messages? = nil
+    /// When a running send's transport stopped answering (seconds), while
+    /// it has not answered since; `lastError` then says what it last said.
+    var stalledSince: Int64? = nil
+
+    /// The status people are shown: a running send that has made no
+    /// progress for `AlertSender.stallSeconds` is `stalled`.
+    var shownStatus: String { status == "running" && stalledSince != nil ? "stalled" : status }
 
     /// One language's push title and body.
     struct PushText: Sendable, Equatable {

@@ -41,7 +41,7 @@ extension AlertSendConsolePages {
                     [
                         tag("td", [Attribute("data-label", "Send")], [send.id]),
                         tag("td", [Attribute("data-label", "Audience")], [send.audience == .all ? "everyone" : "test devices"]),
-                        cell("status", send.status),
+                        cell("status", send.shownStatus),
                         tag(
                             "td", [Attribute("data-label", "Progress")],
                             [
@@ -60,6 +60,19 @@ extension AlertSendConsolePages {
                         cell("pruned", send.pruned),
                         tag("td", [Attribute("data-label", "Started")], [RegionTime.display(seconds: send.startedAt, zone)]),
                     ]))
+            if let since = send.stalledSince, send.status == "running" {
+                rows.append(
+                    tag(
+                        "tr", [.class("failure"), Attribute("data-stalled-for", String(send.id))],
+                        [
+                            tag(
+                                "td", [Attribute("colspan", "6")],
+                                [
+                                    tag("strong", [], ["No progress since \(RegionTime.display(seconds: since, zone)): "]),
+                                    "\(send.lastError ?? "the push transport has not answered"). It goes on by itself when the transport answers.",
+                                ])
+                        ]))
+            }
             if send.status == "failed" {
                 let left = send.undelivered(remainingAfterCursor: remaining[send.id] ?? 0)
                 var cells: [any HTMLContent] = [tag("strong", [], ["It stopped: ", Self.plainError(send), ". "])]

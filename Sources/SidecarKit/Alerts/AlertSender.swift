@@ -1,5 +1,6 @@
 import Core
 import Push
+import Synchronization
 
 /// How a send retries pushes that failed for a passing reason (a provider
 /// or gateway answering 5xx or 429, a network error): exponential backoff
@@ -54,6 +55,9 @@ struct AlertSender: Sendable {
     var retry: SendRetryPolicy
     /// Stops between pages (graceful shutdown); the lease is released.
     var stop: StopSignal?
+    /// Seconds a page may wait on the transport (its retries included)
+    /// before the send says it is stalled.
+    static let stallSeconds: Double = 30
 
     init(
         store: AlertStore, transport: any PushTransport, clock: any WallClock, logger: Logger, pageSize: Int = 1000,
@@ -100,7 +104,7 @@ struct AlertSender: Sendable {
         }
         /// Sends one page and records it; returns false when the send must stop.
         func deliver(_ page: [(id: Int64, registration: PushRegistration)], fromPending: Bool, cursor: Int64, lastPage: Bool) async throws -> Bool {
-            let outcomes = await sendWithRetries(messages(for: page), sendID: send.id)
+            let outcomes = await sendWatchingForStalls(messages(for: page), sendID: send.id)
             var record = AlertStore.PageRecord(sendID: send.id, cursor: cursor, now: nowSeconds)
             for (entry, outcome) in zip(page, outcomes) {
                 if !fromPending { record.targeted += 1 }
@@ -200,14 +204,57 @@ struct AlertSender: Sendable {
         return current
     }
 
+    /// `sendWithRetries`, watched: while the page has not been answered
+    /// for `stallSeconds`, the send is marked stalled with the transport's
+    /// last answer (every 5 s, which keeps its lease), and logged once; the
+    /// page's record clears it when the transport answers again.
+    func sendWatchingForStalls(_ messages: [PushMessage], sendID: Int64) async -> [PushOutcome] {
+        let lastAnswer = LastAnswer()
+        return await withTaskGroup(of: [PushOutcome]?.self) { group in
+            group.addTask { await sendWithRetries(messages, sendID: sendID, lastAnswer: lastAnswer) }
+            group.addTask {
+                let since = nowSeconds
+                do { try await clock.sleep(seconds: Self.stallSeconds) } catch { return nil }
+                var logged = false
+                while !Task.isCancelled {
+                    let reason =
+                        "no progress for \(Int(Self.stallSeconds)) s; "
+                        + (lastAnswer.value.map { "the transport's last answer: \($0)" } ?? "the push transport has not answered")
+                    try? await store.markStalled(sendID: sendID, since: since, reason: reason, now: nowSeconds)
+                    if !logged {
+                        logger.warning("alert send stalled: it goes on when the transport answers", [("send", String(sendID)), ("reason", reason)])
+                        logged = true
+                    }
+                    do { try await clock.sleep(seconds: 5) } catch { return nil }
+                }
+                return nil
+            }
+            var outcomes: [PushOutcome] = []
+            while let finished = await group.next() {
+                guard let finished else { continue }
+                outcomes = finished
+                group.cancelAll()
+            }
+            return outcomes
+        }
+    }
+
+    /// What the transport last said of a page still being retried.
+    final class LastAnswer: Sendable {
+        private let answer = Mutex<String?>(nil)
+        var value: String? { answer.withLock { $0 } }
+        func set(_ text: String) { answer.withLock { $0 = text } }
+    }
+
     /// Sends a batch and retries its passing failures with backoff,
     /// renewing the lease while it waits. Returns one outcome per message.
-    func sendWithRetries(_ messages: [PushMessage], sendID: Int64) async -> [PushOutcome] {
+    func sendWithRetries(_ messages: [PushMessage], sendID: Int64, lastAnswer: LastAnswer? = nil) async -> [PushOutcome] {
         var outcomes = await transport.send(messages)
         var attempt = 2
         while attempt <= retry.attempts && !stopping {
             let retrying = outcomes.indices.filter { if case .transient = outcomes[$0] { true } else { false } }
             guard !retrying.isEmpty else { break }
+            if case .transient(let reason) = outcomes[retrying[0]] { lastAnswer?.set(reason) }
             try? await store.renewLease(sendID: sendID, now: nowSeconds)
             let delay = retry.delay(beforeAttempt: attempt)
             if delay > 0 { try? await clock.sleep(seconds: delay) }

@@ -73,6 +73,20 @@ extension AlertStore {
     }
 
     /// Extends a send's lease while its runner waits to retry.
+    /// A running send whose transport has not answered for a while: says
+    /// since when and why (the send's `last_error`), and keeps its lease, so
+    /// no other instance takes over a send that is only waiting. The next
+    /// recorded page clears it.
+    func markStalled(sendID: Int64, since: Int64, reason: String, now: Int64) async throws {
+        _ = try await database.write { connection in
+            try connection.execute(
+                """
+                UPDATE alert_sends SET stalled_since = COALESCE(stalled_since, \(since)), last_error = \(reason), lease_until = \(now + sendLeaseSeconds)
+                WHERE id = \(sendID) AND status = 'running'
+                """)
+        }
+    }
+
     func renewLease(sendID: Int64, now: Int64) async throws {
         _ = try await database.write { connection in
             try connection.execute("UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds) WHERE id = \(sendID) AND status = 'running'")
@@ -216,7 +230,8 @@ extension AlertStore {
                     pruned = pruned + \(Int64(pruned)), pending = \(pending), status = COALESCE(\(record.status), status),
                     finished_at = CASE WHEN \(ending) = 1 THEN \(record.now) ELSE finished_at END,
                     lease_until = CASE WHEN \(ending) = 1 THEN NULL ELSE \(record.now) + \(sendLeaseSeconds) END,
-                    last_error = CASE WHEN \(record.status) = 'done' THEN NULL ELSE COALESCE(\(record.lastError), last_error) END
+                    last_error = CASE WHEN \(record.status) = 'done' THEN NULL ELSE COALESCE(\(record.lastError), last_error) END,
+                    stalled_since = NULL
                 WHERE id = \(record.sendID) RETURNING *
                 """)
             guard let row else { throw AlertStoreError.notFound }
@@ -236,7 +251,8 @@ extension AlertStore {
             cursor: try row.int("cursor"), targeted: Int(try row.int("targeted")), delivered: Int(try row.int("delivered")),
             failed: Int(try row.int("failed")), pruned: Int(try row.int("pruned")), pending: Int(try row.int("pending")),
             startedAt: try row.int("started_at"), finishedAt: try row.optionalInt("finished_at"), lastError: try row.optionalString("last_error"),
-            audienceSize: Int(try row.int("audience_size")), messages: try row.optionalString("messages").flatMap(AlertSend.decode))
+            audienceSize: Int(try row.int("audience_size")), messages: try row.optionalString("messages").flatMap(AlertSend.decode),
+            stalledSince: try row.optionalInt("stalled_since"))
     }
 }
 
@@ -283,6 +299,9 @@ extension AlertStore {
             ],
             23: [
                 .same("ALTER TABLE alert_sends ADD COLUMN messages TEXT")
+            ],
+            26: [
+                .same("ALTER TABLE alert_sends ADD COLUMN stalled_since BIGINT")
             ],
         ])
 }

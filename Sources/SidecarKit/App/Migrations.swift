@@ -48,6 +48,7 @@ enum Migrations {
         entry(
             25, "relay bindings remember refusals and back off; tokens outside the token rule removed", RelayBinder.schema,
             PushRegistrationStore.schema, AlarmStore.schema, LiveActivityStore.schema),
+        entry(26, "a send says when it stalled", AlertStore.sendSchema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

@@ -202,7 +202,7 @@ enum ConsoleAssets {
                       summary.textContent = group(send.delivered) + " of " + group(send.audience_size) + " delivered, " + group(send.failed)
                         + " failed, " + group(send.pending) + " pending";
                     }
-                    if (send.status === "running") { running = true; }
+                    if (send.status === "running" || send.status === "stalled") { running = true; }
                     if (send.status === "failed" && send.reason && !table.querySelector("[data-failure-for='" + send.id + "']")) {
                       // The reason and the Resume link, as the server draws them after a reload.
                       var failure = document.createElement("tr");
@@ -223,7 +223,7 @@ enum ConsoleAssets {
                       failure.appendChild(td);
                       row.parentNode.insertBefore(failure, row.nextSibling);
                     }
-                    if (wasRunning[send.id] && send.status !== "running") {
+                    if (wasRunning[send.id] && send.status !== "running" && send.status !== "stalled") {
                       var outcome = document.querySelector("[data-send-outcome]");
                       if (outcome) {
                         outcome.hidden = false;
@@ -231,7 +231,7 @@ enum ConsoleAssets {
                           + " of " + group(send.audience_size) + " delivered" + (send.status === "failed" ? " (" + send.reason + ")." : ".");
                       }
                     }
-                    wasRunning[send.id] = send.status === "running";
+                    wasRunning[send.id] = send.status === "running" || send.status === "stalled";
                   });
                   if (running) { setTimeout(refresh, 1000); return; }
                   // Nothing runs any more: the send buttons work again.
