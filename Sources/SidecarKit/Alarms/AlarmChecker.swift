@@ -267,6 +267,9 @@ struct AlarmChecker: Sendable {
         let lookupable = alarms.filter { $0.tripID != nil && $0.serviceDate != nil }
         var verdicts: [(Alarm, Verdict)] = alarms.filter { $0.tripID == nil || $0.serviceDate == nil }.map { ($0, .notFound) }
         guard !lookupable.isEmpty else { return (verdicts, 0, 0) }
+        // Stopping: nothing more is asked; these wait for the next cycle (of
+        // this server after its restart, or of another instance).
+        guard stop?.isStopping != true else { return (verdicts + lookupable.map { ($0, .transient) }, 0, 0) }
         let horizon = lookupable.map { ($0.departureEstimate?.value ?? now + 3_600_000) - now }.max() ?? 0
         let minutesAfter = min(max(Int(horizon / 60_000) + 10, 35), 240)
         var tripRequests = 0
@@ -296,6 +299,10 @@ struct AlarmChecker: Sendable {
             let visit = TripVisit(tripID: alarm.tripID!, serviceDate: alarm.serviceDate!, stopSequence: alarm.stopSequence)
             if let known = visits[visit] {
                 verdicts.append((alarm, known))
+                continue
+            }
+            if stop?.isStopping == true {
+                verdicts.append((alarm, .transient))
                 continue
             }
             tripRequests += 1

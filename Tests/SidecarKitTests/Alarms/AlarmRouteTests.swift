@@ -313,6 +313,31 @@ struct AlarmRouteTests {
         }
     }
 
+    /// Issue 39: a stop asked for during a page of lookups ends the page
+    /// after the request under way: what was not looked up waits for the
+    /// next cycle (its failure count untouched), nothing is fired or lost.
+    @Test func aStopDuringAPageOfLookupsAsksNothingMore() async throws {
+        try await Self.run(configure: {
+            $0.alarmLimit = 0
+            $0.upstreamLookupLimit = 0
+        }) { app, oba, _ in
+            oba.set((0..<5).map { Self.trip("far-\($0)", departsIn: 5 * 3600, clock: app.clock) })
+            for index in 0..<5 {
+                let created = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("far-\(index)", push: "stopping-device-\(index)"))
+                #expect(created.status == 201)
+            }
+            let work = app.sidecar.context.work
+            oba.state.withLock { $0.whileAnsweringStop = { work.stop.stop() } }
+            let before = oba.counts
+            let report = await app.sidecar.alarmChecker.runCycle()
+            #expect(report.checked == 5 && report.transient == 5 && report.fired == 0)
+            #expect(oba.counts.stop - before.stop == 1)
+            #expect(oba.counts.trip - before.trip == 0, "no trip request once the stop was asked for")
+            let alarms = try await AlarmStore(database: app.sidecar.database).alarms(regionID: 1, after: 0, limit: 10)
+            #expect(alarms.count == 5 && alarms.allSatisfy { $0.failureCount == 0 })
+        }
+    }
+
     @Test func withoutATransportAlarmsAreCheckedAndReapedNeverFired() async throws {
         try await Self.run(transport: false) { app, oba, gorush in
             oba.set([Self.trip("t1", departsIn: 200, clock: app.clock)])
