@@ -50,6 +50,8 @@ final class Exchange: @unchecked Sendable {
     /// The response is streamed: its handler stays counted in the gate until
     /// the request ends, so shutdown waits for (or stops) the stream.
     var streaming = false
+    /// The streamed body's writer, while the response is being sent.
+    var writer: BodyWriter?
     /// The client's address once resolved (for the access log).
     var client: String?
     private let response = Mutex<Response?>(nil)

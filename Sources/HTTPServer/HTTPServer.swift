@@ -23,6 +23,9 @@ public final class HTTPServer: Sendable {
     /// Exchange states alive right now (allocated per request, freed when
     /// libmicrohttpd reports the request finished); tests check it returns to 0.
     let liveExchanges = Atomic<Int>(0)
+    /// Streamed responses being sent, so a stop can cut short those whose
+    /// clients are too slow to take them before the deadline.
+    private let openStreams = Mutex<[ObjectIdentifier: BodyWriter]>([:])
     /// Whether the NUL checks that depend on libmicrohttpd's buffer layout
     /// are on (only for the version they were written against).
     let checksHeadLayout: Bool
@@ -115,17 +118,30 @@ public final class HTTPServer: Sendable {
         if listenSocket >= 0 { close(listenSocket) }
         draining.store(true, ordering: .releasing)
         let deadline = ContinuousClock.now + grace
-        while liveExchanges.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+        // A streamed body has until shortly before the deadline (2 s, or a
+        // quarter of a short grace) to reach its client; then it is cut short
+        // (the client sees it end in error), so a slow or stalled reader
+        // cannot hold the stop past the deadline.
+        let cutStreamsAt = deadline - min(grace / 4, .seconds(2))
+        var cut = false
+        func cutStreamsWhenDue() {
+            guard !cut, ContinuousClock.now >= cutStreamsAt else { return }
+            cut = true
+            openStreams.withLock { Array($0.values) }.forEach { $0.cutShortForShutdown() }
+        }
+        while liveExchanges.load(ordering: .acquiring) - abandonedStreams > 0 && ContinuousClock.now < deadline {
+            cutStreamsWhenDue()
             try? await Task.sleep(for: .milliseconds(5))
         }
-        let unfinished = liveExchanges.load(ordering: .acquiring)
+        let unfinished = liveExchanges.load(ordering: .acquiring) - abandonedStreams
         // From here no handler starts: a request arriving now is refused
         // without suspending its connection.
         gate.bitwiseOr(Self.gateClosed, ordering: .acquiringAndReleasing)
-        while requestsInFlight > 0 && ContinuousClock.now < deadline {
+        while requestsInFlight - abandonedStreams > 0 && ContinuousClock.now < deadline {
+            cutStreamsWhenDue()
             try? await Task.sleep(for: .milliseconds(5))
         }
-        let running = requestsInFlight
+        let running = requestsInFlight - abandonedStreams
         guard running == 0 else {
             logger.warning("shutdown deadline passed with requests still running", [("requests", String(running))])
             return false
@@ -236,6 +252,12 @@ public final class HTTPServer: Sendable {
             exchange.phase = .responded
             gate.subtract(1, ordering: .releasing)
         }
+        // Forgotten as a stream before it leaves the counts, so a stop never
+        // counts it twice (in the gate and as abandoned).
+        if let writer = exchange.writer {
+            exchange.writer = nil
+            _ = openStreams.withLock { $0.removeValue(forKey: ObjectIdentifier(writer)) }
+        }
         if exchange.streaming {
             exchange.streaming = false
             gate.subtract(1, ordering: .releasing)
@@ -307,6 +329,15 @@ public final class HTTPServer: Sendable {
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
     }
 
+    /// Streams cut short whose producer has ended: nothing of ours runs for
+    /// them any more, so stopping the daemon (which closes their connections)
+    /// is safe even while their clients have not read the end.
+    private var abandonedStreams: Int {
+        openStreams.withLock { streams in
+            streams.values.filter { $0.cutShort.load(ordering: .acquiring) && $0.producerEnded.load(ordering: .acquiring) }.count
+        }
+    }
+
     /// Queues a response whose body a task writes while libmicrohttpd sends
     /// it (chunked); the handler stays counted until the request ends.
     private func queueStream(
@@ -323,6 +354,8 @@ public final class HTTPServer: Sendable {
         let result = queue(mhdResponse, response, on: connection)
         guard result == .YES else { return result }
         exchange.streaming = true
+        exchange.writer = writer
+        openStreams.withLock { $0[ObjectIdentifier(writer)] = writer }
         Task {
             do {
                 try await producer(writer)
@@ -330,6 +363,7 @@ public final class HTTPServer: Sendable {
             } catch {
                 writer.finish(failed: true)
             }
+            writer.producerEnded.store(true, ordering: .releasing)
         }
         return result
     }

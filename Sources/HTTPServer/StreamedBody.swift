@@ -22,10 +22,16 @@ public final class BodyWriter: Sendable {
         var stopped = false
         /// The connection is suspended waiting for bytes (the reader found none).
         var suspended = false
+        /// libmicrohttpd freed the response (the connection may be gone).
+        var released = false
         var waiter: CheckedContinuation<Void, any Error>?
     }
 
     private let state = Mutex(State())
+    /// Set when the task writing the body has returned or thrown.
+    let producerEnded = Atomic<Bool>(false)
+    /// Set when a stopping server cut the body short.
+    let cutShort = Atomic<Bool>(false)
     private let connection: ConnectionHandle
     private let isDraining: @Sendable () -> Bool
 
@@ -84,6 +90,32 @@ public final class BodyWriter: Sendable {
         waiter?.resume(throwing: Stopped())
     }
 
+    /// The server is stopping and the client has not taken the whole body
+    /// in time: what is buffered is dropped, a waiting or later write throws,
+    /// and the client's next read ends the body in error (so it can tell the
+    /// body was cut short, never mistake it for a whole one).
+    func cutShortForShutdown() {
+        cutShort.store(true, ordering: .releasing)
+        let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            state.stopped = true
+            state.chunks = []
+            state.offset = 0
+            state.buffered = 0
+            state.finished = true
+            state.failed = true
+            if !state.released { wakeReader(&state) }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(throwing: Stopped())
+    }
+
+    /// libmicrohttpd freed the response: the connection is no longer ours to resume.
+    func released() {
+        state.withLock { $0.released = true }
+        stop()
+    }
+
     /// Called by libmicrohttpd for the next bytes: copies what is buffered,
     /// or suspends the connection until the producer writes or finishes.
     func read(into buffer: UnsafeMutablePointer<CChar>, max: Int) -> Int {
@@ -138,7 +170,7 @@ func mhdStreamRead(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer
 /// and a producer still writing stops.
 func mhdStreamFree(_ cls: UnsafeMutableRawPointer?) {
     guard let cls else { return }
-    Unmanaged<BodyWriter>.fromOpaque(cls).takeRetainedValue().stop()
+    Unmanaged<BodyWriter>.fromOpaque(cls).takeRetainedValue().released()
 }
 
 /// The body reader of a 304: never called, since a 304 sends headers only;

@@ -99,4 +99,59 @@ struct StreamedBodyTests {
             #expect(!finished)
         }
     }
+
+    /// Issue 39: a stop while a client reads a long body slowly (here: not
+    /// at all) cuts the body short shortly before the deadline instead of
+    /// waiting past it: the shutdown is clean, and the producer stops.
+    @Test func aStopCutsShortABodyItsClientIsNotReading() async throws {
+        let progress = Progress()
+        var router = Router()
+        router.add(
+            Route("GET", "/stream") { _ in
+                .streamed(200, contentType: "text/plain") { writer in
+                    do {
+                        for _ in 0..<16_384 {
+                            try await writer.write([UInt8](repeating: UInt8(ascii: "a"), count: Self.chunk))
+                            progress.written.add(Self.chunk, ordering: .relaxed)
+                        }
+                        progress.finished.store(true, ordering: .relaxed)
+                    } catch is BodyWriter.Stopped {
+                        progress.stopped.store(true, ordering: .relaxed)
+                        throw BodyWriter.Stopped()
+                    }
+                }
+            })
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.connectionTimeoutSeconds = 120
+        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
+        try server.start()
+        let socket = try RawSocket(port: server.port)
+        #expect(socket.send(RawHTTPClient.request("GET", "/stream")))
+        var first: (bytes: [UInt8], closed: Bool) = ([], false)
+        for _ in 0..<40 where first.bytes.isEmpty {
+            first = await socket.readOffPool(timeoutSeconds: 0.05)
+        }
+        #expect(first.bytes.starts(with: Array("HTTP/1.1 200".utf8)))
+        // The producer is under way (and soon held back by the unread buffers).
+        #expect(await waitFor { progress.written.load(ordering: .relaxed) > 0 })
+        let clean = await server.shutdown(grace: .seconds(8))
+        #expect(clean, "the stop did not wait for the client")
+        let stopped = progress.stopped.load(ordering: .relaxed)
+        let finished = progress.finished.load(ordering: .relaxed)
+        #expect(stopped, "the producer was told to stop")
+        #expect(!finished)
+        socket.hangUp()
+    }
+
+    /// Waits for a condition; the deadline only catches a hang.
+    func waitFor(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
 }
