@@ -12,8 +12,8 @@ import Synchronization
 /// a worker; writes queued together are committed by one worker in one
 /// transaction, so a burst of writes shares commits (see `run` for how one
 /// failing write is kept from taking the others with it). While PostgreSQL cannot be reached every
-/// call fails at once with `DatabaseError.unavailable` (a reconnect is tried
-/// at most once a second), so nothing queues up; the pool recovers by itself
+/// call fails at once with `DatabaseError.unavailable` (one worker tries to
+/// reconnect, at most every 250 ms), so nothing queues up; the pool recovers by itself
 /// when the server is back. A write's caller resumes only after `COMMIT`.
 public final class PostgreSQLDatabase: Database {
     public let location: PostgresLocation
@@ -173,11 +173,18 @@ public final class PostgreSQLDatabase: Database {
         stopped.signal()
     }
 
-    /// A new connection, unless one failed within the last second (then
+    /// How soon after a failed connection attempt the next is made: short,
+    /// so writes come back within a fraction of a second of PostgreSQL
+    /// accepting connections again (a restart's recovery ends with a burst of
+    /// "not yet accepting" refusals), yet one attempt per interval costs
+    /// nothing while it is down.
+    static let reconnectIntervalNanoseconds: UInt64 = 250_000_000
+
+    /// A new connection, unless one failed within the last interval (then
     /// the last reason again: callers fail fast while the server is down).
     private func connect() throws -> PostgreSQLConnection {
         let now = DispatchTime.now().uptimeNanoseconds
-        if let failure = lastFailure.withLock({ $0 }), now - failure.at < 1_000_000_000 {
+        if let failure = lastFailure.withLock({ $0 }), now - failure.at < Self.reconnectIntervalNanoseconds {
             throw DatabaseError.unavailable(failure.reason)
         }
         // While the server is known to be failing, one worker probes it;
