@@ -19,7 +19,9 @@ struct StreamedBodyTests {
 
     static let chunk = 64 * 1024
 
-    static func withServer(chunks: Int, progress: Progress, _ body: (HTTPServer) async throws -> Void) async throws {
+    static func withServer(
+        chunks: Int, progress: Progress, connectionTimeoutSeconds: Int = 5, _ body: (HTTPServer) async throws -> Void
+    ) async throws {
         var router = Router()
         router.add(
             Route("GET", "/stream") { _ in
@@ -39,7 +41,7 @@ struct StreamedBodyTests {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        configuration.connectionTimeoutSeconds = 5
+        configuration.connectionTimeoutSeconds = connectionTimeoutSeconds
         let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
         try server.start()
         do { try await body(server) } catch {
@@ -105,44 +107,25 @@ struct StreamedBodyTests {
     /// waiting past it: the shutdown is clean, and the producer stops.
     @Test func aStopCutsShortABodyItsClientIsNotReading() async throws {
         let progress = Progress()
-        var router = Router()
-        router.add(
-            Route("GET", "/stream") { _ in
-                .streamed(200, contentType: "text/plain") { writer in
-                    do {
-                        for _ in 0..<16_384 {
-                            try await writer.write([UInt8](repeating: UInt8(ascii: "a"), count: Self.chunk))
-                            progress.written.add(Self.chunk, ordering: .relaxed)
-                        }
-                        progress.finished.store(true, ordering: .relaxed)
-                    } catch is BodyWriter.Stopped {
-                        progress.stopped.store(true, ordering: .relaxed)
-                        throw BodyWriter.Stopped()
-                    }
-                }
-            })
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.connectionTimeoutSeconds = 120
-        let server = HTTPServer(configuration: configuration, router: router, logger: Logger(level: .error, sink: MemorySink()))
-        try server.start()
-        let socket = try RawSocket(port: server.port)
-        #expect(socket.send(RawHTTPClient.request("GET", "/stream")))
-        var first: (bytes: [UInt8], closed: Bool) = ([], false)
-        for _ in 0..<40 where first.bytes.isEmpty {
-            first = await socket.readOffPool(timeoutSeconds: 0.05)
+        // 1 GB if nothing stopped it; the connection timeout is far past the stop.
+        try await Self.withServer(chunks: 16_384, progress: progress, connectionTimeoutSeconds: 120) { server in
+            let socket = try RawSocket(port: server.port)
+            #expect(socket.send(RawHTTPClient.request("GET", "/stream")))
+            var first: (bytes: [UInt8], closed: Bool) = ([], false)
+            for _ in 0..<40 where first.bytes.isEmpty {
+                first = await socket.readOffPool(timeoutSeconds: 0.05)
+            }
+            #expect(first.bytes.starts(with: Array("HTTP/1.1 200".utf8)))
+            // The producer is under way (and soon held back by the unread buffers).
+            #expect(await waitFor { progress.written.load(ordering: .relaxed) > 0 })
+            let clean = await server.shutdown(grace: .seconds(8))
+            #expect(clean, "the stop did not wait for the client")
+            let stopped = progress.stopped.load(ordering: .relaxed)
+            let finished = progress.finished.load(ordering: .relaxed)
+            #expect(stopped, "the producer was told to stop")
+            #expect(!finished)
+            socket.hangUp()
         }
-        #expect(first.bytes.starts(with: Array("HTTP/1.1 200".utf8)))
-        // The producer is under way (and soon held back by the unread buffers).
-        #expect(await waitFor { progress.written.load(ordering: .relaxed) > 0 })
-        let clean = await server.shutdown(grace: .seconds(8))
-        #expect(clean, "the stop did not wait for the client")
-        let stopped = progress.stopped.load(ordering: .relaxed)
-        let finished = progress.finished.load(ordering: .relaxed)
-        #expect(stopped, "the producer was told to stop")
-        #expect(!finished)
-        socket.hangUp()
     }
 
     /// Waits for a condition; the deadline only catches a hang.

@@ -37,22 +37,15 @@ extension AlertPages {
         }
     }
 
-    /// An alert page: the alert must exist in a region the user may see (else 404).
     /// Runs `handler` with the alert the path names; one of a region the
     /// user may not see is answered as missing.
     func withAlert(
         _ request: Request, _ action: ConsoleAction,
         _ handler: @escaping (Request, ConsoleLayout.Context, ServiceAlert) async -> Response
     ) async -> Response {
-        await signedIn(request, action) { request, session in
-            guard let id = request.pathParameters["alert"].flatMap({ Int64($0) }) else { return notFound() }
-            do {
-                guard let alert = try await alerts.find(id: id), ConsoleRules.mayAccess(region: alert.regionID, allowed: session.user.regions),
-                    let region = regions.region(id: alert.regionID)
-                else { return notFound() }
-                return await handler(request, await regionContext(session, region: region, .alerts), alert)
-            } catch { return unavailable(error) }
-        }
+        let alerts = alerts
+        return await withObject(
+            request, action, parameter: "alert", section: .alerts, find: { try await alerts.find(id: $0) }, regionOf: \.regionID, handler)
     }
 }
 

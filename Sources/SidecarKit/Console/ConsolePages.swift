@@ -39,6 +39,26 @@ extension ConsolePages {
         _ request: Request, _ action: ConsoleAction, _ handler: (Request, ConsoleStore.Session) async -> Response
     ) async -> Response { await console.signedIn(request, action, handler) }
 
+    /// Runs `handler` with the object the path's `parameter` names, found by
+    /// `find`, for a user allowed `action` in the object's region; a missing
+    /// object, a malformed id and one of a region the user may not see are
+    /// the same 404.
+    func withObject<Object: Sendable>(
+        _ request: Request, _ action: ConsoleAction, parameter: String, section: ConsoleLayout.Section,
+        find: (Int64) async throws -> Object?, regionOf: (Object) -> Int,
+        _ handler: (Request, ConsoleLayout.Context, Object) async -> Response
+    ) async -> Response {
+        await signedIn(request, action) { request, session in
+            guard let id = request.pathParameters[parameter].flatMap({ Int64($0) }) else { return notFound() }
+            do {
+                guard let object = try await find(id), ConsoleRules.mayAccess(region: regionOf(object), allowed: session.user.regions),
+                    let region = regions.region(id: regionOf(object))
+                else { return notFound() }
+                return await handler(request, await regionContext(session, region: region, section), object)
+            } catch { return unavailable(error) }
+        }
+    }
+
     // MARK: The kit's helpers
 
     var now: Int64 { console.now }

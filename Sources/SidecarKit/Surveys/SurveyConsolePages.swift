@@ -44,15 +44,9 @@ struct SurveyConsolePages: ConsolePages {
         _ request: Request, _ action: ConsoleAction,
         _ handler: @escaping (Request, ConsoleLayout.Context, Survey) async -> Response
     ) async -> Response {
-        await signedIn(request, action) { request, session in
-            guard let id = request.pathParameters["survey"].flatMap({ Int64($0) }) else { return notFound() }
-            do {
-                guard let survey = try await surveys.survey(id: id), ConsoleRules.mayAccess(region: survey.regionID, allowed: session.user.regions),
-                    let region = regions.region(id: survey.regionID)
-                else { return notFound() }
-                return await handler(request, await regionContext(session, region: region, .surveys), survey)
-            } catch { return unavailable(error) }
-        }
+        let surveys = surveys
+        return await withObject(
+            request, action, parameter: "survey", section: .surveys, find: { try await surveys.survey(id: $0) }, regionOf: \.regionID, handler)
     }
 
     func surveyList(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
