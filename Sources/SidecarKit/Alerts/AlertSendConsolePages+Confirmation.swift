@@ -167,23 +167,35 @@ extension AlertSendConsolePages {
         return .join(parts)
     }
 
-    func confirmSend(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+    /// What a send form asks for: the source review it approves (a push
+    /// from the review queue) and the audience, or the page refusing it.
+    enum SendChoice {
+        case chosen(ReviewApproval?, AlertSend.Audience)
+        case answered(Response)
+    }
+
+    func reviewAndAudience(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> SendChoice {
         let review: ReviewApproval?
         do {
             switch try await reviewApproval(request, context, alert) {
             case .success(let approval)?: review = approval
-            case .failure(let refusal)?: return refusal.response
+            case .failure(let refusal)?: return .answered(refusal.response)
             case nil: review = nil
             }
-        } catch { return unavailable(error) }
+        } catch { return .answered(unavailable(error)) }
+        if let review { return .chosen(review, review.source.audience) }
+        switch audience(request, context.session) {
+        case .chosen(let chosen): return .chosen(nil, chosen)
+        case .refused(let response): return .answered(response)
+        }
+    }
+
+    func confirmSend(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        let review: ReviewApproval?
         let audience: AlertSend.Audience
-        if let review {
-            audience = review.source.audience
-        } else {
-            switch self.audience(request, context.session) {
-            case .chosen(let chosen): audience = chosen
-            case .refused(let response): return response
-            }
+        switch await reviewAndAudience(request, context, alert) {
+        case .chosen(let chosenReview, let chosenAudience): (review, audience) = (chosenReview, chosenAudience)
+        case .answered(let response): return response
         }
         let count: Int
         let earlier: [AlertSend]
@@ -307,21 +319,10 @@ extension AlertSendConsolePages {
 
     func startSend(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
         let review: ReviewApproval?
-        do {
-            switch try await reviewApproval(request, context, alert) {
-            case .success(let approval)?: review = approval
-            case .failure(let refusal)?: return refusal.response
-            case nil: review = nil
-            }
-        } catch { return unavailable(error) }
         let audience: AlertSend.Audience
-        if let review {
-            audience = review.source.audience
-        } else {
-            switch self.audience(request, context.session) {
-            case .chosen(let chosen): audience = chosen
-            case .refused(let response): return response
-            }
+        switch await reviewAndAudience(request, context, alert) {
+        case .chosen(let chosenReview, let chosenAudience): (review, audience) = (chosenReview, chosenAudience)
+        case .answered(let response): return response
         }
         guard sends.transport != nil else {
             return ConsoleLayout.errorPage(
