@@ -109,10 +109,16 @@ struct LiveActivityUpdater: Sendable {
         let byStop = Dictionary(grouping: activities, by: \.stopID)
         let region = regions.region(id: regionID)
         let fetched = await boundedMap(Array(byStop), limit: maxConcurrentStops) { stop, subscriptions in
-            subscriptions.contains { $0.expiresAt >= nowSeconds } ? await self.arrivals(region: region, stopID: stop) : (stop, nil, false)
+            // Stopping: a stop not yet asked about is not asked; its
+            // subscriptions wait for the next cycle, with no failure counted.
+            if self.stop?.isStopping == true { return (stop, nil as OBAResponse<StopArrivals>?, false, true) }
+            let (stopID, response, requested) =
+                subscriptions.contains { $0.expiresAt >= nowSeconds } ? await self.arrivals(region: region, stopID: stop) : (stop, nil, false)
+            return (stopID, response, requested, false)
         }
         var responses: [String: OBAResponse<StopArrivals>?] = [:]
-        for (stop, response, requested) in fetched {
+        let skipped = Set(fetched.filter(\.3).map(\.0))
+        for (stop, response, requested, wasSkipped) in fetched where !wasSkipped {
             responses[stop] = response
             if requested { report.stopRequests += 1 }
             if logger.isEnabled(.debug) {
@@ -124,7 +130,7 @@ struct LiveActivityUpdater: Sendable {
                     ])
             }
         }
-        for activity in activities {
+        for activity in activities where !skipped.contains(activity.stopID) {
             let last = activity.lastState.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }.flatMap(ContentState.init(json:))
             if activity.expiresAt < nowSeconds {
                 plans.append(.end(activity, last ?? ContentState(arrivals: [])))

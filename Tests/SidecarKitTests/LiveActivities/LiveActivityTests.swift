@@ -230,6 +230,31 @@ struct LiveActivityLoopTests {
         }
     }
 
+    /// Issue 39: a stop asked for during a page asks about no further stop;
+    /// those subscriptions wait for the next cycle with no failure counted,
+    /// and the stops already answered are pushed as usual.
+    @Test func aStopDuringAPageAsksAboutNoFurtherStop() async throws {
+        try await Self.run { app, oba, gorush in
+            oba.set([
+                Self.trip("t1", departsIn: 600, clock: app.clock), Self.trip("t1", departsIn: 600, clock: app.clock, stop: "1_22222"),
+            ])
+            _ = try await app.post(Self.path, Self.fields("first-stop", token: "push-token-first"))
+            _ = try await app.post(Self.path, Self.fields("second-stop", token: "push-token-second", stop: "1_22222"))
+            var updater = app.sidecar.liveActivityUpdater
+            updater.maxConcurrentStops = 1  // one stop after the other, so the stop lands between them
+            let work = app.sidecar.context.work
+            oba.state.withLock { $0.whileAnsweringStop = { work.stop.stop() } }
+            let report = await updater.runCycle()
+            #expect(report.subscriptions == 2)
+            #expect(report.stopRequests == 1, "the second stop was not asked about")
+            #expect(report.failures == 0)
+            #expect(report.updates == 1)
+            #expect(gorush.notifications.count == 1)
+            let waiting = try await LiveActivityStore(database: app.sidecar.database).activities(regionID: 1, after: 0, limit: 10)
+            #expect(waiting.count == 2 && waiting.allSatisfy { $0.failureCount == 0 })
+        }
+    }
+
     @Test func updatesKeepalivesFailuresExpiryAndSharedFetches() async throws {
         try await Self.run { app, oba, gorush in
             oba.set([Self.trip("t1", departsIn: 600, clock: app.clock), Self.trip("t2", departsIn: 1500, clock: app.clock)])
