@@ -203,6 +203,24 @@ enum ConsoleAssets {
                         + " failed, " + group(send.pending) + " pending";
                     }
                     if (send.status === "running" || send.status === "stalled") { running = true; }
+                    // A stalled send says why while the page watches, as it does after a reload.
+                    var stalledRow = table.querySelector("[data-stalled-for='" + send.id + "']");
+                    if (send.status === "stalled" && !stalledRow) {
+                      stalledRow = document.createElement("tr");
+                      stalledRow.className = "failure";
+                      stalledRow.setAttribute("data-stalled-for", String(send.id));
+                      var stalledCell = document.createElement("td");
+                      stalledCell.colSpan = 6;
+                      var stalledLead = document.createElement("strong");
+                      stalledLead.textContent = "No progress: ";
+                      stalledCell.appendChild(stalledLead);
+                      stalledCell.appendChild(document.createTextNode(
+                        (send.last_error || "the push transport has not answered") + ". It goes on by itself when the transport answers."));
+                      stalledRow.appendChild(stalledCell);
+                      row.parentNode.insertBefore(stalledRow, row.nextSibling);
+                    } else if (send.status !== "stalled" && stalledRow) {
+                      stalledRow.parentNode.removeChild(stalledRow);
+                    }
                     if (send.status === "failed" && send.reason && !table.querySelector("[data-failure-for='" + send.id + "']")) {
                       // The reason and the Resume link, as the server draws them after a reload.
                       var failure = document.createElement("tr");
