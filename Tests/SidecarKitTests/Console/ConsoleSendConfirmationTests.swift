@@ -37,6 +37,28 @@ struct ConsoleSendConfirmationTests: ConsoleSuite {
         }
     }
 
+    /// Issue 39: a send whose transport stopped answering reads `stalled`
+    /// on the alert's page, with since when (in the region's zone) and what
+    /// the transport last said.
+    @Test func aStalledSendSaysSoOnTheAlertPage() async throws {
+        try await Self.run { app in
+            let now = app.clock.now().epochMillis / 1000
+            let alert = try await app.administration.create(regionID: 1, fields: ["header": "Route 44 detoured", "start": Self.at(now - 60)])
+            _ = try await app.administration.setPublished(id: alert.id, true)
+            let (send, _) = try await app.administration.startSend(id: alert.id, audience: .test)
+            let store = AlertStore(database: app.sidecar.database)
+            try await store.markStalled(
+                sendID: send.id, since: now, reason: "no progress for 30 s; the transport's last answer: gorush answered HTTP 503", now: now + 30)
+            var admin = ConsoleBrowser(app: app)
+            try await admin.login("admin@example.org", Self.password)
+            let page = try await admin.get("/admin/alerts/\(alert.id)")
+            #expect(page.text.contains("data-stalled-for=\"\(send.id)\""), "\(page.text)")
+            #expect(page.text.contains("No progress since"))
+            #expect(page.text.contains("gorush answered HTTP 503"))
+            #expect(page.text.contains(">stalled<"))
+        }
+    }
+
     @Test func theConfirmationSaysWhenEachAppShowsIt() async throws {
         try await Self.run { app in
             let now = app.clock.now().epochMillis / 1000
