@@ -21,7 +21,10 @@ public final class PostgreSQLDatabase: Database {
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let workerCount: Int
-    private let stopped = DispatchSemaphore(value: 0)
+    /// The workers, joined on close: a worker's thread-local cleanup
+    /// (OpenSSL's, after its last TLS connection) must end before the process
+    /// exits, or exit-time cleanup frees the same memory twice.
+    private let workers = Mutex<[PlatformThread.Joinable]>([])
     /// When a connection attempt last failed (monotonic ns), and why.
     private let lastFailure = Mutex<(at: UInt64, reason: String)?>(nil)
     /// One worker at a time tries to reconnect; the others fail their calls
@@ -49,7 +52,8 @@ public final class PostgreSQLDatabase: Database {
         _ = try PostgreSQLConnection(location)
         workerCount = max(connections, 1)
         for number in 0..<workerCount {
-            PlatformThread.detach(name: "postgres-\(number)") { [self] in workerLoop() }
+            let worker = PlatformThread.start(name: "postgres-\(number)") { [self] in workerLoop() }
+            workers.withLock { $0.append(worker) }
         }
     }
 
@@ -129,10 +133,9 @@ public final class PostgreSQLDatabase: Database {
         guard !alreadyClosing else { return }
         for _ in 0..<workerCount { wake.signal() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let stopped = self.stopped
-            let count = workerCount
+            let workers = workers.withLock { $0 }
             PlatformThread.detach(name: "postgres-close") {
-                for _ in 0..<count { stopped.wait() }
+                for worker in workers { worker.join() }
                 continuation.resume()
             }
         }
@@ -170,7 +173,6 @@ public final class PostgreSQLDatabase: Database {
             }
         }
         connection = nil
-        stopped.signal()
     }
 
     /// How soon after a failed connection attempt the next is made: short,

@@ -11,6 +11,15 @@ import Glibc
 public enum PlatformThread {
     /// Runs `body` on a new detached thread.
     public static func detach(name: String = "sidecar", _ body: @escaping @Sendable () -> Void) {
+        pthread_detach(create(name: name, body))
+    }
+
+    /// Runs `body` on a new thread that can be waited for to its very end.
+    public static func start(name: String = "sidecar", _ body: @escaping @Sendable () -> Void) -> Joinable {
+        Joinable(create(name: name, body))
+    }
+
+    private static func create(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
         let box = Unmanaged.passRetained(ThreadBody(body: body, name: name)).toOpaque()
         var thread = pthread_t()
         let status = pthread_create(
@@ -23,7 +32,21 @@ public enum PlatformThread {
                 return nil
             }, box)
         precondition(status == 0, "pthread_create failed with \(status)")
-        pthread_detach(thread)
+        return thread
+    }
+
+    /// A started thread. `join` returns once it has ended, its thread-local
+    /// destructors included (a library's per-thread cleanup, such as
+    /// OpenSSL's, must not race the process's exit).
+    public final class Joinable: @unchecked Sendable {
+        // Written once at creation; joined once.
+        private let thread: pthread_t
+
+        init(_ thread: pthread_t) { self.thread = thread }
+
+        /// Blocks until the thread has ended. Call it once, off the shared
+        /// concurrency pool.
+        public func join() { pthread_join(thread, nil) }
     }
 }
 
