@@ -16,7 +16,7 @@ struct AdminAPI: Sendable {
     let objects: AdminObjectRegions
     let idempotency: IdempotencyStore
     /// The key the list cursors are signed with.
-    let cursorKey: AdminCursorKey
+    let cursorKey: StoredSecret
     /// Requests per minute per key (and failed sign-ins per client address).
     let limiter: FixedWindowRateLimiter
     let clock: any WallClock
@@ -196,7 +196,7 @@ struct AdminAPI: Sendable {
 
     /// A page of a list: `limit` and a signed `after` cursor of this list.
     func page(_ request: Request, list: String) async throws -> AdminConventions.Page {
-        try AdminConventions.page(request, list: list, key: try await cursorKey.key())
+        try AdminConventions.page(request, list: list, key: try await cursorKey.value())
     }
 
     /// The region the path's `:region` names (the kit checked it).
@@ -251,7 +251,8 @@ extension AdminAPI {
     init(_ context: FeatureContext) {
         self.init(
             administration: context.administration, keys: context.stores.apiKeys, objects: AdminObjectRegions(context.stores),
-            idempotency: context.stores.idempotency, cursorKey: AdminCursorKey(store: context.stores.console), limiter: context.adminAPILimiter,
+            idempotency: context.stores.idempotency, cursorKey: StoredSecret(store: context.stores.console, name: "admin-cursor"),
+            limiter: context.adminAPILimiter,
             clock: context.clock, logger: context.logger)
     }
 }

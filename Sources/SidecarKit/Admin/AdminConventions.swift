@@ -65,7 +65,7 @@ enum AdminConventions {
         var after: Int64
         /// Which list the cursor belongs to (a cursor of another list is refused).
         var list: String
-        /// The key cursors are signed with (`AdminCursorKey`).
+        /// The key cursors are signed with (a `StoredSecret` of the database).
         var key: [UInt8]
 
         /// The rows of this page from rows in id order (one more than the

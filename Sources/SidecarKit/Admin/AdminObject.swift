@@ -71,12 +71,11 @@ struct AdminObjectRegions: Sendable {
 /// and for routes whose object is a region, a credential or nothing).
 enum AdminResolved {
     @TaskLocal static var object: (any Sendable)?
-}
 
-extension Optional {
-    /// The value, or what `fallback` finds when there is none.
-    func asyncOr(_ fallback: () async throws -> Wrapped?) async rethrows -> Wrapped? {
-        if let self { return self }
-        return try await fallback()
+    /// The resolved object when it is a `T` that `matches`, else what
+    /// `read` finds (a handler run outside a route, or another object).
+    static func reuse<T>(_ type: T.Type, matching matches: (T) -> Bool, else read: () async throws -> T?) async throws -> T? {
+        if let resolved = object as? T, matches(resolved) { return resolved }
+        return try await read()
     }
 }

@@ -51,9 +51,8 @@ struct AlertSourceRoutes: Sendable {
     /// The source the path names, if the key may act on its region.
     func scoped(_ request: Request, _ key: ApiKeyStore.Record) async throws -> (AlertSource, AlertSourceStatus) {
         guard let id = try? admin.id(request, .source),
-            let found = try await (AdminResolved.object as? (AlertSource, AlertSourceStatus)).flatMap({ $0.0.id == id ? $0 : nil }).asyncOr({
-                try await store.source(id: id)
-            }),
+            let found = try await AdminResolved.reuse(
+                (AlertSource, AlertSourceStatus).self, matching: { $0.0.id == id }, else: { try await store.source(id: id) }),
             key.allows(region: found.0.regionID)
         else {
             throw AdministrationError.notFound("No such source")

@@ -41,10 +41,8 @@ struct AlertAdminRoutes: Sendable {
     func scopedAlert(_ request: Request, _ key: ApiKeyStore.Record) async throws -> ServiceAlert {
         let id = try admin.id(request, .alert)
         // The kit found it a moment ago: read again only outside a route.
-        let alert =
-            if let resolved = AdminResolved.object as? ServiceAlert, resolved.id == id { resolved } else {
-                try await administration.alert(id: id)
-            }
+        let alert = try await AdminResolved.reuse(ServiceAlert.self, matching: { $0.id == id }, else: { try await administration.alert(id: id) })
+        guard let alert else { throw AdministrationError.notFound("No alert \(id)") }
         guard key.allows(region: alert.regionID) else { throw AdministrationError.notFound("No alert \(id)") }
         return alert
     }

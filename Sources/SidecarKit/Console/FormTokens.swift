@@ -1,5 +1,4 @@
 import Crypto
-import Synchronization
 
 /// Tokens this server issued for a form: signed with a secret the database
 /// keeps for every instance (HMAC-SHA-256), bound to a purpose and, for a
@@ -8,16 +7,14 @@ import Synchronization
 final class FormTokens: Sendable {
     let store: ConsoleStore
     static let lifetimeSeconds: Int64 = 3600
-    private let secret = Mutex<[UInt8]?>(nil)
+    private let secret: StoredSecret
 
-    init(store: ConsoleStore) { self.store = store }
-
-    private func key() async throws -> [UInt8] {
-        if let known = secret.withLock({ $0 }) { return known }
-        let loaded = try await store.secret(named: "form-token")
-        secret.withLock { $0 = loaded }
-        return loaded
+    init(store: ConsoleStore) {
+        self.store = store
+        secret = StoredSecret(store: store, name: "form-token")
     }
+
+    private func key() async throws -> [UInt8] { try await secret.value() }
 
     static func tag(_ key: [UInt8], purpose: String, nonce: String, expires: Int64) -> String {
         Base64URL.encode(HMACSHA256.tag(key: key, Array("\(purpose)\n\(nonce)\n\(expires)".utf8)))

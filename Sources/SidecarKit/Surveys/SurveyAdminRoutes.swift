@@ -58,7 +58,7 @@ struct SurveyAdminRoutes: Sendable {
     /// `If-Match` checked when the request changes it.
     func scoped(_ request: Request, _ key: ApiKeyStore.Record, changing: Bool = false) async throws -> Survey {
         guard let id = try? admin.id(request, .survey),
-            let survey = try await (AdminResolved.object as? Survey).flatMap({ $0.id == id ? $0 : nil }).asyncOr({ try await store.survey(id: id) }),
+            let survey = try await AdminResolved.reuse(Survey.self, matching: { $0.id == id }, else: { try await store.survey(id: id) }),
             key.allows(region: survey.regionID)
         else { throw AdministrationError.notFound("No such survey") }
         if changing { try AdminConventions.checkIfMatch(request, current: SurveyRules.document(survey)) }
