@@ -47,7 +47,7 @@ struct AdminObjectRegions: Sendable {
     let survey: @Sendable (Int64) async throws -> Found?
     let source: @Sendable (Int64) async throws -> Found?
 
-    init(_ stores: FeatureContext.Stores) {
+    init(_ stores: FeatureServices.Stores) {
         let alerts = stores.alerts, surveys = stores.surveys, sources = stores.alertSources
         alert = { id in try await alerts.find(id: id).map { ($0.regionID, $0) } }
         survey = { id in try await surveys.survey(id: id).map { ($0.regionID, $0) } }

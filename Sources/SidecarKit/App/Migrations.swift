@@ -1,17 +1,5 @@
 import Database
 
-/// A store's schema changes by migration version: the DDL of the tables it
-/// owns, kept beside its SQL.
-struct Schema: Sendable {
-    let owner: String
-    let changes: [Int: [MigrationStatement]]
-
-    init(_ owner: String, _ changes: [Int: [MigrationStatement]]) {
-        self.owner = owner
-        self.changes = changes
-    }
-}
-
 /// Every schema migration, in version order, each naming the stores that
 /// own what it changes. A new change takes the next version here and its
 /// DDL in the owning store's `schema`.

@@ -110,26 +110,28 @@ final class Sidecar: Sendable {
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         let postgres = database.dialect == .postgresql
         let shared: SharedWindowCounter? = postgres ? DatabaseWindowCounter(database: database) : nil
-        let stores = FeatureContext.Stores(database: database, logger: logger, sendLeaseSeconds: configuration.sendLeaseSeconds)
+        let stores = FeatureServices.Stores(database: database, logger: logger, sendLeaseSeconds: configuration.sendLeaseSeconds)
         let cache = AlertFeedCache()
         let work = BackgroundWork()
-        return FeatureContext(
-            configuration: configuration, database: database, stores: stores, regions: regions, clock: clock, logger: logger,
+        let services = FeatureServices(
+            configuration: configuration, stores: stores, regions: regions,
             oba: OBAGateway(
                 client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys,
                 logger: logger),
-            upstream: upstream, transport: transport, publicURL: PublicBaseURL(configuration.effectivePublicURL()), metrics: metrics,
-            coordination: postgres ? CoordinationStore(database: database) : nil, sharedCounts: shared,
-            limits: RiderLimits(configuration, logger: logger, shared: shared, now: now),
+            transport: transport, metrics: metrics, limits: RiderLimits(configuration, logger: logger, shared: shared, now: now),
             adminAPILimiter: FixedWindowRateLimiter(
                 limit: configuration.adminAPILimit, windowSeconds: 60, name: "admin_api", logger: logger, shared: shared, now: now),
-            work: work, boundPort: BoundPort(), alertFeedCache: cache,
+            alertFeedCache: cache,
             administration: AlertAdministration(
                 store: stores.alerts, regions: regions, clock: clock, cache: cache, catalog: configuration.locales,
                 audit: stores.audit),
             alertSends: AlertSendRunner(
                 store: stores.alerts, transport: transport, clock: clock, logger: logger, work: work,
                 retry: configuration.sendRetry))
+        return FeatureContext(
+            database: database, clock: clock, logger: logger, upstream: upstream,
+            coordination: postgres ? CoordinationStore(database: database) : nil, sharedCounts: shared, work: work,
+            boundPort: BoundPort(), publicURL: PublicBaseURL(configuration.effectivePublicURL()), shared: services)
     }
 
     /// Every feature of the server, in one list.
@@ -283,20 +285,4 @@ final class Sidecar: Sendable {
         logger.info("stopped")
         return true
     }
-}
-
-/// The port the server bound (nil before it listens), so background work
-/// can recognise a URL that points back at this server.
-final class BoundPort: Sendable {
-    private let value = Mutex<Int?>(nil)
-    func set(_ port: Int) { value.withLock { $0 = port } }
-    var port: Int? { value.withLock { $0 } }
-}
-
-/// The public base URL (`--public-url`, or one built from the bound port).
-final class PublicBaseURL: Sendable {
-    private let value: Mutex<String>
-    init(_ initial: String) { value = Mutex(initial) }
-    func set(_ url: String) { value.withLock { $0 = url } }
-    var url: String { value.withLock { $0 } }
 }

@@ -50,7 +50,7 @@ struct CentralListTests {
         }
     }
 
-    /// A store that owns tables is built once, in `FeatureContext.Stores`,
+    /// A store that owns tables is built once, in `FeatureServices.Stores`,
     /// or is one of the few built where they are used (named here).
     @Test func everyStoreWithASchemaIsInTheContextsStores() async throws {
         var owners = Set<String>()
@@ -64,7 +64,7 @@ struct CentralListTests {
         try await TestSidecar.run { app in
             let inContext = Set(Mirror(reflecting: app.sidecar.context.stores).children.map { String(describing: type(of: $0.value)) })
             for owner in owners.subtracting(builtWhereUsed) {
-                #expect(inContext.contains(owner), "\(owner) owns tables but is not in FeatureContext.Stores")
+                #expect(inContext.contains(owner), "\(owner) owns tables but is not in FeatureServices.Stores")
             }
         }
     }
