@@ -5,8 +5,10 @@ import HTTPServer
 /// Everything `sidecar serve` can be told. Each field has a flag and an
 /// environment variable (see `CommandLineInterface.flags`).
 struct SidecarConfiguration: Sendable {
-    var host = "0.0.0.0"
-    var port = 8080
+    /// The HTTP server's own settings (address, threads, connection and
+    /// body limits, timeouts), with the defaults `HTTPServer` declares;
+    /// `serverConfiguration` adds the trusted proxies.
+    var server = ServerConfiguration()
     /// SQLite database file (created if missing).
     var database = "sidecar.sqlite3"
     /// `--regions`: a path or an http(s) URL of regions-v3.json; nil = the bundled sample.
@@ -33,17 +35,6 @@ struct SidecarConfiguration: Sendable {
     /// gorush feedback posts per minute per client; 0 disables.
     var webhookLimit = 600
     var sqliteSynchronous = SQLiteDatabase.Synchronous.normal
-    var threads = max(ProcessInfo.processInfo.activeProcessorCount, 1)
-    var maxBodyBytes = 1 << 20
-    var maxHeaderBytes = 16 * 1024
-    var connectionTimeoutSeconds = 30
-    var maxConnections = 1024
-    /// Seconds from a request's first byte to the end of its head.
-    var headerTimeoutSeconds = 10
-    /// Slowest average body rate (bytes per second) after that grace.
-    var minimumBodyBytesPerSecond = 1024
-    /// Open connections per client address (IPv6: per /64); 0 = no limit.
-    var maxConnectionsPerClient = 64
     /// `--trusted-proxies`: proxies whose forwarding headers name the client.
     var trustedProxies: TrustedProxies?
     /// `--client-ip-header`: a header naming the client (e.g. `CF-Connecting-IP`)
@@ -60,10 +51,10 @@ struct SidecarConfiguration: Sendable {
     var relayKeyFile = "sidecar-relay-key.pem"
     /// `sidecar relay --relay-allowed-servers FILE`: serverIds it serves (nil: any).
     var relayAllowedServersFile: String?
-    /// `sidecar relay`: sends per minute per server, and requests per minute per client address.
     /// `--database-timeout`: seconds a PostgreSQL statement may wait for
     /// the server before the call fails as unavailable (503).
     var databaseTimeoutSeconds = 5
+    /// `sidecar relay`: sends per minute per server, and requests per minute per client address.
     var relaySendLimit = 6000
     var relayClientLimit = 12000
     /// `sidecar relay`: bindings kept per server key and per client address (0: no bound).
@@ -199,23 +190,16 @@ struct SidecarConfiguration: Sendable {
         if let publicURL, !publicURL.isEmpty {
             return publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
         }
+        let host = server.host
         let shownHost = (host == "0.0.0.0" || host == "::" || host.isEmpty) ? "localhost" : (host.contains(":") ? "[\(host)]" : host)
-        return "http://\(shownHost):\(boundPort ?? port)"
+        return "http://\(shownHost):\(boundPort ?? server.port)"
     }
 
+    /// The HTTP server's settings with the trusted proxies (and the header
+    /// naming the client) applied.
     var serverConfiguration: ServerConfiguration {
-        var server = ServerConfiguration()
-        server.host = host
-        server.port = port
-        server.threads = threads
-        server.connectionTimeoutSeconds = connectionTimeoutSeconds
-        server.headerLimitBytes = maxHeaderBytes
-        server.connectionLimit = maxConnections
-        server.defaultBodyLimit = maxBodyBytes
-        server.headerTimeoutSeconds = headerTimeoutSeconds
-        server.minimumBodyBytesPerSecond = minimumBodyBytesPerSecond
-        server.connectionsPerClient = maxConnectionsPerClient
-        server.trustedProxies = trustedProxies?.readingClient(from: clientIPHeader)
-        return server
+        var configured = server
+        configured.trustedProxies = trustedProxies?.readingClient(from: clientIPHeader)
+        return configured
     }
 }

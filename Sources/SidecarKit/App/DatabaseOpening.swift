@@ -35,7 +35,7 @@ extension SidecarConfiguration {
         do {
             if usesPostgreSQL {
                 return try PostgreSQLDatabase(
-                    url: database, connections: postgresConnections ?? max(4, threads * 4),
+                    url: database, connections: postgresConnections ?? max(4, server.threads * 4),
                     statementTimeoutSeconds: Double(databaseTimeoutSeconds))
             }
             try Self.makeParentDirectory(of: database)

@@ -63,7 +63,7 @@ extension KernelContext where Shared == FeatureServices {
     /// The alert sources' poller and management as this server runs them:
     /// sends they start run here; no source may point at `boundPort`.
     func alertSources(runsInBackground: Bool = false) -> (poller: AlertSourcePoller, administration: AlertSourceAdministration) {
-        let host = shared.configuration.host
+        let host = shared.configuration.server.host
         let boundPort = boundPort
         let sends = shared.alertSends
         let poller = AlertSourcePoller(

@@ -68,7 +68,7 @@ final class Sidecar: Sendable {
             ? DemoTransit.region(id: DemoRegion.id(avoiding: regionList), obaBaseURL: DemoRegion.serverURL(base: configuration.effectivePublicURL()))
             : nil
         if let demoRegion { regionList.append(demoRegion) }
-        let (opened, applied) = try await configuration.openMigrated(readers: configuration.threads + 2) { logger.info($0) }
+        let (opened, applied) = try await configuration.openMigrated(readers: configuration.server.threads + 2) { logger.info($0) }
         if !applied.isEmpty { logger.info("applied migrations", [("versions", applied.map(String.init).joined(separator: ","))]) }
         let measured: any Database = metrics.map { MeasuredDatabase(inner: opened, metrics: $0) } ?? opened
         let database: any Database = GuardedDatabase(inner: measured, schema: SchemaGuard())
@@ -222,7 +222,7 @@ final class Sidecar: Sendable {
             // Apps reach the demo server at the public URL; this process
             // reaches it over loopback (no trip through a proxy).
             regions.pin(DemoTransit.region(id: demoRegionID, obaBaseURL: DemoRegion.serverURL(base: publicURL.url)))
-            oba.localBaseURLs.set(DemoRegion.serverURL(base: "http://\(Self.loopback(for: configuration.host)):\(port)"), for: demoRegionID)
+            oba.localBaseURLs.set(DemoRegion.serverURL(base: "http://\(Self.loopback(for: configuration.server.host)):\(port)"), for: demoRegionID)
             logger.info(
                 "demo region ready",
                 [
@@ -234,7 +234,7 @@ final class Sidecar: Sendable {
         logger.info(
             "sidecar listening",
             [
-                ("version", CommandLineInterface.version), ("host", configuration.host), ("port", String(port)),
+                ("version", CommandLineInterface.version), ("host", configuration.server.host), ("port", String(port)),
                 ("public_url", configuration.effectivePublicURL(boundPort: port)),
                 ("regions", String(regions.all.count)), ("database", configuration.databaseName),
                 ("sqlite_synchronous", configuration.sqliteSynchronous.rawValue),

@@ -83,7 +83,7 @@ enum Doctor {
         checks.append(
             .ok(
                 "configuration",
-                "serve listens on \(SidecarConfiguration.ListenAddress(host: configuration.host, port: configuration.port)), "
+                "serve listens on \(SidecarConfiguration.ListenAddress(host: configuration.server.host, port: configuration.server.port)), "
                     + "hands out URLs under \(publicURL)"))
         if configuration.publicURL == nil {
             checks.append(

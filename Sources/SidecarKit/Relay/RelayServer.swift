@@ -22,7 +22,7 @@ enum RelayServer {
             logger.info(
                 "relay listening",
                 [
-                    ("version", CommandLineInterface.version), ("host", configuration.host),
+                    ("version", CommandLineInterface.version), ("host", configuration.server.host),
                     ("port", String(relay.server.port)), ("database", configuration.databaseName),
                     ("apns", relay.apns == nil ? "off" : "on"), ("fcm", relay.fcm == nil ? "off" : "on"),
                     ("allowed_servers", relay.allowed.map { String($0.count) } ?? "any"),
@@ -69,7 +69,7 @@ enum RelayServer {
                 description: "the relay delivers with --apns-key-file/--apns-key-id/--apns-team-id and/or --fcm-service-account", exitCode: 2)
         }
         let allowed = try configuration.relayAllowedServersFile.map(readAllowList)
-        let database = try await configuration.openMigrated(for: .relay, readers: configuration.threads + 2) { logger.info($0) }.database
+        let database = try await configuration.openMigrated(for: .relay, readers: configuration.server.threads + 2) { logger.info($0) }.database
         let now: @Sendable () -> Double = { clock.now().timeIntervalSince1970 }
         let routes = RelayRoutes(
             store: RelayStore(

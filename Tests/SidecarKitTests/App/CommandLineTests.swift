@@ -15,8 +15,8 @@ struct CommandLineTests {
 
     @Test func defaults() throws {
         let configuration = try serve([])
-        #expect(configuration.port == 8080)
-        #expect(configuration.host == "0.0.0.0")
+        #expect(configuration.server.port == 8080)
+        #expect(configuration.server.host == "0.0.0.0")
         #expect(configuration.pushRegistrationLimit == 30)
         #expect(configuration.sqliteSynchronous == .normal)
         #expect(configuration.regions == nil)
@@ -30,8 +30,8 @@ struct CommandLineTests {
             "--log-level", "warn", "--push-registration-limit", "0", "--sqlite-synchronous", "FULL",
             "--locales", "es, fr ,zh-Hans",
         ])
-        #expect(configuration.port == 9000)
-        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.server.port == 9000)
+        #expect(configuration.server.host == "127.0.0.1")
         #expect(configuration.database == "/tmp/x.db")
         #expect(configuration.regions == "https://example.org/regions-v3.json")
         #expect(configuration.effectivePublicURL() == "https://sidecar.example.org")
@@ -44,7 +44,7 @@ struct CommandLineTests {
     @Test func environmentVariablesAndFlagsWin() throws {
         let environment = ["SIDECAR_PORT": "7000", "SIDECAR_PUSH_REGISTRATION_LIMIT": "5", "SIDECAR_DATABASE": "/tmp/env.db"]
         let configuration = try serve(["--port", "7100"], environment)
-        #expect(configuration.port == 7100)
+        #expect(configuration.server.port == 7100)
         #expect(configuration.pushRegistrationLimit == 5)
         #expect(configuration.database == "/tmp/env.db")
     }

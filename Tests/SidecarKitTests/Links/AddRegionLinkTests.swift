@@ -173,7 +173,7 @@ struct AddRegionLinkTests {
             return
         }
         #expect(defaults.links.claimStopPages && on.links.claimStopPages)
-        #expect(!off.links.claimStopPages && off.port == 9, "a switch's value may follow it")
+        #expect(!off.links.claimStopPages && off.server.port == 9, "a switch's value may follow it")
         #expect(!environment.links.claimStopPages)
     }
 }

@@ -227,7 +227,7 @@ struct ServiceUnitTests {
                 Issue.record("not doctor")
                 return
             }
-            #expect(offline && configuration.port == 9123 && configuration.obaAPIKey == "key-4711")
+            #expect(offline && configuration.server.port == 9123 && configuration.obaAPIKey == "key-4711")
             let lines = Locked<[String]>([])
             let status = await Doctor.run(configuration, offline: true, service: service) { line in lines.withLock { $0.append(line) } }
             let output = lines.value.joined(separator: "\n")

@@ -25,7 +25,7 @@ struct RelayCommandTests: OperatorCommandSuite {
                 ])
         else { return }
         #expect(own.database == "/srv/relay.sqlite3")
-        #expect(own.port == 9090)
+        #expect(own.server.port == 9090)
         let help = try Self.help(["relay", "--help"])
         #expect(help.contains("default sidecar-relay.sqlite3"))
         #expect(help.contains("env: SIDECAR_RELAY_DATABASE"))

@@ -22,8 +22,8 @@ struct TestSidecar {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = SidecarConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
+        configuration.server.host = "127.0.0.1"
+        configuration.server.port = 0
         configuration.database = directory.appendingPathComponent("sidecar.sqlite3").path
         let postgres = try await offPool { try TestBackend.makePostgresDatabase() }
         do {

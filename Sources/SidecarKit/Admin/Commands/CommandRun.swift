@@ -58,7 +58,7 @@ struct CommandRun: Sendable {
         return AlertSourcePoller(
             sources: sourceStore, alerts: alerts, administration: administration, launch: nil, http: http,
             coordination: CoordinationStore(database: database), clock: clock, logger: logger, metrics: nil,
-            listening: { (configuration.host, configuration.port) }, environment: ProcessInfo.processInfo.environment,
+            listening: { (configuration.server.host, configuration.server.port) }, environment: ProcessInfo.processInfo.environment,
             catalog: configuration.locales, proxy: configuration.sourceProxy)
     }
 
@@ -66,7 +66,7 @@ struct CommandRun: Sendable {
         let configuration = configuration
         return AlertSourceAdministration(
             store: sourceStore, alerts: alerts, regions: regions, clock: clock, poller: sourcePoller, audit: audit, actor: actor,
-            listening: { (configuration.host, configuration.port) })
+            listening: { (configuration.server.host, configuration.server.port) })
     }
 
     /// The command's id argument (`alert show 12`).

@@ -7,14 +7,15 @@ import HTTPServer
 enum ServerFlags {
     /// Listening, connections and shutdown.
     static let listenerFlags: [Flag] = [
-        Flag(name: "host", valueName: "ADDRESS", help: "Address to listen on", shown: { $0.host }, commands: ["serve"]) {
+        Flag(name: "host", valueName: "ADDRESS", help: "Address to listen on", shown: { $0.server.host }, commands: ["serve"]) {
             config, value throws(CommandLineError) in
             guard !value.isEmpty else { throw CommandLineError("--host must not be empty") }
-            config.host = value
+            config.server.host = value
         },
-        Flag(name: "port", valueName: "PORT", help: "TCP port to listen on, 0 for any free port", shown: { "\($0.port)" }, commands: ["serve"]) {
+        Flag(name: "port", valueName: "PORT", help: "TCP port to listen on, 0 for any free port", shown: { "\($0.server.port)" }, commands: ["serve"])
+        {
             config, value throws(CommandLineError) in
-            config.port = try Flag.integer(value, flag: "port", range: 0...65535)
+            config.server.port = try Flag.integer(value, flag: "port", range: 0...65535)
         },
         Flag(
             name: "public-url", valueName: "URL", help: "Base of URLs handed to apps, e.g. https://sidecar.example.org",
@@ -22,50 +23,55 @@ enum ServerFlags {
         ) { config, value throws(CommandLineError) in
             config.publicURL = try Flag.httpURL(value, flag: "public-url")
         },
-        Flag(name: "threads", valueName: "N", help: "HTTP worker threads", shown: { "the number of cores: \($0.threads) here" }, commands: ["serve"])
-        {
+        Flag(
+            name: "threads", valueName: "N", help: "HTTP worker threads", shown: { "the number of cores: \($0.server.threads) here" },
+            commands: ["serve"]
+        ) {
             config, value throws(CommandLineError) in
-            config.threads = try Flag.integer(value, flag: "threads", range: 1...256)
+            config.server.threads = try Flag.integer(value, flag: "threads", range: 1...256)
         },
         Flag(
-            name: "max-body-size", valueName: "BYTES", help: "Largest request body accepted, 413 above", shown: { "\($0.maxBodyBytes)" },
+            name: "max-body-size", valueName: "BYTES", help: "Largest request body accepted, 413 above", shown: { "\($0.server.defaultBodyLimit)" },
             commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.maxBodyBytes = try Flag.integer(value, flag: "max-body-size", range: 1024...(64 << 20))
+            config.server.defaultBodyLimit = try Flag.integer(value, flag: "max-body-size", range: 1024...(64 << 20))
         },
         Flag(
-            name: "max-header-size", valueName: "BYTES", help: "Memory for one request's line and headers", shown: { "\($0.maxHeaderBytes)" },
+            name: "max-header-size", valueName: "BYTES", help: "Memory for one request's line and headers",
+            shown: { "\($0.server.headerLimitBytes)" },
             commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.maxHeaderBytes = try Flag.integer(value, flag: "max-header-size", range: 4096...(1 << 20))
+            config.server.headerLimitBytes = try Flag.integer(value, flag: "max-header-size", range: 4096...(1 << 20))
         },
         Flag(
             name: "connection-timeout", valueName: "SECONDS", help: "Idle seconds before a connection is closed",
-            shown: { "\($0.connectionTimeoutSeconds)" }, commands: ["serve"]
+            shown: { "\($0.server.connectionTimeoutSeconds)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.connectionTimeoutSeconds = try Flag.integer(value, flag: "connection-timeout", range: 1...3600)
+            config.server.connectionTimeoutSeconds = try Flag.integer(value, flag: "connection-timeout", range: 1...3600)
         },
-        Flag(name: "max-connections", valueName: "N", help: "Simultaneous client connections", shown: { "\($0.maxConnections)" }, commands: ["serve"])
-        { config, value throws(CommandLineError) in
-            config.maxConnections = try Flag.integer(value, flag: "max-connections", range: 1...100_000)
+        Flag(
+            name: "max-connections", valueName: "N", help: "Simultaneous client connections", shown: { "\($0.server.connectionLimit)" },
+            commands: ["serve"]
+        ) { config, value throws(CommandLineError) in
+            config.server.connectionLimit = try Flag.integer(value, flag: "max-connections", range: 1...100_000)
         },
         Flag(
             name: "header-timeout", valueName: "SECONDS", help: "Seconds a client has from the first byte of a request to the end of its headers",
-            shown: { "\($0.headerTimeoutSeconds)" }, commands: ["serve"]
+            shown: { "\($0.server.headerTimeoutSeconds)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.headerTimeoutSeconds = try Flag.integer(value, flag: "header-timeout", range: 1...600)
+            config.server.headerTimeoutSeconds = try Flag.integer(value, flag: "header-timeout", range: 1...600)
         },
         Flag(
             name: "min-body-rate", valueName: "BYTES", help: "Slowest average upload, in bytes per second, accepted after --header-timeout seconds",
-            shown: { "\($0.minimumBodyBytesPerSecond)" }, commands: ["serve"]
+            shown: { "\($0.server.minimumBodyBytesPerSecond)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.minimumBodyBytesPerSecond = try Flag.integer(value, flag: "min-body-rate", range: 1...1_000_000_000)
+            config.server.minimumBodyBytesPerSecond = try Flag.integer(value, flag: "min-body-rate", range: 1...1_000_000_000)
         },
         Flag(
             name: "max-connections-per-client", valueName: "N", help: "Open connections one client address (IPv6: one /64) may hold, 0 disables",
-            shown: { "\($0.maxConnectionsPerClient)" }, commands: ["serve"]
+            shown: { "\($0.server.connectionsPerClient)" }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
-            config.maxConnectionsPerClient = try Flag.integer(value, flag: "max-connections-per-client", range: 0...100_000)
+            config.server.connectionsPerClient = try Flag.integer(value, flag: "max-connections-per-client", range: 0...100_000)
         },
         Flag(
             name: "trusted-proxies", valueName: "CIDR,...",

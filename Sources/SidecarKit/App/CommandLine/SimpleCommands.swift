@@ -24,11 +24,13 @@ extension CommandLineInterface {
         }
         let parsed = try ArgumentReader.read(arguments, command: "healthcheck", known: ["url": .value, "port": .value, "host": .value])
         if parsed.wantsHelp { return .help(CommandHelp.healthcheckUsage) }
-        if let port = parsed.value("port") { configuration.port = try Flag.integer(port, flag: "port", range: 1...65535) }
-        if let host = parsed.value("host") { configuration.host = host }
+        if let port = parsed.value("port") { configuration.server.port = try Flag.integer(port, flag: "port", range: 1...65535) }
+        if let host = parsed.value("host") { configuration.server.host = host }
         if let text = parsed.value("url") { return .healthcheck(url: try Flag.httpURL(text, flag: "url")) }
-        let host = ["0.0.0.0", "", "*"].contains(configuration.host) ? "127.0.0.1" : configuration.host == "::" ? "::1" : configuration.host
-        return .healthcheck(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(configuration.port)/healthz")
+        let host =
+            ["0.0.0.0", "", "*"].contains(configuration.server.host)
+            ? "127.0.0.1" : configuration.server.host == "::" ? "::1" : configuration.server.host
+        return .healthcheck(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(configuration.server.port)/healthz")
     }
 
     static func parseProbe(_ arguments: [String]) throws(CommandLineError) -> SidecarCommand {
