@@ -52,6 +52,10 @@ struct AlertSender: Sendable {
     let clock: any WallClock
     let logger: Logger
     var pageSize = 1000
+    /// Messages handed to the transport at once within a page (gorush
+    /// takes them as four batches of 100 in flight): at most this many are
+    /// pushed again after a stop that could not wait for the transport.
+    var chunkSize = 400
     var retry: SendRetryPolicy
     /// Stops between pages (graceful shutdown); the lease is released.
     var stop: StopSignal?
@@ -103,10 +107,20 @@ struct AlertSender: Sendable {
             }
         }
         /// Sends one page and records it; returns false when the send must stop.
+        /// The page goes to the transport a chunk at a time; a stop asked for
+        /// between chunks records what was sent so far (the cursor at its
+        /// last registration), so a restart pushes none of it again.
         func deliver(_ page: [(id: Int64, registration: PushRegistration)], fromPending: Bool, cursor: Int64, lastPage: Bool) async throws -> Bool {
-            let outcomes = await sendWatchingForStalls(messages(for: page), sendID: send.id)
-            var record = AlertStore.PageRecord(sendID: send.id, cursor: cursor, now: nowSeconds)
-            for (entry, outcome) in zip(page, outcomes) {
+            var outcomes: [PushOutcome] = []
+            for chunk in page.pages(of: chunkSize) {
+                outcomes += await sendWatchingForStalls(messages(for: Array(chunk)), sendID: send.id)
+                if stopping { break }
+            }
+            let handled = page.prefix(outcomes.count)
+            let cutShort = handled.count < page.count
+            var record = AlertStore.PageRecord(
+                sendID: send.id, cursor: cutShort && !fromPending ? handled.last?.id ?? current.cursor : cursor, now: nowSeconds)
+            for (entry, outcome) in zip(handled, outcomes) {
                 if !fromPending { record.targeted += 1 }
                 switch outcome {
                 case .delivered:
@@ -126,13 +140,13 @@ struct AlertSender: Sendable {
                     if !fromPending { record.stillPending.append(entry.id) }
                 }
             }
-            let stillPending = fromPending ? page.count - record.resolved.count : record.stillPending.count
+            let stillPending = fromPending ? handled.count - record.resolved.count : record.stillPending.count
             // A page of the audience where nothing got through and nothing
             // was settled: the provider is down, so the send stops here
             // rather than churn through every page. (A few stubborn pending
             // tokens retried alone say nothing about the provider.)
-            let providerDown = !fromPending && stillPending == page.count && !page.isEmpty && !stopping
-            if providerDown { record.status = "failed" } else if lastPage { record.status = "done" }
+            let providerDown = !fromPending && stillPending == handled.count && !handled.isEmpty && !stopping
+            if providerDown { record.status = "failed" } else if lastPage && !cutShort { record.status = "done" }
             if !fromPending && stillPending > 0 { audiencePagesLeftPending = true }
             current = try await store.recordPage(record)
             pages += 1

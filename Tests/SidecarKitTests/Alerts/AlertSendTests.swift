@@ -119,4 +119,34 @@ struct AlertSendTests {
             #expect(Set(gorush.tokens).count == 250, "no page pushed twice")
         }
     }
+
+    /// A stop that comes while a page is being pushed (a slow gorush, a
+    /// page of 250) records the chunks already sent, so the resumed send
+    /// pushes only the rest: nobody gets the alert twice.
+    @Test func aStopInsideAPageRecordsTheChunksSentSoNoneIsPushedAgain() async throws {
+        try await AlertRouteTests.run { app, gorush, _ in
+            let alert = try await Self.audienceAndAlert(app)
+            let store = AlertStore(database: app.sidecar.database)
+            let transport = try #require(app.sidecar.transport)
+            let stop = StopSignal()
+            let (send, _) = try await app.administration.startSend(id: alert.id, audience: .all)
+            var sender = AlertSender(
+                store: store, transport: StoppingTransport(inner: transport, stop: stop), clock: app.clock,
+                logger: Logger(level: .error, sink: MemorySink()), pageSize: 250, stop: stop)
+            sender.chunkSize = 100
+            let paused = try await sender.run(send, alert: alert, translations: [])
+            #expect(paused.status == "running")
+            #expect(paused.targeted == 100 && paused.delivered == 100, "the chunk sent was recorded, the rest of the page left")
+            #expect(gorush.tokens.count == 100)
+            let (resumed, _) = try await app.administration.startSend(id: alert.id, audience: .all)
+            #expect(resumed.id == send.id && resumed.cursor == paused.cursor)
+            var rest = AlertSender(
+                store: store, transport: transport, clock: app.clock, logger: Logger(level: .error, sink: MemorySink()), pageSize: 250)
+            rest.chunkSize = 100
+            let finished = try await rest.run(resumed, alert: alert, translations: [])
+            #expect(finished.status == "done" && finished.targeted == 250 && finished.delivered == 250)
+            #expect(gorush.tokens.count == 250)
+            #expect(Set(gorush.tokens).count == 250, "no push sent twice")
+        }
+    }
 }
