@@ -41,11 +41,24 @@ enum DatabaseCopy {
         let description: String
     }
 
+    /// The copy stopped between pages because it was asked to (SIGTERM or
+    /// SIGINT): every page before was committed, the target is incomplete.
+    struct Stopped: Error, CustomStringConvertible {
+        let tablesCopied: Int
+        let tables: Int
+        let table: String
+        let rowsOfTable: Int
+        var description: String {
+            "stopped when asked, after \(tablesCopied) of \(tables) tables (\(table): \(rowsOfTable) rows so far); "
+                + "the target is incomplete: run the same command again with --replace"
+        }
+    }
+
     /// Copies and verifies; `report` hears one line per table. Throws when
     /// the target already holds data (unless `replace`, which empties it
     /// first) or when any table's counts differ afterwards (naming each).
     static func run(
-        from source: any Database, to target: any Database, replace: Bool,
+        from source: any Database, to target: any Database, replace: Bool, stop: StopSignal? = nil,
         report: @Sendable (String) -> Void
     ) async throws -> [(table: String, rows: Int)] {
         try await source.migrate(Migrations.all)
@@ -66,8 +79,11 @@ enum DatabaseCopy {
                 }
             }
         }
-        for table in tables {
-            let copied = try await copy(table, from: source, to: target)
+        for (index, table) in tables.enumerated() {
+            let copied: Int
+            do { copied = try await copy(table, from: source, to: target, stop: stop) } catch let partial as PartialCopy {
+                throw Stopped(tablesCopied: index, tables: tables.count, table: table.name, rowsOfTable: partial.rows)
+            }
             if table.hasID {
                 // Ids were copied as they were: new rows continue after them.
                 try await target.write { connection in try connection.advanceIdentity(table: table.name) }
@@ -87,7 +103,8 @@ enum DatabaseCopy {
 
     /// One table, page by page: by id, or by every column (a stable order
     /// for tables keyed otherwise).
-    static func copy(_ table: Table, from source: any Database, to target: any Database) async throws -> Int {
+    static func copy(_ table: Table, from source: any Database, to target: any Database, stop: StopSignal? = nil) async throws -> Int {
+        if stop?.isStopping == true { throw PartialCopy(rows: 0) }
         guard
             let columns = try await source.read({ connection in
                 try connection.queryOne("SELECT * FROM \(raw: table.name) LIMIT 1")?.columns
@@ -98,6 +115,7 @@ enum DatabaseCopy {
         let insert = "INSERT INTO \(table.name) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))"
         var copied = 0
         while true {
+            if stop?.isStopping == true { throw PartialCopy(rows: copied) }
             let skip = copied
             let rows = try await source.read { connection in
                 try connection.query(
@@ -112,6 +130,11 @@ enum DatabaseCopy {
             if rows.count < pageSize { break }
         }
         return copied
+    }
+
+    /// A table's copy stopped between pages, with the rows committed.
+    struct PartialCopy: Error {
+        let rows: Int
     }
 
     static func counts(_ database: any Database, _ tables: [Table] = tables) async throws -> [(table: String, rows: Int)] {

@@ -146,6 +146,41 @@ struct DatabaseCopyTests {
         await dropMiddle()
         await dropBack()
     }
+
+    /// SIGTERM during a copy stops it between pages: what was copied is
+    /// committed, the error says how far it got and what to run, and the
+    /// same command with `--replace` then completes it.
+    @Test func aStoppedCopySaysHowFarItGotAndCompletesWithReplace() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("copy-stop-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (source, dropSource) = try await Self.database(directory, "source", postgres: false)
+        let (target, dropTarget) = try await Self.database(directory, "target", postgres: TestBackend.isPostgreSQL)
+        try await source.write { connection in
+            for index in 0..<3 {
+                try connection.execute(
+                    "INSERT INTO push_registrations (region_id, token, operating_system, locale, created_at, last_seen_at) VALUES (1, $1, 'ios', 'en', 1, 1)",
+                    [.text("stop-copy-token-\(index)")])
+            }
+        }
+        let stop = StopSignal()
+        let lines = Locked<[String]>([])
+        do {
+            _ = try await DatabaseCopy.run(from: source, to: target, replace: false, stop: stop) { line in
+                lines.withLock { $0.append(line) }
+                stop.stop()
+            }
+            Issue.record("the copy ran to the end although it was stopped after its first table")
+        } catch let stopped as DatabaseCopy.Stopped {
+            #expect(stopped.tablesCopied == 1 && stopped.tables == DatabaseCopy.tables.count)
+            #expect(stopped.description.contains("run the same command again with --replace"))
+        }
+        #expect(lines.value == ["push_registrations: 3 rows"])
+        let counts = try await DatabaseCopy.run(from: source, to: target, replace: true) { _ in }
+        #expect(counts.first { $0.table == "push_registrations" }?.rows == 3)
+        await dropSource()
+        await dropTarget()
+    }
 }
 
 // Literals for the rows above (tests only).

@@ -102,7 +102,21 @@ public enum SidecarProgram {
         do {
             let source = try await sourceConfiguration.openMigrated(readsOnly: true) { StandardErrorSink().write("sidecar: source: \($0)") }.database
             let target = try await targetConfiguration.openMigrated { StandardErrorSink().write("sidecar: target: \($0)") }.database
-            let counts = try await DatabaseCopy.run(from: source, to: target, replace: replace) { print($0) }
+            // SIGTERM or SIGINT stops the copy between pages, so both
+            // databases are closed cleanly and the output says what was copied.
+            let signal = ShutdownSignal.listen()
+            let stop = StopSignal()
+            let watcher = Task {
+                _ = await signal.wait()
+                stop.stop()
+            }
+            defer { watcher.cancel() }
+            let counts: [(table: String, rows: Int)]
+            do { counts = try await DatabaseCopy.run(from: source, to: target, replace: replace, stop: stop) { print($0) } } catch {
+                await source.close()
+                await target.close()
+                throw error
+            }
             await source.close()
             await target.close()
             print("copied \(counts.reduce(0) { $0 + $1.rows }) rows in \(counts.count) tables; every count matches")
