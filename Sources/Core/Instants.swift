@@ -20,7 +20,18 @@ public struct EpochMillis: Hashable, Comparable, Sendable, Codable, CustomString
     /// Milliseconds from `other` to this instant.
     public func millis(since other: EpochMillis) -> Int64 { value - other.value }
 
+    /// Whole seconds from `other` to this instant, rounded down (so a
+    /// departure 1 ms in the past is -1 s away, not 0).
+    public func seconds(since other: EpochMillis) -> Int64 {
+        let difference = value - other.value
+        return difference >= 0 ? difference / 1000 : -((-difference + 999) / 1000)
+    }
+
     public func adding(millis: Int64) -> EpochMillis { EpochMillis(value + millis) }
+
+    /// This instant moved by a duration counted in seconds (rules count in
+    /// seconds; registrations, alarms and Live Activities keep milliseconds).
+    public func adding(seconds: Int64) -> EpochMillis { EpochMillis(value + seconds * 1000) }
 
     public static func < (lhs: EpochMillis, rhs: EpochMillis) -> Bool { lhs.value < rhs.value }
 

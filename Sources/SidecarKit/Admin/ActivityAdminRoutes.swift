@@ -26,10 +26,10 @@ struct ActivityAdminRoutes: Sendable {
             "id": .integer(alarm.id), "region_id": .integer(Int64(alarm.regionID)), "api_version": .integer(Int64(alarm.apiVersion.rawValue)),
             "platform": .string(alarm.operatingSystem.rawValue), "stop_id": alarm.stopID.map(JSONValue.string) ?? .null,
             "trip_id": alarm.tripID.map(JSONValue.string) ?? .null,
-            "service_date": AdminJSON.time(alarm.serviceDate.map { $0 / 1000 }),
+            "service_date": AdminJSON.time(alarm.serviceDate?.seconds),
             "vehicle_id": alarm.vehicleID.map(JSONValue.string) ?? .null,
             "stop_sequence": alarm.stopSequence.map { .integer(Int64($0)) } ?? .null, "seconds_before": .integer(Int64(alarm.secondsBefore)),
-            "next_check_at": AdminJSON.time(alarm.nextCheckAt / 1000),
+            "next_check_at": AdminJSON.time(alarm.nextCheckAt.seconds),
         ])
     }
 
@@ -38,7 +38,7 @@ struct ActivityAdminRoutes: Sendable {
             "id": .integer(activity.id), "region_id": .integer(Int64(activity.regionID)), "stop_id": .string(activity.stopID),
             "route_short_name": .string(activity.routeShortName), "trip_headsign": .string(activity.tripHeadsign),
             "environment": .string(activity.apnsSandbox ? "sandbox" : "production"), "expires_at": AdminJSON.time(activity.expiresAt),
-            "last_pushed_at": AdminJSON.time(activity.lastPushedAt.map { $0 / 1000 }),
+            "last_pushed_at": AdminJSON.time(activity.lastPushedAt?.seconds),
         ])
     }
 

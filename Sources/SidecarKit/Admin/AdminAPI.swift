@@ -135,7 +135,7 @@ struct AdminAPI: Sendable {
             guard let presented = try AdminConventions.idempotencyKey(request) else { return await handler(request, key) }
             idempotencyKey = presented
         } catch { return failure(error) }
-        let now = clock.now().epochMillis / 1000
+        let now = clock.nowSeconds
         do {
             switch try await idempotency.claim(
                 caller: key.id, key: idempotencyKey, fingerprint: AdminConventions.fingerprint(request), now: now)
@@ -174,7 +174,7 @@ struct AdminAPI: Sendable {
     func authenticate(_ request: Request, _ next: KeyHandler) async -> Response {
         let header = request.header("authorization") ?? ""
         let presented = header.hasPrefix("Bearer ") ? String(header.dropFirst(7)).trimmingWhitespace() : ""
-        let valid = presented.isEmpty ? nil : try? await keys.verify(presented, now: clock.now().epochMillis / 1000)
+        let valid = presented.isEmpty ? nil : try? await keys.verify(presented, now: clock.nowSeconds)
         guard let valid else {
             // Guessing keys costs a budget per client address.
             if case .limited(let retryAfter) = await limiter.check("unauthenticated:" + request.clientKey) {

@@ -160,8 +160,8 @@ enum AdminConventions {
 
     /// `from` and `to` (ISO 8601 with a UTC offset, inclusive) as epoch
     /// seconds; `to` before `from` is refused.
-    static func timeRange(_ request: Request) throws(AdministrationError) -> (from: Int64?, to: Int64?) {
-        var bounds: [Int64?] = []
+    static func timeRange(_ request: Request) throws(AdministrationError) -> (from: EpochSeconds?, to: EpochSeconds?) {
+        var bounds: [EpochSeconds?] = []
         var problems: [String] = []
         for name in ["from", "to"] {
             guard let text = request.parameters[name] else {
@@ -169,7 +169,7 @@ enum AdminConventions {
                 continue
             }
             switch AlertInputRules.time(text, field: name, example: "2026-12-01T00:00:00-08:00") {
-            case .success(let instant): bounds.append(instant.value)
+            case .success(let instant): bounds.append(instant)
             case .failure(let failure):
                 problems += failure.messages
                 bounds.append(nil)

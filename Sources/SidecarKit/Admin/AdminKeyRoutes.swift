@@ -34,7 +34,7 @@ struct AdminKeyRoutes: Sendable {
         ]
     }
 
-    var now: Int64 { clock.now().epochMillis / 1000 }
+    var now: EpochSeconds { clock.nowSeconds }
 
     static func actor(_ key: ApiKeyStore.Record) -> String { "apikey:\(key.name)#\(key.id)" }
 

@@ -1,3 +1,4 @@
+import Core
 import Crypto
 import Database
 
@@ -14,9 +15,9 @@ struct ApiKeyStore: Sendable {
         var name: String
         /// The key's first characters, to tell keys apart in listings.
         var prefix: String
-        var createdAt: Int64
-        var lastUsedAt: Int64?
-        var revokedAt: Int64?
+        var createdAt: EpochSeconds
+        var lastUsedAt: EpochSeconds?
+        var revokedAt: EpochSeconds?
         /// The regions the key may act on (nil: every region).
         var regions: Set<Int>? = nil
         /// Whether the key may start sends (the reference's `push` scope).
@@ -76,7 +77,7 @@ struct ApiKeyStore: Sendable {
     /// it in clear, once.
     func create(
         name: String, regions: Set<Int>? = nil, canPush: Bool = false, isAdmin: Bool = false, canManageSources: Bool = false,
-        principal: Bool = false, madeBy principalID: Int64? = nil, now: Int64
+        principal: Bool = false, madeBy principalID: Int64? = nil, now: EpochSeconds
     ) async throws -> (key: String, record: Record) {
         let key = (principal ? "sidecar_sp_" : "sidecar_") + Base64URL.encode(SecureRandom.bytes(32))
         let prefix = String(key.prefix(principal ? 17 : 14))
@@ -98,14 +99,14 @@ struct ApiKeyStore: Sendable {
     }
 
     /// The live key matching a presented bearer token, if any.
-    func verify(_ presented: String, now: Int64) async throws -> Record? {
+    func verify(_ presented: String, now: EpochSeconds) async throws -> Record? {
         let digest = Self.hash(presented)
         guard
             let record = try await database.read({ connection in
                 try connection.queryOne("SELECT * FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL").map(Self.record)
             })
         else { return nil }
-        if (record.lastUsedAt ?? 0) < now - 60 {
+        if (record.lastUsedAt ?? 0) < now.adding(seconds: -60) {
             _ = try? await database.write { connection in
                 try connection.execute("UPDATE api_keys SET last_used_at = \(now) WHERE id = \(record.id)")
             }
@@ -123,7 +124,7 @@ struct ApiKeyStore: Sendable {
 
     /// Revokes a principal and, when asked, every live key it made; returns
     /// how many keys went with it, or nil when no live principal has the id.
-    func revokePrincipal(id: Int64, withKeys: Bool, now: Int64) async throws -> Int? {
+    func revokePrincipal(id: Int64, withKeys: Bool, now: EpochSeconds) async throws -> Int? {
         try await database.write { connection in
             guard try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND kind = 'principal' AND revoked_at IS NULL") > 0
             else { return nil }
@@ -136,7 +137,7 @@ struct ApiKeyStore: Sendable {
         try await database.read { connection in try connection.queryOne("SELECT * FROM api_keys WHERE id = \(id)").map(Self.record) }
     }
 
-    func revoke(id: Int64, now: Int64) async throws -> Bool {
+    func revoke(id: Int64, now: EpochSeconds) async throws -> Bool {
         try await database.write { connection in
             try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND kind = 'key' AND revoked_at IS NULL") > 0
         }
@@ -145,7 +146,8 @@ struct ApiKeyStore: Sendable {
     static func record(_ row: Row) throws -> Record {
         Record(
             id: try row.int("id"), name: try row.string("name"), prefix: try row.string("prefix"),
-            createdAt: try row.int("created_at"), lastUsedAt: try row.optionalInt("last_used_at"), revokedAt: try row.optionalInt("revoked_at"),
+            createdAt: try row.seconds("created_at"), lastUsedAt: try row.optionalSeconds("last_used_at"),
+            revokedAt: try row.optionalSeconds("revoked_at"),
             regions: ConsoleStore.decodeRegions(try row.optionalString("regions")), canPush: try row.bool("can_push"),
             isAdmin: try row.bool("is_admin"), canManageSources: try row.bool("can_manage_sources"),
             isPrincipal: try row.string("kind") == "principal", principalID: try row.optionalInt("principal_id"))

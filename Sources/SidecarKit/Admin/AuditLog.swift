@@ -15,7 +15,7 @@ struct AuditLog: Sendable {
 
     struct Entry: Sendable, Equatable {
         var id: Int64
-        var at: Int64
+        var at: EpochSeconds
         var actor: String
         var action: String
         var regionID: Int?
@@ -28,7 +28,7 @@ struct AuditLog: Sendable {
 
     /// Records one change. A failure to record is logged, not thrown: the
     /// change itself is already committed.
-    func record(actor: String, action: String, regionID: Int?, target: String?, detail: String? = nil, now: Int64) async {
+    func record(actor: String, action: String, regionID: Int?, target: String?, detail: String? = nil, now: EpochSeconds) async {
         let detail = detail.map { $0.count > Self.detailLimit ? String($0.prefix(Self.detailLimit)) + "…" : $0 }
         do {
             _ = try await database.write { connection in
@@ -50,11 +50,11 @@ struct AuditLog: Sendable {
         var action: String?
         var regionID: Int?
         /// Epoch seconds, inclusive.
-        var from: Int64?
+        var from: EpochSeconds?
         /// Epoch seconds, exclusive.
-        var until: Int64?
+        var until: EpochSeconds?
 
-        init(actor: String? = nil, action: String? = nil, regionID: Int? = nil, from: Int64? = nil, until: Int64? = nil) {
+        init(actor: String? = nil, action: String? = nil, regionID: Int? = nil, from: EpochSeconds? = nil, until: EpochSeconds? = nil) {
             self.actor = actor
             self.action = action
             self.regionID = regionID
@@ -66,9 +66,9 @@ struct AuditLog: Sendable {
     /// The newest entries first, of the given regions (nil: all, including
     /// changes that belong to no region), narrowed by `filter`, before an id
     /// when paging.
-    func entries(regions: Set<Int>?, before: Int64? = nil, limit: Int = 100, filter: Filter = Filter()) async throws -> [Entry] {
+    func entries(regions: Set<Int>?, before beforeID: Int64? = nil, limit: Int = 100, filter: Filter = Filter()) async throws -> [Entry] {
         var sql = "SELECT * FROM audit_log WHERE id < $1"
-        var parameters: [SQLValue] = [.integer(before ?? Int64.max)]
+        var parameters: [SQLValue] = [.integer(beforeID ?? Int64.max)]
         if let regions {
             let list = regions.sorted().map(String.init).joined(separator: ",")
             sql += " AND region_id IN (\(list.isEmpty ? "NULL" : list))"
@@ -85,15 +85,15 @@ struct AuditLog: Sendable {
         }
         if let action = filter.action?.presence { add("action = ?", .text(action)) }
         if let region = filter.regionID { add("region_id = ?", .integer(Int64(region))) }
-        if let from = filter.from { add("at >= ?", .integer(from)) }
-        if let until = filter.until { add("at < ?", .integer(until)) }
+        if let from = filter.from { add("at >= ?", from.sqlValue) }
+        if let until = filter.until { add("at < ?", until.sqlValue) }
         parameters.append(.integer(Int64(limit)))
         sql += " ORDER BY id DESC LIMIT $\(parameters.count)"
         let query = sql, values = parameters
         return try await database.read { connection in
             try connection.query(query, values).map { row in
                 Entry(
-                    id: try row.int("id"), at: try row.int("at"), actor: try row.string("actor"), action: try row.string("action"),
+                    id: try row.int("id"), at: try row.seconds("at"), actor: try row.string("actor"), action: try row.string("action"),
                     regionID: try row.optionalInt("region_id").map { Int($0) }, target: try row.optionalString("target"),
                     detail: try row.optionalString("detail"))
             }

@@ -26,15 +26,15 @@ struct IdempotencyStore: Sendable {
     }
 
     /// Claims `key` for a caller and a request fingerprint.
-    func claim(caller: Int64, key: String, fingerprint: String, now: Int64) async throws -> Claim {
+    func claim(caller: Int64, key: String, fingerprint: String, now: EpochSeconds) async throws -> Claim {
         try await database.write { connection in
-            try connection.execute("DELETE FROM admin_idempotency WHERE created_at < \(now - Self.retentionSeconds)")
+            try connection.execute("DELETE FROM admin_idempotency WHERE created_at < \(now.adding(seconds: -Self.retentionSeconds))")
             if let row = try connection.queryOne("SELECT * FROM admin_idempotency WHERE caller_id = \(caller) AND idempotency_key = \(key)") {
                 guard try row.string("fingerprint") == fingerprint else { return .mismatch }
                 if let status = try row.optionalInt("status") {
                     return .replay(status: Int(status), body: try row.string("body"), etag: try row.optionalString("etag"))
                 }
-                guard try row.int("created_at") < now - Self.claimSeconds else { return .running }
+                guard try row.seconds("created_at") < now.adding(seconds: -Self.claimSeconds) else { return .running }
                 try connection.execute(
                     "UPDATE admin_idempotency SET created_at = \(now) WHERE caller_id = \(caller) AND idempotency_key = \(key)")
                 return .claimed

@@ -69,16 +69,16 @@ struct AlarmChecker: Sendable {
     @discardableResult
     func runCycle() async -> CycleReport {
         let started = ContinuousClock.now
-        let now = clock.now().epochMillis
+        let now = clock.nowMillis
         // Half an interval of tolerance: a cycle that starts a little early
         // must not skip an alarm scheduled for it.
-        let cutoff = now + Int64(intervalSeconds) * 500
+        let cutoff = now.adding(millis: Int64(intervalSeconds) * 500)
         var report = CycleReport()
         do {
             // Page by page, each claimed for this instance: instances sharing
             // a database split the cycle between them.
             while stop?.isStopping != true {
-                let alarms = try await store.claimDue(atOrBefore: cutoff, nowMillis: clock.now().epochMillis, limit: alarmsPerPage)
+                let alarms = try await store.claimDue(atOrBefore: cutoff, nowMillis: clock.nowMillis, limit: alarmsPerPage)
                 if alarms.isEmpty { break }
                 await process(alarms, now: now, report: &report)
             }
@@ -103,7 +103,7 @@ struct AlarmChecker: Sendable {
 
     /// Checks one page of due alarms: looks them up stop by stop, pushes
     /// what fires, and saves every decision in one transaction.
-    private func process(_ due: [Alarm], now: Int64, report: inout CycleReport) async {
+    private func process(_ due: [Alarm], now: EpochMillis, report: inout CycleReport) async {
         report.checked += due.count
         let groups = Dictionary(grouping: due) { StopKey(regionID: $0.regionID, stopID: $0.stopID) }
         let checked = await boundedMap(Array(groups), limit: maxConcurrentStops) { key, alarms in
@@ -113,7 +113,7 @@ struct AlarmChecker: Sendable {
         report.stopRequests += checked.reduce(0) { $0 + $1.stopRequests }
         report.tripRequests += checked.reduce(0) { $0 + $1.tripRequests }
         var updates: [AlarmStore.Update] = []
-        var toFire: [(alarm: Alarm, text: String, expiresAt: Int64)] = []
+        var toFire: [(alarm: Alarm, text: String, expiresAt: EpochSeconds)] = []
         let interval = Int64(intervalSeconds)
         // Per stop, what was decided (logged at debug).
         let debugging = logger.isEnabled(.debug)
@@ -157,7 +157,8 @@ struct AlarmChecker: Sendable {
                         updates.append(.delete(id: alarm.id))
                     } else if transport == nil {
                         // Nothing can deliver it: keep checking until it expires.
-                        updates.append(.reschedule(id: alarm.id, failureCount: 0, nextCheckAt: now + interval * 1000, departureEstimate: departure))
+                        updates.append(
+                            .reschedule(id: alarm.id, failureCount: 0, nextCheckAt: now.adding(seconds: interval), departureEstimate: departure))
                     } else {
                         var firing = alarm
                         if firing.stopSequence == nil { firing.stopSequence = stopSequence }
@@ -167,7 +168,7 @@ struct AlarmChecker: Sendable {
                                 firing,
                                 AlarmRules.firingMessage(
                                     route: route, headsign: headsign, secondsUntilDeparture: seconds,
-                                    stored: alarm.message), now / 1000 + max(seconds, 1)
+                                    stored: alarm.message), now.seconds.adding(seconds: max(seconds, 1))
                             ))
                     }
                 }
@@ -186,14 +187,15 @@ struct AlarmChecker: Sendable {
                         ])
                     updates.append(.delete(id: alarm.id))
                 } else {
-                    updates.append(.reschedule(id: alarm.id, failureCount: streak, nextCheckAt: now + interval * 1000, departureEstimate: nil))
+                    updates.append(
+                        .reschedule(id: alarm.id, failureCount: streak, nextCheckAt: now.adding(seconds: interval), departureEstimate: nil))
                 }
             case .transient:
                 report.transient += 1
                 note(alarm, "transient")
                 updates.append(
                     .reschedule(
-                        id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
+                        id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now.adding(seconds: interval),
                         departureEstimate: nil))
             }
         }
@@ -226,7 +228,7 @@ struct AlarmChecker: Sendable {
                     report.pushFailures += 1
                     updates.append(
                         .reschedule(
-                            id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now + interval * 1000,
+                            id: alarm.id, failureCount: alarm.failureCount, nextCheckAt: now.adding(seconds: interval),
                             departureEstimate: nil))
                 }
             }
@@ -251,14 +253,14 @@ struct AlarmChecker: Sendable {
     /// (so no rider's choice of vehicle id multiplies the requests).
     struct TripVisit: Hashable {
         let tripID: String
-        let serviceDate: Int64
+        let serviceDate: EpochMillis
         let stopSequence: Int?
     }
 
     /// Looks up every alarm at one stop: one stop request, and one trip
     /// request per visit (trip, service date, stop sequence) the stop's
     /// window did not contain, shared by every alarm waiting for it.
-    func check(key: StopKey, alarms: [Alarm], now: Int64) async -> (verdicts: [(Alarm, Verdict)], stopRequests: Int, tripRequests: Int) {
+    func check(key: StopKey, alarms: [Alarm], now: EpochMillis) async -> (verdicts: [(Alarm, Verdict)], stopRequests: Int, tripRequests: Int) {
         guard let region = regions.region(id: key.regionID), let stopID = key.stopID else {
             // No region (it left the directory) or no stop: the lookup can
             // never succeed, so these count toward reaping.
@@ -270,7 +272,7 @@ struct AlarmChecker: Sendable {
         // Stopping: nothing more is asked; these wait for the next cycle (of
         // this server after its restart, or of another instance).
         guard stop?.isStopping != true else { return (verdicts + lookupable.map { ($0, .transient) }, 0, 0) }
-        let horizon = lookupable.map { ($0.departureEstimate?.value ?? now + 3_600_000) - now }.max() ?? 0
+        let horizon = lookupable.map { ($0.departureEstimate ?? now.adding(millis: 3_600_000)).millis(since: now) }.max() ?? 0
         let minutesAfter = min(max(Int(horizon / 60_000) + 10, 35), 240)
         var tripRequests = 0
         var visits: [TripVisit: Verdict] = [:]
@@ -336,7 +338,7 @@ struct AlarmChecker: Sendable {
     /// a stop twice), preferring the alarm's vehicle when several report.
     static func match(_ alarm: Alarm, in entries: [ArrivalAndDeparture]) -> ArrivalAndDeparture? {
         let candidates = entries.filter { entry in
-            entry.tripId == alarm.tripID && entry.serviceDate?.value == alarm.serviceDate
+            entry.tripId == alarm.tripID && entry.serviceDate == alarm.serviceDate
                 && (alarm.stopSequence == nil || entry.stopSequence == alarm.stopSequence)
         }
         if let vehicle = alarm.vehicleID, let exact = candidates.first(where: { $0.vehicleId == vehicle }) { return exact }

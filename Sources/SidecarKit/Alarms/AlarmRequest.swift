@@ -1,3 +1,4 @@
+import Core
 import HTTPServer
 import Push
 
@@ -15,7 +16,7 @@ struct AlarmRequest: Sendable, Equatable {
     var apnsSandbox: Bool
     var stopID: String?
     var tripID: String?
-    var serviceDate: Int64?
+    var serviceDate: EpochMillis?
     var vehicleID: String?
     var stopSequence: Int?
     var secondsBefore: Int
@@ -54,7 +55,7 @@ struct AlarmRequest: Sendable, Equatable {
                 userPushID: userPushID, operatingSystem: operatingSystem,
                 apnsSandbox: version == .v2 && ApnsSandbox.flag(parameters["apns_sandbox"], operatingSystem: operatingSystem),
                 stopID: parameters.identifier("stop_id")?.presence, tripID: parameters.identifier("trip_id")?.presence,
-                serviceDate: integer(parameters["service_date"]), vehicleID: parameters.identifier("vehicle_id")?.presence,
+                serviceDate: integer(parameters["service_date"]).map { EpochMillis($0) }, vehicleID: parameters.identifier("vehicle_id")?.presence,
                 stopSequence: integer(parameters["stop_sequence"]).flatMap { Int(exactly: $0) },
                 secondsBefore: AlarmRules.secondsBefore(parameters["seconds_before"])))
     }

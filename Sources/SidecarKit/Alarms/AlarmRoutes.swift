@@ -76,7 +76,7 @@ struct AlarmRoutes: Sendable {
                 )
                 .logging(log.0, log.1)
             }
-            let now = clock.now().epochMillis
+            let now = clock.nowMillis
             var token = SecureToken.urlSafe()
             for attempt in 1...3 {
                 do {

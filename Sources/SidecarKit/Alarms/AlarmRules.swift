@@ -102,8 +102,7 @@ enum AlarmRules {
     /// Whole seconds until departure, rounded down (a departure 0.5 s ago is
     /// in the past), measured against the OBA server's clock.
     static func secondsUntilDeparture(_ departure: EpochMillis, currentTime: EpochMillis) -> Int64 {
-        let difference = departure.millis(since: currentTime)
-        return difference >= 0 ? difference / 1000 : -((-difference + 999) / 1000)
+        departure.seconds(since: currentTime)
     }
 
     static func decide(secondsUntilDeparture: Int64, secondsBefore: Int) -> Decision {
@@ -142,12 +141,12 @@ enum AlarmRules {
     /// `k` intervals can fire when `maxJump + k·(interval + drift·interval/60)
     /// < slack`, so the alarm sleeps that many whole intervals (at least
     /// one). Far-off alarms are checked rarely; alarms near firing every cycle.
-    static func nextCheck(nowMillis: Int64, secondsUntilDeparture: Int64, secondsBefore: Int, intervalSeconds: Int64) -> Int64 {
+    static func nextCheck(nowMillis: EpochMillis, secondsUntilDeparture: Int64, secondsBefore: Int, intervalSeconds: Int64) -> EpochMillis {
         let interval = max(intervalSeconds, 1)
         let slack = secondsUntilDeparture - Int64(secondsBefore)
         let perInterval = interval + maxDriftPerMinute * interval / 60
         let intervals = max((slack - maxJumpSeconds) / perInterval, 1)
-        return nowMillis + intervals * interval * 1000
+        return nowMillis.adding(seconds: intervals * interval)
     }
 
     // MARK: Push payload (§5.4)
@@ -163,12 +162,12 @@ enum AlarmRules {
     /// `apns-expiration`, FCM `android.ttl`, gorush's `expiration` and
     /// `time_to_live`. On Android it goes to the app's `arrival_reminders`
     /// notification channel.
-    static func push(for alarm: Alarm, text: String? = nil, expiresAt: Int64? = nil) -> PushMessage {
+    static func push(for alarm: Alarm, text: String? = nil, expiresAt: EpochSeconds? = nil) -> PushMessage {
         let payload = JSONValue.object([
             "region_id": .integer(Int64(alarm.regionID)),
             "stop_id": alarm.stopID.map(JSONValue.string) ?? .null,
             "trip_id": alarm.tripID.map(JSONValue.string) ?? .null,
-            "service_date": alarm.serviceDate.map(JSONValue.integer) ?? .null,
+            "service_date": alarm.serviceDate.map { JSONValue.integer($0.value) } ?? .null,
             "vehicle_id": alarm.vehicleID.map(JSONValue.string) ?? .null,
             "stop_sequence": alarm.stopSequence.map { JSONValue.integer(Int64($0)) } ?? .null,
         ])
@@ -179,7 +178,7 @@ enum AlarmRules {
             title: "OneBusAway", body: text ?? alarm.message, data: ["arrival_and_departure": data])
         // The rider asked to be woken for the bus: sound, and through Focus.
         message.attention = .timeSensitive
-        if let expiresAt { message.expiration = expiresAt }
+        if let expiresAt { message.expiration = expiresAt.value }
         message.androidChannel = androidChannel
         return message
     }
@@ -198,8 +197,7 @@ struct Alarm: Sendable, Equatable {
     var apnsSandbox: Bool
     var stopID: String?
     var tripID: String?
-    /// Epoch ms.
-    var serviceDate: Int64?
+    var serviceDate: EpochMillis?
     var vehicleID: String?
     var stopSequence: Int?
     var secondsBefore: Int
@@ -211,6 +209,6 @@ struct Alarm: Sendable, Equatable {
     /// Last known departure (epoch ms), for choosing a stop's window.
     var departureEstimate: EpochMillis?
     /// When the checker looks at it next (epoch ms).
-    var nextCheckAt: Int64
-    var createdAt: Int64
+    var nextCheckAt: EpochMillis
+    var createdAt: EpochMillis
 }

@@ -22,7 +22,7 @@ struct AlarmStore: Sendable {
         var request: AlarmRequest
         var message: String
         var departureEstimate: EpochMillis?
-        var nowMillis: Int64
+        var nowMillis: EpochMillis
     }
 
     /// Inserts an alarm; throws `AlarmStoreError.duplicate` when a v1
@@ -55,7 +55,7 @@ struct AlarmStore: Sendable {
     }
 
     /// The v1 alarm with this identity (§5.1 idempotency), if any.
-    func findV1(regionID: Int, userPushID: String, tripID: String?, stopID: String?, serviceDate: Int64?) async throws -> Alarm? {
+    func findV1(regionID: Int, userPushID: String, tripID: String?, stopID: String?, serviceDate: EpochMillis?) async throws -> Alarm? {
         try await database.read { connection in
             try connection.queryOne(
                 """
@@ -88,12 +88,12 @@ struct AlarmStore: Sendable {
     /// several instances sharing a database split a cycle, each alarm in one
     /// page. On PostgreSQL rows another instance is claiming are skipped,
     /// not waited for.
-    func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int) async throws -> [Alarm] {
+    func claimDue(atOrBefore cutoffMillis: EpochMillis, nowMillis: EpochMillis, limit: Int) async throws -> [Alarm] {
         let skipLocked = database.dialect.skipLocked
         return try await database.write { connection in
             try connection.query(
                 """
-                UPDATE alarms SET claimed_until = \(nowMillis + Self.claimMillis) WHERE id IN (
+                UPDATE alarms SET claimed_until = \(nowMillis.adding(millis: Self.claimMillis)) WHERE id IN (
                     SELECT id FROM alarms WHERE next_check_at <= \(cutoffMillis) AND (claimed_until IS NULL OR claimed_until <= \(nowMillis))
                     ORDER BY region_id, stop_id, id LIMIT \(Int64(limit))\(raw: skipLocked))
                 RETURNING \(raw: Self.columns)
@@ -104,7 +104,7 @@ struct AlarmStore: Sendable {
     }
 
     /// Alarms whose next check is at or before `cutoffMillis`.
-    func due(atOrBefore cutoffMillis: Int64) async throws -> [Alarm] {
+    func due(atOrBefore cutoffMillis: EpochMillis) async throws -> [Alarm] {
         try await database.read { connection in
             try connection.query("SELECT \(raw: Self.columns) FROM alarms WHERE next_check_at <= \(cutoffMillis)").map(Self.alarm)
         }
@@ -149,7 +149,7 @@ struct AlarmStore: Sendable {
     /// What one check decided for one alarm.
     enum Update: Sendable {
         /// Keep it: new streak, next check, departure estimate.
-        case reschedule(id: Int64, failureCount: Int, nextCheckAt: Int64, departureEstimate: EpochMillis?)
+        case reschedule(id: Int64, failureCount: Int, nextCheckAt: EpochMillis, departureEstimate: EpochMillis?)
         case delete(id: Int64)
     }
 
@@ -186,12 +186,12 @@ struct AlarmStore: Sendable {
             id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
             apiVersion: try Self.apiVersion(row), userPushID: try row.string("user_push_id"),
             operatingSystem: try row.platform("operating_system"), apnsSandbox: try row.bool("apns_sandbox"),
-            stopID: try row.optionalString("stop_id"), tripID: try row.optionalString("trip_id"), serviceDate: try row.optionalInt("service_date"),
+            stopID: try row.optionalString("stop_id"), tripID: try row.optionalString("trip_id"), serviceDate: try row.optionalMillis("service_date"),
             vehicleID: try row.optionalString("vehicle_id"), stopSequence: try row.optionalInt("stop_sequence").map(Int.init),
             secondsBefore: Int(try row.optionalInt("seconds_before") ?? Int64(AlarmRules.defaultSecondsBefore)),
             message: try row.string("message"), failureCount: Int(try row.int("failure_count")),
-            departureEstimate: try row.optionalMillis("departure_estimate"), nextCheckAt: try row.int("next_check_at"),
-            createdAt: try row.int("created_at"))
+            departureEstimate: try row.optionalMillis("departure_estimate"), nextCheckAt: try row.millis("next_check_at"),
+            createdAt: try row.millis("created_at"))
     }
 
 }

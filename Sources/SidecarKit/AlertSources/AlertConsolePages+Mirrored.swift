@@ -60,7 +60,7 @@ extension AlertConsolePages {
             ("Link", alert.url ?? "none"),
             ("About", Self.scopeDescription(message?.informedEntities ?? [])),
         ]
-        if let state { facts.append(("First seen", RegionTime.display(seconds: state.firstSeenAt, zone))) }
+        if let state { facts.append(("First seen", RegionTime.display(state.firstSeenAt, zone))) }
         content.append(tag("dl", [.class("facts")], SourceConsolePages.facts(facts)))
         content.append(tag("p", [.class("hint")], [timesHint(zone)]))
         content.append(
@@ -134,8 +134,8 @@ extension AlertConsolePages {
         case .review: return "Waiting for review: \(state.reason ?? "an editor decides whether it pushes")."
         case .due: return "Its push is starting."
         case .deferred:
-            return "Waiting until \(RegionTime.display(seconds: state.notBefore, zone)): \(state.reason ?? "quiet hours")."
-        case .pushed: return "Pushed \(RegionTime.display(seconds: state.pushedAt, zone)) (send \(state.sendID.map(String.init) ?? "-"))."
+            return "Waiting until \(RegionTime.display(state.notBefore, zone)): \(state.reason ?? "quiet hours")."
+        case .pushed: return "Pushed \(RegionTime.display(state.pushedAt, zone)) (send \(state.sendID.map(String.init) ?? "-"))."
         case .dismissed: return "Not pushed: an editor dismissed its review."
         }
     }

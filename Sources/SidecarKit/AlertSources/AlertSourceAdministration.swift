@@ -13,7 +13,7 @@ struct AlertSourceAdministration: Sendable {
     /// This server's own listener (host, port), which no source may poll.
     var listening: @Sendable () -> (host: String, port: Int?)
 
-    var now: Int64 { clock.now().epochMillis / 1000 }
+    var now: EpochSeconds { clock.nowSeconds }
 
     /// The same operations, audited under `actor`.
     func acting(as actor: String) -> AlertSourceAdministration {

@@ -27,7 +27,7 @@ extension OperatorCommands {
                     let zone = await c.zone(regionID: source.regionID)
                     c.output(
                         "\(source.id)\tregion \(source.regionID)\t\(source.mode.rawValue)\tpush \(source.push.rawValue)\t"
-                            + "\(SourceDescription.state(status))\tlast poll \(RegionTime.display(seconds: status.lastPollAt, zone))\t\(source.url)")
+                            + "\(SourceDescription.state(status))\tlast poll \(RegionTime.display(status.lastPollAt, zone))\t\(source.url)")
                 }
                 return 0
             }),
@@ -165,14 +165,16 @@ extension OperatorCommands {
 enum SourceDescription {
     static func state(_ status: AlertSourceStatus) -> String {
         guard let state = status.state else { return "never polled" }
-        if state == "failing", let since = status.failingSince, let last = status.lastPollAt, last - since >= AlertSourceRules.staleAfterSeconds {
+        if state == "failing", let since = status.failingSince, let last = status.lastPollAt,
+            last.seconds(since: since) >= AlertSourceRules.staleAfterSeconds
+        {
             return "failing for over an hour (its last good alerts are kept)"
         }
         return state
     }
 
     static func lines(_ source: AlertSource, _ status: AlertSourceStatus, zone: ZoneInfo) -> [String] {
-        func time(_ seconds: Int64?) -> String { RegionTime.display(seconds: seconds, zone) }
+        func time(_ instant: EpochSeconds?) -> String { RegionTime.display(instant, zone) }
         var lines = [
             "source \(source.id) (region \(source.regionID)); times in \(zone.identifier)",
             "  url:           \(source.url)",

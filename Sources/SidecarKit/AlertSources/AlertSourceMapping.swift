@@ -34,7 +34,7 @@ enum AlertSourceMapping {
         var catalog: LocaleCatalog
         /// When each entity was first seen (now for a new one): the start of
         /// an alert the source gives no period.
-        var firstSeen: @Sendable (String) -> Int64
+        var firstSeen: @Sendable (String) -> EpochSeconds
     }
 
     /// The alerts of a decoded feed, the ids the source marked deleted, and
@@ -166,14 +166,14 @@ enum AlertSourceMapping {
             return .failure(ValidationFailure(["\(encoded.count) bytes encoded (at most \(maxEncodedBytes))"]))
         }
         let shown = shownPeriods(feedAlert)
-        let startsAt = shown.map { Int64($0.start ?? UInt64(max(firstSeen, 0))) }.min() ?? firstSeen
+        let startsAt = shown.map { EpochSeconds(Int64($0.start ?? UInt64(max(firstSeen.value, 0)))) }.min() ?? firstSeen
         let endsAt = shown.contains(where: { $0.end == nil }) ? nil : shown.compactMap(\.end).max().map { EpochSeconds(Int64($0)) }
         let impact = alert.impactPeriods.first
         return .success(
             MirroredAlert(
                 entityID: id, header: headline, description: body, url: AlertSourceLanguages.text(links, primary, primary: primary),
                 cause: alert.cause ?? .unknownCause, effect: alert.effect ?? .unknownEffect, severity: alert.severityLevel ?? .unknownSeverity,
-                startsAt: EpochSeconds(startsAt), endsAt: endsAt,
+                startsAt: startsAt, endsAt: endsAt,
                 impactStartsAt: impact?.start.map { EpochSeconds(Int64($0)) }, impactEndsAt: impact?.end.map { EpochSeconds(Int64($0)) },
                 translations: translations, feedAlert: feedAlert, scope: scope(alert.informedEntities),
                 contentHash: Hex.encode(SHA256.digest(encoded)), materialHash: materialHash(alert), notes: notes,
@@ -185,11 +185,11 @@ enum AlertSourceMapping {
     /// filled from what the source sent when it sent none: its
     /// communication periods, else its impact periods, else open-ended
     /// from when the alert was first seen. The other fields stay as sent.
-    static func activePeriods(_ alert: GTFSRealtime.Alert, firstSeen: Int64) -> [TimeRange] {
+    static func activePeriods(_ alert: GTFSRealtime.Alert, firstSeen: EpochSeconds) -> [TimeRange] {
         if !alert.activePeriods.isEmpty { return alert.activePeriods }
         if !alert.communicationPeriods.isEmpty { return alert.communicationPeriods }
         if !alert.impactPeriods.isEmpty { return alert.impactPeriods }
-        return [TimeRange(start: UInt64(max(firstSeen, 0)), end: nil)]
+        return [TimeRange(start: UInt64(max(firstSeen.value, 0)), end: nil)]
     }
 
     /// The periods riders are shown an alert in: its communication periods

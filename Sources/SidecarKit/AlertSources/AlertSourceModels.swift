@@ -86,8 +86,8 @@ struct AlertSource: Sendable, Equatable {
     /// shared (CGNAT) addresses: an on-premises feed.
     var allowPrivate = false
     var maxBytes: Int
-    var createdAt: Int64
-    var updatedAt: Int64
+    var createdAt: EpochSeconds
+    var updatedAt: EpochSeconds
 }
 
 /// Quiet hours in a region's local time, in minutes after midnight.
@@ -106,19 +106,19 @@ struct QuietHours: Sendable, Equatable {
 
 /// What the poller knows of a source between polls.
 struct AlertSourceStatus: Sendable, Equatable {
-    var lastPollAt: Int64?
+    var lastPollAt: EpochSeconds?
     /// `ok`, `not modified`, `failing`, `held` (a flood waits for review).
     var state: String?
-    var lastSuccessAt: Int64?
+    var lastSuccessAt: EpochSeconds?
     /// When the current run of failures began (nil: not failing).
-    var failingSince: Int64?
+    var failingSince: EpochSeconds?
     var lastError: String?
     /// Problems with single alerts in the last fetched feed (they were left out).
     var problems: [String] = []
     var etag: String?
     var lastModified: String?
     var failures: Int = 0
-    var nextPollAt: Int64 = 0
+    var nextPollAt: EpochSeconds = 0
     /// Whether a poll ever succeeded: the first one's alerts are the baseline.
     var baselined = false
     var alertCount = 0
@@ -186,13 +186,13 @@ struct SourceAlertState: Sendable, Equatable {
     var materialHash: String
     var decision: Decision
     var reason: String?
-    var notBefore: Int64?
-    var pushedAt: Int64?
+    var notBefore: EpochSeconds?
+    var pushedAt: EpochSeconds?
     var sendID: Int64?
     var present: Bool
-    var changedAt: Int64
+    var changedAt: EpochSeconds
     /// When the source first listed it: the start of an alert that has no period.
-    var firstSeenAt: Int64
+    var firstSeenAt: EpochSeconds
     /// Kept out of the feed by an editor ("Dismiss from the feed") while
     /// the source still lists it.
     var hidden = false

@@ -50,7 +50,7 @@ struct AlertSourcePoller: Sendable {
         var failure: String?
     }
 
-    private var now: Int64 { clock.now().epochMillis / 1000 }
+    private var now: EpochSeconds { clock.nowSeconds }
     static func leaseName(_ sourceID: Int64) -> String { "alert-source-\(sourceID)" }
 
     // MARK: The loop
@@ -145,7 +145,8 @@ struct AlertSourcePoller: Sendable {
         }
         if response.status == 304 {
             metrics?.sourcePolls.increment("not_modified")
-            try? await sources.recordNotModified(sourceID: source.id, now: started, nextPollAt: started + Int64(source.intervalSeconds))
+            try? await sources.recordNotModified(
+                sourceID: source.id, now: started, nextPollAt: started.adding(seconds: Int64(source.intervalSeconds)))
             var report = Report(lines: ["not modified"])
             report.lines += await startDuePushes(source)
             return report
@@ -170,7 +171,7 @@ struct AlertSourcePoller: Sendable {
             AlertSourceRules.outcome($0, previous: previous[$0.entityID], source: source, baseline: !status.baselined, now: started, zone: zone)
         }
         let (flooded, floodHeld) = AlertSourceRules.holdingFlood(outcomes, threshold: source.floodThreshold)
-        let pushed = (try? await sources.pushes(sourceID: source.id, regionID: source.regionID, since: started - 3600)) ?? (0, 0)
+        let pushed = (try? await sources.pushes(sourceID: source.id, regionID: source.regionID, since: started.adding(seconds: -3600))) ?? (0, 0)
         let (decided, capHeld) = AlertSourceRules.holdingOverCap(flooded, pushed: pushed, perSource: source.pushesPerHour)
         let held = [floodHeld, capHeld].compactMap { $0 }.joined(separator: "; ").presence
         let validators = (
@@ -180,7 +181,8 @@ struct AlertSourcePoller: Sendable {
         do {
             try await sources.applyPoll(
                 source, agencyID: agencyID, decided: zip(mapped, decided).map { AlertSourceStore.Decided(alert: $0, outcome: $1) },
-                problems: problems, held: held, validators: validators, now: started, nextPollAt: started + Int64(source.intervalSeconds))
+                problems: problems, held: held, validators: validators, now: started,
+                nextPollAt: started.adding(seconds: Int64(source.intervalSeconds)))
         } catch {
             return await fail(source, status, "storage: \(error)")
         }
@@ -282,7 +284,7 @@ struct AlertSourcePoller: Sendable {
         metrics?.sourcePolls.increment("failed")
         let started = now
         let delay = AlertSourceRules.nextDelay(intervalSeconds: source.intervalSeconds, failures: status.failures + 1, random: random())
-        try? await sources.recordFailure(sourceID: source.id, error: reason, now: started, nextPollAt: started + Int64(delay))
+        try? await sources.recordFailure(sourceID: source.id, error: reason, now: started, nextPollAt: started.adding(seconds: Int64(delay)))
         return Report(lines: [], failure: reason)
     }
 
@@ -367,7 +369,7 @@ struct AlertSourcePoller: Sendable {
             case .skip(let reason) where before?.materialHash != alert.materialHash: lines.append("skipped \(alert.entityID): \(reason)")
             case .review(let reason): lines.append("review \(alert.entityID): \(reason)")
             case .deferred(let until, let reason):
-                lines.append("deferred \(alert.entityID) until \(RegionTime.iso8601(EpochSeconds(until), zone)) (\(reason))")
+                lines.append("deferred \(alert.entityID) until \(RegionTime.iso8601(until, zone)) (\(reason))")
             default: break
             }
         }

@@ -63,7 +63,7 @@ enum AlertSourceRules {
     /// fields set them again: they were granted for the old feed, and must
     /// not follow a URL to another host.
     static func settings(
-        _ fields: [String: String], regionID: Int, base: AlertSource?, now: Int64, naming: FieldNaming = .commandLine,
+        _ fields: [String: String], regionID: Int, base: AlertSource?, now: EpochSeconds, naming: FieldNaming = .commandLine,
         own: AlertSourceAddresses.OwnListener = .init(host: "", port: nil)
     ) -> Result<AlertSource, ValidationFailure> {
         var source =
@@ -243,7 +243,7 @@ enum AlertSourceRules {
         case unchanged
         case skip(String)
         case review(String)
-        case deferred(until: Int64, reason: String)
+        case deferred(until: EpochSeconds, reason: String)
         case push
 
         /// Would reach riders unless held: what a flood counts.
@@ -257,7 +257,7 @@ enum AlertSourceRules {
 
     /// The decision for an alert seen in a poll, before the flood check.
     static func outcome(
-        _ alert: MirroredAlert, previous: SourceAlertState?, source: AlertSource, baseline: Bool, now: Int64, zone: ZoneInfo
+        _ alert: MirroredAlert, previous: SourceAlertState?, source: AlertSource, baseline: Bool, now: EpochSeconds, zone: ZoneInfo
     ) -> Outcome {
         if baseline { return .baseline }
         // Unchanged, or back after leaving the source as it was: pushed (or
@@ -276,8 +276,8 @@ enum AlertSourceRules {
         if alert.scope > source.scope {
             return .skip(alert.scope == .any ? "scoped to single stops or trips" : "scoped to single routes")
         }
-        if let end = alert.endsAt, end.value <= now { return .skip("already over") }
-        if let pushedAt = previous?.pushedAt, now - pushedAt < correctionWindowSeconds, !source.pushCorrections {
+        if let end = alert.endsAt, end <= now { return .skip("already over") }
+        if let pushedAt = previous?.pushedAt, now.seconds(since: pushedAt) < correctionWindowSeconds, !source.pushCorrections {
             return .skip("a correction within 10 minutes of its push: not pushed again")
         }
         if source.push == .review { return .review("waiting for an editor") }
@@ -324,15 +324,16 @@ enum AlertSourceRules {
 
     /// When quiet hours end, if `now` is inside them (the next local time
     /// at their end, in the region's zone).
-    static func quietUntil(now: Int64, zone: ZoneInfo, hours: QuietHours) -> Int64? {
-        let local = now + Int64(zone.offset(at: now))
+    static func quietUntil(now: EpochSeconds, zone: ZoneInfo, hours: QuietHours) -> EpochSeconds? {
+        // Local clock seconds, not an instant: the zone's offset is added.
+        let local = now.value + Int64(zone.offset(at: now.value))
         let dayStart = local - ((local % 86_400) + 86_400) % 86_400
         let minute = Int((local - dayStart) / 60)
         let inside = hours.start < hours.end ? (hours.start..<hours.end).contains(minute) : (minute >= hours.start || minute < hours.end)
         guard inside else { return nil }
         var end = dayStart + Int64(hours.end) * 60
         if end <= local { end += 86_400 }
-        return zone.instant(fromLocal: end)
+        return EpochSeconds(zone.instant(fromLocal: end))
     }
 }
 

@@ -31,7 +31,7 @@ struct AlertSourceStore: Sendable {
     /// Saves edited settings; the source is polled again at once (without
     /// the old validators when its URL changed), and a changed mode puts
     /// its alerts in or out of the feed.
-    func update(_ source: AlertSource, now: Int64) async throws {
+    func update(_ source: AlertSource, now: EpochSeconds) async throws {
         try await database.write { connection in
             // Another URL is another resource: the old one's validators do not apply.
             try connection.execute(
@@ -53,7 +53,7 @@ struct AlertSourceStore: Sendable {
     }
 
     /// Removes a source with its alerts (and their sends). False when there was none.
-    func remove(id: Int64, now: Int64) async throws -> Bool {
+    func remove(id: Int64, now: EpochSeconds) async throws -> Bool {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT region_id FROM alert_sources WHERE id = \(id)") else { return false }
             try AlertStore.deleteMirrored(connection, sourceID: id, regionID: row.count("region_id"), now: now)
@@ -79,7 +79,7 @@ struct AlertSourceStore: Sendable {
     }
 
     /// Sources whose next poll is due.
-    func due(now: Int64) async throws -> [(AlertSource, AlertSourceStatus)] {
+    func due(now: EpochSeconds) async throws -> [(AlertSource, AlertSourceStatus)] {
         try await database.read { connection in
             try connection.query("SELECT \(raw: Self.columns) FROM alert_sources WHERE next_poll_at <= \(now) ORDER BY next_poll_at, id").map(
                 Self.source)
@@ -111,7 +111,7 @@ struct AlertSourceStore: Sendable {
     /// withdrawn, each decision kept, and the source's status.
     func applyPoll(
         _ source: AlertSource, agencyID: String, decided: [Decided], problems: [String], held: String?,
-        validators: (etag: String?, lastModified: String?), now: Int64, nextPollAt: Int64
+        validators: (etag: String?, lastModified: String?), now: EpochSeconds, nextPollAt: EpochSeconds
     ) async throws {
         try await database.write { connection in
             var states: [String: SourceAlertState] = [:]
@@ -158,9 +158,9 @@ struct AlertSourceStore: Sendable {
                 }
                 try Self.save(connection, state)
             }
-            _ = try AlertStore.forgetWithdrawnMirrored(connection, sourceID: source.id, withdrawnBefore: now - 7 * 86_400)
+            _ = try AlertStore.forgetWithdrawnMirrored(connection, sourceID: source.id, withdrawnBefore: now.adding(seconds: -7 * 86_400))
             try connection.execute(
-                "DELETE FROM source_alerts WHERE source_id = \(source.id) AND present = 0 AND changed_at < \(now - 7 * 86_400)")
+                "DELETE FROM source_alerts WHERE source_id = \(source.id) AND present = 0 AND changed_at < \(now.adding(seconds: -7 * 86_400))")
             try connection.execute(
                 """
                 UPDATE alert_sources SET last_poll_at = \(now), state = \(held == nil ? "ok" : "held"), last_success_at = \(now),
@@ -173,7 +173,7 @@ struct AlertSourceStore: Sendable {
     }
 
     /// A poll answered 304: nothing changed.
-    func recordNotModified(sourceID: Int64, now: Int64, nextPollAt: Int64) async throws {
+    func recordNotModified(sourceID: Int64, now: EpochSeconds, nextPollAt: EpochSeconds) async throws {
         _ = try await database.write { connection in
             try connection.execute(
                 """
@@ -185,7 +185,7 @@ struct AlertSourceStore: Sendable {
     }
 
     /// A poll failed: the source's alerts stay as they were.
-    func recordFailure(sourceID: Int64, error: String, now: Int64, nextPollAt: Int64) async throws {
+    func recordFailure(sourceID: Int64, error: String, now: EpochSeconds, nextPollAt: EpochSeconds) async throws {
         _ = try await database.write { connection in
             try connection.execute(
                 """
@@ -201,7 +201,7 @@ struct AlertSourceStore: Sendable {
 
     /// Deferred alerts whose quiet hours are over become due; returns every
     /// due alert of the source (pushes to start).
-    func duePushes(sourceID: Int64, now: Int64) async throws -> [SourceAlertState] {
+    func duePushes(sourceID: Int64, now: EpochSeconds) async throws -> [SourceAlertState] {
         try await database.write { connection in
             try connection.execute(
                 """
@@ -214,7 +214,7 @@ struct AlertSourceStore: Sendable {
     }
 
     /// A due alert's send started.
-    func markPushed(sourceID: Int64, entityID: String, sendID: Int64, now: Int64) async throws {
+    func markPushed(sourceID: Int64, entityID: String, sendID: Int64, now: EpochSeconds) async throws {
         _ = try await database.write { connection in
             let changed = try connection.execute(
                 """
@@ -267,7 +267,7 @@ struct AlertSourceStore: Sendable {
 
     /// Pushes started for alerts of this source, and of every source of its
     /// region, since `since` (the flood caps).
-    func pushes(sourceID: Int64, regionID: Int, since: Int64) async throws -> (source: Int, region: Int) {
+    func pushes(sourceID: Int64, regionID: Int, since: EpochSeconds) async throws -> (source: Int, region: Int) {
         try await database.read { connection in
             let row = try connection.queryOne(
                 """
@@ -280,14 +280,14 @@ struct AlertSourceStore: Sendable {
 
     /// How many alerts of a region's sources wait for review, and since
     /// when the oldest has waited.
-    func reviewSummary(regionID: Int) async throws -> (count: Int, oldest: Int64?) {
+    func reviewSummary(regionID: Int) async throws -> (count: Int, oldest: EpochSeconds?) {
         try await database.read { connection in
             let row = try connection.queryOne(
                 """
                 SELECT COUNT(*) AS waiting, MIN(changed_at) AS oldest FROM source_alerts WHERE decision = 'review' AND present = 1
                     AND source_id IN (SELECT id FROM alert_sources WHERE region_id = \(regionID))
                 """)
-            return (try row?.count("waiting") ?? 0, try row?.optionalInt("oldest"))
+            return (try row?.count("waiting") ?? 0, try row?.optionalSeconds("oldest"))
         }
     }
 
@@ -301,7 +301,7 @@ struct AlertSourceStore: Sendable {
     /// Keeps a mirrored alert out of the feed while its source lists it
     /// (an editor's "Dismiss from the feed"), or lets it back in. False when
     /// nothing changed (already so, or no such alert).
-    func setHidden(sourceID: Int64, entityID: String, hidden: Bool, now: Int64) async throws -> Bool {
+    func setHidden(sourceID: Int64, entityID: String, hidden: Bool, now: EpochSeconds) async throws -> Bool {
         try await database.write { connection in
             guard
                 let row = try connection.queryOne(
@@ -364,9 +364,9 @@ struct AlertSourceStore: Sendable {
             sourceID: try row.int("source_id"), entityID: try row.string("entity_id"), alertID: try row.int("alert_id"),
             contentHash: try row.string("content_hash"), materialHash: try row.string("material_hash"),
             decision: SourceAlertState.Decision(rawValue: try row.string("decision")) ?? .skipped, reason: try row.optionalString("reason"),
-            notBefore: try row.optionalInt("not_before"), pushedAt: try row.optionalInt("pushed_at"), sendID: try row.optionalInt("send_id"),
-            present: try row.bool("present"), changedAt: try row.int("changed_at"),
-            firstSeenAt: try row.optionalInt("first_seen_at") ?? row.int("changed_at"), hidden: try row.bool("hidden"))
+            notBefore: try row.optionalSeconds("not_before"), pushedAt: try row.optionalSeconds("pushed_at"), sendID: try row.optionalInt("send_id"),
+            present: try row.bool("present"), changedAt: try row.seconds("changed_at"),
+            firstSeenAt: try row.optionalSeconds("first_seen_at") ?? row.seconds("changed_at"), hidden: try row.bool("hidden"))
     }
 
     /// The settings columns, for an insert and an update alike.
@@ -410,14 +410,14 @@ struct AlertSourceStore: Sendable {
             pushCorrections: try row.bool("push_corrections"), pushesPerHour: try row.count("pushes_per_hour"),
             headers: AlertSourceRules.storedHeaders(try row.string("headers")),
             allowLinkLocal: try row.bool("allow_link_local"), allowPrivate: try row.bool("allow_private"), maxBytes: try row.count("max_bytes"),
-            createdAt: try row.int("created_at"),
-            updatedAt: try row.int("updated_at"))
+            createdAt: try row.seconds("created_at"),
+            updatedAt: try row.seconds("updated_at"))
         let status = AlertSourceStatus(
-            lastPollAt: try row.optionalInt("last_poll_at"), state: try row.optionalString("state"),
-            lastSuccessAt: try row.optionalInt("last_success_at"), failingSince: try row.optionalInt("failing_since"),
+            lastPollAt: try row.optionalSeconds("last_poll_at"), state: try row.optionalString("state"),
+            lastSuccessAt: try row.optionalSeconds("last_success_at"), failingSince: try row.optionalSeconds("failing_since"),
             lastError: try row.optionalString("last_error"),
             problems: (try row.string("problems")).split(separator: "\n").map(String.init), etag: try row.optionalString("etag"),
-            lastModified: try row.optionalString("last_modified"), failures: try row.count("failures"), nextPollAt: try row.int("next_poll_at"),
+            lastModified: try row.optionalString("last_modified"), failures: try row.count("failures"), nextPollAt: try row.seconds("next_poll_at"),
             baselined: try row.bool("baselined"), alertCount: try row.count("alert_count"), polls: try row.count("polls"),
             notModified: try row.count("not_modified"), failedPolls: try row.count("failed_polls"), pushes: try row.count("pushes"),
             heldReason: try row.optionalString("held_reason"))
@@ -426,7 +426,7 @@ struct AlertSourceStore: Sendable {
 
     /// The stored alert for a source's alert: published (in the feed only
     /// for a mirror), with the region's agency.
-    static func serviceAlert(_ alert: MirroredAlert, source: AlertSource, agencyID: String, hidden: Bool = false, now: Int64) -> ServiceAlert {
+    static func serviceAlert(_ alert: MirroredAlert, source: AlertSource, agencyID: String, hidden: Bool = false, now: EpochSeconds) -> ServiceAlert {
         ServiceAlert(
             id: 0, regionID: source.regionID, agencyID: agencyID, header: alert.header, description: alert.description, url: alert.url,
             cause: alert.cause, effect: alert.effect, severity: alert.severity,

@@ -51,7 +51,7 @@ struct SourceConsolePages: ConsolePages {
             let audience = source?.audience ?? .all
             return [
                 tag("a", [.href("/admin/alerts/\(state.alertID)")], [header]), "source \(state.sourceID)", state.reason ?? "",
-                ConsoleLayout.age(seconds: now - state.changedAt),
+                ConsoleLayout.age(seconds: now.seconds(since: state.changedAt)),
                 tag(
                     "div", [.class("actions")],
                     ConsoleRules.may(user.role, .author)
@@ -80,8 +80,8 @@ struct SourceConsolePages: ConsolePages {
                         Self.facts(
                             [
                                 ("Status", SourceDescription.state(status)),
-                                ("Last poll", RegionTime.display(seconds: status.lastPollAt, zone)),
-                                ("Last success", RegionTime.display(seconds: status.lastSuccessAt, zone)),
+                                ("Last poll", RegionTime.display(status.lastPollAt, zone)),
+                                ("Last success", RegionTime.display(status.lastSuccessAt, zone)),
                                 ("Mode", source.mode == .mirror ? "mirror: in this region's feed" : "push-only: not in the feed"),
                                 ("Pushes", Self.pushRule(source)),
                                 ("May reach", Self.reach(source)),

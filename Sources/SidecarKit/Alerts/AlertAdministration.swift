@@ -53,7 +53,7 @@ struct AlertAdministration: Sendable {
             .joined(separator: "; ")
     }
 
-    var now: Int64 { clock.now().epochMillis / 1000 }
+    var now: EpochSeconds { clock.nowSeconds }
 
     func region(_ id: Int) throws(AdministrationError) -> Region {
         guard let region = regions.region(id: id) else { throw .notFound("No region \(id) in the regions directory") }
@@ -182,7 +182,7 @@ struct AlertAdministration: Sendable {
 
     func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {
         var alert = try await authored(id: id)
-        if alert.published && !published { alert.withdrawnAt = EpochSeconds(now) }
+        if alert.published && !published { alert.withdrawnAt = now }
         if published { alert.withdrawnAt = nil }
         alert.published = published
         let saved = try await save(alert)

@@ -32,7 +32,7 @@ enum AlertAppVisibility {
     static let iOSInterruptWindowSeconds: Int64 = 8 * 3600
     static let androidWindowSeconds: Int64 = 24 * 3600
 
-    static func findings(_ entity: FeedEntity, stamp: Int64, now: Int64, knownAgencies: Set<String>?) -> [Finding] {
+    static func findings(_ entity: FeedEntity, stamp: EpochSeconds, now: EpochSeconds, knownAgencies: Set<String>?) -> [Finding] {
         guard let alert = entity.alert else { return [] }
         var found: [Finding] = []
         let agency = alert.informedEntities.first { $0.agencyID != nil }?.agencyID
@@ -45,10 +45,10 @@ enum AlertAppVisibility {
                     Finding(app: .iOS, text: "drops it: agency \(agency) is not in the OneBusAway server's agencies-with-coverage"))
             } else if !high {
                 found.append(Finding(app: .iOS, text: "lists it without a banner (\(severityName): only WARNING and SEVERE interrupt)"))
-            } else if let start = alert.activePeriods.first?.start.map({ Int64(clamping: $0) }) {
-                if now - start >= iOSInterruptWindowSeconds {
+            } else if let start = alert.activePeriods.first?.start.map({ EpochSeconds(Int64(clamping: $0)) }) {
+                if now.seconds(since: start) >= iOSInterruptWindowSeconds {
                     found.append(Finding(app: .iOS, text: "lists it without a banner (it started more than 8 hours ago)"))
-                } else if start - now >= iOSInterruptWindowSeconds {
+                } else if start.seconds(since: now) >= iOSInterruptWindowSeconds {
                     found.append(Finding(app: .iOS, text: "lists it without a banner until 8 hours before it starts"))
                 }
             } else {
@@ -64,10 +64,10 @@ enum AlertAppVisibility {
             found.append(Finding(app: .android, text: "never shows it (\(severityName): its dialog shows only WARNING and SEVERE)"))
         } else {
             let ranges = alert.communicationPeriods.isEmpty ? alert.activePeriods : alert.communicationPeriods
-            let starts = ranges.compactMap { $0.start.map { Int64(clamping: $0) } }
+            let starts = ranges.compactMap { $0.start.map { EpochSeconds(Int64(clamping: $0)) } }
             if starts.isEmpty {
                 found.append(Finding(app: .android, text: "never shows it: no period has a start"))
-            } else if !starts.contains(where: { (0...androidWindowSeconds).contains(stamp - $0) }) {
+            } else if !starts.contains(where: { (0...androidWindowSeconds).contains(stamp.seconds(since: $0)) }) {
                 found.append(
                     Finding(
                         app: .android,
@@ -82,7 +82,7 @@ enum AlertAppVisibility {
 extension AlertFeedView {
     /// What each app does with a published alert in the feed (empty: both
     /// show it in full, or it is not in the feed, which says so itself).
-    func appFindings(_ alert: ServiceAlert, now: Int64, knownAgencies: Set<String>? = nil) -> [AlertAppVisibility.Finding] {
+    func appFindings(_ alert: ServiceAlert, now: EpochSeconds, knownAgencies: Set<String>? = nil) -> [AlertAppVisibility.Finding] {
         let selection = selection(for: alert)
         guard let entry = selection.entries.first(where: { $0.alert.id == alert.id }) else { return [] }
         return AlertAppVisibility.findings(entry.entity, stamp: selection.stamp, now: now, knownAgencies: knownAgencies)

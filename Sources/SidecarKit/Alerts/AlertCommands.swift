@@ -174,13 +174,13 @@ extension OperatorCommands {
         Severities: \(SeverityLevel.allCases.map(\.name).joined(separator: " "))
         """
 
-    static func format(_ seconds: Int64) -> String {
-        Date(timeIntervalSince1970: Double(seconds)).formatted(.iso8601)
+    static func format(_ instant: EpochSeconds) -> String {
+        Date(timeIntervalSince1970: Double(instant.value)).formatted(.iso8601)
     }
 
     /// An alert as `alert show` prints it, times in the region's zone.
     static func describe(
-        _ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, view: AlertFeedView, now: Int64
+        _ alert: ServiceAlert, translations: [AlertTranslation], sends: [AlertSend], zone: ZoneInfo, view: AlertFeedView, now: EpochSeconds
     ) -> String {
         func time(_ instant: EpochSeconds) -> String { RegionTime.iso8601(instant, zone) }
         let why = view.exclusion(alert).flatMap { $0 == .ended ? nil : " (\($0.explanation))" } ?? ""
@@ -205,7 +205,7 @@ extension OperatorCommands {
                 "  send \(send.id) to \(send.audience.rawValue): \(send.shownStatus), \(counts(send))"
                     + (send.status == "failed" ? " (\(send.lastError ?? "provider failing"))" : "")
                     + (send.stalledSince.map {
-                        " (since \(time(EpochSeconds($0))): \(send.lastError ?? "no answer"); it goes on when the transport answers)"
+                        " (since \(time($0)): \(send.lastError ?? "no answer"); it goes on when the transport answers)"
                     } ?? ""))
         }
         return lines.joined(separator: "\n")

@@ -86,11 +86,11 @@ extension AlertConsolePages {
         if AlertFeedRules.hasEnded(alert, now: now) {
             return .seeOther("/admin/alerts/\(alert.id)?done=ended")
         }
-        let end = max(now, alert.startsAt.value + 1)
-        var fields = ["end": Timestamp.format(EpochSeconds(end))]
-        if let impactEnd = alert.impactEndsAt, impactEnd.value > end {
-            if let impactStart = alert.impactStartsAt, impactStart.value < end {
-                fields["impact_end"] = Timestamp.format(EpochSeconds(end))
+        let end = max(now, alert.startsAt.adding(seconds: 1))
+        var fields = ["end": Timestamp.format(end)]
+        if let impactEnd = alert.impactEndsAt, impactEnd > end {
+            if let impactStart = alert.impactStartsAt, impactStart < end {
+                fields["impact_end"] = Timestamp.format(end)
             } else {
                 fields["impact_start"] = "none"
                 fields["impact_end"] = "none"

@@ -23,7 +23,7 @@ extension AlertConsolePages {
 
     /// Which app hides or only lists a published alert, and why (the apps'
     /// own rules, `AlertAppVisibility`); nothing when both show it in full.
-    static func appFindings(_ alert: ServiceAlert, view: AlertFeedView, now: Int64) -> HTML {
+    static func appFindings(_ alert: ServiceAlert, view: AlertFeedView, now: EpochSeconds) -> HTML {
         let findings = view.appFindings(alert, now: now)
         guard !findings.isEmpty else { return .empty }
         return tag(
@@ -36,7 +36,7 @@ extension AlertConsolePages {
 
     /// When riders see the alert, in words that agree with its state: a
     /// draft or withdrawn alert is seen by nobody, an ended one was seen.
-    static func shownSentence(_ alert: ServiceAlert, _ zone: ZoneInfo, now: Int64) -> String {
+    static func shownSentence(_ alert: ServiceAlert, _ zone: ZoneInfo, now: EpochSeconds) -> String {
         let period = "from \(RegionTime.display(alert.startsAt, zone)) until \(shownUntil(alert, zone))"
         if !alert.published {
             return alert.withdrawnAt != nil
@@ -44,7 +44,7 @@ extension AlertConsolePages {
                 : "A draft: riders see nothing until it is published; then it is shown \(period)."
         }
         if AlertFeedRules.hasEnded(alert, now: now) { return "Ended: riders saw it \(period)." }
-        if alert.startsAt.value > now { return "Riders will see it \(period)." }
+        if alert.startsAt > now { return "Riders will see it \(period)." }
         return "Riders see it \(period)."
     }
 
@@ -144,7 +144,7 @@ extension AlertConsolePages {
                             : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary"),
                         Self.deletable(alert, sent: !sendList.isEmpty)
                             ? tag("a", [.href("/admin/alerts/\(alert.id)/delete"), .class("button secondary")], ["Delete draft…"]) : HTML.empty,
-                        alert.published && alert.startsAt.value <= now && !AlertFeedRules.hasEnded(alert, now: now)
+                        alert.published && alert.startsAt <= now && !AlertFeedRules.hasEnded(alert, now: now)
                             ? ConsoleLayout.postButton("End now", "/admin/alerts/\(alert.id)/end", session, style: "secondary") : HTML.empty,
                     ]))
         }

@@ -67,7 +67,7 @@ extension AlertConsolePages {
                     "div", [.class("columns")],
                     [
                         ConsoleLayout.field(
-                            "Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? EpochSeconds(now), zone)),
+                            "Starts", name: "start", value: value("start", RegionTime.inputValue(alert?.startsAt ?? now, zone)),
                             type: "datetime-local", required: true, hint: zoneHint, error: errors["start"]),
                         ConsoleLayout.field(
                             "Ends", name: "end", value: value("end", RegionTime.inputValue(alert?.endsAt, zone)), type: "datetime-local",

@@ -22,7 +22,7 @@ final class AlertFeedCache: Sendable {
         let gzipped: [UInt8]?
         let validators: Validators
         /// When the selection changes without an edit (nil: never).
-        let validUntil: Int64?
+        let validUntil: EpochSeconds?
 
         init(version: Int64, selection: AlertFeedSelection, key: Key) {
             self.version = version
@@ -32,16 +32,16 @@ final class AlertFeedCache: Sendable {
             // Strong, and distinct per region and variant even when two feeds
             // encode alike; it changes with the bytes and only with them.
             let digest = Hex.encode(Array(SHA256.digest(bytes).prefix(12)))
-            validators = Validators(etag: "\"\(key.regionID)-\(key.includeTest ? "t" : "p")-\(digest)\"", lastModified: selection.stamp)
+            validators = Validators(etag: "\"\(key.regionID)-\(key.includeTest ? "t" : "p")-\(digest)\"", lastModified: selection.stamp.value)
             validUntil = selection.nextChange
         }
 
-        func current(at now: Int64) -> Bool { validUntil.map { now < $0 } ?? true }
+        func current(at now: EpochSeconds) -> Bool { validUntil.map { now < $0 } ?? true }
     }
     private let entries = Mutex<[Key: Entry]>([:])
 
     /// The entry for a key while it is still current.
-    func entry(_ key: Key, now: Int64) -> Entry? { entries.withLock { $0[key] }.flatMap { $0.current(at: now) ? $0 : nil } }
+    func entry(_ key: Key, now: EpochSeconds) -> Entry? { entries.withLock { $0[key] }.flatMap { $0.current(at: now) ? $0 : nil } }
     func store(_ entry: Entry, for key: Key) { entries.withLock { $0[key] = entry } }
     func invalidate(regionID: Int) { entries.withLock { $0 = $0.filter { $0.key.regionID != regionID } } }
 
@@ -63,7 +63,7 @@ struct AlertFeedRoutes: Sendable {
     let clock: any WallClock
     let logger: Logger
     /// Epoch seconds the server started: an untouched region's stamp.
-    let serverStart: Int64
+    let serverStart: EpochSeconds
     let watcher: AlertFeedVersionWatcher
 
     static let contentType = "application/octet-stream"
@@ -75,7 +75,7 @@ struct AlertFeedRoutes: Sendable {
         [Route("GET", "/api/v1/regions/:region/alerts", suffixes: [".pb", ".pbtext"], immediate: cached, handler: feed)]
     }
 
-    private var now: Int64 { clock.now().epochMillis / 1000 }
+    private var now: EpochSeconds { clock.nowSeconds }
 
     static func key(_ request: Request, region: Region) -> AlertFeedCache.Key {
         AlertFeedCache.Key(regionID: region.id, includeTest: AlertFeedRules.includesTestAlerts(request.parameters["test"]))
@@ -160,7 +160,7 @@ extension AlertFeedRoutes: Feature {
     init(_ context: FeatureContext) {
         self.init(
             store: context.stores.alerts, regions: context.regions, cache: context.alertFeedCache, clock: context.clock, logger: context.logger,
-            serverStart: context.clock.now().epochMillis / 1000,
+            serverStart: context.clock.nowSeconds,
             watcher: AlertFeedVersionWatcher(store: context.stores.alerts, cache: context.alertFeedCache, clock: context.clock, stop: context.stop))
     }
 

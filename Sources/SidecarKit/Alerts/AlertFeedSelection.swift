@@ -60,14 +60,14 @@ struct AlertFeedSelection: Sendable {
     var excluded: [Int64: Exclusion]
     /// When the selection next changes by itself: an alert starts or ends,
     /// or leaves the Android app's 24-hour window. nil: not before an edit.
-    var nextChange: Int64?
+    var nextChange: EpochSeconds?
     /// The feed header's timestamp: when the content last changed (an edit
     /// or one of those moments). It moves only when the content does, so an
     /// unchanged feed keeps its bytes and its ETag, and it is never before
     /// the start of an alert that is shown: Android shows an alert only when
     /// `0 <= header.timestamp - start <= 24 h`
     /// (`widealerts/GtfsAlertsHelper.kt:63-67`), from its start second.
-    var stamp: Int64
+    var stamp: EpochSeconds
 
     /// Whether an alert is in the feed.
     func includes(_ id: Int64) -> Bool { entries.contains { $0.alert.id == id } }
@@ -80,40 +80,42 @@ struct AlertFeedSelection: Sendable {
     /// to its end (or the 8-hour default); a mirrored one's communication
     /// periods, else its active ones, open-ended where the source left the
     /// end out (a period without a start began when the alert did).
-    static func periods(_ alert: ServiceAlert, message: GTFSRealtime.Alert?) -> [(start: Int64, end: Int64?)] {
+    static func periods(_ alert: ServiceAlert, message: GTFSRealtime.Alert?) -> [(start: EpochSeconds, end: EpochSeconds?)] {
         guard alert.sourceID != nil, let message else {
             let end = AlertFeedRules.effectiveEnd(alert) ?? alert.startsAt.adding(seconds: AlertFeedRules.defaultDurationSeconds)
-            return [(alert.startsAt.value, end.value)]
+            return [(alert.startsAt, end)]
         }
         let shown = AlertSourceMapping.shownPeriods(message)
-        guard !shown.isEmpty else { return [(alert.startsAt.value, alert.endsAt?.value)] }
-        return shown.map { (Int64(clamping: $0.start ?? UInt64(max(alert.startsAt.value, 0))), $0.end.map { Int64(clamping: $0) }) }
+        guard !shown.isEmpty else { return [(alert.startsAt, alert.endsAt)] }
+        return shown.map {
+            (EpochSeconds(Int64(clamping: $0.start ?? UInt64(max(alert.startsAt.value, 0)))), $0.end.map { EpochSeconds(Int64(clamping: $0)) })
+        }
     }
 
     /// The selection at `now` of a region's published alerts. `mirrored`
     /// holds the stored messages of alerts from sources; `changedAt` is when
     /// the region's alerts were last written.
     static func select(
-        _ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], mirrored: [Int64: [UInt8]], includeTest: Bool, now: Int64,
-        changedAt: Int64
+        _ alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], mirrored: [Int64: [UInt8]], includeTest: Bool, now: EpochSeconds,
+        changedAt: EpochSeconds
     ) -> AlertFeedSelection {
         struct Candidate {
             var alert: ServiceAlert
             var message: GTFSRealtime.Alert?
-            var periods: [(start: Int64, end: Int64?)]
+            var periods: [(start: EpochSeconds, end: EpochSeconds?)]
             var activeNow: Bool
             /// The current period's start (shown now), else the next one's.
-            var start: Int64
+            var start: EpochSeconds
         }
         var excluded: [Int64: Exclusion] = [:]
         var candidates: [Candidate] = []
-        var boundaries: [Int64] = []
+        var boundaries: [EpochSeconds] = []
         for alert in alerts where alert.published {
             let message = alert.sourceID == nil ? nil : mirrored[alert.id].flatMap(AlertSourceMapping.decoded)
             let periods = periods(alert, message: message)
             if alert.inFeed && (includeTest || !alert.test) {
                 for period in periods {
-                    boundaries += [period.start, period.start + androidWindowSeconds] + (period.end.map { [$0] } ?? [])
+                    boundaries += [period.start, period.start.adding(seconds: androidWindowSeconds)] + (period.end.map { [$0] } ?? [])
                 }
             }
             guard includeTest || !alert.test else {
@@ -133,7 +135,7 @@ struct AlertFeedSelection: Sendable {
             candidates.append(
                 Candidate(
                     alert: alert, message: message, periods: periods, activeNow: !current.isEmpty,
-                    start: current.map(\.start).max() ?? upcoming.map(\.start).min() ?? alert.startsAt.value))
+                    start: current.map(\.start).max() ?? upcoming.map(\.start).min() ?? alert.startsAt))
         }
         func precedes(_ a: Candidate, _ b: Candidate) -> Bool {
             if a.activeNow != b.activeNow { return a.activeNow }
@@ -221,7 +223,7 @@ struct AlertFeedView: Sendable {
 
 extension AlertFeedView {
     /// A region's selections now, as the feed builds them.
-    static func read(_ store: AlertStore, regionID: Int, now: Int64) async throws -> AlertFeedView {
+    static func read(_ store: AlertStore, regionID: Int, now: EpochSeconds) async throws -> AlertFeedView {
         let snapshot = try await store.feedSnapshot(regionID: regionID, keptOut: true)
         func select(_ includeTest: Bool) -> AlertFeedSelection {
             AlertFeedSelection.select(

@@ -25,8 +25,8 @@ struct ServiceAlert: Sendable, Equatable {
     /// Increases whenever the English header or description changes, so a
     /// translation made from an older text can be recognised as stale.
     var sourceVersion: Int
-    var createdAt: Int64
-    var updatedAt: Int64
+    var createdAt: EpochSeconds
+    var updatedAt: EpochSeconds
     /// Epoch seconds: when service is affected (the feed's `impact_period`),
     /// both or neither, inside the shown period.
     var impactStartsAt: EpochSeconds? = nil
@@ -81,8 +81,8 @@ struct AlertSend: Sendable, Equatable {
     var pruned: Int
     /// Registrations whose push failed for a passing reason, still to retry.
     var pending: Int
-    var startedAt: Int64
-    var finishedAt: Int64?
+    var startedAt: EpochSeconds
+    var finishedAt: EpochSeconds?
     /// The provider's last passing failure, e.g. "gorush answered HTTP 500".
     var lastError: String?
     /// How many registrations the audience had when the send started.
@@ -92,7 +92,7 @@ struct AlertSend: Sendable, Equatable {
     var messages: Messages? = nil
     /// When a running send's transport stopped answering (seconds), while
     /// it has not answered since; `lastError` then says what it last said.
-    var stalledSince: Int64? = nil
+    var stalledSince: EpochSeconds? = nil
 
     /// The status people are shown: a running send that has made no
     /// progress for `AlertSender.stallSeconds` is `stalled`.

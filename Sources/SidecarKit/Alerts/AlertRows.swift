@@ -39,7 +39,7 @@ extension AlertStore {
             severity: SeverityLevel(name: try row.string("severity")) ?? .unknownSeverity,
             startsAt: try row.seconds("starts_at"), endsAt: try row.optionalSeconds("ends_at"), published: try row.bool("published"),
             test: try row.bool("test"), sourceVersion: Int(try row.int("source_version")),
-            createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0,
+            createdAt: try row.seconds("created_at"), updatedAt: try row.optionalSeconds("updated_at") ?? 0,
             impactStartsAt: try row.optionalSeconds("impact_starts_at"), impactEndsAt: try row.optionalSeconds("impact_ends_at"),
             withdrawnAt: try row.optionalSeconds("withdrawn_at"), sourceID: try row.optionalInt("source_id"),
             sourceEntity: try row.optionalString("source_entity"), inFeed: try row.bool("in_feed"))

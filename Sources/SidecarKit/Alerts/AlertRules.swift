@@ -92,7 +92,7 @@ enum AlertFeedRules {
     /// source lists it).
     /// Whether the alert's shown period is over at `now` (a mirrored alert
     /// without an end never is): riders no longer see it.
-    static func hasEnded(_ alert: ServiceAlert, now: Int64) -> Bool { effectiveEnd(alert).map { $0.value <= now } ?? false }
+    static func hasEnded(_ alert: ServiceAlert, now: EpochSeconds) -> Bool { effectiveEnd(alert).map { $0 <= now } ?? false }
 
     static func effectiveEnd(_ alert: ServiceAlert) -> EpochSeconds? {
         if alert.sourceID != nil { return alert.endsAt }
@@ -103,14 +103,14 @@ enum AlertFeedRules {
     /// the period shown now (else the next one) first in `active_period` and
     /// `communication_period`, since the iOS app reads only the first
     /// (`AgencyAlert.swift:141-163`).
-    static func mirroredEntity(_ alert: ServiceAlert, message: GTFSRealtime.Alert, now: Int64) -> FeedEntity {
+    static func mirroredEntity(_ alert: ServiceAlert, message: GTFSRealtime.Alert, now: EpochSeconds) -> FeedEntity {
         func currentFirst(_ ranges: [TimeRange]) -> [TimeRange] {
             guard ranges.count > 1 else { return ranges }
             func rank(_ range: TimeRange) -> (Int, Int64) {
-                let start = Int64(clamping: range.start ?? 0)
-                if start <= now && (range.end.map { now < Int64(clamping: $0) } ?? true) { return (0, -start) }
-                if start > now { return (1, start) }
-                return (2, -start)
+                let start = EpochSeconds(Int64(clamping: range.start ?? 0))
+                if start <= now && (range.end.map { now < EpochSeconds(Int64(clamping: $0)) } ?? true) { return (0, -start.value) }
+                if start > now { return (1, start.value) }
+                return (2, -start.value)
             }
             return ranges.enumerated().sorted { a, b in
                 let (left, right) = (rank(a.element), rank(b.element))
@@ -125,7 +125,7 @@ enum AlertFeedRules {
 
     /// The entity for an alert: a mirrored one's message when it has one,
     /// else the authored rendering.
-    static func entity(_ alert: ServiceAlert, translations: [AlertTranslation], message: GTFSRealtime.Alert?, now: Int64) -> FeedEntity {
+    static func entity(_ alert: ServiceAlert, translations: [AlertTranslation], message: GTFSRealtime.Alert?, now: EpochSeconds) -> FeedEntity {
         if alert.sourceID != nil, let message { return mirroredEntity(alert, message: message, now: now) }
         return entity(alert, translations: translations)
     }
@@ -134,7 +134,7 @@ enum AlertFeedRules {
     /// body is never empty (the iOS app reads an empty 200 as an error).
     static func feed(_ selection: AlertFeedSelection) -> FeedMessage {
         FeedMessage(
-            header: FeedHeader(gtfsRealtimeVersion: "1.0", incrementality: 0, timestamp: UInt64(max(selection.stamp, 0))),
+            header: FeedHeader(gtfsRealtimeVersion: "1.0", incrementality: 0, timestamp: UInt64(max(selection.stamp.value, 0))),
             entities: selection.entries.map(\.entity))
     }
 }
@@ -157,9 +157,9 @@ enum AlertPushRules {
     /// at most the providers' longest lifetime from now. An alert that has
     /// already ended expires now (delivered now or never); an open-ended one
     /// lives the longest lifetime.
-    static func expiration(for alert: ServiceAlert, now: Int64) -> Int64 {
-        let longest = now + longestLifetimeSeconds
-        guard let end = AlertFeedRules.effectiveEnd(alert)?.value else { return longest }
+    static func expiration(for alert: ServiceAlert, now: EpochSeconds) -> EpochSeconds {
+        let longest = now.adding(seconds: longestLifetimeSeconds)
+        guard let end = AlertFeedRules.effectiveEnd(alert) else { return longest }
         return min(max(end, now), longest)
     }
 
@@ -223,7 +223,7 @@ enum AlertInputRules {
         guard let value = parseTime(raw) else {
             return .failure(ValidationFailure(["\(field) must be an ISO 8601 time with a UTC offset, e.g. \(example) (got '\(raw)')"]))
         }
-        guard TimeBounds.contains(value.value) else { return .failure(ValidationFailure([TimeBounds.message(field, value.value)])) }
+        guard TimeBounds.contains(value) else { return .failure(ValidationFailure([TimeBounds.message(field, value)])) }
         return .success(value)
     }
 

@@ -135,7 +135,7 @@ extension AlertSendConsolePages {
                     ]))
             return .join(parts)
         }
-        if alert.startsAt.value > now {
+        if alert.startsAt > now {
             parts.append(
                 tag(
                     "p", [],
@@ -154,7 +154,7 @@ extension AlertSendConsolePages {
                         alert.withdrawnAt != nil
                             ? "It is withdrawn: the apps no longer show it." : "It is a draft: riders see it in the apps once it is published."
                     ]))
-        } else if findings.isEmpty && alert.startsAt.value <= now {
+        } else if findings.isEmpty && alert.startsAt <= now {
             parts.append(tag("p", [], ["Both apps show it now, in full."]))
         } else {
             let showing = [AlertAppVisibility.App.iOS, .android].filter { app in !findings.contains { $0.app == app } }
@@ -276,7 +276,7 @@ extension AlertSendConsolePages {
                 caption: "Earlier sends of this alert", headers: ["When", "Audience", "Status", "Delivered"],
                 rows: earlier.reversed().map { send in
                     [
-                        RegionTime.display(seconds: send.startedAt, zone), send.audience == .all ? "everyone" : "test devices", send.status,
+                        RegionTime.display(send.startedAt, zone), send.audience == .all ? "everyone" : "test devices", send.status,
                         "\(Self.grouped(send.delivered)) of \(Self.grouped(send.audienceSize))",
                     ] as [any HTMLContent]
                 }, empty: "Never sent."))

@@ -58,7 +58,7 @@ extension AlertSendConsolePages {
                                     ]),
                             ]),
                         cell("pruned", send.pruned),
-                        tag("td", [Attribute("data-label", "Started")], [RegionTime.display(seconds: send.startedAt, zone)]),
+                        tag("td", [Attribute("data-label", "Started")], [RegionTime.display(send.startedAt, zone)]),
                     ]))
             if let since = send.stalledSince, send.status == "running" {
                 rows.append(
@@ -68,7 +68,7 @@ extension AlertSendConsolePages {
                             tag(
                                 "td", [Attribute("colspan", "6")],
                                 [
-                                    tag("strong", [], ["No progress since \(RegionTime.display(seconds: since, zone)): "]),
+                                    tag("strong", [], ["No progress since \(RegionTime.display(since, zone)): "]),
                                     "\(send.lastError ?? "the push transport has not answered"). It goes on by itself when the transport answers.",
                                 ])
                         ]))

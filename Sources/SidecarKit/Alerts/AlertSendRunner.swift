@@ -47,7 +47,7 @@ struct AlertSendRunner: Sendable {
     /// Claims every running send whose lease lapsed and runs it here.
     func resumeLapsed() async {
         do {
-            for send in try await store.claimLapsedSends(now: clock.now().epochMillis / 1000) {
+            for send in try await store.claimLapsedSends(now: clock.nowSeconds) {
                 logger.info("resuming an alert send whose runner stopped", [("send", String(send.id)), ("alert", String(send.alertID))])
                 launch(send)
             }

@@ -77,7 +77,7 @@ struct AlertSender: Sendable {
     }
 
     private var stopping: Bool { stop?.isStopping ?? false }
-    private var nowSeconds: Int64 { clock.now().epochMillis / 1000 }
+    private var nowSeconds: EpochSeconds { clock.nowSeconds }
 
     /// Runs a send: its pending registrations first, then the audience from
     /// its cursor, then one more round for what became pending meanwhile.
@@ -102,7 +102,7 @@ struct AlertSender: Sendable {
                 var message = PushMessage(
                     token: entry.registration.token, platform: group.platform, apnsSandbox: group.apnsSandbox,
                     title: copy.title, body: copy.body)
-                message.expiration = expiration
+                message.expiration = expiration.value
                 return message
             }
         }

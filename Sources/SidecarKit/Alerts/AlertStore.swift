@@ -1,3 +1,4 @@
+import Core
 import Database
 import GTFSRealtime
 
@@ -36,7 +37,7 @@ struct AlertStore: Sendable {
 
     /// Saves an edited alert; a changed English header or description bumps
     /// its source version, which makes older translations stale.
-    func update(_ alert: ServiceAlert, now: Int64) async throws -> ServiceAlert {
+    func update(_ alert: ServiceAlert, now: EpochSeconds) async throws -> ServiceAlert {
         try await database.write { connection in
             guard let previous = try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(alert.id)").map(Self.alert) else {
                 throw AlertStoreError.notFound
@@ -55,7 +56,7 @@ struct AlertStore: Sendable {
         }
     }
 
-    func delete(id: Int64, now: Int64) async throws -> Bool {
+    func delete(id: Int64, now: EpochSeconds) async throws -> Bool {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(id)") else { return false }
             try Self.deleteAlerts(connection, ids: [id])
@@ -97,7 +98,7 @@ struct AlertStore: Sendable {
     /// says why each is not in it), their translations, the source messages
     /// of mirrored ones, and when the region's alerts last changed.
     func feedSnapshot(regionID: Int, keptOut: Bool = false) async throws -> (
-        alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], mirrored: [Int64: [UInt8]], changedAt: Int64?, version: Int64
+        alerts: [ServiceAlert], translations: [Int64: [AlertTranslation]], mirrored: [Int64: [UInt8]], changedAt: EpochSeconds?, version: Int64
     ) {
         try await database.read { connection in
             let alerts = try connection.query(
@@ -117,7 +118,7 @@ struct AlertStore: Sendable {
                 }
             }
             let row = try connection.queryOne("SELECT changed_at, version FROM alert_feed_versions WHERE region_id = \(Int64(regionID))")
-            return (alerts, translations, mirrored, try row?.optionalInt("changed_at"), try row?.int("version") ?? 0)
+            return (alerts, translations, mirrored, try row?.optionalSeconds("changed_at"), try row?.int("version") ?? 0)
         }
     }
 
@@ -155,7 +156,7 @@ struct AlertStore: Sendable {
     }
 
     /// Stores a translation made from the alert's current English text.
-    func translate(alertID: Int64, language: String, header: String, description: String, now: Int64) async throws -> AlertTranslation {
+    func translate(alertID: Int64, language: String, header: String, description: String, now: EpochSeconds) async throws -> AlertTranslation {
         try await database.write { connection in
             guard let alert = try connection.queryOne("SELECT \(raw: Self.columns) FROM alerts WHERE id = \(alertID)").map(Self.alert) else {
                 throw AlertStoreError.notFound
@@ -176,7 +177,7 @@ struct AlertStore: Sendable {
     }
 
     /// Deletes one translation; false when there was none.
-    func deleteTranslation(alertID: Int64, language: String, now: Int64) async throws -> Bool {
+    func deleteTranslation(alertID: Int64, language: String, now: EpochSeconds) async throws -> Bool {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT region_id FROM alerts WHERE id = \(alertID)") else { return false }
             let deleted = try connection.execute("DELETE FROM alert_translations WHERE alert_id = \(alertID) AND language = \(language)")
@@ -291,7 +292,7 @@ struct AlertStore: Sendable {
     /// `changed_at` (the feed's header stamp) to now, never back (an
     /// instance whose clock lags another's must not move it backwards, and
     /// it is never ahead of the writer's clock).
-    static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: Int64) throws {
+    static func bumpFeed(_ connection: any SQLConnection, regionID: Int, now: EpochSeconds) throws {
         try connection.execute(
             """
             INSERT INTO alert_feed_versions (region_id, version, changed_at) VALUES (\(Int64(regionID)), 1, \(now))
@@ -308,7 +309,8 @@ struct AlertStore: Sendable {
     /// replaced, so none is ever stale). One that had left the source and
     /// came back is published again. Returns the alert's id.
     static func saveMirrored(
-        _ connection: any SQLConnection, _ alert: ServiceAlert, translations: [AlertTranslation], message: [UInt8], existingID: Int64?, now: Int64
+        _ connection: any SQLConnection, _ alert: ServiceAlert, translations: [AlertTranslation], message: [UInt8], existingID: Int64?,
+        now: EpochSeconds
     ) throws -> Int64 {
         var fields = fields(alert)
         fields.set("source_id", alert.sourceID)
@@ -348,7 +350,7 @@ struct AlertStore: Sendable {
 
     /// Withdraws mirrored alerts that left their source: out of the feed,
     /// kept (with their sends) as withdrawn.
-    static func withdrawMirrored(_ connection: any SQLConnection, ids: [Int64], regionID: Int, now: Int64) throws {
+    static func withdrawMirrored(_ connection: any SQLConnection, ids: [Int64], regionID: Int, now: EpochSeconds) throws {
         guard !ids.isEmpty else { return }
         let changed = try connection.execute(
             "UPDATE alerts SET published = 0, withdrawn_at = \(now), updated_at = \(now) WHERE id IN (\(list: ids)) AND published = 1")
@@ -356,26 +358,26 @@ struct AlertStore: Sendable {
     }
 
     /// Puts a source's alerts in or out of the feed (its mode changed).
-    static func setMirroredInFeed(_ connection: any SQLConnection, sourceID: Int64, inFeed: Bool, regionID: Int, now: Int64) throws {
+    static func setMirroredInFeed(_ connection: any SQLConnection, sourceID: Int64, inFeed: Bool, regionID: Int, now: EpochSeconds) throws {
         let changed = try connection.execute("UPDATE alerts SET in_feed = \(inFeed) WHERE source_id = \(sourceID) AND in_feed <> \(inFeed)")
         if changed > 0 { try bumpFeed(connection, regionID: regionID, now: now) }
     }
 
     /// Puts one mirrored alert in or out of the feed (an editor dismissed it).
-    static func setMirroredAlertInFeed(_ connection: any SQLConnection, alertID: Int64, inFeed: Bool, regionID: Int, now: Int64) throws {
+    static func setMirroredAlertInFeed(_ connection: any SQLConnection, alertID: Int64, inFeed: Bool, regionID: Int, now: EpochSeconds) throws {
         let changed = try connection.execute("UPDATE alerts SET in_feed = \(inFeed) WHERE id = \(alertID) AND in_feed <> \(inFeed)")
         if changed > 0 { try bumpFeed(connection, regionID: regionID, now: now) }
     }
 
     /// Keeps mirrored alerts out of the feed (dismissed by an editor).
-    static func keepOutOfFeed(_ connection: any SQLConnection, ids: [Int64], regionID: Int, now: Int64) throws {
+    static func keepOutOfFeed(_ connection: any SQLConnection, ids: [Int64], regionID: Int, now: EpochSeconds) throws {
         guard !ids.isEmpty else { return }
         let changed = try connection.execute("UPDATE alerts SET in_feed = 0 WHERE id IN (\(list: ids)) AND in_feed = 1")
         if changed > 0 { try bumpFeed(connection, regionID: regionID, now: now) }
     }
 
     /// Deletes a removed source's alerts with their translations and sends.
-    static func deleteMirrored(_ connection: any SQLConnection, sourceID: Int64, regionID: Int, now: Int64) throws {
+    static func deleteMirrored(_ connection: any SQLConnection, sourceID: Int64, regionID: Int, now: EpochSeconds) throws {
         let ids = try connection.query("SELECT id FROM alerts WHERE source_id = \(sourceID)").map { try $0.int("id") }
         guard !ids.isEmpty else { return }
         try deleteAlerts(connection, ids: ids)
@@ -384,7 +386,7 @@ struct AlertStore: Sendable {
 
     /// Withdrawn mirrored alerts older than `cutoff` are forgotten, so a
     /// busy source does not grow the table for ever. Returns their ids.
-    static func forgetWithdrawnMirrored(_ connection: any SQLConnection, sourceID: Int64, withdrawnBefore cutoff: Int64) throws -> [Int64] {
+    static func forgetWithdrawnMirrored(_ connection: any SQLConnection, sourceID: Int64, withdrawnBefore cutoff: EpochSeconds) throws -> [Int64] {
         let ids = try connection.query(
             "SELECT id FROM alerts WHERE source_id = \(sourceID) AND published = 0 AND withdrawn_at < \(cutoff)"
         ).map { try $0.int("id") }

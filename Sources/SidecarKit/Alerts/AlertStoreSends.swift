@@ -17,25 +17,25 @@ extension AlertStore {
     /// Starts a send, or resumes the unfinished one of the same audience
     /// (which keeps its own text). `messages` replaces the alert's text for
     /// a new send.
-    func startSend(alertID: Int64, audience: AlertSend.Audience, messages: AlertSend.Messages? = nil, now: Int64) async throws -> AlertSend {
+    func startSend(alertID: Int64, audience: AlertSend.Audience, messages: AlertSend.Messages? = nil, now: EpochSeconds) async throws -> AlertSend {
         try await database.write { connection in
             if let unfinished = try connection.queryOne(
                 """
                 SELECT * FROM alert_sends WHERE alert_id = \(alertID) AND audience = \(audience.rawValue) AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1
                 """)
             {
-                let lease = try unfinished.optionalInt("lease_until") ?? 0
+                let lease = try unfinished.optionalSeconds("lease_until") ?? 0
                 // The condition is repeated in the UPDATE: with several
                 // instances, two may read the same lapsed lease, and only the
                 // one whose UPDATE still finds it lapsed gets the send.
                 guard
                     let claimed = try connection.queryOne(
                         """
-                        UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = \(now + sendLeaseSeconds)
+                        UPDATE alert_sends SET status = 'running', finished_at = NULL, lease_until = \(now.adding(seconds: sendLeaseSeconds))
                         WHERE id = \(unfinished.int("id")) AND (status = 'failed' OR lease_until IS NULL OR lease_until <= \(now)) RETURNING *
                         """)
                 else {
-                    throw AlertStoreError.busy(retryAfter: max(lease - now, 1))
+                    throw AlertStoreError.busy(retryAfter: max(lease.seconds(since: now), 1))
                 }
                 return try Self.send(claimed)
             }
@@ -50,7 +50,7 @@ extension AlertStore {
                     """
                     INSERT INTO alert_sends (alert_id, audience, status, cursor, targeted, delivered, failed, pruned, started_at, lease_until,
                         audience_size, messages)
-                    VALUES (\(alertID), \(audience.rawValue), 'running', 0, 0, 0, 0, 0, \(now), \(now + sendLeaseSeconds), \(audienceSize), \(messages.map(AlertSend.encode))) RETURNING *
+                    VALUES (\(alertID), \(audience.rawValue), 'running', 0, 0, 0, 0, 0, \(now), \(now.adding(seconds: sendLeaseSeconds)), \(audienceSize), \(messages.map(AlertSend.encode))) RETURNING *
                     """)
                 return try Self.send(row!)
             } catch DatabaseError.constraintViolation(_) {
@@ -61,11 +61,11 @@ extension AlertStore {
 
     /// Claims every running send whose lease lapsed (its runner died or
     /// stopped): any running server resumes them.
-    func claimLapsedSends(now: Int64) async throws -> [AlertSend] {
+    func claimLapsedSends(now: EpochSeconds) async throws -> [AlertSend] {
         try await database.write { connection in
             try connection.query(
                 """
-                UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds)
+                UPDATE alert_sends SET lease_until = \(now.adding(seconds: sendLeaseSeconds))
                 WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING *
                 """
             ).map(Self.send)
@@ -77,19 +77,20 @@ extension AlertStore {
     /// since when and why (the send's `last_error`), and keeps its lease, so
     /// no other instance takes over a send that is only waiting. The next
     /// recorded page clears it.
-    func markStalled(sendID: Int64, since: Int64, reason: String, now: Int64) async throws {
+    func markStalled(sendID: Int64, since: EpochSeconds, reason: String, now: EpochSeconds) async throws {
         _ = try await database.write { connection in
             try connection.execute(
                 """
-                UPDATE alert_sends SET stalled_since = COALESCE(stalled_since, \(since)), last_error = \(reason), lease_until = \(now + sendLeaseSeconds)
+                UPDATE alert_sends SET stalled_since = COALESCE(stalled_since, \(since)), last_error = \(reason), lease_until = \(now.adding(seconds: sendLeaseSeconds))
                 WHERE id = \(sendID) AND status = 'running'
                 """)
         }
     }
 
-    func renewLease(sendID: Int64, now: Int64) async throws {
+    func renewLease(sendID: Int64, now: EpochSeconds) async throws {
         _ = try await database.write { connection in
-            try connection.execute("UPDATE alert_sends SET lease_until = \(now + sendLeaseSeconds) WHERE id = \(sendID) AND status = 'running'")
+            try connection.execute(
+                "UPDATE alert_sends SET lease_until = \(now.adding(seconds: sendLeaseSeconds)) WHERE id = \(sendID) AND status = 'running'")
         }
     }
 
@@ -179,7 +180,7 @@ extension AlertStore {
         var sendID: Int64
         /// The last registration id of the audience handled.
         var cursor: Int64
-        var now: Int64
+        var now: EpochSeconds
         var targeted = 0
         var delivered = 0
         var failed = 0
@@ -193,7 +194,7 @@ extension AlertStore {
         var status: String?
         var lastError: String?
 
-        init(sendID: Int64, cursor: Int64, now: Int64, status: String? = nil) {
+        init(sendID: Int64, cursor: Int64, now: EpochSeconds, status: String? = nil) {
             self.sendID = sendID
             self.cursor = cursor
             self.now = now
@@ -250,9 +251,10 @@ extension AlertStore {
             audience: AlertSend.Audience(rawValue: try row.string("audience")) ?? .all, status: try row.string("status"),
             cursor: try row.int("cursor"), targeted: Int(try row.int("targeted")), delivered: Int(try row.int("delivered")),
             failed: Int(try row.int("failed")), pruned: Int(try row.int("pruned")), pending: Int(try row.int("pending")),
-            startedAt: try row.int("started_at"), finishedAt: try row.optionalInt("finished_at"), lastError: try row.optionalString("last_error"),
+            startedAt: try row.seconds("started_at"), finishedAt: try row.optionalSeconds("finished_at"),
+            lastError: try row.optionalString("last_error"),
             audienceSize: Int(try row.int("audience_size")), messages: try row.optionalString("messages").flatMap(AlertSend.decode),
-            stalledSince: try row.optionalInt("stalled_since"))
+            stalledSince: try row.optionalSeconds("stalled_since"))
     }
 }
 

@@ -12,7 +12,7 @@ enum CSV {
         case integer(Int64?)
         case boolean(Bool?)
         /// Epoch seconds, written in `zone` with its offset (`2026-12-01T08:00:00-08:00`).
-        case instant(Int64?, ZoneInfo)
+        case instant(EpochSeconds?, ZoneInfo)
     }
 
     /// How a header row names its columns: by the admin API's field names
@@ -66,7 +66,7 @@ enum CSV {
         case .number(let number): return number.map { $0.isFinite ? String($0) : "" } ?? ""
         case .integer(let number): return number.map(String.init) ?? ""
         case .boolean(let flag): return flag.map { $0 ? "true" : "false" } ?? ""
-        case .instant(let seconds, let zone): return seconds.map { RegionTime.iso8601(EpochSeconds($0), zone) } ?? ""
+        case .instant(let instant, let zone): return instant.map { RegionTime.iso8601($0, zone) } ?? ""
         }
     }
 

@@ -25,6 +25,9 @@ extension EpochMillis: SQLBindable {
 }
 
 extension Row {
+    /// A column of milliseconds since 1970.
+    func millis(_ column: String) throws -> EpochMillis { EpochMillis(try int(column)) }
+
     /// A nullable column of milliseconds since 1970.
     func optionalMillis(_ column: String) throws -> EpochMillis? {
         try optionalInt(column).map { EpochMillis($0) }

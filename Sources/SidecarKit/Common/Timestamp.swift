@@ -96,11 +96,11 @@ enum Timestamp {
 /// (UTC). A date outside is a typo (`0202`, `20266`) or a test of the
 /// server, never a service change, and would sort alerts oddly or never end.
 enum TimeBounds {
-    static let earliest: Int64 = 946_684_800  // 2000-01-01T00:00:00Z
-    static let latest: Int64 = 4_133_980_799  // 2100-12-31T23:59:59Z
-    static func contains(_ epochSeconds: Int64) -> Bool { (earliest...latest).contains(epochSeconds) }
+    static let earliest: EpochSeconds = 946_684_800  // 2000-01-01T00:00:00Z
+    static let latest: EpochSeconds = 4_133_980_799  // 2100-12-31T23:59:59Z
+    static func contains(_ instant: EpochSeconds) -> Bool { (earliest...latest).contains(instant) }
     /// `Starts must be between the years 2000 and 2100 (got 1999-12-31T08:00:00Z)`.
-    static func message(_ label: String, _ epochSeconds: Int64) -> String {
-        "\(label) must be between the years 2000 and 2100 (got \(Timestamp.format(EpochSeconds(epochSeconds))))"
+    static func message(_ label: String, _ instant: EpochSeconds) -> String {
+        "\(label) must be between the years 2000 and 2100 (got \(Timestamp.format(instant)))"
     }
 }

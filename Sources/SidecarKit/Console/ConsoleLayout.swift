@@ -29,8 +29,8 @@ enum ConsoleLayout {
         var section: Section
         /// Source pushes of the region waiting for an editor, and since when the oldest waits.
         var reviewsWaiting = 0
-        var oldestReviewSince: Int64? = nil
-        var now: Int64 = 0
+        var oldestReviewSince: EpochSeconds? = nil
+        var now: EpochSeconds = 0
         /// Devices registered in each region (the region picker says how
         /// many each would reach); nil when not counted.
         var deviceCounts: [Int: Int]? = nil
@@ -44,7 +44,7 @@ enum ConsoleLayout {
         /// "3 pushes wait for review (oldest 2 h)", or nil when none wait.
         var reviewSummary: String? {
             guard reviewsWaiting > 0 else { return nil }
-            let age = oldestReviewSince.map { " (oldest " + ConsoleLayout.age(seconds: now - $0) + ")" } ?? ""
+            let age = oldestReviewSince.map { " (oldest " + ConsoleLayout.age(seconds: now.seconds(since: $0)) + ")" } ?? ""
             return "\(reviewsWaiting) push\(reviewsWaiting == 1 ? "" : "es") wait\(reviewsWaiting == 1 ? "s" : "") for review\(age)"
         }
     }

@@ -61,7 +61,7 @@ extension ConsolePages {
 
     // MARK: The kit's helpers
 
-    var now: Int64 { console.now }
+    var now: EpochSeconds { console.now }
     var regions: RegionDirectory { console.regions }
     var logger: Logger { console.logger }
     var audit: AuditLog { console.audit }

@@ -20,12 +20,12 @@ extension ConsoleRoutes {
         let value = { (name: String) -> String in String((request.parameters[name] ?? "").trimmingWhitespace().prefix(100)) }
         let region = Int(value("region")).flatMap { id in visible.first { $0.id == id } }
         let zone = await region.asyncFlatMap { await self.zone(regionID: $0.id) } ?? .utc
-        func day(_ text: String) -> Int64? { text.isEmpty ? nil : RegionTime.parse(text + "T00:00", zone)?.value }
+        func day(_ text: String) -> EpochSeconds? { text.isEmpty ? nil : RegionTime.parse(text + "T00:00", zone) }
         var problems: [String] = []
         let from = day(value("from")), untilStart = day(value("until"))
         if !value("from").isEmpty && from == nil { problems.append("“From” must be a date such as 2026-12-01.") }
         if !value("until").isEmpty && untilStart == nil { problems.append("“Until” must be a date such as 2026-12-01.") }
-        let until = untilStart.flatMap { _ in RegionTime.parse(value("until") + "T23:59:59", zone).map { $0.value + 1 } }
+        let until = untilStart.flatMap { _ in RegionTime.parse(value("until") + "T23:59:59", zone).map { $0.adding(seconds: 1) } }
         let filter = AuditLog.Filter(
             actor: value("who").presence, action: value("what").presence, regionID: region?.id, from: from, until: until)
         let entries: [AuditLog.Entry]
@@ -61,7 +61,7 @@ extension ConsoleRoutes {
                 caption: "Audit log", headers: ["When (\(zoneName))", "Who", "What", "Region", "Target", "Detail"],
                 rows: entries.map { entry in
                     [
-                        RegionTime.display(seconds: entry.at, zone), entry.actor, entry.action,
+                        RegionTime.display(entry.at, zone), entry.actor, entry.action,
                         entry.regionID.map { id in regionNames[id].map { "\($0) (\(id))" } ?? String(id) } ?? "—", entry.target ?? "",
                         entry.detail ?? "",
                     ]

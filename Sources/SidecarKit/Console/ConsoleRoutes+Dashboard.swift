@@ -23,8 +23,9 @@ extension ConsoleRoutes {
         guard let region = context.region else { return notFound() }
         let zone = await zone(regionID: region.id)
         let stats: ConsoleStats
-        do { stats = try await ConsoleStats.load(database: database, regionID: region.id, now: now, days: 30, utcOffset: zone.offset(at: now)) } catch
-        {
+        do {
+            stats = try await ConsoleStats.load(database: database, regionID: region.id, now: now, days: 30, utcOffset: zone.offset(at: now.value))
+        } catch {
             return unavailable(error)
         }
         let settings = (try? await RegionSettingsStore(database: alerts.database).all()[region.id]) ?? nil
@@ -63,7 +64,7 @@ extension ConsoleRoutes {
                     [
                         tag("a", [.href("/admin/alerts/\(recent.alertID)")], [recent.header]), recent.send.audience.rawValue, recent.send.status,
                         recent.send.targeted, recent.send.delivered, recent.send.failed, recent.send.pruned,
-                        RegionTime.display(seconds: recent.send.startedAt, zone),
+                        RegionTime.display(recent.send.startedAt, zone),
                     ] as [any HTMLContent]
                 }, empty: "No alert has been sent in this region yet."),
         ]

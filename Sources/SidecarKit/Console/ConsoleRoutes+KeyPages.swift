@@ -49,8 +49,8 @@ extension ConsoleRoutes {
                 caption: "API keys for the admin API", headers: ["Key", "Name", "Scope", "Created", "Last used", "State", ""],
                 rows: list.map { record in
                     [
-                        record.prefix + "…", record.name, record.scopeDescription, RegionTime.display(seconds: record.createdAt, .utc) + " UTC",
-                        record.lastUsedAt.map { RegionTime.display(seconds: $0, .utc) + " UTC" } ?? "never",
+                        record.prefix + "…", record.name, record.scopeDescription, RegionTime.display(record.createdAt, .utc) + " UTC",
+                        record.lastUsedAt.map { RegionTime.display($0, .utc) + " UTC" } ?? "never",
                         record.revokedAt == nil ? "active" : "revoked",
                         record.revokedAt == nil
                             ? tag("a", [.href("/admin/keys/\(record.id)/revoke"), .class("button secondary")], ["Revoke…"])

@@ -45,7 +45,7 @@ struct ConsoleRoutes: Sendable {
     static let sessionCookie = "sidecar_session"
     static let loginCookie = "sidecar_login"
 
-    var now: Int64 { clock.now().epochMillis / 1000 }
+    var now: EpochSeconds { clock.nowSeconds }
 
     /// Every page, each declaring who may open it (`openPage`, or a
     /// signed-in user allowed an action: `userPage`, `regionPage`,
@@ -225,8 +225,8 @@ struct ConsoleRoutes: Sendable {
     /// What every date field says beside it: the zone it is read in, its
     /// offset, and the time it is there now.
     func zoneHint(_ zone: ZoneInfo) -> String {
-        "In \(zone.identifier == "UTC" ? "UTC (this region has no time zone set)" : zone.identifier) (\(RegionTime.offsetLabel(zone, at: EpochSeconds(now)))); "
-            + "it is now \(RegionTime.display(EpochSeconds(now), zone)) there."
+        "In \(zone.identifier == "UTC" ? "UTC (this region has no time zone set)" : zone.identifier) (\(RegionTime.offsetLabel(zone, at: now))); "
+            + "it is now \(RegionTime.display(now, zone)) there."
     }
 
     /// "Times are in America/Los_Angeles (UTC−08:00); it is now ... there."

@@ -1,3 +1,5 @@
+import Core
+
 /// Issue 15: who may do what in the admin console, and the account rules.
 /// Pure functions, tested table by table.
 
@@ -81,8 +83,8 @@ enum ConsoleRules {
     /// How often `last_seen_at` is written (not on every request).
     static let touchEverySeconds: Int64 = 60
 
-    static func sessionIsLive(createdAt: Int64, lastSeenAt: Int64, now: Int64) -> Bool {
-        now - lastSeenAt < idleSeconds && now - createdAt < absoluteSeconds && lastSeenAt <= now + 60
+    static func sessionIsLive(createdAt: EpochSeconds, lastSeenAt: EpochSeconds, now: EpochSeconds) -> Bool {
+        now.seconds(since: lastSeenAt) < idleSeconds && now.seconds(since: createdAt) < absoluteSeconds && lastSeenAt <= now.adding(seconds: 60)
     }
 
     /// Failed logins allowed per account in `loginWindowSeconds` before

@@ -1,3 +1,4 @@
+import Core
 import Database
 
 /// What the dashboard shows of a region, read in one snapshot from the
@@ -26,16 +27,16 @@ struct ConsoleStats: Sendable {
     }
 
     /// Reads the figures of a region; `utcOffset` is the region's offset now.
-    static func load(database: any Database, regionID: Int, now: Int64, days: Int, utcOffset: Int) async throws -> ConsoleStats {
+    static func load(database: any Database, regionID: Int, now: EpochSeconds, days: Int, utcOffset: Int) async throws -> ConsoleStats {
         let offset = Int64(utcOffset)
-        let today = (now + offset) / 86_400
+        let today = (now.value + offset) / 86_400
         let firstDay = today - Int64(days - 1)
         let from = firstDay * 86_400 - offset
         return try await database.read { connection in
             var stats = ConsoleStats()
             stats.reach = try PushRegistrationStore.reach(connection, regionID: regionID)
             // Registrations keep milliseconds.
-            let counts = try PushRegistrationStore.newPerDay(connection, regionID: regionID, fromMillis: from * 1000, utcOffset: offset)
+            let counts = try PushRegistrationStore.newPerDay(connection, regionID: regionID, from: EpochSeconds(from).millis, utcOffset: offset)
             stats.perDay = (firstDay...today).map { (day: $0, count: counts[$0] ?? 0) }
             stats.pendingAlarms = try AlarmStore.count(connection, regionID: regionID)
             stats.liveActivities = try LiveActivityStore.count(connection, regionID: regionID)

@@ -1,3 +1,4 @@
+import Core
 import Crypto
 import Database
 
@@ -11,7 +12,7 @@ struct ConsoleStore: Sendable {
         var role: ConsoleRole
         /// Nil: every region.
         var regions: Set<Int>?
-        var createdAt: Int64
+        var createdAt: EpochSeconds
     }
 
     struct Session: Sendable {
@@ -37,10 +38,10 @@ struct ConsoleStore: Sendable {
     static func user(_ row: Row) throws -> User {
         User(
             id: try row.int("id"), email: try row.string("email"), role: ConsoleRole(rawValue: try row.string("role")) ?? .viewer,
-            regions: decodeRegions(try row.optionalString("regions")), createdAt: try row.int("created_at"))
+            regions: decodeRegions(try row.optionalString("regions")), createdAt: try row.seconds("created_at"))
     }
 
-    func createUser(email: String, passwordHash: String, role: ConsoleRole, regions: Set<Int>?, now: Int64) async throws -> User {
+    func createUser(email: String, passwordHash: String, role: ConsoleRole, regions: Set<Int>?, now: EpochSeconds) async throws -> User {
         let id: Int64? = try await database.write { connection in
             guard try connection.queryOne("SELECT id FROM console_users WHERE email = \(email)") == nil else { return nil }
             return try connection.queryOne(
@@ -65,7 +66,7 @@ struct ConsoleStore: Sendable {
     }
 
     /// Sets a password and ends every session of the account.
-    func setPassword(email: String, passwordHash: String, now: Int64) async throws {
+    func setPassword(email: String, passwordHash: String, now: EpochSeconds) async throws {
         let changed = try await database.write { connection in
             guard let id = try connection.queryOne("SELECT id FROM console_users WHERE email = \(email)")?.optionalInt("id") else { return false }
             _ = try connection.execute("UPDATE console_users SET password_hash = \(passwordHash), updated_at = \(now) WHERE id = \(id)")
@@ -89,13 +90,13 @@ struct ConsoleStore: Sendable {
 
     /// A new session with a fresh id (never one the browser sent: no
     /// fixation). Returns the cookie value; only its SHA-256 is stored.
-    func startSession(userID: Int64, now: Int64) async throws -> (cookie: String, csrfToken: String) {
+    func startSession(userID: Int64, now: EpochSeconds) async throws -> (cookie: String, csrfToken: String) {
         let cookie = Base64URL.encode(SecureRandom.bytes(32))
         let csrf = Base64URL.encode(SecureRandom.bytes(24))
         try await database.write { connection in
             // Sessions long dead are swept as new ones start.
             _ = try connection.execute(
-                "DELETE FROM console_sessions WHERE last_seen_at < \(now - ConsoleRules.idleSeconds) OR created_at < \(now - ConsoleRules.absoluteSeconds)"
+                "DELETE FROM console_sessions WHERE last_seen_at < \(now.adding(seconds: -ConsoleRules.idleSeconds)) OR created_at < \(now.adding(seconds: -ConsoleRules.absoluteSeconds))"
             )
             _ = try connection.execute(
                 """
@@ -108,7 +109,7 @@ struct ConsoleStore: Sendable {
     static func hash(_ cookie: String) -> String { Hex.encode(SHA256.digest(Array(cookie.utf8))) }
 
     /// The live session a cookie names, touching it at most once a minute.
-    func session(cookie: String, now: Int64) async throws -> Session? {
+    func session(cookie: String, now: EpochSeconds) async throws -> Session? {
         guard cookie.utf8.count <= 128 else { return nil }
         let idHash = Self.hash(cookie)
         guard
@@ -120,13 +121,13 @@ struct ConsoleStore: Sendable {
                     """)
             })
         else { return nil }
-        let created = try row.optionalInt("session_created") ?? 0
-        let lastSeen = try row.int("last_seen_at")
+        let created = try row.optionalSeconds("session_created") ?? 0
+        let lastSeen = try row.seconds("last_seen_at")
         guard ConsoleRules.sessionIsLive(createdAt: created, lastSeenAt: lastSeen, now: now) else {
             try await endSession(idHash: idHash)
             return nil
         }
-        if now - lastSeen >= ConsoleRules.touchEverySeconds {
+        if now.seconds(since: lastSeen) >= ConsoleRules.touchEverySeconds {
             _ = try await database.write { connection in
                 try connection.execute("UPDATE console_sessions SET last_seen_at = \(now) WHERE id_hash = \(idHash)")
             }
@@ -155,7 +156,7 @@ struct ConsoleStore: Sendable {
 
     /// Records a single-use form token as spent; false when it already was.
     /// Spent tokens older than their lifetime are forgotten as new ones come.
-    func spendFormToken(_ tokenHash: String, now: Int64, forgetBefore: Int64) async throws -> Bool {
+    func spendFormToken(_ tokenHash: String, now: EpochSeconds, forgetBefore: EpochSeconds) async throws -> Bool {
         try await database.write { connection in
             try connection.execute("DELETE FROM console_spent_tokens WHERE spent_at < \(forgetBefore)")
             return try connection.execute(

@@ -21,11 +21,11 @@ struct DemoAgencyFeed: Sendable {
     static let path = "/agency-alerts.pb"
 
     /// The feed at `secondsSinceStart`.
-    static func feed(secondsSinceStart: Int64, startedAt: Int64, delaySeconds: Int64) -> FeedMessage {
+    static func feed(secondsSinceStart: Int64, startedAt: EpochSeconds, delaySeconds: Int64) -> FeedMessage {
         let agency = EntitySelector(agencyID: DemoTransit.agencyID)
         // From the day's start (UTC), so a restarted demo serves the same
         // alert and its source does not see a change worth a push.
-        let day = startedAt - startedAt % 86_400
+        let day = startedAt.value - startedAt.value % 86_400
         var entities = [
             FeedEntity(
                 id: "weekend-works",
@@ -43,7 +43,11 @@ struct DemoAgencyFeed: Sendable {
                 FeedEntity(
                     id: "signal-problem",
                     alert: Alert(
-                        activePeriods: [TimeRange(start: UInt64(startedAt + delaySeconds), end: UInt64(startedAt + delaySeconds + 7200))],
+                        activePeriods: [
+                            TimeRange(
+                                start: UInt64(startedAt.adding(seconds: delaySeconds).value),
+                                end: UInt64(startedAt.adding(seconds: delaySeconds + 7200).value))
+                        ],
                         informedEntities: [agency], cause: .technicalProblem, effect: .significantDelays,
                         headerText: TranslatedString([
                             .init(text: "Signal problem: expect delays of up to 15 minutes", language: "en"),
@@ -55,17 +59,17 @@ struct DemoAgencyFeed: Sendable {
                         ]),
                         severityLevel: .severe)))
         }
-        return FeedMessage(header: FeedHeader(timestamp: UInt64(startedAt + secondsSinceStart)), entities: entities)
+        return FeedMessage(header: FeedHeader(timestamp: UInt64(startedAt.adding(seconds: secondsSinceStart).value)), entities: entities)
     }
 
     /// Serves the feed, points the demo source at it, and stops with the server.
     func run() async {
-        let startedAt = clock.now().epochMillis / 1000
+        let startedAt = clock.nowSeconds
         var router = Router()
         let (clock, delay) = (clock, delaySeconds)
         router.add(
             Route("GET", Self.path, parsesParameters: false) { request in
-                let elapsed = clock.now().epochMillis / 1000 - startedAt
+                let elapsed = clock.nowSeconds.seconds(since: startedAt)
                 let etag = "\"demo-\(elapsed >= delay ? 2 : 1)\""
                 if request.header("if-none-match") == etag { return Response(status: 304, headers: [("ETag", etag)], body: []) }
                 return .bytes(

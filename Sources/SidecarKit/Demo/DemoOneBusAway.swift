@@ -56,20 +56,20 @@ struct DemoOneBusAway: Sendable {
         ]
     }
 
-    var now: Int64 { clock.now().epochMillis }
+    var now: EpochMillis { clock.nowMillis }
 
     // MARK: Envelopes
 
     func envelope(entry: JSONValue, references: JSONValue = DemoOneBusAway.emptyReferences) -> Response {
         Self.json([
-            "code": .integer(200), "currentTime": .integer(now), "text": .string("OK"), "version": .integer(2),
+            "code": .integer(200), "currentTime": .integer(now.value), "text": .string("OK"), "version": .integer(2),
             "data": .object(["entry": entry, "references": references]),
         ])
     }
 
     func list(_ items: [JSONValue], references: JSONValue) -> Response {
         Self.json([
-            "code": .integer(200), "currentTime": .integer(now), "text": .string("OK"), "version": .integer(2),
+            "code": .integer(200), "currentTime": .integer(now.value), "text": .string("OK"), "version": .integer(2),
             "data": .object(["list": .array(items), "limitExceeded": .bool(false), "outOfRange": .bool(false), "references": references]),
         ])
     }
@@ -96,7 +96,7 @@ struct DemoOneBusAway: Sendable {
 
     // MARK: Elements
 
-    var currentTime: JSONValue { .object(["time": .integer(now), "readableTime": .string(Timestamp.format(millis: now))]) }
+    var currentTime: JSONValue { .object(["time": .integer(now.value), "readableTime": .string(Timestamp.format(millis: now.value))]) }
 
     static let agency = JSONValue.object([
         "id": .string(DemoTransit.agencyID), "name": .string(DemoTransit.agencyName), "url": .string("https://onebusaway.org"),
@@ -138,45 +138,48 @@ struct DemoOneBusAway: Sendable {
         ])
     }
 
-    func tripStatus(_ trip: DemoTransit.Trip, now: Int64) -> JSONValue {
+    func tripStatus(_ trip: DemoTransit.Trip, now: EpochMillis) -> JSONValue {
         let predicted = trip.isPredicted(now: now)
         let stops = trip.route.stops(direction: trip.direction)
         let deviation = predicted ? trip.deviationSeconds(now: now) : 0
         // The next stop the bus has not yet reached.
-        let next = stops.indices.first { trip.scheduled(at: $0) + Int64(deviation) * 1000 > now } ?? stops.count - 1
+        let next = stops.indices.first { trip.scheduled(at: $0).adding(seconds: Int64(deviation)) > now } ?? stops.count - 1
         let position = JSONValue.object(["lat": .double(stops[next].latitude), "lon": .double(stops[next].longitude)])
         return .object([
-            "activeTripId": .string(trip.id), "serviceDate": .integer(trip.serviceDate), "scheduleDeviation": .integer(Int64(deviation)),
+            "activeTripId": .string(trip.id), "serviceDate": .integer(trip.serviceDate.value), "scheduleDeviation": .integer(Int64(deviation)),
             "predicted": .bool(predicted), "vehicleId": .string(predicted ? trip.vehicleID : ""), "status": .string("default"),
             "phase": .string(now < trip.start ? "layover_before" : "in_progress"), "nextStop": .string(stops[next].id),
             "closestStop": .string(stops[next].id), "position": position, "lastKnownLocation": position,
-            "lastUpdateTime": .integer(predicted ? now - 15_000 : 0), "totalDistanceAlongTrip": .double(Double(stops.count - 1) * 1200),
+            "lastUpdateTime": .integer(predicted ? now.adding(millis: -15_000).value : 0),
+            "totalDistanceAlongTrip": .double(Double(stops.count - 1) * 1200),
         ])
     }
 
-    func entry(_ visit: DemoTransit.Visit, now: Int64) -> JSONValue {
+    func entry(_ visit: DemoTransit.Visit, now: EpochMillis) -> JSONValue {
         let trip = visit.trip
         let predicted = visit.predicted != nil
         let stops = trip.route.stops(direction: trip.direction)
-        let passed = stops.indices.filter { trip.scheduled(at: $0) + Int64(predicted ? trip.deviationSeconds(now: now) : 0) * 1000 <= now }.count
+        let passed = stops.indices.filter { trip.scheduled(at: $0).adding(seconds: Int64(predicted ? trip.deviationSeconds(now: now) : 0)) <= now }
+            .count
         return .object([
             "stopId": .string(visit.stop.id), "tripId": .string(trip.id), "routeId": .string(trip.route.id),
             "routeShortName": .string(trip.route.shortName), "routeLongName": .string(trip.route.longName), "tripHeadsign": .string(trip.headsign),
-            "serviceDate": .integer(trip.serviceDate), "stopSequence": .integer(Int64(visit.sequence)),
+            "serviceDate": .integer(trip.serviceDate.value), "stopSequence": .integer(Int64(visit.sequence)),
             "totalStopsInTrip": .integer(Int64(stops.count)), "blockTripSequence": .integer(0),
             "vehicleId": .string(predicted ? trip.vehicleID : ""), "predicted": .bool(predicted),
-            "scheduledArrivalTime": .integer(visit.scheduled), "scheduledDepartureTime": .integer(visit.scheduled),
-            "predictedArrivalTime": .integer(visit.predicted ?? 0), "predictedDepartureTime": .integer(visit.predicted ?? 0),
-            "lastUpdateTime": .integer(predicted ? now - 15_000 : 0), "numberOfStopsAway": .integer(Int64(visit.sequence - passed)),
+            "scheduledArrivalTime": .integer(visit.scheduled.value), "scheduledDepartureTime": .integer(visit.scheduled.value),
+            "predictedArrivalTime": .integer(visit.predicted?.value ?? 0), "predictedDepartureTime": .integer(visit.predicted?.value ?? 0),
+            "lastUpdateTime": .integer(predicted ? now.adding(millis: -15_000).value : 0),
+            "numberOfStopsAway": .integer(Int64(visit.sequence - passed)),
             "distanceFromStop": .double(Double(max(visit.sequence - passed, 0)) * 1200), "arrivalEnabled": .bool(visit.sequence > 0),
             "departureEnabled": .bool(visit.sequence < stops.count - 1), "status": .string("default"), "frequency": .null,
             "tripStatus": tripStatus(trip, now: now),
         ])
     }
 
-    func vehicleStatus(_ trip: DemoTransit.Trip, now: Int64) -> JSONValue {
+    func vehicleStatus(_ trip: DemoTransit.Trip, now: EpochMillis) -> JSONValue {
         .object([
-            "vehicleId": .string(trip.vehicleID), "tripId": .string(trip.id), "lastUpdateTime": .integer(now - 15_000),
+            "vehicleId": .string(trip.vehicleID), "tripId": .string(trip.id), "lastUpdateTime": .integer(now.adding(millis: -15_000).value),
             "status": .string("IN_SERVICE"), "phase": .string("in_progress"), "tripStatus": tripStatus(trip, now: now),
         ])
     }
@@ -189,7 +192,7 @@ struct DemoOneBusAway: Sendable {
         let now = self.now
         let before = min(max(Int64(request.parameters["minutesBefore"] ?? "") ?? 5, 0), 1440)
         let after = min(max(Int64(request.parameters["minutesAfter"] ?? "") ?? 35, 0), 1440)
-        let visits = DemoTransit.visits(stopID: stop.id, from: now - before * 60_000, to: now + after * 60_000, now: now)
+        let visits = DemoTransit.visits(stopID: stop.id, from: now.adding(millis: -before * 60_000), to: now.adding(millis: after * 60_000), now: now)
         let entry = JSONValue.object([
             "stopId": .string(stop.id), "arrivalsAndDepartures": .array(visits.map { self.entry($0, now: now) }),
             "nearbyStopIds": .array([]), "situationIds": .array([]),
@@ -203,7 +206,7 @@ struct DemoOneBusAway: Sendable {
 
     func arrival(_ request: Request) -> Response {
         guard let stopID = request.pathParameters["stop"], let tripID = request.parameters["tripId"],
-            let serviceDate = Int64(request.parameters["serviceDate"] ?? ""),
+            let serviceDate = Int64(request.parameters["serviceDate"] ?? "").map({ EpochMillis($0) }),
             let trip = DemoTransit.trip(id: tripID, serviceDate: serviceDate),
             let visit = DemoTransit.visit(trip, stopID: stopID, now: now)
         else { return Self.notFound }
@@ -212,8 +215,7 @@ struct DemoOneBusAway: Sendable {
 
     func tripDetails(_ request: Request) -> Response {
         let now = self.now
-        let today = now - ((now % DemoTransit.dayMillis) + DemoTransit.dayMillis) % DemoTransit.dayMillis
-        let serviceDate = Int64(request.parameters["serviceDate"] ?? "") ?? today
+        let serviceDate = Int64(request.parameters["serviceDate"] ?? "").map { EpochMillis($0) } ?? DemoTransit.serviceDay(of: now)
         guard let trip = DemoTransit.trip(id: request.pathParameters["trip"] ?? "", serviceDate: serviceDate) else { return Self.notFound }
         let stops = trip.route.stops(direction: trip.direction)
         let stopTimes = stops.indices.map { index -> JSONValue in
@@ -224,7 +226,7 @@ struct DemoOneBusAway: Sendable {
             ])
         }
         let entry = JSONValue.object([
-            "tripId": .string(trip.id), "serviceDate": .integer(trip.serviceDate), "frequency": .null, "situationIds": .array([]),
+            "tripId": .string(trip.id), "serviceDate": .integer(trip.serviceDate.value), "frequency": .null, "situationIds": .array([]),
             "status": tripStatus(trip, now: now),
             "schedule": .object([
                 "timeZone": .string(DemoTransit.timezone), "stopTimes": .array(stopTimes), "previousTripId": .string(""),

@@ -37,7 +37,7 @@ enum DemoRegion {
         try await RegionSettingsStore(database: store.database).set(
             RegionSettings(regionID: regionID, agencyID: DemoTransit.agencyID, timezone: DemoTransit.timezone))
         let administration = AlertAdministration(store: store, regions: regions, clock: clock, cache: nil)
-        let start = Timestamp.format(millis: clock.now().epochMillis - 3_600_000)
+        let start = Timestamp.format(millis: clock.nowMillis.adding(millis: -3_600_000).value)
         let detour = try await administration.create(
             regionID: regionID,
             fields: [
@@ -57,7 +57,7 @@ enum DemoRegion {
         _ = try await administration.setPublished(id: welcome.id, true)
 
         let surveys = SurveyStore(database: database)
-        let now = clock.now().epochMillis / 1000
+        let now = clock.nowSeconds
         let study = try await surveys.createStudy(regionID: regionID, name: "Demo rider survey", description: "Sample content", now: now)
         var survey = Survey.blank(regionID: regionID, studyID: study.id, now: 0)
         survey.alwaysVisible = true
@@ -84,10 +84,10 @@ enum DemoRegion {
     static func guide(regionID: Int, publicURL: PublicBaseURL, clock: any WallClock) -> Route {
         Route("GET", "/demo", parsesParameters: false) { _ in
             let base = publicURL.url
-            let now = clock.now().epochMillis
+            let now = clock.nowMillis
             let stop = DemoTransit.stop(id: "demo_1003")!
             let demoZone = ZoneInfo.named(DemoTransit.timezone) ?? .utc
-            let visits = DemoTransit.visits(stopID: stop.id, from: now, to: now + 40 * 60_000, now: now)
+            let visits = DemoTransit.visits(stopID: stop.id, from: now, to: now.adding(millis: 40 * 60_000), now: now)
             var lines = [
                 "Sidecar demo region \(regionID): \(DemoTransit.agencyName), simulated by this server.",
                 "Its OneBusAway API: \(serverURL(base: base))api/where/ (any key works), e.g.",
@@ -96,10 +96,10 @@ enum DemoRegion {
                 "Next departures at \(stop.name) (\(stop.id)):",
             ]
             for visit in visits.prefix(6) {
-                let minutes = max((visit.expected - now) / 60_000, 0)
+                let minutes = max(visit.expected.millis(since: now) / 60_000, 0)
                 let lateness =
                     visit.predicted.map { predicted -> String in
-                        let seconds = (predicted - visit.scheduled) / 1000
+                        let seconds = predicted.seconds(since: visit.scheduled)
                         return seconds >= 60 ? "\(seconds / 60) min late" : seconds <= -60 ? "\(-seconds / 60) min early" : "on time"
                     } ?? "scheduled"
                 lines.append(
@@ -108,13 +108,13 @@ enum DemoRegion {
             }
             // The first bus a few minutes off, with a lead time that makes the
             // alarm fire at the next check (within a minute).
-            if let visit = visits.first(where: { $0.expected - now >= 4 * 60_000 }) {
-                let away = Int((visit.expected - now) / 1000)
+            if let visit = visits.first(where: { $0.expected.millis(since: now) >= 4 * 60_000 }) {
+                let away = Int(visit.expected.seconds(since: now))
                 let secondsBefore = (away + 59) / 60 * 60
                 let trip = visit.trip
                 lines += [
                     "",
-                    "These commands name a bus that is \(away / 60) min away now (at \(RegionTime.clock(EpochMillis(now), demoZone)) \(DemoTransit.timezone)):",
+                    "These commands name a bus that is \(away / 60) min away now (at \(RegionTime.clock(now, demoZone)) \(DemoTransit.timezone)):",
                     "they go stale once it has left, a few minutes from now. Fetch this page again for fresh ones:",
                     "  curl \(base)/demo",
                     "",

@@ -1,3 +1,6 @@
+import Core
+import FoundationEssentials
+
 /// The transit system of `sidecar serve --demo`: three bus routes running
 /// all day, computed from the clock alone (no state, no randomness), with
 /// predictions that drift the way real ones do: each trip runs late or early
@@ -79,46 +82,49 @@ enum DemoTransit {
 
     static let dayMillis: Int64 = 86_400_000
 
+    /// The UTC midnight starting the day `now` is in (the demo's service date).
+    static func serviceDay(of now: EpochMillis) -> EpochMillis { EpochMillis(now.value - ((now.value % dayMillis) + dayMillis) % dayMillis) }
+
     /// A trip: one route, one direction, one departure minute of the service day.
     struct Trip: Sendable, Equatable {
         let route: Route
         let direction: Int
         /// Minutes after the service date's midnight (UTC) at which it leaves its first stop.
         let startMinute: Int
-        let serviceDate: Int64
+        let serviceDate: EpochMillis
 
         var id: String { "\(route.id)_\(direction)_\(startMinute)" }
         var headsign: String { route.headsign(direction: direction) }
         var vehicleID: String { "demo_v\(route.shortName)\(direction)\(startMinute / route.headwayMinutes % route.fleetSize)" }
-        var start: Int64 { serviceDate + Int64(startMinute) * 60_000 }
-        var end: Int64 { start + Int64(route.tripMinutes) * 60_000 }
+        var start: EpochMillis { serviceDate.adding(millis: Int64(startMinute) * 60_000) }
+        var end: EpochMillis { start.adding(millis: Int64(route.tripMinutes) * 60_000) }
 
         static func == (lhs: Trip, rhs: Trip) -> Bool { lhs.id == rhs.id && lhs.serviceDate == rhs.serviceDate }
 
         /// Scheduled time at the stop of this (0-based) sequence.
-        func scheduled(at sequence: Int) -> Int64 { start + Int64(sequence * route.minutesBetweenStops) * 60_000 }
+        func scheduled(at sequence: Int) -> EpochMillis { start.adding(millis: Int64(sequence * route.minutesBetweenStops) * 60_000) }
 
         /// Seconds late (negative: early) as predicted at `now`: the trip's
         /// own lateness, plus a drift of up to 60 s with a 20-minute period
         /// (so a prediction moves by at most a fifth of a second a second).
-        func deviationSeconds(now: Int64) -> Int {
-            let seed = DemoTransit.hash(id + String(serviceDate))
+        func deviationSeconds(now: EpochMillis) -> Int {
+            let seed = DemoTransit.hash(id + String(serviceDate.value))
             let base = Int(seed % 301) - 60
             let phase = Double(seed % 628) / 100
-            let drift = 60 * sin(Double(now) / 1000 / 1200 * 2 * .pi + phase)
+            let drift = 60 * sin(Date(epochMillis: now.value).timeIntervalSince1970 / 1200 * 2 * .pi + phase)
             return base + Int(drift.rounded())
         }
 
         /// Real-time data exists from ten minutes before departure until the end.
-        func isPredicted(now: Int64) -> Bool { now >= start - 600_000 && now <= end + 300_000 }
+        func isPredicted(now: EpochMillis) -> Bool { now >= start.adding(millis: -600_000) && now <= end.adding(millis: 300_000) }
     }
 
     /// The trip a trip id names on a service date, if it runs.
-    static func trip(id: String, serviceDate: Int64) -> Trip? {
+    static func trip(id: String, serviceDate: EpochMillis) -> Trip? {
         let parts = id.split(separator: "_")
         guard parts.count == 4, let route = route(id: parts[0] + "_" + parts[1]), let direction = Int(parts[2]), (0...1).contains(direction),
             let minute = Int(parts[3]), minute >= 0, minute < 1440, minute % route.headwayMinutes == 0,
-            serviceDate % dayMillis == 0
+            serviceDate.value % dayMillis == 0
         else { return nil }
         return Trip(route: route, direction: direction, startMinute: minute, serviceDate: serviceDate)
     }
@@ -129,33 +135,33 @@ enum DemoTransit {
         let stop: Stop
         /// 0-based position in the trip.
         let sequence: Int
-        let scheduled: Int64
+        let scheduled: EpochMillis
         /// Nil when the trip has no real-time data yet.
-        let predicted: Int64?
+        let predicted: EpochMillis?
 
-        var expected: Int64 { predicted ?? scheduled }
+        var expected: EpochMillis { predicted ?? scheduled }
     }
 
-    static func visit(_ trip: Trip, stopID: String, now: Int64) -> Visit? {
+    static func visit(_ trip: Trip, stopID: String, now: EpochMillis) -> Visit? {
         guard let sequence = trip.route.stops(direction: trip.direction).firstIndex(where: { $0.id == stopID }) else { return nil }
         let scheduled = trip.scheduled(at: sequence)
-        let predicted = trip.isPredicted(now: now) ? scheduled + Int64(trip.deviationSeconds(now: now)) * 1000 : nil
+        let predicted = trip.isPredicted(now: now) ? scheduled.adding(seconds: Int64(trip.deviationSeconds(now: now))) : nil
         return Visit(
             trip: trip, stop: trip.route.stops(direction: trip.direction)[sequence], sequence: sequence, scheduled: scheduled,
             predicted: predicted)
     }
 
     /// Visits to a stop expected (or scheduled) between `from` and `to`.
-    static func visits(stopID: String, from: Int64, to: Int64, now: Int64) -> [Visit] {
+    static func visits(stopID: String, from: EpochMillis, to: EpochMillis, now: EpochMillis) -> [Visit] {
         var found: [Visit] = []
-        let today = now - ((now % dayMillis) + dayMillis) % dayMillis
+        let today = serviceDay(of: now)
         for route in routes(servingStop: stopID) {
             for direction in 0...1 {
-                for serviceDate in [today - dayMillis, today, today + dayMillis] {
+                for serviceDate in [today.adding(millis: -dayMillis), today, today.adding(millis: dayMillis)] {
                     for startMinute in stride(from: 0, to: 1440, by: route.headwayMinutes) {
                         let trip = Trip(route: route, direction: direction, startMinute: startMinute, serviceDate: serviceDate)
                         // Cheap bounds first: the trip's whole span, with slack for lateness.
-                        guard trip.end + 600_000 >= from, trip.start - 600_000 <= to,
+                        guard trip.end.adding(millis: 600_000) >= from, trip.start.adding(millis: -600_000) <= to,
                             let visit = visit(trip, stopID: stopID, now: now)
                         else { continue }
                         if (from...to).contains(visit.expected) || (from...to).contains(visit.scheduled) { found.append(visit) }
@@ -167,15 +173,15 @@ enum DemoTransit {
     }
 
     /// Trips under way now (each has its vehicle out).
-    static func activeTrips(now: Int64) -> [Trip] {
-        let today = now - ((now % dayMillis) + dayMillis) % dayMillis
+    static func activeTrips(now: EpochMillis) -> [Trip] {
+        let today = serviceDay(of: now)
         var trips: [Trip] = []
         for route in routes {
             for direction in 0...1 {
-                for serviceDate in [today - dayMillis, today] {
+                for serviceDate in [today.adding(millis: -dayMillis), today] {
                     for startMinute in stride(from: 0, to: 1440, by: route.headwayMinutes) {
                         let trip = Trip(route: route, direction: direction, startMinute: startMinute, serviceDate: serviceDate)
-                        if trip.start <= now && now <= trip.end + Int64(max(trip.deviationSeconds(now: now), 0)) * 1000 { trips.append(trip) }
+                        if trip.start <= now && now <= trip.end.adding(seconds: Int64(max(trip.deviationSeconds(now: now), 0))) { trips.append(trip) }
                     }
                 }
             }

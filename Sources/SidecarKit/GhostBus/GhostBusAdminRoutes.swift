@@ -27,12 +27,12 @@ struct GhostBusAdminRoutes: Sendable {
         let range = try AdminConventions.timeRange(request)
         return GhostBusStore.Filter(
             route: request.parameters["route"]?.presence, trip: request.parameters["trip"]?.presence,
-            from: range.from.map { $0 * 1000 }, to: range.to.map { $0 * 1000 + 999 })
+            from: range.from?.millis, to: range.to?.millis.adding(millis: 999))
     }
 
     static func json(_ stored: GhostBusStore.Stored) -> JSONValue {
         let report = stored.report
-        func millis(_ value: Int64?) -> JSONValue { AdminJSON.time(value.map { EpochMillis($0).seconds.value }) }
+        func millis(_ value: EpochMillis?) -> JSONValue { AdminJSON.time(value?.seconds) }
         return .object([
             "id": .string(stored.publicID), "region_id": .integer(Int64(stored.regionID)), "created_at": millis(stored.createdAt),
             "user_identifier": .string(report.userIdentifier), "trip_identifier": .string(report.tripIdentifier),

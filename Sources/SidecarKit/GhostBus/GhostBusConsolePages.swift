@@ -47,8 +47,8 @@ struct GhostBusConsolePages: ConsolePages {
         do {
             rows = try await ghostBus.reports(regionID: region.id, route: route, trip: trip, serviceDay: serviceDate, limit: 500)
                 .map { Self.reportRow($0, zone: zone) }
-            let offset = Int64(zone.offset(at: now))
-            perDay = try await ghostBus.dailyCounts(regionID: region.id, utcOffset: offset, today: (now + offset) / 86_400, days: 30)
+            let offset = Int64(zone.offset(at: now.value))
+            perDay = try await ghostBus.dailyCounts(regionID: region.id, utcOffset: offset, today: (now.value + offset) / 86_400, days: 30)
         } catch { return unavailable(error) }
         let content: [any HTMLContent] = [
             ConsoleChart.dailyBars(perDay, title: "Ghost-bus reports"),
@@ -77,7 +77,7 @@ struct GhostBusConsolePages: ConsolePages {
 
     static func reportRow(_ stored: GhostBusStore.Stored, zone: ZoneInfo) -> [any HTMLContent] {
         let report = stored.report
-        let reported = RegionTime.display(EpochMillis(stored.createdAt).seconds, zone)
+        let reported = RegionTime.display(stored.createdAt.seconds, zone)
         let route = [stored.routeShortName, report.routeIdentifier].compactMap { $0 }.joined(separator: " · ")
         let cells: [String] = [
             reported, route.isEmpty ? "—" : route, report.tripIdentifier, report.stopIdentifier ?? "—",

@@ -83,7 +83,7 @@ struct GhostBusRoutes: Sendable {
         }
         if let limited = await userThrottle(report) { return limited.logging(log.0, log.1) }
         do {
-            switch try await store.insert(report, regionID: region.id, now: clock.now().epochMillis) {
+            switch try await store.insert(report, regionID: region.id, now: clock.nowMillis) {
             case .duplicate:
                 return ErrorStyle.messages.response(status: 422, error: "already_reported", messages: ["User identifier has already been taken"])
                     .logging(log.0, log.1)
@@ -128,7 +128,7 @@ struct GhostBusRoutes: Sendable {
             }
         }
         try? await store.recordSnapshot(
-            publicID: publicID, snapshot: snapshot, attempts: attempts, nowMillis: clock.now().epochMillis,
+            publicID: publicID, snapshot: snapshot, attempts: attempts, nowMillis: clock.nowMillis,
             routeShortName: shortName)
     }
 }

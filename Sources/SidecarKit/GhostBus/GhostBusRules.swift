@@ -1,3 +1,4 @@
+import Core
 import HTTPServer
 
 /// A ghost-bus report after validation (spec §8).
@@ -5,7 +6,7 @@ struct GhostBusReport: Sendable, Equatable {
     var userIdentifier: String
     var tripIdentifier: String
     /// Epoch ms; part of the dedupe key.
-    var serviceDate: Int64
+    var serviceDate: EpochMillis
     var routeIdentifier: String?
     var stopIdentifier: String?
     var vehicleIdentifier: String?
@@ -16,9 +17,9 @@ struct GhostBusReport: Sendable, Equatable {
     var comment: String?
     var userLatitude: Double?
     var userLongitude: Double?
-    var scheduledArrivalAt: Int64?
-    var predictedArrivalAt: Int64?
-    var predictionLastUpdatedAt: Int64?
+    var scheduledArrivalAt: EpochMillis?
+    var predictedArrivalAt: EpochMillis?
+    var predictionLastUpdatedAt: EpochMillis?
 }
 
 /// Spec §8 rules.
@@ -48,7 +49,7 @@ enum GhostBusRules {
         if user == nil { messages.append("User identifier can't be blank") }
         let trip = parameters.identifier("trip_identifier")?.presence
         if trip == nil { messages.append("Trip identifier can't be blank") }
-        let serviceDate = strictInteger(parameters["service_date"])
+        let serviceDate = strictInteger(parameters["service_date"]).map { EpochMillis($0) }
         if serviceDate == nil { messages.append("Service date can't be blank") }
         let wait = strictInteger(parameters["wait_duration_minutes"])
         if wait.map({ !waitDurations.contains($0) }) ?? true { messages.append("Wait duration minutes is not included in the list") }
@@ -74,9 +75,9 @@ enum GhostBusRules {
                 stopSequence: strictInteger(parameters["stop_sequence"]), predicted: BooleanParameter.read(parameters["predicted"]),
                 scheduleDeviationMinutes: strictInteger(parameters["schedule_deviation_minutes"]), waitDurationMinutes: wait, comment: comment,
                 userLatitude: latitude.value, userLongitude: longitude.value,
-                scheduledArrivalAt: strictInteger(parameters["scheduled_arrival_at"]),
-                predictedArrivalAt: strictInteger(parameters["predicted_arrival_at"]),
-                predictionLastUpdatedAt: strictInteger(parameters["prediction_last_updated_at"])))
+                scheduledArrivalAt: strictInteger(parameters["scheduled_arrival_at"]).map { EpochMillis($0) },
+                predictedArrivalAt: strictInteger(parameters["predicted_arrival_at"]).map { EpochMillis($0) },
+                predictionLastUpdatedAt: strictInteger(parameters["prediction_last_updated_at"]).map { EpochMillis($0) }))
     }
 
     /// True when a JSON body declares (or has) more than the read cap.

@@ -27,16 +27,16 @@ struct GhostBusStore: Sendable {
         var tripSnapshot: String?
         var snapshotAttempts: Int
         /// Epoch milliseconds.
-        var snapshotCapturedAt: Int64?
+        var snapshotCapturedAt: EpochMillis?
         /// Epoch milliseconds.
-        var createdAt: Int64
+        var createdAt: EpochMillis
     }
 
     /// Inserts unless this user already reported this trip on this service
     /// date in this region.
     /// - Parameter checkFirst: false skips the check, leaving the unique
     ///   index to catch a duplicate (how a race between two writers ends).
-    func insert(_ report: GhostBusReport, regionID: Int, now: Int64, checkFirst: Bool = true) async throws -> InsertOutcome {
+    func insert(_ report: GhostBusReport, regionID: Int, now: EpochMillis, checkFirst: Bool = true) async throws -> InsertOutcome {
         let stored = Stored(publicID: SecureToken.hex(bytes: 10), regionID: regionID, report: report, snapshotAttempts: 0, createdAt: now)
         do {
             return try await database.write { connection in
@@ -63,8 +63,8 @@ struct GhostBusStore: Sendable {
 
     /// Stores the trip's real-time status captured after the report, and
     /// the route's short name it names (the console filters by either).
-    func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: Int64, routeShortName: String? = nil) async throws {
-        let capturedAt: Int64? = snapshot == nil ? nil : nowMillis
+    func recordSnapshot(publicID: String, snapshot: String?, attempts: Int, nowMillis: EpochMillis, routeShortName: String? = nil) async throws {
+        let capturedAt: EpochMillis? = snapshot == nil ? nil : nowMillis
         _ = try await database.write { connection in
             try connection.execute(
                 """
@@ -97,7 +97,7 @@ struct GhostBusStore: Sendable {
     /// Reports per local day (days since the epoch in the region's zone)
     /// for the `days` days ending `today`.
     func dailyCounts(regionID: Int, utcOffset: Int64, today: Int64, days: Int64) async throws -> [(day: Int64, count: Int)] {
-        let since = ((today - days + 1) * 86_400 - utcOffset) * 1000
+        let since = EpochSeconds((today - days + 1) * 86_400 - utcOffset).millis
         let rows = try await database.read { connection in
             try connection.query(
                 """
@@ -122,14 +122,14 @@ struct GhostBusStore: Sendable {
     struct Filter: Sendable, Equatable {
         var route: String? = nil
         var trip: String? = nil
-        var from: Int64? = nil
-        var to: Int64? = nil
+        var from: EpochMillis? = nil
+        var to: EpochMillis? = nil
     }
 
     /// A page of a region's reports in id order after `after`.
     func reports(regionID: Int, filter: Filter, after: Int64, limit: Int) async throws -> [(id: Int64, report: Stored)] {
         let route = filter.route ?? "", trip = filter.trip ?? ""
-        let from = filter.from ?? Int64.min, to = filter.to ?? Int64.max
+        let from = filter.from ?? EpochMillis(.min), to = filter.to ?? EpochMillis(.max)
         return try await database.read { connection in
             try connection.query(
                 """
@@ -165,7 +165,7 @@ struct GhostBusStore: Sendable {
         regionID: Int, zone: ZoneInfo, filter: Filter = Filter(), naming: CSV.HeaderNaming = .codes, write: (String) async throws -> Void
     ) async throws {
         // Riders send these: any Int64 must export without a trap.
-        func seconds(_ millis: Int64?) -> Int64? { millis.map { EpochMillis($0).seconds.value } }
+        func seconds(_ millis: EpochMillis?) -> EpochSeconds? { millis?.seconds }
         try await write(CSV.header(Self.exportColumns, naming, zone: zone) + "\n")
         var after: Int64 = 0
         while true {
@@ -246,19 +246,19 @@ struct GhostBusStore: Sendable {
     static func stored(_ row: Row) throws -> Stored {
         let report = GhostBusReport(
             userIdentifier: try row.string("user_identifier"), tripIdentifier: try row.string("trip_identifier"),
-            serviceDate: try row.int("service_date"),
+            serviceDate: try row.millis("service_date"),
             routeIdentifier: try row.optionalString("route_identifier"), stopIdentifier: try row.optionalString("stop_identifier"),
             vehicleIdentifier: try row.optionalString("vehicle_identifier"), stopSequence: try row.optionalInt("stop_sequence"),
             predicted: try row.optionalBool("predicted"), scheduleDeviationMinutes: try row.optionalInt("schedule_deviation_minutes"),
             waitDurationMinutes: try row.int("wait_duration_minutes"), comment: try row.optionalString("comment"),
             userLatitude: try row.optionalDouble("user_latitude"), userLongitude: try row.optionalDouble("user_longitude"),
-            scheduledArrivalAt: try row.optionalInt("scheduled_arrival_at"), predictedArrivalAt: try row.optionalInt("predicted_arrival_at"),
-            predictionLastUpdatedAt: try row.optionalInt("prediction_last_updated_at"))
+            scheduledArrivalAt: try row.optionalMillis("scheduled_arrival_at"), predictedArrivalAt: try row.optionalMillis("predicted_arrival_at"),
+            predictionLastUpdatedAt: try row.optionalMillis("prediction_last_updated_at"))
         return Stored(
             publicID: try row.string("public_id"), regionID: try row.count("region_id"), report: report,
             routeShortName: try row.optionalString("route_short_name"), tripSnapshot: try row.optionalString("trip_snapshot"),
-            snapshotAttempts: try row.count("snapshot_attempts"), snapshotCapturedAt: try row.optionalInt("snapshot_captured_at"),
-            createdAt: try row.int("created_at"))
+            snapshotAttempts: try row.count("snapshot_attempts"), snapshotCapturedAt: try row.optionalMillis("snapshot_captured_at"),
+            createdAt: try row.millis("created_at"))
     }
 
 }

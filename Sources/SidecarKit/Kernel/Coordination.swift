@@ -1,3 +1,4 @@
+import Core
 import Crypto
 import Database
 import HTTPServer
@@ -19,11 +20,11 @@ struct CoordinationStore: Sendable {
     /// Takes or renews the lease `name` for `ttlSeconds`; true when this
     /// instance holds it now. Atomic on both backends: the upsert only
     /// overwrites a lapsed lease or this instance's own.
-    func acquire(_ name: String, ttlSeconds: Int64, nowSeconds: Int64) async throws -> Bool {
+    func acquire(_ name: String, ttlSeconds: Int64, nowSeconds: EpochSeconds) async throws -> Bool {
         try await database.write { connection in
             try connection.queryOne(
                 """
-                INSERT INTO leases (name, holder, expires_at) VALUES (\(name), \(instance), \(nowSeconds + ttlSeconds))
+                INSERT INTO leases (name, holder, expires_at) VALUES (\(name), \(instance), \(nowSeconds.adding(seconds: ttlSeconds)))
                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
                 WHERE leases.expires_at <= \(nowSeconds) OR leases.holder = excluded.holder
                 RETURNING holder
@@ -39,7 +40,7 @@ struct CoordinationStore: Sendable {
     }
 
     /// Stores a document fetched once for every instance.
-    func storeDocument(_ name: String, body: [UInt8], nowSeconds: Int64) async throws {
+    func storeDocument(_ name: String, body: [UInt8], nowSeconds: EpochSeconds) async throws {
         _ = try await database.write { connection in
             try connection.execute(
                 """
@@ -50,13 +51,13 @@ struct CoordinationStore: Sendable {
     }
 
     /// A shared document and when it was fetched.
-    func document(_ name: String) async throws -> (body: [UInt8], fetchedAt: Int64)? {
+    func document(_ name: String) async throws -> (body: [UInt8], fetchedAt: EpochSeconds)? {
         try await database.read { connection in
             guard let row = try connection.queryOne("SELECT body, fetched_at FROM shared_documents WHERE name = \(name)") else {
                 return nil
             }
             guard case .blob(let body) = try row.value("body") else { return nil }
-            return (body, try row.int("fetched_at"))
+            return (body, try row.seconds("fetched_at"))
         }
     }
 
@@ -87,7 +88,7 @@ struct DatabaseWindowCounter: SharedWindowCounter {
     }
 
     /// Forgets windows that ended before `cutoff` (epoch seconds).
-    func prune(endedBefore cutoff: Int64) async throws {
+    func prune(endedBefore cutoff: EpochSeconds) async throws {
         _ = try await database.write { connection in
             try connection.execute("DELETE FROM rate_limits WHERE window_start < \(cutoff)")
         }

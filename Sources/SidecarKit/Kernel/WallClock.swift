@@ -1,3 +1,4 @@
+import Core
 import FoundationEssentials
 import Synchronization
 
@@ -25,6 +26,16 @@ extension WallClock {
             do { try await sleep(seconds: max(seconds - elapsed, min(seconds, 1))) } catch { return }
         }
     }
+}
+
+extension WallClock {
+    /// The current time as an instant in milliseconds (registrations,
+    /// alarms, Live Activities, ghost-bus reports).
+    var nowMillis: EpochMillis { now().instantMillis }
+
+    /// The current time in whole seconds, rounded down (alerts, surveys,
+    /// the console, API keys).
+    var nowSeconds: EpochSeconds { now().instantSeconds }
 }
 
 /// The real clock.

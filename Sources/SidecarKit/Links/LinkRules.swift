@@ -8,7 +8,7 @@ enum LinkRules {
     /// A trip link's `service_date`: epoch seconds as the iOS app writes
     /// them (`1710273600.0`), whole seconds, or milliseconds (what OneBusAway
     /// itself uses). Returns milliseconds, or nil for anything else.
-    static func serviceDateMillis(_ text: String) -> Int64? {
+    static func serviceDateMillis(_ text: String) -> EpochMillis? {
         let trimmed = text.trimmingWhitespace()
         guard !trimmed.isEmpty, trimmed.count <= 24,
             trimmed.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), trimmed.filter({ $0 == "." }).count <= 1,
@@ -17,7 +17,7 @@ enum LinkRules {
         // Below 10^11 is seconds (until the year 5138); above, milliseconds.
         let millis = trimmed.contains(".") || value < 100_000_000_000 ? value * 1000 : value
         guard millis <= 32_503_680_000_000 else { return nil }  // year 3000
-        return Int64(millis.rounded())
+        return EpochMillis(Int64(millis.rounded()))
     }
 
     /// Stop and trip ids as they may appear in a path or a query: 1 to 255

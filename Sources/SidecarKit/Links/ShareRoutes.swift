@@ -62,7 +62,7 @@ struct ShareRoutes: Sendable {
         var region: Region
         var stopID: String
         var tripID: String?
-        var serviceDate: Int64?
+        var serviceDate: EpochMillis?
         var stopSequence: Int?
         var vehicleID: String?
     }
@@ -110,7 +110,7 @@ struct ShareRoutes: Sendable {
                 template: template,
                 values: [
                     "region_id": String(target.region.id), "stop_id": target.stopID, "trip_id": target.tripID ?? "",
-                    "service_date": target.serviceDate.map { String($0) } ?? "", "stop_sequence": target.stopSequence.map(String.init) ?? "",
+                    "service_date": target.serviceDate.map { String($0.value) } ?? "", "stop_sequence": target.stopSequence.map(String.init) ?? "",
                 ])
         {
             return Response(status: 302, headers: [("Location", location), ("Cache-Control", "no-store")])
@@ -138,7 +138,7 @@ struct ShareRoutes: Sendable {
         var highlighted: ArrivalAndDeparture?
         if let tripID = target.tripID, let serviceDate = target.serviceDate {
             highlighted =
-                live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID && $0.serviceDate?.value == serviceDate }
+                live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID && $0.serviceDate == serviceDate }
                 ?? live?.entry.arrivalsAndDepartures.first { $0.tripId == tripID }
             if highlighted == nil && !unavailable, await lookups.check(request.clientKey) == .allowed {
                 do {
@@ -156,14 +156,17 @@ struct ShareRoutes: Sendable {
         let page = SharePages.share(
             SharePages.ShareContent(
                 target: target, response: live, highlighted: highlighted, unavailable: unavailable, zone: zone,
-                now: live?.currentTime ?? EpochMillis(clock.now().epochMillis),
+                now: live?.currentTime ?? clock.nowMillis,
                 canonicalURL: publicURL.url + request.rawPath + (target.tripID == nil ? "" : "?" + Self.canonicalQuery(target)),
                 appLink: LinkRules.viewStopLink(stopID: target.stopID, regionID: target.region.id), settings: settings))
         return SharePages.respond(200, page).adding(header: "Cache-Control", "public, max-age=\(Self.cacheSeconds)")
     }
 
     static func canonicalQuery(_ target: Target) -> String {
-        var items = [("trip_id", target.tripID ?? ""), ("service_date", String(format3(Double(target.serviceDate ?? 0) / 1000)))]
+        var items = [
+            ("trip_id", target.tripID ?? ""),
+            ("service_date", String(format3(Date(epochMillis: (target.serviceDate ?? 0).value).timeIntervalSince1970))),
+        ]
         if let sequence = target.stopSequence { items.append(("stop_sequence", String(sequence))) }
         return items.map { "\($0.0)=\(LinkRules.percentEncoded($0.1))" }.joined(separator: "&")
     }

@@ -6,8 +6,7 @@ import OBA
 /// consecutive states are compared to decide whether to push.
 struct ContentState: Sendable, Equatable {
     struct Arrival: Sendable, Equatable {
-        /// Epoch seconds.
-        var departureTime: Int64
+        var departureTime: EpochSeconds
         /// `early`, `on_time`, `delayed` or `unknown` (schedule only).
         var scheduleStatus: String
         /// Seconds; 0 when schedule-only.
@@ -21,7 +20,7 @@ struct ContentState: Sendable, Equatable {
             "arrivals": .array(
                 arrivals.map { arrival in
                     .object([
-                        "departure_time": .integer(arrival.departureTime), "schedule_status": .string(arrival.scheduleStatus),
+                        "departure_time": .integer(arrival.departureTime.value), "schedule_status": .string(arrival.scheduleStatus),
                         "schedule_deviation": .integer(arrival.scheduleDeviation), "is_arrival": .bool(arrival.isArrival),
                     ])
                 })
@@ -39,7 +38,7 @@ struct ContentState: Sendable, Equatable {
                 case .string(let status)? = fields["schedule_status"], case .integer(let deviation)? = fields["schedule_deviation"],
                 case .bool(let isArrival)? = fields["is_arrival"]
             else { return nil }
-            arrivals.append(Arrival(departureTime: time, scheduleStatus: status, scheduleDeviation: deviation, isArrival: isArrival))
+            arrivals.append(Arrival(departureTime: EpochSeconds(time), scheduleStatus: status, scheduleDeviation: deviation, isArrival: isArrival))
         }
         self.arrivals = arrivals
     }
@@ -115,7 +114,7 @@ enum ContentStateBuilder {
         return (
             time,
             ContentState.Arrival(
-                departureTime: time.seconds.value, scheduleStatus: usePrediction ? status(deviationSeconds: deviation) : "unknown",
+                departureTime: time.seconds, scheduleStatus: usePrediction ? status(deviationSeconds: deviation) : "unknown",
                 scheduleDeviation: deviation, isArrival: isArrival)
         )
     }
@@ -147,7 +146,7 @@ enum ContentStateBuilder {
         /// (the OBA convention is ms; a value below 10^11 is taken as seconds).
         init(tripID: String, serviceDate: Int64?, stopSequence: Int64?) {
             self.tripID = tripID
-            self.serviceDate = serviceDate.map { EpochMillis($0 < 100_000_000_000 ? $0 * 1000 : $0) }
+            self.serviceDate = serviceDate.map { $0 < 100_000_000_000 ? EpochSeconds($0).millis : EpochMillis($0) }
             self.stopSequence = stopSequence.map { Int(clamping: $0) }
         }
 

@@ -66,7 +66,7 @@ struct LiveActivityRoutes: Sendable {
         for attempt in 1...2 {
             do {
                 let token = try await store.register(
-                    registration, regionID: region.id, nowSeconds: clock.now().epochMillis / 1000,
+                    registration, regionID: region.id, nowSeconds: clock.nowSeconds,
                     maxPerPushToken: limits.maxLiveActivitiesPerPushToken)
                 return Response.json(201, ["url": "\(publicURL.url)/api/v2/regions/\(region.id)/live_activities/\(token)"]).logging(log.0, log.1)
             } catch LiveActivityStoreError.tooManyForPushToken(let limit) {

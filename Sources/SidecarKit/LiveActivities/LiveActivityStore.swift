@@ -16,12 +16,12 @@ struct LiveActivity: Sendable, Equatable {
     var tripHeadsign: String
     var apnsSandbox: Bool
     /// Epoch seconds: 8 hours after the first registration.
-    var expiresAt: Int64
+    var expiresAt: EpochSeconds
     var failureCount: Int
     /// The last state pushed, as JSON text.
     var lastState: String?
     /// Epoch ms of the last push.
-    var lastPushedAt: Int64?
+    var lastPushedAt: EpochMillis?
     /// The trip a Track started from a vehicle follows (nil: a bookmark's Track).
     var tracked: ContentStateBuilder.TrackedVisit? = nil
 }
@@ -58,7 +58,7 @@ struct LiveActivityStore: Sendable {
     /// token) rewrites every field but keeps the URL token and the expiry of
     /// the first registration. Atomic, so concurrent first registrations end
     /// with one row. Returns the URL token.
-    func register(_ registration: Registration, regionID: Int, nowSeconds: Int64, maxPerPushToken: Int = 0) async throws -> String {
+    func register(_ registration: Registration, regionID: Int, nowSeconds: EpochSeconds, maxPerPushToken: Int = 0) async throws -> String {
         let token = SecureToken.urlSafe()
         return try await database.write { connection in
             if maxPerPushToken > 0 {
@@ -74,7 +74,7 @@ struct LiveActivityStore: Sendable {
                 """
                 INSERT INTO live_activities (token, region_id, activity_id, push_token, stop_id, route_short_name, trip_headsign, trip_id,
                     service_date, vehicle_id, stop_sequence, apns_sandbox, expires_at, failure_count, created_at)
-                VALUES (\(token), \(Int64(regionID)), \(registration.activityID), \(registration.pushToken), \(registration.stopID), \(registration.routeShortName), \(registration.tripHeadsign), \(registration.tripID), \(registration.serviceDate), \(registration.vehicleID), \(registration.stopSequence), \(registration.apnsSandbox), \(nowSeconds + Self.lifetimeSeconds), 0, \(nowSeconds))
+                VALUES (\(token), \(Int64(regionID)), \(registration.activityID), \(registration.pushToken), \(registration.stopID), \(registration.routeShortName), \(registration.tripHeadsign), \(registration.tripID), \(registration.serviceDate), \(registration.vehicleID), \(registration.stopSequence), \(registration.apnsSandbox), \(nowSeconds.adding(seconds: Self.lifetimeSeconds)), 0, \(nowSeconds))
                 ON CONFLICT (region_id, activity_id) DO UPDATE SET push_token = excluded.push_token, stop_id = excluded.stop_id,
                     route_short_name = excluded.route_short_name, trip_headsign = excluded.trip_headsign, trip_id = excluded.trip_id,
                     service_date = excluded.service_date, vehicle_id = excluded.vehicle_id, stop_sequence = excluded.stop_sequence,
@@ -180,14 +180,16 @@ struct LiveActivityStore: Sendable {
     /// page's index walk would pass over every subscription already done
     /// this cycle (quadratic in the subscriptions: 250,000 made 500 pages
     /// walk 62 million rows).
-    func claimDue(atOrBefore cutoffMillis: Int64, nowMillis: Int64, limit: Int, after position: Position? = nil) async throws -> [LiveActivity] {
+    func claimDue(atOrBefore cutoffMillis: EpochMillis, nowMillis: EpochMillis, limit: Int, after position: Position? = nil) async throws
+        -> [LiveActivity]
+    {
         let skipLocked = database.dialect.skipLocked
         let start: SQL =
             if let position { "AND (region_id, stop_id, id) > (\(Int64(position.regionID)), \(position.stopID), \(position.id))" } else { "" }
         return try await database.write { connection in
             try connection.query(
                 """
-                UPDATE live_activities SET claimed_until = \(nowMillis + AlarmStore.claimMillis) WHERE id IN (
+                UPDATE live_activities SET claimed_until = \(nowMillis.adding(millis: AlarmStore.claimMillis)) WHERE id IN (
                     SELECT id FROM live_activities WHERE (next_update_at IS NULL OR next_update_at <= \(cutoffMillis))
                         AND (claimed_until IS NULL OR claimed_until <= \(nowMillis)) \(start)
                     ORDER BY region_id, stop_id, id LIMIT \(Int64(limit))\(raw: skipLocked))
@@ -199,7 +201,7 @@ struct LiveActivityStore: Sendable {
     }
 
     /// Gives a processed page back, due again at `nextUpdateAt` (epoch ms).
-    func release(_ ids: [Int64], nextUpdateAt: Int64) async throws {
+    func release(_ ids: [Int64], nextUpdateAt: EpochMillis) async throws {
         guard !ids.isEmpty else { return }
         _ = try await database.write { connection in
             for id in ids {
@@ -209,7 +211,7 @@ struct LiveActivityStore: Sendable {
     }
 
     enum Update: Sendable {
-        case pushed(id: Int64, state: String, at: Int64)
+        case pushed(id: Int64, state: String, at: EpochMillis)
         case failure(id: Int64, count: Int)
         case succeeded(id: Int64)
         case delete(id: Int64)
@@ -239,8 +241,8 @@ struct LiveActivityStore: Sendable {
             id: try row.int("id"), token: try row.string("token"), regionID: Int(try row.int("region_id")),
             activityID: try row.string("activity_id"), pushToken: try row.string("push_token"), stopID: try row.optionalString("stop_id") ?? "",
             routeShortName: try row.optionalString("route_short_name") ?? "", tripHeadsign: try row.string("trip_headsign"),
-            apnsSandbox: try row.bool("apns_sandbox"), expiresAt: try row.int("expires_at"), failureCount: Int(try row.int("failure_count")),
-            lastState: try row.optionalString("last_state"), lastPushedAt: try row.optionalInt("last_pushed_at"),
+            apnsSandbox: try row.bool("apns_sandbox"), expiresAt: try row.seconds("expires_at"), failureCount: Int(try row.int("failure_count")),
+            lastState: try row.optionalString("last_state"), lastPushedAt: try row.optionalMillis("last_pushed_at"),
             tracked: try row.optionalString("trip_id").map {
                 ContentStateBuilder.TrackedVisit(
                     tripID: $0, serviceDate: try row.optionalInt("service_date"), stopSequence: try row.optionalInt("stop_sequence"))

@@ -53,28 +53,28 @@ struct LiveActivityUpdater: Sendable {
     func runCycle() async -> CycleReport {
         var report = CycleReport()
         let started = ContinuousClock.now
-        let cycleStart = clock.now().epochMillis
+        let cycleStart = clock.nowMillis
         // A subscription is updated once per interval, in a page claimed
         // for this instance: instances sharing a database split the cycle.
-        let cutoff = cycleStart + Int64(intervalSeconds) * 500
+        let cutoff = cycleStart.adding(millis: Int64(intervalSeconds) * 500)
         do {
             var position: LiveActivityStore.Position?
             while stop?.isStopping != true {
                 let page = try await store.claimDue(
-                    atOrBefore: cutoff, nowMillis: clock.now().epochMillis, limit: activitiesPerPage, after: position)
+                    atOrBefore: cutoff, nowMillis: clock.nowMillis, limit: activitiesPerPage, after: position)
                 if page.isEmpty { break }
                 position = LiveActivityStore.Position.last(of: page)
                 for (regionID, activities) in Dictionary(grouping: page, by: \.regionID) {
                     await process(activities, regionID: regionID, report: &report)
                 }
-                try await store.release(page.map(\.id), nextUpdateAt: cycleStart + Int64(intervalSeconds) * 1000)
+                try await store.release(page.map(\.id), nextUpdateAt: cycleStart.adding(seconds: Int64(intervalSeconds)))
             }
         } catch {
             logger.error("live activity cycle could not read subscriptions", [("error", "\(error)")])
         }
         let elapsed = ContinuousClock.now - started
         // On the injected clock, so a test can make a cycle late.
-        report.overran = clock.now().epochMillis - cycleStart > Int64(intervalSeconds) * 1000
+        report.overran = clock.nowMillis > cycleStart.adding(seconds: Int64(intervalSeconds))
         if report.overran {
             logger.warning(
                 "live activity cycle overran its interval; the next starts when this one ended",
@@ -102,8 +102,8 @@ struct LiveActivityUpdater: Sendable {
 
     private func process(_ activities: [LiveActivity], regionID: Int, report: inout CycleReport) async {
         report.subscriptions += activities.count
-        let nowMillis = clock.now().epochMillis
-        let nowSeconds = nowMillis / 1000
+        let nowMillis = clock.nowMillis
+        let nowSeconds = nowMillis.seconds
         var updates: [LiveActivityStore.Update] = []
         var plans: [Plan] = []
         let byStop = Dictionary(grouping: activities, by: \.stopID)
@@ -163,7 +163,7 @@ struct LiveActivityUpdater: Sendable {
                 failure(activity, last: last, updates: &updates, plans: &plans)
                 continue
             }
-            let keepaliveDue = nowMillis - (activity.lastPushedAt ?? 0) >= Self.keepaliveSeconds * 1000
+            let keepaliveDue = nowMillis >= (activity.lastPushedAt ?? 0).adding(seconds: Self.keepaliveSeconds)
             if state != last || keepaliveDue {
                 plans.append(.update(activity, state))
             } else if activity.failureCount > 0 {
@@ -187,7 +187,7 @@ struct LiveActivityUpdater: Sendable {
                 report.updates += 1
                 let text = String(decoding: state.json.encoded(), as: UTF8.self)
                 // Stamped after the push returns (the 55 s keepalive allows for it).
-                updates.append(.pushed(id: activity.id, state: text, at: clock.now().epochMillis))
+                updates.append(.pushed(id: activity.id, state: text, at: clock.nowMillis))
             case (.update(let activity, _), .terminal), (.end(let activity, _), .terminal):
                 // A dead token: delete, and no end push could reach it anyway.
                 report.pushFailures += 1
@@ -233,16 +233,16 @@ struct LiveActivityUpdater: Sendable {
     /// Spec §6.6: a liveactivity push at priority 10 with `event`,
     /// `content-state`, a timestamp that advances every push, and a
     /// stale-date (update) or dismissal-date (end).
-    func message(_ activity: LiveActivity, state: ContentState, event: String, nowSeconds: Int64) -> PushMessage {
+    func message(_ activity: LiveActivity, state: ContentState, event: String, nowSeconds: EpochSeconds) -> PushMessage {
         var message = PushMessage(token: activity.pushToken, platform: .ios, apnsSandbox: activity.apnsSandbox)
         message.kind = .liveActivity
         message.priority = 10
-        let timestamp = max(nowSeconds, (activity.lastPushedAt ?? 0) / 1000 + 1)
-        var aps: [String: JSONValue] = ["event": .string(event), "content-state": state.json, "timestamp": .integer(timestamp)]
+        let timestamp = max(nowSeconds, (activity.lastPushedAt ?? 0).seconds.adding(seconds: 1))
+        var aps: [String: JSONValue] = ["event": .string(event), "content-state": state.json, "timestamp": .integer(timestamp.value)]
         if event == "end" {
-            aps["dismissal-date"] = .integer(nowSeconds + Self.dismissAfterSeconds)
+            aps["dismissal-date"] = .integer(nowSeconds.adding(seconds: Self.dismissAfterSeconds).value)
         } else {
-            aps["stale-date"] = .integer(nowSeconds + Self.staleAfterSeconds)
+            aps["stale-date"] = .integer(nowSeconds.adding(seconds: Self.staleAfterSeconds).value)
         }
         message.liveActivity = aps
         return message

@@ -57,13 +57,13 @@ struct OBAGateway: Sendable {
     }
 
     func arrivalAndDeparture(
-        region: Region, stopID: String, tripID: String, serviceDate: Int64, vehicleID: String?,
+        region: Region, stopID: String, tripID: String, serviceDate: EpochMillis, vehicleID: String?,
         stopSequence: Int?
     ) async throws(OBAError) -> OBAResponse<ArrivalAndDeparture> {
         try await timed("arrival-and-departure-for-stop", stopID, region: region) { () async throws(OBAError) in
             try await client.arrivalAndDeparture(
                 baseURL: try baseURL(region), apiKey: key(for: region), stopID: stopID, tripID: tripID,
-                serviceDate: serviceDate, vehicleID: vehicleID, stopSequence: stopSequence)
+                serviceDate: serviceDate.value, vehicleID: vehicleID, stopSequence: stopSequence)
         }
     }
 
@@ -79,9 +79,9 @@ struct OBAGateway: Sendable {
         }
     }
 
-    func tripDetails(region: Region, tripID: String, serviceDate: Int64?) async throws(OBAError) -> OBAResponse<JSONValue> {
+    func tripDetails(region: Region, tripID: String, serviceDate: EpochMillis?) async throws(OBAError) -> OBAResponse<JSONValue> {
         try await timed("trip-details", tripID, region: region) { () async throws(OBAError) in
-            try await client.tripDetails(baseURL: try baseURL(region), apiKey: key(for: region), tripID: tripID, serviceDate: serviceDate)
+            try await client.tripDetails(baseURL: try baseURL(region), apiKey: key(for: region), tripID: tripID, serviceDate: serviceDate?.value)
         }
     }
 

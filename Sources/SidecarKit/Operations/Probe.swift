@@ -19,7 +19,7 @@ enum Probe {
         /// A real departure for the alarm check (skipped without one).
         var stopID: String?
         var tripID: String?
-        var serviceDate: Int64?
+        var serviceDate: EpochMillis?
         var stopSequence: Int?
         var vehicleID: String?
         /// Seconds each request may take before it counts as no answer.
@@ -91,7 +91,7 @@ enum Probe {
             do {
                 let url = try await api.createAlarm(
                     .init(
-                        userPushID: token, stopID: stop, tripID: trip, serviceDate: serviceDate, vehicleID: options.vehicleID,
+                        userPushID: token, stopID: stop, tripID: trip, serviceDate: serviceDate.value, vehicleID: options.vehicleID,
                         stopSequence: options.stopSequence ?? 0, secondsBefore: 60))
                 do {
                     try await api.delete(url)

@@ -53,11 +53,8 @@ enum RegionExchange {
 
     static func encoded(_ value: JSONValue) -> String { String(decoding: value.encoded(), as: UTF8.self) }
 
-    /// Epoch milliseconds (the document's instants) as whole seconds, rounding down.
-    static func seconds(_ millis: Int64) -> Int64 { EpochMillis(millis).seconds.value }
-
-    /// A document's milliseconds as an alert's instant in seconds.
-    static func instant(_ millis: Int64) -> EpochSeconds { EpochMillis(millis).seconds }
+    /// A document's instant (milliseconds) as stored in seconds, rounding down.
+    static func seconds(_ millis: EpochMillis) -> EpochSeconds { millis.seconds }
 }
 
 extension RegionExchange {

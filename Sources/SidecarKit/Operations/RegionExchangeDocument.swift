@@ -8,35 +8,35 @@ import Push
 extension RegionExchange {
     struct Alert {
         var id: Int64, agencyID: String, header: String, description: String, url: String, cause: String, effect: String, severity: String
-        var start: Int64, end: Int64?, published: Bool, test: Bool, created: Int64, updated: Int64
+        var start: EpochMillis, end: EpochMillis?, published: Bool, test: Bool, created: EpochMillis, updated: EpochMillis
         var translations: [Translation]
         /// Epoch milliseconds, both or neither.
-        var impactStart: Int64? = nil, impactEnd: Int64? = nil
+        var impactStart: EpochMillis? = nil, impactEnd: EpochMillis? = nil
         /// For an alert mirrored from a source: the link that lets the
         /// source withdraw it.
         var mirror: MirrorLink? = nil
     }
     struct Translation { var language: String, header: String, description: String, sourceHeader: String, sourceDescription: String }
-    struct Study { var id: Int64, name: String, description: String, created: Int64, updated: Int64, surveys: [Survey] }
+    struct Study { var id: Int64, name: String, description: String, created: EpochMillis, updated: EpochMillis, surveys: [Survey] }
     struct Survey {
-        var id: Int64, name: String, available: Bool, start: Int64?, end: Int64?, showOnMap: Bool, showOnStops: Bool, alwaysVisible: Bool
-        var allowsMultipleResponses: Bool, visibleStops: [String]?, visibleRoutes: [String]?, created: Int64, updated: Int64
+        var id: Int64, name: String, available: Bool, start: EpochMillis?, end: EpochMillis?, showOnMap: Bool, showOnStops: Bool, alwaysVisible: Bool
+        var allowsMultipleResponses: Bool, visibleStops: [String]?, visibleRoutes: [String]?, created: EpochMillis, updated: EpochMillis
         var questions: [Question]
     }
     struct Question { var id: Int64, position: Int64, required: Bool, content: JSONValue }
     struct Response {
         var surveyID: Int64, publicID: String, user: String, stop: String, latitude: Double?, longitude: Double?, answers: JSONValue
-        var created: Int64, updated: Int64
+        var created: EpochMillis, updated: EpochMillis
     }
     struct Registration {
         var token: String, operatingSystem: PushPlatform, locale: String, sandbox: Bool, testDevice: Bool, description: String
-        var lastSeen: Int64, created: Int64
+        var lastSeen: EpochMillis, created: EpochMillis
     }
     struct GhostBusReport {
-        var publicID: String, user: String, trip: String, serviceDate: Int64, route: String, stop: String, vehicle: String
+        var publicID: String, user: String, trip: String, serviceDate: EpochMillis, route: String, stop: String, vehicle: String
         var stopSequence: Int64?, predicted: Bool?, deviation: Int64?, wait: Int64, comment: String, latitude: Double?, longitude: Double?
-        var scheduled: Int64?, predictedArrival: Int64?, predictionUpdated: Int64?, status: String, snapshot: JSONValue?, capturedAt: Int64?
-        var created: Int64
+        var scheduled: EpochMillis?, predictedArrival: EpochMillis?, predictionUpdated: EpochMillis?, status: String, snapshot: JSONValue?
+        var capturedAt: EpochMillis?, created: EpochMillis
     }
     struct Document {
         var regionID: Int, alerts: [Alert], studies: [Study], responses: [Response], registrations: [Registration], reports: [GhostBusReport]
@@ -108,19 +108,19 @@ extension RegionExchange {
         func bool(_ key: String) throws(Failure) -> Bool { try optionalBool(key) ?? false }
 
         /// An RFC 3339 instant as epoch milliseconds.
-        func optionalTime(_ key: String) throws(Failure) -> Int64? {
+        func optionalTime(_ key: String) throws(Failure) -> EpochMillis? {
             switch members[key] {
             case nil, .null?: return nil
             case .string(let text)?:
                 guard let millis = Timestamp.parseMillis(text) else {
                     throw Failure("\(place(key)) must be an RFC 3339 time with an offset, e.g. 2026-12-01T08:00:00Z (got '\(text)')")
                 }
-                return millis
+                return EpochMillis(millis)
             default: throw Failure("\(place(key)) must be an RFC 3339 time string")
             }
         }
 
-        func time(_ key: String) throws(Failure) -> Int64 {
+        func time(_ key: String) throws(Failure) -> EpochMillis {
             guard let value = try optionalTime(key) else { throw Failure("\(place(key)) is required") }
             return value
         }
@@ -319,14 +319,16 @@ extension RegionExchange {
             reports.append(
                 GhostBusReport(
                     publicID: try r.required("public_id"), user: try r.required("user_identifier"), trip: try r.required("trip_identifier"),
-                    serviceDate: try r.integer("service_date_ms"), route: try r.string("route_identifier"), stop: try r.string("stop_identifier"),
+                    serviceDate: EpochMillis(try r.integer("service_date_ms")), route: try r.string("route_identifier"),
+                    stop: try r.string("stop_identifier"),
                     vehicle: try r.string("vehicle_identifier"), stopSequence: try r.optionalInteger("stop_sequence"),
                     predicted: try r.optionalBool("predicted"),
                     deviation: try r.optionalInteger("schedule_deviation_minutes"), wait: try r.integer("wait_duration_minutes"),
                     comment: try r.string("comment"), latitude: try r.optionalNumber("user_latitude"),
                     longitude: try r.optionalNumber("user_longitude"),
-                    scheduled: try r.optionalInteger("scheduled_arrival_ms"), predictedArrival: try r.optionalInteger("predicted_arrival_ms"),
-                    predictionUpdated: try r.optionalInteger("prediction_last_updated_ms"), status: status,
+                    scheduled: try r.optionalInteger("scheduled_arrival_ms").map { EpochMillis($0) },
+                    predictedArrival: try r.optionalInteger("predicted_arrival_ms").map { EpochMillis($0) },
+                    predictionUpdated: try r.optionalInteger("prediction_last_updated_ms").map { EpochMillis($0) }, status: status,
                     snapshot: status == "captured" ? snapshot : nil, capturedAt: try r.optionalTime("snapshot_captured_at"),
                     created: try r.optionalTime("created_at") ?? 0))
         }
@@ -348,10 +350,10 @@ extension RegionExchange {
     static func checkPeriods(_ alert: Alert, _ reader: Reader) throws(Failure) {
         var probe = ServiceAlert(
             id: alert.id, regionID: 0, agencyID: "", header: "", description: "", url: nil, cause: .unknownCause,
-            effect: .unknownEffect, severity: .unknownSeverity, startsAt: instant(alert.start), endsAt: alert.end.map(instant),
+            effect: .unknownEffect, severity: .unknownSeverity, startsAt: seconds(alert.start), endsAt: alert.end.map(seconds),
             published: false, test: false, sourceVersion: 1, createdAt: 0, updatedAt: 0)
-        probe.impactStartsAt = alert.impactStart.map(instant)
-        probe.impactEndsAt = alert.impactEnd.map(instant)
+        probe.impactStartsAt = alert.impactStart.map(seconds)
+        probe.impactEndsAt = alert.impactEnd.map(seconds)
         if let problem = AlertInputRules.periodProblems(probe).first { throw Failure("\(reader.place("impact_start_time")): \(problem)") }
     }
 }

@@ -5,7 +5,7 @@ import FoundationEssentials
 /// `sidecar export`: one region as a `sidecar-export/1` document, read in
 /// one snapshot from the stores that own each kind.
 extension RegionExchange {
-    static func export(regionID: Int, database: any Database, nowMillis: Int64) async throws -> JSONValue {
+    static func export(regionID: Int, database: any Database, nowMillis: EpochMillis) async throws -> JSONValue {
         try await database.read { connection in
             let messages = try AlertStore.mirroredMessages(connection, regionID: regionID)
             let alerts = try AlertStore.alertsWithTranslations(connection, regionID: regionID).map { document($0, message: messages[$0.alert.id]) }
@@ -15,7 +15,7 @@ extension RegionExchange {
             let registrations = try PushRegistrationStore.all(connection, regionID: regionID).map(document)
             let reports = try GhostBusStore.all(connection, regionID: regionID).map(document)
             var object: [String: JSONValue] = [
-                "format": .string(format), "exported_at": .string(Timestamp.format(millis: nowMillis)), "region_id": .integer(Int64(regionID)),
+                "format": .string(format), "exported_at": .string(Timestamp.format(millis: nowMillis.value)), "region_id": .integer(Int64(regionID)),
                 "alerts": .array(alerts), "studies": .array(studies), "survey_responses": .array(responses),
                 "push_registrations": .array(registrations), "ghost_bus_reports": .array(reports),
             ]
@@ -25,9 +25,8 @@ extension RegionExchange {
         }
     }
 
-    static func time(seconds: Int64?) -> JSONValue { time(seconds.map { EpochSeconds($0) }) }
     static func time(_ instant: EpochSeconds?) -> JSONValue { instant.map { .string(Timestamp.format($0)) } ?? .null }
-    static func time(millis: Int64?) -> JSONValue { millis.map { .string(Timestamp.format(millis: $0)) } ?? .null }
+    static func time(millis: EpochMillis?) -> JSONValue { millis.map { .string(Timestamp.format(millis: $0.value)) } ?? .null }
     static func text(_ value: String?) -> JSONValue { .string(value ?? "") }
     static func integer(_ value: Int64?) -> JSONValue { value.map(JSONValue.integer) ?? .null }
     static func number(_ value: Double?) -> JSONValue { value.map(JSONValue.double) ?? .null }
@@ -50,7 +49,7 @@ extension RegionExchange {
             "description_text": .string(alert.description), "url": text(alert.url), "cause": .string(alert.cause.name),
             "effect": .string(alert.effect.name), "severity": .string(alert.severity.name), "start_time": time(alert.startsAt),
             "end_time": time(alert.endsAt), "published": .bool(alert.published), "is_test": .bool(alert.test),
-            "created_at": time(seconds: alert.createdAt), "updated_at": time(seconds: alert.updatedAt), "translations": .array(translations),
+            "created_at": time(alert.createdAt), "updated_at": time(alert.updatedAt), "translations": .array(translations),
         ]
         // Optional members (a Sidecar extension): only when set, so
         // documents without an impact period stay as OBACloud writes them.
@@ -73,17 +72,17 @@ extension RegionExchange {
             }
             return .object([
                 "id": .integer(survey.id), "name": .string(survey.name), "available": .bool(survey.available),
-                "start_time": time(seconds: survey.startDate), "end_time": time(seconds: survey.endDate),
+                "start_time": time(survey.startDate), "end_time": time(survey.endDate),
                 "show_on_map": .bool(survey.showOnMap), "show_on_stops": .bool(survey.showOnStops), "always_visible": .bool(survey.alwaysVisible),
                 "allows_multiple_responses": .bool(survey.allowsMultipleResponses),
                 "visible_stop_list": survey.visibleStopList.map { .array($0.map(JSONValue.string)) } ?? .null,
                 "visible_route_list": survey.visibleRouteList.map { .array($0.map(JSONValue.string)) } ?? .null,
-                "created_at": time(seconds: survey.createdAt), "updated_at": time(seconds: survey.updatedAt), "questions": .array(questions),
+                "created_at": time(survey.createdAt), "updated_at": time(survey.updatedAt), "questions": .array(questions),
             ])
         }
         return .object([
             "id": .integer(study.id), "name": .string(study.name), "description": text(study.description),
-            "created_at": time(seconds: study.createdAt), "updated_at": time(seconds: study.updatedAt ?? study.createdAt),
+            "created_at": time(study.createdAt), "updated_at": time(study.updatedAt ?? study.createdAt),
             "surveys": .array(surveys),
         ])
     }
@@ -94,7 +93,7 @@ extension RegionExchange {
             "user_identifier": .string(response.userIdentifier), "stop_identifier": text(response.stopIdentifier),
             "stop_latitude": number(response.stopLatitude), "stop_longitude": number(response.stopLongitude),
             "answers": .array(response.answers.map(JSONValue.object)),
-            "created_at": time(seconds: response.createdAt), "updated_at": time(seconds: response.updatedAt),
+            "created_at": time(response.createdAt), "updated_at": time(response.updatedAt),
         ])
     }
 
@@ -102,8 +101,8 @@ extension RegionExchange {
         .object([
             "token": .string(registration.token), "operating_system": .string(registration.operatingSystem.rawValue),
             "locale": text(registration.locale), "apns_sandbox": .bool(registration.apnsSandbox), "test_device": .bool(registration.testDevice),
-            "description": text(registration.description), "last_seen_at": time(millis: registration.lastSeenAt.epochMillis),
-            "created_at": time(millis: registration.createdAt.epochMillis),
+            "description": text(registration.description), "last_seen_at": time(millis: registration.lastSeenAt.instantMillis),
+            "created_at": time(millis: registration.createdAt.instantMillis),
         ])
     }
 
@@ -113,14 +112,14 @@ extension RegionExchange {
         let status = snapshot != nil ? "captured" : stored.snapshotAttempts > 0 ? "unavailable" : "pending"
         return .object([
             "public_id": .string(stored.publicID), "user_identifier": .string(report.userIdentifier),
-            "trip_identifier": .string(report.tripIdentifier), "service_date_ms": .integer(report.serviceDate),
+            "trip_identifier": .string(report.tripIdentifier), "service_date_ms": .integer(report.serviceDate.value),
             "route_identifier": text(report.routeIdentifier), "stop_identifier": text(report.stopIdentifier),
             "vehicle_identifier": text(report.vehicleIdentifier), "stop_sequence": integer(report.stopSequence),
             "predicted": report.predicted.map(JSONValue.bool) ?? .null, "schedule_deviation_minutes": integer(report.scheduleDeviationMinutes),
             "wait_duration_minutes": .integer(report.waitDurationMinutes), "comment": text(report.comment),
             "user_latitude": number(report.userLatitude), "user_longitude": number(report.userLongitude),
-            "scheduled_arrival_ms": integer(report.scheduledArrivalAt), "predicted_arrival_ms": integer(report.predictedArrivalAt),
-            "prediction_last_updated_ms": integer(report.predictionLastUpdatedAt), "snapshot_status": .string(status),
+            "scheduled_arrival_ms": integer(report.scheduledArrivalAt?.value), "predicted_arrival_ms": integer(report.predictedArrivalAt?.value),
+            "prediction_last_updated_ms": integer(report.predictionLastUpdatedAt?.value), "snapshot_status": .string(status),
             "snapshot": snapshot ?? .null, "snapshot_captured_at": time(millis: stored.snapshotCapturedAt),
             "created_at": time(millis: stored.createdAt),
         ])

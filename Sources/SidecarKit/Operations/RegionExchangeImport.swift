@@ -13,7 +13,7 @@ extension RegionExchange {
     struct DryRunFinished: Error { let summary: Summary }
 
     /// Imports in one transaction: all of it, or (on any conflict) none.
-    static func importDocument(_ document: Document, database: any Database, dryRun: Bool, nowSeconds: Int64) async throws -> Summary {
+    static func importDocument(_ document: Document, database: any Database, dryRun: Bool, nowSeconds: EpochSeconds) async throws -> Summary {
         do {
             return try await database.write { connection in
                 let summary = try write(document, connection: connection, nowSeconds: nowSeconds)
@@ -25,7 +25,7 @@ extension RegionExchange {
         }
     }
 
-    static func write(_ document: Document, connection: any SQLConnection, nowSeconds: Int64) throws -> Summary {
+    static func write(_ document: Document, connection: any SQLConnection, nowSeconds: EpochSeconds) throws -> Summary {
         var summary = Summary()
         try writeSources(document, connection, into: &summary)
         try writeAlerts(document, connection, nowSeconds: nowSeconds, into: &summary)
@@ -58,7 +58,7 @@ extension RegionExchange {
         return summary
     }
 
-    static func writeAlerts(_ document: Document, _ connection: any SQLConnection, nowSeconds: Int64, into summary: inout Summary) throws {
+    static func writeAlerts(_ document: Document, _ connection: any SQLConnection, nowSeconds: EpochSeconds, into summary: inout Summary) throws {
         for alert in document.alerts {
             if let existing = try AlertStore.region(ofAlert: alert.id, connection) {
                 guard existing == document.regionID else {
@@ -137,15 +137,15 @@ extension RegionExchange {
             id: alert.id, regionID: regionID, agencyID: alert.agencyID, header: alert.header, description: alert.description,
             url: alert.url.isEmpty ? nil : alert.url, cause: Cause(name: alert.cause) ?? .unknownCause,
             effect: Effect(name: alert.effect) ?? .unknownEffect, severity: SeverityLevel(name: alert.severity) ?? .unknownSeverity,
-            startsAt: instant(alert.start), endsAt: alert.end.map(instant), published: alert.published, test: alert.test,
+            startsAt: seconds(alert.start), endsAt: alert.end.map(seconds), published: alert.published, test: alert.test,
             sourceVersion: 1, createdAt: seconds(alert.created), updatedAt: seconds(alert.updated))
-        stored.impactStartsAt = alert.impactStart.map(instant)
-        stored.impactEndsAt = alert.impactEnd.map(instant)
+        stored.impactStartsAt = alert.impactStart.map(seconds)
+        stored.impactEndsAt = alert.impactEnd.map(seconds)
         if let mirror = alert.mirror {
             stored.sourceID = mirror.sourceID
             stored.sourceEntity = mirror.entityID
             stored.inFeed = mirror.inFeed
-            stored.withdrawnAt = mirror.withdrawnAt.map(instant)
+            stored.withdrawnAt = mirror.withdrawnAt.map(seconds)
         }
         return stored
     }
@@ -176,7 +176,7 @@ extension RegionExchange {
             regionID: regionID, token: registration.token, operatingSystem: registration.operatingSystem, locale: locale,
             rawLocale: locale, apnsSandbox: registration.sandbox && registration.operatingSystem == .ios,
             testDevice: registration.testDevice, description: registration.description.isEmpty ? nil : registration.description,
-            createdAt: Date(epochMillis: registration.created), lastSeenAt: Date(epochMillis: registration.lastSeen))
+            createdAt: Date(epochMillis: registration.created.value), lastSeenAt: Date(epochMillis: registration.lastSeen.value))
     }
 
     static func stored(_ report: GhostBusReport, regionID: Int) -> GhostBusStore.Stored {

@@ -11,7 +11,7 @@ import GTFSRealtime
 /// a withdrawal at the agency still removes it after a move.
 extension RegionExchange {
     struct MirrorLink {
-        var sourceID: Int64, entityID: String, message: [UInt8], inFeed: Bool, withdrawnAt: Int64?
+        var sourceID: Int64, entityID: String, message: [UInt8], inFeed: Bool, withdrawnAt: EpochMillis?
     }
 
     struct Source {
@@ -36,16 +36,16 @@ extension RegionExchange {
                     "push_corrections": .bool(settings.pushCorrections), "pushes_per_hour": .integer(Int64(settings.pushesPerHour)),
                     "allow_private": .bool(settings.allowPrivate), "allow_link_local": .bool(settings.allowLinkLocal),
                     "max_bytes": .integer(Int64(settings.maxBytes)), "needs_headers": .array(settings.headers.map { .string($0.name) }),
-                    "created_at": time(seconds: settings.createdAt),
+                    "created_at": time(settings.createdAt),
                 ]
                 object["alerts"] = .array(
                     alerts.map { state in
                         .object([
                             "entity_id": .string(state.entityID), "alert_id": .integer(state.alertID), "content_hash": .string(state.contentHash),
                             "material_hash": .string(state.materialHash), "decision": .string(state.decision.rawValue),
-                            "reason": state.reason.map(JSONValue.string) ?? .null, "pushed_at": time(seconds: state.pushedAt),
-                            "present": .bool(state.present), "changed_at": time(seconds: state.changedAt),
-                            "first_seen_at": time(seconds: state.firstSeenAt), "hidden": .bool(state.hidden),
+                            "reason": state.reason.map(JSONValue.string) ?? .null, "pushed_at": time(state.pushedAt),
+                            "present": .bool(state.present), "changed_at": time(state.changedAt),
+                            "first_seen_at": time(state.firstSeenAt), "hidden": .bool(state.hidden),
                         ])
                     })
                 return .object(object)

@@ -36,10 +36,10 @@ struct PushRegistrationPruner: Sendable {
             return
         }
         await clock.repeatEvery(seconds: min(intervalSeconds, 3600), stop: stop) {
-            let now = clock.now().epochMillis / 1000
+            let now = clock.nowSeconds
             guard (try? await coordination.acquire("daily-prune", ttlSeconds: Int64(intervalSeconds) - 60, nowSeconds: now)) == true else { return }
             _ = await pruneOnce()
-            try? await sharedCounters?.prune(endedBefore: now - 2 * 86_400)
+            try? await sharedCounters?.prune(endedBefore: now.adding(seconds: -2 * 86_400))
         }
     }
 }

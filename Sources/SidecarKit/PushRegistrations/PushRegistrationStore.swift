@@ -1,3 +1,4 @@
+import Core
 import Database
 import FoundationEssentials
 import Push
@@ -299,14 +300,14 @@ extension PushRegistrationStore {
         ).map { (locale: try $0.optionalString("locale"), count: try $0.count("n")) }
     }
 
-    /// New registrations per local day since `fromMillis`: day number (days
+    /// New registrations per local day since `from`: day number (days
     /// since 1970-01-01 at `utcOffset` seconds) → count.
-    static func newPerDay(_ connection: any SQLConnection, regionID: Int, fromMillis: Int64, utcOffset: Int64) throws -> [Int64: Int] {
+    static func newPerDay(_ connection: any SQLConnection, regionID: Int, from: EpochMillis, utcOffset: Int64) throws -> [Int64: Int] {
         var counts: [Int64: Int] = [:]
         for row in try connection.query(
             """
             SELECT (created_at / 1000 + \(utcOffset)) / 86400 AS day, COUNT(*) AS n FROM push_registrations
-            WHERE region_id = \(regionID) AND created_at >= \(fromMillis) GROUP BY 1
+            WHERE region_id = \(regionID) AND created_at >= \(from) GROUP BY 1
             """)
         {
             counts[try row.int("day")] = try row.count("n")

@@ -62,7 +62,7 @@ extension OperatorCommands {
             run: { c in
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
-                let document = try await RegionExchange.export(regionID: regionID, database: c.database, nowMillis: c.clock.now().epochMillis)
+                let document = try await RegionExchange.export(regionID: regionID, database: c.database, nowMillis: c.clock.nowMillis)
                 let text = String(decoding: document.prettyEncoded(), as: UTF8.self) + "\n"
                 if let path = c.options["to"], path != "-" {
                     guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else {

@@ -1,3 +1,4 @@
+import Core
 import FoundationEssentials
 import HTTPClient
 import HTTPServer
@@ -102,7 +103,7 @@ struct RegionRefresher: Sendable {
     @discardableResult
     func refreshOnce() async -> Bool {
         guard let coordination else { return await fetchAndApply() }
-        let now = clock.now().epochMillis / 1000
+        let now = clock.nowSeconds
         if (try? await coordination.acquire("regions-refresh", ttlSeconds: max(Int64(intervalSeconds) - 1, 1), nowSeconds: now)) == true {
             return await fetchAndApply(storingIn: coordination, now: now)
         }
@@ -115,7 +116,7 @@ struct RegionRefresher: Sendable {
         return true
     }
 
-    private func fetchAndApply(storingIn coordination: CoordinationStore? = nil, now: Int64 = 0) async -> Bool {
+    private func fetchAndApply(storingIn coordination: CoordinationStore? = nil, now: EpochSeconds = 0) async -> Bool {
         do {
             let bytes = try await source.fetch(client: client)
             let regions = try RegionsDocument.parse(bytes)
@@ -133,11 +134,11 @@ struct RegionRefresher: Sendable {
     }
 }
 
-/// A number one loop updates and reads (when a shared copy was applied).
+/// An instant one loop updates and reads (when a shared copy was applied).
 final class RefreshMark: Sendable {
-    private let mark = Mutex<Int64>(0)
-    var value: Int64 { mark.withLock { $0 } }
-    func set(_ value: Int64) { mark.withLock { $0 = value } }
+    private let mark = Mutex<EpochSeconds>(0)
+    var value: EpochSeconds { mark.withLock { $0 } }
+    func set(_ value: EpochSeconds) { mark.withLock { $0 = value } }
 }
 
 extension RegionRefresher: Feature {

@@ -40,8 +40,8 @@ struct RelayBinder: Sendable {
     /// Tokens to ask, in token order after `after`: not bound here since
     /// the renewal age, not refused, not waiting their backoff.
     func pending(after: String, limit: Int) async throws -> [(token: String, platform: PushPlatform)] {
-        let now = clock.now().epochMillis
-        let stale = now - Self.renewMillis
+        let now = clock.nowMillis
+        let stale = now.adding(millis: -Self.renewMillis)
         // The condition on another table's token column. Each store that holds tokens applies it.
         let unbound: @Sendable (String) -> SQL = { column in
             """
@@ -93,7 +93,7 @@ struct RelayBinder: Sendable {
                 } else {
                     outcome = .refused("not a push token (\(PushToken.rule))")
                 }
-                let now = clock.now().epochMillis
+                let now = clock.nowMillis
                 switch outcome {
                 case .bound:
                     bound += 1
@@ -106,7 +106,7 @@ struct RelayBinder: Sendable {
                     try? await database.write { connection in
                         let failures =
                             (try connection.queryOne("SELECT failures FROM relay_bound_tokens WHERE token = \(token)")?.count("failures") ?? 0) + 1
-                        let retry = now + Self.retryDelayMillis(failures: failures)
+                        let retry = now.adding(millis: Self.retryDelayMillis(failures: failures))
                         try Self.upsert(connection, token, "retry_at = \(retry), failures = \(Int64(failures)), reason = \(reason)")
                     }
                 case .serverRefused(let code):

@@ -56,11 +56,11 @@ struct RelayIdentity: Sendable {
 
     /// Version 2 headers for a request (the signature covers method, path,
     /// time and the body's digest).
-    func headers(method: String, path: String, body: [UInt8], nowMillis: Int64) throws -> [(name: String, value: String)] {
+    func headers(method: String, path: String, body: [UInt8], nowMillis: EpochMillis) throws -> [(name: String, value: String)] {
         let digest = RelayProtocol.digest(body)
-        let signature = try key.sign(Array(RelayProtocol.requestString(method: method, path: path, ts: nowMillis, bodyDigest: digest).utf8))
+        let signature = try key.sign(Array(RelayProtocol.requestString(method: method, path: path, ts: nowMillis.value, bodyDigest: digest).utf8))
         return [
-            ("Content-Type", "application/json"), ("X-Relay-Signature-Version", "2"), ("X-Relay-Timestamp", String(nowMillis)),
+            ("Content-Type", "application/json"), ("X-Relay-Signature-Version", "2"), ("X-Relay-Timestamp", String(nowMillis.value)),
             ("X-Relay-Content-SHA256", digest), ("X-Relay-Signature", Base64URL.encode(signature)),
         ]
     }
@@ -110,7 +110,7 @@ struct RelayTransport: PushTransport {
         let body = JSONValue.object(["tokens": .array(tokens.map(JSONValue.string)), "push": payload, "publicKeyJwk": identity.jwk.json]).encoded()
         let response: HTTPClientResponse
         do {
-            let headers = try identity.headers(method: "POST", path: "/v1/push/send", body: body, nowMillis: clock.now().epochMillis)
+            let headers = try identity.headers(method: "POST", path: "/v1/push/send", body: body, nowMillis: clock.nowMillis)
             response = try await http.send(
                 HTTPClientRequest(method: "POST", url: root + "/v1/push/send", headers: headers, body: body, upstream: "relay"))
         } catch {
@@ -162,7 +162,7 @@ struct RelayTransport: PushTransport {
     func register(token: String, platform: PushPlatform) async -> Registration {
         let body = JSONValue.object(["token": .string(token), "platform": .string(platform.rawValue), "publicKeyJwk": identity.jwk.json]).encoded()
         do {
-            let headers = try identity.headers(method: "POST", path: "/v1/push/register-token", body: body, nowMillis: clock.now().epochMillis)
+            let headers = try identity.headers(method: "POST", path: "/v1/push/register-token", body: body, nowMillis: clock.nowMillis)
             let response = try await http.send(
                 HTTPClientRequest(
                     method: "POST", url: root + "/v1/push/register-token", headers: headers, body: body,

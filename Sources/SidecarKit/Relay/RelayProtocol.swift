@@ -119,8 +119,8 @@ enum RelayProtocol {
         static let signature = "x-relay-signature"
     }
 
-    static func checkTimestamp(_ ts: Int64, now: Int64) throws(Failure) {
-        guard abs(now - ts) <= timestampSkewMillis else { throw .timestamp }
+    static func checkTimestamp(_ ts: Int64, now: EpochMillis) throws(Failure) {
+        guard abs(now.millis(since: EpochMillis(ts))) <= timestampSkewMillis else { throw .timestamp }
     }
 
     /// Verifies a raw r||s signature given in canonical base64url (no

@@ -21,7 +21,7 @@ struct RelayRoutes: Sendable {
     /// Servers' keys, parsed once each.
     let keys = RelayKeyCache()
 
-    var nowMillis: Int64 { clock.now().epochMillis }
+    var nowMillis: EpochMillis { clock.nowMillis }
 
     /// Errors in the relay's shape: `{"error": code}`.
     static let errorStyle = ErrorStyle.custom { status, _, _ in
@@ -192,7 +192,7 @@ struct RelayRoutes: Sendable {
         let now = nowMillis
         let bound: [String: PushPlatform]
         do {
-            if let window = store.replayWindow, !window.covers(signedAtMillis: signed.ts) { throw RelayProtocol.Failure.timestamp }
+            if let window = store.replayWindow, !window.covers(signedAt: EpochMillis(signed.ts)) { throw RelayProtocol.Failure.timestamp }
             let replayKey = RelayProtocol.replayKey(serverID: signed.serverID, signed: signedContent, version: signed.version)
             guard try await store.remember(replayKey, nowMillis: now) else { throw RelayProtocol.Failure.replay }
             bound = try await store.bindings(tokens: tokens.filter { !refused.contains($0) }, serverID: signed.serverID, nowMillis: now)

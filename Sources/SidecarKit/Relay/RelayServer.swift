@@ -32,7 +32,7 @@ enum RelayServer {
             let work = BackgroundWork()
             work.run {
                 while !work.stop.isStopping {
-                    _ = try? await relay.store.sweep(nowMillis: clock.now().epochMillis)
+                    _ = try? await relay.store.sweep(nowMillis: clock.nowMillis)
                     try? await Task.sleep(for: .seconds(3600))
                 }
             }
@@ -77,7 +77,7 @@ enum RelayServer {
                 maxBindingsPerClient: configuration.relayMaxBindingsPerClient,
                 // Alone on SQLite, the window lives in memory; relays sharing
                 // PostgreSQL share it through the database.
-                replayWindow: database.dialect == .sqlite ? ReplayWindow(startedAtMillis: clock.now().epochMillis) : nil),
+                replayWindow: database.dialect == .sqlite ? ReplayWindow(startedAt: clock.nowMillis) : nil),
             apns: apns, fcm: fcm, allowedServers: allowed,
             clientLimiter: FixedWindowRateLimiter(
                 limit: configuration.relayClientLimit, windowSeconds: 60, name: "relay_client", logger: logger, now: now),

@@ -34,7 +34,7 @@ struct RelayStore: Sendable {
     /// Binds a token to a server (again: refreshes the binding's age). A new
     /// binding counts toward its server's and its client address's bound,
     /// kept in `relay_binding_counts` in the same transaction.
-    func bind(token: String, serverID: String, platform: PushPlatform, clientKey: String, nowMillis: Int64) async throws {
+    func bind(token: String, serverID: String, platform: PushPlatform, clientKey: String, nowMillis: EpochMillis) async throws {
         let tokenHash = Self.tokenHash(token)
         let client = Self.clientHash(clientKey)
         let (perServer, perClient) = (maxBindingsPerServer, maxBindingsPerClient)
@@ -75,10 +75,10 @@ struct RelayStore: Sendable {
     }
 
     /// The platform of each of `tokens` bound to `serverID` and not lapsed.
-    func bindings(tokens: [String], serverID: String, nowMillis: Int64) async throws -> [String: PushPlatform] {
+    func bindings(tokens: [String], serverID: String, nowMillis: EpochMillis) async throws -> [String: PushPlatform] {
         let hashes = Dictionary(tokens.map { (Self.tokenHash($0), $0) }, uniquingKeysWith: { first, _ in first })
         guard !hashes.isEmpty else { return [:] }
-        let since = nowMillis - RelayProtocol.bindingLifetimeMillis
+        let since = nowMillis.adding(millis: -RelayProtocol.bindingLifetimeMillis)
         let rows = try await database.read { connection in
             try connection.query(
                 """
@@ -113,7 +113,7 @@ struct RelayStore: Sendable {
     /// Records a send (its `RelayProtocol.replayKey`); false when it was
     /// seen within the window (a replay). Expired entries are swept as new
     /// ones arrive.
-    func remember(_ replayKey: String, nowMillis: Int64) async throws -> Bool {
+    func remember(_ replayKey: String, nowMillis: EpochMillis) async throws -> Bool {
         if let replayWindow {
             switch replayWindow.remember(replayKey, nowMillis: nowMillis) {
             case .new: return true
@@ -126,16 +126,16 @@ struct RelayStore: Sendable {
             _ = try connection.execute("DELETE FROM relay_replays WHERE expires_at <= \(nowMillis)")
             let inserted = try connection.execute(
                 """
-                INSERT INTO relay_replays (signature_hash, expires_at) VALUES (\(key), \(nowMillis + RelayProtocol.replayMillis)) ON CONFLICT (signature_hash) DO NOTHING
+                INSERT INTO relay_replays (signature_hash, expires_at) VALUES (\(key), \(nowMillis.adding(millis: RelayProtocol.replayMillis))) ON CONFLICT (signature_hash) DO NOTHING
                 """)
             return inserted > 0
         }
     }
 
     /// Lapsed bindings are removed daily (and leave their owners' counts).
-    func sweep(nowMillis: Int64) async throws -> Int {
+    func sweep(nowMillis: EpochMillis) async throws -> Int {
         try await database.write { connection in
-            let cutoff = SQLValue.integer(nowMillis - RelayProtocol.bindingLifetimeMillis)
+            let cutoff = nowMillis.adding(millis: -RelayProtocol.bindingLifetimeMillis).sqlValue
             for row in try connection.query(
                 """
                 SELECT server_id, client_hash, COUNT(*) AS n FROM relay_bindings WHERE bound_at <= \(cutoff) GROUP BY server_id, client_hash

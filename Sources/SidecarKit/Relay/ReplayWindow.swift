@@ -1,3 +1,4 @@
+import Core
 import Crypto
 import Synchronization
 
@@ -33,7 +34,7 @@ final class ReplayWindow: Sendable {
         var seen: Set<Digest> = []
         /// Entries in the order they expire (each lives the same time, so
         /// that is the order they came in); `head` is the oldest.
-        var queue: [(digest: Digest, expiresAt: Int64)] = []
+        var queue: [(digest: Digest, expiresAt: EpochMillis)] = []
         var head = 0
     }
 
@@ -41,25 +42,25 @@ final class ReplayWindow: Sendable {
     let lifetimeMillis: Int64
     /// When this window began (the relay's start): it cannot know the sends
     /// made before, so a send signed earlier is not taken (`covers`).
-    let startedAtMillis: Int64
+    let startedAt: EpochMillis
     private let state = Mutex(State())
 
     /// 1,000,000 entries: about 100 MB at most, 1,600 sends a second for
     /// ten minutes.
-    init(capacity: Int = 1_000_000, lifetimeMillis: Int64 = RelayProtocol.replayMillis, startedAtMillis: Int64 = 0) {
+    init(capacity: Int = 1_000_000, lifetimeMillis: Int64 = RelayProtocol.replayMillis, startedAt: EpochMillis = 0) {
         self.capacity = capacity
         self.lifetimeMillis = lifetimeMillis
-        self.startedAtMillis = startedAtMillis
+        self.startedAt = startedAt
     }
 
     /// False for a send signed before the window began: after a restart, a
     /// request captured just before it would otherwise pass as new while its
     /// timestamp is still fresh. Such a send is refused as `timestamp`, and
     /// the sender signs it again with a new time.
-    func covers(signedAtMillis ts: Int64) -> Bool { ts >= startedAtMillis }
+    func covers(signedAt ts: EpochMillis) -> Bool { ts >= startedAt }
 
     /// Records a send's replay key; `.replay` when it was seen within the window.
-    func remember(_ replayKey: String, nowMillis: Int64) -> Outcome {
+    func remember(_ replayKey: String, nowMillis: EpochMillis) -> Outcome {
         let digest = Digest(SHA256.digest(Array(replayKey.utf8)))
         return state.withLock { state in
             // Expired entries leave first, oldest first.
@@ -74,7 +75,7 @@ final class ReplayWindow: Sendable {
             guard !state.seen.contains(digest) else { return .replay }
             guard state.seen.count < capacity else { return .full }
             state.seen.insert(digest)
-            state.queue.append((digest, nowMillis + lifetimeMillis))
+            state.queue.append((digest, nowMillis.adding(millis: lifetimeMillis)))
             return .new
         }
     }

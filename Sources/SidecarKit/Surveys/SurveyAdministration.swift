@@ -16,7 +16,7 @@ struct SurveyAdministration: Sendable {
         return copy
     }
 
-    var now: Int64 { clock.now().epochMillis / 1000 }
+    var now: EpochSeconds { clock.nowSeconds }
 
     func createStudy(regionID: Int, name: String?, description: String?) async throws -> Study {
         guard regions.region(id: regionID) != nil else { throw AdministrationError.notFound("No region \(regionID)") }

@@ -74,8 +74,8 @@ struct SurveyConsolePages: ConsolePages {
                     [
                         tag("a", [.href("/admin/surveys/\(survey.id)")], [survey.name]), studies.first { $0.id == survey.studyID }?.name ?? "—",
                         survey.questions.count,
-                        SurveyRules.isActive(survey, now: now) ? "now" : "not now", RegionTime.display(seconds: survey.startDate, zone),
-                        RegionTime.display(seconds: survey.endDate, zone),
+                        SurveyRules.isActive(survey, now: now) ? "now" : "not now", RegionTime.display(survey.startDate, zone),
+                        RegionTime.display(survey.endDate, zone),
                     ]
                         as [any HTMLContent]
                 }, empty: "No surveys in this region yet."))
@@ -168,11 +168,11 @@ struct SurveyConsolePages: ConsolePages {
                     [
                         ConsoleLayout.field(
                             "Available from", name: "start_date",
-                            value: value("start_date", RegionTime.inputValue((survey?.startDate).map { EpochSeconds($0) }, zone)),
+                            value: value("start_date", RegionTime.inputValue(survey?.startDate, zone)),
                             type: "datetime-local", hint: zoneHint, error: errors["start_date"]),
                         ConsoleLayout.field(
                             "Available until", name: "end_date",
-                            value: value("end_date", RegionTime.inputValue((survey?.endDate).map { EpochSeconds($0) }, zone)),
+                            value: value("end_date", RegionTime.inputValue(survey?.endDate, zone)),
                             type: "datetime-local", hint: zoneHint, error: errors["end_date"]),
                     ]),
                 ConsoleLayout.checkbox(
@@ -365,7 +365,7 @@ struct SurveyConsolePages: ConsolePages {
             answers.append("\(labels[id] ?? "question \(id)"): \(text)")
         }
         let list = tag("ul", [], answers.map { tag("li", [], [$0]) })
-        return [RegionTime.display(seconds: response.createdAt, zone), response.stopIdentifier ?? "—", list]
+        return [RegionTime.display(response.createdAt, zone), response.stopIdentifier ?? "—", list]
     }
 }
 

@@ -15,7 +15,7 @@ extension SurveyStore {
     /// header row is named as `naming` says; question columns carry the
     /// question's label either way.
     func responsesCSV(
-        survey: Survey, zone: ZoneInfo, from: Int64? = nil, to: Int64? = nil, naming: CSV.HeaderNaming = .codes,
+        survey: Survey, zone: ZoneInfo, from: EpochSeconds? = nil, to: EpochSeconds? = nil, naming: CSV.HeaderNaming = .codes,
         write: (String) async throws -> Void
     ) async throws {
         let questions = survey.questions.sorted { ($0.position, $0.id) < ($1.position, $1.id) }.filter { $0.type != "label" }

@@ -30,7 +30,7 @@ struct SurveyRoutes: Sendable {
             return Self.invalid(["user_id is required"]).logging("region", String(region.id))
         }
         do {
-            let now = clock.now().epochMillis / 1000
+            let now = clock.nowSeconds
             let surveys = try await store.surveys(regionID: region.id).filter { SurveyRules.isActive($0, now: now) }
             var studies: [Int64: Study] = [:]
             for study in try await store.studies(regionID: nil) { studies[study.id] = study }
@@ -89,7 +89,7 @@ struct SurveyRoutes: Sendable {
             let created = try await store.createResponse(
                 surveyID: survey.id, userIdentifier: user, stopIdentifier: stop,
                 stopLatitude: latitude, stopLongitude: longitude, answers: answers,
-                now: clock.now().epochMillis / 1000)
+                now: clock.nowSeconds)
             return .json(201, Self.responseBody(created))
         } catch {
             logger.error("survey response write failed", [("error", "\(error)")])
@@ -108,7 +108,7 @@ struct SurveyRoutes: Sendable {
             return Self.invalid(failure.messages)
         }
         do {
-            guard let amended = try await store.amendResponse(publicID: publicID, answers: answers, now: clock.now().epochMillis / 1000) else {
+            guard let amended = try await store.amendResponse(publicID: publicID, answers: answers, now: clock.nowSeconds) else {
                 return .json(404, ["error": "Couldn't find SurveyResponse"])
             }
             return .json(200, Self.responseBody(amended))

@@ -21,8 +21,8 @@ struct Survey: Sendable, Equatable {
     var name: String
     var available: Bool
     /// Epoch seconds; nil = no limit.
-    var startDate: Int64?
-    var endDate: Int64?
+    var startDate: EpochSeconds?
+    var endDate: EpochSeconds?
     var showOnMap: Bool
     var showOnStops: Bool
     var alwaysVisible: Bool
@@ -31,8 +31,8 @@ struct Survey: Sendable, Equatable {
     var visibleRouteList: [String]?
     var requireStopIDInResponse: Bool
     var questions: [SurveyQuestion]
-    var createdAt: Int64
-    var updatedAt: Int64
+    var createdAt: EpochSeconds
+    var updatedAt: EpochSeconds
 
     /// A new survey's defaults: available, on the map and on stop pages, so
     /// that both apps show it. Android 26.2.0 shows a survey only where
@@ -41,7 +41,7 @@ struct Survey: Sendable, Equatable {
     /// (OneBusAway/onebusaway-android `ui/survey/utils/SurveyUtils.kt`
     /// `getCurrentSurveyIndex`; OneBusAway/onebusaway-ios
     /// `OBAKitCore/Surveys/Service/SurveyService.swift:315`).
-    static func blank(regionID: Int, studyID: Int64 = 0, now: Int64) -> Survey {
+    static func blank(regionID: Int, studyID: Int64 = 0, now: EpochSeconds) -> Survey {
         Survey(
             id: 0, regionID: regionID, studyID: studyID, name: "", available: true, startDate: nil, endDate: nil, showOnMap: true,
             showOnStops: true, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil, visibleRouteList: nil,
@@ -59,23 +59,23 @@ struct Study: Sendable, Equatable {
     var name: String
     var description: String?
     /// Epoch seconds.
-    var createdAt: Int64 = 0
+    var createdAt: EpochSeconds = 0
     /// Epoch seconds; nil for a study never changed since the schema kept it.
-    var updatedAt: Int64? = nil
+    var updatedAt: EpochSeconds? = nil
 }
 
 /// Spec §7 rules: authoring documents, the served shape, the active window,
 /// and the `responses` string.
 enum SurveyRules {
     /// Active now: marked available and inside its window (no window = always).
-    static func isActive(_ survey: Survey, now: Int64) -> Bool {
+    static func isActive(_ survey: Survey, now: EpochSeconds) -> Bool {
         survey.available && (survey.startDate.map { $0 <= now } ?? true) && (survey.endDate.map { now <= $0 } ?? true)
     }
 
-    static func time(_ seconds: Int64?) -> JSONValue {
-        guard let seconds else { return .null }
+    static func time(_ instant: EpochSeconds?) -> JSONValue {
+        guard let instant else { return .null }
         return .string(
-            Date(timeIntervalSince1970: Double(seconds)).formatted(
+            Date(timeIntervalSince1970: Double(instant.value)).formatted(
                 .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
     }
 
@@ -141,12 +141,12 @@ enum SurveyRules {
             default: messages.append("\(key) must be a list of strings or null")
             }
         }
-        func date(_ key: String, _ assign: (Int64?) -> Void) {
+        func date(_ key: String, _ assign: (EpochSeconds?) -> Void) {
             guard let value = fields[key] else { return }
             switch value {
             case .null: assign(nil)
             case .string(let text):
-                if let seconds = AlertInputRules.parseTime(text)?.value {
+                if let seconds = AlertInputRules.parseTime(text) {
                     if TimeBounds.contains(seconds) { assign(seconds) } else { messages.append(TimeBounds.message(key, seconds)) }
                 } else {
                     messages.append("\(key) must be an ISO 8601 time with a UTC offset or null")

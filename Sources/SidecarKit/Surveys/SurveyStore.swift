@@ -11,7 +11,7 @@ struct SurveyStore: Sendable {
 
     // MARK: Studies
 
-    func createStudy(regionID: Int, name: String, description: String?, now: Int64) async throws -> Study {
+    func createStudy(regionID: Int, name: String, description: String?, now: EpochSeconds) async throws -> Study {
         let id = try await database.write { connection in
             try connection.queryOne(
                 "INSERT INTO studies (region_id, name, description, created_at) VALUES (\(Int64(regionID)), \(name), \(description), \(now)) RETURNING id"
@@ -31,7 +31,7 @@ struct SurveyStore: Sendable {
         Study(
             id: try row.int("id"), regionID: try row.count("region_id"), name: try row.string("name"),
             description: try row.optionalString("description"),
-            createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at"))
+            createdAt: try row.seconds("created_at"), updatedAt: try row.optionalSeconds("updated_at"))
     }
 
     // MARK: Surveys
@@ -58,7 +58,7 @@ struct SurveyStore: Sendable {
     /// Inserts or replaces a survey. Questions with an id keep it; new ones
     /// get one. A survey with responses keeps its questions: changing them
     /// throws `SurveyStoreError.questionsFrozen`.
-    func save(_ survey: Survey, now: Int64) async throws -> Survey {
+    func save(_ survey: Survey, now: EpochSeconds) async throws -> Survey {
         try await database.write { connection in
             guard try connection.queryOne("SELECT 1 AS ok FROM studies WHERE id = \(survey.studyID)") != nil else {
                 throw SurveyStoreError.unknownStudy(survey.studyID)
@@ -164,20 +164,20 @@ struct SurveyStore: Sendable {
         }
         return Survey(
             id: id, regionID: Int(try row.int("region_id")), studyID: try row.int("study_id"), name: try row.string("name"),
-            available: try row.bool("available"), startDate: try row.optionalInt("start_date"), endDate: try row.optionalInt("end_date"),
+            available: try row.bool("available"), startDate: try row.optionalSeconds("start_date"), endDate: try row.optionalSeconds("end_date"),
             showOnMap: try row.bool("show_on_map"), showOnStops: try row.bool("show_on_stops"), alwaysVisible: try row.bool("always_visible"),
             allowsMultipleResponses: try row.bool("allows_multiple_responses"),
             visibleStopList: decodeList(try row.optionalString("visible_stop_list")),
             visibleRouteList: decodeList(try row.optionalString("visible_route_list")),
             requireStopIDInResponse: try row.bool("require_stop_id_in_response"),
-            questions: questions, createdAt: try row.int("created_at"), updatedAt: try row.optionalInt("updated_at") ?? 0)
+            questions: questions, createdAt: try row.seconds("created_at"), updatedAt: try row.optionalSeconds("updated_at") ?? 0)
     }
 
     // MARK: Responses
 
     func createResponse(
         surveyID: Int64, userIdentifier: String, stopIdentifier: String?, stopLatitude: Double?, stopLongitude: Double?,
-        answers: [[String: JSONValue]], now: Int64
+        answers: [[String: JSONValue]], now: EpochSeconds
     ) async throws -> StoredResponse {
         let publicID = SecureToken.hex(bytes: 10)
         _ = try await database.write { connection in
@@ -193,7 +193,7 @@ struct SurveyStore: Sendable {
     }
 
     /// Merges answers into a stored response by `question_id`; nil when unknown.
-    func amendResponse(publicID: String, answers: [[String: JSONValue]], now: Int64) async throws -> StoredResponse? {
+    func amendResponse(publicID: String, answers: [[String: JSONValue]], now: EpochSeconds) async throws -> StoredResponse? {
         try await database.write { connection in
             guard let row = try connection.queryOne("SELECT * FROM survey_responses WHERE public_id = \(publicID)") else { return nil }
             var stored = try StoredResponse.read(row)
@@ -215,8 +215,10 @@ struct SurveyStore: Sendable {
 
     /// A page of a survey's responses in id order after `after`, created
     /// between `from` and `to` (epoch seconds, inclusive) when given.
-    func responses(surveyID: Int64, after: Int64, from: Int64?, to: Int64?, limit: Int) async throws -> [(id: Int64, response: StoredResponse)] {
-        let from = from ?? Int64.min, to = to ?? Int64.max
+    func responses(surveyID: Int64, after: Int64, from: EpochSeconds?, to: EpochSeconds?, limit: Int) async throws -> [(
+        id: Int64, response: StoredResponse
+    )] {
+        let from = from ?? EpochSeconds(.min), to = to ?? EpochSeconds(.max)
         return try await database.read { connection in
             try connection.query(
                 """

@@ -16,15 +16,15 @@ extension SurveyStore {
         var stopLatitude: Double? = nil
         var stopLongitude: Double? = nil
         /// Epoch seconds.
-        var createdAt: Int64 = 0
-        var updatedAt: Int64 = 0
+        var createdAt: EpochSeconds = 0
+        var updatedAt: EpochSeconds = 0
 
         static func read(_ row: Row) throws -> StoredResponse {
             StoredResponse(
                 publicID: try row.string("public_id"), surveyID: try row.int("survey_id"), userIdentifier: try row.string("user_identifier"),
                 answers: SurveyStore.decodeAnswers(try row.string("responses")), stopIdentifier: try row.optionalString("stop_identifier"),
                 stopLatitude: try row.optionalDouble("stop_latitude"), stopLongitude: try row.optionalDouble("stop_longitude"),
-                createdAt: try row.int("created_at"), updatedAt: try row.int("updated_at"))
+                createdAt: try row.seconds("created_at"), updatedAt: try row.seconds("updated_at"))
         }
     }
 

@@ -14,8 +14,7 @@ struct WeatherForecast: Encodable, Sendable {
         var precip_per_hour: Double
         var precip_probability: Double
         var wind_speed: Double
-        /// Epoch seconds.
-        var time: Int64
+        var time: EpochSeconds
     }
     var latitude: Double
     var longitude: Double
@@ -45,7 +44,7 @@ enum WeatherRules {
     static let units = "us"
 
     struct PiratePoint: Decodable {
-        var time: Int64?
+        var time: EpochSeconds?
         var summary: String?
         var icon: String?
         var precipIntensity: Double?

@@ -325,7 +325,7 @@ struct AdminAPITests {
                         response: SurveyStore.StoredResponse(
                             publicID: "r\(index)", surveyID: surveyID, userIdentifier: "u\(index)",
                             answers: [["question_id": .integer(Int64(question)), "answer": .string(answer)]],
-                            createdAt: 1_780_000_000 + Int64(index), updatedAt: 1_780_000_000))
+                            createdAt: EpochSeconds(1_780_000_000 + Int64(index)), updatedAt: 1_780_000_000))
                 }
             }
             let csv = try await Self.call(app, "GET", "/admin/api/surveys/\(surveyID)/responses.csv", key: keys.regionOne)

@@ -14,7 +14,7 @@ struct AlarmFiringTests {
         try await AlarmRouteTests.run { app, oba, gorush in
             oba.set([AlarmRouteTests.trip("t1", departsIn: 1800, clock: app.clock)])
             _ = try await app.post("/api/v2/regions/1/alarms", AlarmRouteTests.alarmFields("t1", secondsBefore: "600"))
-            let stored = try #require(try await AlarmStore(database: app.sidecar.database).due(atOrBefore: .max).first)
+            let stored = try #require(try await AlarmStore(database: app.sidecar.database).due(atOrBefore: EpochMillis(.max)).first)
             #expect(stored.message == "The 10 to Downtown Seattle leaves in 10 minutes", "composed from the lead time at creation")
             // The bus is running late, then suddenly early: it now leaves in 4:40.
             oba.update("t1") { $0.departure = app.clock.now().epochMillis + 280_000 }

@@ -244,18 +244,18 @@ struct AlarmRouteTests {
             _ = await checker.runCycle()
             app.clock.advance(seconds: 60)
             _ = await checker.runCycle()
-            #expect(try await store.due(atOrBefore: .max).first?.failureCount == 2)
+            #expect(try await store.due(atOrBefore: EpochMillis(.max)).first?.failureCount == 2)
             oba.setMode(.serverError)  // transient: no change
             for _ in 0..<3 {
                 app.clock.advance(seconds: 60)
                 #expect(await checker.runCycle().transient == 1)
             }
-            #expect(try await store.due(atOrBefore: .max).first?.failureCount == 2)
+            #expect(try await store.due(atOrBefore: EpochMillis(.max)).first?.failureCount == 2)
             oba.setMode(.normal)
             oba.set([Self.trip("t1", departsIn: 3000, clock: app.clock)])  // back: the streak resets
             app.clock.advance(seconds: 60)
             _ = await checker.runCycle()
-            #expect(try await store.due(atOrBefore: .max).first?.failureCount == 0)
+            #expect(try await store.due(atOrBefore: EpochMillis(.max)).first?.failureCount == 0)
             oba.set([])
             var reaped = 0
             for _ in 0..<40 where reaped == 0 {
@@ -361,7 +361,7 @@ struct AlarmRouteTests {
             _ = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("t2", push: "busy-device"))
             let report = await app.sidecar.alarmChecker.runCycle()
             #expect(report.pushFailures == 2)
-            let left = try await AlarmStore(database: app.sidecar.database).due(atOrBefore: .max)
+            let left = try await AlarmStore(database: app.sidecar.database).due(atOrBefore: EpochMillis(.max))
             #expect(left.map(\.userPushID) == ["busy-device"])
             gorush.failures.withLock { $0 = [:] }
             app.clock.advance(seconds: 60)

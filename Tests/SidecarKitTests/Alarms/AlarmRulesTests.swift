@@ -78,12 +78,17 @@ struct AlarmRulesTests {
     }
 
     @Test func nextCheckSkipsOnlyWhatCannotFire() {
-        let now: Int64 = 1_000_000_000
+        let now: EpochMillis = 1_000_000_000
         // Near firing: next cycle.
-        #expect(AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: 700, secondsBefore: 600, intervalSeconds: 60) == now + 60_000)
-        #expect(AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: 600 + 900 + 119, secondsBefore: 600, intervalSeconds: 60) == now + 60_000)
+        #expect(
+            AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: 700, secondsBefore: 600, intervalSeconds: 60) == now.adding(millis: 60_000))
+        #expect(
+            AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: 600 + 900 + 119, secondsBefore: 600, intervalSeconds: 60)
+                == now.adding(millis: 60_000))
         // 90 minutes out with a 10-minute alarm: slack 4800 s, (4800 - 900) / 120 = 32 intervals.
-        #expect(AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: 5400, secondsBefore: 600, intervalSeconds: 60) == now + 32 * 60_000)
+        #expect(
+            AlarmRules.nextCheck(nowMillis: now, secondsUntilDeparture: 5400, secondsBefore: 600, intervalSeconds: 60)
+                == now.adding(millis: 32 * 60_000))
     }
 
     func alarm(os: PushPlatform, stopSequence: Int? = 3, vehicle: String? = "1_4361") -> Alarm {

@@ -116,7 +116,7 @@ struct AlarmSchedulingTests {
                 oba.set(trips(atMinute: minute))
                 checked += await checker.runCycle().checked
                 let pushed = Set(gorush.tokens)
-                let waiting = Set(try await store.due(atOrBefore: .max).map(\.userPushID))
+                let waiting = Set(try await store.due(atOrBefore: EpochMillis(.max)).map(\.userPushID))
                 for alarm in alarms where observed[alarm.device] == nil {
                     if pushed.contains(alarm.device) {
                         observed[alarm.device] = .fire(minute)

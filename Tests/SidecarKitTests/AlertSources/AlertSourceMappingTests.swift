@@ -93,8 +93,8 @@ struct AlertSourceMappingTests {
         let impact = try Self.map(Alert(impactPeriods: [TimeRange(start: 150, end: 180)], headerText: header))
         #expect(impact.feedAlert.activePeriods == [TimeRange(start: 150, end: 180)] && impact.feedAlert.communicationPeriods.isEmpty)
         let none = try Self.map(Alert(headerText: header))
-        #expect(none.feedAlert.activePeriods == [TimeRange(start: UInt64(first), end: nil)], "open-ended from first seen")
-        #expect(none.startsAt == EpochSeconds(first) && none.endsAt == nil)
+        #expect(none.feedAlert.activePeriods == [TimeRange(start: UInt64(first.value), end: nil)], "open-ended from first seen")
+        #expect(none.startsAt == first && none.endsAt == nil)
         let active = try Self.map(
             Alert(activePeriods: [TimeRange(start: 1, end: 2)], communicationPeriods: [TimeRange(start: 0, end: 3)], headerText: header))
         #expect(active.feedAlert.activePeriods == [TimeRange(start: 1, end: 2)], "the source's own active_period stays")

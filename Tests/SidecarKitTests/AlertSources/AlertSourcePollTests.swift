@@ -206,7 +206,7 @@ struct AlertSourcePollTests {
                 #expect(try await Self.feedEntities(app).count == 7, "the last good alerts stay")
             }
             let status = try #require(try await AlertSourceStore(database: app.sidecar.database).source(id: source.id)?.1)
-            #expect(status.state == "failing" && status.failures == 4 && status.nextPollAt > app.clock.now().epochMillis / 1000 + 60)
+            #expect(status.state == "failing" && status.failures == 4 && status.nextPollAt > app.clock.nowSeconds.adding(seconds: 60))
         }
     }
 

@@ -8,7 +8,7 @@ import Testing
 /// new or changed alert pushes, and how a feed's alert is mapped.
 @Suite("Alert sources: rules")
 struct AlertSourceRulesTests {
-    static let now: Int64 = 1_796_140_800  // 2026-12-01T16:00:00Z, 08:00 in Los Angeles
+    static let now: EpochSeconds = 1_796_140_800  // 2026-12-01T16:00:00Z, 08:00 in Los Angeles
 
     static func source(_ change: (inout AlertSource) -> Void = { _ in }) -> AlertSource {
         var source = try! AlertSourceRules.settings(
@@ -24,7 +24,7 @@ struct AlertSourceRulesTests {
         header: String = "Route 44 detoured", end: UInt64? = nil
     ) -> MirroredAlert {
         let alert = Alert(
-            activePeriods: [TimeRange(start: UInt64(now - 60), end: end)], informedEntities: selectors, effect: effect,
+            activePeriods: [TimeRange(start: UInt64(now.value - 60), end: end)], informedEntities: selectors, effect: effect,
             headerText: TranslatedString([.init(text: header, language: "en"), .init(text: "Ruta 44 desviada", language: "es")]),
             severityLevel: severity)
         return try! AlertSourceMapping.map(id: "a1", alert, context: context).get()
@@ -166,7 +166,7 @@ struct AlertSourceRulesTests {
         let alert = Self.mirrored()
         let pushed = SourceAlertState(
             sourceID: 1, entityID: "a1", alertID: 9, contentHash: "old", materialHash: "old", decision: .pushed, reason: nil, notBefore: nil,
-            pushedAt: Self.now - 300, sendID: 4, present: true, changedAt: 0, firstSeenAt: 0)
+            pushedAt: Self.now.adding(seconds: -300), sendID: 4, present: true, changedAt: 0, firstSeenAt: 0)
         var same = pushed
         same.materialHash = alert.materialHash
         typealias Case = (String, MirroredAlert, SourceAlertState?, AlertSource, Bool, AlertSourceRules.Outcome)
@@ -186,13 +186,13 @@ struct AlertSourceRulesTests {
                 "route scope, agency only", Self.mirrored(selectors: [EntitySelector(routeID: "44")]), nil, Self.source { $0.scope = .agency }, false,
                 .skip("scoped to single routes")
             ),
-            ("over", Self.mirrored(end: UInt64(Self.now - 1)), nil, Self.source(), false, .skip("already over")),
+            ("over", Self.mirrored(end: UInt64(Self.now.value - 1)), nil, Self.source(), false, .skip("already over")),
             ("correction", alert, pushed, Self.source(), false, .skip("a correction within 10 minutes of its push: not pushed again")),
             ("correction allowed", alert, pushed, Self.source { $0.pushCorrections = true }, false, .push),
             ("review", alert, nil, Self.source { $0.push = .review }, false, .review("waiting for an editor")),
             (
                 "quiet hours", alert, nil, Self.source { $0.quietHours = QuietHours(start: 22 * 60, end: 8 * 60 + 30) }, false,
-                .deferred(until: Self.now + 1800, reason: "quiet hours 22:00-08:30")
+                .deferred(until: Self.now.adding(seconds: 1800), reason: "quiet hours 22:00-08:30")
             ),
             ("outside quiet hours", alert, nil, Self.source { $0.quietHours = QuietHours(start: 22 * 60, end: 7 * 60) }, false, .push),
         ]

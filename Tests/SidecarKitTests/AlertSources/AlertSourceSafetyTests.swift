@@ -171,7 +171,7 @@ struct AlertSourceSafetyTests {
             #expect(result.value?.failure == "cancelled: the server is stopping", "\(String(describing: result.value))")
             feed.hold.withLock { $0 = false }
             let after = try #require(try await AlertSourceStore(database: app.sidecar.database).source(id: source.id)?.1)
-            #expect(after.failures == 0 && after.nextPollAt <= app.clock.now().epochMillis / 1000, "still due: polled again after a start")
+            #expect(after.failures == 0 && after.nextPollAt <= app.clock.nowSeconds, "still due: polled again after a start")
         }
     }
 

@@ -1,3 +1,4 @@
+import Core
 import GTFSRealtime
 import Testing
 
@@ -80,7 +81,8 @@ struct AlertAppVisibilityTests {
     ]
 
     @Test(arguments: cases) func theAppsRules(_ example: Case) {
-        let found = AlertAppVisibility.findings(example.entity, stamp: Self.now, now: Self.now, knownAgencies: example.known)
+        let found = AlertAppVisibility.findings(
+            example.entity, stamp: EpochSeconds(Self.now), now: EpochSeconds(Self.now), knownAgencies: example.known)
         #expect(found.map(\.line) == example.expected)
     }
 }

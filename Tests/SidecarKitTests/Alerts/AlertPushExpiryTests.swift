@@ -39,7 +39,7 @@ struct AlertPushExpiryTests {
     @Test(arguments: cases) func theExpirationRule(_ example: Case) {
         var alert = AlertFeedRulesTests.alert(1, start: EpochSeconds(example.start), end: example.end.map { EpochSeconds($0) })
         if example.mirrored { alert.sourceID = 3 }
-        #expect(AlertPushRules.expiration(for: alert, now: Self.now) == example.expected)
+        #expect(AlertPushRules.expiration(for: alert, now: EpochSeconds(Self.now)).value == example.expected)
     }
 
     /// Every push of a send carries the expiration, which each transport turns

@@ -21,7 +21,8 @@ struct AlertFeedRulesTests {
     )
         -> AlertFeedSelection
     {
-        AlertFeedSelection.select(alerts, translations: [:], mirrored: mirrored, includeTest: includeTest, now: now, changedAt: changedAt)
+        AlertFeedSelection.select(
+            alerts, translations: [:], mirrored: mirrored, includeTest: includeTest, now: EpochSeconds(now), changedAt: EpochSeconds(changedAt))
     }
 
     /// An alert of source `source`, with its stored message.
@@ -112,7 +113,8 @@ struct AlertFeedRulesTests {
                     }
                 )
             })
-        let bounded = AlertFeedSelection.select(huge, translations: translations, mirrored: [:], includeTest: false, now: now, changedAt: 0)
+        let bounded = AlertFeedSelection.select(
+            huge, translations: translations, mirrored: [:], includeTest: false, now: EpochSeconds(now), changedAt: 0)
         #expect(bounded.entries.reduce(0) { $0 + $1.bytes } <= AlertFeedRules.maxBytes)
         #expect(bounded.excluded.values.contains(.size) && AlertFeedRules.feed(bounded).encoded().count <= AlertFeedRules.maxBytes + 64)
     }
@@ -124,14 +126,14 @@ struct AlertFeedRulesTests {
         let start: Int64 = 1_000_017
         let alert = Self.alert(1, start: EpochSeconds(start), end: EpochSeconds(start + 36 * 3600))
         let before = Self.select([alert], now: start - 100, changedAt: start - 500)
-        #expect(before.stamp == start - 500 && before.nextChange == start, "published ahead: the next change is its start second")
+        #expect(before.stamp.value == start - 500 && before.nextChange?.value == start, "published ahead: the next change is its start second")
         #expect(before.entries.first?.activeNow == false)
         let atStart = Self.select([alert], now: start, changedAt: start - 500)
-        #expect(atStart.stamp == start, "from its start second, not the minute after")
+        #expect(atStart.stamp.value == start, "from its start second, not the minute after")
         let later = Self.select([alert], now: start + 3 * 3600, changedAt: start - 500)
-        #expect(later.stamp == start && later.nextChange == start + AlertFeedSelection.androidWindowSeconds, "unchanged: the same stamp")
+        #expect(later.stamp.value == start && later.nextChange?.value == start + AlertFeedSelection.androidWindowSeconds, "unchanged: the same stamp")
         let edited = Self.select([alert], now: start + 3 * 3600, changedAt: start + 3 * 3600 - 5)
-        #expect(edited.stamp == start + 3 * 3600 - 5)
+        #expect(edited.stamp.value == start + 3 * 3600 - 5)
     }
 
     /// iOS reads only the first active_period (OneBusAway/onebusaway-ios
@@ -145,7 +147,7 @@ struct AlertFeedRulesTests {
                 TimeRange(start: UInt64(now - 90_000), end: UInt64(now - 80_000)), TimeRange(start: UInt64(now + 5000), end: nil),
                 TimeRange(start: UInt64(now - 10), end: UInt64(now + 100)),
             ], informedEntities: [EntitySelector(agencyID: "1")], headerText: TranslatedString([.init(text: "x", language: "en")]))
-        let entity = AlertFeedRules.entity(alert, translations: [], message: message, now: now)
+        let entity = AlertFeedRules.entity(alert, translations: [], message: message, now: EpochSeconds(now))
         let periods = try #require(entity.alert?.activePeriods)
         #expect(periods.map(\.start) == [UInt64(now - 10), UInt64(now + 5000), UInt64(now - 90_000)])
         #expect(entity.id == "Source_2_e9")

@@ -76,8 +76,8 @@ struct AlertSendStallTests {
             #expect(json["status"] == .string("stalled"))
             #expect(json["stalled_since"] != .null)
             let now = app.clock.now().epochMillis / 1000
-            let view = try await AlertFeedView.read(store, regionID: 1, now: now)
-            let shown = OperatorCommands.describe(alert, translations: [], sends: [stalled], zone: .utc, view: view, now: now)
+            let view = try await AlertFeedView.read(store, regionID: 1, now: EpochSeconds(now))
+            let shown = OperatorCommands.describe(alert, translations: [], sends: [stalled], zone: .utc, view: view, now: EpochSeconds(now))
             #expect(shown.contains("send \(send.id) to all: stalled"), "\(shown)")
 
             transport.release()

@@ -59,7 +59,7 @@ struct RegionWideAlertTests {
             #expect(entity.alert?.informedEntities == [EntitySelector(agencyID: "")], "one selector, agency_id present and empty")
             // Both apps' rules: neither drops it, even where the server's agencies are known.
             let findings = AlertAppVisibility.findings(
-                entity, stamp: Int64(feed.header.timestamp ?? 0), now: app.clock.now().epochMillis / 1000, knownAgencies: ["1"])
+                entity, stamp: EpochSeconds(Int64(feed.header.timestamp ?? 0)), now: app.clock.nowSeconds, knownAgencies: ["1"])
             #expect(findings.isEmpty, "\(findings.map(\.line))")
 
             // Back to one agency: the region's, unless one is given.

@@ -15,10 +15,13 @@ struct ConsoleAuditFilterTests: ConsoleSuite {
             // 2026-12-02 10:00 in Los Angeles is 18:00 UTC.
             let day: Int64 = 1_796_234_400
             for index in 0..<105 {
-                await audit.record(actor: "cli:ops", action: "alert.edit", regionID: 1, target: "alert \(index)", now: day + Int64(index))
+                await audit.record(
+                    actor: "cli:ops", action: "alert.edit", regionID: 1, target: "alert \(index)", now: EpochSeconds(day + Int64(index)))
             }
-            await audit.record(actor: "user:ed@example.org", action: "alert.send", regionID: 1, target: "bulletin seven", now: day + 200)
-            await audit.record(actor: "user:ed@example.org", action: "alert.send", regionID: 0, target: "bulletin eight", now: day + 86_400 * 2)
+            await audit.record(
+                actor: "user:ed@example.org", action: "alert.send", regionID: 1, target: "bulletin seven", now: EpochSeconds(day + 200))
+            await audit.record(
+                actor: "user:ed@example.org", action: "alert.send", regionID: 0, target: "bulletin eight", now: EpochSeconds(day + 86_400 * 2))
             var admin = ConsoleBrowser(app: app)
             try await admin.login("admin@example.org", Self.password)
 

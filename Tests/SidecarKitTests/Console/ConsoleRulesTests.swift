@@ -46,7 +46,7 @@ struct ConsoleRulesTests {
             (0, 0, 100, true), (0, 0, 43_199, true), (0, 0, 43_200, false), (0, 518_400, 518_460, true), (0, 604_790, 604_800, false),
         ] as [(Int64, Int64, Int64, Bool)])
     func sessionsExpire(created: Int64, lastSeen: Int64, now: Int64, live: Bool) {
-        #expect(ConsoleRules.sessionIsLive(createdAt: created, lastSeenAt: lastSeen, now: now) == live)
+        #expect(ConsoleRules.sessionIsLive(createdAt: EpochSeconds(created), lastSeenAt: EpochSeconds(lastSeen), now: EpochSeconds(now)) == live)
     }
 
     @Test func regionScope() {

@@ -48,7 +48,8 @@ struct ConsoleSendConfirmationTests: ConsoleSuite {
             let (send, _) = try await app.administration.startSend(id: alert.id, audience: .test)
             let store = AlertStore(database: app.sidecar.database)
             try await store.markStalled(
-                sendID: send.id, since: now, reason: "no progress for 30 s; the transport's last answer: gorush answered HTTP 503", now: now + 30)
+                sendID: send.id, since: EpochSeconds(now), reason: "no progress for 30 s; the transport's last answer: gorush answered HTTP 503",
+                now: EpochSeconds(now + 30))
             var admin = ConsoleBrowser(app: app)
             try await admin.login("admin@example.org", Self.password)
             let page = try await admin.get("/admin/alerts/\(alert.id)")

@@ -170,7 +170,7 @@ struct LiveActivityLoopTests {
             let stored = try #require(try await LiveActivityStore(database: app.sidecar.database).find(token: token))
             #expect(stored.pushToken == "token-b1")
             #expect(!stored.apnsSandbox, "re-read on every registration")
-            #expect(stored.expiresAt == app.clock.now().epochMillis / 1000 + 8 * 3600)
+            #expect(stored.expiresAt == app.clock.nowSeconds.adding(seconds: 8 * 3600))
             let invalid = try await app.post(Self.path, [("activity_id", "x")])
             #expect(invalid.status == 422)
             #expect(invalid.json?["error"] as? String == "Unable to register live activity")
@@ -200,7 +200,7 @@ struct LiveActivityLoopTests {
             var position: LiveActivityStore.Position?
             var walked: [LiveActivity] = []
             while true {
-                let page = try await store.claimDue(atOrBefore: now + 60_000, nowMillis: now, limit: 2, after: position)
+                let page = try await store.claimDue(atOrBefore: EpochMillis(now + 60_000), nowMillis: EpochMillis(now), limit: 2, after: position)
                 if page.isEmpty { break }
                 #expect(page.count <= 2)
                 position = LiveActivityStore.Position.last(of: page)

@@ -32,7 +32,7 @@ struct TrackedTripTests {
         ContentStateBuilder.tracked(entries, visit: visit, routeShortName: "44", tripHeadsign: "Ballard", currentTime: now)
     }
 
-    static func times(_ state: ContentState) -> [Int64] { state.arrivals.map { ($0.departureTime * 1000 - now.value) / 60_000 } }
+    static func times(_ state: ContentState) -> [Int64] { state.arrivals.map { $0.departureTime.millis.millis(since: now) / 60_000 } }
 
     struct Case: Sendable, CustomTestStringConvertible {
         let name: String

@@ -9,26 +9,26 @@ import Testing
 @Suite("Operations: the demo region")
 struct DemoTests {
     /// Noon UTC on 2026-01-01.
-    static let noon: Int64 = 1_767_268_800_000
+    static let noon: EpochMillis = 1_767_268_800_000
 
     @Test(arguments: [
         ("demo_1_0_600", true), ("demo_2X_0_600", false), ("demo_2_1_615", true), ("demo_2_1_610", false),
         ("demo_3_2_600", false), ("demo_1_0_1440", false), ("demo_1_0_-10", false), ("demo_1_0", false), ("other_1_0_600", false),
     ])
     func tripIDsNameOnlyTripsThatRun(id: String, runs: Bool) {
-        #expect((DemoTransit.trip(id: id, serviceDate: Self.noon - 43_200_000) != nil) == runs)
+        #expect((DemoTransit.trip(id: id, serviceDate: Self.noon.adding(millis: -43_200_000)) != nil) == runs)
         // Service dates are midnights (UTC).
         #expect(DemoTransit.trip(id: id, serviceDate: Self.noon) == nil)
     }
 
     @Test func predictionsStayRealisticAndDriftSlowly() {
-        let today = Self.noon - 43_200_000
+        let today = Self.noon.adding(millis: -43_200_000)
         for route in DemoTransit.routes {
             for minute in stride(from: 0, to: 1440, by: route.headwayMinutes * 7) {
                 let trip = DemoTransit.Trip(route: route, direction: minute % 2, startMinute: minute, serviceDate: today)
                 var previous = trip.deviationSeconds(now: trip.start)
                 for step in 1...60 {
-                    let deviation = trip.deviationSeconds(now: trip.start + Int64(step) * 10_000)
+                    let deviation = trip.deviationSeconds(now: trip.start.adding(millis: Int64(step) * 10_000))
                     // At most a minute early, at most five late.
                     #expect((-120...300).contains(deviation))
                     // Ten seconds later, the prediction has moved by at most four (0.31 s a second, rounded).
@@ -40,7 +40,7 @@ struct DemoTests {
     }
 
     @Test func departuresAtAStopAreOrderedAndComeFromEveryRouteServingIt() {
-        let visits = DemoTransit.visits(stopID: "demo_1003", from: Self.noon, to: Self.noon + 3_600_000, now: Self.noon)
+        let visits = DemoTransit.visits(stopID: "demo_1003", from: Self.noon, to: Self.noon.adding(millis: 3_600_000), now: Self.noon)
         #expect(visits.count >= 10)
         #expect(zip(visits, visits.dropFirst()).allSatisfy { $0.expected <= $1.expected })
         #expect(Set(visits.map(\.trip.route.id)) == ["demo_1", "demo_2"])
@@ -77,7 +77,7 @@ struct DemoTests {
     }
 
     @Test func aNewcomerFollowsTheGuideAndSeesTheAlarmFireAndTheActivityUpdate() async throws {
-        let clock = ManualClock(Date(timeIntervalSince1970: Double(Self.noon) / 1000))
+        let clock = ManualClock(Date(epochMillis: Self.noon.value))
         try await TestSidecar.run(clock: clock, { $0.demo = true }) { app in
             let region = try #require(app.sidecar.demoRegionID)
             #expect(region == DemoRegion.preferredID)

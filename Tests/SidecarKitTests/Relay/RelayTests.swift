@@ -105,7 +105,7 @@ struct RelayTests {
                 "tokens": .array([.string("a0000001")]), "push": RelayProtocol.encode(PushMessage(token: "a0000001", platform: .ios, title: "v2")),
                 "publicKeyJwk": a.identity.jwk.json,
             ]).encoded()
-            let headers = try a.identity.headers(method: "POST", path: "/v1/push/send", body: push, nowMillis: Self.nowMillis())
+            let headers = try a.identity.headers(method: "POST", path: "/v1/push/send", body: push, nowMillis: EpochMillis(Self.nowMillis()))
             let signed = Dictionary(headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
             let changed = Array(String(decoding: push, as: UTF8.self).replacingOccurrences(of: "\"v2\"", with: "\"w2\"").utf8)
             #expect(changed != push)
@@ -201,9 +201,12 @@ struct RelayTests {
                 return
             }
             let now = Self.nowMillis()
-            #expect(try await relay.store.bindings(tokens: ["shared0dead"], serverID: attacker.identity.serverID, nowMillis: now).isEmpty)
             #expect(
-                try await relay.store.bindings(tokens: ["shared0dead"], serverID: victim.identity.serverID, nowMillis: now) == ["shared0dead": .ios],
+                try await relay.store.bindings(tokens: ["shared0dead"], serverID: attacker.identity.serverID, nowMillis: EpochMillis(now)).isEmpty)
+            #expect(
+                try await relay.store.bindings(tokens: ["shared0dead"], serverID: victim.identity.serverID, nowMillis: EpochMillis(now)) == [
+                    "shared0dead": .ios
+                ],
                 "another server's binding survives")
         }
     }

@@ -1,3 +1,4 @@
+import Core
 import Crypto
 import Testing
 
@@ -17,9 +18,9 @@ struct ReplayWindowTests {
     }
 
     @Test func aSendSignedBeforeTheWindowBeganIsNotTaken() {
-        let window = ReplayWindow(startedAtMillis: 1_000_000)
-        #expect(!window.covers(signedAtMillis: 999_999), "captured before a restart: the window cannot tell")
-        #expect(window.covers(signedAtMillis: 1_000_000))
+        let window = ReplayWindow(startedAt: 1_000_000)
+        #expect(!window.covers(signedAt: 999_999), "captured before a restart: the window cannot tell")
+        #expect(window.covers(signedAt: 1_000_000))
     }
 
     @Test func aFullWindowRefusesRatherThanForgetting() {
@@ -34,7 +35,7 @@ struct ReplayWindowTests {
     @Test func expiredEntriesLeaveInOrderOverManyCycles() {
         let window = ReplayWindow(capacity: 20_000, lifetimeMillis: 100)
         for index in 0..<50_000 {
-            #expect(window.remember("send \(index)", nowMillis: Int64(index)) == .new)
+            #expect(window.remember("send \(index)", nowMillis: EpochMillis(Int64(index))) == .new)
         }
         #expect(window.count == 100, "only the last 100 ms are held")
         #expect(window.remember("send 49999", nowMillis: 50_000) == .replay)

@@ -57,7 +57,8 @@ struct SurveyTests {
         ] as [(Int64?, Int64?, Bool, Bool)])
     func window(start: Int64?, end: Int64?, available: Bool, active: Bool) {
         let survey = Survey(
-            id: 1, regionID: 1, studyID: 1, name: "s", available: available, startDate: start, endDate: end, showOnMap: false,
+            id: 1, regionID: 1, studyID: 1, name: "s", available: available, startDate: start.map { EpochSeconds($0) },
+            endDate: end.map { EpochSeconds($0) }, showOnMap: false,
             showOnStops: false, alwaysVisible: false, allowsMultipleResponses: false, visibleStopList: nil, visibleRouteList: nil,
             requireStopIDInResponse: false, questions: [], createdAt: 0, updatedAt: 0)
         #expect(SurveyRules.isActive(survey, now: 150) == active)

@@ -25,7 +25,7 @@ struct CommandRun: Sendable {
 
     var configuration: SidecarConfiguration { invocation.configuration }
     var options: [String: String] { invocation.options }
-    var now: Int64 { clock.now().epochMillis / 1000 }
+    var now: EpochSeconds { clock.nowSeconds }
 
     /// The database; only commands declared with access `.reads` or `.writes` open one.
     var database: any Database {

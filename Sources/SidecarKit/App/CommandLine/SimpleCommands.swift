@@ -1,3 +1,4 @@
+import Core
 import Database
 import FoundationEssentials
 
@@ -51,7 +52,9 @@ extension CommandLineInterface {
         options.stopID = parsed.value("stop-id")
         options.tripID = parsed.value("trip-id")
         options.vehicleID = parsed.value("vehicle-id")
-        if let date = parsed.value("service-date") { options.serviceDate = Int64(try Flag.integer(date, flag: "service-date", range: 0...Int.max)) }
+        if let date = parsed.value("service-date") {
+            options.serviceDate = EpochMillis(Int64(try Flag.integer(date, flag: "service-date", range: 0...Int.max)))
+        }
         if let sequence = parsed.value("stop-sequence") {
             options.stopSequence = try Flag.integer(sequence, flag: "stop-sequence", range: 0...100_000)
         }
