@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The PostgreSQL tail of POST push_registrations (issue 39): a throwaway cluster
+# logging checkpoints, lock waits and autovacuum, a release sidecar on it (throttle
+# off), wrk -t2 -c64 for DURATION seconds with unique tokens or with tokens drawn
+# from a pool of 2,000 (apps re-registering the tokens they hold); prints the
+# latency percentiles and what PostgreSQL logged.
+#   bench/postgres_tail.sh DURATION unique|pool [sidecar serve flags...]
+set -euo pipefail
+cd /work/main
+source script/postgres
+DUR="${1:-30}"; MODE="${2:-unique}"; shift 2 || true
+W=/tmp/pgexp; rm -rf $W; mkdir -p $W; chmod 755 $W
+trap 'kill $(cat $W/s.pid) 2>/dev/null || true; sidecar_postgres_stop $W/pg' EXIT
+sidecar_postgres_start $W/pg 55490
+sidecar_postgres_as tee -a $W/pg/data/postgresql.conf >/dev/null <<CONF
+log_checkpoints = on
+log_lock_waits = on
+log_autovacuum_min_duration = 0
+CONF
+sidecar_postgres_as "$SIDECAR_PG_BIN/pg_ctl" -D $W/pg/data reload >/dev/null
+${SIDECAR_BIN:-.build/release/sidecar} serve --host 127.0.0.1 --port 18300 --database "$(sidecar_postgres_url 55490)" --log-level warning --push-registration-limit 0 "$@" > $W/s.log 2>&1 &
+echo $! > $W/s.pid
+for _ in $(seq 100); do curl -fs http://127.0.0.1:18300/healthz >/dev/null && break; sleep 0.1; done
+if [ "$MODE" = pool ]; then cat > $W/p.lua <<'LUA'
+request = function()
+  local body = "token=pooltoken" .. math.random(1, 2000) .. "&operating_system=ios&locale=es-MX&test_device=false"
+  return wrk.format("POST", "/api/v2/regions/1/push_registrations", { ["Content-Type"] = "application/x-www-form-urlencoded" }, body)
+end
+LUA
+LUA=$W/p.lua; else LUA=bench/push_registrations.lua; fi
+wrk -t2 -c64 -d${DUR}s --latency -s $LUA http://127.0.0.1:18300/ > $W/wrk.txt
+grep -E "Requests/sec|50%|90%|99%|Non-2xx|Socket" $W/wrk.txt
+grep -ciE "deadlock" $W/pg/server.log || true
+grep -iE "checkpoint complete|still waiting|deadlock|automatic" $W/pg/server.log | cut -c1-220 | head -12
+grep -c . $W/s.log; head -3 $W/s.log
