@@ -6,11 +6,11 @@
 # latency percentiles and what PostgreSQL logged.
 #   bench/postgres_tail.sh DURATION unique|pool [sidecar serve flags...]
 set -euo pipefail
-cd /work/main
+cd "$(dirname "$0")/.."
 source script/postgres
 DUR="${1:-30}"; MODE="${2:-unique}"; shift 2 || true
-W=/tmp/pgexp; rm -rf $W; mkdir -p $W; chmod 755 $W
-trap 'kill $(cat $W/s.pid) 2>/dev/null || true; sidecar_postgres_stop $W/pg' EXIT
+W="$(mktemp -d)"; chmod 755 "$W"
+trap 'kill $(cat $W/s.pid) 2>/dev/null || true; sidecar_postgres_stop $W/pg; rm -rf $W' EXIT
 sidecar_postgres_start $W/pg 55490
 sidecar_postgres_as tee -a $W/pg/data/postgresql.conf >/dev/null <<CONF
 log_checkpoints = on
