@@ -35,7 +35,9 @@ public struct EpochMillis: Hashable, Comparable, Sendable, Codable, CustomString
 
     public static func < (lhs: EpochMillis, rhs: EpochMillis) -> Bool { lhs.value < rhs.value }
 
-    public var description: String { "\(value) ms" }
+    /// The bare number, as every wire format, page and command writes it:
+    /// an instant interpolated into text reads as it did when it was an Int64.
+    public var description: String { String(value) }
 
     public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int64.self) }
 
@@ -63,7 +65,8 @@ public struct EpochSeconds: Hashable, Comparable, Sendable, Codable, CustomStrin
 
     public static func < (lhs: EpochSeconds, rhs: EpochSeconds) -> Bool { lhs.value < rhs.value }
 
-    public var description: String { "\(value) s" }
+    /// The bare number (see `EpochMillis.description`).
+    public var description: String { String(value) }
 
     public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int64.self) }
 

@@ -120,13 +120,13 @@ enum DemoRegion {
                     "",
                     "An alarm \(secondsBefore / 60) min before the \(trip.route.shortName) leaves (it is \(away / 60) min away, so the alarm fires at the next check, within a minute; watch the log):",
                     "  curl -X POST \(base)/api/v2/regions/\(regionID)/alarms -d user_push_id=demo-phone -d operating_system=ios \\",
-                    "    -d stop_id=\(stop.id) -d trip_id=\(trip.id) -d service_date=\(trip.serviceDate) -d vehicle_id=\(trip.vehicleID) \\",
+                    "    -d stop_id=\(stop.id) -d trip_id=\(trip.id) -d service_date=\(trip.serviceDate.value) -d vehicle_id=\(trip.vehicleID) \\",
                     "    -d stop_sequence=\(visit.sequence) -d seconds_before=\(secondsBefore)",
                     "",
                     "A Live Activity for it (an update is pushed every minute; watch the log):",
                     "  curl -X POST \(base)/api/v2/regions/\(regionID)/live_activities -d activity_id=demo-activity -d push_token=demo-token \\",
                     "    -d stop_id=\(stop.id) -d route_short_name=\(trip.route.shortName) -d 'trip_headsign=\(trip.headsign)' \\",
-                    "    -d trip_id=\(trip.id) -d service_date=\(trip.serviceDate) -d vehicle_id=\(trip.vehicleID) -d stop_sequence=\(visit.sequence)",
+                    "    -d trip_id=\(trip.id) -d service_date=\(trip.serviceDate.value) -d vehicle_id=\(trip.vehicleID) -d stop_sequence=\(visit.sequence)",
                 ]
             }
             lines += [
