@@ -3,12 +3,14 @@ import FoundationEssentials
 import GTFSRealtime
 
 /// Alert sources: `source add|list|show|edit|remove|poll|reviews|approve|dismiss`.
-extension OperatorCommands {
-    static let sources: [OperatorCommand] = [
+enum AlertSourceCommands {
+    static let all: [OperatorCommand] = [
         OperatorCommand(
             name: "source add", id: nil, access: .writes,
             summary: "Add a GTFS-realtime Alerts feed to a region: its alerts are mirrored and may be pushed",
-            options: [region, OperatorOption("url", "URL", required: true, "The feed (http or https)")] + sourceSettings + [agencyCheck],
+            options: [OperatorCommands.region, OperatorOption("url", "URL", required: true, "The feed (http or https)")] + sourceSettings + [
+                OperatorCommands.agencyCheck
+            ],
             notes: sourceNotes,
             run: { c in
                 let regionID = try c.region()
@@ -20,7 +22,8 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "source list", id: nil, access: .reads, summary: "List alert sources with their last poll", options: [optionalRegion],
+            name: "source list", id: nil, access: .reads, summary: "List alert sources with their last poll",
+            options: [OperatorCommands.optionalRegion],
             run: { c in
                 let regionID = c.options["region"].flatMap { Int($0) }
                 for (source, status) in try await c.sourceStore.sources(regionID: regionID) {

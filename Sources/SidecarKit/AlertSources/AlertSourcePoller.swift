@@ -307,10 +307,10 @@ struct AlertSourcePoller: Sendable {
                     // Decided outside the server (the CLI): the send is left
                     // unclaimed, so the running server's next look (every
                     // resume interval) takes it at once rather than after a lease.
-                    try await alerts.releaseSend(id: send.id)
+                    try await alerts.sends.releaseSend(id: send.id)
                     lines.append(
                         "push \(state.entityID): send \(send.id) to \(source.audience.rawValue) is queued; the running server starts it "
-                            + "within \(Int(AlertSendRunner.resumeInterval(leaseSeconds: alerts.sendLeaseSeconds))) s "
+                            + "within \(Int(AlertSendRunner.resumeInterval(leaseSeconds: alerts.sends.sendLeaseSeconds))) s "
                             + "(or push it from here: sidecar alert send \(state.alertID))")
                 }
             } catch {

@@ -9,9 +9,9 @@ import HTTPServer
 /// removing one. Secret headers and link-local addresses stay CLI-only.
 struct SourceConsolePages: ConsolePages {
     let console: ConsoleRoutes
-    /// The sources' management, as the kit holds it (its review queue is in
-    /// every region page's navigation).
-    var sources: AlertSourceAdministration { console.sources }
+    /// The sources' management (its review queue is also in every region
+    /// page's navigation, which the kit reads from the store).
+    let sources: AlertSourceAdministration
 
     var routes: [Route] {
         [
@@ -265,7 +265,7 @@ struct SourceConsolePages: ConsolePages {
         let fields = sourceFields(request, admin: ConsoleRules.may(context.session.user.role, .manageKeys))
         do {
             guard let (source, _) = try await sources.store.source(id: id), source.regionID == region.id else { return notFound() }
-            _ = try await sourceAdministration(context.session).edit(id: id, fields: fields, naming: .console)
+            _ = try await sources.acting(as: "user:" + context.session.user.email).edit(id: id, fields: fields, naming: .console)
             return .seeOther("/admin/regions/\(region.id)/sources?done=source-saved#source-\(id)")
         } catch let error as AdministrationError {
             return await editSourcePage(request, context, values: fields, problems: error.messages, status: 422)
@@ -276,7 +276,7 @@ struct SourceConsolePages: ConsolePages {
         guard let region = context.region else { return notFound() }
         let fields = sourceFields(request, admin: ConsoleRules.may(context.session.user.role, .manageKeys))
         do {
-            _ = try await sourceAdministration(context.session).add(regionID: region.id, fields: fields, naming: .console)
+            _ = try await sources.acting(as: "user:" + context.session.user.email).add(regionID: region.id, fields: fields, naming: .console)
             return .seeOther("/admin/regions/\(region.id)/sources?done=source-added")
         } catch let error as AdministrationError {
             return await sourcesPage(request, context, values: fields, problems: error.messages, status: 422)
@@ -292,7 +292,7 @@ struct SourceConsolePages: ConsolePages {
         let back = "/admin/regions/\(region.id)/sources"
         do {
             guard let (source, _) = try await sources.store.source(id: sourceID), source.regionID == region.id else { return notFound() }
-            _ = try await sourceAdministration(context.session).decide(id: sourceID, entityID: entity, approve: false)
+            _ = try await sources.acting(as: "user:" + context.session.user.email).decide(id: sourceID, entityID: entity, approve: false)
             return .seeOther(back + "?done=source-dismissed")
         } catch is AdministrationError {
             return .seeOther(back + "?done=source-decided")
@@ -332,12 +332,12 @@ struct SourceConsolePages: ConsolePages {
             guard let (source, _) = try await sources.store.source(id: id), source.regionID == region.id else {
                 return .seeOther("/admin/regions/\(region.id)/sources?done=source-removed")
             }
-            try await sourceAdministration(context.session).remove(id: source.id)
+            try await sources.acting(as: "user:" + context.session.user.email).remove(id: source.id)
             return .seeOther("/admin/regions/\(region.id)/sources?done=source-removed")
         } catch { return unavailable(error) }
     }
 }
 
 extension SourceConsolePages {
-    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console) }
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console, sources: context.alertSources().administration) }
 }

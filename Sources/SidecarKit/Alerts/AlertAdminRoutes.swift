@@ -80,7 +80,7 @@ struct AlertAdminRoutes: Sendable {
 
     /// The alert as `GET /admin/api/alerts/:alert` answers it.
     private func fullAlert(_ alert: ServiceAlert) async throws -> JSONValue {
-        AdminJSON.alert(alert, translations: try await store.translations(alertID: alert.id), sends: try await store.sends(alertID: alert.id))
+        AdminJSON.alert(alert, translations: try await store.translations(alertID: alert.id), sends: try await store.sends.list(alertID: alert.id))
     }
 
     /// The alert the path names, checked against `If-Match`: the tag of
@@ -154,7 +154,7 @@ struct AlertAdminRoutes: Sendable {
         do {
             let alert = try await scopedAlert(request, key)
             let page = try await admin.page(request, list: "sends:\(alert.id)")
-            return page.response(try await store.sends(alertID: alert.id), request: request, id: \.id, json: AdminJSON.send)
+            return page.response(try await store.sends.list(alertID: alert.id), request: request, id: \.id, json: AdminJSON.send)
         } catch { return failure(error) }
     }
 }

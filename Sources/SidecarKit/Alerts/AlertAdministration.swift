@@ -320,7 +320,7 @@ struct AlertAdministration: Sendable {
             throw AdministrationError.invalid(["Publish the alert before sending it to everyone (a draft may go to test devices)"])
         }
         guard !alert.test || audience == .test else { throw AdministrationError.invalid(["A test alert can only be sent to the test audience"]) }
-        let send = try await store.startSend(alertID: id, audience: audience, messages: messages, now: now)
+        let send = try await store.sends.startSend(alertID: id, audience: audience, messages: messages, now: now)
         let text = messages.map { "; caller's text in " + $0.keys.sorted().joined(separator: ",") } ?? ""
         let ended = endedReason.map { "; pushed after it ended: " + String($0.prefix(200)) } ?? ""
         await record(

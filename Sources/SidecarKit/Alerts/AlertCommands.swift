@@ -7,11 +7,11 @@ import HTTPClient
 import Push
 
 /// Service alerts: `alert create|list|show|edit|publish|unpublish|delete|translate|send`.
-extension OperatorCommands {
-    static let alerts: [OperatorCommand] = [
+enum AlertCommands {
+    static let all: [OperatorCommand] = [
         OperatorCommand(
             name: "alert create", id: nil, access: .writes, summary: "Create a draft alert (publish it with 'sidecar alert publish ID')",
-            options: [region] + authoring(creating: true), notes: alertNotes,
+            options: [OperatorCommands.region] + authoring(creating: true), notes: alertNotes,
             run: { c in
                 let regionID = try c.region()
                 if c.options["region_wide"].flatMap(BooleanParameter.read) != true {
@@ -24,7 +24,7 @@ extension OperatorCommands {
             }),
         OperatorCommand(
             name: "alert list", id: nil, access: .reads, summary: "List a region's alerts with their state and times in the region's zone",
-            options: [region],
+            options: [OperatorCommands.region],
             run: { c in
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
@@ -46,7 +46,7 @@ extension OperatorCommands {
                 let alert = try await c.administration.alert(id: id)
                 c.output(
                     describe(
-                        alert, translations: try await c.alerts.translations(alertID: id), sends: try await c.alerts.sends(alertID: id),
+                        alert, translations: try await c.alerts.translations(alertID: id), sends: try await c.alerts.sends.list(alertID: id),
                         zone: await c.zone(regionID: alert.regionID),
                         view: try await AlertFeedView.read(c.alerts, regionID: alert.regionID, now: c.now), now: c.now))
                 return 0
@@ -114,7 +114,7 @@ extension OperatorCommands {
                     throw AdministrationError.invalid(["--audience must be all or test"])
                 }
                 let (send, alert) = try await c.administration.startSend(id: try c.id(), audience: audience)
-                let total = try await c.alerts.audienceCount(regionID: alert.regionID, audience: audience)
+                let total = try await c.alerts.sends.audienceCount(regionID: alert.regionID, audience: audience)
                 if send.cursor > 0 { c.output("resuming send \(send.id) after \(send.targeted) registrations") }
                 let sender = AlertSender(
                     store: c.alerts, transport: transport, clock: c.clock, logger: Logger(level: .error), retry: c.configuration.sendRetry)
@@ -124,7 +124,7 @@ extension OperatorCommands {
                 }
                 c.output("send \(finished.id) \(finished.status): \(counts(finished))")
                 if finished.status == "failed" {
-                    let untried = try await c.alerts.audienceCount(regionID: alert.regionID, audience: audience, after: finished.cursor)
+                    let untried = try await c.alerts.sends.audienceCount(regionID: alert.regionID, audience: audience, after: finished.cursor)
                     c.errors(
                         "sidecar: error: \(finished.pending + untried) pushes were not delivered (\(finished.lastError ?? "the provider kept failing")); "
                             + "run 'sidecar alert send \(alert.id)\(audience == .test ? " --audience test" : "")' again to retry only those")
@@ -163,7 +163,7 @@ extension OperatorCommands {
             OperatorOption("agency-id", "ID", "The OneBusAway agency id (default: the region's, see 'sidecar region set')"),
             OperatorOption(
                 "region-wide", "true|false", "For every agency of the region (an empty agency id, which both apps show region-wide)"),
-            agencyCheck,
+            OperatorCommands.agencyCheck,
         ]
     }
 
@@ -173,10 +173,6 @@ extension OperatorCommands {
         Effects: \(Effect.allCases.map(\.name).joined(separator: " "))
         Severities: \(SeverityLevel.allCases.map(\.name).joined(separator: " "))
         """
-
-    static func format(_ instant: EpochSeconds) -> String {
-        Date(timeIntervalSince1970: Double(instant.value)).formatted(.iso8601)
-    }
 
     /// An alert as `alert show` prints it, times in the region's zone.
     static func describe(

@@ -37,7 +37,7 @@ extension AlertConsolePages {
 
     func deleteDraft(_ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
         do {
-            let sent = !(try await alerts.sends(alertID: alert.id)).isEmpty
+            let sent = !(try await alerts.sends.list(alertID: alert.id)).isEmpty
             guard Self.deletable(alert, sent: sent) else {
                 return ConsoleLayout.errorPage(
                     409, "Not deleted", "Only a draft that was never published or sent can be deleted; unpublish a live alert instead.")

@@ -13,31 +13,10 @@ extension AlertConsolePages {
 
     typealias AlertState = AlertVisibility
 
-    /// The end riders get: the alert's, the feed's 8-hour default, or none
-    /// for a mirrored alert its source gave no end, said so.
-    static func shownUntil(_ alert: ServiceAlert, _ zone: ZoneInfo) -> String {
-        guard alert.endsAt == nil else { return RegionTime.display(alert.endsAt, zone) }
-        guard let end = AlertFeedRules.effectiveEnd(alert) else { return "its source lists it (no end given: open-ended)" }
-        return RegionTime.display(end, zone) + " (no end set: 8 hours from the start)"
-    }
-
-    /// Which app hides or only lists a published alert, and why (the apps'
-    /// own rules, `AlertAppVisibility`); nothing when both show it in full.
-    static func appFindings(_ alert: ServiceAlert, view: AlertFeedView, now: EpochSeconds) -> HTML {
-        let findings = view.appFindings(alert, now: now)
-        guard !findings.isEmpty else { return .empty }
-        return tag(
-            "div", [.class("apps")],
-            [
-                tag("h2", [], ["What the apps do with it"]),
-                tag("ul", [], findings.map { tag("li", [], [tag("strong", [], [$0.app.rawValue]), " \($0.text)."]) }),
-            ])
-    }
-
     /// When riders see the alert, in words that agree with its state: a
     /// draft or withdrawn alert is seen by nobody, an ended one was seen.
     static func shownSentence(_ alert: ServiceAlert, _ zone: ZoneInfo, now: EpochSeconds) -> String {
-        let period = "from \(RegionTime.display(alert.startsAt, zone)) until \(shownUntil(alert, zone))"
+        let period = "from \(RegionTime.display(alert.startsAt, zone)) until \(AlertWords.shownUntil(alert, zone))"
         if !alert.published {
             return alert.withdrawnAt != nil
                 ? "Withdrawn: riders no longer see it (published, it is shown \(period))."
@@ -46,14 +25,6 @@ extension AlertConsolePages {
         if AlertFeedRules.hasEnded(alert, now: now) { return "Ended: riders saw it \(period)." }
         if alert.startsAt > now { return "Riders will see it \(period)." }
         return "Riders see it \(period)."
-    }
-
-    static func badges(_ alert: ServiceAlert, view: AlertFeedView) -> HTML {
-        let state = view.visibility(alert)
-        return .join([
-            tag("span", [.class("badge \(state.rawValue)")], [state.rawValue]),
-            alert.test ? HTML.join([" ", tag("span", [.class("badge test")], ["test"])]) : HTML.empty,
-        ])
     }
 
     func alertList(_ request: Request, _ context: ConsoleLayout.Context) async -> Response {
@@ -73,7 +44,7 @@ extension AlertConsolePages {
                 tag("p", [.class("actions")], [tag("a", [.href("/admin/regions/\(region.id)/alerts/new"), .class("button")], ["New alert"])]))
         }
         content.append(tag("p", [.class("hint")], [timesHint(zone)]))
-        content.append(ConsoleRoutes.reviewsWaiting(context))
+        content.append(DashboardConsolePages.reviewsWaiting(context))
         for state in AlertState.allCases {
             // The feed's own order for what is in it; newest start first for the rest.
             let order = Dictionary(view.published.entries.enumerated().map { ($1.alert.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -86,12 +57,12 @@ extension AlertConsolePages {
                     caption: state.heading, headers: ["Alert", "Effect", "Starts", "Shown until", state == .notInFeed ? "Why" : ""],
                     rows: rows.map { alert in
                         [
-                            tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), Self.humanize(alert.effect.name),
-                            RegionTime.display(alert.startsAt, zone), Self.shownUntil(alert, zone),
+                            tag("a", [.href("/admin/alerts/\(alert.id)")], [alert.header]), AlertWords.humanize(alert.effect.name),
+                            RegionTime.display(alert.startsAt, zone), AlertWords.shownUntil(alert, zone),
                             state == .notInFeed
                                 ? HTML.text(view.exclusion(alert)?.explanation ?? "")
                                 : HTML.join([
-                                    Self.badges(alert, view: view),
+                                    AlertWords.badges(alert, view: view),
                                     alert.sourceID.map { _ in HTML.join([" ", tag("span", [.class("badge source")], ["from a source"])]) } ?? .empty,
                                 ]),
                         ] as [any HTMLContent]
@@ -105,7 +76,9 @@ extension AlertConsolePages {
         _ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert, translationProblems: [String] = [],
         status: Int = 200
     ) async -> Response {
-        if alert.sourceID != nil { return await mirroredAlertPage(request, context, alert) }
+        if alert.sourceID != nil {
+            return await MirroredAlertConsolePages(console: console, services: services).mirroredAlertPage(request, context, alert)
+        }
         let zone = await zone(regionID: alert.regionID)
         let translations: [AlertTranslation]
         let sendList: [AlertSend]
@@ -115,22 +88,22 @@ extension AlertConsolePages {
         do {
             view = try await AlertFeedView.read(alerts, regionID: alert.regionID, now: now)
             translations = try await alerts.translations(alertID: alert.id)
-            sendList = try await alerts.sends(alertID: alert.id)
+            sendList = try await alerts.sends.list(alertID: alert.id)
             groups = try await ConsoleStats.languageGroups(database: database, regionID: alert.regionID)
-            testCount = try await alerts.audienceCount(regionID: alert.regionID, audience: .test)
-            allCount = try await alerts.audienceCount(regionID: alert.regionID, audience: .all)
+            testCount = try await alerts.sends.audienceCount(regionID: alert.regionID, audience: .test)
+            allCount = try await alerts.sends.audienceCount(regionID: alert.regionID, audience: .all)
         } catch { return unavailable(error) }
         let session = context.session
         let role = session.user.role
         var content: [any HTMLContent] = [
-            tag("p", [], [Self.badges(alert, view: view)]),
+            tag("p", [], [AlertWords.badges(alert, view: view)]),
             tag(
                 "p", [.class("shown")],
                 [
                     Self.shownSentence(alert, zone, now: now) + " ",
                     tag("span", [.class("hint")], [zoneHint(zone)]),
                 ]),
-            Self.appFindings(alert, view: view, now: now),
+            AlertWords.appFindings(alert, view: view, now: now),
         ]
 
         // Publishing.
@@ -152,7 +125,9 @@ extension AlertConsolePages {
         // Fields.
         content.append(tag("h2", [], ["Alert"]))
         if ConsoleRules.may(role, .author) {
-            content.append(alertFields(session, action: "/admin/alerts/\(alert.id)", alert: alert, values: [:], zone: zone))
+            content.append(
+                AlertFormConsolePages(console: console, services: services).alertFields(
+                    session, action: "/admin/alerts/\(alert.id)", alert: alert, values: [:], zone: zone))
         } else {
             content.append(
                 tag(
@@ -161,7 +136,8 @@ extension AlertConsolePages {
                         tag("dt", [], ["Header"]), tag("dd", [], [alert.header]), tag("dt", [], ["Description"]), tag("dd", [], [alert.description]),
                         tag("dt", [], ["Cause / effect / severity"]),
                         tag("dd", [], ["\(alert.cause.name) / \(alert.effect.name) / \(alert.severity.name)"]),
-                        tag("dt", [], ["Shown"]), tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(Self.shownUntil(alert, zone))"]),
+                        tag("dt", [], ["Shown"]),
+                        tag("dd", [], ["\(RegionTime.display(alert.startsAt, zone)) to \(AlertWords.shownUntil(alert, zone))"]),
                         tag("dt", [], ["Service affected"]),
                         tag(
                             "dd", [],
@@ -173,7 +149,9 @@ extension AlertConsolePages {
         }
 
         // Translations, side by side with the English.
-        content.append(translationSection(request, session, alert: alert, translations: translations, groups: groups, problems: translationProblems))
+        content.append(
+            AlertTranslationConsolePages(console: console, services: services).translationSection(
+                request, session, alert: alert, translations: translations, groups: groups, problems: translationProblems))
 
         // Previews.
         content.append(tag("h2", [], ["Preview"]))
@@ -207,8 +185,8 @@ extension AlertConsolePages {
                     tag(
                         "p", [.class("meta")],
                         [
-                            "\(Self.humanize(alert.effect.name)) · \(Self.humanize(alert.severity.name)) · from \(RegionTime.display(alert.startsAt, zone))"
-                                + " to \(Self.shownUntil(alert, zone))"
+                            "\(AlertWords.humanize(alert.effect.name)) · \(AlertWords.humanize(alert.severity.name)) · from \(RegionTime.display(alert.startsAt, zone))"
+                                + " to \(AlertWords.shownUntil(alert, zone))"
                         ]),
                     tag("p", [.class("title")], [alert.header]), tag("p", [.class("body")], [alert.description]),
                     alert.url.map { tag("p", [], [tag("a", [.href($0), Attribute("rel", "noopener noreferrer")], [$0])]) } ?? .empty,
@@ -247,7 +225,7 @@ extension AlertConsolePages {
         }
         var remaining: [Int64: Int] = [:]
         for send in sendList where send.status == "failed" {
-            remaining[send.id] = (try? await alerts.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor)) ?? 0
+            remaining[send.id] = (try? await alerts.sends.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor)) ?? 0
         }
         content.append(sendPages.sendsTable(alert: alert, sendList, remaining: remaining, session: session, zone: zone))
         return ConsoleLayout.respond(status, ConsoleLayout.page("Alert \(alert.id): \(alert.header)", context, notice: Self.notice(request), content))

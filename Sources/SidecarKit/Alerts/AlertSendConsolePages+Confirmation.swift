@@ -73,7 +73,7 @@ extension AlertSendConsolePages {
                 translations.contains(where: { $0.language.lowercased() == locale.lowercased() })
             else { continue }
             staleDevices += group.count
-            stale.append(AlertConsolePages.languageName(locale))
+            stale.append(AlertWords.languageName(locale))
         }
         let rows: [[any HTMLContent]] = groups.map { group in
             let copy = AlertPushRules.copy(for: alert, translations: translations, locale: group.locale)
@@ -87,7 +87,7 @@ extension AlertSendConsolePages {
                 note = ""
             }
             return [
-                group.locale.map(AlertConsolePages.languageName) ?? "English (and every language without a translation)", Self.grouped(group.count),
+                group.locale.map(AlertWords.languageName) ?? "English (and every language without a translation)", Self.grouped(group.count),
                 tag("span", [], [tag("strong", [], [copy.title]), " — ", copy.body]), note,
             ]
         }
@@ -203,8 +203,8 @@ extension AlertSendConsolePages {
         let token: String
         let zone = await zone(regionID: alert.regionID)
         do {
-            count = try await alerts.audienceCount(regionID: alert.regionID, audience: audience)
-            earlier = try await alerts.sends(alertID: alert.id)
+            count = try await alerts.sends.audienceCount(regionID: alert.regionID, audience: audience)
+            earlier = try await alerts.sends.list(alertID: alert.id)
             testDevices = try await PushRegistrationStore(database: database).testDevices(regionID: alert.regionID)
             token = try await formTokens.issue(purpose: Self.sendPurpose(context.session, alert, audience), now: now)
         } catch { return unavailable(error) }
@@ -353,7 +353,7 @@ extension AlertSendConsolePages {
                 _ = try await sourceAdministration(context.session).decide(id: review.source.id, entityID: review.entityID, approve: true)
                 return .seeOther("/admin/alerts/\(alert.id)?done=source-approved#sends")
             }
-            let earlier = try await alerts.sends(alertID: alert.id)
+            let earlier = try await alerts.sends.list(alertID: alert.id)
             if earlier.contains(where: { $0.status == "running" }) {
                 return .seeOther("/admin/alerts/\(alert.id)?done=send-running#sends")
             }

@@ -120,12 +120,13 @@ extension AlertSendConsolePages {
     func sendsJSON(_ alert: ServiceAlert, _ session: ConsoleStore.Session) async -> Response {
         do {
             var items: [JSONValue] = []
-            for send in try await alerts.sends(alertID: alert.id) {
+            for send in try await alerts.sends.list(alertID: alert.id) {
                 guard case .object(var fields) = AdminJSON.send(send) else { continue }
                 if send.status == "failed" {
                     fields["reason"] = .string(Self.plainError(send))
                     let left = send.undelivered(
-                        remainingAfterCursor: (try? await alerts.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor))
+                        remainingAfterCursor: (try? await alerts.sends.audienceCount(
+                            regionID: alert.regionID, audience: send.audience, after: send.cursor))
                             ?? 0)
                     if ConsoleRules.may(session.user.role, send.audience == .all ? .sendToEveryone : .sendToTestDevices), left > 0 {
                         fields["resume_href"] = .string("/admin/alerts/\(alert.id)/send?audience=\(send.audience.rawValue)")

@@ -5,6 +5,7 @@ import HTTPServer
 /// progress an alert's page polls.
 struct AlertSendConsolePages: AlertPages {
     let console: ConsoleRoutes
+    let services: FeatureContext
 
     var routes: [Route] {
         [
@@ -18,5 +19,5 @@ struct AlertSendConsolePages: AlertPages {
 }
 
 extension AlertSendConsolePages {
-    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console) }
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console, services: context) }
 }

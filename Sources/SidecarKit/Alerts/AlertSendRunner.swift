@@ -15,7 +15,7 @@ struct AlertSendRunner: Sendable {
     /// How often lapsed sends are looked for (and once at start): half a
     /// lease, at most 15 s, so a dead runner's send resumes soon after its
     /// lease lapses.
-    var resumeIntervalSeconds: Double { Self.resumeInterval(leaseSeconds: store.sendLeaseSeconds) }
+    var resumeIntervalSeconds: Double { Self.resumeInterval(leaseSeconds: store.sends.sendLeaseSeconds) }
 
     static func resumeInterval(leaseSeconds: Int64) -> Double { min(15, max(1, Double(leaseSeconds) / 2)) }
     let running = RunningSends()
@@ -32,7 +32,7 @@ struct AlertSendRunner: Sendable {
                 try await sender.run(send, alert: alert, translations: translations)
             } catch {
                 logger.error("alert send stopped; it resumes once its lease lapses", [("send", String(send.id)), ("error", "\(error)")])
-                try? await store.releaseSend(id: send.id)
+                try? await store.sends.releaseSend(id: send.id)
             }
         }
         if !started { running.end(send.id) }
@@ -47,7 +47,7 @@ struct AlertSendRunner: Sendable {
     /// Claims every running send whose lease lapsed and runs it here.
     func resumeLapsed() async {
         do {
-            for send in try await store.claimLapsedSends(now: clock.nowSeconds) {
+            for send in try await store.sends.claimLapsedSends(now: clock.nowSeconds) {
                 logger.info("resuming an alert send whose runner stopped", [("send", String(send.id)), ("alert", String(send.alertID))])
                 launch(send)
             }

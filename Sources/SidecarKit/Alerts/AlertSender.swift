@@ -118,7 +118,7 @@ struct AlertSender: Sendable {
             }
             let handled = page.prefix(outcomes.count)
             let cutShort = handled.count < page.count
-            var record = AlertStore.PageRecord(
+            var record = AlertSendStore.PageRecord(
                 sendID: send.id, cursor: cutShort && !fromPending ? handled.last?.id ?? current.cursor : cursor, now: nowSeconds)
             for (entry, outcome) in zip(handled, outcomes) {
                 if !fromPending { record.targeted += 1 }
@@ -148,7 +148,7 @@ struct AlertSender: Sendable {
             let providerDown = !fromPending && stillPending == handled.count && !handled.isEmpty && !stopping
             if providerDown { record.status = "failed" } else if lastPage && !cutShort { record.status = "done" }
             if !fromPending && stillPending > 0 { audiencePagesLeftPending = true }
-            current = try await store.recordPage(record)
+            current = try await store.sends.recordPage(record)
             pages += 1
             progress(current)
             return !providerDown
@@ -159,13 +159,13 @@ struct AlertSender: Sendable {
             guard current.pending > 0 else { return }
             var after: Int64 = 0
             while !stopping {
-                let page = try await store.pendingPage(sendID: current.id, after: after, limit: pageSize)
+                let page = try await store.sends.pendingPage(sendID: current.id, after: after, limit: pageSize)
                 guard let last = page.last else { break }
                 _ = try await deliver(page, fromPending: true, cursor: current.cursor, lastPage: false)
                 after = last.id
                 if page.count < pageSize { break }
             }
-            current = try await store.send(id: current.id) ?? current
+            current = try await store.sends.send(id: current.id) ?? current
         }
 
         // 1. What an earlier run left pending.
@@ -177,7 +177,7 @@ struct AlertSender: Sendable {
                 return current
             }
             if stopping { return try await pause(current) }
-            let page = try await store.audiencePage(regionID: alert.regionID, audience: send.audience, after: current.cursor, limit: pageSize)
+            let page = try await store.sends.audiencePage(regionID: alert.regionID, audience: send.audience, after: current.cursor, limit: pageSize)
             guard let last = page.last else { break }
             guard try await deliver(page, fromPending: false, cursor: last.id, lastPage: false) else {
                 return try await finish(current, alert: alert)
@@ -187,8 +187,8 @@ struct AlertSender: Sendable {
         // 3. One more round for what became pending during this run.
         if audiencePagesLeftPending { try await retryPending() }
         if stopping { return try await pause(current) }
-        current = try await store.recordPage(
-            AlertStore.PageRecord(
+        current = try await store.sends.recordPage(
+            AlertSendStore.PageRecord(
                 sendID: send.id, cursor: current.cursor, now: nowSeconds,
                 status: current.pending > 0 ? "failed" : "done"))
         return try await finish(current, alert: alert)
@@ -197,7 +197,7 @@ struct AlertSender: Sendable {
     /// Graceful stop between pages: give the lease back so any running
     /// server (this one after a restart, or another) resumes at once.
     private func pause(_ current: AlertSend) async throws -> AlertSend {
-        try await store.releaseSend(id: current.id)
+        try await store.sends.releaseSend(id: current.id)
         logger.info("alert send paused for shutdown; it resumes on the next start", [("send", String(current.id))])
         return current
     }
@@ -234,7 +234,7 @@ struct AlertSender: Sendable {
                     let reason =
                         "no progress for \(Int(Self.stallSeconds)) s; "
                         + (lastAnswer.value.map { "the transport's last answer: \($0)" } ?? "the push transport has not answered")
-                    try? await store.markStalled(sendID: sendID, since: since, reason: reason, now: nowSeconds)
+                    try? await store.sends.markStalled(sendID: sendID, since: since, reason: reason, now: nowSeconds)
                     if !logged {
                         logger.warning("alert send stalled: it goes on when the transport answers", [("send", String(sendID)), ("reason", reason)])
                         logged = true
@@ -269,7 +269,7 @@ struct AlertSender: Sendable {
             let retrying = outcomes.indices.filter { if case .transient = outcomes[$0] { true } else { false } }
             guard !retrying.isEmpty else { break }
             if case .transient(let reason) = outcomes[retrying[0]] { lastAnswer?.set(reason) }
-            try? await store.renewLease(sendID: sendID, now: nowSeconds)
+            try? await store.sends.renewLease(sendID: sendID, now: nowSeconds)
             let delay = retry.delay(beforeAttempt: attempt)
             if delay > 0 { try? await clock.sleep(seconds: delay) }
             if stopping { break }

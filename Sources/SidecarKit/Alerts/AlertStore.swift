@@ -2,17 +2,16 @@ import Core
 import Database
 import GTFSRealtime
 
-/// Storage of alerts, their translations and push sends, and region settings.
+/// Storage of alerts (authored and mirrored), their translations and each
+/// region's feed version; an alert's sends are `sends` (`AlertSendStore`).
 struct AlertStore: Sendable {
     let database: any Database
-    /// How long a runner holds a send without recording progress before
-    /// another runner (another process, or this one after a restart) may
-    /// resume it: a killed run's lease lapses.
-    let sendLeaseSeconds: Int64
+    /// The sends of these alerts and the pushes they left pending.
+    let sends: AlertSendStore
 
-    init(database: any Database, sendLeaseSeconds: Int64 = AlertStore.defaultSendLeaseSeconds) {
+    init(database: any Database, sendLeaseSeconds: Int64 = AlertSendStore.defaultSendLeaseSeconds) {
         self.database = database
-        self.sendLeaseSeconds = sendLeaseSeconds
+        self.sends = AlertSendStore(database: database, sendLeaseSeconds: sendLeaseSeconds)
     }
 
     // MARK: Alerts
@@ -398,7 +397,7 @@ struct AlertStore: Sendable {
     static func deleteAlerts(_ connection: any SQLConnection, ids: [Int64]) throws {
         guard !ids.isEmpty else { return }
         try connection.execute("DELETE FROM alert_translations WHERE alert_id IN (\(list: ids))")
-        for id in ids { try deleteSends(connection, alertID: id) }
+        for id in ids { try AlertSendStore.deleteSends(connection, alertID: id) }
         try connection.execute("DELETE FROM alerts WHERE id IN (\(list: ids))")
     }
 }

@@ -107,7 +107,7 @@ struct SidecarConfiguration: Sendable {
     var pirateWeatherURL = "https://api.pirateweather.net"
     /// Seconds a send stays claimed by a runner that stopped recording
     /// progress (it died); then any running server resumes it.
-    var sendLeaseSeconds = Int(AlertStore.defaultSendLeaseSeconds)
+    var sendLeaseSeconds = Int(AlertSendStore.defaultSendLeaseSeconds)
     /// PostgreSQL connections this instance may open (nil: four per thread,
     /// at least four). Each is opened when first needed.
     var postgresConnections: Int?

@@ -7,15 +7,15 @@ enum Migrations {
     static let sidecar: [Migration] = [
         entry(1, "create push_registrations", PushRegistrationStore.schema),
         entry(2, "create alarms", AlarmStore.schema),
-        entry(3, "create alerts", RegionSettingsStore.schema, AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema),
+        entry(3, "create alerts", RegionSettingsStore.schema, AlertStore.schema, AlertSendStore.schema, ApiKeyStore.schema),
         entry(4, "create ghost_bus_reports", GhostBusStore.schema),
         entry(5, "create surveys", SurveyStore.schema),
         entry(6, "create live_activities", LiveActivityStore.schema),
-        entry(7, "alert sends keep pushes to retry", AlertStore.sendSchema),
+        entry(7, "alert sends keep pushes to retry", AlertSendStore.schema),
         entry(8, "alarms counted per device", AlarmStore.schema),
         entry(9, "alarm pages claimed by one instance", AlarmStore.schema),
         entry(10, "live activity pages claimed by one instance", LiveActivityStore.schema),
-        entry(11, "one unfinished send per alert and audience", AlertStore.sendSchema),
+        entry(11, "one unfinished send per alert and audience", AlertSendStore.schema),
         entry(12, "coordination between instances", CoordinationStore.schema),
         entry(13, "keep what sidecar-export/1 carries", AlertStore.schema, SurveyStore.schema, GhostBusStore.schema),
         entry(14, "console accounts, sessions, audit log, scoped API keys", ConsoleStore.schema, AuditLog.schema, ApiKeyStore.schema),
@@ -24,19 +24,19 @@ enum Migrations {
         entry(17, "alert ids are never reused", AlertStore.schema),
         entry(18, "console secrets", ConsoleStore.schema),
         entry(19, "alerts remember being withdrawn", AlertStore.schema),
-        entry(20, "a send remembers its audience's size", AlertStore.sendSchema),
+        entry(20, "a send remembers its audience's size", AlertSendStore.schema),
         entry(21, "ghost-bus reports keep the route's short name", GhostBusStore.schema),
         entry(22, "alert sources", AlertStore.schema, AlertSourceStore.schema),
         entry(
             23, "admin API: key managers, principals, idempotency, caller-supplied push text, paged exports", ApiKeyStore.schema,
-            IdempotencyStore.schema, AlertStore.sendSchema, SurveyStore.schema, GhostBusStore.schema),
+            IdempotencyStore.schema, AlertSendStore.schema, SurveyStore.schema, GhostBusStore.schema),
         entry(
             24, "alert sources held to what authored alerts obey: private addresses, push caps, a sources scope", AlertSourceStore.schema,
             ApiKeyStore.schema),
         entry(
             25, "relay bindings remember refusals and back off; tokens outside the token rule removed", RelayBinder.schema,
             PushRegistrationStore.schema, AlarmStore.schema, LiveActivityStore.schema),
-        entry(26, "a send says when it stalled", AlertStore.sendSchema),
+        entry(26, "a send says when it stalled", AlertSendStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program
@@ -51,7 +51,7 @@ enum Migrations {
     /// Every store's schema: each of their versions must be in a list above
     /// under the store's name (a test checks), so no DDL is left unapplied.
     static let schemas: [Schema] = [
-        PushRegistrationStore.schema, AlarmStore.schema, AlertStore.schema, AlertStore.sendSchema, ApiKeyStore.schema, GhostBusStore.schema,
+        PushRegistrationStore.schema, AlarmStore.schema, AlertStore.schema, AlertSendStore.schema, ApiKeyStore.schema, GhostBusStore.schema,
         SurveyStore.schema, LiveActivityStore.schema, CoordinationStore.schema, ConsoleStore.schema, AuditLog.schema, RelayBinder.schema,
         RelayStore.schema, AlertSourceStore.schema, IdempotencyStore.schema, RegionSettingsStore.schema,
     ]

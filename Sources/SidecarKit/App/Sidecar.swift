@@ -147,7 +147,9 @@ final class Sidecar: Sendable {
             RegionAdminRoutes(context), AlertAdminRoutes(context), AlertSends(context), AdminKeyRoutes(context), SurveyAdminRoutes(context),
             GhostBusAdminRoutes(context), ActivityAdminRoutes(context),
             // The console: the kit's own pages, then each feature's.
-            console, AlertConsolePages(console, context), AlertSendConsolePages(console, context), RegionConsolePages(console, context),
+            console, DashboardConsolePages(console, context), KeyConsolePages(console, context), AuditConsolePages(console, context),
+            AlertConsolePages(console, context), AlertFormConsolePages(console, context), AlertTranslationConsolePages(console, context),
+            MirroredAlertConsolePages(console, context), AlertSendConsolePages(console, context), RegionConsolePages(console, context),
             SurveyConsolePages(console, context), GhostBusConsolePages(console, context),
             SourceConsolePages(console, context),
             RegionRefresher(context, source: regionSource, client: directoryClient), AlertSourcePolling(context),

@@ -66,11 +66,24 @@ extension ConsolePages {
     var logger: Logger { console.logger }
     var audit: AuditLog { console.audit }
 
+    var formTokens: FormTokens { console.formTokens }
+
+    /// The regions this user may see, for pickers and filters.
+    func visibleRegions(_ user: ConsoleStore.User) -> [Region] { console.visibleRegions(user) }
+
+    /// The layout's context for a page of `region` (nil: a page of no region).
+    func context(_ session: ConsoleStore.Session, region: Region?, _ section: ConsoleLayout.Section) async -> ConsoleLayout.Context {
+        await console.context(session, region: region, section)
+    }
+
+    func cookie(_ name: String, _ value: String, path: String, maxAge: Int? = nil, sameSite: String = "Lax") -> String {
+        console.cookie(name, value, path: path, maxAge: maxAge, sameSite: sameSite)
+    }
+
     func regionContext(_ session: ConsoleStore.Session, region: Region, _ section: ConsoleLayout.Section) async -> ConsoleLayout.Context {
         await console.regionContext(session, region: region, section)
     }
 
-    func sourceAdministration(_ session: ConsoleStore.Session) -> AlertSourceAdministration { console.sourceAdministration(session) }
     func notFound() -> Response { console.notFound() }
     func unavailable(_ error: any Error) -> Response { console.unavailable(error) }
     func zone(regionID: Int) async -> ZoneInfo { await console.zone(regionID: regionID) }

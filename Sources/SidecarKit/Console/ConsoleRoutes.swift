@@ -12,13 +12,11 @@ import PlatformThreads
 /// admin API, so all three validate and audit alike.
 struct ConsoleRoutes: Sendable {
     let store: ConsoleStore
-    let administration: AlertAdministration
-    let alerts: AlertStore
-    let sends: AlertSendRunner
     let keys: ApiKeyStore
     let audit: AuditLog
     let regions: RegionDirectory
-    let database: any Database
+    /// Each region's time zone, in which every page shows times.
+    let settings: RegionSettingsStore
     let clock: any WallClock
     let logger: Logger
     /// Cookies carry `Secure` when the public URL is https.
@@ -33,8 +31,9 @@ struct ConsoleRoutes: Sendable {
     let formTokens: FormTokens
     /// Changes per signed-in user: a stolen session cannot flood the database.
     let userWrites: FixedWindowRateLimiter
-    /// Alert sources: their list, review queue and management.
-    let sources: AlertSourceAdministration
+    /// The alert sources' review queue, whose size every region page's
+    /// navigation shows.
+    let sourceStore: AlertSourceStore
     /// Devices registered in each region, for the region picker: counted at
     /// most once a minute, whoever opens pages (one grouped count over
     /// every registration is too much to run on each page view).
@@ -57,12 +56,6 @@ struct ConsoleRoutes: Sendable {
             openPage("GET", "/admin/login") { request in await loginPage(request) },
             openPage("POST", "/admin/login") { request in await login(request) },
             userPage("POST", "/admin/logout", .read) { _, session in await logout(session) },
-            regionPage("GET", "/admin/regions/:region", .read) { request, context in await dashboard(request, context) },
-            userPage("GET", "/admin/keys", .manageKeys) { request, session in await keyList(request, session) },
-            userPage("POST", "/admin/keys", .manageKeys) { request, session in await createKey(request, session) },
-            userPage("GET", "/admin/keys/:key/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
-            userPage("POST", "/admin/keys/:key/revoke", .manageKeys) { request, session in await revokeKey(request, session) },
-            userPage("GET", "/admin/audit", .read) { request, session in await auditPage(request, session) },
         ]
     }
 
@@ -181,7 +174,7 @@ struct ConsoleRoutes: Sendable {
     /// (the navigation shows how many, and the oldest's age).
     func regionContext(_ session: ConsoleStore.Session, region: Region, _ section: ConsoleLayout.Section) async -> ConsoleLayout.Context {
         var context = await context(session, region: region, section)
-        if let waiting = try? await sources.store.reviewSummary(regionID: region.id) {
+        if let waiting = try? await sourceStore.reviewSummary(regionID: region.id) {
             context.reviewsWaiting = waiting.count
             context.oldestReviewSince = waiting.oldest
             context.now = now
@@ -209,16 +202,8 @@ struct ConsoleRoutes: Sendable {
         return ConsoleLayout.errorPage(503, "Unavailable", "The database could not be reached. Nothing was changed; try again shortly.")
     }
 
-    /// The alert sources' management as this user, audited under their email.
-    func sourceAdministration(_ session: ConsoleStore.Session) -> AlertSourceAdministration {
-        sources.acting(as: "user:" + session.user.email)
-    }
-
-    /// The operations as this user: changes are audited under their email.
-    func administration(_ session: ConsoleStore.Session) -> AlertAdministration { administration.acting(as: "user:" + session.user.email) }
-
     func zone(regionID: Int) async -> ZoneInfo {
-        let name = (try? await RegionSettingsStore(database: alerts.database).all()[regionID]?.timezone) ?? nil
+        let name = (try? await settings.all()[regionID]?.timezone) ?? nil
         return name.flatMap { ZoneInfo.named($0, directory: zoneDirectory) } ?? .utc
     }
 
@@ -285,9 +270,8 @@ extension ConsoleRoutes: Feature {
         let logins = ConsoleRules.loginWindowSeconds
         let clock = context.clock
         self.init(
-            store: context.stores.console, administration: context.administration, alerts: context.stores.alerts, sends: context.alertSends,
-            keys: context.stores.apiKeys, audit: context.stores.audit,
-            regions: context.regions, database: context.database, clock: context.clock, logger: context.logger,
+            store: context.stores.console, keys: context.stores.apiKeys, audit: context.stores.audit,
+            regions: context.regions, settings: RegionSettingsStore(database: context.database), clock: context.clock, logger: context.logger,
             secureCookies: context.publicURL.url.hasPrefix("https://"),
             clientLogins: context.limiter("console_login_client", limit: ConsoleRules.attemptsPerClient, windowSeconds: logins),
             accountLogins: context.limiter(
@@ -296,7 +280,7 @@ extension ConsoleRoutes: Feature {
             failingSources: context.limiter("console_login_source", limit: Int(Int32.max), windowSeconds: logins, keyForLogs: SHA256.fingerprint),
             formTokens: FormTokens(store: context.stores.console),
             userWrites: context.limiter("console_writes", limit: context.configuration.consoleWriteLimit),
-            sources: context.alertSources().administration,
+            sourceStore: context.stores.alertSources,
             deviceCounts: TimedCache(lifetimeSeconds: 60, maxEntries: 1, now: { clock.now().timeIntervalSince1970 }),
             pushRegistrations: context.stores.pushRegistrations)
     }

@@ -5,7 +5,7 @@ import Database
 /// stores that own each figure.
 struct ConsoleStats: Sendable {
     typealias Reach = PushRegistrationStore.Reach
-    typealias RecentSend = AlertStore.RecentSend
+    typealias RecentSend = AlertSendStore.RecentSend
 
     var reach = Reach()
     /// New registrations per day, oldest first, `days` long: the local day
@@ -40,7 +40,7 @@ struct ConsoleStats: Sendable {
             stats.perDay = (firstDay...today).map { (day: $0, count: counts[$0] ?? 0) }
             stats.pendingAlarms = try AlarmStore.count(connection, regionID: regionID)
             stats.liveActivities = try LiveActivityStore.count(connection, regionID: regionID)
-            stats.recentSends = try AlertStore.recentSends(connection, regionID: regionID, limit: 10)
+            stats.recentSends = try AlertSendStore.recentSends(connection, regionID: regionID, limit: 10)
             return stats
         }
     }

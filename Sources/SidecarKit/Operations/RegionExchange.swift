@@ -52,10 +52,4 @@ enum RegionExchange {
     }
 
     static func encoded(_ value: JSONValue) -> String { String(decoding: value.encoded(), as: UTF8.self) }
-
-    /// A document's instant (milliseconds) as stored in seconds, rounding down.
-    static func seconds(_ millis: EpochMillis) -> EpochSeconds { millis.seconds }
-}
-
-extension RegionExchange {
 }

@@ -157,7 +157,7 @@ final class SidecarMetrics: Sendable {
                     samples: registrations.map { (labels: [String($0.regionID), $0.platform], value: Double($0.count)) }),
                 CollectedFamily(
                     name: "sidecar_alert_sends_in_progress", help: "Alert sends running now (on any instance).", kind: .gauge,
-                    value: Double(try AlertStore.runningSendCount(connection))),
+                    value: Double(try AlertSendStore.runningSendCount(connection))),
                 CollectedFamily(
                     name: "sidecar_alarms_waiting", help: "Departure alarms stored and waiting to fire.", kind: .gauge,
                     value: Double(try AlarmStore.count(connection))),

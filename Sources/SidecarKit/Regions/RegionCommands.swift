@@ -7,8 +7,8 @@ import HTTPClient
 import Push
 
 /// Regions and whole-region documents: `region list|set`, `ghostbus export`, `export`, `import`.
-extension OperatorCommands {
-    static let regions: [OperatorCommand] = [
+enum RegionCommands {
+    static let all: [OperatorCommand] = [
         OperatorCommand(
             name: "region list", id: nil, access: .reads,
             summary: "List the regions of the directory with their agency id and time zone", options: [],
@@ -26,7 +26,7 @@ extension OperatorCommands {
                 OperatorOption("agency-id", "ID", "The agency id alerts name in the feed"),
                 OperatorOption("timezone", "ZONE|none", "A tz database zone such as America/Los_Angeles; none clears it"),
                 OperatorOption("fixed-offset", "true|false", "The region does not observe daylight time: accept EST, MST or HST as they are"),
-                agencyCheck,
+                OperatorCommands.agencyCheck,
             ],
             run: { c in
                 guard let id = c.options["id"].flatMap({ Int($0) }) else { throw AdministrationError.invalid(["--id N is required"]) }
@@ -39,7 +39,7 @@ extension OperatorCommands {
             }),
         OperatorCommand(
             name: "ghostbus export", id: nil, access: .reads,
-            summary: "Write a region's ghost-bus reports as CSV to standard output", options: [region],
+            summary: "Write a region's ghost-bus reports as CSV to standard output", options: [OperatorCommands.region],
             run: { c in
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
@@ -53,7 +53,7 @@ extension OperatorCommands {
             name: "export", id: nil, access: .reads,
             summary: "Write one region as a sidecar-export/1 document (moving to or from OBACloud)",
             options: [
-                region, OperatorOption("to", "FILE", "Write here instead of standard output"),
+                OperatorCommands.region, OperatorOption("to", "FILE", "Write here instead of standard output"),
             ],
             notes: """
                 Carries alerts with their translations, studies, surveys with questions, survey
@@ -62,7 +62,7 @@ extension OperatorCommands {
             run: { c in
                 let regionID = try c.region()
                 _ = try c.administration.region(regionID)
-                let document = try await RegionExchange.export(regionID: regionID, database: c.database, nowMillis: c.clock.nowMillis)
+                let document = try await RegionExport.export(regionID: regionID, database: c.database, nowMillis: c.clock.nowMillis)
                 let text = String(decoding: document.prettyEncoded(), as: UTF8.self) + "\n"
                 if let path = c.options["to"], path != "-" {
                     guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else {
@@ -84,7 +84,7 @@ extension OperatorCommands {
             notes: "Importing the same document again changes nothing; an unknown field or region is an error naming where it is.",
             run: { c in
                 let document: RegionExchange.Document
-                do { document = try RegionExchange.parse(try c.document(c.options["file"]), regions: c.regions) } catch let failure
+                do { document = try RegionDocumentParser.parse(try c.document(c.options["file"]), regions: c.regions) } catch let failure
                     as RegionExchange.Failure
                 {
                     throw AdministrationError.invalid(["import: \(failure.description)"])
@@ -92,7 +92,7 @@ extension OperatorCommands {
                 let dryRun = c.options["dry_run"].map { $0 != "false" } ?? false
                 let summary: RegionExchange.Summary
                 do {
-                    summary = try await RegionExchange.importDocument(document, database: c.database, dryRun: dryRun, nowSeconds: c.now)
+                    summary = try await RegionImport.importDocument(document, database: c.database, dryRun: dryRun, nowSeconds: c.now)
                 } catch let failure as RegionExchange.Failure {
                     throw AdministrationError.invalid(["import: \(failure.description); nothing was imported"])
                 }

@@ -8,6 +8,8 @@ import HTTPServer
 struct RegionConsolePages: ConsolePages {
     let console: ConsoleRoutes
     let settings: RegionSettingsStore
+    /// Region settings are changed through the same administration as the API and the CLI.
+    let administration: AlertAdministration
 
     var routes: [Route] {
         [
@@ -88,7 +90,7 @@ struct RegionConsolePages: ConsolePages {
             "fixed_offset": request.parameters["fixed_offset"] == "true" ? "true" : "",
         ]
         do {
-            _ = try await console.administration(context.session).setRegion(
+            _ = try await administration.acting(as: "user:" + context.session.user.email).setRegion(
                 id: region.id, agencyID: values["agency_id"],
                 timezone: values["timezone"]?.presence ?? "none", fixedOffset: values["fixed_offset"] == "true")
             return .seeOther("/admin/regions/\(region.id)?done=region-saved")
@@ -100,6 +102,6 @@ struct RegionConsolePages: ConsolePages {
 
 extension RegionConsolePages {
     init(_ console: ConsoleRoutes, _ context: FeatureContext) {
-        self.init(console: console, settings: RegionSettingsStore(database: context.database))
+        self.init(console: console, settings: RegionSettingsStore(database: context.database), administration: context.administration)
     }
 }

@@ -7,12 +7,13 @@ import HTTPClient
 import Push
 
 /// Studies and surveys: `study create|list`, `survey create|list|show|edit|delete|responses`.
-extension OperatorCommands {
-    static let surveys: [OperatorCommand] = [
+enum SurveyCommands {
+    static let all: [OperatorCommand] = [
         OperatorCommand(
             name: "study create", id: nil, access: .writes, summary: "Create a study (surveys belong to one)",
             options: [
-                region, OperatorOption("name", "TEXT", required: true, "The study's name"), OperatorOption("description", "TEXT", "What it is for"),
+                OperatorCommands.region, OperatorOption("name", "TEXT", required: true, "The study's name"),
+                OperatorOption("description", "TEXT", "What it is for"),
             ],
             run: { c in
                 let study = try await c.surveyAdministration.createStudy(
@@ -21,7 +22,7 @@ extension OperatorCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "study list", id: nil, access: .reads, summary: "List studies", options: [optionalRegion],
+            name: "study list", id: nil, access: .reads, summary: "List studies", options: [OperatorCommands.optionalRegion],
             run: { c in
                 for study in try await SurveyStore(database: c.database).studies(regionID: c.options["region"].flatMap { Int($0) }) {
                     c.output("\(study.id)\tregion \(study.regionID)\t\(study.name)")
@@ -33,7 +34,7 @@ extension OperatorCommands {
             options: [OperatorOption("file", "PATH|-", required: true, "The document (- for standard input); see 'sidecar survey show'")],
             run: saveSurvey),
         OperatorCommand(
-            name: "survey list", id: nil, access: .reads, summary: "List surveys", options: [optionalRegion],
+            name: "survey list", id: nil, access: .reads, summary: "List surveys", options: [OperatorCommands.optionalRegion],
             run: { c in
                 for survey in try await SurveyStore(database: c.database).surveys(regionID: c.options["region"].flatMap { Int($0) }) {
                     let active = SurveyRules.isActive(survey, now: c.now) ? "active" : "inactive"

@@ -246,7 +246,7 @@ struct AdminAPITests {
                 headers: ["Idempotency-Key": "start-1"])
             #expect(reused.status == 422, "a key used for another request is refused")
             #expect(try await app.eventually { gorush.notifications.count == 3 })
-            #expect(try await AlertStore(database: app.sidecar.database).sends(alertID: Int64(id)).count == 1)
+            #expect(try await AlertStore(database: app.sidecar.database).sends.list(alertID: Int64(id)).count == 1)
             let byToken = Dictionary(
                 gorush.notifications.flatMap { note in (note["tokens"] as? [String] ?? []).map { ($0, note["title"] as? String ?? "") } },
                 uniquingKeysWith: { first, _ in first })

@@ -185,18 +185,18 @@ struct AlertSourceSafetyTests {
             let source = try await AlertSourcePollTests.add(app, ["url": feed.url, "header_file": "X-Api-Key:\(secret.path)"])
             feed.set([FeedStandIn.alert("a", "Route 44 detoured", spanish: "Ruta 44 desviada"), FeedStandIn.alert("b", "Line 1 closed")])
             _ = try await poller.pollNow(sourceID: source.id)
-            let document = try await RegionExchange.export(regionID: 1, database: app.sidecar.database, nowMillis: 0)
+            let document = try await RegionExport.export(regionID: 1, database: app.sidecar.database, nowMillis: 0)
             let text = String(decoding: document.encoded(), as: UTF8.self)
             #expect(text.contains("\"alert_sources\"") && text.contains("\"needs_headers\":[\"X-Api-Key\"]") && !text.contains(secret.path))
             try await TestSidecar.run({
                 $0.regions = app.sidecar.configuration.regions
                 $0.runsSourcePoller = false
             }) { fresh in
-                let parsed = try RegionExchange.parse(document, regions: fresh.sidecar.regions)
-                let summary = try await RegionExchange.importDocument(parsed, database: fresh.sidecar.database, dryRun: false, nowSeconds: 0)
+                let parsed = try RegionDocumentParser.parse(document, regions: fresh.sidecar.regions)
+                let summary = try await RegionImport.importDocument(parsed, database: fresh.sidecar.database, dryRun: false, nowSeconds: 0)
                 #expect(summary.alertSources.added == 1 && summary.alerts.added == 2)
                 #expect(summary.lines.contains { $0.contains("give them again") && $0.contains("X-Api-Key") }, "\(summary.lines)")
-                let again = try await RegionExchange.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0)
+                let again = try await RegionExport.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0)
                 let againText = String(decoding: again.encoded(), as: UTF8.self)
                 #expect(
                     againText == text.replacingOccurrences(of: "\"needs_headers\":[\"X-Api-Key\"]", with: "\"needs_headers\":[]"),

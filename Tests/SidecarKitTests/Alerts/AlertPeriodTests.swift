@@ -47,7 +47,7 @@ struct AlertPeriodTests {
                     "impact_start": "2026-12-05T05:00:00-08:00",
                     "impact_end": "2026-12-05T23:00:00-08:00",
                 ])
-            let document = try await RegionExchange.export(regionID: 1, database: app.sidecar.database, nowMillis: 0)
+            let document = try await RegionExport.export(regionID: 1, database: app.sidecar.database, nowMillis: 0)
             let exported = String(decoding: document.encoded(), as: UTF8.self)
             #expect(exported.contains("\"impact_start_time\":\"2026-12-05T13:00:00Z\""), "\(exported)")
         }

@@ -174,7 +174,7 @@ struct AlertRouteTests {
             #expect(Set(gorush.notifications.flatMap { $0["tokens"] as? [String] ?? [] }).count == 100)
             // Still leased by the "dead" runner; a second runner is refused until it lapses.
             await #expect(throws: AlertStoreError.self) { try await admin.startSend(id: alert.id, audience: .all) }
-            app.clock.advance(seconds: Double(AlertStore.defaultSendLeaseSeconds + 1))
+            app.clock.advance(seconds: Double(AlertSendStore.defaultSendLeaseSeconds + 1))
             let (resumed, _) = try await admin.startSend(id: alert.id, audience: .all)
             #expect(resumed.id == send.id)
             #expect(resumed.cursor == interrupted.cursor)

@@ -65,11 +65,11 @@ struct AlertSendStallTests {
             let running = Task { [alert] in try await sender.run(send, alert: alert, translations: []) }
             // The page is with the transport and the watch is waiting on the clock.
             #expect(try await app.eventually { transport.waiting == 1 && app.clock.sleeperCount > sleepersBefore })
-            #expect(try await store.send(id: send.id)?.shownStatus == "running")
+            #expect(try await store.sends.send(id: send.id)?.shownStatus == "running")
 
             app.clock.advance(seconds: AlertSender.stallSeconds + 1)
-            #expect(try await app.eventually { try await store.send(id: send.id)?.stalledSince != nil })
-            let stalled = try #require(try await store.send(id: send.id))
+            #expect(try await app.eventually { try await store.sends.send(id: send.id)?.stalledSince != nil })
+            let stalled = try #require(try await store.sends.send(id: send.id))
             #expect(stalled.shownStatus == "stalled" && stalled.status == "running")
             #expect(stalled.lastError?.contains("no progress for 30 s") == true, "\(stalled.lastError ?? "")")
             guard case .object(let json) = AdminJSON.send(stalled) else { throw StallTestError.notAnObject }
@@ -77,13 +77,13 @@ struct AlertSendStallTests {
             #expect(json["stalled_since"] != .null)
             let now = app.clock.now().epochMillis / 1000
             let view = try await AlertFeedView.read(store, regionID: 1, now: EpochSeconds(now))
-            let shown = OperatorCommands.describe(alert, translations: [], sends: [stalled], zone: .utc, view: view, now: EpochSeconds(now))
+            let shown = AlertCommands.describe(alert, translations: [], sends: [stalled], zone: .utc, view: view, now: EpochSeconds(now))
             #expect(shown.contains("send \(send.id) to all: stalled"), "\(shown)")
 
             transport.release()
             let finished = try await running.value
             #expect(finished.status == "done")
-            let done = try #require(try await store.send(id: send.id))
+            let done = try #require(try await store.sends.send(id: send.id))
             #expect(done.stalledSince == nil && done.shownStatus == "done" && done.delivered == 5)
         }
     }

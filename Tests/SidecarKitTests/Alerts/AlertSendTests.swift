@@ -40,10 +40,10 @@ struct AlertSendTests {
             let started = try await app.send("POST", "/admin/api/alerts/\(alert.id)/sends", headers: ["Authorization": "Bearer \(key)"])
             #expect(started.status == 202)
             let finished = try await app.eventually {
-                try await AlertStore(database: app.sidecar.database).sends(alertID: alert.id).first?.status == "done"
+                try await AlertStore(database: app.sidecar.database).sends.list(alertID: alert.id).first?.status == "done"
             }
             #expect(finished)
-            let send = try #require(try await AlertStore(database: app.sidecar.database).sends(alertID: alert.id).first)
+            let send = try #require(try await AlertStore(database: app.sidecar.database).sends.list(alertID: alert.id).first)
             #expect(send.delivered == 250)
             #expect(send.pending == 0)
             #expect(gorush.tokens.count == 250, "retried after the outage, each push delivered once")
@@ -58,7 +58,7 @@ struct AlertSendTests {
             let errors = Locked<[String]>([])
             #expect(try await Self.cli(app, ["alert", "send", String(alert.id), "--gorush-url", gorush.url], errors: errors) == 1)
             #expect(errors.value.contains { $0.contains("250 pushes were not delivered (gorush answered HTTP 500)") })
-            let failed = try #require(try await AlertStore(database: app.sidecar.database).sends(alertID: alert.id).first)
+            let failed = try #require(try await AlertStore(database: app.sidecar.database).sends.list(alertID: alert.id).first)
             #expect(failed.status == "failed")
             #expect(failed.delivered == 0)
             #expect(gorush.tokens.isEmpty)
@@ -66,7 +66,7 @@ struct AlertSendTests {
             #expect(try await Self.cli(app, ["alert", "send", String(alert.id), "--gorush-url", gorush.url], errors: errors) == 1)
             gorush.outage.withLock { $0 = 0 }
             #expect(try await Self.cli(app, ["alert", "send", String(alert.id), "--gorush-url", gorush.url], errors: errors) == 0)
-            let sends = try await AlertStore(database: app.sidecar.database).sends(alertID: alert.id)
+            let sends = try await AlertStore(database: app.sidecar.database).sends.list(alertID: alert.id)
             #expect(sends.count == 1, "the failed send was resumed, not started anew")
             #expect(sends.first?.status == "done")
             #expect(sends.first?.delivered == 250)
@@ -85,10 +85,10 @@ struct AlertSendTests {
                 store: store, transport: transport, clock: app.clock, logger: Logger(level: .error, sink: MemorySink()), pageSize: 100)
             _ = try await dying.run(send, alert: alert, translations: [], stopAfterPages: 1)
             await app.sidecar.alertSends.resumeLapsed()
-            #expect(try await store.send(id: send.id)?.status == "running", "not while the lease holds")
-            app.clock.advance(seconds: Double(AlertStore.defaultSendLeaseSeconds + 1))
+            #expect(try await store.sends.send(id: send.id)?.status == "running", "not while the lease holds")
+            app.clock.advance(seconds: Double(AlertSendStore.defaultSendLeaseSeconds + 1))
             await app.sidecar.alertSends.resumeLapsed()
-            #expect(try await app.eventually { try await store.send(id: send.id)?.status == "done" })
+            #expect(try await app.eventually { try await store.sends.send(id: send.id)?.status == "done" })
             #expect(gorush.tokens.count == 250)
             #expect(Set(gorush.tokens).count == 250)
         }

@@ -50,9 +50,9 @@ struct ConsoleKeyPageTests: ConsoleSuite {
             #expect(posted.status == 303, "a redirect: a refresh repeats nothing")
             let flash = try #require(
                 ConsoleBrowser.value(
-                    of: ConsoleRoutes.newKeyCookie,
+                    of: KeyConsolePages.newKeyCookie,
                     in: posted.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)))
-            let created = try await app.send("GET", "/admin/keys", headers: ["Cookie": "\(admin.cookie); \(ConsoleRoutes.newKeyCookie)=\(flash)"])
+            let created = try await app.send("GET", "/admin/keys", headers: ["Cookie": "\(admin.cookie); \(KeyConsolePages.newKeyCookie)=\(flash)"])
             let key = try #require(
                 created.text.range(of: "<code id=\"new-key\">").map { created.text[$0.upperBound...].prefix { $0 != "<" } }.map(String.init))
             #expect(key.hasPrefix("sidecar_"))

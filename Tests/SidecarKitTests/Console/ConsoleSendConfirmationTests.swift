@@ -27,11 +27,11 @@ struct ConsoleSendConfirmationTests: ConsoleSuite {
             let token = try #require(ConsoleBrowser.hidden("send_token", in: confirmation.text))
             let refused = try await admin.post("/admin/alerts/\(ended.id)/sends", [("audience", "test"), ("send_token", token)])
             #expect(refused.status == 422)
-            #expect(try await AlertStore(database: app.sidecar.database).sends(alertID: ended.id).isEmpty, "nothing sent")
+            #expect(try await AlertStore(database: app.sidecar.database).sends.list(alertID: ended.id).isEmpty, "nothing sent")
             let sent = try await admin.post(
                 "/admin/alerts/\(ended.id)/sends", [("audience", "test"), ("send_token", token), ("ended_reason", "Reopened late: tell riders")])
             #expect(sent.status == 303, "the same confirmation, with a reason")
-            #expect(try await AlertStore(database: app.sidecar.database).sends(alertID: ended.id).count == 1)
+            #expect(try await AlertStore(database: app.sidecar.database).sends.list(alertID: ended.id).count == 1)
             let audit = try await AuditLog(database: app.sidecar.database).entries(regions: nil)
             #expect(audit.contains { $0.action == "alert.send" && ($0.detail ?? "").contains("pushed after it ended: Reopened late") })
         }
@@ -47,7 +47,7 @@ struct ConsoleSendConfirmationTests: ConsoleSuite {
             _ = try await app.administration.setPublished(id: alert.id, true)
             let (send, _) = try await app.administration.startSend(id: alert.id, audience: .test)
             let store = AlertStore(database: app.sidecar.database)
-            try await store.markStalled(
+            try await store.sends.markStalled(
                 sendID: send.id, since: EpochSeconds(now), reason: "no progress for 30 s; the transport's last answer: gorush answered HTTP 503",
                 now: EpochSeconds(now + 30))
             var admin = ConsoleBrowser(app: app)

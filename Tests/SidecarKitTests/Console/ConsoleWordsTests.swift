@@ -10,6 +10,6 @@ struct ConsoleWordsTests {
         ("xx-YY", "xx-YY"),
     ])
     func aLocaleIsShownByItsLanguagesName(_ locale: String, _ shown: String) {
-        #expect(AlertConsolePages.localeName(locale) == shown)
+        #expect(AlertWords.localeName(locale) == shown)
     }
 }

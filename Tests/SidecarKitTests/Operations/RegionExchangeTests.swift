@@ -87,7 +87,7 @@ struct RegionExchangeTests {
     @Test func exportImportExportIsTheSameDocumentAndImportingTwiceChangesNothing() async throws {
         try await GhostBusTests.run { app, oba in
             try await Self.populate(app, oba: oba)
-            let first = try await RegionExchange.export(regionID: 1, database: app.sidecar.database, nowMillis: 0)
+            let first = try await RegionExport.export(regionID: 1, database: app.sidecar.database, nowMillis: 0)
             guard case .object(let members) = first else {
                 Issue.record("not an object")
                 return
@@ -102,24 +102,24 @@ struct RegionExchangeTests {
             #expect(text.contains(#""snapshot_status":"captured""#))
 
             try await TestSidecar.run({ $0.regions = app.sidecar.configuration.regions }) { (fresh: TestSidecar) async throws in
-                let document = try RegionExchange.parse(first, regions: fresh.sidecar.regions)
-                let dry = try await RegionExchange.importDocument(document, database: fresh.sidecar.database, dryRun: true, nowSeconds: 0)
+                let document = try RegionDocumentParser.parse(first, regions: fresh.sidecar.regions)
+                let dry = try await RegionImport.importDocument(document, database: fresh.sidecar.database, dryRun: true, nowSeconds: 0)
                 #expect(dry.alerts.added == 2 && dry.surveys.added == 1)
                 #expect(
-                    try await RegionExchange.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0) != first, "a dry run changes nothing"
+                    try await RegionExport.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0) != first, "a dry run changes nothing"
                 )
-                let summary = try await RegionExchange.importDocument(document, database: fresh.sidecar.database, dryRun: false, nowSeconds: 0)
+                let summary = try await RegionImport.importDocument(document, database: fresh.sidecar.database, dryRun: false, nowSeconds: 0)
                 #expect(summary == dry)
                 #expect(summary.alerts == .init(added: 2, present: 0) && summary.translations == .init(added: 2, present: 0))
                 #expect(summary.studies.added == 1 && summary.surveys.added == 1 && summary.questions.added == 5)
                 #expect(summary.surveyResponses.added == 1 && summary.pushRegistrations.added == 2 && summary.ghostBusReports.added == 1)
-                let second = try await RegionExchange.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0)
+                let second = try await RegionExport.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0)
                 #expect(second == first, "export, import, export: the same document")
 
-                let again = try await RegionExchange.importDocument(document, database: fresh.sidecar.database, dryRun: false, nowSeconds: 0)
+                let again = try await RegionImport.importDocument(document, database: fresh.sidecar.database, dryRun: false, nowSeconds: 0)
                 #expect(again.alerts == .init(added: 0, present: 2) && again.pushRegistrations == .init(added: 0, present: 2))
                 #expect(again.ghostBusReports == .init(added: 0, present: 1) && again.surveyResponses == .init(added: 0, present: 1))
-                #expect(try await RegionExchange.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0) == first)
+                #expect(try await RegionExport.export(regionID: 1, database: fresh.sidecar.database, nowMillis: 0) == first)
 
                 // Riders see the same alert ids, and new rows continue after imported ids.
                 await fresh.sidecar.alertFeedWatcher.refresh()
@@ -178,8 +178,8 @@ struct RegionExchangeTests {
     @Test func aReferenceDocumentImportsWithItsIdsAndStaleTranslationsWithheld() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             let value = try JSONDecoder().decode(JSONValue.self, from: Data(Self.reference.utf8))
-            let document = try RegionExchange.parse(value, regions: app.sidecar.regions)
-            let summary = try await RegionExchange.importDocument(document, database: app.sidecar.database, dryRun: false, nowSeconds: 0)
+            let document = try RegionDocumentParser.parse(value, regions: app.sidecar.regions)
+            let summary = try await RegionImport.importDocument(document, database: app.sidecar.database, dryRun: false, nowSeconds: 0)
             #expect(
                 summary.alerts.added == 1 && summary.translations.added == 2 && summary.questions.added == 1 && summary.ghostBusReports.added == 1)
             let alert = try #require(try await AlertStore(database: app.sidecar.database).find(id: 41))
@@ -196,7 +196,7 @@ struct RegionExchangeTests {
             #expect(list.text.contains(#""id":12"#) && list.text.contains(#""id":90"#))
             // Exported again: the instants in UTC, everything else as given.
             let exported = String(
-                decoding: try await RegionExchange.export(regionID: 1, database: app.sidecar.database, nowMillis: 0).encoded(), as: UTF8.self)
+                decoding: try await RegionExport.export(regionID: 1, database: app.sidecar.database, nowMillis: 0).encoded(), as: UTF8.self)
             #expect(exported.contains(#""start_time":"2026-11-29T14:00:00Z""#) && exported.contains(#""created_at":"2026-11-28T12:00:00Z""#))
             #expect(exported.contains(#""source_header_text":"Old text""#) && exported.contains(#""snapshot_status":"unavailable""#))
         }
@@ -253,8 +253,8 @@ struct RegionExchangeTests {
     func aBadDocumentIsAClearErrorNamingThePlace(_ example: (name: String, json: String, message: String)) async throws {
         let regions = RegionDirectory(try await RegionSource(argument: try SharedFixtures.requirePath("ios/regions-v3.json")).load(client: .init()))
         let value = try JSONDecoder().decode(JSONValue.self, from: Data(example.json.utf8))
-        #expect(throws: RegionExchange.Failure.self, "\(example.name)") { try RegionExchange.parse(value, regions: regions) }
-        do { _ = try RegionExchange.parse(value, regions: regions) } catch {
+        #expect(throws: RegionExchange.Failure.self, "\(example.name)") { try RegionDocumentParser.parse(value, regions: regions) }
+        do { _ = try RegionDocumentParser.parse(value, regions: regions) } catch {
             #expect(error.description.contains(example.message), "\(example.name): \(error.description)")
         }
     }

@@ -12,8 +12,8 @@ import Glibc
 
 /// Who may act: admin API keys (`apikey`), service principals
 /// (`principal`) and console accounts (`user`).
-extension OperatorCommands {
-    static let access: [OperatorCommand] = [
+enum AccessCommands {
+    static let all: [OperatorCommand] = [
         OperatorCommand(
             name: "apikey create", id: nil, access: .writes,
             summary: "Create an admin API key (printed once on standard output, stored hashed)",
@@ -48,7 +48,7 @@ extension OperatorCommands {
                 for record in try await ApiKeyStore(database: c.database).list() {
                     let state = record.revokedAt == nil ? "active" : "revoked"
                     c.output(
-                        "\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\t\(record.scopeDescription)\tlast used \(record.lastUsedAt.map(format) ?? "never")"
+                        "\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\t\(record.scopeDescription)\tlast used \(record.lastUsedAt.map(OperatorCommands.format) ?? "never")"
                     )
                 }
                 return 0
@@ -86,7 +86,9 @@ extension OperatorCommands {
             run: { c in
                 for record in try await c.keys.list(principals: true) {
                     let state = record.revokedAt == nil ? "active" : "revoked"
-                    c.output("\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\tlast used \(record.lastUsedAt.map(format) ?? "never")")
+                    c.output(
+                        "\(record.id)\t\(record.name)\t\(record.prefix)…\t\(state)\tlast used \(record.lastUsedAt.map(OperatorCommands.format) ?? "never")"
+                    )
                 }
                 return 0
             }),

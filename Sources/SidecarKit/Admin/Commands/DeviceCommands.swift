@@ -8,8 +8,8 @@ import Push
 import QRCode
 
 /// What reaches riders' devices: `push test` and `links add-region`.
-extension OperatorCommands {
-    static let devices: [OperatorCommand] = [
+enum DeviceCommands {
+    static let all: [OperatorCommand] = [
         OperatorCommand(
             name: "push test", id: nil, access: .none,
             summary: "Send one test notification to a device and print the provider's answer",

@@ -1,3 +1,6 @@
+import Core
+import FoundationEssentials
+
 /// One option of an operator command (`--region N`), as its help shows it.
 struct OperatorOption: Sendable {
     let name: String
@@ -62,10 +65,13 @@ struct OperatorCommand: Sendable {
     }
 }
 
-/// Every operator command, in the order `--help` lists them: each group's
-/// file describes its commands and implements them in one place.
+/// Every operator command, in the order `--help` lists them. Each feature
+/// describes and implements its own group in its folder (`AlertCommands`,
+/// `SurveyCommands`, ...); this list only orders them, and
+/// `CentralListTests` fails when a described command is missing from it.
 enum OperatorCommands {
-    static let all: [OperatorCommand] = regions + alerts + sources + surveys + access + devices
+    static let all: [OperatorCommand] =
+        RegionCommands.all + AlertCommands.all + AlertSourceCommands.all + SurveyCommands.all + AccessCommands.all + DeviceCommands.all
 
     static func named(_ name: String) -> OperatorCommand? { byName[name] }
 
@@ -78,10 +84,16 @@ enum OperatorCommands {
             return parts.count == 2 ? String(parts[0]) : nil
         })
 
+    // Options several groups share.
     static let region = OperatorOption("region", "N", required: true, "The region's id in the regions directory")
     static let optionalRegion = OperatorOption("region", "N", "Only this region")
     static let agencyCheck = OperatorOption(
         "agency-check", "true|false",
         "Check the agency id against the region's OneBusAway server (agencies-with-coverage; default true): iOS drops alerts of an agency it does not list"
     )
+
+    /// An instant in UTC, ISO 8601, for a line that names no region (keys, accounts).
+    static func format(_ instant: EpochSeconds) -> String {
+        Date(timeIntervalSince1970: Double(instant.value)).formatted(.iso8601)
+    }
 }

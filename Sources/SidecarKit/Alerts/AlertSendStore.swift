@@ -6,7 +6,18 @@ import GTFSRealtime
 /// An alert's sends (tables `alert_sends` and `alert_send_pending`): one
 /// per decision to push, resumable from its cursor, leased by the process
 /// running it, with the registrations a passing failure left pending.
-extension AlertStore {
+struct AlertSendStore: Sendable {
+    let database: any Database
+    /// How long a runner holds a send without recording progress before
+    /// another runner (another process, or this one after a restart) may
+    /// resume it: a killed run's lease lapses.
+    let sendLeaseSeconds: Int64
+
+    init(database: any Database, sendLeaseSeconds: Int64 = AlertSendStore.defaultSendLeaseSeconds) {
+        self.database = database
+        self.sendLeaseSeconds = sendLeaseSeconds
+    }
+
     /// `--send-lease-seconds` by default.
     static let defaultSendLeaseSeconds: Int64 = 30
 
@@ -41,7 +52,7 @@ extension AlertStore {
             }
             // Two instances starting the same send at once: the unique index
             // on unfinished sends lets one insert; the other is told to wait.
-            guard let regionID = try Self.region(ofAlert: alertID, connection) else {
+            guard let regionID = try AlertStore.region(ofAlert: alertID, connection) else {
                 throw AlertStoreError.notFound
             }
             let audienceSize = try PushRegistrationStore.audienceCount(connection, regionID: regionID, testOnly: audience == .test)
@@ -137,7 +148,7 @@ extension AlertStore {
         }
     }
 
-    func sends(alertID: Int64) async throws -> [AlertSend] {
+    func list(alertID: Int64) async throws -> [AlertSend] {
         try await database.read { connection in
             try connection.query("SELECT * FROM alert_sends WHERE alert_id = \(alertID) ORDER BY id").map(Self.send)
         }
@@ -163,10 +174,10 @@ extension AlertStore {
     static func recentSends(_ connection: any SQLConnection, regionID: Int, limit: Int) throws -> [RecentSend] {
         let sends = try connection.query(
             """
-            SELECT * FROM alert_sends WHERE alert_id IN (\(alertIDs(inRegion: regionID))) ORDER BY id DESC LIMIT \(limit)
+            SELECT * FROM alert_sends WHERE alert_id IN (\(AlertStore.alertIDs(inRegion: regionID))) ORDER BY id DESC LIMIT \(limit)
             """
         ).map(send)
-        let headers = try headers(connection, alertIDs: Array(Set(sends.map(\.alertID))))
+        let headers = try AlertStore.headers(connection, alertIDs: Array(Set(sends.map(\.alertID))))
         return sends.map { RecentSend(send: $0, alertID: $0.alertID, header: headers[$0.alertID] ?? "") }
     }
 
@@ -258,11 +269,11 @@ extension AlertStore {
     }
 }
 
-extension AlertStore {
+extension AlertSendStore {
     /// The schema changes of the tables this store owns, by migration
     /// version (the list itself is `Migrations.sidecar`).
-    static let sendSchema = Schema(
-        "AlertStore.sends",
+    static let schema = Schema(
+        "AlertSendStore",
         [
             3: [
                 .table(

@@ -8,7 +8,14 @@ import HTTPServer
 /// here (dismiss it from the feed, push it, change the source's rules).
 /// Its text changes at the agency's feed, so the page offers no editing
 /// and no publishing, and the authoring routes refuse it in these words.
-extension AlertConsolePages {
+struct MirroredAlertConsolePages: AlertPages {
+    let console: ConsoleRoutes
+    let services: FeatureContext
+
+    var routes: [Route] {
+        [alertRoute("POST", "/admin/alerts/:alert/feed", .author) { request, context, alert in await setInFeed(request, context, alert) }]
+    }
+
     /// What an authoring page answers for a mirrored alert.
     static func mirroredRefusal(_ alert: ServiceAlert) -> Response {
         ConsoleLayout.errorPage(
@@ -31,12 +38,12 @@ extension AlertConsolePages {
             state = try await sources.store.state(alertID: alert.id)
             view = try await AlertFeedView.read(alerts, regionID: alert.regionID, now: now)
             translations = try await alerts.translations(alertID: alert.id)
-            sendList = try await alerts.sends(alertID: alert.id)
+            sendList = try await alerts.sends.list(alertID: alert.id)
             message = try await alerts.mirroredMessage(alertID: alert.id).flatMap(AlertSourceMapping.decoded)
         } catch { return unavailable(error) }
         let sourceLink = "/admin/regions/\(alert.regionID)/sources#source-\(alert.sourceID ?? 0)"
         var content: [any HTMLContent] = [
-            tag("p", [], [Self.badges(alert, view: view), " ", tag("span", [.class("badge source")], ["from a source"])]),
+            tag("p", [], [AlertWords.badges(alert, view: view), " ", tag("span", [.class("badge source")], ["from a source"])]),
             tag(
                 "p", [],
                 [
@@ -49,13 +56,13 @@ extension AlertConsolePages {
         if alert.published, let exclusion = view.exclusion(alert), exclusion != .ended {
             content.append(tag("p", [.class("problems")], ["Not in the feed riders download: \(exclusion.explanation)."]))
         }
-        content.append(Self.appFindings(alert, view: view, now: now))
+        content.append(AlertWords.appFindings(alert, view: view, now: now))
         content.append(tag("h2", [], ["What riders get"]))
         var facts: [(String, String)] = [
-            ("Shown", "\(RegionTime.display(alert.startsAt, zone)) until \(Self.shownUntil(alert, zone))"),
+            ("Shown", "\(RegionTime.display(alert.startsAt, zone)) until \(AlertWords.shownUntil(alert, zone))"),
             (
                 "Cause / effect / severity",
-                "\(Self.humanize(alert.cause.name)) / \(Self.humanize(alert.effect.name)) / \(Self.humanize(alert.severity.name))"
+                "\(AlertWords.humanize(alert.cause.name)) / \(AlertWords.humanize(alert.effect.name)) / \(AlertWords.humanize(alert.severity.name))"
             ),
             ("Link", alert.url ?? "none"),
             ("About", Self.scopeDescription(message?.informedEntities ?? [])),
@@ -67,7 +74,7 @@ extension AlertConsolePages {
             ConsoleLayout.table(
                 caption: "The alert's text in each language the source gives", headers: ["Language", "Header", "Description"],
                 rows: [["English (and phones without their language)", alert.header, alert.description] as [any HTMLContent]]
-                    + translations.map { [Self.languageName($0.language), $0.header, $0.description] as [any HTMLContent] }))
+                    + translations.map { [AlertWords.languageName($0.language), $0.header, $0.description] as [any HTMLContent] }))
 
         // Pushes: what the source's rules decided, and what an editor may do.
         content.append(tag("h2", [.id("sends")], ["Pushes"]))
@@ -106,7 +113,7 @@ extension AlertConsolePages {
         }
         var remaining: [Int64: Int] = [:]
         for send in sendList where send.status == "failed" {
-            remaining[send.id] = (try? await alerts.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor)) ?? 0
+            remaining[send.id] = (try? await alerts.sends.audienceCount(regionID: alert.regionID, audience: send.audience, after: send.cursor)) ?? 0
         }
         content.append(sendPages.sendsTable(alert: alert, sendList, remaining: remaining, session: context.session, zone: zone))
         return ConsoleLayout.respond(200, ConsoleLayout.page("Alert \(alert.id): \(alert.header)", context, notice: Self.notice(request), content))
@@ -151,4 +158,8 @@ extension AlertConsolePages {
         guard !parts.isEmpty else { return "The whole agency" }
         return parts.joined(separator: "; ") + " (both apps show it as agency-wide: they read only the agency)"
     }
+}
+
+extension MirroredAlertConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console, services: context) }
 }

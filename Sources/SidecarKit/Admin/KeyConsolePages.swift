@@ -11,7 +11,19 @@ import PlatformThreads
 /// page the creation redirects to (it travels there in a short-lived
 /// cookie, never stored by the server), so a refresh repeats nothing; the
 /// creation form's token is single-use, so a double click makes one key.
-extension ConsoleRoutes {
+struct KeyConsolePages: ConsolePages {
+    let console: ConsoleRoutes
+    var keys: ApiKeyStore { console.keys }
+
+    var routes: [Route] {
+        [
+            userPage("GET", "/admin/keys", .manageKeys) { request, session in await keyList(request, session) },
+            userPage("POST", "/admin/keys", .manageKeys) { request, session in await createKey(request, session) },
+            userPage("GET", "/admin/keys/:key/revoke", .manageKeys) { request, session in await confirmRevokeKey(request, session) },
+            userPage("POST", "/admin/keys/:key/revoke", .manageKeys) { request, session in await revokeKey(request, session) },
+        ]
+    }
+
     static let newKeyCookie = "sidecar_new_key"
 
     func keyList(
@@ -176,4 +188,8 @@ extension ConsoleRoutes {
             return .seeOther("/admin/keys?done=revoked")
         } catch { return unavailable(error) }
     }
+}
+
+extension KeyConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console) }
 }

@@ -5,26 +5,25 @@ import HTTPServer
 /// An alert's translations: side by side with the English, one per
 /// language of the catalog (chosen by name), edited in place or deleted,
 /// with a warning when no registered device reads the language.
-extension AlertConsolePages {
-    /// English names of the catalog's languages (a tag without one shows as itself).
-    static let languageNames: [String: String] = [
-        "es": "Spanish", "zh-Hans": "Chinese (Simplified)", "zh-Hant": "Chinese (Traditional)", "vi": "Vietnamese", "ko": "Korean",
-        "tl": "Tagalog (Filipino)", "ru": "Russian", "ja": "Japanese", "pt": "Portuguese", "fr": "French", "de": "German", "ar": "Arabic",
-        "so": "Somali", "am": "Amharic", "ti": "Tigrinya", "uk": "Ukrainian", "hi": "Hindi", "pa": "Punjabi", "ht": "Haitian Creole",
-        "km": "Khmer", "fa": "Persian", "pl": "Polish", "it": "Italian",
-    ]
+struct AlertTranslationConsolePages: AlertPages {
+    let console: ConsoleRoutes
+    let services: FeatureContext
 
-    static func languageName(_ tag: String) -> String { languageNames[tag].map { "\($0) (\(tag))" } ?? tag }
-
-    /// A device's locale by its language's name, the locale after it
-    /// (`es-MX` → `Spanish (es-MX)`, `zh-Hant-TW` → `Chinese (Traditional) (zh-Hant-TW)`).
-    static func localeName(_ locale: String) -> String {
-        let parts = locale.split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
-        let candidates = parts.count > 1 ? [parts[0] + "-" + parts[1], parts[0]] : parts
-        guard let name = candidates.lazy.compactMap({ languageNames[$0] }).first else { return locale }
-        return "\(name) (\(locale))"
+    var routes: [Route] {
+        [
+            authoredAlertRoute("POST", "/admin/alerts/:alert/translations", .author) { request, context, alert in
+                await translate(request, context, alert)
+            },
+            authoredAlertRoute("GET", "/admin/alerts/:alert/translations/delete", .author) { request, context, alert in
+                await confirmDeleteTranslation(request, context, alert)
+            },
+            authoredAlertRoute("POST", "/admin/alerts/:alert/translations/delete", .author) { request, context, alert in
+                await deleteTranslation(request, context, alert)
+            },
+        ]
     }
 
+    /// The section of an alert's page that lists and edits its translations.
     func translationSection(
         _ request: Request, _ session: ConsoleStore.Session, alert: ServiceAlert, translations: [AlertTranslation],
         groups: [(locale: String?, count: Int)], problems: [String]
@@ -61,7 +60,7 @@ extension AlertConsolePages {
                             [.href("/admin/alerts/\(alert.id)/translations/delete?language=\(PercentEncoding.encode(translation.language))")],
                             ["Delete…"]))
                 }
-                return [Self.languageName(translation.language), translation.header, translation.description, HTML.join(notes.map { $0.html })]
+                return [AlertWords.languageName(translation.language), translation.header, translation.description, HTML.join(notes.map { $0.html })]
             }
         var parts: [any HTMLContent] = [
             tag("h2", [.id("translations")], ["Translations"]),
@@ -70,13 +69,13 @@ extension AlertConsolePages {
         guard author else { return .join(parts.map { $0.html }) }
         let submitted = request.method == "POST" ? request.parameters : Parameters()
         let chosen = submitted["language"] ?? editing?.language
-        let options = catalogLanguages.map { ($0, Self.languageName($0) + (readers[$0.lowercased()] == nil ? " · no device yet" : "")) }
+        let options = catalogLanguages.map { ($0, AlertWords.languageName($0) + (readers[$0.lowercased()] == nil ? " · no device yet" : "")) }
         parts += [
             ConsoleLayout.problems(problems),
             ConsoleLayout.form(
                 "/admin/alerts/\(alert.id)/translations", session, attributes: [.id("translation-form")],
                 [
-                    tag("h3", [], [editing.map { "Edit the \(Self.languageName($0.language)) translation" } ?? "Add a translation"]),
+                    tag("h3", [], [editing.map { "Edit the \(AlertWords.languageName($0.language)) translation" } ?? "Add a translation"]),
                     ConsoleLayout.select(
                         "Language", name: "language", options: [("", "Choose a language")] + options, selected: chosen,
                         hint: "The languages riders' phones are matched to. One translation per language: saving one that exists replaces it.",
@@ -108,7 +107,8 @@ extension AlertConsolePages {
             let read = readers.contains { $0.locale?.lowercased() == saved.language.lowercased() }
             return .seeOther("/admin/alerts/\(alert.id)?done=\(read ? "translated" : "translated-unread")#translations")
         } catch let error as AdministrationError {
-            return await alertPage(request, context, alert, translationProblems: error.messages, status: 422)
+            return await AlertConsolePages(console: console, services: services).alertPage(
+                request, context, alert, translationProblems: error.messages, status: 422)
         } catch { return unavailable(error) }
     }
 
@@ -120,7 +120,7 @@ extension AlertConsolePages {
         guard let translation = translations.first(where: { $0.language == language }) else {
             return .seeOther("/admin/alerts/\(alert.id)#translations")
         }
-        let name = Self.languageNames[translation.language] ?? translation.language
+        let name = AlertWords.languageNames[translation.language] ?? translation.language
         return ConsoleLayout.respond(
             200,
             ConsoleLayout.page(
@@ -149,4 +149,8 @@ extension AlertConsolePages {
             return .seeOther("/admin/alerts/\(alert.id)#translations")
         } catch { return unavailable(error) }
     }
+}
+
+extension AlertTranslationConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console, services: context) }
 }

@@ -1,10 +1,12 @@
 import Core
+import Crypto
 import Database
 import FoundationEssentials
 
 /// `sidecar export`: one region as a `sidecar-export/1` document, read in
 /// one snapshot from the stores that own each kind.
-extension RegionExchange {
+enum RegionExport {
+    static let format = RegionExchange.format
     static func export(regionID: Int, database: any Database, nowMillis: EpochMillis) async throws -> JSONValue {
         try await database.read { connection in
             let messages = try AlertStore.mirroredMessages(connection, regionID: regionID)
@@ -108,7 +110,7 @@ extension RegionExchange {
 
     static func document(_ stored: GhostBusStore.Stored) -> JSONValue {
         let report = stored.report
-        let snapshot = json(stored.tripSnapshot)
+        let snapshot = RegionExchange.json(stored.tripSnapshot)
         let status = snapshot != nil ? "captured" : stored.snapshotAttempts > 0 ? "unavailable" : "pending"
         return .object([
             "public_id": .string(stored.publicID), "user_identifier": .string(report.userIdentifier),
@@ -123,5 +125,45 @@ extension RegionExchange {
             "snapshot": snapshot ?? .null, "snapshot_captured_at": time(millis: stored.snapshotCapturedAt),
             "created_at": time(millis: stored.createdAt),
         ])
+    }
+
+    // MARK: Alert sources
+
+    static func sourcesDocument(_ connection: any SQLConnection, regionID: Int) throws -> JSONValue {
+        .array(
+            try AlertSourceStore.exportable(connection, regionID: regionID).map { source, alerts in
+                let settings = source
+                var object: [String: JSONValue] = [
+                    "id": .integer(settings.id), "url": .string(settings.url), "mode": .string(settings.mode.rawValue),
+                    "interval_seconds": .integer(Int64(settings.intervalSeconds)), "push": .string(settings.push.rawValue),
+                    "min_severity": .string(settings.minSeverity.name), "effects": .string(settings.effects.map(\.name).joined(separator: ",")),
+                    "scope": .string(settings.scope.rawValue), "quiet_hours": settings.quietHours.map { .string($0.text) } ?? .null,
+                    "audience": .string(settings.audience.rawValue), "flood_threshold": .integer(Int64(settings.floodThreshold)),
+                    "push_corrections": .bool(settings.pushCorrections), "pushes_per_hour": .integer(Int64(settings.pushesPerHour)),
+                    "allow_private": .bool(settings.allowPrivate), "allow_link_local": .bool(settings.allowLinkLocal),
+                    "max_bytes": .integer(Int64(settings.maxBytes)), "needs_headers": .array(settings.headers.map { .string($0.name) }),
+                    "created_at": time(settings.createdAt),
+                ]
+                object["alerts"] = .array(
+                    alerts.map { state in
+                        .object([
+                            "entity_id": .string(state.entityID), "alert_id": .integer(state.alertID), "content_hash": .string(state.contentHash),
+                            "material_hash": .string(state.materialHash), "decision": .string(state.decision.rawValue),
+                            "reason": state.reason.map(JSONValue.string) ?? .null, "pushed_at": time(state.pushedAt),
+                            "present": .bool(state.present), "changed_at": time(state.changedAt),
+                            "first_seen_at": time(state.firstSeenAt), "hidden": .bool(state.hidden),
+                        ])
+                    })
+                return .object(object)
+            })
+    }
+
+    /// A mirrored alert's members beyond an authored one's.
+    static func mirrorMembers(_ alert: ServiceAlert, message: [UInt8]?) -> [String: JSONValue] {
+        guard let sourceID = alert.sourceID, let entity = alert.sourceEntity else { return [:] }
+        return [
+            "source_id": .integer(sourceID), "source_entity": .string(entity), "source_alert": .string(Base64URL.encode(message ?? [])),
+            "in_feed": .bool(alert.inFeed), "withdrawn_at": time(alert.withdrawnAt),
+        ]
     }
 }

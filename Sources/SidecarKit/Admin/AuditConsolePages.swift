@@ -8,7 +8,15 @@ import HTTPServer
 import PlatformThreads
 
 /// The audit log.
-extension ConsoleRoutes {
+struct AuditConsolePages: ConsolePages {
+    let console: ConsoleRoutes
+
+    var routes: [Route] {
+        [
+            userPage("GET", "/admin/audit", .read) { request, session in await auditPage(request, session) }
+        ]
+    }
+
     // MARK: Audit log
 
     /// The audit log, newest first, narrowed by who, what, region and day
@@ -77,4 +85,8 @@ extension ConsoleRoutes {
         }
         return ConsoleLayout.respond(200, ConsoleLayout.page("Audit log", await context(session, region: nil, .audit), content))
     }
+}
+
+extension AuditConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console) }
 }

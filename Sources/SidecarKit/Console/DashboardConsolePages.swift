@@ -8,7 +8,17 @@ import HTTPServer
 import PlatformThreads
 
 /// A region's dashboard.
-extension ConsoleRoutes {
+struct DashboardConsolePages: ConsolePages {
+    let console: ConsoleRoutes
+    let database: any Database
+    let alerts: AlertStore
+
+    var routes: [Route] {
+        [
+            regionPage("GET", "/admin/regions/:region", .read) { request, context in await dashboard(request, context) }
+        ]
+    }
+
     // MARK: Dashboard
 
     /// "3 pushes wait for review (oldest 2 h)", linked to the queue; nothing when none wait.
@@ -50,7 +60,7 @@ extension ConsoleRoutes {
                         [("Production (App Store, TestFlight)", reach.apnsProduction), ("Sandbox (Xcode builds)", reach.apnsSandbox)]),
                     card(
                         "Languages", reach.locales.count,
-                        reach.locales.map { ($0.locale.map(AlertConsolePages.localeName) ?? "No language sent (English)", $0.count) }),
+                        reach.locales.map { ($0.locale.map(AlertWords.localeName) ?? "No language sent (English)", $0.count) }),
                     card("Alarms waiting", stats.pendingAlarms),
                     card("Live Activities", stats.liveActivities),
                 ]),
@@ -71,5 +81,11 @@ extension ConsoleRoutes {
         var dashboardContext = context
         dashboardContext.section = .dashboard
         return ConsoleLayout.respond(200, ConsoleLayout.page("\(region.name): dashboard", dashboardContext, notice: Self.notice(request), content))
+    }
+}
+
+extension DashboardConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) {
+        self.init(console: console, database: context.database, alerts: context.stores.alerts)
     }
 }

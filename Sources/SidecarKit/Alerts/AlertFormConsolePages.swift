@@ -7,9 +7,23 @@ import HTML
 import HTTPServer
 import PlatformThreads
 
-/// Alerts: the authoring form, creating and editing (with field errors
-/// in the form's words and edit conflicts merged field by field).
-extension AlertConsolePages {
+/// The alert form: a new alert, and editing an authored one (with field
+/// errors in the form's words and edit conflicts merged field by field).
+/// An alert's page shows the same fields (`alertFields`).
+struct AlertFormConsolePages: AlertPages {
+    let console: ConsoleRoutes
+    let services: FeatureContext
+
+    var routes: [Route] {
+        [
+            regionPage("GET", "/admin/regions/:region/alerts/new", .author) { _, context in
+                alertForm(context, alert: nil, values: [:], problems: [], zone: await zone(regionID: context.region?.id ?? 0))
+            },
+            regionPage("POST", "/admin/regions/:region/alerts", .author) { request, context in await createAlert(request, context) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert", .author) { request, context, alert in await editAlert(request, context, alert) },
+        ]
+    }
+
     /// The authoring form; `values` holds what was submitted when it is shown again.
     func alertForm(
         _ context: ConsoleLayout.Context, alert: ServiceAlert?, values: [String: String], problems: [String], zone: ZoneInfo = .utc,
@@ -52,13 +66,13 @@ extension AlertConsolePages {
                     "div", [.class("columns")],
                     [
                         ConsoleLayout.select(
-                            "Cause", name: "cause", options: Cause.allCases.map { ($0.name, Self.humanize($0.name)) },
+                            "Cause", name: "cause", options: Cause.allCases.map { ($0.name, AlertWords.humanize($0.name)) },
                             selected: value("cause", alert?.cause.name ?? Cause.unknownCause.name), error: errors["cause"]),
                         ConsoleLayout.select(
-                            "Effect", name: "effect", options: Effect.allCases.map { ($0.name, Self.humanize($0.name)) },
+                            "Effect", name: "effect", options: Effect.allCases.map { ($0.name, AlertWords.humanize($0.name)) },
                             selected: value("effect", alert?.effect.name ?? Effect.unknownEffect.name), error: errors["effect"]),
                         ConsoleLayout.select(
-                            "Severity", name: "severity", options: SeverityLevel.allCases.map { ($0.name, Self.humanize($0.name)) },
+                            "Severity", name: "severity", options: SeverityLevel.allCases.map { ($0.name, AlertWords.humanize($0.name)) },
                             selected: value("severity", alert?.severity.name ?? SeverityLevel.warning.name),
                             hint: "The Android app shows only Warning and Severe alerts: Info and Unknown severity are hidden there.",
                             error: errors["severity"]),
@@ -129,12 +143,6 @@ extension AlertConsolePages {
             return tag(
                 "input", [Attribute("type", "hidden"), Attribute("name", name), Attribute("value", values[name] ?? current[field.name] ?? "")])
         }
-    }
-
-    /// `UNKNOWN_CAUSE` → `Unknown cause`.
-    static func humanize(_ name: String) -> String {
-        let words = name.lowercased().split(separator: "_").joined(separator: " ")
-        return words.prefix(1).uppercased() + words.dropFirst()
     }
 
     /// The authoring fields of a submitted form, with times converted from
@@ -216,4 +224,8 @@ extension AlertConsolePages {
             return alertForm(context, alert: alert, values: values, problems: error.messages, zone: zone, status: 422)
         } catch { return unavailable(error) }
     }
+}
+
+extension AlertFormConsolePages {
+    init(_ console: ConsoleRoutes, _ context: FeatureContext) { self.init(console: console, services: context) }
 }

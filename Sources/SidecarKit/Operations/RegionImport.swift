@@ -1,4 +1,5 @@
 import Core
+import Crypto
 import Database
 import FoundationEssentials
 import GTFSRealtime
@@ -8,7 +9,21 @@ import Push
 /// nothing, through the stores that own each kind. A row already there
 /// (same id, public id, or region and token) is left alone and counted as
 /// present, so importing a later export adds only what is new.
-extension RegionExchange {
+enum RegionImport {
+    typealias Document = RegionExchange.Document
+    typealias Failure = RegionExchange.Failure
+    typealias Alert = RegionExchange.Alert
+    typealias Summary = RegionExchange.Summary
+    typealias Translation = RegionExchange.Translation
+    typealias Study = RegionExchange.Study
+    typealias Survey = RegionExchange.Survey
+    typealias Question = RegionExchange.Question
+    typealias Response = RegionExchange.Response
+    typealias Registration = RegionExchange.Registration
+    typealias GhostBusReport = RegionExchange.GhostBusReport
+    typealias MirrorLink = RegionExchange.MirrorLink
+    typealias Source = RegionExchange.Source
+
     /// Rolls a dry run back once it has counted.
     struct DryRunFinished: Error { let summary: Summary }
 
@@ -100,7 +115,7 @@ extension RegionExchange {
                     study: SidecarKit.Study(
                         id: study.id, regionID: document.regionID, name: study.name,
                         description: study.description.isEmpty ? nil : study.description,
-                        createdAt: seconds(study.created), updatedAt: seconds(study.updated)))
+                        createdAt: study.created.seconds, updatedAt: study.updated.seconds))
                 summary.studies.added += 1
             }
             for survey in study.surveys {
@@ -137,15 +152,15 @@ extension RegionExchange {
             id: alert.id, regionID: regionID, agencyID: alert.agencyID, header: alert.header, description: alert.description,
             url: alert.url.isEmpty ? nil : alert.url, cause: Cause(name: alert.cause) ?? .unknownCause,
             effect: Effect(name: alert.effect) ?? .unknownEffect, severity: SeverityLevel(name: alert.severity) ?? .unknownSeverity,
-            startsAt: seconds(alert.start), endsAt: alert.end.map(seconds), published: alert.published, test: alert.test,
-            sourceVersion: 1, createdAt: seconds(alert.created), updatedAt: seconds(alert.updated))
-        stored.impactStartsAt = alert.impactStart.map(seconds)
-        stored.impactEndsAt = alert.impactEnd.map(seconds)
+            startsAt: alert.start.seconds, endsAt: alert.end.map(\.seconds), published: alert.published, test: alert.test,
+            sourceVersion: 1, createdAt: alert.created.seconds, updatedAt: alert.updated.seconds)
+        stored.impactStartsAt = alert.impactStart.map(\.seconds)
+        stored.impactEndsAt = alert.impactEnd.map(\.seconds)
         if let mirror = alert.mirror {
             stored.sourceID = mirror.sourceID
             stored.sourceEntity = mirror.entityID
             stored.inFeed = mirror.inFeed
-            stored.withdrawnAt = mirror.withdrawnAt.map(seconds)
+            stored.withdrawnAt = mirror.withdrawnAt.map(\.seconds)
         }
         return stored
     }
@@ -153,10 +168,10 @@ extension RegionExchange {
     static func stored(_ survey: Survey, studyID: Int64, regionID: Int) -> SidecarKit.Survey {
         SidecarKit.Survey(
             id: survey.id, regionID: regionID, studyID: studyID, name: survey.name, available: survey.available,
-            startDate: survey.start.map(seconds), endDate: survey.end.map(seconds), showOnMap: survey.showOnMap,
+            startDate: survey.start.map(\.seconds), endDate: survey.end.map(\.seconds), showOnMap: survey.showOnMap,
             showOnStops: survey.showOnStops, alwaysVisible: survey.alwaysVisible, allowsMultipleResponses: survey.allowsMultipleResponses,
             visibleStopList: survey.visibleStops, visibleRouteList: survey.visibleRoutes, requireStopIDInResponse: false,
-            questions: [], createdAt: seconds(survey.created), updatedAt: seconds(survey.updated))
+            questions: [], createdAt: survey.created.seconds, updatedAt: survey.updated.seconds)
     }
 
     static func stored(_ response: Response) -> SurveyStore.StoredResponse {
@@ -167,7 +182,7 @@ extension RegionExchange {
         return SurveyStore.StoredResponse(
             publicID: response.publicID, surveyID: response.surveyID, userIdentifier: response.user, answers: answers,
             stopIdentifier: response.stop.isEmpty ? nil : response.stop, stopLatitude: response.latitude,
-            stopLongitude: response.longitude, createdAt: seconds(response.created), updatedAt: seconds(response.updated))
+            stopLongitude: response.longitude, createdAt: response.created.seconds, updatedAt: response.updated.seconds)
     }
 
     static func stored(_ registration: Registration, regionID: Int) -> PushRegistration {
@@ -191,7 +206,39 @@ extension RegionExchange {
             predictionLastUpdatedAt: report.predictionUpdated)
         return GhostBusStore.Stored(
             publicID: report.publicID, regionID: regionID, report: rider, routeShortName: nil,
-            tripSnapshot: report.snapshot.map(encoded), snapshotAttempts: report.status == "pending" ? 0 : report.status == "captured" ? 1 : 3,
+            tripSnapshot: report.snapshot.map(RegionExchange.encoded),
+            snapshotAttempts: report.status == "pending" ? 0 : report.status == "captured" ? 1 : 3,
             snapshotCapturedAt: report.capturedAt, createdAt: report.created)
+    }
+
+    // MARK: Alert sources
+
+    /// Writes the sources before their alerts (the alerts name them).
+    static func writeSources(_ document: Document, _ connection: any SQLConnection, into summary: inout Summary) throws {
+        for source in document.sources {
+            if let existing = try AlertSourceStore.region(ofSource: source.settings.id, connection) {
+                guard existing == document.regionID else {
+                    throw Failure("alert source \(source.settings.id) already exists in region \(existing); its alerts name it by id")
+                }
+                summary.alertSources.present += 1
+                continue
+            }
+            // Pending pushes are not carried over: the new home decides again.
+            let states = source.alerts.map { state -> SourceAlertState in
+                var state = state
+                if [.due, .deferred].contains(state.decision) {
+                    (state.decision, state.reason) = (.skipped, "moved by an import before it was pushed")
+                }
+                return state
+            }
+            try AlertSourceStore.insertImported(connection, source: source.settings, alerts: states)
+            summary.alertSources.added += 1
+            if !source.headerNames.isEmpty {
+                summary.notes.append(
+                    "source \(source.settings.id) sent the headers \(source.headerNames.joined(separator: ", ")), whose secrets are not exported; "
+                        + "give them again: sidecar source edit \(source.settings.id) --header-file NAME:PATH")
+            }
+        }
+        if summary.alertSources.added > 0 { try AlertSourceStore.advanceIdentities(connection) }
     }
 }
