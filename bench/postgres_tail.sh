@@ -4,6 +4,9 @@
 # off), wrk -t2 -c64 for DURATION seconds with unique tokens or with tokens drawn
 # from a pool of 2,000 (apps re-registering the tokens they hold); prints the
 # latency percentiles and what PostgreSQL logged.
+# With AUTOVACUUM=busy, autovacuum is made to run throughout (naptime 1 s, a
+# threshold of 1,000 changed rows, no scale factor), as on a busy server.
+# With BACKEND=sqlite the same load runs against SQLite (the ratio's base).
 #   bench/postgres_tail.sh DURATION unique|pool [sidecar serve flags...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +20,21 @@ log_checkpoints = on
 log_lock_waits = on
 log_autovacuum_min_duration = 0
 CONF
+if [ "${AUTOVACUUM:-}" = busy ]; then sidecar_postgres_as tee -a $W/pg/data/postgresql.conf >/dev/null <<CONF
+autovacuum_naptime = 1s
+autovacuum_vacuum_threshold = 1000
+autovacuum_vacuum_scale_factor = 0
+autovacuum_analyze_threshold = 1000
+autovacuum_analyze_scale_factor = 0
+autovacuum_vacuum_insert_threshold = 1000
+autovacuum_vacuum_insert_scale_factor = 0
+autovacuum_vacuum_cost_delay = 0
+CONF
+fi
 sidecar_postgres_as "$SIDECAR_PG_BIN/pg_ctl" -D $W/pg/data reload >/dev/null
-${SIDECAR_BIN:-.build/release/sidecar} serve --host 127.0.0.1 --port 18300 --database "$(sidecar_postgres_url 55490)" --log-level warning --push-registration-limit 0 "$@" > $W/s.log 2>&1 &
+DATABASE="$(sidecar_postgres_url 55490)"
+[ "${BACKEND:-postgresql}" = sqlite ] && DATABASE="$W/sidecar.sqlite3"
+${SIDECAR_BIN:-.build/release/sidecar} serve --host 127.0.0.1 --port 18300 --database "$DATABASE" --log-level warning --push-registration-limit 0 "$@" > $W/s.log 2>&1 &
 echo $! > $W/s.pid
 for _ in $(seq 100); do curl -fs http://127.0.0.1:18300/healthz >/dev/null && break; sleep 0.1; done
 if [ "$MODE" = pool ]; then cat > $W/p.lua <<'LUA'
@@ -31,5 +47,6 @@ LUA=$W/p.lua; else LUA=bench/push_registrations.lua; fi
 wrk -t2 -c64 -d${DUR}s --latency -s $LUA http://127.0.0.1:18300/ > $W/wrk.txt
 grep -E "Requests/sec|50%|90%|99%|Non-2xx|Socket" $W/wrk.txt
 grep -ciE "deadlock" $W/pg/server.log || true
+echo "autovacuum runs logged: $(grep -ciE 'automatic (vacuum|analyze)' $W/pg/server.log || true)"
 grep -iE "checkpoint complete|still waiting|deadlock|automatic" $W/pg/server.log | cut -c1-220 | head -12
 grep -c . $W/s.log; head -3 $W/s.log

@@ -221,9 +221,13 @@ public protocol Database: Sendable {
     /// Runs `work` in a read transaction (a consistent snapshot).
     func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Runs `work` in a write transaction; returns only after it committed.
-    /// A thrown error rolls back everything `work` did.
+    /// A thrown error rolls back everything `work` did. `keys` name the rows
+    /// it locks (`push_registrations/1/TOKEN`): an engine that commits
+    /// several writes together on several connections never runs two writes
+    /// naming the same key in batches at once, so they queue instead of
+    /// holding each other's rows (and deadlocking). Empty: it names none.
     @discardableResult
-    func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+    func write<T: Sendable>(locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Applies pending migrations atomically; returns the versions applied.
     @discardableResult
     func migrate(_ migrations: [Migration]) async throws -> [Int]
@@ -250,6 +254,12 @@ public struct HealthProblem: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Database {
+    /// A write that names no row it locks.
+    @discardableResult
+    public func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await write(locking: [], work)
+    }
+
     /// True when the database answers a trivial query.
     func ping() async -> Bool {
         (try? await read { connection in try connection.queryOne("SELECT 1 AS ok", []) != nil }) ?? false

@@ -36,6 +36,43 @@ public final class PostgreSQLDatabase: Database {
     private struct State {
         var jobs: [PostgresJob] = []
         var closing = false
+        /// Keys named by the writes of batches running now, with how many
+        /// of them name each. A write naming one of these waits in the queue.
+        var held: [String: Int] = [:]
+
+        /// Takes the next call to run: a read alone, or every queued write
+        /// up to the batch limit whose keys no running batch holds (writes
+        /// of one batch may share keys: they run in one transaction).
+        mutating func next(batchLimit: Int) -> [PostgresJob] {
+            var batch: [PostgresJob] = []
+            var index = 0
+            while index < jobs.count && batch.count < batchLimit {
+                let job = jobs[index]
+                if !job.isWrite {
+                    if batch.isEmpty {
+                        jobs.remove(at: index)
+                        return [job]
+                    }
+                    index += 1
+                } else if job.keys.contains(where: { held[$0] != nil }) {
+                    index += 1
+                } else {
+                    batch.append(jobs.remove(at: index))
+                }
+            }
+            for job in batch { for key in job.keys { held[key, default: 0] += 1 } }
+            return batch
+        }
+
+        /// Gives back a finished batch's keys; true when calls are waiting.
+        mutating func release(_ batch: [PostgresJob]) -> Bool {
+            for job in batch {
+                for key in job.keys {
+                    if let count = held[key], count > 1 { held[key] = count - 1 } else { held[key] = nil }
+                }
+            }
+            return !jobs.isEmpty
+        }
     }
 
     /// Writes one worker commits together, at most: small batches keep the
@@ -60,19 +97,21 @@ public final class PostgreSQLDatabase: Database {
     // MARK: The interface
 
     public func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await submit(isWrite: false, work)
+        try await submit(isWrite: false, keys: [], work)
     }
 
     @discardableResult
-    public func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await submit(isWrite: true, work)
+    public func write<T: Sendable>(locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await submit(isWrite: true, keys: keys, work)
     }
 
-    private func submit<T: Sendable>(isWrite: Bool, _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+    private func submit<T: Sendable>(
+        isWrite: Bool, keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> T
+    ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let result = PostgresResultBox<T>()
             let job = PostgresJob(
-                isWrite: isWrite, run: { connection in result.value = try work(connection) },
+                isWrite: isWrite, keys: keys, run: { connection in result.value = try work(connection) },
                 finish: { error in
                     if let error {
                         continuation.resume(throwing: error)
@@ -141,28 +180,24 @@ public final class PostgreSQLDatabase: Database {
         }
     }
 
+    /// Calls waiting in the queue (for tests: a write held back by a running
+    /// batch's keys stays here).
+    var queuedCalls: Int { state.withLock { $0.jobs.count } }
+
     // MARK: Workers
 
     private func workerLoop() {
         var connection: PostgreSQLConnection?
         while true {
             wake.wait()
-            let (jobs, closing) = state.withLock { state -> ([PostgresJob], Bool) in
-                guard let first = state.jobs.first else { return ([], state.closing) }
-                if !first.isWrite {
-                    state.jobs.removeFirst()
-                    return ([first], state.closing)
-                }
-                // Every queued write, in order, up to the batch limit.
-                var batch: [PostgresJob] = []
-                var index = 0
-                while index < state.jobs.count && batch.count < Self.batchLimit {
-                    if state.jobs[index].isWrite { batch.append(state.jobs.remove(at: index)) } else { index += 1 }
-                }
-                return (batch, state.closing)
-            }
+            let (jobs, closing) = state.withLock { state in (state.next(batchLimit: Self.batchLimit), state.closing) }
             if jobs.isEmpty {
-                if closing { break }
+                // Nothing queued, or only writes waiting for a running
+                // batch's keys (its end wakes a worker for them).
+                if closing && state.withLock({ $0.jobs.isEmpty }) {
+                    wake.signal()  // passed on, so every worker sees the close
+                    break
+                }
                 continue
             }
             do {
@@ -171,6 +206,7 @@ public final class PostgreSQLDatabase: Database {
             } catch {
                 jobs.forEach { $0.finish(error) }
             }
+            if jobs.first?.isWrite == true, state.withLock({ $0.release(jobs) || $0.closing }) { wake.signal() }
         }
         connection = nil
     }
@@ -266,10 +302,15 @@ final class PostgresJob: @unchecked Sendable {
     // Created by the caller, then used only by the worker that takes it
     // from the queue (under the queue's lock).
     let isWrite: Bool
+    /// The rows a write names (`Database.write(locking:)`).
+    let keys: [String]
     let run: (PostgreSQLConnection) throws -> Void
     let finish: ((any Error)?) -> Void
-    init(isWrite: Bool, run: @escaping (PostgreSQLConnection) throws -> Void, finish: @escaping ((any Error)?) -> Void) {
+    init(
+        isWrite: Bool, keys: [String], run: @escaping (PostgreSQLConnection) throws -> Void, finish: @escaping ((any Error)?) -> Void
+    ) {
         self.isWrite = isWrite
+        self.keys = keys
         self.run = run
         self.finish = finish
     }

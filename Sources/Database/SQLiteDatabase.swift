@@ -85,8 +85,10 @@ public final class SQLiteDatabase: Database {
 
     // MARK: Writes
 
+    /// One writer thread runs every write, so no two hold rows at once:
+    /// `keys` need no scheduling here.
     @discardableResult
-    public func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+    public func write<T: Sendable>(locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let result = ResultBox<T>()
             let job = WriteJob(

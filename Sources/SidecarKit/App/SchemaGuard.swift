@@ -45,9 +45,9 @@ struct GuardedDatabase: Database {
     func read<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T { try await inner.read(work) }
 
     @discardableResult
-    func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+    func write<T: Sendable>(locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         if let newer = schema.newerSchema { throw DatabaseError.unavailable(schema.refusal(newer)) }
-        return try await inner.write(work)
+        return try await inner.write(locking: keys, work)
     }
 
     @discardableResult

@@ -60,7 +60,9 @@ struct LiveActivityStore: Sendable {
     /// with one row. Returns the URL token.
     func register(_ registration: Registration, regionID: Int, nowSeconds: EpochSeconds, maxPerPushToken: Int = 0) async throws -> String {
         let token = SecureToken.urlSafe()
-        return try await database.write { connection in
+        // An app registers the same activity again at each update of its
+        // token: writes of one activity queue rather than hold each other.
+        return try await database.write(locking: ["live_activities/\(regionID)/\(registration.activityID)"]) { connection in
             if maxPerPushToken > 0 {
                 // Re-registering the same activity never counts against the cap.
                 let others =

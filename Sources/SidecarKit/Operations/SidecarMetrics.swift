@@ -217,8 +217,8 @@ struct MeasuredDatabase: Database {
     }
 
     @discardableResult
-    func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        do { return try await inner.write(work) } catch {
+    func write<T: Sendable>(locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        do { return try await inner.write(locking: keys, work) } catch {
             count(error)
             throw error
         }

@@ -19,6 +19,11 @@ struct PushRegistrationStore: Sendable {
     /// Applies the upsert rule against the stored row inside one write
     /// transaction. Throws `ValidationFailure` when the merged registration
     /// is invalid (nothing is written).
+    /// The row a write of one registration locks: apps register the same
+    /// token again on every launch, so writes of one token must queue rather
+    /// than hold each other's rows in batches on two connections.
+    static func rowKey(regionID: Int, token: String) -> String { "push_registrations/\(regionID)/\(token)" }
+
     func register(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws {
         // The first registration of a new token can race another request
         // for the same token; the loser retries and then finds the winner's
@@ -34,7 +39,7 @@ struct PushRegistrationStore: Sendable {
     }
 
     private func registerOnce(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws {
-        try await database.write { connection in
+        try await database.write(locking: [Self.rowKey(regionID: regionID, token: request.token)]) { connection in
             let existing =
                 PushRegistrationRules.needsStoredRow(request) ? try Self.find(connection, regionID: regionID, token: request.token) : nil
             let merged = try PushRegistrationRules.merge(
@@ -61,7 +66,7 @@ struct PushRegistrationStore: Sendable {
     /// Refreshes a registration from a side channel (v2 alarm creation):
     /// operating system and `last_seen_at` only; sticky fields untouched.
     func touch(regionID: Int, token: String, operatingSystem: PushPlatform, now: Date) async throws {
-        try await database.write { connection in
+        try await database.write(locking: [Self.rowKey(regionID: regionID, token: token)]) { connection in
             try connection.send(
                 """
                 INSERT INTO push_registrations (\(raw: Self.columns))
@@ -79,7 +84,7 @@ struct PushRegistrationStore: Sendable {
 
     /// Deletes one region's registration; false when there was none.
     func delete(regionID: Int, token: String) async throws -> Bool {
-        try await database.write { connection in
+        try await database.write(locking: [Self.rowKey(regionID: regionID, token: token)]) { connection in
             try connection.execute("DELETE FROM push_registrations WHERE region_id = \(Int64(regionID)) AND token = \(token)") > 0
         }
     }

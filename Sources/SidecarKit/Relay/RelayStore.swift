@@ -38,7 +38,11 @@ struct RelayStore: Sendable {
         let tokenHash = Self.tokenHash(token)
         let client = Self.clientHash(clientKey)
         let (perServer, perClient) = (maxBindingsPerServer, maxBindingsPerClient)
-        _ = try await database.write { connection in
+        // The binding's row and both counters' rows: every binding of one
+        // server updates its counter, so such writes queue rather than wait
+        // for each other's rows on two connections.
+        let rows = ["relay_bindings/\(tokenHash)/\(serverID)", "relay_binding_counts/server:" + serverID, "relay_binding_counts/client:" + client]
+        _ = try await database.write(locking: rows) { connection in
             let refreshed = try connection.execute(
                 """
                 UPDATE relay_bindings SET platform = \(platform.rawValue), bound_at = \(nowMillis) WHERE token_hash = \(tokenHash) AND server_id = \(serverID)
