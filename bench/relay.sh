@@ -20,7 +20,7 @@ REGISTRATIONS="${1:-50000}"
 APNS_PORT=18811
 RELAY_PORT=18812
 bench_workspace
-build_release
+bench_binary
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=127.0.0.1" \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/server.key" -out "$WORK/server.pem" 2>/dev/null

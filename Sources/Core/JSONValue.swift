@@ -72,11 +72,75 @@ extension JSONValue: Encodable {
 }
 
 extension JSONValue {
-    /// Compact JSON with sorted keys (stable output for payloads and tests).
+    /// Compact JSON with sorted keys (stable output for payloads and tests),
+    /// byte for byte what `JSONEncoder` with `.sortedKeys` and
+    /// `.withoutEscapingSlashes` writes, including "null" for a value holding
+    /// a number JSON cannot carry (infinity, NaN). Written directly: every push
+    /// payload and Live Activity state is encoded here, and the generic
+    /// encoder's boxing cost more than the push's own work (`JSONValueTests`
+    /// holds the two to the same bytes).
     public func encoded() -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { [UInt8]($0) } ?? Array("null".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        guard write(to: &bytes) else { return Array("null".utf8) }
+        return bytes
+    }
+
+    /// Appends the value; false when it holds a number JSON cannot carry.
+    private func write(to bytes: inout [UInt8]) -> Bool {
+        switch self {
+        case .null: bytes += Self.nullBytes
+        case .bool(let flag): bytes += flag ? Self.trueBytes : Self.falseBytes
+        case .integer(let number): bytes += Array(String(number).utf8)
+        case .double(let number):
+            guard number.isFinite else { return false }
+            var text = number.description
+            if text.hasSuffix(".0") { text.removeLast(2) }
+            bytes += Array(text.utf8)
+        case .string(let text): Self.writeString(text, to: &bytes)
+        case .array(let list):
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in list.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                guard element.write(to: &bytes) else { return false }
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                Self.writeString(key, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                guard members[key]!.write(to: &bytes) else { return false }
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+        return true
+    }
+
+    private static let nullBytes = Array("null".utf8), trueBytes = Array("true".utf8), falseBytes = Array("false".utf8)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// A JSON string: `"` and `\` escaped, control characters as `JSONEncoder`
+    /// writes them (`\n`, `\t`, `\r`, `\b`, `\f`, else `\u00XX`), the rest as UTF-8.
+    public static func writeString(_ text: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x08: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0..<0x20:
+                bytes += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")]
+                bytes += [hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]]
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
     }
 }
 

@@ -79,17 +79,27 @@ struct RelayTransport: PushTransport {
     var root: String { baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL }
 
     func send(_ messages: [PushMessage]) async -> [PushOutcome] {
-        // Messages with the same payload travel together, 100 tokens a request.
+        // Messages with the same content travel together, 100 tokens a
+        // request. A fan-out's messages differ only in their tokens, so the
+        // content is compared (with the token left out) against the few
+        // distinct contents seen, and each group's payload encoded once.
         var groups: [(payload: JSONValue, indices: [Int])] = []
-        var byPayload: [[UInt8]: Int] = [:]
+        var contents: [(content: PushMessage, group: Int)] = []
         for (index, message) in messages.enumerated() {
-            let payload = RelayProtocol.encode(message)
-            let key = payload.encoded()
-            if let group = byPayload[key], groups[group].indices.count < RelayProtocol.maxTokensPerSend {
-                groups[group].indices.append(index)
+            var content = message
+            content.token = ""
+            content.platform = .ios  // the relay reads the platform from its binding
+            if let known = contents.firstIndex(where: { $0.content == content }) {
+                let group = contents[known].group
+                if groups[group].indices.count < RelayProtocol.maxTokensPerSend {
+                    groups[group].indices.append(index)
+                } else {
+                    contents[known].group = groups.count
+                    groups.append((groups[group].payload, [index]))
+                }
             } else {
-                byPayload[key] = groups.count
-                groups.append((payload, [index]))
+                contents.append((content, groups.count))
+                groups.append((RelayProtocol.encode(content), [index]))
             }
         }
         var outcomes = [PushOutcome](repeating: .transient(reason: "not sent"), count: messages.count)

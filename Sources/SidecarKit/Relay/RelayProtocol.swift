@@ -224,4 +224,34 @@ enum RelayProtocol {
         if message.kind == .liveActivity && (message.liveActivity == nil || platform != .ios) { throw .invalidRequest }
         return message
     }
+
+    /// A send's answer, `{"results":[{"ok":true,"token":"..."}, ...]}`, written
+    /// straight to bytes: one object per token, so a fan-out's answer costs a
+    /// few appends a token instead of a tree of values and a generic encoder.
+    /// Members are in sorted order, as every other answer of the relay.
+    struct SendResults {
+        enum Outcome {
+            case delivered, notDelivered, dropped, invalidToken
+        }
+
+        private var bytes: [UInt8] = Array(#"{"results":["#.utf8)
+        private var count = 0
+
+        init(capacity: Int) { bytes.reserveCapacity(16 + capacity * 96) }
+
+        mutating func append(token: String, _ outcome: Outcome) {
+            if count > 0 { bytes.append(UInt8(ascii: ",")) }
+            count += 1
+            switch outcome {
+            case .delivered: bytes += Array(#"{"ok":true,"token":"#.utf8)
+            case .notDelivered: bytes += Array(#"{"ok":false,"token":"#.utf8)
+            case .dropped: bytes += Array(#"{"drop":true,"ok":false,"token":"#.utf8)
+            case .invalidToken: bytes += Array(#"{"error":"invalid_token","ok":false,"token":"#.utf8)
+            }
+            JSONValue.writeString(token, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
+
+        func encoded() -> [UInt8] { bytes + Array("]}".utf8) }
+    }
 }

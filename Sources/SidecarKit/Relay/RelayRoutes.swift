@@ -185,9 +185,15 @@ struct RelayRoutes: Sendable {
                 throw .invalidRequest
             }
             signedContent = signed.signedString ?? ""
-            // Validate once for either platform the tokens may have.
-            _ = try RelayProtocol.decode(push, token: tokens[0], platform: .ios)
-            make = { token, platform throws(RelayProtocol.Failure) in try RelayProtocol.decode(push, token: token, platform: platform) }
+            // Decoded once per platform (the iOS form validates the request);
+            // each token's message is a copy with its token.
+            let ios = try RelayProtocol.decode(push, token: "", platform: .ios)
+            let android = Result { () throws(RelayProtocol.Failure) in try RelayProtocol.decode(push, token: "", platform: .android) }
+            make = { token, platform throws(RelayProtocol.Failure) in
+                var message = platform == .ios ? ios : try android.get()
+                message.token = token
+                return message
+            }
         }
         let now = nowMillis
         let bound: [String: PushPlatform]
@@ -217,25 +223,25 @@ struct RelayRoutes: Sendable {
             guard !messages.isEmpty else { continue }
             for (message, outcome) in zip(messages, await transport.send(messages)) { outcomes[message.token] = outcome }
         }
-        var results: [JSONValue] = []
+        var results = RelayProtocol.SendResults(capacity: tokens.count)
         var delivered = 0
         for token in tokens {
             if refused.contains(token) {
-                results.append(.object(["token": .string(token), "ok": .bool(false), "error": .string("invalid_token")]))
+                results.append(token: token, .invalidToken)
                 continue
             }
             switch outcomes[token] {
             case .delivered?:
                 delivered += 1
-                results.append(.object(["token": .string(token), "ok": .bool(true)]))
+                results.append(token: token, .delivered)
             case .terminal?:
                 // Only this server's binding: another server's binding is not
                 // its to end, and the environment it chose (sandbox) can make
                 // a live token look dead.
                 try? await store.forget(token: token, serverID: signed.serverID)
-                results.append(.object(["token": .string(token), "ok": .bool(false), "drop": .bool(true)]))
+                results.append(token: token, .dropped)
             default:
-                results.append(.object(["token": .string(token), "ok": .bool(false)]))
+                results.append(token: token, .notDelivered)
             }
         }
         logger.info(
@@ -244,6 +250,6 @@ struct RelayRoutes: Sendable {
                 ("server", String(signed.serverID.prefix(12))), ("version", String(signed.version)),
                 ("tokens", String(tokens.count)), ("bound", String(bound.count)), ("delivered", String(delivered)),
             ])
-        return Response.json(200, JSONValue.object(["results": .array(results)])).adding(header: "Cache-Control", "no-store")
+        return Response.bytes(200, contentType: "application/json; charset=utf-8", results.encoded()).adding(header: "Cache-Control", "no-store")
     }
 }

@@ -93,4 +93,25 @@ struct RelayProtocolTests {
     func tokens(token: String, valid: Bool) {
         #expect(RelayProtocol.isToken(token) == valid)
     }
+
+    /// The send's answer is written byte by byte: it must read back as the
+    /// tree of values the relay used to encode, whatever a refused token holds.
+    @Test func sendResultsReadBackAsTheirValues() throws {
+        let cases: [(String, RelayProtocol.SendResults.Outcome, JSONValue)] = [
+            ("a1b2", .delivered, .object(["token": .string("a1b2"), "ok": .bool(true)])),
+            ("c3", .notDelivered, .object(["token": .string("c3"), "ok": .bool(false)])),
+            ("d4", .dropped, .object(["token": .string("d4"), "ok": .bool(false), "drop": .bool(true)])),
+            (
+                "q\"uo\\te\u{1}\nüñ", .invalidToken,
+                .object(["token": .string("q\"uo\\te\u{1}\nüñ"), "ok": .bool(false), "error": .string("invalid_token")])
+            ),
+        ]
+        var results = RelayProtocol.SendResults(capacity: cases.count)
+        for (token, outcome, _) in cases { results.append(token: token, outcome) }
+        let read = try JSONDecoder().decode(JSONValue.self, from: Data(results.encoded()))
+        #expect(read == .object(["results": .array(cases.map(\.2))]))
+        #expect(
+            try JSONDecoder().decode(JSONValue.self, from: Data(RelayProtocol.SendResults(capacity: 0).encoded())) == .object(["results": .array([])])
+        )
+    }
 }
