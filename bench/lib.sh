@@ -52,6 +52,42 @@ NGINX
   nginx -c "$work/nginx.conf"
 }
 
+# start_nginx_apns WORK PORT CERT KEY [WORKERS]: an APNs stand-in: nginx over
+# HTTP/2 + TLS on 127.0.0.1:PORT answering 200 with no body to every POST, as
+# APNs does to a push it accepts. It reads each body before it answers (the echo
+# module): an answer sent while the body is still arriving ends the stream
+# early, which libcurl counts as a failed push. Connections are never closed
+# for their request count (APNs keeps them for hours).
+start_nginx_apns() {
+  local work="$1" port="$2" cert="$3" key="$4" workers="${5:-1}"
+  mkdir -p "$work/apns-nginx"
+  cat > "$work/apns-nginx.conf" <<NGINX
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+worker_processes $workers;
+pid $work/apns-nginx.pid;
+error_log $work/apns-nginx-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $work/apns-nginx;
+  proxy_temp_path $work/apns-nginx;
+  fastcgi_temp_path $work/apns-nginx;
+  uwsgi_temp_path $work/apns-nginx;
+  scgi_temp_path $work/apns-nginx;
+  keepalive_requests 100000000;
+  keepalive_timeout 3600s;
+  http2_max_concurrent_streams 1000;
+  server {
+    listen 127.0.0.1:$port ssl http2;
+    ssl_certificate $cert;
+    ssl_certificate_key $key;
+    location / { echo_read_request_body; echo -n ''; }
+  }
+}
+NGINX
+  nginx -c "$work/apns-nginx.conf"
+}
+
 # measure NAME BINARY ARGS...: one wrk run (-t2 -c64, DURATION seconds) of
 # POST push_registrations with unique tokens against BINARY serving on PORT
 # with a fresh database in WORK; appends "rps p50 p99 cpu_us" to WORK/NAME.

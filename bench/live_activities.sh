@@ -12,18 +12,23 @@
 # TRIP_SPREAD_MINUTES (nginx only, 180 by default as fake_oba.py): the stop's
 # 10 trips depart over that many minutes; 30 puts one within every rider's
 # window, so every subscription is pushed (the worst case).
+# APNS_STANDIN=nginx (the default; bench/lib.sh's start_nginx_apns) or
+# nghttpd, whose ceiling was the limit before (bench/apns_standin.sh measures
+# both); APNS_WORKERS (1 by default): the stand-in's workers. SIDECAR_BIN
+# measures a binary built elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
 source bench/lib.sh
-sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" nghttp2-server openssl python3 nginx
+sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" nghttp2-server libnginx-mod-http-echo openssl python3 nginx
 
 SUBSCRIPTIONS="${1:-100000}"
 STOPS="${2:-5000}"
 OBA_PORT=18211
 APNS_PORT=18212
 bench_workspace
-build_release
+bench_binary
+APNS_WORKERS="${APNS_WORKERS:-1}"
 
 STANDIN="${OBA_STANDIN:-nginx}"
 if [ "$STANDIN" = python ]; then
@@ -59,7 +64,12 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/server.key" -out "$WORK/server.pem" 2>/dev/null
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/apns.p8" 2>/dev/null
 mkdir -p "$WORK/htdocs"
-nghttpd --echo-upload -d "$WORK/htdocs" "$APNS_PORT" "$WORK/server.key" "$WORK/server.pem" > /dev/null 2>&1 & echo $! > "$WORK/nghttpd.pid"
+APNS_STANDIN="${APNS_STANDIN:-nginx}"
+if [ "$APNS_STANDIN" = nginx ]; then
+  start_nginx_apns "$WORK" "$APNS_PORT" "$WORK/server.pem" "$WORK/server.key" "$APNS_WORKERS"
+else
+  nghttpd -n "$APNS_WORKERS" --echo-upload -d "$WORK/htdocs" "$APNS_PORT" "$WORK/server.key" "$WORK/server.pem" > /dev/null 2>&1 & echo $! > "$WORK/nghttpd.pid"
+fi
 for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$OBA_PORT/api/where/arrivals-and-departures-for-stop/s_0.json" && break; sleep 0.1; done
 [ -f "$WORK/oba-access.log" ] && : > "$WORK/oba-access.log"
 
@@ -110,9 +120,11 @@ else
 fi
 
 cat <<REPORT
-Machine: $(nproc) cores, $(uname -sr); $SUBSCRIPTIONS subscriptions over $STOPS stops; $STANDIN_TEXT; APNs stand-in nghttpd over HTTP/2 + TLS; $(date -u +%Y-%m-%dT%H:%MZ)
+Machine: $(nproc) cores, $(uname -sr); $SUBSCRIPTIONS subscriptions over $STOPS stops; $STANDIN_TEXT; APNs stand-in $APNS_STANDIN over HTTP/2 + TLS with $APNS_WORKERS worker(s); $(date -u +%Y-%m-%dT%H:%MZ)
 
 | subscriptions | stop requests | wall time | pushes | pushes/s | sidecar CPU | peak RSS |
 |---|---|---|---|---|---|---|
 | $(field subscriptions) | $(field stop_requests) (fake server saw $STATS) | $DURATION ms | $UPDATES | $(awk -v n="$UPDATES" -v t="$DURATION" 'BEGIN { printf "%.0f", n / (t / 1000) }') | $(awk -v t=$((CPU1 - CPU0)) 'BEGIN { printf "%.2f", t / 100 }') s | $HWM MB |
 REPORT
+# LA_LOG=FILE keeps the sidecar's log of the run.
+if [ -n "${LA_LOG:-}" ]; then cp "$WORK/sidecar.log" "$LA_LOG"; fi
