@@ -25,7 +25,8 @@ bench_binary() {
 }
 
 # start_nginx WORK PORT [EXTRA_LOCATIONS]: nginx with 2 workers and no access
-# log on 127.0.0.1:PORT, answering 204 to everything but EXTRA_LOCATIONS;
+# log on 127.0.0.1:PORT, answering 204 to everything but EXTRA_LOCATIONS
+# (which may use $now_ms, the time in epoch milliseconds);
 # its pid file lands in WORK so the scripts' EXIT traps stop it.
 start_nginx() {
   local work="$1" port="$2" extra="${3:-}"
@@ -36,6 +37,7 @@ error_log $work/nginx-error.log;
 events { worker_connections 1024; }
 http {
   access_log off;
+  map \$msec \$now_ms { "~^(?<seconds>[0-9]+)[.](?<millis>[0-9]+)\$" "\$seconds\$millis"; }
   client_body_temp_path $work;
   proxy_temp_path $work;
   fastcgi_temp_path $work;
@@ -52,14 +54,17 @@ NGINX
   nginx -c "$work/nginx.conf"
 }
 
-# start_nginx_apns WORK PORT CERT KEY [WORKERS]: an APNs stand-in: nginx over
+# start_nginx_apns WORK PORT CERT KEY [WORKERS] [LOG]: an APNs stand-in: nginx over
 # HTTP/2 + TLS on 127.0.0.1:PORT answering 200 with no body to every POST, as
 # APNs does to a push it accepts. It reads each body before it answers (the echo
 # module): an answer sent while the body is still arriving ends the stream
 # early, which libcurl counts as a failed push. Connections are never closed
-# for their request count (APNs keeps them for hours).
+# for their request count (APNs keeps them for hours). LOG, when given, gets
+# one line per push: the time it arrived (epoch seconds), its path, its status,
+# and "alarm" when its text is a departure alarm's ("... leaves in 5 minutes").
 start_nginx_apns() {
-  local work="$1" port="$2" cert="$3" key="$4" workers="${5:-1}"
+  local work="$1" port="$2" cert="$3" key="$4" workers="${5:-1}" log="off"
+  [ -n "${6:-}" ] && log="$6 pushes buffer=256k flush=1s"
   mkdir -p "$work/apns-nginx"
   cat > "$work/apns-nginx.conf" <<NGINX
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
@@ -68,7 +73,9 @@ pid $work/apns-nginx.pid;
 error_log $work/apns-nginx-error.log;
 events { worker_connections 1024; }
 http {
-  access_log off;
+  map \$request_body \$push_kind { "~leaves (now|in)" alarm; default other; }
+  log_format pushes '\$msec \$request_uri \$status \$push_kind';
+  access_log $log;
   client_body_temp_path $work/apns-nginx;
   proxy_temp_path $work/apns-nginx;
   fastcgi_temp_path $work/apns-nginx;
