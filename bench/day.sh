@@ -20,7 +20,9 @@
 # rider-facing request kind has p99 under 100 ms and no error, every alarm
 # reached APNs within 60 s of its due time (the checker fires at the last
 # check before it is due, so early by up to one interval), and every Live Activity cycle
-# ended within its minute. SIDECAR_BIN measures a binary built elsewhere.
+# ended within its minute. SIDECAR_BIN measures a binary built elsewhere;
+# DAY_RESULTS names the results table's file, DAY_LOGS a prefix under which
+# each scale's sidecar log, load report and APNs stand-in log are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
@@ -40,12 +42,15 @@ APNS_PORT=18232
 PORTS=(18233 18234)
 PG_PORT=18235
 WORK="$(mktemp -d)"
+chmod 755 "$WORK"  # initdb runs as the postgres user and must reach $WORK/pg
 trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; sidecar_postgres_stop "$WORK/pg"; rm -rf "$WORK"' EXIT
 bench_binary
 RESULTS="${DAY_RESULTS:-$WORK/results.md}"
 
 # The stand-ins, once for every scale. Trips leave each stop every minute
-# from now on, so any alarm set during the run has a trip 11 minutes ahead.
+# from now on, at a second of the minute that varies by stop and trip (so
+# alarms fall due at every phase of the checker's interval); any alarm set
+# during the run has a trip 11-13 minutes ahead.
 TRIPS_START_MS=$(( $(date +%s) * 1000 ))
 SERVICE_DATE=1767168000000
 TRIPS=$(( (WINDOW + 120) / 60 + 30 ))
@@ -54,7 +59,7 @@ python3 - "$WORK/oba" "$STOPS" "$TRIPS" "$TRIPS_START_MS" "$SERVICE_DATE" <<'PY'
 import json, sys
 directory, stops, trips, start, service_date = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 def entry(stop, k):
-    when = start + k * 60_000
+    when = start + k * 60_000 + ((stop * 7919 + k * 104729) % 60) * 1000
     return {"stopId": f"s_{stop}", "tripId": f"t_{stop}_{k}", "routeId": "1_1", "routeShortName": "44",
             "tripHeadsign": "Ballard", "serviceDate": service_date, "stopSequence": 4, "vehicleId": f"v_{k}",
             "predicted": True, "predictedDepartureTime": when, "scheduledDepartureTime": when,
@@ -173,10 +178,11 @@ PY
   sleep 1.5  # nginx flushes its log each second
   CPU1=0; for ((i = 0; i < INSTANCES; i++)); do CPU1=$((CPU1 + $(cpu_of "$(cat "$WORK/sidecar$i.pid")"))); done
   for ((i = 0; i < INSTANCES; i++)); do kill -TERM "$(cat "$WORK/sidecar$i.pid")"; wait "$(cat "$WORK/sidecar$i.pid")" 2>/dev/null || true; rm -f "$WORK/sidecar$i.pid"; done
-  cat "$WORK"/sidecar*.log > "$WORK/sidecars.log"
-  [ -n "${DAY_LOGS:-}" ] && cp "$WORK/sidecars.log" "$DAY_LOGS.$DEVICES.log" && cp "$WORK/day.json" "$DAY_LOGS.$DEVICES.json"
+  cat "$WORK"/sidecar[0-9].log > "$WORK/instances.log"
+  [ -n "${DAY_LOGS:-}" ] && cp "$WORK/instances.log" "$DAY_LOGS.$DEVICES.log" && cp "$WORK/day.json" "$DAY_LOGS.$DEVICES.json" \
+    && cp "$WORK/apns-access.log" "$DAY_LOGS.$DEVICES.apns.log"
 
-  python3 - "$WORK/day.json" "$WORK/apns-access.log" "$WORK/sidecars.log" "$DEVICES" "$(( CPU1 - CPU0 ))" >> "$RESULTS" <<'PY'
+  python3 - "$WORK/day.json" "$WORK/apns-access.log" "$WORK/instances.log" "$DEVICES" "$(( CPU1 - CPU0 ))" >> "$RESULTS" <<'PY'
 import json, re, sys
 report, devices, cpu = json.load(open(sys.argv[1])), int(sys.argv[4]), int(sys.argv[5]) / 100
 fired = {}

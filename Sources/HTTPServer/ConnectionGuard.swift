@@ -17,10 +17,12 @@ import Glibc
 ///   of half the connection limit: past it, the one that has been sending
 ///   longest is cut, so slow clients from many addresses cannot fill the
 ///   server;
-/// - when the server nears its connection limit, the slowest requests under
-///   way are closed first, then the longest-idle keep-alive connections, and
-///   never the connection that just arrived, so neither slow heads nor idle
-///   sockets can lock others out.
+/// - when the server nears its connection limit, the connections that have
+///   held their slot longest without finishing a request are closed first (a
+///   request head arriving since long ago, or a keep-alive connection idle
+///   since its last answer, whichever began earlier), and never the
+///   connection that just arrived, so neither slow heads nor idle sockets can
+///   lock others out, and a request that has just begun is not cut for them.
 ///
 /// libmicrohttpd only knows an idle timeout, which a client trickling one
 /// byte at a time never reaches. A reaper thread therefore checks every
@@ -95,6 +97,9 @@ final class ConnectionGuard: Sendable {
     var openConnections: Int { registry.withLock { $0.connections.count } }
     /// Open connections not being closed: what the limit counts.
     var liveConnections: Int { registry.withLock { $0.connections.values.lazy.filter { !$0.closing.load(ordering: .relaxed) }.count } }
+    /// Connections sending a request (head begun or body under way): what
+    /// tests wait for before crowding the server.
+    var requestsBeingReceived: Int { registry.withLock { Self.receiving($0, sparing: nil).count } }
 
     func start() {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
@@ -261,19 +266,30 @@ final class ConnectionGuard: Sendable {
         }.sorted { $0.headStarted.load(ordering: .relaxed) < $1.headStarted.load(ordering: .relaxed) }
     }
 
-    /// Frees `count` slots near the connection limit: the slowest requests
-    /// under way first, then the longest-idle keep-alive connections; never
-    /// `sparing` (the connection that just arrived) nor one a handler owns.
+    /// Frees `count` slots near the connection limit: the connections that
+    /// have held their slot longest without finishing a request go first,
+    /// whether still sending one (since its head began) or idle between
+    /// requests (since the last answer); never `sparing` (the connection that
+    /// just arrived) nor one a handler owns. A request whose head began a
+    /// moment ago outlives a keep-alive connection idle for a minute: in a
+    /// large region the idle connections of riders' phones are what fills
+    /// the server, and closing a request under way fails a rider, while an
+    /// idle connection's client simply opens another (bench/day.sh at
+    /// 300,000 devices lost a request when requests went first). A slowloris
+    /// still goes: its head has been under way longer than anything idles.
     private func evict(_ registry: inout Registry, count: Int, sparing: Tracked) {
         guard count > 0 else { return }
-        let receiving = Self.receiving(registry, sparing: sparing)
+        let receiving = Self.receiving(registry, sparing: sparing).map { (since: $0.headStarted.load(ordering: .relaxed), tracked: $0) }
         let idle = registry.connections.values.filter {
             $0 !== sparing && !$0.closing.load(ordering: .relaxed) && $0.phase.load(ordering: .relaxed) == Tracked.Phase.idle.rawValue
                 && $0.headStarted.load(ordering: .relaxed) == 0
-        }.sorted { $0.phaseSince.load(ordering: .relaxed) < $1.phaseSince.load(ordering: .relaxed) }
-        for tracked in receiving.prefix(count) { terminate(tracked, reason: "slowest request closed near the connection limit") }
-        for tracked in idle.prefix(max(count - receiving.count, 0)) {
-            terminate(tracked, reason: "idle connection closed near the connection limit")
+        }.map { (since: $0.phaseSince.load(ordering: .relaxed), tracked: $0) }
+        for (_, tracked) in (receiving + idle).sorted(by: { $0.since < $1.since }).prefix(count) {
+            let isReceiving =
+                tracked.headStarted.load(ordering: .relaxed) != 0 || tracked.phase.load(ordering: .relaxed) != Tracked.Phase.idle.rawValue
+            terminate(
+                tracked, reason: isReceiving ? "slowest request closed near the connection limit" : "idle connection closed near the connection limit"
+            )
         }
     }
 

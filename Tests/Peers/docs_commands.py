@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,13 +104,14 @@ def start_oba():
 
 def main():
     upstream, oba = start_oba()
-    ran, skipped, problems = 0, {}, []
+    ran, skipped, problems, works = 0, {}, [], []
     try:
         for page in PAGES:
             lines = command_lines(read(os.path.join(ROOT, page)))
             if not lines:
                 continue
             work = tempfile.mkdtemp(prefix="sidecar-docs-")
+            works.append(work)
             regions = os.path.join(work, "regions.json")
             with open(regions, "w") as handle:
                 json.dump({"data": {"list": [
@@ -152,6 +154,8 @@ def main():
                     created[group] = made.group(1)
     finally:
         upstream.kill()
+        for work in works:
+            shutil.rmtree(work, ignore_errors=True)
     check(not problems, "documented commands that fail as written:\n  " + "\n  ".join(problems))
     check(ran >= 15, f"only {ran} documented commands ran")
     summary = "; ".join(f"{len(lines)} {reason}" for reason, lines in sorted(skipped.items()))

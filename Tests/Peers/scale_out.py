@@ -27,6 +27,7 @@ pg_ctl as the postgres user). Each check gets its own database.
              password appears in no line
 """
 import glob
+import shutil
 import json
 import os
 import sqlite3
@@ -486,6 +487,7 @@ def main():
              "urls": urls, "sources": lambda: sources(gorush), "passwords": passwords}[name]()
         else:
             base.fail(f"unknown check {name}")
+    shutil.rmtree(WORK, ignore_errors=True)  # kept when a check failed, for its logs
 
 
 if __name__ == "__main__":

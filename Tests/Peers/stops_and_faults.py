@@ -41,6 +41,9 @@ BIN = os.path.abspath(sys.argv[1])
 CHECKS = sys.argv[2:] or ["keepalive", "alarms", "sends", "health", "slowloris", "parameters"]
 WORK = tempfile.mkdtemp(prefix="sidecar-faults-")
 os.chmod(WORK, 0o755)  # another user (nobody) runs one of the servers
+# Every script importing this one gets this folder too: removed at exit, after
+# the servers are stopped (atexit runs the later registration first).
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 SERVICE_DATE = 1767168000000
 
 

@@ -37,6 +37,7 @@ enum Migrations {
             25, "relay bindings remember refusals and back off; tokens outside the token rule removed", RelayBinder.schema,
             PushRegistrationStore.schema, AlarmStore.schema, LiveActivityStore.schema),
         entry(26, "a send says when it stalled", AlertSendStore.schema),
+        entry(27, "a send's audience read in id order from an index", PushRegistrationStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

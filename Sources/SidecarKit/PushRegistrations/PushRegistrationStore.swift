@@ -190,12 +190,24 @@ extension PushRegistrationStore {
         _ connection: any SQLConnection, regionID: Int, testOnly: Bool, after cursor: Int64,
         limit: Int
     ) throws -> [(id: Int64, registration: PushRegistration)] {
-        try connection.query(
-            """
+        try connection.query(audiencePageSQL(regionID: regionID, testOnly: testOnly, after: cursor, limit: limit)).map {
+            (try $0.int("id"), try registration($0))
+        }
+    }
+
+    /// The audience page's query, one form per audience so each reads an
+    /// index already in id order (`push_registrations_audience` for test
+    /// devices, `push_registrations_region_order` for everyone). One query
+    /// for both, with the audience as a bound flag, left the planner only
+    /// the region's prefix of an index: every page sorted the rest of the
+    /// region, and a send to 1,000,000 devices took 160 s instead of 62
+    /// (bench/day.sh). Internal so a test can read its plan.
+    static func audiencePageSQL(regionID: Int, testOnly: Bool, after cursor: Int64, limit: Int) -> SQL {
+        let audience: SQL = testOnly ? "AND test_device = 1" : ""
+        return """
             SELECT id, \(raw: columns) FROM push_registrations
-            WHERE region_id = \(regionID) AND id > \(cursor) AND (\(testOnly) = 0 OR test_device = 1) ORDER BY id LIMIT \(limit)
+            WHERE region_id = \(regionID) \(audience) AND id > \(cursor) ORDER BY id LIMIT \(limit)
             """
-        ).map { (try $0.int("id"), try registration($0)) }
     }
 
     /// The registrations with these ids that still exist, by id.
@@ -381,6 +393,8 @@ extension PushRegistrationStore {
     static let schema = Schema(
         "PushRegistrationStore",
         [
+            // A send's pages read in id order without sorting the region.
+            27: [.same("CREATE INDEX push_registrations_region_order ON push_registrations (region_id, id)")],
             // Tokens stored before the token rule that no provider issues.
             25: [TokenRuleSQL.removal("push_registrations", "token")],
             1: [
