@@ -55,8 +55,9 @@ struct AudiencePageTests {
                 var tokens: [String] = []
                 var cursor: Int64 = 0
                 while true {
+                    let after = cursor
                     let page = try await database.read { connection in
-                        try PushRegistrationStore.audiencePage(connection, regionID: 1, testOnly: testOnly, after: cursor, limit: 2)
+                        try PushRegistrationStore.audiencePage(connection, regionID: 1, testOnly: testOnly, after: after, limit: 2)
                     }
                     guard let last = page.last else { return tokens }
                     tokens += page.map(\.registration.token)
