@@ -236,31 +236,6 @@ struct HardeningTests {
         }
     }
 
-    @Test func aRequestJustBegunOutlivesLongIdleConnectionsNearTheLimit() async throws {
-        // A large region's busiest hour: phones' keep-alive connections fill
-        // the server and a rider's request arrives as the limit is neared.
-        // The connections idle longest give way, not the request under way.
-        try await Self.withServer({
-            $0.connectionLimit = 40
-            $0.connectionsPerClient = 0
-            $0.threads = 1
-        }) { server in
-            var idle: [RawSocket] = []
-            for _ in 0..<30 { if let socket = try? RawSocket(port: server.port, source: "127.0.0.3") { idle.append(socket) } }
-            #expect(await Self.waitFor { server.openConnections == 30 })
-            let rider = try RawSocket(port: server.port, source: "127.0.0.4")
-            #expect(rider.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n".utf8)))
-            #expect(await Self.waitFor { server.connectionGuard.requestsBeingReceived == 1 }, "the rider's request line was read")
-            for _ in 0..<10 { if let socket = try? RawSocket(port: server.port, source: "127.0.0.5") { idle.append(socket) } }
-            #expect(await Self.waitFor { server.connectionsClosedByGuard >= 5 }, "room was made near the limit")
-            #expect(!rider.isClosedByServer, "the request under way was spared")
-            #expect(rider.send(Array("\r\n".utf8)))
-            let answer = await rider.response(timeoutSeconds: 30)
-            #expect(answer.response?.status == 200)
-            withExtendedLifetime(idle) {}
-        }
-    }
-
     @Test func slowHeadsFromManyAddressesDoNotCrowdOutABystander() async throws {
         // 6 addresses x 30 half-sent requests, each address under its cap of
         // 32, against a limit of 120: past the budget for requests under
