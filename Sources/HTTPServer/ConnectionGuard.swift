@@ -97,9 +97,6 @@ final class ConnectionGuard: Sendable {
     var openConnections: Int { registry.withLock { $0.connections.count } }
     /// Open connections not being closed: what the limit counts.
     var liveConnections: Int { registry.withLock { $0.connections.values.lazy.filter { !$0.closing.load(ordering: .relaxed) }.count } }
-    /// Connections sending a request (head begun or body under way): what
-    /// tests wait for before crowding the server.
-    var requestsBeingReceived: Int { registry.withLock { Self.receiving($0, sparing: nil).count } }
 
     func start() {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
