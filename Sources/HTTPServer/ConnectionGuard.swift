@@ -98,6 +98,10 @@ final class ConnectionGuard: Sendable {
     /// Open connections not being closed: what the limit counts.
     var liveConnections: Int { registry.withLock { $0.connections.values.lazy.filter { !$0.closing.load(ordering: .relaxed) }.count } }
 
+    /// Connections sending a request (head begun or body under way), as the
+    /// budget and the eviction order see them.
+    var requestsUnderWay: Int { registry.withLock { Self.receiving($0, sparing: nil).count } }
+
     func start() {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         PlatformThread.detach(name: "connection-guard") { [self] in reapLoop() }
@@ -276,18 +280,18 @@ final class ConnectionGuard: Sendable {
     /// still goes: its head has been under way longer than anything idles.
     private func evict(_ registry: inout Registry, count: Int, sparing: Tracked) {
         guard count > 0 else { return }
-        let receiving = Self.receiving(registry, sparing: sparing).map { (since: $0.headStarted.load(ordering: .relaxed), tracked: $0) }
-        let idle = registry.connections.values.filter {
-            $0 !== sparing && !$0.closing.load(ordering: .relaxed) && $0.phase.load(ordering: .relaxed) == Tracked.Phase.idle.rawValue
-                && $0.headStarted.load(ordering: .relaxed) == 0
-        }.map { (since: $0.phaseSince.load(ordering: .relaxed), tracked: $0) }
-        for (_, tracked) in (receiving + idle).sorted(by: { $0.since < $1.since }).prefix(count) {
-            let isReceiving =
-                tracked.headStarted.load(ordering: .relaxed) != 0 || tracked.phase.load(ordering: .relaxed) != Tracked.Phase.idle.rawValue
-            terminate(
-                tracked, reason: isReceiving ? "slowest request closed near the connection limit" : "idle connection closed near the connection limit"
-            )
+        var candidates: [(since: UInt64, tracked: Tracked, reason: String)] = []
+        for tracked in registry.connections.values where tracked !== sparing && !tracked.closing.load(ordering: .relaxed) {
+            let phase = tracked.phase.load(ordering: .relaxed)
+            let headStarted = tracked.headStarted.load(ordering: .relaxed)
+            if phase == Tracked.Phase.body.rawValue || (phase == Tracked.Phase.idle.rawValue && headStarted != 0) {
+                candidates.append((headStarted, tracked, "slowest request closed near the connection limit"))
+            } else if phase == Tracked.Phase.idle.rawValue {
+                candidates.append((tracked.phaseSince.load(ordering: .relaxed), tracked, "idle connection closed near the connection limit"))
+            }
         }
+        candidates.sort { $0.since < $1.since }
+        for candidate in candidates.prefix(count) { terminate(candidate.tracked, reason: candidate.reason) }
     }
 
     /// Must be called with the registry locked (see the type's comment).
