@@ -39,6 +39,18 @@ public struct OBAClient: Sendable {
         return try await fetch(baseURL: baseURL, method: "trip-details", id: tripID, apiKey: apiKey, query: query, as: JSONValue.self)
     }
 
+    /// Whether the server knows an entity: `route`, `stop` or `trip` by its
+    /// OneBusAway id, waiting at most `timeoutSeconds`. Throws `.notFound`
+    /// when it does not, `.transient` when it could not say.
+    public func entity(baseURL: String, apiKey: String?, method: String, id: String, timeoutSeconds: Int) async throws(OBAError) {
+        let url = Self.url(baseURL: baseURL, method: method, id: id, apiKey: apiKey, query: [])
+        let response: HTTPClientResponse
+        do { response = try await http.send(HTTPClientRequest(url: url, timeoutSeconds: timeoutSeconds, upstream: "oba")) } catch {
+            throw .transient("\(error)")
+        }
+        _ = try Self.decode(status: response.status, body: response.body, as: JSONValue.self)
+    }
+
     /// `agencies-with-coverage`: the agencies the server covers, with names.
     public func agenciesWithCoverage(baseURL: String, apiKey: String?) async throws(OBAError) -> [AgencyCoverage] {
         let (list, references) = try await fetchList(baseURL: baseURL, path: "agencies-with-coverage.json", apiKey: apiKey, as: CoverageItem.self)

@@ -285,6 +285,31 @@ def create_alert_now(driver, url, database):
     return alert_id
 
 
+def scoped_alert(driver, url, database):
+    """Where: an id OneBusAway does not know is put back on the field; known ones are
+    saved, completed with the agency, and the page says what the alert is about."""
+    driver.get(url + "/admin/regions/1/alerts/new")
+    driver.find_element(By.NAME, "header").send_keys("Stop 75403 closed for repairs")
+    driver.find_element(By.NAME, "scope").send_keys("stop=75403\nroute=1_missing44")
+    submit(driver)
+    wait_text(driver, "does not know route 1_missing44")
+    field_error = driver.find_element(By.CSS_SELECTOR, "textarea[name=scope]").find_element(By.XPATH, "..").text
+    check("does not know route 1_missing44" in field_error, f"the refusal is not on the Where field: {field_error[:300]}")
+    shoot(driver, "alert-scope-refused")
+    scope = driver.find_element(By.NAME, "scope")
+    scope.clear()
+    scope.send_keys("route=1_1 stop=75403")
+    submit(driver)
+    WebDriverWait(driver, 60).until(lambda d: re.search(r"/admin/alerts/\d+", d.current_url))
+    alert_id = re.search(r"/admin/alerts/(\d+)", driver.current_url).group(1)
+    wait_text(driver, "Alert created as a draft.")
+    check("About: stop 1_75403 on route 1_1." in visible(driver), "the page does not say what the alert is about")
+    check("route=1_1 stop=1_75403" in cli(database, "alert", "show", alert_id).stdout, "alert show does not print the scope")
+    shoot(driver, "alert-scoped")
+    cli(database, "alert", "delete", alert_id)
+    print("console: a scope's unknown id is refused on its field; a known one is saved, completed with the agency, and shown")
+
+
 def edit_conflict(driver, url, database):
     """Two editors: the save that meets the other's change lists it and merges it in."""
     created = cli(database, "alert", "create", "--region", "1", "--header", "Elevator out at Westlake",
@@ -863,6 +888,7 @@ def main():
         not_found_and_focus(driver, url)
         resume_failed_send(driver, url, database, gorush, failed)
         unpublish(driver, url, alert_id)
+        scoped_alert(driver, url, database)
         # WCAG 1.4.10: on a 320 px phone the pages reflow, no page-wide scrolling.
         driver.set_window_size(320, 900)
         for path in ["/admin/audit", f"/admin/alerts/{alert_id}", "/admin/regions/1/alerts/new", "/admin/regions/1"]:

@@ -150,7 +150,9 @@ class GorushHandler(QuietHandler):
 
 
 class OBA(StandIn):
-    """Stop s<n> has one trip t<n>, departing five minutes from now."""
+    """Stop s<n> has one trip t<n>, departing five minutes from now. A route,
+    stop or trip asked for by id (a scoped alert's check) is known unless its
+    id contains "missing"."""
 
     def __init__(self):
         super().__init__(OBAHandler)
@@ -167,6 +169,16 @@ class OBAHandler(QuietHandler):
         path = self.path.split("?")[0]
         stop = path.rsplit("/", 1)[-1].removesuffix(".json")
         now = int(time.time() * 1000)
+        if path.split("/")[-2:-1] in (["route"], ["stop"], ["trip"]):
+            known = "missing" not in stop
+            answer = json.dumps({"code": 200 if known else 404, "currentTime": now, "text": "OK" if known else "resource not found",
+                                 "version": 2, "data": {"entry": {"id": stop}, "references": {}} if known else None}).encode()
+            self.send_response(200 if known else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+            return
         when = now + 300_000
         entry = {"stopId": stop, "tripId": "t" + stop[1:], "routeId": "1_1", "routeShortName": "44", "tripHeadsign": "Ballard",
                  "serviceDate": SERVICE_DATE, "stopSequence": 4, "vehicleId": "v1", "predicted": True,

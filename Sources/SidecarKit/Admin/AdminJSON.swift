@@ -1,5 +1,6 @@
 import Core
 import FoundationEssentials
+import GTFSRealtime
 
 /// JSON shapes of the admin API (and `--json` CLI output).
 enum AdminJSON {
@@ -17,7 +18,9 @@ enum AdminJSON {
         ])
     }
 
-    static func alert(_ alert: ServiceAlert, translations: [AlertTranslation]? = nil, sends: [AlertSend]? = nil) -> JSONValue {
+    static func alert(
+        _ alert: ServiceAlert, translations: [AlertTranslation]? = nil, sends: [AlertSend]? = nil, warnings: [String] = []
+    ) -> JSONValue {
         var fields: [String: JSONValue] = [
             "id": .integer(alert.id), "region_id": .integer(Int64(alert.regionID)), "agency_id": .string(alert.agencyID),
             "region_wide": .bool(alert.agencyID.isEmpty),
@@ -28,10 +31,29 @@ enum AdminJSON {
             "shown_until": time(AlertFeedRules.effectiveEnd(alert)),
             "source_id": alert.sourceID.map(JSONValue.integer) ?? .null, "source_entity": alert.sourceEntity.map(JSONValue.string) ?? .null,
             "source_version": .integer(Int64(alert.sourceVersion)), "updated_at": time(alert.updatedAt),
+            "scope": .string(AlertScope.text(alert.scope)),
+            "informed_entities": .array(AlertScope.feedSelectors(alert).map(informedEntity)),
         ]
+        if !warnings.isEmpty { fields["warnings"] = .array(warnings.map(JSONValue.string)) }
         if let translations { fields["translations"] = .array(translations.map { translation($0, current: alert.sourceVersion) }) }
         if let sends { fields["sends"] = .array(sends.map(send)) }
         return .object(fields)
+    }
+
+    /// An informed entity as the feed carries it, in GTFS-realtime's member names.
+    static func informedEntity(_ selector: EntitySelector) -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let agency = selector.agencyID { members["agency_id"] = .string(agency) }
+        if let route = selector.routeID { members["route_id"] = .string(route) }
+        if let stop = selector.stopID { members["stop_id"] = .string(stop) }
+        if let type = selector.routeType { members["route_type"] = .integer(Int64(type)) }
+        if let trip = selector.trip {
+            var tripMembers: [String: JSONValue] = [:]
+            if let id = trip.tripID { tripMembers["trip_id"] = .string(id) }
+            if let date = trip.startDate { tripMembers["start_date"] = .string(date) }
+            members["trip"] = .object(tripMembers)
+        }
+        return .object(members)
     }
 
     static func translation(_ translation: AlertTranslation, current: Int) -> JSONValue {

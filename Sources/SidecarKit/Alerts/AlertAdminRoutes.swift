@@ -50,6 +50,7 @@ struct AlertAdminRoutes: Sendable {
     static let authoringFields: [String: AdminField] = [
         "header": .text, "description": .text, "url": .text, "cause": .text, "effect": .text, "severity": .text, "start": .text,
         "end": .text, "impact_start": .text, "impact_end": .text, "test": .boolean, "agency_id": .text, "region_wide": .boolean,
+        "scope": .text, "scope_check": .boolean,
     ]
 
     func listAlerts(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
@@ -63,9 +64,9 @@ struct AlertAdminRoutes: Sendable {
 
     func createAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
-            let alert = try await administration(for: key).create(
+            let saved = try await administration(for: key).create(
                 regionID: try admin.regionID(request), fields: AdminAPI.fields(request, Self.authoringFields))
-            return AdminConventions.tagged(201, AdminJSON.alert(alert))
+            return AdminConventions.tagged(201, AdminJSON.alert(saved.alert, warnings: saved.warnings))
         } catch { return failure(error) }
     }
 
@@ -97,8 +98,8 @@ struct AlertAdminRoutes: Sendable {
     func editAlert(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let alert = try await currentAlert(request, key)
-            let edited = try await administration(for: key).edit(id: alert.id, fields: AdminAPI.fields(request, Self.authoringFields))
-            return AdminConventions.tagged(200, AdminJSON.alert(edited))
+            let saved = try await administration(for: key).edit(id: alert.id, fields: AdminAPI.fields(request, Self.authoringFields))
+            return AdminConventions.tagged(200, AdminJSON.alert(saved.alert, warnings: saved.warnings))
         } catch { return failure(error) }
     }
 

@@ -1,5 +1,7 @@
 import Core
+import Crypto
 import GTFSRealtime
+import Synchronization
 
 /// What an administrator asked for that cannot be done.
 enum AdministrationError: Error, Equatable {
@@ -35,6 +37,20 @@ struct AlertAdministration: Sendable {
     /// Where changes are recorded, and under whose name.
     var audit: AuditLog? = nil
     var actor = "system"
+    /// Checks a scope's routes, stops and trips against the region's
+    /// OneBusAway server (nil: not checked, as in the demo's own seeding).
+    var scopeChecker: (any AlertScopeChecker)? = nil
+
+    /// An alert as saved, with what the save could not check; it reads as
+    /// the alert itself (`saved.id`).
+    @dynamicMemberLookup
+    struct Saved: Sendable {
+        let alert: ServiceAlert
+        /// Said to whoever saved it (the form, the API's answer, the CLI's standard error).
+        let warnings: [String]
+
+        subscript<Value>(dynamicMember keyPath: KeyPath<ServiceAlert, Value>) -> Value { alert[keyPath: keyPath] }
+    }
 
     /// The same operations, recorded as done by `actor`.
     func acting(as actor: String) -> AlertAdministration {
@@ -124,8 +140,8 @@ struct AlertAdministration: Sendable {
     /// Creates a draft alert from authoring fields (`header`, `description`,
     /// `url`, `cause`, `effect`, `severity`, `start`, `end`, `test`, `agency_id`,
     /// `region_wide`).
-    func create(regionID: Int, fields: [String: String]) async throws -> ServiceAlert {
-        _ = try region(regionID)
+    func create(regionID: Int, fields: [String: String]) async throws -> Saved {
+        let region = try region(regionID)
         var messages: [String] = []
         if fields["header"]?.presence == nil { messages.append("Header can't be blank") }
         if fields["start"]?.presence == nil { messages.append("start is required (ISO 8601 with a UTC offset)") }
@@ -141,10 +157,35 @@ struct AlertAdministration: Sendable {
             published: false, test: false, sourceVersion: 1, createdAt: now, updatedAt: now)
         messages += AlertInputRules.apply(fields, to: &alert).filter { !messages.contains($0) }
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
+        let warnings = try await checkScope(alert, previous: [], region: region, fields: fields)
         let created = try await store.create(alert)
         cache?.invalidate(regionID: regionID)
         await record("alert.create", region: regionID, target: "alert \(created.id)", detail: Self.summary(fields))
-        return created
+        return Saved(alert: created, warnings: warnings)
+    }
+
+    /// Asks the region's OneBusAway server about the ids a save adds to a
+    /// scope (not those it had before, and none with `scope_check` false):
+    /// ids it does not know refuse the save, ids it could not be asked
+    /// about are warnings.
+    func checkScope(_ alert: ServiceAlert, previous: [AlertSelector], region: Region, fields: [String: String]) async throws -> [String] {
+        guard fields["scope"] != nil, fields["scope_check"].flatMap(BooleanParameter.read) != false, let scopeChecker else { return [] }
+        let known = Set(AlertScope.lookups(previous))
+        let lookups = AlertScope.lookups(alert.scope).filter { !known.contains($0) }
+        guard !lookups.isEmpty else { return [] }
+        // The limiter's key never shows who: an actor's name can be an email.
+        let client = "editor:" + Hex.encode(SHA256.digest(Array(actor.utf8))).prefix(16)
+        // Once one lookup could not be made, the others are not tried.
+        let gaveUp = Mutex<AlertScopeVerdict?>(nil)
+        let verdicts = await boundedMap(lookups, limit: AlertScopeCheckRules.concurrency) { lookup in
+            if let verdict = gaveUp.withLock({ $0 }) { return verdict }
+            let verdict = await scopeChecker.check(lookup, region: region, client: client)
+            if case .unchecked = verdict { gaveUp.withLock { $0 = $0 ?? verdict } }
+            return verdict
+        }
+        let outcome = AlertScopeCheckRules.outcome(Array(zip(lookups, verdicts)), regionID: region.id)
+        guard outcome.refusals.isEmpty else { throw AdministrationError.invalid(outcome.refusals) }
+        return outcome.warnings
     }
 
     func alert(id: Int64) async throws -> ServiceAlert {
@@ -164,7 +205,7 @@ struct AlertAdministration: Sendable {
         return alert
     }
 
-    func edit(id: Int64, fields: [String: String]) async throws -> ServiceAlert {
+    func edit(id: Int64, fields: [String: String]) async throws -> Saved {
         var alert = try await authored(id: id)
         var fields = fields
         // Back from region-wide to one agency: the region's, unless one is given.
@@ -173,11 +214,13 @@ struct AlertAdministration: Sendable {
         {
             fields["agency_id"] = regionAgency
         }
+        let previous = alert.scope
         let messages = AlertInputRules.apply(fields, to: &alert)
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
+        let warnings = try await checkScope(alert, previous: previous, region: try region(alert.regionID), fields: fields)
         let saved = try await save(alert)
         await record("alert.edit", region: saved.regionID, target: "alert \(id)", detail: Self.summary(fields))
-        return saved
+        return Saved(alert: saved, warnings: warnings)
     }
 
     func setPublished(id: Int64, _ published: Bool) async throws -> ServiceAlert {

@@ -18,8 +18,9 @@ enum AlertCommands {
                     let stored = try await RegionSettingsStore(database: c.alerts.database).all()[regionID]?.agencyID
                     try await c.checkAgency(c.options["agency_id"]?.presence ?? stored, regionID: regionID)
                 }
-                let alert = try await c.administration.create(regionID: regionID, fields: c.options)
-                c.output("created alert \(alert.id) (draft; publish with: sidecar alert publish \(alert.id))")
+                let saved = try await c.administration.create(regionID: regionID, fields: c.options)
+                saved.warnings.forEach { c.errors("warning: " + $0) }
+                c.output("created alert \(saved.alert.id) (draft; publish with: sidecar alert publish \(saved.alert.id))")
                 return 0
             }),
         OperatorCommand(
@@ -58,8 +59,9 @@ enum AlertCommands {
                 if let agency = c.options["agency_id"]?.presence {
                     try await c.checkAgency(agency, regionID: try await c.administration.alert(id: try c.id()).regionID)
                 }
-                let alert = try await c.administration.edit(id: try c.id(), fields: c.options)
-                c.output("updated alert \(alert.id)")
+                let saved = try await c.administration.edit(id: try c.id(), fields: c.options)
+                saved.warnings.forEach { c.errors("warning: " + $0) }
+                c.output("updated alert \(saved.alert.id)")
                 return 0
             }),
         OperatorCommand(
@@ -163,6 +165,12 @@ enum AlertCommands {
             OperatorOption("agency-id", "ID", "The OneBusAway agency id (default: the region's, see 'sidecar region set')"),
             OperatorOption(
                 "region-wide", "true|false", "For every agency of the region (an empty agency id, which both apps show region-wide)"),
+            OperatorOption(
+                "scope", "PLACES",
+                "The routes, stops and trips it is about, ';' between places (empty: the whole agency): "
+                    + "'route=1_44; stop=1_75403; trip=1_604318 date=2026-12-01; route_type=bus'"),
+            OperatorOption(
+                "scope-check", "true|false", "Check the scope's ids against the region's OneBusAway server (default true; unknown ids are refused)"),
             OperatorCommands.agencyCheck,
         ]
     }
@@ -189,6 +197,7 @@ enum AlertCommands {
             "  cause:       \(alert.cause.name)   effect: \(alert.effect.name)   severity: \(alert.severity.name)",
             "  start:       \(time(alert.startsAt))",
             "  end:         \(alert.endsAt.map(time) ?? AlertFeedRules.effectiveEnd(alert).map { "none set: riders see it until \(time($0)) (start + 8 h)" } ?? "none: open-ended while its source lists it")",
+            "  where:       \(AlertScope.describe(alert))\(alert.scope.isEmpty ? "" : " (scope: \(AlertScope.text(alert.scope)))")",
             "  affected:    \(alert.impactStartsAt.map { "\(time($0)) to \(alert.impactEndsAt.map(time) ?? "-")" } ?? "the whole shown period")",
         ]
         for finding in view.appFindings(alert, now: now) { lines.append("  apps:        \(finding.line)") }

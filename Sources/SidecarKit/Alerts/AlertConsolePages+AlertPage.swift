@@ -105,6 +105,10 @@ extension AlertConsolePages {
                 ]),
             AlertWords.appFindings(alert, view: view, now: now),
         ]
+        if !alert.scope.isEmpty {
+            content.append(
+                tag("p", [.class("scope")], ["About: \(AlertScope.describe(alert)). ", tag("span", [.class("hint")], [AlertScope.appsNote])]))
+        }
 
         // Publishing.
         if ConsoleRules.may(role, .author) {
@@ -145,6 +149,7 @@ extension AlertConsolePages {
                                 alert.impactStartsAt.map { "\(RegionTime.display($0, zone)) to \(RegionTime.display(alert.impactEndsAt, zone))" }
                                     ?? "The whole shown period"
                             ]),
+                        tag("dt", [], ["Where"]), tag("dd", [], [AlertScope.describe(alert)]),
                     ]))
         }
 

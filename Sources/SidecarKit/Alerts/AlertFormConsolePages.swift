@@ -113,6 +113,16 @@ struct AlertFormConsolePages: AlertPages {
                     hint:
                         "A region-wide alert has no agency of its own: both apps show it to every rider of the region. Unchecked, it is filed under the region's agency."
                 ),
+                ConsoleLayout.textArea(
+                    "Where", name: "scope", value: value("scope", alert.map { AlertScope.text($0.scope) }), rows: 3,
+                    hint:
+                        "Leave empty for the whole agency. Otherwise one place a line (or ; between places), in OneBusAway's ids: route=1_44, stop=1_75403, "
+                        + "route=1_44 stop=1_75403 (that stop on that route), trip=1_604318 date=2026-12-01, route_type=bus. "
+                        + "Each id is checked against the region's OneBusAway server. " + AlertScope.appsNote,
+                    maxLength: AlertScope.maxTextLength, error: errors["scope"]),
+                ConsoleLayout.checkbox(
+                    "Save without checking the places against OneBusAway (a route or stop it does not list yet)", name: "scope_unchecked",
+                    checked: values["scope_unchecked"] == "true"),
                 ConsoleLayout.checkbox(
                     "Test alert (only test devices see it in the feed and get it pushed)", name: "test",
                     checked: values.isEmpty ? (alert?.test ?? false) : values["test"] == "true"),
@@ -128,7 +138,7 @@ struct AlertFormConsolePages: AlertPages {
             "effect": alert.effect.name, "severity": alert.severity.name, "start": RegionTime.inputValue(alert.startsAt, zone),
             "end": RegionTime.inputValue(alert.endsAt, zone), "impact_start": RegionTime.inputValue(alert.impactStartsAt, zone),
             "impact_end": RegionTime.inputValue(alert.impactEndsAt, zone), "region_wide": alert.agencyID.isEmpty ? "true" : "false",
-            "test": alert.test ? "true" : "false",
+            "scope": AlertScope.text(alert.scope), "test": alert.test ? "true" : "false",
         ]
     }
 
@@ -153,12 +163,16 @@ struct AlertFormConsolePages: AlertPages {
         var values: [String: String] = [:]
         for name in [
             "header", "description", "url", "cause", "effect", "severity", "start", "end", "impact_start", "impact_end", "test", "region_wide",
+            "scope", "scope_unchecked",
         ] {
             if let value = request.parameters[name] { values[name] = value }
         }
+        values["scope_unchecked"] = values["scope_unchecked"] == "true" ? "true" : nil
         values["test"] = values["test"] == "true" ? "true" : "false"
         values["region_wide"] = values["region_wide"] == "true" ? "true" : "false"
         var fields = values
+        fields["scope_unchecked"] = nil
+        if values["scope_unchecked"] == "true" { fields["scope_check"] = "false" }
         var problems: [String] = []
         if let url = fields["url"], url.trimmingWhitespace().isEmpty { fields["url"] = editing ? "" : nil }
         let labels = ["start": "Starts", "end": "Ends", "impact_start": "Service affected from", "impact_end": "Service affected until"]
@@ -182,8 +196,8 @@ struct AlertFormConsolePages: AlertPages {
         let (fields, values, problems) = authoringFields(request, zone: zone, editing: false)
         guard problems.isEmpty else { return alertForm(context, alert: nil, values: values, problems: problems, zone: zone, status: 422) }
         do {
-            let alert = try await administration(context.session).create(regionID: region.id, fields: fields)
-            return .seeOther("/admin/alerts/\(alert.id)?done=created")
+            let saved = try await administration(context.session).create(regionID: region.id, fields: fields)
+            return .seeOther("/admin/alerts/\(saved.alert.id)?done=created" + (saved.warnings.isEmpty ? "" : "-unchecked"))
         } catch let error as AdministrationError {
             return alertForm(context, alert: nil, values: values, problems: error.messages, zone: zone, status: 422)
         } catch { return unavailable(error) }
@@ -218,8 +232,8 @@ struct AlertFormConsolePages: AlertPages {
         }
         guard problems.isEmpty else { return alertForm(context, alert: alert, values: values, problems: problems, zone: zone, status: 422) }
         do {
-            _ = try await administration(context.session).edit(id: alert.id, fields: fields)
-            return .seeOther("/admin/alerts/\(alert.id)?done=saved")
+            let saved = try await administration(context.session).edit(id: alert.id, fields: fields)
+            return .seeOther("/admin/alerts/\(alert.id)?done=saved" + (saved.warnings.isEmpty ? "" : "-unchecked"))
         } catch let error as AdministrationError {
             return alertForm(context, alert: alert, values: values, problems: error.messages, zone: zone, status: 422)
         } catch { return unavailable(error) }

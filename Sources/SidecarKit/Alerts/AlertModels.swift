@@ -40,6 +40,9 @@ struct ServiceAlert: Sendable, Equatable {
     var sourceEntity: String? = nil
     /// False for a push-only source's alerts: pushed, never in the feed.
     var inFeed = true
+    /// The routes, stops and trips an authored alert is about (empty: the
+    /// whole agency, or region). A mirrored alert keeps its source's own.
+    var scope: [AlertSelector] = []
 }
 
 /// A translation of an alert's header and description.

@@ -28,8 +28,8 @@ enum AlertFeedRules {
             .sorted { $0.language < $1.language }
     }
 
-    /// The feed entity for one alert: id `Alert_<id>`, one informed entity
-    /// with the agency id, an active period ending 8 h after the start when
+    /// The feed entity for one alert: id `Alert_<id>`, its informed entities
+    /// (the agency, or each place its scope names, with its agency), an active period ending 8 h after the start when
     /// no end is set, header and description with English first and stale
     /// translations withheld, the url in English only.
     static func entity(_ alert: ServiceAlert, translations: [AlertTranslation]) -> FeedEntity {
@@ -51,7 +51,7 @@ enum AlertFeedRules {
                 // The migration guide lets a producer keep active_period beside
                 // the new fields; the iOS app reads nothing else.
                 activePeriods: [shown], communicationPeriods: [shown], impactPeriods: impact.map { [$0] } ?? [],
-                informedEntities: [EntitySelector(agencyID: alert.agencyID)],
+                informedEntities: AlertScope.feedSelectors(alert),
                 cause: alert.cause, effect: alert.effect,
                 url: alert.url.map { TranslatedString([.init(text: $0, language: "en")]) },
                 headerText: translated(alert.header, \.header),
@@ -263,6 +263,7 @@ enum AlertInputRules {
         var messages = FieldLimits.check([
             ("Header", fields["header"], FieldLimits.alertHeader), ("Description", fields["description"], FieldLimits.alertDescription),
             ("Url", fields["url"], FieldLimits.url), ("Agency id", fields["agency_id"], FieldLimits.identifier),
+            ("Scope", fields["scope"], AlertScope.maxTextLength),
         ])
         if let header = fields["header"] {
             if let text = header.presence { alert.header = text } else { messages.append("Header can't be blank") }
@@ -297,6 +298,14 @@ enum AlertInputRules {
         if regionWide == false && alert.agencyID.isEmpty {
             messages.append("an alert that is no longer region-wide needs an agency id")
         }
+        // After the agency: a bare id in the scope is completed with it.
+        if let raw = fields["scope"], raw.count <= AlertScope.maxTextLength {
+            switch AlertScope.parse(raw, agencyID: alert.agencyID) {
+            case .success(let selectors): alert.scope = selectors
+            case .failure(let failure): messages += failure.messages
+            }
+        }
+        if let raw = fields["scope_check"], BooleanParameter.read(raw) == nil { messages.append("scope_check must be true or false") }
         if let raw = fields["cause"] {
             switch enumValue(raw, field: "cause", names: Cause.allCases.map(\.name), make: Cause.init(name:)) {
             case .success(let value): alert.cause = value

@@ -73,5 +73,8 @@ extension AlertStore {
                 .same("ALTER TABLE alerts ADD COLUMN in_feed BIGINT NOT NULL DEFAULT 1"),
                 .same("CREATE UNIQUE INDEX alerts_source_entity ON alerts (source_id, source_entity)"),
             ],
+            28: [
+                .same("ALTER TABLE alerts ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+            ],
         ])
 }

@@ -38,6 +38,7 @@ enum Migrations {
             PushRegistrationStore.schema, AlarmStore.schema, LiveActivityStore.schema),
         entry(26, "a send says when it stalled", AlertSendStore.schema),
         entry(27, "a send's audience read in id order from an index", PushRegistrationStore.schema),
+        entry(28, "an authored alert names the routes, stops and trips it is about", AlertStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

@@ -113,18 +113,18 @@ final class Sidecar: Sendable {
         let stores = FeatureServices.Stores(database: database, logger: logger, sendLeaseSeconds: configuration.sendLeaseSeconds)
         let cache = AlertFeedCache()
         let work = BackgroundWork()
+        let oba = OBAGateway(
+            client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys, logger: logger)
+        let limits = RiderLimits(configuration, logger: logger, shared: shared, now: now)
         let services = FeatureServices(
-            configuration: configuration, stores: stores, regions: regions,
-            oba: OBAGateway(
-                client: OBAClient(http: upstream), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys,
-                logger: logger),
-            transport: transport, metrics: metrics, limits: RiderLimits(configuration, logger: logger, shared: shared, now: now),
+            configuration: configuration, stores: stores, regions: regions, oba: oba,
+            transport: transport, metrics: metrics, limits: limits,
             adminAPILimiter: FixedWindowRateLimiter(
                 limit: configuration.adminAPILimit, windowSeconds: 60, name: "admin_api", logger: logger, shared: shared, now: now),
             alertFeedCache: cache,
             administration: AlertAdministration(
                 store: stores.alerts, regions: regions, clock: clock, cache: cache, catalog: configuration.locales,
-                audit: stores.audit),
+                audit: stores.audit, scopeChecker: OBAScopeChecker(oba: oba, lookups: limits.upstreamLookups)),
             alertSends: AlertSendRunner(
                 store: stores.alerts, transport: transport, clock: clock, logger: logger, work: work,
                 retry: configuration.sendRetry))

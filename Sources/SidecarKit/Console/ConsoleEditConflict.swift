@@ -11,7 +11,7 @@ enum ConsoleEditConflict {
         ("header", "Header"), ("description", "Description"), ("url", "More information (URL)"), ("cause", "Cause"),
         ("effect", "Effect"), ("severity", "Severity"), ("start", "Starts"), ("end", "Ends"),
         ("impact_start", "Service affected from"), ("impact_end", "Service affected until"), ("region_wide", "For every agency of the region"),
-        ("test", "Test alert"),
+        ("scope", "Where"), ("test", "Test alert"),
     ]
 
     /// What the editor reads first.

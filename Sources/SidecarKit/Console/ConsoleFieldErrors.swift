@@ -34,6 +34,7 @@ enum ConsoleFieldErrors {
                     "The time service is affected must lie within the time riders are shown the alert (Starts to Ends, or 8 hours from Starts when Ends is empty)."
                 )
             }
+            if lower.hasPrefix("scope") { return placed("scope", message) }
             if lower.hasPrefix("end must be after start") { return placed("end", "Ends must be after Starts.") }
             if lower.hasPrefix("start is required") { return placed("start", "Starts is required: when riders first see the alert.") }
             if lower.hasPrefix("url must be an http(s) url") {

@@ -238,6 +238,10 @@ struct ConsoleRoutes: Sendable {
         "unpublished": "Withdrawn: riders no longer see the alert in the feed (pushes already delivered stay on their phones).",
         "ended": "Ended: its end is now, so the apps no longer show it (pushes already delivered stay on their phones).",
         "translated": "Translation saved.",
+        "created-unchecked":
+            "Alert created as a draft. Its places (Where) were not checked: the region's OneBusAway server could not be asked. Save it again later to check them.",
+        "saved-unchecked":
+            "Changes saved. The places (Where) were not checked: the region's OneBusAway server could not be asked. Save again later to check them.",
         "sending": "Sending started. Progress updates below.", "revoked": "API key revoked: requests with it are now refused with 401.",
         "logged-out": "You are signed out.",
         "survey-saved": "Survey saved.", "region-saved": "Region settings saved.", "translation-deleted": "Translation deleted.",

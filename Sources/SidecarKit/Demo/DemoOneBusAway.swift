@@ -46,6 +46,16 @@ struct DemoOneBusAway: Sendable {
             Route("GET", "\(Self.prefix)/arrivals-and-departures-for-stop/:stop", suffixes: json) { request in self.arrivals(request) },
             Route("GET", "\(Self.prefix)/arrival-and-departure-for-stop/:stop", suffixes: json) { request in self.arrival(request) },
             Route("GET", "\(Self.prefix)/trip-details/:trip", suffixes: json) { request in self.tripDetails(request) },
+            // A trip as a scoped alert's check asks for it (any service day).
+            Route("GET", "\(Self.prefix)/trip/:trip", suffixes: json) { request in
+                guard let trip = DemoTransit.trip(id: request.pathParameters["trip"] ?? "", serviceDate: DemoTransit.serviceDay(of: self.now))
+                else { return Self.notFound }
+                return self.envelope(
+                    entry: .object([
+                        "id": .string(trip.id), "routeId": .string(trip.route.id), "tripHeadsign": .string(trip.headsign),
+                        "serviceId": .string("demo_weekday"),
+                    ]), references: self.references(routes: [trip.route]))
+            },
             Route("GET", "\(Self.prefix)/vehicles-for-agency/:agency", suffixes: json) { request in
                 guard request.pathParameters["agency"] == DemoTransit.agencyID else { return Self.notFound }
                 let now = self.now

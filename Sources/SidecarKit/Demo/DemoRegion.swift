@@ -43,18 +43,21 @@ enum DemoRegion {
             fields: [
                 "header": "Route 2X detoured at Stadium", "description": "Buses skip Stadium until further notice; board at Central Library.",
                 "cause": "CONSTRUCTION", "effect": "DETOUR", "severity": "WARNING", "start": start, "url": "https://onebusaway.org",
+                // Stadium on route 2X: the feed places it there for OneBusAway
+                // servers and trip planners (the apps show it agency-wide).
+                "scope": "route=demo_2 stop=demo_2002",
             ])
         _ = try await administration.translate(
-            id: detour.id, language: "es", header: "Ruta 2X desviada en Stadium",
+            id: detour.alert.id, language: "es", header: "Ruta 2X desviada en Stadium",
             description: "Los autobuses no paran en Stadium; suba en Central Library.")
-        _ = try await administration.setPublished(id: detour.id, true)
+        _ = try await administration.setPublished(id: detour.alert.id, true)
         let welcome = try await administration.create(
             regionID: regionID,
             fields: [
                 "header": "Welcome to the demo region", "description": "Every bus here is simulated by your sidecar.",
                 "cause": "OTHER_CAUSE", "effect": "OTHER_EFFECT", "severity": "INFO", "start": start,
             ])
-        _ = try await administration.setPublished(id: welcome.id, true)
+        _ = try await administration.setPublished(id: welcome.alert.id, true)
 
         let surveys = SurveyStore(database: database)
         let now = clock.nowSeconds

@@ -73,6 +73,14 @@ struct OBAGateway: Sendable {
         }
     }
 
+    /// Whether the region's server knows a route, stop or trip (`route`,
+    /// `stop`, `trip` methods); throws `.notFound` when it does not.
+    func entity(region: Region, method: String, id: String, timeoutSeconds: Int) async throws(OBAError) {
+        try await timed(method, id, region: region) { () async throws(OBAError) in
+            try await client.entity(baseURL: try baseURL(region), apiKey: key(for: region), method: method, id: id, timeoutSeconds: timeoutSeconds)
+        }
+    }
+
     func vehicleIDs(region: Region, agencyID: String) async throws(OBAError) -> [String] {
         try await timed("vehicles-for-agency", agencyID, region: region) { () async throws(OBAError) in
             try await client.vehicleIDs(baseURL: try baseURL(region), apiKey: key(for: region), agencyID: agencyID)

@@ -161,7 +161,7 @@ enum RegionDocumentParser {
                 keys: Set([
                     "id", "agency_id", "header_text", "description_text", "url", "cause", "effect", "severity",
                     "start_time", "end_time", "published", "is_test", "created_at", "updated_at", "translations",
-                    "impact_start_time", "impact_end_time",
+                    "impact_start_time", "impact_end_time", "scope",
                 ]).union(mirrorKeys))
             let id = try r.integer("id")
             guard id > 0 else { throw Failure("\(r.place("id")) must be a positive number") }
@@ -189,6 +189,13 @@ enum RegionDocumentParser {
                     translations: translations, impactStart: try r.optionalTime("impact_start_time"),
                     impactEnd: try r.optionalTime("impact_end_time"), mirror: try mirrorLink(r)))
             try checkPeriods(alerts[alerts.count - 1], r)
+            // Held to the rules of a scope typed in the console.
+            if let scope = try r.string("scope").presence {
+                switch AlertScope.parse(scope, agencyID: alerts[alerts.count - 1].agencyID) {
+                case .success(let selectors): alerts[alerts.count - 1].scope = selectors
+                case .failure(let failure): throw Failure("\(r.place("scope")): \(failure.messages.joined(separator: "; "))")
+                }
+            }
         }
 
         var studies: [Study] = []

@@ -15,6 +15,8 @@ extension RegionExchange {
         /// For an alert mirrored from a source: the link that lets the
         /// source withdraw it.
         var mirror: MirrorLink? = nil
+        /// The places an authored alert is about (a Sidecar extension).
+        var scope: [AlertSelector] = []
     }
     struct Translation { var language: String, header: String, description: String, sourceHeader: String, sourceDescription: String }
     struct Study { var id: Int64, name: String, description: String, created: EpochMillis, updated: EpochMillis, surveys: [Survey] }

@@ -59,6 +59,7 @@ enum RegionExport {
             object["impact_start_time"] = time(start)
             object["impact_end_time"] = time(end)
         }
+        if !alert.scope.isEmpty { object["scope"] = .string(AlertScope.text(alert.scope)) }
         object.merge(mirrorMembers(alert, message: message)) { _, new in new }
         return .object(object)
     }

@@ -156,6 +156,7 @@ enum RegionImport {
             sourceVersion: 1, createdAt: alert.created.seconds, updatedAt: alert.updated.seconds)
         stored.impactStartsAt = alert.impactStart.map(\.seconds)
         stored.impactEndsAt = alert.impactEnd.map(\.seconds)
+        stored.scope = alert.scope
         if let mirror = alert.mirror {
             stored.sourceID = mirror.sourceID
             stored.sourceEntity = mirror.entityID

@@ -56,7 +56,7 @@ struct AlertPushExpiryTests {
             let finished = try await AlertSender(
                 store: AlertStore(database: app.sidecar.database), transport: recording, clock: app.clock,
                 logger: Logger(level: .error, sink: MemorySink()), pageSize: 100
-            ).run(send, alert: alert, translations: [])
+            ).run(send, alert: alert.alert, translations: [])
             #expect(finished.status == "done")
             let sent = recording.sent.withLock { $0 }
             let end = now + 7200

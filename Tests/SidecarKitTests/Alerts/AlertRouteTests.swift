@@ -158,7 +158,8 @@ struct AlertRouteTests {
             gorush.failures.withLock { $0 = ["device-10": "Unregistered", "device-11": "BadDeviceToken", "device-12": "TooManyRequests"] }
             let admin = app.administration
             var alert = try await admin.create(
-                regionID: 1, fields: ["header": "Route 44 detoured", "description": "Skips 45th", "start": Self.start])
+                regionID: 1, fields: ["header": "Route 44 detoured", "description": "Skips 45th", "start": Self.start]
+            ).alert
             alert = try await admin.setPublished(id: alert.id, true)
             _ = try await admin.translate(id: alert.id, language: "es", header: "Ruta 44 desviada", description: "No para en la 45")
             let transport = try #require(app.sidecar.transport)

@@ -55,6 +55,7 @@ struct AlertSendStallTests {
                     regionID: 1, catalog: .standard, now: app.clock.now())
             }
             var alert = try await app.administration.create(regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start])
+                .alert
             alert = try await app.administration.setPublished(id: alert.id, true)
             let store = AlertStore(database: app.sidecar.database)
             let transport = StalledTransport()

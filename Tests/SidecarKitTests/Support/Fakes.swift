@@ -34,6 +34,9 @@ final class FakeOBA: Sendable {
         var tripDetailRequests = 0
         /// Run as each stop request is answered (a test makes time pass).
         var whileAnsweringStop: (@Sendable () -> Void)? = nil
+        /// Routes, stops and trips the server knows, as `route/1_44`.
+        var entities: Set<String> = []
+        var entityRequests = 0
     }
 
     let state = Locked(State())
@@ -130,6 +133,27 @@ final class FakeOBA: Sendable {
                 case .normal: return fixtures.response("ios/trip_details_1_18196913.json")
                 }
             })
+        // `route/ID.json`, `stop/ID.json`, `trip/ID.json`: known ids answer
+        // an entry, others the envelope's 404 as OneBusAway does.
+        for method in ["route", "stop", "trip"] {
+            router.add(
+                Route("GET", "/api/where/\(method)/:id") { request in
+                    let id = String(request.pathParameters["id"]!.dropLast(5))
+                    let (mode, known) = state.withLock { value -> (Mode, Bool) in
+                        value.entityRequests += 1
+                        return (value.mode, value.entities.contains("\(method)/\(id)"))
+                    }
+                    if mode == .serverError { return .json(500, ["error": "boom"]) }
+                    guard known else {
+                        return .bytes(
+                            404, contentType: "application/json", Array(#"{"code":404,"currentTime":1,"text":"resource not found","version":2}"#.utf8)
+                        )
+                    }
+                    return .bytes(
+                        200, contentType: "application/json",
+                        Array(#"{"code":200,"currentTime":1,"text":"OK","version":2,"data":{"entry":{"id":"\#(id)"},"references":{}}}"#.utf8))
+                })
+        }
         server = try startLocalServer(router)
     }
 

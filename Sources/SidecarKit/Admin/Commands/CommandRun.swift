@@ -47,7 +47,11 @@ struct CommandRun: Sendable {
 
     /// The authoring operations as this operator, validated like the admin API's.
     var administration: AlertAdministration {
-        AlertAdministration(store: alerts, regions: regions, clock: clock, cache: nil, catalog: configuration.locales, audit: audit, actor: actor)
+        AlertAdministration(
+            store: alerts, regions: regions, clock: clock, cache: nil, catalog: configuration.locales, audit: audit, actor: actor,
+            scopeChecker: OBAScopeChecker(
+                oba: OBAGateway(client: OBAClient(http: http), defaultKey: configuration.obaAPIKey, regionKeys: configuration.obaRegionAPIKeys),
+                lookups: nil))
     }
 
     var sourceStore: AlertSourceStore { AlertSourceStore(database: database) }
