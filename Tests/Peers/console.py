@@ -306,8 +306,16 @@ def scoped_alert(driver, url, database):
     check("About: stop 1_75403 on route 1_1." in visible(driver), "the page does not say what the alert is about")
     check("route=1_1 stop=1_75403" in cli(database, "alert", "show", alert_id).stdout, "alert show does not print the scope")
     shoot(driver, "alert-scoped")
+    # Checks before publishing: no cause or effect given, said with one button to acknowledge them.
+    check("Before publishing" in visible(driver) and "No cause is given" in visible(driver), "the page does not list the checks")
+    driver.find_element(By.XPATH, "//button[normalize-space()='Acknowledge these warnings']").click()
+    wait_text(driver, "Warnings acknowledged")
+    check("Acknowledged: No cause is given" in visible(driver), "an acknowledged warning is not marked so")
+    check(not driver.find_elements(By.XPATH, "//button[normalize-space()='Acknowledge these warnings']"), "nothing is left to acknowledge")
+    shoot(driver, "alert-checks-acknowledged")
     cli(database, "alert", "delete", alert_id)
-    print("console: a scope's unknown id is refused on its field; a known one is saved, completed with the agency, and shown")
+    print("console: a scope's unknown id is refused on its field; a known one is saved, completed with the agency, and shown; "
+          "warnings before publishing are listed and acknowledged")
 
 
 def edit_conflict(driver, url, database):
@@ -479,11 +487,18 @@ def confirmations_say_what_riders_get(driver, url, database, gorush):
     button = driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]").text
     check(button == "Send anyway to 5 test devices (2 get English)", f"the button reads {button!r}")
     shoot(driver, "send-confirm-stale")
-    # An alert that has ended goes out only with a reason.
+    # An alert that has ended goes out only with a reason. It was published
+    # while it ran (publishing one already over is refused), then ended.
     created = cli(database, "alert", "create", "--region", "1", "--header", "Bridge closed this morning",
-                  "--start", stamp(now - datetime.timedelta(hours=3)), "--end", stamp(now - datetime.timedelta(minutes=5))).stdout
+                  "--start", stamp(now - datetime.timedelta(hours=3)), "--end", stamp(now + datetime.timedelta(minutes=5))).stdout
     ended = created.split()[2]
     cli(database, "alert", "publish", ended)
+    cli(database, "alert", "edit", ended, "--end", stamp(now - datetime.timedelta(minutes=5)))
+    refused = cli(database, "alert", "create", "--region", "1", "--header", "Ferry cancelled yesterday",
+                  "--start", stamp(now - datetime.timedelta(hours=30)), "--end", stamp(now - datetime.timedelta(hours=26))).stdout.split()[2]
+    late = subprocess.run([BIN, "alert", "publish", refused, "--database", database], capture_output=True, text=True)
+    check(late.returncode != 0 and "Not published: Its shown period ended" in late.stderr, f"an ended alert was published: {late.stderr}")
+    cli(database, "alert", "delete", refused)
     driver.get(url + f"/admin/alerts/{ended}/send?audience=test")
     check("This alert ended" in visible(driver), "the confirmation does not say the alert ended")
     reason = driver.find_element(By.NAME, "ended_reason")

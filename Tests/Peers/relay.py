@@ -230,7 +230,7 @@ def two_sidecars(relay):
         # A's alert: to A's registrations only; the dead token dropped.
         base.cli(databases["A"], "region", "set", "--id", "1", "--agency-id", "1")
         alert = base.cli(databases["A"], "alert", "create", "--region", "1", "--header", "Route 44 detoured", "--start",
-                         "2026-01-01T00:00:00Z").split()[2]
+                         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))).split()[2]
         base.cli(databases["A"], "alert", "publish", alert)
         before = stats()["apns"]
         done = subprocess.run([BIN, "alert", "send", alert, "--database", databases["A"], *flags("A")[:6]], capture_output=True, text=True)

@@ -40,6 +40,19 @@ enum AdminJSON {
         return .object(fields)
     }
 
+    /// Publish-time checks: `{"checks": [{code, level, message, acknowledged}]}`.
+    static func checks(_ findings: [AlertCheckFinding], acknowledged: Set<String>) -> JSONValue {
+        .object([
+            "checks": .array(
+                findings.map { finding in
+                    .object([
+                        "code": .string(finding.code), "level": .string(finding.level.rawValue), "message": .string(finding.message),
+                        "acknowledged": .bool(acknowledged.contains(finding.code)),
+                    ])
+                })
+        ])
+    }
+
     /// An informed entity as the feed carries it, in GTFS-realtime's member names.
     static func informedEntity(_ selector: EntitySelector) -> JSONValue {
         var members: [String: JSONValue] = [:]

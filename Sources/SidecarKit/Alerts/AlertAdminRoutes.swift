@@ -23,6 +23,10 @@ struct AlertAdminRoutes: Sendable {
             admin.route("DELETE", "/alerts/:alert", on: .alert) { request, key in await deleteAlert(request, key) },
             admin.route("POST", "/alerts/:alert/publish", on: .alert) { request, key in await publish(request, key, true) },
             admin.route("POST", "/alerts/:alert/unpublish", on: .alert) { request, key in await publish(request, key, false) },
+            admin.route("GET", "/alerts/:alert/checks", on: .alert) { request, key in await checks(request, key) },
+            admin.route("POST", "/alerts/:alert/acknowledge", on: .alert, accepts: ["codes": .text]) { request, key in
+                await acknowledge(request, key)
+            },
             admin.route("PUT", "/alerts/:alert/translations/:language", on: .alert, accepts: ["header": .text, "description": .text]) {
                 request, key in await translate(request, key)
             },
@@ -113,7 +117,28 @@ struct AlertAdminRoutes: Sendable {
     func publish(_ request: Request, _ key: ApiKeyStore.Record, _ published: Bool) async -> Response {
         do {
             let alert = try await currentAlert(request, key)
-            return AdminConventions.tagged(200, AdminJSON.alert(try await administration(for: key).setPublished(id: alert.id, published)))
+            let saved = try await administration(for: key).setPublished(id: alert.id, published)
+            return AdminConventions.tagged(200, AdminJSON.alert(saved.alert, warnings: saved.warnings))
+        } catch { return failure(error) }
+    }
+
+    /// The publish-time checks of an alert as it stands (its scope asked of
+    /// OneBusAway, at most 3 s a lookup).
+    func checks(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let alert = try await scopedAlert(request, key)
+            let findings = try await administration(for: key).publishChecks(alert, askingOneBusAway: true)
+            return .json(200, AdminJSON.checks(findings, acknowledged: alert.acknowledgedChecks)).adding(header: "Cache-Control", "no-store")
+        } catch { return failure(error) }
+    }
+
+    func acknowledge(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
+        do {
+            let alert = try await currentAlert(request, key)
+            let codes = (request.parameters["codes"] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            let saved = try await administration(for: key).acknowledge(id: alert.id, codes: codes)
+            let findings = try await administration(for: key).publishChecks(saved, askingOneBusAway: false)
+            return .json(200, AdminJSON.checks(findings, acknowledged: saved.acknowledgedChecks)).adding(header: "Cache-Control", "no-store")
         } catch { return failure(error) }
     }
 

@@ -65,17 +65,27 @@ enum AlertCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "alert publish", id: "ID", access: .changes, summary: "Publish an alert (it appears in the feed)", options: [],
-            run: { c in
-                let alert = try await c.administration.setPublished(id: try c.id(), c.invocation.command == "alert publish")
-                c.output("alert \(alert.id) is \(alert.published ? "published" : "unpublished")")
-                return 0
-            }),
+            name: "alert publish", id: "ID", access: .changes,
+            summary: "Publish an alert (it appears in the feed) after the publish-time checks: an error refuses it, warnings are printed",
+            options: [acknowledgeOption], notes: checkNotes, run: setPublished),
         OperatorCommand(
-            name: "alert unpublish", id: "ID", access: .changes, summary: "Withdraw an alert from the feed", options: [],
+            name: "alert unpublish", id: "ID", access: .changes, summary: "Withdraw an alert from the feed", options: [], run: setPublished),
+        OperatorCommand(
+            name: "alert check", id: "ID", access: .changes,
+            summary: "The publish-time checks of an alert as it stands (its scope asked of OneBusAway); --acknowledge silences warnings",
+            options: [acknowledgeOption], notes: checkNotes,
             run: { c in
-                let alert = try await c.administration.setPublished(id: try c.id(), c.invocation.command == "alert publish")
-                c.output("alert \(alert.id) is \(alert.published ? "published" : "unpublished")")
+                let id = try c.id()
+                var alert = try await c.administration.alert(id: id)
+                if let codes = c.options["acknowledge"] {
+                    alert = try await c.administration.acknowledge(id: id, codes: acknowledgedCodes(codes))
+                }
+                let findings = try await c.administration.publishChecks(alert, askingOneBusAway: true)
+                if findings.isEmpty { c.output("alert \(id): nothing found") }
+                for finding in findings {
+                    let level = alert.acknowledgedChecks.contains(finding.code) ? "acknowledged" : finding.level.rawValue
+                    c.output("\(level)\t\(finding.code)\t\(finding.message)")
+                }
                 return 0
             }),
         OperatorCommand(
@@ -173,6 +183,33 @@ enum AlertCommands {
                 "scope-check", "true|false", "Check the scope's ids against the region's OneBusAway server (default true; unknown ids are refused)"),
             OperatorCommands.agencyCheck,
         ]
+    }
+
+    static let acknowledgeOption = OperatorOption(
+        "acknowledge", "CODES", "Warnings read and accepted, by code (commas between): not said again for this alert")
+
+    static let checkNotes = """
+        Errors (refuse a publish): end_before_start, ended (the shown period is over).
+        Warnings: started_long_ago, header_long (over 48 characters), description_long (over 256), cause_unknown,
+        effect_unknown, translation_missing:LANG (a language 5% and 5 of the region's devices read), scope_unknown:KIND/ID,
+        scope_unchecked, near_duplicate:ALERT (an alert riders see now says nearly the same).
+        """
+
+    static func acknowledgedCodes(_ text: String) -> [String] { text.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init) }
+
+    /// `alert publish` (with its checks) and `alert unpublish`.
+    static func setPublished(_ c: CommandRun) async throws -> Int32 {
+        let publishing = c.invocation.command == "alert publish"
+        if publishing, let codes = c.options["acknowledge"] {
+            _ = try await c.administration.acknowledge(id: try c.id(), codes: acknowledgedCodes(codes))
+        }
+        let saved = try await c.administration.setPublished(id: try c.id(), publishing)
+        for warning in saved.warnings { c.errors("warning: " + warning) }
+        if !saved.warnings.isEmpty {
+            c.errors("(read them, then silence them with: sidecar alert check \(saved.id) --acknowledge CODES)")
+        }
+        c.output("alert \(saved.id) is \(saved.published ? "published" : "unpublished")")
+        return 0
     }
 
     static let alertNotes = """

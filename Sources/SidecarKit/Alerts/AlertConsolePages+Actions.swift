@@ -72,8 +72,23 @@ extension AlertConsolePages {
 
     func setPublished(_ context: ConsoleLayout.Context, _ alert: ServiceAlert, _ published: Bool) async -> Response {
         do {
-            _ = try await administration(context.session).setPublished(id: alert.id, published)
-            return .seeOther("/admin/alerts/\(alert.id)?done=\(published ? "published" : "unpublished")")
+            let saved = try await administration(context.session).setPublished(id: alert.id, published)
+            let done = published ? (saved.warnings.isEmpty ? "published" : "published-with-warnings") : "unpublished"
+            return .seeOther("/admin/alerts/\(alert.id)?done=\(done)")
+        } catch let error as AdministrationError {
+            return ConsoleLayout.errorPage(422, "Not published", error.messages.joined(separator: " "))
+        } catch { return unavailable(error) }
+    }
+
+    /// "Acknowledge these warnings": the codes the page listed (a warning
+    /// gone since is refused with the others, so nothing unseen is taken).
+    func acknowledge(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {
+        let codes = (request.parameters["codes"] ?? "").split(separator: " ").map(String.init)
+        do {
+            _ = try await administration(context.session).acknowledge(id: alert.id, codes: codes)
+            return .seeOther("/admin/alerts/\(alert.id)?done=acknowledged")
+        } catch let error as AdministrationError {
+            return ConsoleLayout.errorPage(422, "Not acknowledged", error.messages.joined(separator: " "))
         } catch { return unavailable(error) }
     }
 

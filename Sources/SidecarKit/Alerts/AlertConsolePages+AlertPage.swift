@@ -105,6 +105,9 @@ extension AlertConsolePages {
                 ]),
             AlertWords.appFindings(alert, view: view, now: now),
         ]
+        if ConsoleRules.may(role, .author), let findings = try? await administration(session).publishChecks(alert, askingOneBusAway: false) {
+            content.append(Self.checksSection(alert, findings, session: session))
+        }
         if !alert.scope.isEmpty {
             content.append(
                 tag("p", [.class("scope")], ["About: \(AlertScope.describe(alert)). ", tag("span", [.class("hint")], [AlertScope.appsNote])]))
@@ -234,5 +237,28 @@ extension AlertConsolePages {
         }
         content.append(sendPages.sendsTable(alert: alert, sendList, remaining: remaining, session: session, zone: zone))
         return ConsoleLayout.respond(status, ConsoleLayout.page("Alert \(alert.id): \(alert.header)", context, notice: Self.notice(request), content))
+    }
+
+    /// "Before publishing": what the publish-time checks find, errors first;
+    /// the warnings not yet acknowledged with one button for all of them.
+    static func checksSection(_ alert: ServiceAlert, _ findings: [AlertCheckFinding], session: ConsoleStore.Session) -> HTML {
+        guard !findings.isEmpty else { return .empty }
+        let errors = findings.filter { $0.level == .error }
+        let open = findings.filter { $0.level == .warning && !alert.acknowledgedChecks.contains($0.code) }
+        let read = findings.filter { $0.level == .warning && alert.acknowledgedChecks.contains($0.code) }
+        var items: [any HTMLContent] = errors.map { tag("li", [.class("error")], [tag("strong", [], ["Refuses publishing: "]), $0.message]) }
+        items += open.map { tag("li", [], [$0.message, " ", tag("code", [], [$0.code])]) }
+        items += read.map { tag("li", [.class("hint")], ["Acknowledged: ", $0.message]) }
+        return tag(
+            "div", [.class("checks")],
+            [
+                tag("h2", [], [alert.published ? "Checks" : "Before publishing"]),
+                tag("ul", [], items),
+                open.isEmpty
+                    ? HTML.empty
+                    : ConsoleLayout.postButton(
+                        "Acknowledge these warnings", "/admin/alerts/\(alert.id)/acknowledge", session,
+                        hidden: [("codes", open.map(\.code).joined(separator: " "))]),
+            ])
     }
 }

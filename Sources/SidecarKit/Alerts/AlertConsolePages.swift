@@ -76,6 +76,9 @@ struct AlertConsolePages: AlertPages {
             alertRoute("GET", "/admin/alerts/:alert", .read) { request, context, alert in await alertPage(request, context, alert) },
             authoredAlertRoute("POST", "/admin/alerts/:alert/publish", .author) { _, context, alert in await setPublished(context, alert, true) },
             authoredAlertRoute("POST", "/admin/alerts/:alert/end", .author) { _, context, alert in await endNow(context, alert) },
+            authoredAlertRoute("POST", "/admin/alerts/:alert/acknowledge", .author) { request, context, alert in
+                await acknowledge(request, context, alert)
+            },
             authoredAlertRoute("GET", "/admin/alerts/:alert/unpublish", .author) { _, context, alert in confirmUnpublish(context, alert) },
             authoredAlertRoute("POST", "/admin/alerts/:alert/unpublish", .author) { _, context, alert in await setPublished(context, alert, false) },
             authoredAlertRoute("GET", "/admin/alerts/:alert/delete", .author) { _, context, alert in confirmDeleteDraft(context, alert) },

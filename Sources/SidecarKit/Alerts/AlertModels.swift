@@ -43,6 +43,9 @@ struct ServiceAlert: Sendable, Equatable {
     /// The routes, stops and trips an authored alert is about (empty: the
     /// whole agency, or region). A mirrored alert keeps its source's own.
     var scope: [AlertSelector] = []
+    /// Publish-time warnings an editor has acknowledged, by code
+    /// (`AlertPublishChecks`): not said again.
+    var acknowledgedChecks: Set<String> = []
 }
 
 /// A translation of an alert's header and description.

@@ -7,7 +7,7 @@ import GTFSRealtime
 extension AlertStore {
     static let columns = """
         id, region_id, agency_id, header, description, url, cause, effect, severity, starts_at, ends_at, published, test, \
-        source_version, created_at, updated_at, impact_starts_at, impact_ends_at, withdrawn_at, source_id, source_entity, in_feed, scope
+        source_version, created_at, updated_at, impact_starts_at, impact_ends_at, withdrawn_at, source_id, source_entity, in_feed, scope, acknowledged_checks
         """
 
     /// The columns an author sets, for an insert and an update alike.
@@ -28,6 +28,7 @@ extension AlertStore {
         fields.set("impact_starts_at", alert.impactStartsAt)
         fields.set("impact_ends_at", alert.impactEndsAt)
         fields.set("scope", AlertScope.text(alert.scope))
+        fields.set("acknowledged_checks", AlertPublishChecks.storedCodes(alert.acknowledgedChecks))
         return fields
     }
 
@@ -44,7 +45,8 @@ extension AlertStore {
             impactStartsAt: try row.optionalSeconds("impact_starts_at"), impactEndsAt: try row.optionalSeconds("impact_ends_at"),
             withdrawnAt: try row.optionalSeconds("withdrawn_at"), sourceID: try row.optionalInt("source_id"),
             sourceEntity: try row.optionalString("source_entity"), inFeed: try row.bool("in_feed"),
-            scope: try AlertScope.stored(try row.string("scope")))
+            scope: try AlertScope.stored(try row.string("scope")),
+            acknowledgedChecks: AlertPublishChecks.codes(try row.string("acknowledged_checks")))
     }
 
     static let translationColumns = "alert_id, language, header, description, source_version, source_header, source_description"

@@ -76,5 +76,8 @@ extension AlertStore {
             28: [
                 .same("ALTER TABLE alerts ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
             ],
+            29: [
+                .same("ALTER TABLE alerts ADD COLUMN acknowledged_checks TEXT NOT NULL DEFAULT ''")
+            ],
         ])
 }

@@ -61,6 +61,9 @@ enum ConsoleAssets {
         .card dl { display: grid; grid-template-columns: auto auto; gap: .1rem 1rem; margin: 0; } .card dd { margin: 0; text-align: right; }
         .apps { border-left: 4px solid #b26b00; background: #fff8ec; padding: .2rem .8rem; margin: .8rem 0; }
         .apps h2 { font-size: 1rem; margin: .4rem 0; } .apps ul { margin: .2rem 0 .4rem; padding-left: 1.2rem; }
+        .checks { border-left: 4px solid #8a6d00; background: #fffbe6; padding: .2rem .8rem .6rem; margin: .8rem 0; }
+        .checks h2 { font-size: 1rem; margin: .4rem 0; } .checks ul { margin: .2rem 0 .6rem; padding-left: 1.2rem; }
+        .checks li.error { color: #a4161a; } .checks code { font-size: .8rem; color: #555; }
         .card dl.facts { grid-template-columns: 1fr; } .card dl.facts dt { font-weight: 600; margin-top: .4rem; } .card dl.facts dd { text-align: left; }
         code, dd, .card h3, td:last-child { overflow-wrap: anywhere; } td { overflow-wrap: break-word; }
         form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(12rem, 100%), 1fr)); gap: 0 1rem; align-items: start; }

@@ -160,7 +160,7 @@ struct AlertRouteTests {
             var alert = try await admin.create(
                 regionID: 1, fields: ["header": "Route 44 detoured", "description": "Skips 45th", "start": Self.start]
             ).alert
-            alert = try await admin.setPublished(id: alert.id, true)
+            alert = try await admin.setPublished(id: alert.id, true).alert
             _ = try await admin.translate(id: alert.id, language: "es", header: "Ruta 44 desviada", description: "No para en la 45")
             let transport = try #require(app.sidecar.transport)
             let sender = AlertSender(

@@ -56,7 +56,7 @@ struct AlertSendStallTests {
             }
             var alert = try await app.administration.create(regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start])
                 .alert
-            alert = try await app.administration.setPublished(id: alert.id, true)
+            alert = try await app.administration.setPublished(id: alert.id, true).alert
             let store = AlertStore(database: app.sidecar.database)
             let transport = StalledTransport()
             let (send, _) = try await app.administration.startSend(id: alert.id, audience: .all)

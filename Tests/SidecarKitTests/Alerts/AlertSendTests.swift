@@ -20,7 +20,7 @@ struct AlertSendTests {
                 regionID: 1, catalog: .standard, now: app.clock.now())
         }
         let alert = try await app.administration.create(regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start])
-        return try await app.administration.setPublished(id: alert.id, true)
+        return try await app.administration.setPublished(id: alert.id, true).alert
     }
 
     static func cli(_ app: TestSidecar, _ arguments: [String], errors: Locked<[String]>) async throws -> Int32 {

@@ -16,9 +16,11 @@ struct ConsoleSendConfirmationTests: ConsoleSuite {
     @Test func anEndedAlertIsPushedOnlyWithAReasonWhichTheAuditKeeps() async throws {
         try await Self.run { app in
             let now = app.clock.now().epochMillis / 1000
+            // Published while it ran (an ended alert is not published), then over.
             let ended = try await app.administration.create(
-                regionID: 1, fields: ["header": "Bridge closed", "start": Self.at(now - 7200), "end": Self.at(now - 60)])
+                regionID: 1, fields: ["header": "Bridge closed", "start": Self.at(now - 7200), "end": Self.at(now + 60)])
             _ = try await app.administration.setPublished(id: ended.id, true)
+            _ = try await app.administration.edit(id: ended.id, fields: ["end": Self.at(now - 60)])
             var admin = ConsoleBrowser(app: app)
             try await admin.login("admin@example.org", Self.password)
             let confirmation = try await admin.get("/admin/alerts/\(ended.id)/send?audience=test")
