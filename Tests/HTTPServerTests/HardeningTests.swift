@@ -227,10 +227,6 @@ struct HardeningTests {
             $0.connectionLimit = 40
             $0.connectionsPerClient = 0
             $0.threads = 1
-            // The rider's head stays open on purpose: the head timeout
-            // (1 s elsewhere in this suite) would cut it on a busy machine
-            // before eviction is reached, which is what first failed on CI.
-            $0.headerTimeoutSeconds = 120
         }) { server in
             var idle: [RawSocket] = []
             for _ in 0..<40 { if let socket = try? RawSocket(port: server.port, source: "127.0.0.3") { idle.append(socket) } }
@@ -248,6 +244,10 @@ struct HardeningTests {
             $0.connectionLimit = 40
             $0.connectionsPerClient = 0
             $0.threads = 1
+            // The rider's head stays open on purpose: the head timeout
+            // (1 s elsewhere in this suite) would cut it on a busy machine
+            // before eviction is reached, which is what first failed on CI.
+            $0.headerTimeoutSeconds = 120
         }) { server in
             var idle: [RawSocket] = []
             for _ in 0..<30 { if let socket = try? RawSocket(port: server.port, source: "127.0.0.3") { idle.append(socket) } }

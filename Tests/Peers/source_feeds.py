@@ -244,11 +244,12 @@ def language_alerts():
 
 
 def shape_alerts():
-    cancelled = {"trip_id": "demo_1_0_480", "route_id": "demo_1", "start_date": time.strftime("%Y%m%d", time.gmtime(NOW)),
+    # GTFS ids, as an agency's own feed carries them (OneBusAway's, demo_1, without the agency).
+    cancelled = {"trip_id": "1_0_480", "route_id": "1", "start_date": time.strftime("%Y%m%d", time.gmtime(NOW)),
                  "schedule_relationship": gtfs_realtime_pb2.TripDescriptor.CANCELED}
     special = feeds.make_alert("special", header={"en": "Game day crowds"}, cause="SPECIAL_EVENT", effect="SIGNIFICANT_DELAYS",
                                severity="WARNING", active=[(NOW - 300, NOW + 6 * HOUR)],
-                               entities=[{"route_id": "demo_2", "route_type": 3, "direction_id": 1}, {"trip": cancelled}])
+                               entities=[{"route_id": "2", "route_type": 3, "direction_id": 1}, {"trip": cancelled}])
     alert = special.alert
     for name, value in (("cause_detail", "Stadium event"), ("effect_detail", "Expect 20-minute delays"),
                         ("tts_header_text", "Game day crowds on route two X"), ("tts_description_text", "Expect delays"),
@@ -266,7 +267,7 @@ def shape_alerts():
                          impact=[(NOW - 120, NOW + 3 * HOUR)], entities=[{"agency_id": AGENCY}]),
         feeds.make_alert("no-period", header={"en": "Fare machines replaced"}, severity="WARNING", entities=[{"agency_id": AGENCY}]),
         feeds.make_alert("route", header={"en": "Route 3 stop moved"}, severity="WARNING", effect="STOP_MOVED",
-                         active=[(NOW - 60, NOW + DAY)], entities=[{"route_id": "demo_3"}]),
+                         active=[(NOW - 60, NOW + DAY)], entities=[{"route_id": "3"}]),
         special, hostile,
         feeds.make_alert("to-delete", header={"en": "Will be withdrawn"}, severity="WARNING", active=[(NOW - 60, NOW + DAY)]),
     ]
@@ -332,7 +333,7 @@ def shapes(sidecar, key):
     open_ended = periods[f"Source_{source}_no-period"][1]
     check(len(open_ended) == 1 and open_ended[0][0] and open_ended[0][1] is None, f"no period: {open_ended}")
     route = mine("route").informed_entity
-    check([(s.agency_id, s.route_id) for s in route] == [(AGENCY, "demo_3")], f"route scope: {route}")
+    check([(s.agency_id, s.route_id) for s in route] == [(AGENCY, "3")], f"route scope: {route}")
     special = mine("special")
     check(special.cause == Alert.SPECIAL_EVENT, f"SPECIAL_EVENT became {special.cause}")
     check(texts(special.cause_detail) == {"en": "Stadium event"} and texts(special.effect_detail) == {"en": "Expect 20-minute delays"},
@@ -481,7 +482,12 @@ def flood(sidecar, key, gorush):
 
 
 def demo_gtfs(sidecar):
-    """A static GTFS of the demo region from its own OneBusAway API."""
+    """A static GTFS of the demo region from its own OneBusAway API, ids as
+    GTFS has them: OneBusAway's without their agency prefix (demo_2002 is
+    agency demo's stop 2002), which is what a feed's selectors name."""
+    def gtfs(oba_id):
+        return oba_id.split("_", 1)[1] if oba_id.startswith("demo_") else oba_id
+
     def oba(path):
         status, body = sidecar.request("GET", f"/demo/oba/api/where/{path}")
         check(status == 200, f"demo OBA {path}: {status}")
@@ -502,15 +508,16 @@ def demo_gtfs(sidecar):
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("agency.txt", "agency_id,agency_name,agency_url,agency_timezone\ndemo,Demo Transit,https://example.org,America/Los_Angeles\n")
         archive.writestr("routes.txt", "route_id,agency_id,route_short_name,route_long_name,route_type\n" + "".join(
-            f"{r['id']},demo,{r['shortName']},{r['longName']},3\n" for r in routes))
+            f"{gtfs(r['id'])},demo,{r['shortName']},{r['longName']},3\n" for r in routes))
         archive.writestr("stops.txt", "stop_id,stop_name,stop_lat,stop_lon\n" + "".join(
-            f"{s['id']},{s['name']},{s['lat']},{s['lon']}\n" for s in stops.values()))
+            f"{gtfs(s['id'])},{s['name']},{s['lat']},{s['lon']}\n" for s in stops.values()))
         archive.writestr("calendar.txt", "service_id,monday,tuesday,wednesday,thursday,friday,saturday,sunday,start_date,end_date\n"
                          f"daily,1,1,1,1,1,1,1,{today},{later}\n")
-        archive.writestr("trips.txt", "route_id,service_id,trip_id\n" + "".join(f"{route},daily,{trip}\n" for trip, route in sorted(trips)))
+        archive.writestr("trips.txt", "route_id,service_id,trip_id\n" + "".join(
+            f"{gtfs(route)},daily,{gtfs(trip)}\n" for trip, route in sorted(trips)))
         first = next(iter(stops))
         archive.writestr("stop_times.txt", "trip_id,arrival_time,departure_time,stop_id,stop_sequence\n" + "".join(
-            f"{trip},08:00:00,08:00:00,{first},1\n" for trip, _ in sorted(trips)))
+            f"{gtfs(trip)},08:00:00,08:00:00,{gtfs(first)},1\n" for trip, _ in sorted(trips)))
     return path
 
 

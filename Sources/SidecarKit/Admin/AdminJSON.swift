@@ -15,6 +15,7 @@ enum AdminJSON {
         .object([
             "id": .integer(Int64(region.id)), "name": .string(region.name),
             "agency_id": settings?.agencyID.map(JSONValue.string) ?? .null, "timezone": settings?.timezone.map(JSONValue.string) ?? .null,
+            "push_pace_per_minute": .integer(Int64(settings?.pushPacePerMinute ?? 0)),
         ])
     }
 

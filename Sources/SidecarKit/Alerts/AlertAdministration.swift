@@ -82,9 +82,18 @@ struct AlertAdministration: Sendable {
         return regions.all.map { ($0, settings[$0.id]) }
     }
 
-    func setRegion(id: Int, agencyID: String?, timezone: String?, fixedOffset: Bool = false) async throws -> RegionSettings {
+    func setRegion(id: Int, agencyID: String?, timezone: String?, fixedOffset: Bool = false, pushPace: String? = nil) async throws
+        -> RegionSettings
+    {
         _ = try region(id)
         var messages: [String] = []
+        var pace: Int?
+        if let pushPace {
+            switch AlertSendPacing.parse(pushPace) {
+            case .success(let value): pace = value
+            case .failure(let failure): messages += failure.messages
+            }
+        }
         var zone: String??
         if let timezone {
             switch Self.timeZone(timezone, fixedOffset: fixedOffset) {
@@ -98,10 +107,12 @@ struct AlertAdministration: Sendable {
         var settings = try await RegionSettingsStore(database: store.database).all()[id] ?? RegionSettings(regionID: id, agencyID: nil, timezone: nil)
         if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
         if let zone { settings.timezone = zone }
+        if let pace { settings.pushPacePerMinute = pace }
         try await RegionSettingsStore(database: store.database).set(settings)
         await record(
             "region.set", region: id, target: "region \(id)",
-            detail: Self.summary(["agency_id": agencyID, "timezone": timezone].compactMapValues { $0 }))
+            detail: Self.summary(
+                ["agency_id": agencyID, "timezone": timezone, "push_pace_per_minute": pace.map(String.init)].compactMapValues { $0 }))
         return settings
     }
 

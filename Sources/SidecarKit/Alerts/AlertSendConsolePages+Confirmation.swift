@@ -201,8 +201,10 @@ extension AlertSendConsolePages {
         let earlier: [AlertSend]
         let testDevices: (descriptions: [String], total: Int)
         let token: String
+        let pacePerMinute: Int
         let zone = await zone(regionID: alert.regionID)
         do {
+            pacePerMinute = try await RegionSettingsStore(database: database).all()[alert.regionID]?.pushPacePerMinute ?? 0
             count = try await alerts.sends.audienceCount(regionID: alert.regionID, audience: audience)
             earlier = try await alerts.sends.list(alertID: alert.id)
             testDevices = try await PushRegistrationStore(database: database).testDevices(regionID: alert.regionID)
@@ -250,6 +252,7 @@ extension AlertSendConsolePages {
                             : "The alert is a draft: test devices get it before riders can see it in the feed."
                     ]))
         }
+        content.append(Self.pacing(alert, perMinute: pacePerMinute, devices: count - (resumed?.targeted ?? 0), now: now, zone: zone))
         var staleDevices = 0
         do {
             let preview = try await languagePreview(alert, audience: audience)
@@ -315,6 +318,25 @@ extension AlertSendConsolePages {
         content.append(ConsoleLayout.form("/admin/alerts/\(alert.id)/sends", context.session, fields))
         return ConsoleLayout.respond(
             200, ConsoleLayout.page(review == nil ? "Send alert \(alert.id)?" : "Approve and push alert \(alert.id)?", context, content))
+    }
+
+    /// When the last device gets a paced send (or why it is not paced).
+    static func pacing(_ alert: ServiceAlert, perMinute: Int, devices: Int, now: EpochSeconds, zone: ZoneInfo) -> HTML {
+        guard perMinute > 0 else { return .empty }
+        guard let pace = AlertSendPacing.pace(for: alert, perMinute: perMinute),
+            let last = AlertSendPacing.lastDevice(audience: devices, pace: pace, now: now)
+        else {
+            return tag(
+                "p", [.class("hint")],
+                ["A severe alert goes at full speed: the region's pace of \(grouped(perMinute)) pushes a minute does not apply."])
+        }
+        return tag(
+            "p", [.class("pacing")],
+            [
+                "Paced at \(grouped(pace)) pushes a minute (the region's setting): ",
+                tag("strong", [], ["the last device gets it about \(RegionTime.display(last, zone))"]),
+                " (\(zone.identifier)), so riders opening it do not all reach the OneBusAway server in the same minute.",
+            ])
     }
 
     func startSend(_ request: Request, _ context: ConsoleLayout.Context, _ alert: ServiceAlert) async -> Response {

@@ -28,7 +28,10 @@ struct AlertSendRunner: Sendable {
             do {
                 guard let alert = try await store.find(id: send.alertID) else { return }
                 let translations = try await store.translations(alertID: alert.id)
-                let sender = AlertSender(store: store, transport: transport, clock: clock, logger: logger, retry: retry, stop: work.stop)
+                let pace = try await AlertSendPacing.pace(
+                    for: alert, perMinute: RegionSettingsStore(database: store.database).all()[alert.regionID]?.pushPacePerMinute ?? 0)
+                let sender = AlertSender(
+                    store: store, transport: transport, clock: clock, logger: logger, retry: retry, stop: work.stop, pacePerMinute: pace)
                 try await sender.run(send, alert: alert, translations: translations)
             } catch {
                 logger.error("alert send stopped; it resumes once its lease lapses", [("send", String(send.id)), ("error", "\(error)")])

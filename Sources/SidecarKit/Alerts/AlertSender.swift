@@ -59,13 +59,16 @@ struct AlertSender: Sendable {
     var retry: SendRetryPolicy
     /// Stops between pages (graceful shutdown); the lease is released.
     var stop: StopSignal?
+    /// Pushes a minute to the audience (`AlertSendPacing`; nil: as fast as
+    /// the transport takes them).
+    var pacePerMinute: Int?
     /// Seconds a page may wait on the transport (its retries included)
     /// before the send says it is stalled.
     static let stallSeconds: Double = 30
 
     init(
         store: AlertStore, transport: any PushTransport, clock: any WallClock, logger: Logger, pageSize: Int = 1000,
-        retry: SendRetryPolicy = SendRetryPolicy(), stop: StopSignal? = nil
+        retry: SendRetryPolicy = SendRetryPolicy(), stop: StopSignal? = nil, pacePerMinute: Int? = nil
     ) {
         self.store = store
         self.transport = transport
@@ -74,6 +77,7 @@ struct AlertSender: Sendable {
         self.pageSize = max(pageSize, 1)
         self.retry = retry
         self.stop = stop
+        self.pacePerMinute = pacePerMinute
     }
 
     private var stopping: Bool { stop?.isStopping ?? false }
@@ -170,19 +174,28 @@ struct AlertSender: Sendable {
 
         // 1. What an earlier run left pending.
         try await retryPending()
-        // 2. The audience after the cursor.
+        // 2. The audience after the cursor, at the region's pace if it has one.
+        let runStartedAt = clock.now().timeIntervalSince1970
+        let targetedBefore = current.targeted
+        let audiencePageSize = pacePerMinute.map { AlertSendPacing.pageSize(pace: $0, base: pageSize) } ?? pageSize
         while true {
             if let stopAfterPages, pages >= stopAfterPages {
                 // Stopping early leaves the lease to lapse, as a killed process would.
                 return current
             }
+            if let pace = pacePerMinute {
+                try await wait(
+                    until: AlertSendPacing.due(sent: current.targeted - targetedBefore, pace: pace, runStartedAt: runStartedAt),
+                    sendID: send.id)
+            }
             if stopping { return try await pause(current) }
-            let page = try await store.sends.audiencePage(regionID: alert.regionID, audience: send.audience, after: current.cursor, limit: pageSize)
+            let page = try await store.sends.audiencePage(
+                regionID: alert.regionID, audience: send.audience, after: current.cursor, limit: audiencePageSize)
             guard let last = page.last else { break }
             guard try await deliver(page, fromPending: false, cursor: last.id, lastPage: false) else {
                 return try await finish(current, alert: alert)
             }
-            if page.count < pageSize { break }
+            if page.count < audiencePageSize { break }
         }
         // 3. One more round for what became pending during this run.
         if audiencePagesLeftPending { try await retryPending() }
@@ -192,6 +205,17 @@ struct AlertSender: Sendable {
                 sendID: send.id, cursor: current.cursor, now: nowSeconds,
                 status: current.pending > 0 ? "failed" : "done"))
         return try await finish(current, alert: alert)
+    }
+
+    /// Waits for a paced send's next page, keeping its lease; a stop ends
+    /// the wait at once (the caller then pauses the send).
+    private func wait(until due: Double, sendID: Int64) async throws {
+        while !stopping {
+            let left = due - clock.now().timeIntervalSince1970
+            guard left > 0 else { return }
+            try await store.sends.renewLease(sendID: sendID, now: nowSeconds)
+            do { try await clock.sleep(seconds: min(left, 5)) } catch { return }
+        }
     }
 
     /// Graceful stop between pages: give the lease back so any running

@@ -9,7 +9,8 @@ struct RegionAdminRoutes: Sendable {
     var routes: [Route] {
         [
             admin.route("GET", "/regions", on: .none, accepts: AdminConventions.paging) { request, key in await regions(request, key) },
-            admin.route("PUT", "/regions/:region", on: .region, accepts: ["agency_id": .text, "timezone": .text]) { request, key in
+            admin.route("PUT", "/regions/:region", on: .region, accepts: ["agency_id": .text, "timezone": .text, "push_pace_per_minute": .scalar]) {
+                request, key in
                 await setRegion(request, key)
             },
         ]
@@ -35,7 +36,7 @@ struct RegionAdminRoutes: Sendable {
             try AdminConventions.checkIfMatch(request, current: AdminJSON.region(region, current))
             let settings = try await administration(for: key).setRegion(
                 id: id, agencyID: request.parameters["agency_id"],
-                timezone: request.parameters["timezone"])
+                timezone: request.parameters["timezone"], pushPace: request.parameters["push_pace_per_minute"])
             return AdminConventions.tagged(200, AdminJSON.region(region, settings))
         } catch { return failure(error) }
     }

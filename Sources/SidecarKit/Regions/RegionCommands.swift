@@ -14,7 +14,9 @@ enum RegionCommands {
             summary: "List the regions of the directory with their agency id and time zone", options: [],
             run: { c in
                 for (region, settings) in try await c.administration.regionList() {
-                    c.output("\(region.id)\t\(region.name)\tagency=\(settings?.agencyID ?? "-")\ttimezone=\(settings?.timezone ?? "-")")
+                    let pace = settings.map { $0.pushPacePerMinute == 0 ? "none" : "\($0.pushPacePerMinute)/min" } ?? "none"
+                    c.output(
+                        "\(region.id)\t\(region.name)\tagency=\(settings?.agencyID ?? "-")\ttimezone=\(settings?.timezone ?? "-")\tpush_pace=\(pace)")
                 }
                 return 0
             }),
@@ -26,6 +28,9 @@ enum RegionCommands {
                 OperatorOption("agency-id", "ID", "The agency id alerts name in the feed"),
                 OperatorOption("timezone", "ZONE|none", "A tz database zone such as America/Los_Angeles; none clears it"),
                 OperatorOption("fixed-offset", "true|false", "The region does not observe daylight time: accept EST, MST or HST as they are"),
+                OperatorOption(
+                    "push-pace", "N|0",
+                    "Pushes a minute a send to the region goes out at (60 to 1000000; 0: as fast as possible); SEVERE alerts go at full speed"),
                 OperatorCommands.agencyCheck,
             ],
             run: { c in
@@ -33,8 +38,10 @@ enum RegionCommands {
                 try await c.checkAgency(c.options["agency_id"], regionID: id)
                 let settings = try await c.administration.setRegion(
                     id: id, agencyID: c.options["agency_id"], timezone: c.options["timezone"],
-                    fixedOffset: c.options["fixed_offset"].flatMap(BooleanParameter.read) ?? false)
-                c.output("region \(id): agency=\(settings.agencyID ?? "-") timezone=\(settings.timezone ?? "-")")
+                    fixedOffset: c.options["fixed_offset"].flatMap(BooleanParameter.read) ?? false, pushPace: c.options["push_pace"])
+                c.output(
+                    "region \(id): agency=\(settings.agencyID ?? "-") timezone=\(settings.timezone ?? "-")"
+                        + " push_pace=\(settings.pushPacePerMinute == 0 ? "none" : "\(settings.pushPacePerMinute)/min")")
                 return 0
             }),
         OperatorCommand(

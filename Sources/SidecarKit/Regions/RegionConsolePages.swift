@@ -75,6 +75,13 @@ struct RegionConsolePages: ConsolePages {
                         "This region does not observe daylight time", name: "fixed_offset",
                         checked: values["fixed_offset"] == "true" || (settings?.timezone.map(ZoneCatalog.fixedOffsetZones.contains) ?? false),
                         hint: "Only then are EST, MST and HST accepted as they are (the same offset all year)."),
+                    ConsoleLayout.field(
+                        "Pushes a minute", name: "push_pace",
+                        value: values["push_pace"] ?? settings.map { $0.pushPacePerMinute == 0 ? "" : String($0.pushPacePerMinute) },
+                        type: "number",
+                        hint:
+                            "Paces every send to this region (60 to 1000000), so riders tapping a push do not all reach the OneBusAway server in the same minute; the send's confirmation says when the last device gets it. Severe alerts go at full speed. Empty: as fast as the push service takes them.",
+                        maxLength: 7),
                     tag("div", [.class("actions")], [tag("button", [Attribute("type", "submit")], ["Save settings"])]),
                 ]),
         ]
@@ -88,11 +95,13 @@ struct RegionConsolePages: ConsolePages {
         let values = [
             "agency_id": request.parameters["agency_id"] ?? "", "timezone": request.parameters["timezone"] ?? "",
             "fixed_offset": request.parameters["fixed_offset"] == "true" ? "true" : "",
+            "push_pace": request.parameters["push_pace"] ?? "",
         ]
         do {
             _ = try await administration.acting(as: "user:" + context.session.user.email).setRegion(
                 id: region.id, agencyID: values["agency_id"],
-                timezone: values["timezone"]?.presence ?? "none", fixedOffset: values["fixed_offset"] == "true")
+                timezone: values["timezone"]?.presence ?? "none", fixedOffset: values["fixed_offset"] == "true",
+                pushPace: values["push_pace"]?.presence ?? "0")
             return .seeOther("/admin/regions/\(region.id)?done=region-saved")
         } catch let error as AdministrationError {
             return await regionSettingsPage(request, context, values: values, problems: error.messages, status: 422)

@@ -5,6 +5,10 @@ struct RegionSettings: Sendable, Equatable {
     var regionID: Int
     var agencyID: String?
     var timezone: String?
+    /// Pushes a minute a send to the region goes out at (0: as fast as the
+    /// transport takes them), so a region-wide push does not send every
+    /// rider's app to the OneBusAway server in the same minute.
+    var pushPacePerMinute = 0
 }
 
 /// The owner of `region_settings`: the agency id a region's alerts name and
@@ -17,10 +21,11 @@ struct RegionSettingsStore: Sendable {
     func all() async throws -> [Int: RegionSettings] {
         try await database.read { connection in
             var settings: [Int: RegionSettings] = [:]
-            for row in try connection.query("SELECT region_id, agency_id, timezone FROM region_settings") {
+            for row in try connection.query("SELECT region_id, agency_id, timezone, push_pace_per_minute FROM region_settings") {
                 let id = Int(try row.int("region_id"))
                 settings[id] = RegionSettings(
-                    regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"))
+                    regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"),
+                    pushPacePerMinute: Int(try row.int("push_pace_per_minute")))
             }
             return settings
         }
@@ -31,8 +36,10 @@ struct RegionSettingsStore: Sendable {
         _ = try await database.write { connection in
             try connection.execute(
                 """
-                INSERT INTO region_settings (region_id, agency_id, timezone) VALUES (\(Int64(settings.regionID)), \(settings.agencyID), \(settings.timezone))
-                ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id, timezone = excluded.timezone
+                INSERT INTO region_settings (region_id, agency_id, timezone, push_pace_per_minute)
+                VALUES (\(Int64(settings.regionID)), \(settings.agencyID), \(settings.timezone), \(Int64(settings.pushPacePerMinute)))
+                ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id, timezone = excluded.timezone,
+                    push_pace_per_minute = excluded.push_pace_per_minute
                 """)
         }
     }
@@ -59,6 +66,9 @@ struct RegionSettingsStore: Sendable {
                     agency_id TEXT,
                     timezone TEXT
                     """)
-            ]
+            ],
+            30: [
+                .same("ALTER TABLE region_settings ADD COLUMN push_pace_per_minute BIGINT NOT NULL DEFAULT 0")
+            ],
         ])
 }
