@@ -15,7 +15,7 @@
             exits 1 with a fix under each failure
   exchange  export -> import -> export through the CLI yields the same
             document; dry run writes nothing; a second import changes nothing;
-            an unknown field is refused with its path
+            an unknown field is skipped and listed with its path (refused with --strict)
   demo      `serve --demo`: the curl commands of GET /demo, run as printed,
             make an alarm fire and a Live Activity update in the log
   probe     `sidecar probe` against the binary (the demo region, with a real
@@ -292,11 +292,14 @@ def exchange():
     document["alerts"][0]["surprise"] = True
     bad = os.path.join(WORK, "export-bad.json")
     json.dump(document, open(bad, "w"))
-    refused = run("import", "--file", bad, "--database", target)
-    check(refused.returncode != 0 and "surprise" in refused.stderr, f"an unknown field was accepted: {refused.stdout}{refused.stderr}")
+    refused = run("import", "--file", bad, "--strict", "--database", target)
+    check(refused.returncode != 0 and "alerts[0].surprise" in refused.stderr, f"--strict took an unknown field: {refused.stdout}{refused.stderr}")
+    skipped = run("import", "--file", bad, "--database", target)
+    check(skipped.returncode == 0 and "skipped 1 field" in skipped.stderr and "alerts[0].surprise" in skipped.stderr,
+          f"an unknown field (a newer exporter's) was not skipped and listed: {skipped.stdout}{skipped.stderr}")
     print(f"exchange: export -> import (standard input, then again) -> export identical ("
           f"{len(moved.get('push_registrations', []))} registrations, {len(moved.get('alerts', []))} alert); dry run wrote nothing; "
-          "an unknown field refused with its path")
+          "an unknown field skipped and listed with its path (refused with --strict)")
 
 
 def demo():

@@ -22,21 +22,38 @@ enum RegionDocumentParser {
     typealias MirrorLink = RegionExchange.MirrorLink
     typealias Source = RegionExchange.Source
 
-    /// One JSON object of the document: refuses members it does not know
-    /// (a typo or a newer format must not be dropped silently) and names
-    /// the place of every problem (`alerts[2].cause`).
+    /// What a parse noticed without refusing: the fields it skipped.
+    final class Notes {
+        /// Refuse a field this sidecar does not know (`import --strict`)
+        /// instead of skipping it.
+        let strict: Bool
+        /// Fields skipped, by place (`alerts[2].priority`).
+        var skipped: [String] = []
+        init(strict: Bool) { self.strict = strict }
+    }
+
+    /// One JSON object of the document: a member it does not know (a newer
+    /// exporter's) is skipped and listed, or refused when strict (a typo
+    /// must not be dropped silently either way); names the place of every
+    /// problem (`alerts[2].cause`).
     struct Reader {
         let path: String
         let members: [String: JSONValue]
+        let notes: Notes
 
-        init(_ value: JSONValue, at path: String, keys: Set<String>) throws(Failure) {
+        init(_ value: JSONValue, at path: String, notes: Notes, keys: Set<String>) throws(Failure) {
             guard case .object(let members) = value else { throw Failure("\(path) must be an object") }
-            if let unknown = members.keys.sorted().first(where: { !keys.contains($0) }) {
-                throw Failure(
-                    "\(path.isEmpty ? "" : path + ".")\(unknown) is not a field of \(format) (known: \(keys.sorted().joined(separator: ", ")))")
+            for unknown in members.keys.sorted() where !keys.contains(unknown) {
+                let place = "\(path.isEmpty ? "" : path + ".")\(unknown)"
+                if notes.strict {
+                    throw Failure(
+                        "\(place) is not a field of \(format) (known: \(keys.sorted().joined(separator: ", ")); without --strict it is skipped)")
+                }
+                notes.skipped.append(place)
             }
             self.path = path
             self.members = members
+            self.notes = notes
         }
 
         func place(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
@@ -130,9 +147,10 @@ enum RegionDocumentParser {
     }
 
     /// Reads and checks a whole document against the regions directory.
-    static func parse(_ value: JSONValue, regions: RegionDirectory) throws(Failure) -> Document {
+    static func parse(_ value: JSONValue, regions: RegionDirectory, strict: Bool = true) throws(Failure) -> Document {
+        let notes = Notes(strict: strict)
         let top = try Reader(
-            value, at: "",
+            value, at: "", notes: notes,
             keys: [
                 "format", "exported_at", "region_id", "alerts", "studies", "survey_responses",
                 "push_registrations", "ghost_bus_reports", "alert_sources",
@@ -155,9 +173,11 @@ enum RegionDocumentParser {
         }
 
         var alerts: [Alert] = []
+        /// Alerts the document gives no severity (OBACloud's older exports).
+        var unrated: [Int64] = []
         for (item, path) in try top.array("alerts") {
             let r = try Reader(
-                item, at: path,
+                item, at: path, notes: notes,
                 keys: Set([
                     "id", "agency_id", "header_text", "description_text", "url", "cause", "effect", "severity",
                     "start_time", "end_time", "published", "is_test", "created_at", "updated_at", "translations",
@@ -168,7 +188,8 @@ enum RegionDocumentParser {
             var translations: [Translation] = []
             for (item, path) in try r.array("translations") {
                 let t = try Reader(
-                    item, at: path, keys: ["language", "header_text", "description_text", "source_header_text", "source_description_text"])
+                    item, at: path, notes: notes,
+                    keys: ["language", "header_text", "description_text", "source_header_text", "source_description_text"])
                 let language = try t.required("language")
                 guard language != "en" else { throw Failure("\(t.place("language")) must not be en (English is the alert's own text)") }
                 translations.append(
@@ -189,6 +210,7 @@ enum RegionDocumentParser {
                     translations: translations, impactStart: try r.optionalTime("impact_start_time"),
                     impactEnd: try r.optionalTime("impact_end_time"), mirror: try mirrorLink(r)))
             try checkPeriods(alerts[alerts.count - 1], r)
+            if try r.string("severity").isEmpty { unrated.append(id) }
             // Held to the rules of a scope typed in the console.
             if let scope = try r.string("scope").presence {
                 switch AlertScope.parse(scope, agencyID: alerts[alerts.count - 1].agencyID) {
@@ -200,13 +222,13 @@ enum RegionDocumentParser {
 
         var studies: [Study] = []
         for (item, path) in try top.array("studies") {
-            let r = try Reader(item, at: path, keys: ["id", "name", "description", "created_at", "updated_at", "surveys"])
+            let r = try Reader(item, at: path, notes: notes, keys: ["id", "name", "description", "created_at", "updated_at", "surveys"])
             let id = try r.integer("id")
             guard id > 0 else { throw Failure("\(r.place("id")) must be a positive number") }
             var surveys: [Survey] = []
             for (item, path) in try r.array("surveys") {
                 let s = try Reader(
-                    item, at: path,
+                    item, at: path, notes: notes,
                     keys: [
                         "id", "name", "available", "start_time", "end_time", "show_on_map", "show_on_stops",
                         "always_visible", "allows_multiple_responses", "visible_stop_list", "visible_route_list",
@@ -218,7 +240,7 @@ enum RegionDocumentParser {
                 guard (start == nil) == (end == nil) else { throw Failure("\(path) has only one of start_time and end_time; set both or neither") }
                 var questions: [Question] = []
                 for (item, path) in try s.array("questions") {
-                    let q = try Reader(item, at: path, keys: ["id", "position", "required", "content"])
+                    let q = try Reader(item, at: path, notes: notes, keys: ["id", "position", "required", "content"])
                     let questionID = try q.integer("id")
                     guard questionID > 0 else { throw Failure("\(q.place("id")) must be a positive number") }
                     let content = q.raw("content")
@@ -248,7 +270,7 @@ enum RegionDocumentParser {
         var responses: [Response] = []
         for (item, path) in try top.array("survey_responses") {
             let r = try Reader(
-                item, at: path,
+                item, at: path, notes: notes,
                 keys: [
                     "survey_id", "public_id", "user_identifier", "stop_identifier", "stop_latitude",
                     "stop_longitude", "answers", "created_at", "updated_at",
@@ -266,7 +288,7 @@ enum RegionDocumentParser {
         var registrations: [Registration] = []
         for (item, path) in try top.array("push_registrations") {
             let r = try Reader(
-                item, at: path,
+                item, at: path, notes: notes,
                 keys: [
                     "token", "operating_system", "locale", "apns_sandbox", "test_device", "description",
                     "last_seen_at", "created_at",
@@ -286,7 +308,7 @@ enum RegionDocumentParser {
         var reports: [GhostBusReport] = []
         for (item, path) in try top.array("ghost_bus_reports") {
             let r = try Reader(
-                item, at: path,
+                item, at: path, notes: notes,
                 keys: [
                     "public_id", "user_identifier", "trip_identifier", "service_date_ms", "route_identifier",
                     "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted",
@@ -321,6 +343,8 @@ enum RegionDocumentParser {
         var document = Document(
             regionID: region.id, alerts: alerts, studies: studies, responses: responses, registrations: registrations, reports: reports)
         document.sources = try sources(top, regionID: region.id)
+        document.skippedFields = notes.skipped
+        document.unratedAlerts = unrated
         for alert in alerts {
             if let link = alert.mirror, !document.sources.contains(where: { $0.settings.id == link.sourceID }) {
                 throw Failure("alert \(alert.id) comes from alert source \(link.sourceID), which the document does not carry")
@@ -355,10 +379,11 @@ enum RegionDocumentParser {
     }
 
     static func sources(_ top: Reader, regionID: Int) throws(Failure) -> [Source] {
+        let notes = top.notes
         var sources: [Source] = []
         for (item, path) in try top.array("alert_sources") {
             let r = try Reader(
-                item, at: path,
+                item, at: path, notes: notes,
                 keys: [
                     "id", "url", "mode", "interval_seconds", "push", "min_severity", "effects", "scope", "quiet_hours", "audience",
                     "flood_threshold", "push_corrections", "pushes_per_hour", "allow_private", "allow_link_local", "max_bytes", "needs_headers",
@@ -386,7 +411,7 @@ enum RegionDocumentParser {
             var alerts: [SourceAlertState] = []
             for (item, path) in try r.array("alerts") {
                 let a = try Reader(
-                    item, at: path,
+                    item, at: path, notes: notes,
                     keys: [
                         "entity_id", "alert_id", "content_hash", "material_hash", "decision", "reason", "pushed_at", "present", "changed_at",
                         "first_seen_at", "hidden",

@@ -43,6 +43,26 @@ extension RegionExchange {
     struct Document {
         var regionID: Int, alerts: [Alert], studies: [Study], responses: [Response], registrations: [Registration], reports: [GhostBusReport]
         var sources: [Source] = []
+        /// Fields of a newer exporter this sidecar skipped, by place.
+        var skippedFields: [String] = []
+        /// Alerts that came without a severity (imported as UNKNOWN_SEVERITY).
+        var unratedAlerts: [Int64] = []
+
+        /// What an operator is told beside the import's summary.
+        var warnings: [String] {
+            var lines: [String] = []
+            if !skippedFields.isEmpty {
+                lines.append(
+                    "skipped \(skippedFields.count) field\(skippedFields.count == 1 ? "" : "s") this sidecar does not know (a newer exporter's; --strict refuses them): "
+                        + skippedFields.prefix(20).joined(separator: ", ") + (skippedFields.count > 20 ? ", ..." : ""))
+            }
+            if !unratedAlerts.isEmpty {
+                lines.append(
+                    "alert\(unratedAlerts.count == 1 ? "" : "s") \(unratedAlerts.prefix(20).map(String.init).joined(separator: ", ")) came without a severity: "
+                        + "imported as UNKNOWN_SEVERITY, which the Android app never shows (set one with sidecar alert edit ID --severity WARNING)")
+            }
+            return lines
+        }
     }
 
     // Alert sources (a Sidecar extension, `alert_sources`, absent from

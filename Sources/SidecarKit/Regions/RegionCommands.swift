@@ -87,11 +87,15 @@ enum RegionCommands {
             options: [
                 OperatorOption("file", "PATH|-", required: true, "The document (- for standard input)"),
                 OperatorOption("dry-run", nil, "Print what would be added and change nothing"),
+                OperatorOption("strict", nil, "Refuse a field this sidecar does not know (by default it is skipped and listed)"),
             ],
-            notes: "Importing the same document again changes nothing; an unknown field or region is an error naming where it is.",
+            notes:
+                "Importing the same document again changes nothing; an unknown region is an error, an unknown field (a newer exporter's) is skipped and listed.",
             run: { c in
                 let document: RegionExchange.Document
-                do { document = try RegionDocumentParser.parse(try c.document(c.options["file"]), regions: c.regions) } catch let failure
+                let strict = c.options["strict"].map { $0 != "false" } ?? false
+                do { document = try RegionDocumentParser.parse(try c.document(c.options["file"]), regions: c.regions, strict: strict) } catch let
+                    failure
                     as RegionExchange.Failure
                 {
                     throw AdministrationError.invalid(["import: \(failure.description)"])
@@ -113,6 +117,7 @@ enum RegionCommands {
                         ? "dry run: importing into region \(document.regionID) would do this (nothing was changed):"
                         : "imported into region \(document.regionID):")
                 summary.lines.forEach(c.output)
+                document.warnings.forEach { c.errors("warning: " + $0) }
                 return 0
             }),
     ]

@@ -175,6 +175,27 @@ struct RegionExchangeTests {
            "snapshot":null,"snapshot_captured_at":null,"created_at":"2026-11-27T08:00:00Z"}]}
         """#
 
+    /// Issue 40: a newer exporter's document imports, its unknown fields
+    /// skipped and listed by place (refused with --strict), and alerts
+    /// without a severity are named.
+    @Test func aNewerExportersFieldsAreSkippedAndListedUnlessStrict() async throws {
+        try await TestSidecar.run { (app: TestSidecar) async throws in
+            var text = Self.reference.replacingOccurrences(
+                of: #""format":"sidecar-export/1","#, with: #""format":"sidecar-export/1","signed_by":"x","#)
+            text = text.replacingOccurrences(of: #""severity":"INFO","#, with: #""priority":3,"#)
+            let value = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+            #expect(throws: RegionExchange.Failure.self) { try RegionDocumentParser.parse(value, regions: app.sidecar.regions, strict: true) }
+            let document = try RegionDocumentParser.parse(value, regions: app.sidecar.regions, strict: false)
+            #expect(document.skippedFields == ["signed_by", "alerts[0].priority"], "\(document.skippedFields)")
+            #expect(document.unratedAlerts == [41])
+            #expect(document.warnings.count == 2)
+            #expect(document.warnings[0].contains("skipped 2 fields") && document.warnings[1].contains("alert 41 came without a severity"))
+            let summary = try await RegionImport.importDocument(document, database: app.sidecar.database, dryRun: false, nowSeconds: 0)
+            #expect(summary.alerts.added == 1)
+            #expect(try await AlertStore(database: app.sidecar.database).find(id: 41)?.severity == .unknownSeverity)
+        }
+    }
+
     @Test func aReferenceDocumentImportsWithItsIdsAndStaleTranslationsWithheld() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
             let value = try JSONDecoder().decode(JSONValue.self, from: Data(Self.reference.utf8))
