@@ -50,6 +50,13 @@ enum AlertCommands {
                         alert, translations: try await c.alerts.translations(alertID: id), sends: try await c.alerts.sends.list(alertID: id),
                         zone: await c.zone(regionID: alert.regionID),
                         view: try await AlertFeedView.read(c.alerts, regionID: alert.regionID, now: c.now), now: c.now))
+                // Its publish-time checks (the scope is asked of OneBusAway by `alert check`).
+                if alert.sourceID == nil {
+                    for finding in try await c.administration.publishChecks(alert, askingOneBusAway: false) {
+                        let level = alert.acknowledgedChecks.contains(finding.code) ? "acknowledged" : finding.level.rawValue
+                        c.output("  check:       \(level) \(finding.code): \(finding.message)")
+                    }
+                }
                 return 0
             }),
         OperatorCommand(

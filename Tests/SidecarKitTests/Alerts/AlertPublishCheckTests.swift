@@ -164,6 +164,8 @@ struct AlertPublishCheckCommandTests: OperatorCommandSuite {
                 "\(published.errors)")
             let acknowledged = try await Self.run(["alert", "check", "1", "--acknowledge", "cause_unknown"], database: database)
             #expect(acknowledged.output == ["acknowledged\tcause_unknown\tNo cause is given (Unknown cause)."])
+            let shown = try await Self.run(["alert", "show", "1"], database: database)
+            #expect(shown.output.contains("  check:       acknowledged cause_unknown: No cause is given (Unknown cause)."), "\(shown.output)")
             let unknown = try await Self.run(["alert", "check", "1", "--acknowledge", "ended"], database: database)
             #expect(unknown.status != 0 && unknown.errors.joined().contains("no such warning"))
         }
