@@ -172,7 +172,16 @@ struct AlertAdminRoutes: Sendable {
             let messages = try administration.pushMessages(request.parameters.value("messages"))
             let (send, _) = try await administration(for: key).startSend(id: alert.id, audience: audience, messages: messages)
             sends.launch(send)
-            return .json(202, AdminJSON.send(send))
+            // A paced send says when its last device gets it, as the console's confirmation does.
+            var answer = AdminJSON.send(send)
+            let perMinute = try await RegionSettingsStore(database: store.database).all()[alert.regionID]?.pushPacePerMinute ?? 0
+            if case .object(var fields) = answer, let pace = AlertSendPacing.pace(for: alert, perMinute: perMinute) {
+                let left = try await store.sends.audienceCount(regionID: alert.regionID, audience: audience) - send.targeted
+                fields["paced_per_minute"] = .integer(Int64(pace))
+                fields["last_device_at"] = AdminJSON.time(AlertSendPacing.lastDevice(audience: left, pace: pace, now: administration.now))
+                answer = .object(fields)
+            }
+            return .json(202, answer)
         } catch { return failure(error) }
     }
 

@@ -75,6 +75,30 @@ struct AlertSendPacingTests {
         }
     }
 
+    @Test func theAdminAPISetsThePaceAndItsSendAnswerSaysWhenTheLastDeviceGetsIt() async throws {
+        try await AlertRouteTests.run { app, _, key in
+            let headers = ["Authorization": "Bearer \(key)", "Content-Type": "application/json"]
+            let refused = try await app.send("PUT", "/admin/api/regions/1", headers: headers, body: Array(#"{"push_pace_per_minute": 5}"#.utf8))
+            #expect(refused.status == 422 && refused.text.contains("from 60 to 1000000"), "\(refused.text)")
+            let set = try await app.send("PUT", "/admin/api/regions/1", headers: headers, body: Array(#"{"push_pace_per_minute": 600}"#.utf8))
+            #expect(set.status == 200 && set.text.contains(#""push_pace_per_minute":600"#), "\(set.text)")
+            for index in 0..<3 {
+                _ = try await app.pushStore.register(
+                    PushRegistrationRequest(
+                        token: "api-paced-\(index)", operatingSystem: .ios, locale: nil, testDevice: nil,
+                        description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
+                    regionID: 1, catalog: .standard, now: app.clock.now())
+            }
+            let alert = try await app.administration.create(
+                regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start, "cause": "CONSTRUCTION", "effect": "DETOUR"])
+            _ = try await app.administration.setPublished(id: alert.id, true)
+            let started = try await app.send(
+                "POST", "/admin/api/alerts/\(alert.id)/sends", headers: headers, body: Array(#"{"audience": "all"}"#.utf8))
+            #expect(started.status == 202, "\(started.text)")
+            #expect(started.text.contains(#""paced_per_minute":600"#) && started.text.contains(#""last_device_at":"#), "\(started.text)")
+        }
+    }
+
     @Test func theConfirmationSaysWhenTheLastDeviceGetsIt() {
         let alert = AlertPublishCheckTests.alert()
         let text = AlertSendConsolePages.pacing(alert, perMinute: 1000, devices: 30_000, now: EpochSeconds(0), zone: .utc).rendered
