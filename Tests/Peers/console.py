@@ -313,9 +313,23 @@ def scoped_alert(driver, url, database):
     check("Acknowledged: No cause is given" in visible(driver), "an acknowledged warning is not marked so")
     check(not driver.find_elements(By.XPATH, "//button[normalize-space()='Acknowledge these warnings']"), "nothing is left to acknowledge")
     shoot(driver, "alert-checks-acknowledged")
+    # A send scheduled two hours ahead, in the region's zone, listed, then cancelled once.
+    later = (datetime.datetime.now(PACIFIC) + datetime.timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M")
+    form = driver.find_element(By.CSS_SELECTOR, "#schedules form")
+    set_value(driver, "at_time", later, form=form)
+    Select(form.find_element(By.NAME, "audience")).select_by_value("test")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait_text(driver, "Send scheduled")
+    rows = driver.find_element(By.CSS_SELECTOR, "#schedules table").text
+    check(later.replace("T", " ") in rows and "test devices" in rows and "scheduled" in rows, f"the schedule is not listed: {rows}")
+    check(f"alert {alert_id}\ttest\t" in cli(database, "schedule", "list", "--region", "1").stdout, "schedule list does not show it")
+    shoot(driver, "alert-scheduled")
+    driver.find_element(By.XPATH, "//section[@id='schedules']//button[normalize-space()='Cancel']").click()
+    wait_text(driver, "Scheduled send cancelled")
+    check("cancelled" in driver.find_element(By.CSS_SELECTOR, "#schedules table").text, "the cancelled schedule is not shown so")
     cli(database, "alert", "delete", alert_id)
     print("console: a scope's unknown id is refused on its field; a known one is saved, completed with the agency, and shown; "
-          "warnings before publishing are listed and acknowledged")
+          "warnings before publishing are listed and acknowledged; a send scheduled in the region's zone is listed and cancelled")
 
 
 def edit_conflict(driver, url, database):

@@ -77,6 +77,16 @@ enum AdminJSON {
         ])
     }
 
+    static func schedule(_ schedule: AlertSchedule) -> JSONValue {
+        .object([
+            "id": .integer(schedule.id), "alert_id": .integer(schedule.alertID), "audience": .string(schedule.audience.rawValue),
+            "at": .string(schedule.atStart ? "start" : Timestamp.format(schedule.runAt)), "run_at": time(schedule.runAt),
+            "if_changed": .string(schedule.ifChanged.rawValue), "status": .string(schedule.status.rawValue),
+            "send_id": schedule.sendID.map(JSONValue.integer) ?? .null, "reason": schedule.reason.map(JSONValue.string) ?? .null,
+            "created_at": time(schedule.createdAt), "updated_at": time(schedule.updatedAt),
+        ])
+    }
+
     static func send(_ send: AlertSend) -> JSONValue {
         .object([
             "id": .integer(send.id), "audience": .string(send.audience.rawValue), "status": .string(send.shownStatus),

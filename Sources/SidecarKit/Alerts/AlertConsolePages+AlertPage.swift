@@ -156,6 +156,12 @@ extension AlertConsolePages {
                     ]))
         }
 
+        // Sends scheduled for later.
+        if let scheduled = try? await administration(session).schedules.list(alertID: alert.id) {
+            content.append(
+                AlertScheduleConsolePages(console: console, services: services).section(session, alert: alert, schedules: scheduled, zone: zone))
+        }
+
         // Translations, side by side with the English.
         content.append(
             AlertTranslationConsolePages(console: console, services: services).translationSection(

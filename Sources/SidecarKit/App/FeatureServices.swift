@@ -33,6 +33,7 @@ struct FeatureServices: Sendable {
         let pushRegistrations: PushRegistrationStore
         let alarms: AlarmStore
         let alerts: AlertStore
+        let alertSchedules: AlertScheduleStore
         let liveActivities: LiveActivityStore
         let surveys: SurveyStore
         let ghostBus: GhostBusStore
@@ -46,6 +47,7 @@ struct FeatureServices: Sendable {
             pushRegistrations = PushRegistrationStore(database: database)
             alarms = AlarmStore(database: database)
             alerts = AlertStore(database: database, sendLeaseSeconds: Int64(sendLeaseSeconds))
+            alertSchedules = AlertScheduleStore(database: database)
             liveActivities = LiveActivityStore(database: database)
             surveys = SurveyStore(database: database)
             ghostBus = GhostBusStore(database: database)

@@ -41,6 +41,7 @@ enum Migrations {
         entry(28, "an authored alert names the routes, stops and trips it is about", AlertStore.schema),
         entry(29, "publish-time warnings an editor acknowledged", AlertStore.schema),
         entry(30, "a region's sends paced to a number of pushes a minute", RegionSettingsStore.schema),
+        entry(31, "sends scheduled for later", AlertScheduleStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

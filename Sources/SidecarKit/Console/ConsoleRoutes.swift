@@ -237,6 +237,8 @@ struct ConsoleRoutes: Sendable {
         "created": "Alert created as a draft.", "saved": "Changes saved.", "published": "Published: the alert is in the feed.",
         "published-with-warnings": "Published: the alert is in the feed. The checks below still have warnings; read them.",
         "acknowledged": "Warnings acknowledged: they are not said again for this alert.",
+        "scheduled": "Send scheduled: it goes at its time (below), unless it is cancelled first.",
+        "schedule-cancelled": "Scheduled send cancelled: it will not go.",
         "unpublished": "Withdrawn: riders no longer see the alert in the feed (pushes already delivered stay on their phones).",
         "ended": "Ended: its end is now, so the apps no longer show it (pushes already delivered stay on their phones).",
         "translated": "Translation saved.",

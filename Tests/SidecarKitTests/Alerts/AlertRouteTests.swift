@@ -291,8 +291,12 @@ struct AlertRouteTests {
             #expect(outputs.value.last?.contains("targeted 1, delivered 1") == true)
             #expect(errors.value.contains { $0.hasPrefix("[") && $0.contains("100%") }, "a progress bar")
             #expect(gorush.notifications.first?["title"] as? String == "Ascensor fuera de servicio")
+            let before = outputs.value.count
             #expect(try await run(["alert", "show", id]) == 0)
-            #expect(outputs.value.last?.contains("send 1 to all: done, targeted 1, delivered 1") == true)
+            // The alert, then its publish-time checks (no cause given here).
+            let shown = outputs.value.dropFirst(before)
+            #expect(shown.first?.contains("send 1 to all: done, targeted 1, delivered 1") == true, "\(shown)")
+            #expect(shown.contains { $0.hasPrefix("  check:       warning cause_unknown") })
             #expect(try await run(["alert", "list", "--region", "1"]) == 0)
             #expect(try await run(["apikey", "create", "--name", "ops", "--region", "all"]) == 0)
             #expect(outputs.value.last?.contains("sidecar_") == true)

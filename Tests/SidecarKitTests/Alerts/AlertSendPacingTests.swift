@@ -41,13 +41,7 @@ struct AlertSendPacingTests {
         try await TestSidecar.run({ $0.runsSendResumer = false }) { app in
             _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles", pushPace: "60")
             #expect(try await RegionSettingsStore(database: app.sidecar.database).all()[1]?.pushPacePerMinute == 60)
-            for index in 0..<25 {
-                _ = try await app.pushStore.register(
-                    PushRegistrationRequest(
-                        token: "paced-device-\(index)", operatingSystem: .ios, locale: nil, testDevice: nil,
-                        description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
-                    regionID: 1, catalog: .standard, now: app.clock.now())
-            }
+            try await app.registerDevices("paced-device", count: 25)
             let alert = try await app.administration.create(regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start])
                 .alert
             _ = try await app.administration.setPublished(id: alert.id, true)
@@ -82,13 +76,7 @@ struct AlertSendPacingTests {
             #expect(refused.status == 422 && refused.text.contains("from 60 to 1000000"), "\(refused.text)")
             let set = try await app.send("PUT", "/admin/api/regions/1", headers: headers, body: Array(#"{"push_pace_per_minute": 600}"#.utf8))
             #expect(set.status == 200 && set.text.contains(#""push_pace_per_minute":600"#), "\(set.text)")
-            for index in 0..<3 {
-                _ = try await app.pushStore.register(
-                    PushRegistrationRequest(
-                        token: "api-paced-\(index)", operatingSystem: .ios, locale: nil, testDevice: nil,
-                        description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
-                    regionID: 1, catalog: .standard, now: app.clock.now())
-            }
+            try await app.registerDevices("api-paced", count: 3)
             let alert = try await app.administration.create(
                 regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start, "cause": "CONSTRUCTION", "effect": "DETOUR"])
             _ = try await app.administration.setPublished(id: alert.id, true)

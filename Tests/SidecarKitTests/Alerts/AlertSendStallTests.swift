@@ -47,13 +47,7 @@ struct AlertSendStallTests {
     @Test func aSilentTransportMarksTheSendStalledUntilItAnswers() async throws {
         try await TestSidecar.run({ $0.runsSendResumer = false }) { app in
             _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles")
-            for index in 0..<5 {
-                _ = try await app.pushStore.register(
-                    PushRegistrationRequest(
-                        token: "stalled-device-\(index)", operatingSystem: .ios, locale: nil, testDevice: nil,
-                        description: nil, apnsSandbox: false, apnsSandboxUnrecognized: false),
-                    regionID: 1, catalog: .standard, now: app.clock.now())
-            }
+            try await app.registerDevices("stalled-device", count: 5)
             var alert = try await app.administration.create(regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start])
                 .alert
             alert = try await app.administration.setPublished(id: alert.id, true).alert

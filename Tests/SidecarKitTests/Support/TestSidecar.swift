@@ -98,3 +98,16 @@ extension TestSidecar {
         AlertAdministration(store: AlertStore(database: sidecar.database), regions: sidecar.regions, clock: clock, cache: sidecar.alertFeedCache)
     }
 }
+
+extension TestSidecar {
+    /// Registers `count` iOS devices in region 1 (`prefix-0`, `prefix-1`, ...), English, not test devices.
+    func registerDevices(_ prefix: String, count: Int) async throws {
+        for index in 0..<count {
+            _ = try await pushStore.register(
+                PushRegistrationRequest(
+                    token: "\(prefix)-\(index)", operatingSystem: .ios, locale: nil, testDevice: nil, description: nil,
+                    apnsSandbox: false, apnsSandboxUnrecognized: false),
+                regionID: 1, catalog: .standard, now: clock.now())
+        }
+    }
+}
