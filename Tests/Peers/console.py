@@ -327,9 +327,28 @@ def scoped_alert(driver, url, database):
     driver.find_element(By.XPATH, "//section[@id='schedules']//button[normalize-space()='Cancel']").click()
     wait_text(driver, "Scheduled send cancelled")
     check("cancelled" in driver.find_element(By.CSS_SELECTOR, "#schedules table").text, "the cancelled schedule is not shown so")
+    # Two people: with the region asking for it, Publish waits for a second
+    # person (the operator at the CLI), and the one who asked sees no Approve.
+    cli(database, "region", "set", "--id", "1", "--require-approval", "true", "--agency-check", "false")
+    driver.get(url + f"/admin/alerts/{alert_id}")
+    driver.find_element(By.XPATH, "//button[normalize-space()='Publish']").click()
+    wait_text(driver, "asks a second person to approve")
+    approvals = driver.find_element(By.CSS_SELECTOR, "#approvals table").text
+    check("publishing" in approvals and "pending" in approvals, f"the request is not listed: {approvals}")
+    check(not driver.find_elements(By.XPATH, "//section[@id='approvals']//button[normalize-space()='Approve']"), "the one who asked may approve")
+    check(cli(database, "alert", "show", alert_id).stdout.count("state:       draft") == 1, "published without the second person")
+    shoot(driver, "alert-approval-pending")
+    request = re.search(r"^(\d+)\talert " + alert_id + r"\tpublish\tpending", cli(database, "approval", "list", "--region", "1").stdout, re.M)
+    check(request is not None, "approval list does not show the request")
+    cli(database, "approval", "approve", request.group(1))
+    refresh(driver)
+    check("approved by cli:" in driver.find_element(By.CSS_SELECTOR, "#approvals table").text, "the approval is not shown")
+    cli(database, "region", "set", "--id", "1", "--require-approval", "false", "--agency-check", "false")
+    cli(database, "alert", "unpublish", alert_id)
     cli(database, "alert", "delete", alert_id)
     print("console: a scope's unknown id is refused on its field; a known one is saved, completed with the agency, and shown; "
-          "warnings before publishing are listed and acknowledged; a send scheduled in the region's zone is listed and cancelled")
+          "warnings before publishing are listed and acknowledged; a send scheduled in the region's zone is listed and cancelled; "
+          "with two people required, Publish waited for the operator's approval")
 
 
 def edit_conflict(driver, url, database):

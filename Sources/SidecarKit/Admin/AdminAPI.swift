@@ -233,6 +233,10 @@ struct AdminAPI: Sendable {
                 return ErrorStyle.messages.response(status: 412, error: "Precondition Failed", messages: error.messages)
                     .adding(header: "ETag", etag)
             case .invalid: return ErrorStyle.messages.response(status: 422, error: "Invalid", messages: error.messages)
+            case .approvalPending(let id, let message):
+                // Accepted, not done: a key's request waits for a person.
+                return .json(
+                    202, JSONValue.object(["status": .string("approval pending"), "approval_request_id": .integer(id), "message": .string(message)]))
             }
         case AlertStoreError.notFound:
             return ErrorStyle.messages.response(status: 404, error: "Not Found", messages: ["No such alert"])

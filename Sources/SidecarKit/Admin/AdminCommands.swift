@@ -65,6 +65,10 @@ enum AdminCommands {
             return try await body()
         } catch ConsoleStore.Failure.duplicateEmail {
             errors("sidecar: error: an account with this email exists (sidecar user passwd to change its password)")
+        } catch AdministrationError.approvalPending(_, let message) {
+            // Not a failure: the action waits for a second person, and says so.
+            errors("sidecar: " + message)
+            return 0
         } catch let error as AdministrationError {
             error.messages.forEach { errors("sidecar: error: \($0)") }
         } catch let error as StartupError {

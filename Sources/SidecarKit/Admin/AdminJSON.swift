@@ -16,6 +16,7 @@ enum AdminJSON {
             "id": .integer(Int64(region.id)), "name": .string(region.name),
             "agency_id": settings?.agencyID.map(JSONValue.string) ?? .null, "timezone": settings?.timezone.map(JSONValue.string) ?? .null,
             "push_pace_per_minute": .integer(Int64(settings?.pushPacePerMinute ?? 0)),
+            "requires_approval": .bool(settings?.requiresApproval ?? false),
         ])
     }
 
@@ -74,6 +75,15 @@ enum AdminJSON {
         .object([
             "language": .string(translation.language), "header": .string(translation.header),
             "description": .string(translation.description), "stale": .bool(translation.sourceVersion != current),
+        ])
+    }
+
+    static func approval(_ request: ApprovalRequest, now: EpochSeconds) -> JSONValue {
+        .object([
+            "id": .integer(request.id), "alert_id": .integer(request.alertID), "action": .string(request.action.rawValue),
+            "status": .string(request.status == .pending && !ApprovalRules.isOpen(request, now: now) ? "lapsed" : request.status.rawValue),
+            "requested_by": .string(request.requestedBy), "requested_at": time(request.requestedAt), "expires_at": time(request.expiresAt),
+            "decided_by": request.decidedBy.map(JSONValue.string) ?? .null, "decided_at": time(request.decidedAt),
         ])
     }
 

@@ -11,6 +11,8 @@ enum AdministrationError: Error, Equatable {
     case forbidden(String)
     /// `If-Match` named an older version; the current ETag (412).
     case stale(String)
+    /// The region asks a second person to approve this: the request waits (202).
+    case approvalPending(requestID: Int64, message: String)
 
     var messages: [String] {
         switch self {
@@ -19,6 +21,7 @@ enum AdministrationError: Error, Equatable {
         case .forbidden(let message): return [message]
         case .stale(let etag):
             return ["It changed since you read it (its ETag is now \(etag)); read it again and reapply your change"]
+        case .approvalPending(_, let message): return [message]
         }
     }
 }
@@ -82,11 +85,21 @@ struct AlertAdministration: Sendable {
         return regions.all.map { ($0, settings[$0.id]) }
     }
 
-    func setRegion(id: Int, agencyID: String?, timezone: String?, fixedOffset: Bool = false, pushPace: String? = nil) async throws
+    func setRegion(
+        id: Int, agencyID: String?, timezone: String?, fixedOffset: Bool = false, pushPace: String? = nil, requireApproval: String? = nil
+    ) async throws
         -> RegionSettings
     {
         _ = try region(id)
         var messages: [String] = []
+        var approval: Bool?
+        if let requireApproval {
+            if let value = BooleanParameter.read(requireApproval) {
+                approval = value
+            } else {
+                messages.append("require_approval must be true or false")
+            }
+        }
         var pace: Int?
         if let pushPace {
             switch AlertSendPacing.parse(pushPace) {
@@ -108,11 +121,15 @@ struct AlertAdministration: Sendable {
         if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
         if let zone { settings.timezone = zone }
         if let pace { settings.pushPacePerMinute = pace }
+        if let approval { settings.requiresApproval = approval }
         try await RegionSettingsStore(database: store.database).set(settings)
         await record(
             "region.set", region: id, target: "region \(id)",
             detail: Self.summary(
-                ["agency_id": agencyID, "timezone": timezone, "push_pace_per_minute": pace.map(String.init)].compactMapValues { $0 }))
+                [
+                    "agency_id": agencyID, "timezone": timezone, "push_pace_per_minute": pace.map(String.init),
+                    "require_approval": approval.map { String($0) },
+                ].compactMapValues { $0 }))
         return settings
     }
 
@@ -282,13 +299,14 @@ struct AlertAdministration: Sendable {
 
     /// Publishes (after the publish-time checks: an error refuses it, the
     /// warnings not yet acknowledged come back) or withdraws an alert.
-    func setPublished(id: Int64, _ published: Bool) async throws -> Saved {
+    func setPublished(id: Int64, _ published: Bool, approved: Bool = false) async throws -> Saved {
         var alert = try await authored(id: id)
         var warnings: [String] = []
         if published && !alert.published {
             let findings = try await publishChecks(alert, askingOneBusAway: true)
             let errors = findings.filter { $0.level == .error }
             guard errors.isEmpty else { throw AdministrationError.invalid(errors.map { "Not published: " + $0.message }) }
+            if !approved { try await requireApproval(alert, .publish) }
             warnings = findings.filter { !alert.acknowledgedChecks.contains($0.code) }.map { "[\($0.code)] \($0.message)" }
         }
         if alert.published && !published { alert.withdrawnAt = now }
@@ -422,13 +440,14 @@ struct AlertAdministration: Sendable {
     /// Starts a send. `endedReason` is the editor's reason for pushing an
     /// alert whose shown period is over (recorded with the send).
     func startSend(
-        id: Int64, audience: AlertSend.Audience, messages: AlertSend.Messages? = nil, endedReason: String? = nil
+        id: Int64, audience: AlertSend.Audience, messages: AlertSend.Messages? = nil, endedReason: String? = nil, approved: Bool = false
     ) async throws -> (AlertSend, ServiceAlert) {
         let alert = try await alert(id: id)
         guard alert.published || audience == .test else {
             throw AdministrationError.invalid(["Publish the alert before sending it to everyone (a draft may go to test devices)"])
         }
         guard !alert.test || audience == .test else { throw AdministrationError.invalid(["A test alert can only be sent to the test audience"]) }
+        if audience == .all && !approved { try await requireApproval(alert, .send) }
         let send = try await store.sends.startSend(alertID: id, audience: audience, messages: messages, now: now)
         let text = messages.map { "; caller's text in " + $0.keys.sorted().joined(separator: ",") } ?? ""
         let ended = endedReason.map { "; pushed after it ended: " + String($0.prefix(200)) } ?? ""

@@ -75,6 +75,8 @@ extension AlertConsolePages {
             let saved = try await administration(context.session).setPublished(id: alert.id, published)
             let done = published ? (saved.warnings.isEmpty ? "published" : "published-with-warnings") : "unpublished"
             return .seeOther("/admin/alerts/\(alert.id)?done=\(done)")
+        } catch AdministrationError.approvalPending {
+            return .seeOther("/admin/alerts/\(alert.id)?done=approval-requested#approvals")
         } catch let error as AdministrationError {
             return ConsoleLayout.errorPage(422, "Not published", error.messages.joined(separator: " "))
         } catch { return unavailable(error) }

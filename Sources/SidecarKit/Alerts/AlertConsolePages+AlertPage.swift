@@ -156,6 +156,11 @@ extension AlertConsolePages {
                     ]))
         }
 
+        // What waits for a second person.
+        if let requests = try? await administration(session).approvals.list(alertID: alert.id) {
+            content.append(ApprovalConsolePages(console: console, services: services).section(session, alert: alert, requests: requests, zone: zone))
+        }
+
         // Sends scheduled for later.
         if let scheduled = try? await administration(session).schedules.list(alertID: alert.id) {
             content.append(

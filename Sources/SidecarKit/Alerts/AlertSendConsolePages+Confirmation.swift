@@ -388,6 +388,8 @@ extension AlertSendConsolePages {
                 id: alert.id, audience: audience, endedReason: hasEnded(alert) ? endedReason : nil)
             sends.launch(send)
             return .seeOther("/admin/alerts/\(alert.id)?done=sending#sends")
+        } catch AdministrationError.approvalPending {
+            return .seeOther("/admin/alerts/\(alert.id)?done=approval-requested#approvals")
         } catch let error as AdministrationError {
             return ConsoleLayout.errorPage(422, "Not sent", error.messages.joined(separator: " "))
         } catch AlertStoreError.busy {

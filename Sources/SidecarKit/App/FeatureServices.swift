@@ -34,6 +34,7 @@ struct FeatureServices: Sendable {
         let alarms: AlarmStore
         let alerts: AlertStore
         let alertSchedules: AlertScheduleStore
+        let approvals: ApprovalStore
         let liveActivities: LiveActivityStore
         let surveys: SurveyStore
         let ghostBus: GhostBusStore
@@ -48,6 +49,7 @@ struct FeatureServices: Sendable {
             alarms = AlarmStore(database: database)
             alerts = AlertStore(database: database, sendLeaseSeconds: Int64(sendLeaseSeconds))
             alertSchedules = AlertScheduleStore(database: database)
+            approvals = ApprovalStore(database: database)
             liveActivities = LiveActivityStore(database: database)
             surveys = SurveyStore(database: database)
             ghostBus = GhostBusStore(database: database)

@@ -42,6 +42,7 @@ enum Migrations {
         entry(29, "publish-time warnings an editor acknowledged", AlertStore.schema),
         entry(30, "a region's sends paced to a number of pushes a minute", RegionSettingsStore.schema),
         entry(31, "sends scheduled for later", AlertScheduleStore.schema),
+        entry(32, "two-person approval of publishing and sending to everyone", RegionSettingsStore.schema, ApprovalStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

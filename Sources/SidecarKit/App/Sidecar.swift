@@ -144,13 +144,14 @@ final class Sidecar: Sendable {
             AlertFeedRoutes(context), SurveyRoutes(context), GhostBusRoutes(context), DonationRoutes(context), GorushWebhookRoutes(context),
             WeatherRoutes(context), VehicleRoutes(context), ShareRoutes(context),
             // The admin API, each feature's routes built with the admin kit.
-            RegionAdminRoutes(context), AlertAdminRoutes(context), AlertScheduleAdminRoutes(context), AlertSends(context), AlertScheduler(context),
+            RegionAdminRoutes(context), AlertAdminRoutes(context), AlertScheduleAdminRoutes(context), ApprovalAdminRoutes(context),
+            AlertSends(context), AlertScheduler(context),
             AdminKeyRoutes(context), SurveyAdminRoutes(context),
             GhostBusAdminRoutes(context), ActivityAdminRoutes(context),
             // The console: the kit's own pages, then each feature's.
             console, DashboardConsolePages(console, context), KeyConsolePages(console, context), AuditConsolePages(console, context),
             AlertConsolePages(console, context), AlertFormConsolePages(console, context), AlertTranslationConsolePages(console, context),
-            AlertScheduleConsolePages(console, context),
+            AlertScheduleConsolePages(console, context), ApprovalConsolePages(console, context),
             MirroredAlertConsolePages(console, context), AlertSendConsolePages(console, context), RegionConsolePages(console, context),
             SurveyConsolePages(console, context), GhostBusConsolePages(console, context),
             SourceConsolePages(console, context),

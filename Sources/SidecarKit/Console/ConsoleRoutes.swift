@@ -239,6 +239,9 @@ struct ConsoleRoutes: Sendable {
         "acknowledged": "Warnings acknowledged: they are not said again for this alert.",
         "scheduled": "Send scheduled: it goes at its time (below), unless it is cancelled first.",
         "schedule-cancelled": "Scheduled send cancelled: it will not go.",
+        "approval-requested":
+            "This region asks a second person to approve that: your request waits below until another editor approves it (it lapses in a day).",
+        "approved": "Approved: done as it was asked.", "rejected": "Rejected: nothing was done.",
         "unpublished": "Withdrawn: riders no longer see the alert in the feed (pushes already delivered stay on their phones).",
         "ended": "Ended: its end is now, so the apps no longer show it (pushes already delivered stay on their phones).",
         "translated": "Translation saved.",

@@ -26,6 +26,7 @@ extension RegionExchange {
         "alarms": .kept(reason: "not in sidecar-export/1: an alarm is for one trip of one day, and the apps set it again"),
         "live_activities": .kept(reason: "not in sidecar-export/1: a Live Activity lasts hours and its token is the activity's own"),
         "alert_sends": .kept(reason: "a send's progress belongs to the server that ran it"),
+        "approval_requests": .kept(reason: "who approved what on this server: its audit log keeps the record"),
         "alert_schedules": .kept(reason: "sends planned on this server: scheduled again after a move, so none goes twice"),
         "alert_send_pending": .kept(reason: "a send's progress belongs to the server that ran it"),
         "alert_feed_versions": .kept(reason: "derived from the alerts: the new server versions its own feed"),

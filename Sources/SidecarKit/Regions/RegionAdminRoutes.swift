@@ -9,7 +9,10 @@ struct RegionAdminRoutes: Sendable {
     var routes: [Route] {
         [
             admin.route("GET", "/regions", on: .none, accepts: AdminConventions.paging) { request, key in await regions(request, key) },
-            admin.route("PUT", "/regions/:region", on: .region, accepts: ["agency_id": .text, "timezone": .text, "push_pace_per_minute": .scalar]) {
+            admin.route(
+                "PUT", "/regions/:region", on: .region,
+                accepts: ["agency_id": .text, "timezone": .text, "push_pace_per_minute": .scalar, "requires_approval": .boolean]
+            ) {
                 request, key in
                 await setRegion(request, key)
             },
@@ -36,7 +39,8 @@ struct RegionAdminRoutes: Sendable {
             try AdminConventions.checkIfMatch(request, current: AdminJSON.region(region, current))
             let settings = try await administration(for: key).setRegion(
                 id: id, agencyID: request.parameters["agency_id"],
-                timezone: request.parameters["timezone"], pushPace: request.parameters["push_pace_per_minute"])
+                timezone: request.parameters["timezone"], pushPace: request.parameters["push_pace_per_minute"],
+                requireApproval: request.parameters["requires_approval"])
             return AdminConventions.tagged(200, AdminJSON.region(region, settings))
         } catch { return failure(error) }
     }

@@ -29,6 +29,9 @@ enum RegionCommands {
                 OperatorOption("timezone", "ZONE|none", "A tz database zone such as America/Los_Angeles; none clears it"),
                 OperatorOption("fixed-offset", "true|false", "The region does not observe daylight time: accept EST, MST or HST as they are"),
                 OperatorOption(
+                    "require-approval", "true|false",
+                    "Publishing an alert and sending to everyone wait for a second person's approval ('sidecar approval approve ID')"),
+                OperatorOption(
                     "push-pace", "N|0",
                     "Pushes a minute a send to the region goes out at (60 to 1000000; 0: as fast as possible); SEVERE alerts go at full speed"),
                 OperatorCommands.agencyCheck,
@@ -38,10 +41,12 @@ enum RegionCommands {
                 try await c.checkAgency(c.options["agency_id"], regionID: id)
                 let settings = try await c.administration.setRegion(
                     id: id, agencyID: c.options["agency_id"], timezone: c.options["timezone"],
-                    fixedOffset: c.options["fixed_offset"].flatMap(BooleanParameter.read) ?? false, pushPace: c.options["push_pace"])
+                    fixedOffset: c.options["fixed_offset"].flatMap(BooleanParameter.read) ?? false, pushPace: c.options["push_pace"],
+                    requireApproval: c.options["require_approval"])
                 c.output(
                     "region \(id): agency=\(settings.agencyID ?? "-") timezone=\(settings.timezone ?? "-")"
-                        + " push_pace=\(settings.pushPacePerMinute == 0 ? "none" : "\(settings.pushPacePerMinute)/min")")
+                        + " push_pace=\(settings.pushPacePerMinute == 0 ? "none" : "\(settings.pushPacePerMinute)/min")"
+                        + " approval=\(settings.requiresApproval ? "two people" : "none")")
                 return 0
             }),
         OperatorCommand(

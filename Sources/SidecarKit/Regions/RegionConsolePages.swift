@@ -75,6 +75,10 @@ struct RegionConsolePages: ConsolePages {
                         "This region does not observe daylight time", name: "fixed_offset",
                         checked: values["fixed_offset"] == "true" || (settings?.timezone.map(ZoneCatalog.fixedOffsetZones.contains) ?? false),
                         hint: "Only then are EST, MST and HST accepted as they are (the same offset all year)."),
+                    ConsoleLayout.checkbox(
+                        "Publishing an alert and sending to everyone need a second person's approval", name: "require_approval",
+                        checked: values["require_approval"].map { $0 == "true" } ?? (settings?.requiresApproval ?? false),
+                        hint: "The one who asks cannot approve; API keys ask and wait for a person. A request lapses after a day."),
                     ConsoleLayout.field(
                         "Pushes a minute", name: "push_pace",
                         value: values["push_pace"] ?? settings.map { $0.pushPacePerMinute == 0 ? "" : String($0.pushPacePerMinute) },
@@ -96,12 +100,13 @@ struct RegionConsolePages: ConsolePages {
             "agency_id": request.parameters["agency_id"] ?? "", "timezone": request.parameters["timezone"] ?? "",
             "fixed_offset": request.parameters["fixed_offset"] == "true" ? "true" : "",
             "push_pace": request.parameters["push_pace"] ?? "",
+            "require_approval": request.parameters["require_approval"] == "true" ? "true" : "false",
         ]
         do {
             _ = try await administration.acting(as: "user:" + context.session.user.email).setRegion(
                 id: region.id, agencyID: values["agency_id"],
                 timezone: values["timezone"]?.presence ?? "none", fixedOffset: values["fixed_offset"] == "true",
-                pushPace: values["push_pace"]?.presence ?? "0")
+                pushPace: values["push_pace"]?.presence ?? "0", requireApproval: values["require_approval"])
             return .seeOther("/admin/regions/\(region.id)?done=region-saved")
         } catch let error as AdministrationError {
             return await regionSettingsPage(request, context, values: values, problems: error.messages, status: 422)

@@ -9,6 +9,8 @@ struct RegionSettings: Sendable, Equatable {
     /// transport takes them), so a region-wide push does not send every
     /// rider's app to the OneBusAway server in the same minute.
     var pushPacePerMinute = 0
+    /// Publishing an alert and sending to everyone wait for a second person.
+    var requiresApproval = false
 }
 
 /// The owner of `region_settings`: the agency id a region's alerts name and
@@ -21,11 +23,11 @@ struct RegionSettingsStore: Sendable {
     func all() async throws -> [Int: RegionSettings] {
         try await database.read { connection in
             var settings: [Int: RegionSettings] = [:]
-            for row in try connection.query("SELECT region_id, agency_id, timezone, push_pace_per_minute FROM region_settings") {
+            for row in try connection.query("SELECT region_id, agency_id, timezone, push_pace_per_minute, requires_approval FROM region_settings") {
                 let id = Int(try row.int("region_id"))
                 settings[id] = RegionSettings(
                     regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"),
-                    pushPacePerMinute: Int(try row.int("push_pace_per_minute")))
+                    pushPacePerMinute: Int(try row.int("push_pace_per_minute")), requiresApproval: try row.bool("requires_approval"))
             }
             return settings
         }
@@ -36,10 +38,10 @@ struct RegionSettingsStore: Sendable {
         _ = try await database.write { connection in
             try connection.execute(
                 """
-                INSERT INTO region_settings (region_id, agency_id, timezone, push_pace_per_minute)
-                VALUES (\(Int64(settings.regionID)), \(settings.agencyID), \(settings.timezone), \(Int64(settings.pushPacePerMinute)))
+                INSERT INTO region_settings (region_id, agency_id, timezone, push_pace_per_minute, requires_approval)
+                VALUES (\(Int64(settings.regionID)), \(settings.agencyID), \(settings.timezone), \(Int64(settings.pushPacePerMinute)), \(settings.requiresApproval))
                 ON CONFLICT (region_id) DO UPDATE SET agency_id = excluded.agency_id, timezone = excluded.timezone,
-                    push_pace_per_minute = excluded.push_pace_per_minute
+                    push_pace_per_minute = excluded.push_pace_per_minute, requires_approval = excluded.requires_approval
                 """)
         }
     }
@@ -69,6 +71,9 @@ struct RegionSettingsStore: Sendable {
             ],
             30: [
                 .same("ALTER TABLE region_settings ADD COLUMN push_pace_per_minute BIGINT NOT NULL DEFAULT 0")
+            ],
+            32: [
+                .same("ALTER TABLE region_settings ADD COLUMN requires_approval BIGINT NOT NULL DEFAULT 0")
             ],
         ])
 }

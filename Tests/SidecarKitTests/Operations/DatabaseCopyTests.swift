@@ -34,6 +34,10 @@ struct DatabaseCopyTests {
             ("id", 3), ("alert_id", 11), ("region_id", 1), ("audience", "all"), ("at_start", 1), ("run_at", 1_796_000_000), ("if_changed", "hold"),
             ("alert_fingerprint", "ab12"), ("status", "scheduled"), ("created_by", "cli:ops"), ("created_at", 1), ("updated_at", 1),
         ],
+        "approval_requests": [
+            ("id", 2), ("region_id", 1), ("alert_id", 11), ("action", "publish"), ("requested_by", "user:ann@agency.org"), ("requested_at", 5),
+            ("status", "approved"), ("decided_by", "cli:bob"), ("decided_at", 6),
+        ],
         "alert_sends": [("id", 4), ("alert_id", 11), ("audience", "all"), ("status", "done"), ("started_at", 10), ("messages", #"{"en":{}}"#)],
         "api_keys": [
             ("id", 2), ("name", "ops"), ("prefix", "sidecar_abc"), ("key_hash", "f00d"), ("created_at", 1), ("regions", "1"), ("can_push", 1),

@@ -71,7 +71,8 @@ struct OperatorCommand: Sendable {
 /// `CentralListTests` fails when a described command is missing from it.
 enum OperatorCommands {
     static let all: [OperatorCommand] =
-        RegionCommands.all + AlertCommands.all + AlertScheduleCommands.all + AlertSourceCommands.all + SurveyCommands.all + AccessCommands.all
+        RegionCommands.all + AlertCommands.all + AlertScheduleCommands.all + ApprovalCommands.all + AlertSourceCommands.all + SurveyCommands.all
+        + AccessCommands.all
         + DeviceCommands.all
 
     static func named(_ name: String) -> OperatorCommand? { byName[name] }

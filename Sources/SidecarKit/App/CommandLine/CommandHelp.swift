@@ -18,6 +18,7 @@ enum CommandHelp {
           sidecar region ...          List regions; set a region's agency id and time zone
           sidecar alert ...           Author, publish, translate and push service alerts
           sidecar schedule ...        Schedule an alert's send for its start or a time; list, change, cancel
+          sidecar approval ...        Approve or reject what waits for a second person (region set --require-approval)
           sidecar source ...          Mirror and push the alerts of a GTFS-realtime feed the agency publishes
           sidecar push test --platform ios|android --token TOKEN
                                       Send one test notification and print the provider's answer
