@@ -174,8 +174,7 @@ struct AlertAdminRoutes: Sendable {
             sends.launch(send)
             // A paced send says when its last device gets it, as the console's confirmation does.
             var answer = AdminJSON.send(send)
-            let perMinute = try await RegionSettingsStore(database: store.database).all()[alert.regionID]?.pushPacePerMinute ?? 0
-            if case .object(var fields) = answer, let pace = AlertSendPacing.pace(for: alert, perMinute: perMinute) {
+            if case .object(var fields) = answer, let pace = try await RegionSettingsStore(database: store.database).sendPace(for: alert) {
                 let left = try await store.sends.audienceCount(regionID: alert.regionID, audience: audience) - send.targeted
                 fields["paced_per_minute"] = .integer(Int64(pace))
                 fields["last_device_at"] = AdminJSON.time(AlertSendPacing.lastDevice(audience: left, pace: pace, now: administration.now))

@@ -9,7 +9,7 @@ extension AlertAdministration {
 
     /// Asks for approval, and stops the action, when the region wants two people.
     func requireApproval(_ alert: ServiceAlert, _ action: ApprovalRequest.Action) async throws {
-        guard try await RegionSettingsStore(database: store.database).all()[alert.regionID]?.requiresApproval == true else { return }
+        guard try await RegionSettingsStore(database: store.database).settings(regionID: alert.regionID)?.requiresApproval == true else { return }
         let request = try await approvals.ask(regionID: alert.regionID, alertID: alert.id, action: action, by: actor, now: now)
         if request.requestedAt == now && request.requestedBy == actor {
             await record(

@@ -1,7 +1,5 @@
 import Core
-import Crypto
 import GTFSRealtime
-import Synchronization
 
 /// What an administrator asked for that cannot be done.
 enum AdministrationError: Error, Equatable {
@@ -192,21 +190,6 @@ struct AlertAdministration: Sendable {
         return Saved(alert: created, warnings: warnings)
     }
 
-    /// Asks the region's OneBusAway server about the ids a save adds to a
-    /// scope (not those it had before, and none with `scope_check` false):
-    /// ids it does not know refuse the save, ids it could not be asked
-    /// about are warnings.
-    func checkScope(_ alert: ServiceAlert, previous: [AlertSelector], region: Region, fields: [String: String]) async throws -> [String] {
-        guard fields["scope"] != nil, fields["scope_check"].flatMap(BooleanParameter.read) != false, let scopeChecker else { return [] }
-        let known = Set(AlertScope.lookups(previous))
-        let lookups = AlertScope.lookups(alert.scope).filter { !known.contains($0) }
-        guard !lookups.isEmpty else { return [] }
-        let verdicts = await scopeVerdicts(lookups, checker: scopeChecker, region: region)
-        let outcome = AlertScopeCheckRules.outcome(Array(zip(lookups, verdicts)), regionID: region.id)
-        guard outcome.refusals.isEmpty else { throw AdministrationError.invalid(outcome.refusals) }
-        return outcome.warnings
-    }
-
     func alert(id: Int64) async throws -> ServiceAlert {
         guard let alert = try await store.find(id: id) else { throw AdministrationError.notFound("No alert \(id)") }
         return alert
@@ -222,20 +205,6 @@ struct AlertAdministration: Sendable {
             ])
         }
         return alert
-    }
-
-    /// What OneBusAway says of each id: four at a time, and once one
-    /// lookup could not be made the others are not tried.
-    func scopeVerdicts(_ lookups: [AlertScope.Lookup], checker: any AlertScopeChecker, region: Region) async -> [AlertScopeVerdict] {
-        // The limiter's key never shows who: an actor's name can be an email.
-        let client = "editor:" + Hex.encode(SHA256.digest(Array(actor.utf8))).prefix(16)
-        let gaveUp = Mutex<AlertScopeVerdict?>(nil)
-        return await boundedMap(lookups, limit: AlertScopeCheckRules.concurrency) { lookup in
-            if let verdict = gaveUp.withLock({ $0 }) { return verdict }
-            let verdict = await checker.check(lookup, region: region, client: client)
-            if case .unchecked = verdict { gaveUp.withLock { $0 = $0 ?? verdict } }
-            return verdict
-        }
     }
 
     func edit(id: Int64, fields: [String: String]) async throws -> Saved {
@@ -254,47 +223,6 @@ struct AlertAdministration: Sendable {
         let saved = try await save(alert)
         await record("alert.edit", region: saved.regionID, target: "alert \(id)", detail: Self.summary(fields))
         return Saved(alert: saved, warnings: warnings)
-    }
-
-    /// What the publish-time checks find in an alert as it stands; its
-    /// scope is asked of OneBusAway only when `askingOneBusAway` (a publish,
-    /// `alert check`), never for a page view.
-    func publishChecks(_ alert: ServiceAlert, askingOneBusAway: Bool) async throws -> [AlertCheckFinding] {
-        let translations = try await store.translations(alertID: alert.id)
-        let regionID = alert.regionID, test = alert.test
-        let languages = try await store.database.read { connection in
-            try PushRegistrationStore.languages(connection, regionID: regionID, testOnly: test, limit: 1000)
-        }
-        let view = try await AlertFeedView.read(store, regionID: alert.regionID, now: now)
-        var scope: [(AlertScope.Lookup, AlertScopeVerdict)]?
-        if askingOneBusAway, let scopeChecker, !alert.scope.isEmpty {
-            let lookups = AlertScope.lookups(alert.scope)
-            scope = Array(zip(lookups, await scopeVerdicts(lookups, checker: scopeChecker, region: try region(alert.regionID))))
-        }
-        return AlertPublishChecks.findings(
-            AlertPublishChecks.Inputs(
-                alert: alert, translations: translations, languages: languages,
-                liveAlerts: view.selection(for: alert).entries.map(\.alert), now: now, scope: scope))
-    }
-
-    /// Marks warnings as read by an editor: they are not said again. Only
-    /// codes the checks find now are taken.
-    func acknowledge(id: Int64, codes: [String]) async throws -> ServiceAlert {
-        var alert = try await authored(id: id)
-        let wanted = Set(codes.map { $0.trimmingWhitespace() }.filter { !$0.isEmpty })
-        guard !wanted.isEmpty else { throw AdministrationError.invalid(["codes: name the warnings to acknowledge (alert check \(id) lists them)"]) }
-        let asking = wanted.contains { $0.hasPrefix("scope_") }
-        let warnings = Set(try await publishChecks(alert, askingOneBusAway: asking).filter { $0.level == .warning }.map(\.code))
-        let unknown = wanted.subtracting(warnings)
-        guard unknown.isEmpty else {
-            throw AdministrationError.invalid([
-                "no such warning on alert \(id) now: \(unknown.sorted().joined(separator: ", ")); its warnings: \(warnings.isEmpty ? "none" : warnings.sorted().joined(separator: ", "))"
-            ])
-        }
-        alert.acknowledgedChecks.formUnion(wanted)
-        let saved = try await save(alert)
-        await record("alert.acknowledge", region: saved.regionID, target: "alert \(id)", detail: wanted.sorted().joined(separator: " "))
-        return saved
     }
 
     /// Publishes (after the publish-time checks: an error refuses it, the
@@ -317,7 +245,8 @@ struct AlertAdministration: Sendable {
         return Saved(alert: saved, warnings: warnings)
     }
 
-    private func save(_ alert: ServiceAlert) async throws -> ServiceAlert {
+    /// Stores an edited alert and refreshes the region's feed.
+    func save(_ alert: ServiceAlert) async throws -> ServiceAlert {
         let saved = try await store.update(alert, now: now)
         cache?.invalidate(regionID: saved.regionID)
         return saved

@@ -135,8 +135,7 @@ enum AlertCommands {
                 let (send, alert) = try await c.administration.startSend(id: try c.id(), audience: audience)
                 let total = try await c.alerts.sends.audienceCount(regionID: alert.regionID, audience: audience)
                 if send.cursor > 0 { c.output("resuming send \(send.id) after \(send.targeted) registrations") }
-                let pace = try await AlertSendPacing.pace(
-                    for: alert, perMinute: RegionSettingsStore(database: c.alerts.database).all()[alert.regionID]?.pushPacePerMinute ?? 0)
+                let pace = try await RegionSettingsStore(database: c.alerts.database).sendPace(for: alert)
                 if let pace, let last = AlertSendPacing.lastDevice(audience: total - send.targeted, pace: pace, now: c.now) {
                     c.errors(
                         "paced at \(pace) pushes a minute (region \(alert.regionID)): the last device gets it about \(RegionTime.iso8601(last, await c.zone(regionID: alert.regionID)))"

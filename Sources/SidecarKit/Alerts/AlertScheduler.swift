@@ -35,9 +35,7 @@ struct AlertScheduler: Feature {
         for schedule in due {
             let alert = try? await administration.store.find(id: schedule.alertID)
             let fields = [("schedule", String(schedule.id)), ("alert", String(schedule.alertID))]
-            var decision = AlertScheduleRules.decide(schedule, alert: alert, now: now)
-            if decision == .go && runner.transport == nil { decision = .hold("this server has no push transport (gorush, APNs and FCM, or a relay)") }
-            switch decision {
+            switch AlertScheduleRules.decide(schedule, alert: alert, now: now) {
             case .go:
                 do {
                     let (send, _) = try await administration.acting(as: "schedule:\(schedule.id)").startSend(

@@ -204,7 +204,7 @@ extension AlertSendConsolePages {
         let pacePerMinute: Int
         let zone = await zone(regionID: alert.regionID)
         do {
-            pacePerMinute = try await RegionSettingsStore(database: database).all()[alert.regionID]?.pushPacePerMinute ?? 0
+            pacePerMinute = try await RegionSettingsStore(database: database).settings(regionID: alert.regionID)?.pushPacePerMinute ?? 0
             count = try await alerts.sends.audienceCount(regionID: alert.regionID, audience: audience)
             earlier = try await alerts.sends.list(alertID: alert.id)
             testDevices = try await PushRegistrationStore(database: database).testDevices(regionID: alert.regionID)

@@ -28,8 +28,7 @@ struct AlertSendRunner: Sendable {
             do {
                 guard let alert = try await store.find(id: send.alertID) else { return }
                 let translations = try await store.translations(alertID: alert.id)
-                let pace = try await AlertSendPacing.pace(
-                    for: alert, perMinute: RegionSettingsStore(database: store.database).all()[alert.regionID]?.pushPacePerMinute ?? 0)
+                let pace = try await RegionSettingsStore(database: store.database).sendPace(for: alert)
                 let sender = AlertSender(
                     store: store, transport: transport, clock: clock, logger: logger, retry: retry, stop: work.stop, pacePerMinute: pace)
                 try await sender.run(send, alert: alert, translations: translations)

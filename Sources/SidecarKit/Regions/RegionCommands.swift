@@ -22,7 +22,7 @@ enum RegionCommands {
             }),
         OperatorCommand(
             name: "region set", id: nil, access: .writes,
-            summary: "Set a region's OneBusAway agency id (used in the alerts feed) and time zone",
+            summary: "Set a region's OneBusAway agency id (used in the alerts feed), time zone, push pace and two-person approval",
             options: [
                 OperatorOption("id", "N", required: true, "The region's id in the regions directory"),
                 OperatorOption("agency-id", "ID", "The agency id alerts name in the feed"),

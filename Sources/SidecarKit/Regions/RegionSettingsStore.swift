@@ -24,13 +24,32 @@ struct RegionSettingsStore: Sendable {
         try await database.read { connection in
             var settings: [Int: RegionSettings] = [:]
             for row in try connection.query("SELECT region_id, agency_id, timezone, push_pace_per_minute, requires_approval FROM region_settings") {
-                let id = Int(try row.int("region_id"))
-                settings[id] = RegionSettings(
-                    regionID: id, agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"),
-                    pushPacePerMinute: Int(try row.int("push_pace_per_minute")), requiresApproval: try row.bool("requires_approval"))
+                let read = try Self.settings(row)
+                settings[read.regionID] = read
             }
             return settings
         }
+    }
+
+    /// One region's settings (nil: never set), read alone: sends and
+    /// publishes ask for their region's, not the whole table.
+    func settings(regionID: Int) async throws -> RegionSettings? {
+        try await database.read { connection in
+            try connection.queryOne(
+                "SELECT region_id, agency_id, timezone, push_pace_per_minute, requires_approval FROM region_settings WHERE region_id = \(Int64(regionID))"
+            ).map(Self.settings)
+        }
+    }
+
+    /// The pace a send of this alert goes at (nil: unpaced, or a severe alert).
+    func sendPace(for alert: ServiceAlert) async throws -> Int? {
+        AlertSendPacing.pace(for: alert, perMinute: try await settings(regionID: alert.regionID)?.pushPacePerMinute ?? 0)
+    }
+
+    static func settings(_ row: Row) throws -> RegionSettings {
+        RegionSettings(
+            regionID: Int(try row.int("region_id")), agencyID: try row.optionalString("agency_id"), timezone: try row.optionalString("timezone"),
+            pushPacePerMinute: Int(try row.int("push_pace_per_minute")), requiresApproval: try row.bool("requires_approval"))
     }
 
     /// Stores one region's settings, replacing what it had.
