@@ -314,7 +314,7 @@ def inside(binary, scratch):
         status = next(v for k, v in outputs.items() if k.startswith("systemctl status"))
         check("active (running)" in status, status)
         key = next(v for k, v in outputs.items() if "apikey create" in k)
-        check("sidecar_" in key and "/var/lib/sidecar/sidecar.sqlite3" in key, f"apikey create: {key}")
+        check("obask_1_" in key and "/var/lib/sidecar/sidecar.sqlite3" in key, f"apikey create: {key}")
         probe = next(v for k, v in outputs.items() if k.startswith("sidecar probe"))
         check("no check failed" in probe or "every check passed" in probe, probe)
         # The service keeps writing after root's commands touched its database.

@@ -661,7 +661,7 @@ def api_keys(driver, url, database):
     driver.find_element(By.ID, "field-region_1").click()
     ActionChains(driver).double_click(driver.find_element(By.CSS_SELECTOR, "form[action='/admin/keys'] button[type=submit]")).perform()
     wait_text(driver, "Copy it now")
-    key = re.search(r"sidecar_[A-Za-z0-9_-]+", visible(driver))
+    key = re.search(r"(?:obask_[0-9]+_|sidecar_)[A-Za-z0-9_-]+", visible(driver))
     check(key is not None, "the key is not shown")
     shoot(driver, "api-keys")
     refresh(driver)

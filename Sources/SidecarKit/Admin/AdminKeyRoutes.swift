@@ -117,7 +117,7 @@ struct AdminKeyRoutes: Sendable {
             }
             let (secret, record) = try await keys.create(
                 name: name, regions: granted, canPush: push, isAdmin: isAdmin, canManageSources: sources, madeBy: key.isPrincipal ? key.id : nil,
-                now: now)
+                actor: key.actorTag, now: now)
             await audit.record(
                 actor: Self.actor(key), action: "apikey.create", regionID: granted?.count == 1 ? granted?.first : nil,
                 target: "API key \(record.id)", detail: "\(name); \(record.scopeDescription)", now: now)
@@ -131,7 +131,7 @@ struct AdminKeyRoutes: Sendable {
             guard let id = try? admin.id(request, .key), let found = try await keys.find(id: id), !found.isPrincipal, found.revokedAt == nil,
                 key.mayManage(found) || found.id == key.id
             else { throw AdministrationError.notFound("No such key") }
-            guard try await keys.revoke(id: id, now: now) else { throw AdministrationError.notFound("No such key") }
+            guard try await keys.revoke(id: id, actor: key.actorTag, now: now) else { throw AdministrationError.notFound("No such key") }
             await audit.record(actor: Self.actor(key), action: "apikey.revoke", regionID: nil, target: "API key \(id)", now: now)
             return .empty(204)
         } catch { return admin.failure(error) }
@@ -148,7 +148,7 @@ struct AdminKeyRoutes: Sendable {
     func createPrincipal(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let name = try Self.name(request)
-            let (secret, record) = try await keys.create(name: name, principal: true, now: now)
+            let (secret, record) = try await keys.create(name: name, principal: true, actor: key.actorTag, now: now)
             await audit.record(
                 actor: Self.actor(key), action: "principal.create", regionID: nil, target: "principal \(record.id)", detail: name, now: now)
             return .json(201, Self.json(record, secret: secret)).adding(header: "Cache-Control", "no-store")
@@ -158,7 +158,8 @@ struct AdminKeyRoutes: Sendable {
     func revokePrincipal(_ request: Request, _ key: ApiKeyStore.Record) async -> Response {
         do {
             let withKeys = request.parameters["revoke_keys"] == "true"
-            guard let id = try? admin.id(request, .principal), let revoked = try await keys.revokePrincipal(id: id, withKeys: withKeys, now: now)
+            guard let id = try? admin.id(request, .principal),
+                let revoked = try await keys.revokePrincipal(id: id, withKeys: withKeys, actor: key.actorTag, now: now)?.count
             else {
                 throw AdministrationError.notFound("No such service principal")
             }

@@ -32,6 +32,13 @@ struct ApiKeyStore: Sendable {
         var isPrincipal = false
         /// The principal that made this key, if one did.
         var principalID: Int64? = nil
+        /// Who made it: `cli`, `principal:<id>`, `apikey:<id>` or `user:<email>`.
+        var createdBy = "cli"
+        /// Who revoked it, in the same form; nil while it is live.
+        var revokedBy: String? = nil
+
+        /// The credential as `created_by` and `revoked_by` record it.
+        var actorTag: String { (isPrincipal ? "principal:" : "apikey:") + String(id) }
 
         /// Whether the key may act on a region.
         func allows(region: Int) -> Bool { regions?.contains(region) ?? true }
@@ -74,19 +81,21 @@ struct ApiKeyStore: Sendable {
     static func hash(_ key: String) -> String { Hex.encode(SHA256.digest(Array(key.utf8))) }
 
     /// Creates a key (or, with `principal`, a service principal) and returns
-    /// it in clear, once.
+    /// it in clear, once. `actor` is who made it (`Record.createdBy`). A key
+    /// of one region reads `obask_<region>_…`, a principal `obasp_…`
+    /// (`ApiKeyFormat`).
     func create(
         name: String, regions: Set<Int>? = nil, canPush: Bool = false, isAdmin: Bool = false, canManageSources: Bool = false,
-        principal: Bool = false, madeBy principalID: Int64? = nil, now: EpochSeconds
+        principal: Bool = false, madeBy principalID: Int64? = nil, actor: String, now: EpochSeconds
     ) async throws -> (key: String, record: Record) {
-        let key = (principal ? "sidecar_sp_" : "sidecar_") + Base64URL.encode(SecureRandom.bytes(32))
-        let prefix = String(key.prefix(principal ? 17 : 14))
-        let kind = principal ? "principal" : "key"
         let regions = principal ? nil : regions
+        let key = ApiKeyFormat.mint(secret: Base64URL.encode(SecureRandom.bytes(32)), principal: principal, regions: regions, isAdmin: isAdmin)
+        let prefix = ApiKeyFormat.listedPrefix(key)
+        let kind = principal ? "principal" : "key"
         let id = try await database.write { connection in
             try connection.queryOne(
                 """
-                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push, is_admin, can_manage_sources, kind, principal_id) VALUES (\(name), \(prefix), \(Self.hash(key)), \(now), \(ConsoleStore.encodeRegions(regions)), \(canPush && !principal ? 1 : 0), \(isAdmin && !principal ? 1 : 0), \(canManageSources && !principal ? 1 : 0), \(kind), \(principalID)) RETURNING id
+                INSERT INTO api_keys (name, prefix, key_hash, created_at, regions, can_push, is_admin, can_manage_sources, kind, principal_id, created_by) VALUES (\(name), \(prefix), \(Self.hash(key)), \(now), \(ConsoleStore.encodeRegions(regions)), \(canPush && !principal ? 1 : 0), \(isAdmin && !principal ? 1 : 0), \(canManageSources && !principal ? 1 : 0), \(kind), \(principalID), \(actor)) RETURNING id
                 """)?.int("id") ?? 0
         }
         return (
@@ -94,24 +103,46 @@ struct ApiKeyStore: Sendable {
             Record(
                 id: id, name: name, prefix: prefix, createdAt: now, lastUsedAt: nil, revokedAt: nil, regions: regions,
                 canPush: canPush && !principal, isAdmin: isAdmin && !principal, canManageSources: canManageSources && !principal,
-                isPrincipal: principal, principalID: principalID)
+                isPrincipal: principal, principalID: principalID, createdBy: actor)
         )
     }
 
-    /// The live key matching a presented bearer token, if any.
+    /// How long a key's `last_used_at` stands before a use writes it again
+    /// (as the reference: a busy key costs one write an hour, not one a request).
+    static let lastUseResolutionSeconds: Int64 = 3600
+
+    /// The live key matching a presented bearer token, if any. Text that is
+    /// no credential of ours is refused before it is hashed, and a key whose
+    /// text names a region that is not its own is refused like an unknown one.
     func verify(_ presented: String, now: EpochSeconds) async throws -> Record? {
+        guard let claim = ApiKeyFormat.parse(presented) else { return nil }
         let digest = Self.hash(presented)
         guard
             let record = try await database.read({ connection in
                 try connection.queryOne("SELECT * FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL").map(Self.record)
             })
         else { return nil }
-        if (record.lastUsedAt ?? 0) < now.adding(seconds: -60) {
-            _ = try? await database.write { connection in
-                try connection.execute("UPDATE api_keys SET last_used_at = \(now) WHERE id = \(record.id)")
+        switch claim {
+        case .regionKey(let region): guard !record.isPrincipal, record.regions == [region] else { return nil }
+        case .principal: guard record.isPrincipal else { return nil }
+        case .sidecar: break
+        }
+        if Self.lastUseIsDue(record.lastUsedAt, now: now) {
+            do {
+                _ = try await database.write { connection in
+                    try connection.execute("UPDATE api_keys SET last_used_at = \(now) WHERE id = \(record.id)")
+                }
+            } catch {
+                // Best effort: a key that cannot note its use still works.
             }
         }
         return record
+    }
+
+    /// Whether a use at `now` writes `last_used_at`: never written, or written an hour or more ago.
+    static func lastUseIsDue(_ lastUsedAt: EpochSeconds?, now: EpochSeconds) -> Bool {
+        guard let lastUsedAt else { return true }
+        return now.value - lastUsedAt.value >= lastUseResolutionSeconds
     }
 
     /// Keys (or principals) in id order, `after` an id when paging.
@@ -124,12 +155,19 @@ struct ApiKeyStore: Sendable {
 
     /// Revokes a principal and, when asked, every live key it made; returns
     /// how many keys went with it, or nil when no live principal has the id.
-    func revokePrincipal(id: Int64, withKeys: Bool, now: EpochSeconds) async throws -> Int? {
+    /// The keys go first, so a principal revoked is never seen with live keys.
+    func revokePrincipal(id: Int64, withKeys: Bool, actor: String, now: EpochSeconds) async throws -> [Int64]? {
         try await database.write { connection in
-            guard try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND kind = 'principal' AND revoked_at IS NULL") > 0
+            guard try connection.queryOne("SELECT id FROM api_keys WHERE id = \(id) AND kind = 'principal' AND revoked_at IS NULL") != nil
             else { return nil }
-            guard withKeys else { return 0 }
-            return try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE principal_id = \(id) AND revoked_at IS NULL")
+            var revoked: [Int64] = []
+            if withKeys {
+                revoked = try connection.query(
+                    "UPDATE api_keys SET revoked_at = \(now), revoked_by = \(actor) WHERE principal_id = \(id) AND revoked_at IS NULL RETURNING id"
+                ).map { try $0.int("id") }.sorted()
+            }
+            try connection.execute("UPDATE api_keys SET revoked_at = \(now), revoked_by = \(actor) WHERE id = \(id)")
+            return revoked
         }
     }
 
@@ -137,9 +175,10 @@ struct ApiKeyStore: Sendable {
         try await database.read { connection in try connection.queryOne("SELECT * FROM api_keys WHERE id = \(id)").map(Self.record) }
     }
 
-    func revoke(id: Int64, now: EpochSeconds) async throws -> Bool {
+    func revoke(id: Int64, actor: String, now: EpochSeconds) async throws -> Bool {
         try await database.write { connection in
-            try connection.execute("UPDATE api_keys SET revoked_at = \(now) WHERE id = \(id) AND kind = 'key' AND revoked_at IS NULL") > 0
+            try connection.execute(
+                "UPDATE api_keys SET revoked_at = \(now), revoked_by = \(actor) WHERE id = \(id) AND kind = 'key' AND revoked_at IS NULL") > 0
         }
     }
 
@@ -150,7 +189,8 @@ struct ApiKeyStore: Sendable {
             revokedAt: try row.optionalSeconds("revoked_at"),
             regions: ConsoleStore.decodeRegions(try row.optionalString("regions")), canPush: try row.bool("can_push"),
             isAdmin: try row.bool("is_admin"), canManageSources: try row.bool("can_manage_sources"),
-            isPrincipal: try row.string("kind") == "principal", principalID: try row.optionalInt("principal_id"))
+            isPrincipal: try row.string("kind") == "principal", principalID: try row.optionalInt("principal_id"),
+            createdBy: try row.string("created_by"), revokedBy: try row.optionalString("revoked_by"))
     }
 
 }
@@ -184,6 +224,10 @@ extension ApiKeyStore {
             ],
             24: [
                 .same("ALTER TABLE api_keys ADD COLUMN can_manage_sources BIGINT NOT NULL DEFAULT 0")
+            ],
+            33: [
+                .same("ALTER TABLE api_keys ADD COLUMN created_by TEXT NOT NULL DEFAULT 'cli'"),
+                .same("ALTER TABLE api_keys ADD COLUMN revoked_by TEXT"),
             ],
         ])
 }

@@ -126,7 +126,7 @@ struct KeyConsolePages: ConsolePages {
             }
             let created = try await keys.create(
                 name: name, regions: chosen, canPush: request.parameters["push"] == "true",
-                canManageSources: request.parameters["sources"] == "true", now: now)
+                canManageSources: request.parameters["sources"] == "true", actor: "user:" + session.user.email, now: now)
             await audit.record(
                 actor: "user:" + session.user.email, action: "apikey.create", regionID: nil, target: "API key \(created.record.id)",
                 detail: "\(name); \(created.record.scopeDescription)", now: now)
@@ -181,7 +181,7 @@ struct KeyConsolePages: ConsolePages {
         do {
             // Another region's key, or an all-regions key, is not this user's to see: 404, as if it did not exist.
             guard let record = try await manageableKey(request, session) else { return notFound() }
-            if try await keys.revoke(id: record.id, now: now) {
+            if try await keys.revoke(id: record.id, actor: "user:" + session.user.email, now: now) {
                 await audit.record(
                     actor: "user:" + session.user.email, action: "apikey.revoke", regionID: nil, target: "API key \(record.id)", now: now)
             }

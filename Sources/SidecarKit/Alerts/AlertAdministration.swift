@@ -84,7 +84,8 @@ struct AlertAdministration: Sendable {
     }
 
     func setRegion(
-        id: Int, agencyID: String?, timezone: String?, fixedOffset: Bool = false, pushPace: String? = nil, requireApproval: String? = nil
+        id: Int, agencyID: String?, timezone: String?, fixedOffset: Bool = false, pushPace: String? = nil, requireApproval: String? = nil,
+        clearsAgency: Bool = false
     ) async throws
         -> RegionSettings
     {
@@ -117,6 +118,7 @@ struct AlertAdministration: Sendable {
         guard messages.isEmpty else { throw AdministrationError.invalid(messages) }
         var settings = try await RegionSettingsStore(database: store.database).all()[id] ?? RegionSettings(regionID: id, agencyID: nil, timezone: nil)
         if let agencyID { settings.agencyID = agencyID.trimmingWhitespace() }
+        if clearsAgency { settings.agencyID = nil }
         if let zone { settings.timezone = zone }
         if let pace { settings.pushPacePerMinute = pace }
         if let approval { settings.requiresApproval = approval }
@@ -125,7 +127,7 @@ struct AlertAdministration: Sendable {
             "region.set", region: id, target: "region \(id)",
             detail: Self.summary(
                 [
-                    "agency_id": agencyID, "timezone": timezone, "push_pace_per_minute": pace.map(String.init),
+                    "agency_id": clearsAgency ? "(cleared)" : agencyID, "timezone": timezone, "push_pace_per_minute": pace.map(String.init),
                     "require_approval": approval.map { String($0) },
                 ].compactMapValues { $0 }))
         return settings
@@ -383,5 +385,17 @@ struct AlertAdministration: Sendable {
         await record(
             "alert.send", region: alert.regionID, target: "alert \(id)", detail: "audience=\(audience.rawValue); send \(send.id)\(text)\(ended)")
         return (send, alert)
+    }
+
+    /// Cancels a send of this alert that is under way; false when it is
+    /// not running (finished, failed or cancelled already).
+    func cancelSend(alertID: Int64, sendID: Int64) async throws -> Bool {
+        let alert = try await alert(id: alertID)
+        guard let send = try await store.sends.send(id: sendID), send.alertID == alertID else {
+            throw AdministrationError.notFound("No send \(sendID) of alert \(alertID)")
+        }
+        guard try await store.sends.cancel(sendID: send.id, now: now) else { return false }
+        await record("alert.send.cancel", region: alert.regionID, target: "alert \(alertID)", detail: "send \(sendID)")
+        return true
     }
 }

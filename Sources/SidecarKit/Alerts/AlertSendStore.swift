@@ -239,15 +239,27 @@ struct AlertSendStore: Sendable {
             let row = try connection.queryOne(
                 """
                 UPDATE alert_sends SET cursor = \(record.cursor), targeted = targeted + \(Int64(record.targeted)), delivered = delivered + \(Int64(record.delivered)), failed = failed + \(Int64(record.failed)),
-                    pruned = pruned + \(Int64(pruned)), pending = \(pending), status = COALESCE(\(record.status), status),
-                    finished_at = CASE WHEN \(ending) = 1 THEN \(record.now) ELSE finished_at END,
-                    lease_until = CASE WHEN \(ending) = 1 THEN NULL ELSE \(record.now) + \(sendLeaseSeconds) END,
+                    pruned = pruned + \(Int64(pruned)), pending = \(pending),
+                    status = CASE WHEN status = 'cancelled' THEN status ELSE COALESCE(\(record.status), status) END,
+                    finished_at = CASE WHEN status = 'cancelled' THEN finished_at WHEN \(ending) = 1 THEN \(record.now) ELSE finished_at END,
+                    lease_until = CASE WHEN \(ending) = 1 OR status = 'cancelled' THEN NULL ELSE \(record.now) + \(sendLeaseSeconds) END,
                     last_error = CASE WHEN \(record.status) = 'done' THEN NULL ELSE COALESCE(\(record.lastError), last_error) END,
                     stalled_since = NULL
                 WHERE id = \(record.sendID) RETURNING *
                 """)
             guard let row else { throw AlertStoreError.notFound }
             return try Self.send(row)
+        }
+    }
+
+    /// Cancels a send under way: its runner stops after the page in hand
+    /// (what that page pushed is still counted) and no server resumes it.
+    /// False when the send is not running (finished, failed or cancelled).
+    func cancel(sendID: Int64, now: EpochSeconds) async throws -> Bool {
+        try await database.write { connection in
+            try connection.execute(
+                "UPDATE alert_sends SET status = 'cancelled', finished_at = \(now), lease_until = NULL WHERE id = \(sendID) AND status = 'running'")
+                > 0
         }
     }
 

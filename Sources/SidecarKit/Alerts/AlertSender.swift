@@ -162,7 +162,7 @@ struct AlertSender: Sendable {
         func retryPending() async throws {
             guard current.pending > 0 else { return }
             var after: Int64 = 0
-            while !stopping {
+            while !stopping && current.status != "cancelled" {
                 let page = try await store.sends.pendingPage(sendID: current.id, after: after, limit: pageSize)
                 guard let last = page.last else { break }
                 _ = try await deliver(page, fromPending: true, cursor: current.cursor, lastPage: false)
@@ -192,13 +192,14 @@ struct AlertSender: Sendable {
             let page = try await store.sends.audiencePage(
                 regionID: alert.regionID, audience: send.audience, after: current.cursor, limit: audiencePageSize)
             guard let last = page.last else { break }
-            guard try await deliver(page, fromPending: false, cursor: last.id, lastPage: false) else {
+            guard try await deliver(page, fromPending: false, cursor: last.id, lastPage: false), current.status != "cancelled" else {
                 return try await finish(current, alert: alert)
             }
             if page.count < audiencePageSize { break }
         }
         // 3. One more round for what became pending during this run.
         if audiencePagesLeftPending { try await retryPending() }
+        if current.status == "cancelled" { return try await finish(current, alert: alert) }
         if stopping { return try await pause(current) }
         current = try await store.sends.recordPage(
             AlertSendStore.PageRecord(
@@ -232,7 +233,9 @@ struct AlertSender: Sendable {
             ("status", current.status), ("targeted", String(current.targeted)), ("delivered", String(current.delivered)),
             ("failed", String(current.failed)), ("pruned", String(current.pruned)), ("pending", String(current.pending)),
         ]
-        if current.status == "failed" {
+        if current.status == "cancelled" {
+            logger.info("alert send cancelled", fields)
+        } else if current.status == "failed" {
             logger.warning(
                 "alert send stopped with pushes not delivered; start it again to retry them",
                 fields + [("reason", current.lastError ?? "unknown")])

@@ -269,6 +269,18 @@ struct AlertStore: Sendable {
         return id
     }
 
+    /// The last alert id handed out.
+    static func lastID(_ connection: any SQLConnection) throws -> Int64 {
+        try connection.queryOne("SELECT last_id FROM alert_id_sequence")?.int("last_id") ?? 0
+    }
+
+    /// Raises the alert id sequence to `minimum` when it is below (the next
+    /// id is then `minimum + 1`), so ids another server gave out can be
+    /// imported here without meeting an id this one gave.
+    static func raiseIDs(_ connection: any SQLConnection, to minimum: Int64) throws {
+        try connection.execute("UPDATE alert_id_sequence SET last_id = \(minimum) WHERE last_id < \(minimum)")
+    }
+
     /// After alerts were written with ids of their own (an import), new
     /// ones continue after them.
     static func advanceIdentities(_ connection: any SQLConnection) throws {

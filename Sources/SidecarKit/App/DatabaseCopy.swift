@@ -21,7 +21,7 @@ enum DatabaseCopy {
     /// migrated database has, the console's secrets a server makes at its
     /// first start): they do not make a target "not empty", and the
     /// source's rows replace the target's.
-    static let replaced: Set<String> = ["alert_id_sequence", "console_secrets"]
+    static let replaced: Set<String> = ["alert_id_sequence", "survey_id_sequences", "console_secrets"]
 
     /// A copied table: its name and whether it has an auto-assigned `id`
     /// (whose sequence the target advances past the copied ids).

@@ -43,6 +43,8 @@ enum Migrations {
         entry(30, "a region's sends paced to a number of pushes a minute", RegionSettingsStore.schema),
         entry(31, "sends scheduled for later", AlertScheduleStore.schema),
         entry(32, "two-person approval of publishing and sending to everyone", RegionSettingsStore.schema, ApprovalStore.schema),
+        entry(33, "keys record who made and who revoked them", ApiKeyStore.schema),
+        entry(34, "study, survey and question ids from sequences, which sidecar sequence bump can raise", SurveyStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

@@ -139,6 +139,8 @@ final class Sidecar: Sendable {
         // The console kit, built once: every feature's pages share its
         // sessions, limits and caches.
         let console = ConsoleRoutes(context)
+        // The Go reference's admin contract, built once: its routes share one limit on failed keys.
+        let reference = ReferenceAdminAPI(context)
         var features: [any Feature] = [
             HealthRoutes(context), OpenAPIRoutes(), PushRegistrationRoutes(context), AlarmRoutes(context), LiveActivityRoutes(context),
             AlertFeedRoutes(context), SurveyRoutes(context), GhostBusRoutes(context), DonationRoutes(context), GorushWebhookRoutes(context),
@@ -148,6 +150,9 @@ final class Sidecar: Sendable {
             AlertSends(context), AlertScheduler(context),
             AdminKeyRoutes(context), SurveyAdminRoutes(context),
             GhostBusAdminRoutes(context), ActivityAdminRoutes(context),
+            // The same operations in the Go reference's contract, under /api/admin/v1.
+            RegionReferenceRoutes(reference, context), ReferenceKeyRoutes(reference, context), AlertReferenceRoutes(reference, context),
+            AlertPushReferenceRoutes(reference, context), AlarmReferenceRoutes(reference, context),
             // The console: the kit's own pages, then each feature's.
             console, DashboardConsolePages(console, context), KeyConsolePages(console, context), AuditConsolePages(console, context),
             AlertConsolePages(console, context), AlertFormConsolePages(console, context), AlertTranslationConsolePages(console, context),

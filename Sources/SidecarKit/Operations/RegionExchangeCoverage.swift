@@ -31,6 +31,7 @@ extension RegionExchange {
         "alert_send_pending": .kept(reason: "a send's progress belongs to the server that ran it"),
         "alert_feed_versions": .kept(reason: "derived from the alerts: the new server versions its own feed"),
         "alert_id_sequence": .kept(reason: "the importing server's own numbering, moved past every imported id"),
+        "survey_id_sequences": .kept(reason: "the importing server's own numbering, moved past every imported id"),
         "api_keys": .kept(reason: "credentials are made on each server, never carried in a file"),
         "audit_log": .kept(reason: "this server's own record of who changed what"),
         "console_users": .kept(reason: "this server's console accounts; made again with sidecar user create"),

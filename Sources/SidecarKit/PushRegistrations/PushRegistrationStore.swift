@@ -349,6 +349,22 @@ extension PushRegistrationStore {
         ).map { (try $0.count("region_id"), try $0.string("operating_system"), try $0.count("n")) }
     }
 
+    /// Registrations by platform: every one of the region, and those marked as test devices.
+    struct PlatformCounts: Sendable, Equatable {
+        var total = 0, ios = 0, android = 0
+    }
+
+    /// A region's registrations counted by platform, all and test devices only.
+    func platformCounts(regionID: Int) async throws -> (all: PlatformCounts, test: PlatformCounts) {
+        var all = PlatformCounts(), test = PlatformCounts()
+        for row in try await breakdown(regionID: regionID) {
+            let ios = row.platform == "ios" ? row.count : 0, android = row.platform == "android" ? row.count : 0
+            all = PlatformCounts(total: all.total + row.count, ios: all.ios + ios, android: all.android + android)
+            if row.test { test = PlatformCounts(total: test.total + row.count, ios: test.ios + ios, android: test.android + android) }
+        }
+        return (all, test)
+    }
+
     /// How many registrations a region has of each platform, locale, APNs
     /// environment and test flag (one row per combination).
     func breakdown(regionID: Int) async throws -> [(platform: String, locale: String?, sandbox: Bool, test: Bool, count: Int)] {

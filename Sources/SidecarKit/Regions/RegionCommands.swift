@@ -6,9 +6,20 @@ import GTFSRealtime
 import HTTPClient
 import Push
 
-/// Regions and whole-region documents: `region list|set`, `ghostbus export`, `export`, `import`.
+/// Regions and whole-region documents: `region sync|list|set`, `ghostbus export`, `export`, `import`.
 enum RegionCommands {
     static let all: [OperatorCommand] = [
+        OperatorCommand(
+            name: "region sync", id: nil, access: .reads,
+            summary: "Read the regions directory and say what it holds (the Go reference's cutover runbook step)",
+            options: [],
+            notes:
+                "Sidecar keeps no copy of the directory: every server reads it at start and every --regions-refresh, and every command reads it as this one does.",
+            run: { c in
+                let regions = c.regions.all
+                c.output("the regions directory holds \(regions.count) regions (\(regions.map { String($0.id) }.joined(separator: ", ")))")
+                return 0
+            }),
         OperatorCommand(
             name: "region list", id: nil, access: .reads,
             summary: "List the regions of the directory with their agency id and time zone", options: [],

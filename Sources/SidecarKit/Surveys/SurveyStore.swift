@@ -14,7 +14,7 @@ struct SurveyStore: Sendable {
     func createStudy(regionID: Int, name: String, description: String?, now: EpochSeconds) async throws -> Study {
         let id = try await database.write { connection in
             try connection.queryOne(
-                "INSERT INTO studies (region_id, name, description, created_at) VALUES (\(Int64(regionID)), \(name), \(description), \(now)) RETURNING id"
+                "INSERT INTO studies (id, region_id, name, description, created_at) VALUES (\(try Self.nextID(connection, "studies")), \(Int64(regionID)), \(name), \(description), \(now)) RETURNING id"
             )?.int("id") ?? 0
         }
         return Study(id: id, regionID: regionID, name: name, description: description)
@@ -69,6 +69,7 @@ struct SurveyStore: Sendable {
             fields.set("updated_at", now)
             if survey.id == 0 {
                 saved.createdAt = now
+                fields.set("id", try Self.nextID(connection, "surveys"))
                 saved.id =
                     try connection.queryOne(
                         """
@@ -103,7 +104,7 @@ struct SurveyStore: Sendable {
                 }
                 stored.id =
                     try connection.queryOne(
-                        "INSERT INTO survey_questions (survey_id, position, required, content) VALUES (\(saved.id), \(Int64(question.position)), \(question.required), \(content)) RETURNING id"
+                        "INSERT INTO survey_questions (id, survey_id, position, required, content) VALUES (\(try Self.nextID(connection, "survey_questions")), \(saved.id), \(Int64(question.position)), \(question.required), \(content)) RETURNING id"
                     )?.int("id") ?? 0
                 questions.append(stored)
             }
@@ -322,7 +323,43 @@ struct SurveyStore: Sendable {
 
     /// After rows were written with ids of their own, new ones continue after them.
     static func advanceIdentities(_ connection: any SQLConnection) throws {
-        for table in ["studies", "surveys", "survey_questions"] { try connection.advanceIdentity(table: table) }
+        for table in sequencedTables {
+            try connection.advanceIdentity(table: table)
+            try connection.execute(
+                """
+                UPDATE survey_id_sequences SET last_id = (SELECT MAX(id) FROM \(raw: table))
+                WHERE name = \(table) AND last_id < (SELECT COALESCE(MAX(id), 0) FROM \(raw: table))
+                """)
+        }
+    }
+
+    // MARK: Ids
+
+    /// The tables whose ids come from `survey_id_sequences`, in the order
+    /// `sidecar sequence show` lists them: ids are never reused (SQLite
+    /// would hand the largest out again after a delete) and can be moved
+    /// past another server's before its content is imported.
+    static let sequencedTables = ["studies", "surveys", "survey_questions"]
+
+    static func nextID(_ connection: any SQLConnection, _ table: String) throws -> Int64 {
+        guard
+            let id = try connection.queryOne("UPDATE survey_id_sequences SET last_id = last_id + 1 WHERE name = \(table) RETURNING last_id")?
+                .optionalInt("last_id")
+        else { throw DatabaseError.failed(code: 0, message: "survey_id_sequences has no row for \(table)") }
+        return id
+    }
+
+    /// The last id handed out of each sequenced table.
+    static func sequences(_ connection: any SQLConnection) throws -> [(table: String, lastID: Int64)] {
+        try sequencedTables.map { table in
+            (table, try connection.queryOne("SELECT last_id FROM survey_id_sequences WHERE name = \(table)")?.int("last_id") ?? 0)
+        }
+    }
+
+    /// Raises each sequence below `minimum` to it (the next id is then
+    /// `minimum + 1`); one above it is left alone.
+    static func raiseSequences(_ connection: any SQLConnection, to minimum: Int64) throws {
+        try connection.execute("UPDATE survey_id_sequences SET last_id = \(minimum) WHERE last_id < \(minimum)")
     }
 
 }
@@ -333,6 +370,17 @@ extension SurveyStore {
     static let schema = Schema(
         "SurveyStore",
         [
+            34: [
+                .table(
+                    "survey_id_sequences",
+                    """
+                    name TEXT PRIMARY KEY,
+                    last_id BIGINT NOT NULL
+                    """),
+                .same("INSERT INTO survey_id_sequences (name, last_id) SELECT 'studies', COALESCE(MAX(id), 0) FROM studies"),
+                .same("INSERT INTO survey_id_sequences (name, last_id) SELECT 'surveys', COALESCE(MAX(id), 0) FROM surveys"),
+                .same("INSERT INTO survey_id_sequences (name, last_id) SELECT 'survey_questions', COALESCE(MAX(id), 0) FROM survey_questions"),
+            ],
             5: [
                 .table(
                     "studies", withID: true,

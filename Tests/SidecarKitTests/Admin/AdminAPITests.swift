@@ -29,9 +29,9 @@ struct AdminAPITests {
             for region in [0, 1, 2] { _ = try await app.administration.setRegion(id: region, agencyID: "\(region)", timezone: "America/Los_Angeles") }
             let store = ApiKeyStore(database: app.sidecar.database)
             let keys = Keys(
-                regionOne: try await store.create(name: "one", regions: [1], canPush: true, now: 0).key,
-                regionOneNoPush: try await store.create(name: "one-read", regions: [1], now: 0).key,
-                admin: try await store.create(name: "root", canPush: true, isAdmin: true, now: 0).key)
+                regionOne: try await store.create(name: "one", regions: [1], canPush: true, actor: "cli:test", now: 0).key,
+                regionOneNoPush: try await store.create(name: "one-read", regions: [1], actor: "cli:test", now: 0).key,
+                admin: try await store.create(name: "root", canPush: true, isAdmin: true, actor: "cli:test", now: 0).key)
             try await body(app, gorush, keys)
         }
         await gorush.server.shutdown()
@@ -127,7 +127,7 @@ struct AdminAPITests {
             #expect(made.status == 201, "\(made.text)")
             let principal = try #require(made.json?["key"] as? String)
             let principalID = try #require(made.json?["id"] as? Int)
-            #expect(principal.hasPrefix("sidecar_sp_"))
+            #expect(principal.hasPrefix("obasp_") && principal.count == 49, "the Go reference's format")
             #expect(made.header("Cache-Control") == "no-store")
 
             // A principal may only manage keys.
@@ -157,7 +157,8 @@ struct AdminAPITests {
             #expect(!Self.list(all).contains { $0["kind"] as? String == "principal" })
 
             // A region-scoped --admin key manages keys within its regions only.
-            let regional = try await ApiKeyStore(database: app.sidecar.database).create(name: "regional", regions: [2], isAdmin: true, now: 0)
+            let regional = try await ApiKeyStore(database: app.sidecar.database).create(
+                name: "regional", regions: [2], isAdmin: true, actor: "cli:test", now: 0)
             let regionalList = Self.list(try await Self.call(app, "GET", "/admin/api/keys", key: regional.key))
             #expect(regionalList.compactMap { $0["id"] as? Int } == [Int(regional.record.id)], "only itself, of region 2")
             #expect(try await Self.call(app, "DELETE", "/admin/api/keys/\(keyID)", key: regional.key).status == 404)
@@ -428,7 +429,7 @@ struct AdminAPITests {
             $0.gorushURL = gorush.url
             $0.adminAPILimit = 3
         }) { app in
-            let key = try await ApiKeyStore(database: app.sidecar.database).create(name: "busy", regions: [1], now: 0).key
+            let key = try await ApiKeyStore(database: app.sidecar.database).create(name: "busy", regions: [1], actor: "cli:test", now: 0).key
             var statuses: [Int] = []
             for _ in 0..<4 { statuses.append(try await Self.call(app, "GET", "/admin/api/regions", key: key).status) }
             #expect(statuses == [200, 200, 200, 429])

@@ -79,7 +79,7 @@ struct AdminDatabaseCommandTests: OperatorCommandSuite {
             let created = try await Self.run(["apikey", "create", "--name", "ops", "--region", "1"], database: path)
             #expect(created.status == 0, "\(created.errors)")
             #expect(created.errors.first == "sidecar: created a new database at \(path)")
-            #expect(created.output.count == 1 && created.output[0].hasPrefix("sidecar_"), "standard output holds the key alone: \(created.output)")
+            #expect(created.output.count == 1 && created.output[0].hasPrefix("obask_1_"), "standard output holds the key alone: \(created.output)")
             let listed = try await Self.run(["apikey", "list"], database: path)
             #expect(listed.errors == ["sidecar: database: \(path)"])
             #expect(listed.output.count == 1 && listed.output[0].contains("ops"))

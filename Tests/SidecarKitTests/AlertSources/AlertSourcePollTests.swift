@@ -213,10 +213,10 @@ struct AlertSourcePollTests {
     @Test func theAdminAPIManagesSourcesWithinTheKeysScope() async throws {
         try await Self.run { app, feed, gorush, _ in
             let keys = ApiKeyStore(database: app.sidecar.database)
-            let (pusher, _) = try await keys.create(name: "editor", regions: [1], canPush: true, canManageSources: true, now: 0)
-            let (noPush, _) = try await keys.create(name: "viewer", regions: [1], canPush: false, now: 0)
-            let (plainPusher, _) = try await keys.create(name: "plain", regions: [1], canPush: true, now: 0)
-            let (otherRegion, _) = try await keys.create(name: "other", regions: [2], canPush: true, now: 0)
+            let (pusher, _) = try await keys.create(name: "editor", regions: [1], canPush: true, canManageSources: true, actor: "cli:test", now: 0)
+            let (noPush, _) = try await keys.create(name: "viewer", regions: [1], canPush: false, actor: "cli:test", now: 0)
+            let (plainPusher, _) = try await keys.create(name: "plain", regions: [1], canPush: true, actor: "cli:test", now: 0)
+            let (otherRegion, _) = try await keys.create(name: "other", regions: [2], canPush: true, actor: "cli:test", now: 0)
             func call(_ method: String, _ path: String, _ key: String, _ json: String = "") async throws -> RawResponse {
                 try await app.send(
                     method, path, headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/json"], body: Array(json.utf8))
@@ -229,7 +229,7 @@ struct AlertSourcePollTests {
             #expect(privateRefused.status == 422 && privateRefused.text.contains("loopback address"), "\(privateRefused.text)")
             let notAdmin = try await call("POST", "/admin/api/regions/1/sources", pusher, #"{"url": "\#(feed.url)", "allow_private": true}"#)
             #expect(notAdmin.status == 403 && notAdmin.text.contains("admin scope"), "\(notAdmin.text)")
-            let (admin, _) = try await keys.create(name: "admin", regions: [1], canPush: true, isAdmin: true, now: 0)
+            let (admin, _) = try await keys.create(name: "admin", regions: [1], canPush: true, isAdmin: true, actor: "cli:test", now: 0)
             let created = try await call(
                 "POST", "/admin/api/regions/1/sources", admin, #"{"url": "\#(feed.url)", "push": "review", "allow_private": true}"#)
             #expect(created.status == 201, "\(created.text)")

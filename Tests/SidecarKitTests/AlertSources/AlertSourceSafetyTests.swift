@@ -34,9 +34,9 @@ struct AlertSourceSafetyTests {
             #expect(feed.headers.value["x-api-key"] == "s3cret", "the agency's feed gets its key")
 
             let keys = ApiKeyStore(database: app.sidecar.database)
-            let (plain, _) = try await keys.create(name: "plain", regions: [1], canPush: true, now: 0)
-            let (sources, _) = try await keys.create(name: "sources", regions: [1], canManageSources: true, now: 0)
-            let (admin, _) = try await keys.create(name: "admin", regions: [1], isAdmin: true, now: 0)
+            let (plain, _) = try await keys.create(name: "plain", regions: [1], canPush: true, actor: "cli:test", now: 0)
+            let (sources, _) = try await keys.create(name: "sources", regions: [1], canManageSources: true, actor: "cli:test", now: 0)
+            let (admin, _) = try await keys.create(name: "admin", regions: [1], isAdmin: true, actor: "cli:test", now: 0)
             let path = "/admin/api/sources/\(source.id)"
             let etag = try #require(try await Self.call(app, "GET", path, plain).header("ETag"))
             let refused = try await app.send(

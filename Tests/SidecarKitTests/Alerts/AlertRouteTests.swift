@@ -20,7 +20,7 @@ struct AlertRouteTests {
             configure(&$0)
         }) { app in
             _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles")
-            let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", canPush: true, now: 0)
+            let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", canPush: true, actor: "cli:test", now: 0)
             try await body(app, gorush, key)
         }
         await gorush.server.shutdown()

@@ -216,7 +216,7 @@ struct AlertScopeTests {
         let regions = try oba.regionsFile(in: directory)
         try await TestSidecar.run(clock: clock, { $0.regions = regions }) { app in
             _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles")
-            let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", canPush: false, now: 0)
+            let (key, _) = try await ApiKeyStore(database: app.sidecar.database).create(name: "test", canPush: false, actor: "cli:test", now: 0)
             let headers = ["Authorization": "Bearer \(key)", "Content-Type": "application/json"]
             func create(_ scope: String) async throws -> RawResponse {
                 try await app.send(

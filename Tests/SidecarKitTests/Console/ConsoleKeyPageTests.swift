@@ -23,9 +23,9 @@ struct ConsoleKeyPageTests: ConsoleSuite {
             let hash = try PasswordHash.hash(Self.password, parameters: .init(logN: 10, r: 8, p: 1))
             _ = try await store.createUser(email: "region1@example.org", passwordHash: hash, role: .admin, regions: [1], now: 0)
             let keys = ApiKeyStore(database: app.sidecar.database)
-            let own = try await keys.create(name: "region one", regions: [1], now: 0).record
-            let other = try await keys.create(name: "region zero", regions: [0], now: 0).record
-            let everywhere = try await keys.create(name: "integration for all", regions: nil, now: 0).record
+            let own = try await keys.create(name: "region one", regions: [1], actor: "cli:test", now: 0).record
+            let other = try await keys.create(name: "region zero", regions: [0], actor: "cli:test", now: 0).record
+            let everywhere = try await keys.create(name: "integration for all", regions: nil, actor: "cli:test", now: 0).record
             var admin = ConsoleBrowser(app: app)
             try await admin.login("region1@example.org", Self.password)
             let page = try await admin.get("/admin/keys")
@@ -55,7 +55,7 @@ struct ConsoleKeyPageTests: ConsoleSuite {
             let created = try await app.send("GET", "/admin/keys", headers: ["Cookie": "\(admin.cookie); \(KeyConsolePages.newKeyCookie)=\(flash)"])
             let key = try #require(
                 created.text.range(of: "<code id=\"new-key\">").map { created.text[$0.upperBound...].prefix { $0 != "<" } }.map(String.init))
-            #expect(key.hasPrefix("sidecar_"))
+            #expect(key.hasPrefix("obask_1_"), "a key of one region, in the Go reference's format")
             #expect(created.text.contains("CAD &lt;integration&gt;"))
             #expect(!(try await admin.get("/admin/keys")).text.contains(key), "shown once")
             // The same form again (a double click) makes no second key.

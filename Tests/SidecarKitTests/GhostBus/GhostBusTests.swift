@@ -160,7 +160,7 @@ struct GhostBusTests {
             let csv = try await store.exportCSV(regionID: 1, zone: try #require(ZoneInfo.named("America/Los_Angeles")))
             #expect(csv.split(separator: "\n").count == 5)
             #expect(csv.contains("1969-12-31T15:59:59-08:00"), "-1 ms is the second before 1970")
-            let key = try await ApiKeyStore(database: app.sidecar.database).create(name: "read", regions: [1], now: 0).key
+            let key = try await ApiKeyStore(database: app.sidecar.database).create(name: "read", regions: [1], actor: "cli:test", now: 0).key
             for path in ["/admin/api/regions/1/ghost-bus-reports", "/admin/api/regions/1/ghost-bus-reports.csv"] {
                 let answer = try await app.send("GET", path, headers: ["Authorization": "Bearer \(key)"])
                 #expect(answer.status == 200, "\(path)")

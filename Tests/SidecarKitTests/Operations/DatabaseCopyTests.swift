@@ -65,6 +65,7 @@ struct DatabaseCopyTests {
         "audit_log": [("id", 16), ("at", 1), ("actor", "cli:root"), ("action", "alert.create"), ("region_id", 1), ("target", "alert 11")],
         "relay_bound_tokens": [("token", "pt-1"), ("bound_at", 5)],
         "alert_id_sequence": [("last_id", 11)],
+        "survey_id_sequences": [("name", "studies"), ("last_id", 12)],
         "console_secrets": [("name", "form"), ("value", "c2VjcmV0")],
         "console_spent_tokens": [("token_hash", "spent"), ("spent_at", 9)],
         "alert_sources": [

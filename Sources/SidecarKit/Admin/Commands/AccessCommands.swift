@@ -33,7 +33,7 @@ enum AccessCommands {
                 let regions = try regionList(c.options["region"], directory: c.regions)
                 let (key, record) = try await ApiKeyStore(database: c.database).create(
                     name: name, regions: regions, canPush: c.options["push"] == "true", isAdmin: c.options["admin"] == "true",
-                    canManageSources: c.options["sources"] == "true", now: c.now)
+                    canManageSources: c.options["sources"] == "true", actor: c.actor, now: c.now)
                 await c.audit.record(
                     actor: c.actor, action: "apikey.create", regionID: Optional<Int>.none, target: "API key \(record.id)",
                     detail: "\(name); \(record.scopeDescription)", now: c.now)
@@ -56,7 +56,8 @@ enum AccessCommands {
         OperatorCommand(
             name: "apikey revoke", id: "ID", access: .changes, summary: "Revoke an admin API key by id", options: [],
             run: { c in
-                guard let id = Int64(c.invocation.positional.first ?? ""), try await ApiKeyStore(database: c.database).revoke(id: id, now: c.now)
+                guard let id = Int64(c.invocation.positional.first ?? ""),
+                    try await ApiKeyStore(database: c.database).revoke(id: id, actor: c.actor, now: c.now)
                 else {
                     throw AdministrationError.notFound("No active API key \(c.invocation.positional.first ?? "")")
                 }
@@ -72,7 +73,7 @@ enum AccessCommands {
                 guard let name = c.options["name"]?.presence else { throw AdministrationError.invalid(["--name is required"]) }
                 let tooLong = FieldLimits.check([("--name", name, FieldLimits.name)])
                 guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
-                let (key, record) = try await c.keys.create(name: name, principal: true, now: c.now)
+                let (key, record) = try await c.keys.create(name: name, principal: true, actor: c.actor, now: c.now)
                 await c.audit.record(
                     actor: c.actor, action: "principal.create", regionID: Optional<Int>.none, target: "principal \(record.id)", detail: name,
                     now: c.now)
@@ -93,22 +94,25 @@ enum AccessCommands {
                 return 0
             }),
         OperatorCommand(
-            name: "principal revoke", id: "ID", access: .changes, summary: "Revoke a service principal by id",
-            options: [OperatorOption("revoke-keys", nil, "Also revoke every key it made")],
+            name: "principal revoke", id: "ID", access: .changes,
+            summary: "Revoke a service principal by id, and every live key it made unless told to keep them",
+            options: [OperatorOption("keep-keys", nil, "Leave the keys it made working (the default revokes them first)")],
             run: { c in
-                let withKeys = c.options["revoke_keys"] == "true"
+                // As the Go reference's runbook expects: a principal's keys go with it by default.
+                let withKeys = c.options["keep_keys"] != "true"
                 guard let id = Int64(c.invocation.positional.first ?? ""),
-                    let revoked = try await c.keys.revokePrincipal(id: id, withKeys: withKeys, now: c.now)
+                    let revoked = try await c.keys.revokePrincipal(id: id, withKeys: withKeys, actor: c.actor, now: c.now)
                 else {
                     throw AdministrationError.notFound("No active service principal \(c.invocation.positional.first ?? "")")
                 }
                 await c.audit.record(
                     actor: c.actor, action: "principal.revoke", regionID: Optional<Int>.none, target: "principal \(id)",
-                    detail: withKeys ? "with its \(revoked) keys" : "its keys kept", now: c.now)
+                    detail: withKeys ? "with its \(revoked.count) keys" : "its keys kept", now: c.now)
+                if !revoked.isEmpty { c.output("revoked keys: " + revoked.map(String.init).joined(separator: ", ")) }
                 c.output(
                     withKeys
-                        ? "revoked service principal \(id) and the \(revoked) keys it made"
-                        : "revoked service principal \(id); the keys it made still work")
+                        ? "revoked service principal \(id) and the \(revoked.count) keys it made"
+                        : "revoked service principal \(id); the keys it made still work (--keep-keys)")
                 return 0
             }),
         OperatorCommand(

@@ -73,6 +73,7 @@ enum OperatorCommands {
     static let all: [OperatorCommand] =
         RegionCommands.all + AlertCommands.all + AlertScheduleCommands.all + ApprovalCommands.all + AlertSourceCommands.all + SurveyCommands.all
         + AccessCommands.all
+        + SequenceCommands.all
         + DeviceCommands.all
 
     static func named(_ name: String) -> OperatorCommand? { byName[name] }

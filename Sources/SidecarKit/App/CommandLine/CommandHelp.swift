@@ -15,7 +15,7 @@ enum CommandHelp {
           sidecar probe URL --region N
                                       Check a sidecar as an app would, endpoint by endpoint
           sidecar healthcheck         Exit 0 when a running server's /healthz answers 200
-          sidecar region ...          List regions; set a region's agency id and time zone
+          sidecar region ...          Read the regions directory; list regions; set a region's agency id and time zone
           sidecar alert ...           Author, publish, translate and push service alerts
           sidecar schedule ...        Schedule an alert's send for its start or a time; list, change, cancel
           sidecar approval ...        Approve or reject what waits for a second person (region set --require-approval)
@@ -25,6 +25,8 @@ enum CommandHelp {
           sidecar apikey ...          Create, list and revoke admin API keys
           sidecar principal ...       Create, list and revoke service principals (they provision keys)
           sidecar user ...            Create, list and delete console accounts; set passwords
+          sidecar sequence show|bump --min N
+                                      Print or raise the id sequences (before importing another server's content)
           sidecar study ...           Create and list studies
           sidecar survey ...          Author surveys from JSON documents; export responses as CSV
           sidecar ghostbus export --region N

@@ -21,13 +21,13 @@ public enum SidecarProgram {
         do {
             service = try ServiceInvocation.prepare(arguments, environment: environment)
         } catch {
-            return fail("\(error.description)\nRun 'sidecar \(arguments.first ?? "") --help' for CommandHelp.usage.", status: 2)
+            return fail("\(error.description)\nRun 'sidecar \(arguments.first ?? "") --help' for usage.", status: 2)
         }
         defer { service?.finish() }
         do {
             command = try CommandLineInterface.parse(service?.arguments ?? arguments, environment: service?.environment ?? environment)
         } catch {
-            return fail("\(error.description)\nRun '\(error.helpCommand)' for CommandHelp.usage.", status: 2)
+            return fail("\(error.description)\nRun '\(error.helpCommand)' for usage.", status: 2)
         }
         switch command {
         case .help(let text):
