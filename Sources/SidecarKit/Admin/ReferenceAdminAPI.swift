@@ -74,21 +74,27 @@ struct ReferenceAdminAPI: Sendable {
             return members
         }
 
-        /// The path's integer id named `name` (`id`, `pushId`, `keyId`), as the reference parses it.
-        func pathID(_ name: String) throws(ReferenceFailure) -> Int64 {
-            let raw = request.pathParameters[name] ?? ""
-            guard let id = Int64(raw), raw.first != "+" else { throw .badRequest("invalid \(name) \"\(raw)\": must be an integer") }
+        /// The path's integer id in `parameter`, as the reference parses it;
+        /// a refusal names it as the reference's path does (`id`, `pushId`, `keyId`).
+        func pathID(_ parameter: String, named name: String? = nil) throws(ReferenceFailure) -> Int64 {
+            let raw = request.pathParameters[parameter] ?? ""
+            guard let id = Int64(raw), raw.first != "+" else {
+                throw .badRequest("invalid \(name ?? parameter) \"\(raw)\": must be an integer")
+            }
             return id
         }
     }
 
     typealias Handler = @Sendable (Call) async -> Response
 
-    /// A route under `/api/admin/v1`: `path` is written with `:regionId`
-    /// (and `:id`, `:pushId`, `:keyId`, `:lang`) as the reference's are.
+    /// A route under `/api/admin/v1`: `path` is written with `:regionId`,
+    /// `:pushId`, `:keyId` and `:lang` as the reference's are, and with what
+    /// its `{id}` carries (`:alertId`, `:studyId`, ...) where it says `{id}`.
     func route(_ method: String, _ path: String, _ allowed: Allowed, region rule: RegionRule = .region, _ handler: @escaping Handler) -> Route {
         Route(
-            method, Self.prefix + path, bodyLimit: 4 * Self.maxBody, errorStyle: .simple,
+            // Read up to a megabyte, so a body over a route's own limit (64 KB,
+            // a survey's 256 KB) gets the reference's 400, not the server's 413.
+            method, Self.prefix + path, bodyLimit: 1 << 20, errorStyle: .simple,
             access: .apiKey("reference:" + allowed.rawValue, object: rule == .none ? "none" : "region"), parsesParameters: false
         ) { request in
             if let refusal = crossSiteRefusal(request) { return refusal }
@@ -180,6 +186,14 @@ struct ReferenceAdminAPI: Sendable {
     /// compact, `<`, `>` and `&` escaped, a trailing newline.
     static func json(_ status: Int, _ value: ReferenceJSON) -> Response {
         .bytes(status, contentType: "application/json", value.encoded())
+    }
+
+    /// A whole list, as the reference answers one, of at most `limit` items
+    /// read (one more tells whether there were more): past the limit the
+    /// answer says `X-Sidecar-Truncated: true` rather than grow without bound.
+    static func list<Item>(_ rows: [Item], limit: Int, _ json: ([Item]) -> [ReferenceJSON]) -> Response {
+        let answer = Self.json(200, .array(json(Array(rows.prefix(limit)))))
+        return rows.count > limit ? answer.adding(header: "X-Sidecar-Truncated", "true") : answer
     }
 
     /// The operations as this key: its changes are audited under its name.

@@ -17,7 +17,7 @@ struct AlarmReferenceRoutes: Sendable {
     var routes: [Route] {
         [
             api.route("GET", "/regions/:regionId/alarms", .operatorOrKey) { call in await list(call) },
-            api.route("GET", "/regions/:regionId/alarms/:id", .operatorOrKey) { call in await show(call) },
+            api.route("GET", "/regions/:regionId/alarms/:alarmId", .operatorOrKey) { call in await show(call) },
             api.route("GET", "/regions/:regionId/push_registrations/count", .operatorOrKey) { call in await count(call) },
         ]
     }
@@ -41,14 +41,13 @@ struct AlarmReferenceRoutes: Sendable {
     func list(_ call: ReferenceAdminAPI.Call) async -> Response {
         do {
             let rows = try await alarms.alarms(regionID: call.regionID, after: 0, limit: Self.listLimit + 1)
-            let answer = ReferenceAdminAPI.json(200, .array(rows.prefix(Self.listLimit).map(Self.json)))
-            return rows.count > Self.listLimit ? answer.adding(header: "X-Sidecar-Truncated", "true") : answer
+            return ReferenceAdminAPI.list(rows, limit: Self.listLimit) { $0.map(Self.json) }
         } catch { return api.failure(error, notFound: "alarm") }
     }
 
     func show(_ call: ReferenceAdminAPI.Call) async -> Response {
         do {
-            let id = try call.pathID("id")
+            let id = try call.pathID("alarmId", named: "id")
             guard id > 0, let alarm = try await alarms.alarms(regionID: call.regionID, after: id - 1, limit: 1).first, alarm.id == id else {
                 return ReferenceAdminAPI.error(404, "alarm not found")
             }

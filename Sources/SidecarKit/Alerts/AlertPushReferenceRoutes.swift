@@ -16,10 +16,10 @@ struct AlertPushReferenceRoutes: Sendable {
 
     var routes: [Route] {
         let offered: [(String, String, ReferenceAdminAPI.Allowed, ReferenceAdminAPI.Handler)] = [
-            ("POST", "/regions/:regionId/alerts/:id/pushes", .operatorOrPushKey, { call in await start(call) }),
-            ("GET", "/regions/:regionId/alerts/:id/pushes", .operatorOrKey, { call in await list(call) }),
-            ("DELETE", "/regions/:regionId/alerts/:id/pushes/:pushId", .operatorOrPushKey, { call in await cancel(call) }),
-            ("GET", "/regions/:regionId/alerts/:id/push_audience", .operatorOrKey, { call in await audience(call) }),
+            ("POST", "/regions/:regionId/alerts/:alertId/pushes", .operatorOrPushKey, { call in await start(call) }),
+            ("GET", "/regions/:regionId/alerts/:alertId/pushes", .operatorOrKey, { call in await list(call) }),
+            ("DELETE", "/regions/:regionId/alerts/:alertId/pushes/:pushId", .operatorOrPushKey, { call in await cancel(call) }),
+            ("GET", "/regions/:regionId/alerts/:alertId/push_audience", .operatorOrKey, { call in await audience(call) }),
         ]
         // Without a transport the reference has no such routes: the same
         // plain 404 as any unknown path, whoever asks.

@@ -21,13 +21,13 @@ struct AlertReferenceRoutes: Sendable {
         [
             api.route("GET", "/regions/:regionId/alerts", .operatorOrKey) { call in await list(call) },
             api.route("POST", "/regions/:regionId/alerts", .operatorOrKey) { call in await create(call) },
-            api.route("GET", "/regions/:regionId/alerts/:id", .operatorOrKey) { call in await show(call) },
-            api.route("PATCH", "/regions/:regionId/alerts/:id", .operatorOrKey) { call in await edit(call) },
-            api.route("DELETE", "/regions/:regionId/alerts/:id", .operatorOrKey) { call in await delete(call) },
-            api.route("POST", "/regions/:regionId/alerts/:id/publish", .operatorOrKey) { call in await publish(call, true) },
-            api.route("POST", "/regions/:regionId/alerts/:id/unpublish", .operatorOrKey) { call in await publish(call, false) },
-            api.route("PUT", "/regions/:regionId/alerts/:id/translations/:lang", .operatorOrKey) { call in await translate(call) },
-            api.route("DELETE", "/regions/:regionId/alerts/:id/translations/:lang", .operatorOrKey) { call in await untranslate(call) },
+            api.route("GET", "/regions/:regionId/alerts/:alertId", .operatorOrKey) { call in await show(call) },
+            api.route("PATCH", "/regions/:regionId/alerts/:alertId", .operatorOrKey) { call in await edit(call) },
+            api.route("DELETE", "/regions/:regionId/alerts/:alertId", .operatorOrKey) { call in await delete(call) },
+            api.route("POST", "/regions/:regionId/alerts/:alertId/publish", .operatorOrKey) { call in await publish(call, true) },
+            api.route("POST", "/regions/:regionId/alerts/:alertId/unpublish", .operatorOrKey) { call in await publish(call, false) },
+            api.route("PUT", "/regions/:regionId/alerts/:alertId/translations/:lang", .operatorOrKey) { call in await translate(call) },
+            api.route("DELETE", "/regions/:regionId/alerts/:alertId/translations/:lang", .operatorOrKey) { call in await untranslate(call) },
         ]
     }
 
@@ -54,7 +54,7 @@ struct AlertReferenceRoutes: Sendable {
 
     /// The alert the path names, in the path's region (another region's is 404 alike).
     func alert(_ call: ReferenceAdminAPI.Call) async throws -> ServiceAlert {
-        let id = try call.pathID("id")
+        let id = try call.pathID("alertId", named: "id")
         guard let alert = try await store.find(id: id), alert.regionID == call.regionID else { throw ReferenceFailure.status(404, "alert not found") }
         return alert
     }
@@ -66,9 +66,9 @@ struct AlertReferenceRoutes: Sendable {
     func list(_ call: ReferenceAdminAPI.Call) async -> Response {
         do {
             let rows = try await store.alerts(regionID: call.regionID, after: 0, limit: Self.listLimit + 1)
-            let sorted = rows.prefix(Self.listLimit).sorted { ($0.startsAt.value, $0.id) > ($1.startsAt.value, $1.id) }
-            let answer = ReferenceAdminAPI.json(200, .array(sorted.map { Self.json($0) }))
-            return rows.count > Self.listLimit ? answer.adding(header: "X-Sidecar-Truncated", "true") : answer
+            return ReferenceAdminAPI.list(rows, limit: Self.listLimit) { kept in
+                kept.sorted { ($0.startsAt.value, $0.id) > ($1.startsAt.value, $1.id) }.map { Self.json($0) }
+            }
         } catch { return api.failure(error, notFound: "alert") }
     }
 

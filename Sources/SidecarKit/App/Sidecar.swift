@@ -152,7 +152,8 @@ final class Sidecar: Sendable {
             GhostBusAdminRoutes(context), ActivityAdminRoutes(context),
             // The same operations in the Go reference's contract, under /api/admin/v1.
             RegionReferenceRoutes(reference, context), ReferenceKeyRoutes(reference, context), AlertReferenceRoutes(reference, context),
-            AlertPushReferenceRoutes(reference, context), AlarmReferenceRoutes(reference, context),
+            AlertPushReferenceRoutes(reference, context), AlarmReferenceRoutes(reference, context), SurveyReferenceRoutes(reference, context),
+            GhostBusReferenceRoutes(reference, context),
             // The console: the kit's own pages, then each feature's.
             console, DashboardConsolePages(console, context), KeyConsolePages(console, context), AuditConsolePages(console, context),
             AlertConsolePages(console, context), AlertFormConsolePages(console, context), AlertTranslationConsolePages(console, context),

@@ -116,6 +116,13 @@ struct GhostBusStore: Sendable {
         }
     }
 
+    /// A report by its public id, with its row id.
+    func identifiedReport(publicID: String) async throws -> (id: Int64, report: Stored)? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT * FROM ghost_bus_reports WHERE public_id = \(publicID)").map { (try $0.int("id"), try Self.stored($0)) }
+        }
+    }
+
     /// The filters of a list or an export: `route` matches the route's id
     /// or its short name, `trip` the trip's id; `from` and `to` bound when
     /// the report was made (epoch milliseconds, inclusive).

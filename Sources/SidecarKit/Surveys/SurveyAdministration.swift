@@ -28,6 +28,18 @@ struct SurveyAdministration: Sendable {
         return study
     }
 
+    /// Renames or redescribes a study of the region.
+    func editStudy(_ study: Study, name: String, description: String?) async throws -> Study {
+        guard let name = name.trimmingWhitespace().presence else { throw AdministrationError.invalid(["name is required"]) }
+        let tooLong = FieldLimits.check([("name", name, FieldLimits.name), ("description", description, FieldLimits.alertDescription)])
+        guard tooLong.isEmpty else { throw AdministrationError.invalid(tooLong) }
+        guard let saved = try await store.updateStudy(id: study.id, name: name, description: description?.presence, now: now) else {
+            throw AdministrationError.notFound("No study \(study.id)")
+        }
+        await audit.record(actor: actor, action: "study.edit", regionID: study.regionID, target: "study \(study.id)", detail: name, now: now)
+        return saved
+    }
+
     /// A new survey's defaults (`Survey.blank`): shown on the map and at stops.
     func blank(regionID: Int) -> Survey { Survey.blank(regionID: regionID, now: now) }
 

@@ -17,7 +17,7 @@ struct SurveyStore: Sendable {
                 "INSERT INTO studies (id, region_id, name, description, created_at) VALUES (\(try Self.nextID(connection, "studies")), \(Int64(regionID)), \(name), \(description), \(now)) RETURNING id"
             )?.int("id") ?? 0
         }
-        return Study(id: id, regionID: regionID, name: name, description: description)
+        return Study(id: id, regionID: regionID, name: name, description: description, createdAt: now)
     }
 
     func studies(regionID: Int? = nil) async throws -> [Study] {
@@ -53,6 +53,29 @@ struct SurveyStore: Sendable {
 
     func study(id: Int64) async throws -> Study? {
         try await database.read { connection in try connection.queryOne("SELECT * FROM studies WHERE id = \(id)").map(Self.study) }
+    }
+
+    /// Renames or redescribes a study; nil when there is no such study.
+    func updateStudy(id: Int64, name: String, description: String?, now: EpochSeconds) async throws -> Study? {
+        try await database.write { connection in
+            try connection.queryOne(
+                "UPDATE studies SET name = \(name), description = \(description), updated_at = \(now) WHERE id = \(id) RETURNING *"
+            ).map(Self.study)
+        }
+    }
+
+    /// How many responses a survey has.
+    func responseCount(surveyID: Int64) async throws -> Int {
+        try await database.read { connection in try Self.responseCount(connection, surveyID: surveyID) }
+    }
+
+    /// A response by its public id, with its row id.
+    func response(publicID: String) async throws -> (id: Int64, response: StoredResponse)? {
+        try await database.read { connection in
+            try connection.queryOne("SELECT * FROM survey_responses WHERE public_id = \(publicID)").map {
+                (try $0.int("id"), try StoredResponse.read($0))
+            }
+        }
     }
 
     /// Inserts or replaces a survey. Questions with an id keep it; new ones

@@ -524,4 +524,194 @@ struct ReferenceAdminContractTests {
             #expect(count.text == #"{"total":2,"ios":2,"android":0,"test":{"total":0,"ios":0,"android":0}}"# + "\n")
         }
     }
+
+    static let survey = #"""
+        {"study_id": STUDY, "name": "Rider survey", "show_on_map": true, "visible_stop_list": [" 1_75403 ", ""],
+         "questions": [{"required": true, "position": 9, "content": {"type": "text", "label_text": "How was your trip?"}},
+                       {"content": {"type": "radio", "label_text": "Again?", "options": ["yes", "no"]}}]}
+        """#
+
+    /// admin_surveys_test.go: `TestAdminStudies_CRUD`, `TestAdminStudies_ForeignStudyIs404`,
+    /// `TestAdminSurveys_StrictDecoding`, `TestAdminSurveys_BodyCap`, `TestAdminSurveys_ServerOwnedFieldsRejected`,
+    /// `TestAdminSurveys_ForeignStudyIsNotFound`, `TestAdminSurveys_RoundTrip`, `TestAdminSurveys_ConflictCodes`,
+    /// `TestAdminSurveys_ListCarriesResponseCounts`, `TestAdminSurveys_PutPreservesQuestionIDs`; admin_responses_test.go
+    /// `TestAdminResponses_ReachedThroughAnotherRegionsSurveyIs404`, `TestAdminResponses_JSONShape`,
+    /// `TestAdminResponses_UnknownPublicIDIs404`.
+    @Test func studiesSurveysAndResponses() async throws {
+        try await Self.run { app, keys in
+            // Studies.
+            let study = try await Self.call(
+                app, "POST", "/regions/1/studies", key: keys.regionOne, json: #"{"name":" Winter ","description":"Rides"}"#)
+            #expect(study.status == 201, "\(study.text)")
+            #expect(Set(study.json?.keys.map { $0 } ?? []) == ["id", "name", "description", "created_at", "updated_at"])
+            #expect(study.json?["name"] as? String == "Winter" && (study.json?["created_at"] as? String)?.hasSuffix(".000Z") == true)
+            let studyID = try #require(study.json?["id"] as? Int)
+            #expect(study.header("Location") == "/api/admin/v1/regions/1/studies/\(studyID)")
+            #expect(try await Self.call(app, "POST", "/regions/1/studies", key: keys.regionOne, json: #"{"name":"  "}"#).status == 422)
+            #expect(try await Self.call(app, "POST", "/regions/1/studies", key: keys.regionOne, json: "{").status == 400)
+            let patched = try await Self.call(
+                app, "PATCH", "/regions/1/studies/\(studyID)", key: keys.regionOne, json: #"{"description":"All rides"}"#)
+            #expect(patched.json?["name"] as? String == "Winter" && patched.json?["description"] as? String == "All rides")
+            let foreignStudy = try await Self.call(app, "POST", "/regions/0/studies", key: keys.operatorKey, json: #"{"name":"Tampa"}"#)
+            let foreignStudyID = try #require(foreignStudy.json?["id"] as? Int)
+            for method in ["GET", "PATCH"] {
+                let refused = try await Self.call(app, method, "/regions/1/studies/\(foreignStudyID)", key: keys.regionOne, json: #"{"name":"x"}"#)
+                #expect(refused.status == 404 && Self.error(refused) == "study not found")
+            }
+            #expect(Self.array(try await Self.call(app, "GET", "/regions/1/studies", key: keys.regionOne)).count == 1)
+            // Surveys: the strict document.
+            let document = Self.survey.replacingOccurrences(of: "STUDY", with: "\(studyID)")
+            let unknown = try await Self.call(
+                app, "POST", "/regions/1/surveys", key: keys.regionOne, json: document.replacingOccurrences(of: "show_on_map", with: "show_on_maps"))
+            #expect(unknown.status == 400 && Self.error(unknown)?.contains("show_on_maps") == true, "\(unknown.text)")
+            for owned in ["id", "study", "created_at", "updated_at"] {
+                let refused = try await Self.call(
+                    app, "POST", "/regions/1/surveys", key: keys.regionOne,
+                    json: document.replacingOccurrences(of: "{\"study_id\"", with: "{\"\(owned)\": 1, \"study_id\""))
+                #expect(refused.status == 422 && Self.error(refused) == "\(owned) is server-owned and cannot be set", "\(owned): \(refused.text)")
+            }
+            let big = #"{"study_id": 1, "name": ""# + String(repeating: "x", count: 300 * 1024) + "\"}"
+            let tooBig = try await Self.call(app, "POST", "/regions/1/surveys", key: keys.regionOne, json: big)
+            #expect(tooBig.status == 400 && Self.error(tooBig) == "request body too large")
+            #expect(try await Self.call(app, "POST", "/regions/1/surveys", key: keys.regionOne, json: #"{"name":"x"}"#).status == 422)
+            let foreign = try await Self.call(
+                app, "POST", "/regions/1/surveys", key: keys.regionOne,
+                json: document.replacingOccurrences(of: "\"study_id\": \(studyID)", with: "\"study_id\": \(foreignStudyID)"))
+            #expect(foreign.status == 404 && Self.error(foreign) == "study not found", "\(foreign.text)")
+            let withID = try await Self.call(
+                app, "POST", "/regions/1/surveys", key: keys.regionOne,
+                json: document.replacingOccurrences(of: "{\"required\": true,", with: "{\"id\": 5, \"required\": true,"))
+            #expect(withID.status == 422 && Self.error(withID) == "question id does not belong to this survey")
+            let created = try await Self.call(app, "POST", "/regions/1/surveys", key: keys.regionOne, json: document)
+            #expect(created.status == 201, "\(created.text)")
+            let survey = try #require(created.json)
+            #expect(
+                Set(survey.keys) == [
+                    "id", "name", "available", "start_date", "end_date", "show_on_map", "show_on_stops", "always_visible",
+                    "allows_multiple_responses", "visible_stop_list", "visible_route_list", "questions", "study", "created_at", "updated_at",
+                ])
+            #expect(survey["available"] as? Bool == true && survey["show_on_stops"] as? Bool == false, "the reference's defaults")
+            #expect(survey["visible_stop_list"] as? [String] == ["1_75403"] && survey["visible_route_list"] is NSNull)
+            let questions = try #require(survey["questions"] as? [[String: Any]])
+            #expect(questions.map { $0["position"] as? Int } == [1, 2], "renumbered in order")
+            let surveyID = try #require(survey["id"] as? Int)
+            let firstQuestion = try #require(questions.first?["id"] as? Int)
+            // PUT keeps a named question's id, gives a new one its own, refuses another survey's.
+            let replaced = try await Self.call(
+                app, "PUT", "/regions/1/surveys/\(surveyID)", key: keys.regionOne,
+                json:
+                    #"{"name":"Rider survey 2","questions":[{"id":\#(firstQuestion),"content":{"type":"text","label_text":"How was it?"}},{"content":{"type":"text","label_text":"New"}}]}"#
+            )
+            #expect(replaced.status == 200, "\(replaced.text)")
+            let kept = try #require(replaced.json?["questions"] as? [[String: Any]])
+            #expect(kept.first?["id"] as? Int == firstQuestion && (kept.last?["id"] as? Int ?? 0) > firstQuestion)
+            #expect(replaced.json?["show_on_map"] as? Bool == false, "a whole replacement: what is left out returns to its default")
+            for body in [#"{"name":"x","study_id":1}"#, #"{"name":"x","questions":[{"id":424242,"content":{"type":"text","label_text":"x"}}]}"#] {
+                #expect(try await Self.call(app, "PUT", "/regions/1/surveys/\(surveyID)", key: keys.regionOne, json: body).status == 422, "\(body)")
+            }
+            // Responses freeze the questions and keep the survey.
+            let store = SurveyStore(database: app.sidecar.database)
+            let stored = try await store.createResponse(
+                surveyID: Int64(surveyID), userIdentifier: "rider", stopIdentifier: nil, stopLatitude: 47.6, stopLongitude: nil,
+                answers: [
+                    [
+                        "question_id": .integer(Int64(firstQuestion)), "question_type": .string("text"), "question_label": .string("How was it?"),
+                        "answer": .string("=cmd"),
+                    ]
+                ],
+                now: app.clock.nowSeconds)
+            let frozen = try await Self.call(
+                app, "PUT", "/regions/1/surveys/\(surveyID)", key: keys.regionOne,
+                json: #"{"name":"x","questions":[{"content":{"type":"text","label_text":"Other"}}]}"#)
+            #expect(frozen.status == 409 && Self.error(frozen) == "survey questions are frozen")
+            let undeletable = try await Self.call(app, "DELETE", "/regions/1/surveys/\(surveyID)", key: keys.regionOne)
+            #expect(undeletable.status == 409 && Self.error(undeletable) == "survey has responses")
+            let listed = Self.array(try await Self.call(app, "GET", "/regions/1/surveys", key: keys.regionOne))
+            #expect(listed.first?["response_count"] as? Int == 1 && listed.first?["study_id"] as? Int == studyID)
+            // Responses: their shape, and 404 through another region.
+            let responses = Self.array(try await Self.call(app, "GET", "/regions/1/surveys/\(surveyID)/responses", key: keys.regionOne))
+            let response = try #require(responses.first)
+            #expect(
+                Set(response.keys) == [
+                    "id", "survey_id", "public_id", "user_identifier", "stop_identifier", "stop_latitude", "stop_longitude", "answers", "created_at",
+                    "updated_at",
+                ])
+            #expect(response["stop_identifier"] as? String == "" && response["stop_longitude"] is NSNull)
+            #expect(
+                Set(((response["answers"] as? [[String: Any]])?.first?.keys).map(Array.init) ?? []) == [
+                    "question_id", "question_type", "question_label", "answer",
+                ])
+            let one = try await Self.call(app, "GET", "/regions/1/survey_responses/\(stored.publicID)", key: keys.regionOne)
+            #expect(one.status == 200 && one.json?["public_id"] as? String == stored.publicID)
+            #expect(try await Self.call(app, "GET", "/regions/0/survey_responses/\(stored.publicID)", key: keys.operatorKey).status == 404)
+            #expect(try await Self.call(app, "GET", "/regions/0/surveys/\(surveyID)/responses", key: keys.operatorKey).status == 404)
+            // admin_responses_test.go `TestAdminResponses_CSVContract`: the fixed name, a formula neutralised.
+            let csv = try await Self.call(app, "GET", "/regions/1/surveys/\(surveyID)/responses.csv", key: keys.regionOne)
+            #expect(csv.status == 200 && csv.header("Content-Type") == "text/csv; charset=utf-8" && csv.header("X-Content-Type-Options") == "nosniff")
+            #expect(
+                csv.header("Content-Disposition") == "attachment; filename=\"survey-\(surveyID)-responses.csv\""
+                    && csv.header("Cache-Control") == "no-store")
+            let lines = csv.text.split(separator: "\n")
+            #expect(
+                lines.first
+                    == #""response_id","user_identifier","stop_identifier","stop_latitude","stop_longitude","created_at","updated_at","question_id","question_type","question_label","answer""#
+            )
+            #expect(lines.count == 2 && lines[1].contains(#""'=cmd""#) && lines[1].hasPrefix("\"\(stored.publicID)\""), "\(csv.text)")
+            #expect(try await Self.call(app, "GET", "/regions/0/surveys/\(surveyID)/responses.csv", key: keys.operatorKey).status == 404)
+            let unknownResponse = try await Self.call(app, "GET", "/regions/1/survey_responses/nope", key: keys.regionOne)
+            #expect(unknownResponse.status == 404 && Self.error(unknownResponse) == "response not found")
+            // A survey without responses deletes.
+            let spare = try await Self.call(app, "POST", "/regions/1/surveys", key: keys.regionOne, json: #"{"study_id":\#(studyID),"name":"Empty"}"#)
+            #expect(spare.status == 201 && spare.json?["available"] as? Bool == false, "nothing to ask: left unavailable. \(spare.text)")
+            let spareID = try #require(spare.json?["id"] as? Int)
+            #expect(try await Self.call(app, "DELETE", "/regions/1/surveys/\(spareID)", key: keys.regionOne).status == 204)
+        }
+    }
+
+    /// admin_ghostbus_test.go `TestAdminGhostBus_ListAndSince`, `TestAdminGhostBus_JSONShape`,
+    /// `TestAdminGhostBus_EpochMillisecondFieldsPassThrough`, `TestAdminGhostBus_DetailCarriesTheRawSnapshot`.
+    @Test func ghostBusReportsInTheReferencesShape() async throws {
+        try await Self.run { app, keys in
+            let store = GhostBusStore(database: app.sidecar.database)
+            func report(_ trip: String) -> GhostBusReport {
+                GhostBusReport(
+                    userIdentifier: "rider", tripIdentifier: trip, serviceDate: EpochMillis(1_786_000_000_000), routeIdentifier: "1_100",
+                    stopIdentifier: "1_75403", vehicleIdentifier: nil, stopSequence: 4, predicted: true, scheduleDeviationMinutes: nil,
+                    waitDurationMinutes: 10, comment: "=never came", userLatitude: 47.6, userLongitude: -122.3,
+                    scheduledArrivalAt: EpochMillis(1_786_000_300_000), predictedArrivalAt: nil,
+                    predictionLastUpdatedAt: EpochMillis(1_786_000_100_000))
+            }
+            let start = app.clock.nowMillis
+            _ = try await store.insert(report("1_1"), regionID: 1, now: start)
+            _ = try await store.insert(report("1_2"), regionID: 1, now: start.adding(seconds: 3600))
+            _ = try await store.insert(report("0_1"), regionID: 0, now: start)
+            let listed = Self.array(try await Self.call(app, "GET", "/regions/1/ghost_bus_reports", key: keys.regionOne))
+            #expect(listed.map { $0["trip_identifier"] as? String } == ["1_1", "1_2"], "the region's, by id")
+            let first = try #require(listed.first)
+            #expect(
+                Set(first.keys) == [
+                    "id", "region_id", "public_identifier", "user_identifier", "trip_identifier", "service_date", "route_identifier",
+                    "stop_identifier", "vehicle_identifier", "stop_sequence", "predicted", "schedule_deviation_minutes", "wait_duration_minutes",
+                    "comment", "user_latitude", "user_longitude", "scheduled_arrival_at", "predicted_arrival_at", "prediction_last_updated_at",
+                    "snapshot_status", "snapshot_json", "snapshot_captured_at", "snapshot_attempts", "created_at",
+                ])
+            #expect(first["service_date"] as? Int == 1_786_000_000_000 && first["scheduled_arrival_at"] as? Int == 1_786_000_300_000)
+            #expect(first["predicted_arrival_at"] is NSNull && first["snapshot_json"] is NSNull)
+            // since: RFC 3339 with an offset, else 400.
+            let sinceText = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(start.value) / 1000 + 60))
+            let since = Self.array(try await Self.call(app, "GET", "/regions/1/ghost_bus_reports?since=\(sinceText)", key: keys.regionOne))
+            #expect(since.map { $0["trip_identifier"] as? String } == ["1_2"])
+            for bad in ["2026-08-15T14:00:00", "yesterday", "1786000000"] {
+                #expect(try await Self.call(app, "GET", "/regions/1/ghost_bus_reports?since=\(bad)", key: keys.regionOne).status == 400, "\(bad)")
+            }
+            // The detail carries the snapshot once captured; another region's is 404.
+            let publicID = try #require(first["public_identifier"] as? String)
+            try await store.recordSnapshot(publicID: publicID, snapshot: #"{"tripId":"1_1"}"#, attempts: 1, nowMillis: start)
+            let detail = try await Self.call(app, "GET", "/regions/1/ghost_bus_reports/\(publicID)", key: keys.regionOne)
+            #expect(detail.json?["snapshot_status"] as? String == "captured")
+            #expect((detail.json?["snapshot_json"] as? [String: Any])?["tripId"] as? String == "1_1")
+            let foreign = try await Self.call(app, "GET", "/regions/0/ghost_bus_reports/\(publicID)", key: keys.operatorKey)
+            #expect(foreign.status == 404 && Self.error(foreign) == "ghost bus report not found")
+        }
+    }
 }
