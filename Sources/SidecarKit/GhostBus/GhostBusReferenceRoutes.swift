@@ -9,6 +9,7 @@ import HTTPServer
 struct GhostBusReferenceRoutes: Sendable {
     let api: ReferenceAdminAPI
     let store: GhostBusStore
+    let zone: @Sendable (Int) async -> ZoneInfo
 
     /// The most reports one list answers (the reference returns them all).
     static let listLimit = 10_000
@@ -18,6 +19,7 @@ struct GhostBusReferenceRoutes: Sendable {
     var routes: [Route] {
         [
             api.route("GET", "/regions/:regionId/ghost_bus_reports", .operatorOrKey) { call in await list(call) },
+            api.route("GET", "/regions/:regionId/ghost_bus_reports.csv", .operatorOrKey) { call in await csv(call) },
             api.route("GET", "/regions/:regionId/ghost_bus_reports/:publicId", .operatorOrKey) { call in await show(call) },
         ]
     }
@@ -50,16 +52,30 @@ struct GhostBusReferenceRoutes: Sendable {
         ])
     }
 
+    /// The `since` query parameter: RFC 3339 with an offset, else 400.
+    static func since(_ request: Request) throws(ReferenceFailure) -> EpochMillis? {
+        let query = (try? Parameters.parseURLEncoded(Array(request.rawQuery.utf8), limit: 100)) ?? []
+        guard let since = query.last(where: { $0.0 == "since" })?.1 else { return nil }
+        guard let seconds = AlertInputRules.parseTime(since) else {
+            throw .badRequest("since must be RFC 3339 with an explicit UTC offset: cannot parse \"\(since)\"")
+        }
+        return seconds.millis
+    }
+
+    /// Streamed a page of rows at a time, times local to the region's zone.
+    func csv(_ call: ReferenceAdminAPI.Call) async -> Response {
+        do {
+            let from = try Self.since(call.request)
+            let zone = await zone(call.regionID), store = store, now = api.clock.nowMillis, regionID = call.regionID
+            return CSVDownload.response(filename: "ghost-bus-reports-\(regionID).csv") { write in
+                try await GhostBusReferenceCSV.write(regionID: regionID, from: from, store: store, zone: zone, now: now, write)
+            }
+        } catch { return api.failure(error, notFound: "ghost bus report") }
+    }
+
     func list(_ call: ReferenceAdminAPI.Call) async -> Response {
         do {
-            var filter = GhostBusStore.Filter()
-            let query = (try? Parameters.parseURLEncoded(Array(call.request.rawQuery.utf8), limit: 100)) ?? []
-            if let since = query.last(where: { $0.0 == "since" })?.1 {
-                guard let seconds = AlertInputRules.parseTime(since) else {
-                    throw ReferenceFailure.badRequest("since must be RFC 3339 with an explicit UTC offset: cannot parse \"\(since)\"")
-                }
-                filter.from = seconds.millis
-            }
+            let filter = GhostBusStore.Filter(from: try Self.since(call.request))
             let rows = try await store.reports(regionID: call.regionID, filter: filter, after: 0, limit: Self.listLimit + 1)
             let now = api.clock.nowMillis
             return ReferenceAdminAPI.list(rows, limit: Self.listLimit) { $0.map { Self.json($0.id, $0.report, now: now) } }
@@ -77,7 +93,9 @@ struct GhostBusReferenceRoutes: Sendable {
 }
 
 extension GhostBusReferenceRoutes {
-    init(_ api: ReferenceAdminAPI, _ context: FeatureContext) { self.init(api: api, store: context.stores.ghostBus) }
+    init(_ api: ReferenceAdminAPI, _ context: FeatureContext) {
+        self.init(api: api, store: context.stores.ghostBus, zone: { [context] in await context.zone(regionID: $0) })
+    }
 }
 
 extension GhostBusReferenceRoutes: Feature {}

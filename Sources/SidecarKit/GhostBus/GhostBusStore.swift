@@ -123,6 +123,24 @@ struct GhostBusStore: Sendable {
         }
     }
 
+    /// How many of a region's reports (made at or after `from`) name each
+    /// trip on each service day, keyed `trip|service date (ms)`.
+    func tripReportCounts(regionID: Int, from: EpochMillis?) async throws -> [String: Int] {
+        let from = from ?? EpochMillis(.min)
+        return try await database.read { connection in
+            var counts: [String: Int] = [:]
+            for row in try connection.query(
+                """
+                SELECT trip_identifier, service_date, COUNT(*) AS n FROM ghost_bus_reports WHERE region_id = \(regionID) AND created_at >= \(from)
+                GROUP BY trip_identifier, service_date
+                """)
+            {
+                counts["\(try row.string("trip_identifier"))|\(try row.int("service_date"))"] = try row.count("n")
+            }
+            return counts
+        }
+    }
+
     /// The filters of a list or an export: `route` matches the route's id
     /// or its short name, `trip` the trip's id; `from` and `to` bound when
     /// the report was made (epoch milliseconds, inclusive).

@@ -673,9 +673,9 @@ struct ReferenceAdminContractTests {
     @Test func ghostBusReportsInTheReferencesShape() async throws {
         try await Self.run { app, keys in
             let store = GhostBusStore(database: app.sidecar.database)
-            func report(_ trip: String) -> GhostBusReport {
+            func report(_ trip: String, by rider: String = "rider") -> GhostBusReport {
                 GhostBusReport(
-                    userIdentifier: "rider", tripIdentifier: trip, serviceDate: EpochMillis(1_786_000_000_000), routeIdentifier: "1_100",
+                    userIdentifier: rider, tripIdentifier: trip, serviceDate: EpochMillis(1_786_000_000_000), routeIdentifier: "1_100",
                     stopIdentifier: "1_75403", vehicleIdentifier: nil, stopSequence: 4, predicted: true, scheduleDeviationMinutes: nil,
                     waitDurationMinutes: 10, comment: "=never came", userLatitude: 47.6, userLongitude: -122.3,
                     scheduledArrivalAt: EpochMillis(1_786_000_300_000), predictedArrivalAt: nil,
@@ -712,6 +712,19 @@ struct ReferenceAdminContractTests {
             #expect((detail.json?["snapshot_json"] as? [String: Any])?["tripId"] as? String == "1_1")
             let foreign = try await Self.call(app, "GET", "/regions/0/ghost_bus_reports/\(publicID)", key: keys.operatorKey)
             #expect(foreign.status == 404 && Self.error(foreign) == "ghost bus report not found")
+            // admin_ghostbus_test.go `TestAdminGhostBus_CSVContract`: the fixed name, 30 columns, the comment neutralised.
+            _ = try await store.insert(report("1_1", by: "another rider"), regionID: 1, now: start.adding(seconds: 7200))
+            let csv = try await Self.call(app, "GET", "/regions/1/ghost_bus_reports.csv", key: keys.regionOne)
+            #expect(csv.status == 200 && csv.header("Content-Disposition") == "attachment; filename=\"ghost-bus-reports-1.csv\"")
+            let lines = csv.text.split(separator: "\n").map(String.init)
+            #expect(lines.count == 4 && lines[0].split(separator: ",").count == 30, "\(csv.text)")
+            #expect(lines[0].hasPrefix(#""public_identifier","reported_at_utc","reported_at_local","service_date","route_id""#))
+            #expect(
+                lines[1].contains(#""'=never came""#) && lines[1].contains(#"","2","#) == false && lines[1].contains(#"",2,""#),
+                "two reports of trip 1_1 that day: \(lines[1])")
+            #expect(lines[1].contains("-07:00") || lines[1].contains("-08:00"), "reported_at_local in Los Angeles")
+            let sinceCSV = try await Self.call(app, "GET", "/regions/1/ghost_bus_reports.csv?since=\(sinceText)", key: keys.regionOne)
+            #expect(sinceCSV.text.split(separator: "\n").count == 3)
         }
     }
 }
