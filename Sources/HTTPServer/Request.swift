@@ -51,7 +51,13 @@ public struct Request: Sendable {
 
     /// The value of a cookie from the `Cookie` header(s), or nil. Only
     /// cookie-octets are accepted; anything else reads as no cookie.
-    public func cookie(_ name: String) -> String? {
+    public func cookie(_ name: String) -> String? { cookies(name).first }
+
+    /// Every value sent for a cookie name, in the order sent: a browser sends
+    /// one per path it was set for (the most specific first). Values that
+    /// are not cookie-octets are left out.
+    public func cookies(_ name: String) -> [String] {
+        var values: [String] = []
         for (headerName, value) in headers where headerName == "cookie" {
             for pair in value.split(separator: ";") {
                 let trimmed = pair.drop { $0 == " " }
@@ -59,12 +65,12 @@ public struct Request: Sendable {
                 var found = trimmed[trimmed.index(after: equals)...]
                 if found.hasPrefix("\""), found.hasSuffix("\""), found.count >= 2 { found = found.dropFirst().dropLast() }
                 guard found.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"\",;\\".unicodeScalars.contains($0) }) else {
-                    return nil
+                    continue
                 }
-                return String(found)
+                values.append(String(found))
             }
         }
-        return nil
+        return values
     }
 
     /// The media type of the body without parameters, lower-cased

@@ -8,10 +8,13 @@ import HTTPServer
 /// Each feature declares its routes here with `route`; their handlers call
 /// the same administration code as `/admin/api`, the CLI and the console,
 /// and only read and write the reference's shapes. The kit applies the
-/// reference's guards in its order: the cross-site check (403), the bearer
-/// key (401, or 429 after 60 failures a minute from one address), who may
-/// call the route (403 `forbidden`), then the region (404 `region not
-/// found`, the same for a malformed, unknown or someone else's region).
+/// reference's guards in its order: the cross-site check (403), the caller
+/// (a bearer key when an `Authorization` header is present, else the
+/// `sidecar_session` cookie of a console account signed in through
+/// `POST /api/admin/v1/session`: 401, or 429 after 60 failed keys a minute
+/// from one address), who may call the route (403 `forbidden`), then the
+/// region (404 `region not found`, the same for a malformed, unknown or
+/// someone else's region).
 struct ReferenceAdminAPI: Sendable {
     static let prefix = "/api/admin/v1"
     /// The largest JSON body, as the reference's `maxAdminBody`.
@@ -19,6 +22,9 @@ struct ReferenceAdminAPI: Sendable {
 
     let administration: AlertAdministration
     let keys: ApiKeyStore
+    /// The console's accounts and sessions: a signed-in account is the
+    /// reference's operator, within its role and regions.
+    let console: ConsoleStore
     /// Failed bearer attempts per client address: only failures count, so a
     /// client shut out for guessing still gets in with a valid key.
     let failedBearers: FixedWindowRateLimiter
@@ -28,17 +34,37 @@ struct ReferenceAdminAPI: Sendable {
     let logger: Logger
 
     /// Who may call a route, named as the reference names its allow-lists.
-    /// Sidecar has no operator session on this API: an admin key of every
-    /// region stands for the reference's operator.
+    /// The reference's operator is a signed-in console account, which acts
+    /// within its role and regions (a viewer reads, an editor authors, an
+    /// admin also sends to everyone, manages keys and sets up regions); an
+    /// admin key of every region stands for an operator too.
     enum Allowed: String, Sendable {
         case operatorOnly, operatorOrKey, operatorOrPushKey, operatorOrService
+        /// A signed-in person only (the session's own `GET`): no key.
+        case signedIn
 
-        func admits(_ key: ApiKeyStore.Record) -> Bool {
-            switch self {
-            case .operatorOnly: return key.managesPrincipals
-            case .operatorOrKey: return !key.isPrincipal
-            case .operatorOrPushKey: return !key.isPrincipal && key.canPush
-            case .operatorOrService: return key.managesKeys
+        /// Whether `caller` may call a route of this list with `method`;
+        /// `personAction` is what a person's role must allow where the
+        /// method alone does not say (setting up a region).
+        func admits(_ caller: ReferenceCaller, method: String, personAction: ConsoleAction? = nil) -> Bool {
+            switch caller {
+            case .key(let key):
+                switch self {
+                case .operatorOnly: return key.managesPrincipals
+                case .operatorOrKey: return !key.isPrincipal
+                case .operatorOrPushKey: return !key.isPrincipal && key.canPush
+                case .operatorOrService: return key.managesKeys
+                case .signedIn: return false
+                }
+            case .person(let user):
+                let action: ConsoleAction
+                switch self {
+                case .operatorOnly, .signedIn: action = .read
+                case .operatorOrKey: action = personAction ?? (method == "GET" || method == "HEAD" ? .read : .author)
+                case .operatorOrPushKey: action = .sendToEveryone
+                case .operatorOrService: action = .manageKeys
+                }
+                return ConsoleRules.may(user.role, action)
             }
         }
     }
@@ -53,10 +79,10 @@ struct ReferenceAdminAPI: Sendable {
         case keyAdmin
     }
 
-    /// A request that passed the guards: its key and the path's region (-1 when none).
+    /// A request that passed the guards: its caller and the path's region (-1 when none).
     struct Call: Sendable {
         let request: Request
-        let key: ApiKeyStore.Record
+        let caller: ReferenceCaller
         let regionID: Int
 
         /// The body as JSON: nil for an empty body, else an object or a refusal.
@@ -90,7 +116,10 @@ struct ReferenceAdminAPI: Sendable {
     /// A route under `/api/admin/v1`: `path` is written with `:regionId`,
     /// `:pushId`, `:keyId` and `:lang` as the reference's are, and with what
     /// its `{id}` carries (`:alertId`, `:studyId`, ...) where it says `{id}`.
-    func route(_ method: String, _ path: String, _ allowed: Allowed, region rule: RegionRule = .region, _ handler: @escaping Handler) -> Route {
+    func route(
+        _ method: String, _ path: String, _ allowed: Allowed, region rule: RegionRule = .region, person personAction: ConsoleAction? = nil,
+        _ handler: @escaping Handler
+    ) -> Route {
         Route(
             // Read up to a megabyte, so a body over a route's own limit (64 KB,
             // a survey's 256 KB) gets the reference's 400, not the server's 413.
@@ -98,23 +127,23 @@ struct ReferenceAdminAPI: Sendable {
             access: .apiKey("reference:" + allowed.rawValue, object: rule == .none ? "none" : "region"), parsesParameters: false
         ) { request in
             if let refusal = crossSiteRefusal(request) { return refusal }
-            let key: ApiKeyStore.Record
+            let caller: ReferenceCaller
             switch await authenticate(request) {
             case .refused(let refusal): return refusal
-            case .accepted(let accepted): key = accepted
+            case .accepted(let accepted): caller = accepted
             }
-            if case .limited(let retryAfter) = await perKey.check("key:\(key.id)") {
+            if case .limited(let retryAfter) = await perKey.check(caller.limiterKey) {
                 return Self.error(429, "too many requests").adding(header: "Retry-After", String(retryAfter))
             }
-            guard allowed.admits(key) else { return Self.error(403, "forbidden") }
+            guard allowed.admits(caller, method: request.method, personAction: personAction) else { return Self.error(403, "forbidden") }
             var regionID = -1
             if rule != .none {
-                guard let id = regionScope(request.pathParameters["regionId"] ?? "", key: key, rule: rule) else {
+                guard let id = regionScope(request.pathParameters["regionId"] ?? "", caller: caller, rule: rule) else {
                     return Self.error(404, "region not found")
                 }
                 regionID = id
             }
-            return await handler(Call(request: request, key: key, regionID: regionID))
+            return await handler(Call(request: request, caller: caller, regionID: regionID))
         }
     }
 
@@ -135,8 +164,31 @@ struct ReferenceAdminAPI: Sendable {
     }
 
     enum Authentication {
-        case accepted(ApiKeyStore.Record)
+        case accepted(ReferenceCaller)
         case refused(Response)
+    }
+
+    /// The caller, found as the reference finds it: an `Authorization`
+    /// header means a bearer key and nothing else (a browser's session never
+    /// rescues a refused key); without one, the session cookie. No live
+    /// session is `401 authentication required`.
+    func authenticate(_ request: Request) async -> Authentication {
+        let headers = request.headers.filter { $0.name.lowercased() == "authorization" }
+        guard !headers.isEmpty else {
+            do {
+                guard let session = try await signedIn(request) else { return .refused(Self.error(401, "authentication required")) }
+                return .accepted(.person(session.user))
+            } catch {
+                logger.error("admin session lookup failed", [("error", "\(error)")])
+                return .refused(Self.error(500, "internal error"))
+            }
+        }
+        return await bearer(request, headers)
+    }
+
+    /// The live console session among the request's `sidecar_session` cookies.
+    func signedIn(_ request: Request) async throws -> ConsoleStore.Session? {
+        try await console.session(cookies: request.cookies(ConsoleRoutes.sessionCookie), now: clock.nowSeconds)
     }
 
     /// The bearer key, read as the reference reads it: exactly one
@@ -144,9 +196,7 @@ struct ReferenceAdminAPI: Sendable {
     /// space, the key. Every failure is the same `401 invalid api key`
     /// (unknown, revoked, malformed and someone else's look alike) until an
     /// address has failed 60 times in a minute: then `429` with no body.
-    func authenticate(_ request: Request) async -> Authentication {
-        let headers = request.headers.filter { $0.name.lowercased() == "authorization" }
-        guard !headers.isEmpty else { return .refused(Self.error(401, "authentication required")) }
+    func bearer(_ request: Request, _ headers: [(name: String, value: String)]) async -> Authentication {
         var presented: String?
         if headers.count == 1, headers[0].value.utf8.count <= "Bearer ".utf8.count + ApiKeyFormat.maxLength,
             let space = headers[0].value.firstIndex(of: " ")
@@ -155,7 +205,7 @@ struct ReferenceAdminAPI: Sendable {
             if scheme.lowercased() == "bearer", !credential.isEmpty, credential.first != " " { presented = String(credential) }
         }
         do {
-            if let presented, let key = try await keys.verify(presented, now: clock.nowSeconds) { return .accepted(key) }
+            if let presented, let key = try await keys.verify(presented, now: clock.nowSeconds) { return .accepted(.key(key)) }
         } catch {
             logger.error("admin key lookup failed", [("error", "\(error)")])
             return .refused(Self.error(500, "internal error"))
@@ -165,15 +215,18 @@ struct ReferenceAdminAPI: Sendable {
         return .refused(Self.error(401, "invalid api key"))
     }
 
-    /// The region a path segment names, when the key may act on it: `0` or a
-    /// decimal without a leading zero or sign, a region of the directory, and
-    /// (for content) one of the key's regions. nil answers 404 alike.
-    func regionScope(_ segment: String, key: ApiKeyStore.Record, rule: RegionRule) -> Int? {
+    /// The region a path segment names, when the caller may act on it: `0`
+    /// or a decimal without a leading zero or sign, a region of the
+    /// directory, and (for content) one of the caller's regions. nil answers
+    /// 404 alike.
+    func regionScope(_ segment: String, caller: ReferenceCaller, rule: RegionRule) -> Int? {
         guard let id = ApiKeyFormat.regionSegment(Substring(segment)), (try? administration.region(id)) != nil else { return nil }
         switch rule {
         case .none: return nil
-        case .region: return key.allows(region: id) ? id : nil
-        case .keyAdmin: return key.isPrincipal || key.mayGrant(regions: [id], push: false, admin: false) ? id : nil
+        case .region: return caller.allows(region: id) ? id : nil
+        case .keyAdmin:
+            if case .key(let key) = caller, key.isPrincipal { return id }
+            return caller.mayGrant(region: id, push: false) ? id : nil
         }
     }
 
@@ -196,9 +249,9 @@ struct ReferenceAdminAPI: Sendable {
         return rows.count > limit ? answer.adding(header: "X-Sidecar-Truncated", "true") : answer
     }
 
-    /// The operations as this key: its changes are audited under its name.
-    func administration(for key: ApiKeyStore.Record) -> AlertAdministration {
-        administration.acting(as: "apikey:\(key.name)#\(key.id)")
+    /// The operations as this caller: its changes are audited under its name.
+    func administration(for caller: ReferenceCaller) -> AlertAdministration {
+        administration.acting(as: caller.actingName)
     }
 
     /// A failure of the administration code as the reference answers it:
@@ -248,7 +301,7 @@ extension ReferenceAdminAPI {
     init(_ context: FeatureContext) {
         let clock = context.clock
         self.init(
-            administration: context.administration, keys: context.stores.apiKeys,
+            administration: context.administration, keys: context.stores.apiKeys, console: context.stores.console,
             failedBearers: FixedWindowRateLimiter(
                 limit: 60, windowSeconds: 60, name: "admin_bearer_failures", logger: context.logger, maxKeys: 10_000,
                 now: { clock.now().timeIntervalSince1970 }),

@@ -70,13 +70,13 @@ struct ReferenceKeyRoutes: Sendable {
             }
             guard let name = Self.name(rawName) else { throw ReferenceFailure.status(422, "name must be 1-100 bytes after trimming") }
             let push = try Self.scopes(body["scopes"])
-            guard call.key.mayGrant(regions: [call.regionID], push: push, admin: false) else { return ReferenceAdminAPI.error(403, "forbidden") }
+            guard call.caller.mayGrant(region: call.regionID, push: push) else { return ReferenceAdminAPI.error(403, "forbidden") }
             let now = api.clock.nowSeconds
             let (secret, record) = try await api.keys.create(
-                name: name, regions: [call.regionID], canPush: push, madeBy: call.key.isPrincipal ? call.key.id : nil, actor: call.key.actorTag,
+                name: name, regions: [call.regionID], canPush: push, madeBy: call.caller.mintingPrincipalID, actor: call.caller.actorTag,
                 now: now)
             await audit.record(
-                actor: call.key.actorTag, action: "apikey.create", regionID: call.regionID, target: "API key \(record.id)",
+                actor: call.caller.actorTag, action: "apikey.create", regionID: call.regionID, target: "API key \(record.id)",
                 detail: "\(name); \(record.scopeDescription)", now: now)
             let answer = ReferenceJSON.object([
                 ("id", .integer(record.id)), ("name", .string(name)), ("scopes", .array(push ? [.string("push")] : [])), ("key", .string(secret)),
@@ -103,8 +103,8 @@ struct ReferenceKeyRoutes: Sendable {
                 return ReferenceAdminAPI.error(404, "api key not found")
             }
             let now = api.clock.nowSeconds
-            if found.revokedAt == nil, try await api.keys.revoke(id: id, actor: call.key.actorTag, now: now) {
-                await audit.record(actor: call.key.actorTag, action: "apikey.revoke", regionID: call.regionID, target: "API key \(id)", now: now)
+            if found.revokedAt == nil, try await api.keys.revoke(id: id, actor: call.caller.actorTag, now: now) {
+                await audit.record(actor: call.caller.actorTag, action: "apikey.revoke", regionID: call.regionID, target: "API key \(id)", now: now)
             }
             return .empty(204)
         } catch { return api.failure(error, notFound: "api key") }

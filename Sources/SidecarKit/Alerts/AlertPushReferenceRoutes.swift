@@ -116,7 +116,7 @@ struct AlertPushReferenceRoutes: Sendable {
             guard try await store.sends.audienceCount(regionID: alert.regionID, audience: audience) > 0 else {
                 throw ReferenceFailure.status(409, "no registered devices in the audience")
             }
-            let (send, _) = try await api.administration(for: call.key).startSend(id: alert.id, audience: audience, messages: messages)
+            let (send, _) = try await api.administration(for: call.caller).startSend(id: alert.id, audience: audience, messages: messages)
             sends.launch(send)
             return ReferenceAdminAPI.json(202, Self.json(send, alert: alert, translations: try await store.translations(alertID: alert.id)))
         } catch { return api.failure(error, notFound: "alert", invalidStatus: 409) }
@@ -139,7 +139,7 @@ struct AlertPushReferenceRoutes: Sendable {
             guard let send = try await store.sends.send(id: pushID), send.alertID == alert.id else {
                 return ReferenceAdminAPI.error(404, "alert push not found")
             }
-            guard try await api.administration(for: call.key).cancelSend(alertID: alert.id, sendID: send.id) else {
+            guard try await api.administration(for: call.caller).cancelSend(alertID: alert.id, sendID: send.id) else {
                 return ReferenceAdminAPI.error(409, "alert push already completed")
             }
             return .empty(204)

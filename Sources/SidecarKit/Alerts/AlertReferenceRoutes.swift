@@ -91,7 +91,7 @@ struct AlertReferenceRoutes: Sendable {
                     )
                 }
             }
-            let saved = try await api.administration(for: call.key).create(regionID: call.regionID, fields: fields)
+            let saved = try await api.administration(for: call.caller).create(regionID: call.regionID, fields: fields)
             return ReferenceAdminAPI.json(201, Self.json(saved.alert))
                 .adding(header: "Location", "\(ReferenceAdminAPI.prefix)/regions/\(call.regionID)/alerts/\(saved.alert.id)")
         } catch { return api.failure(error, notFound: "alert") }
@@ -108,14 +108,14 @@ struct AlertReferenceRoutes: Sendable {
             let fields = try ReferenceAlertInput.fields(body, creating: false)
             try await ReferenceAlertInput.checkWindow(
                 fields, previous: alert, regionID: call.regionID, zone: zoneName(call.regionID), now: api.clock.nowSeconds)
-            let saved = fields.isEmpty ? alert : try await api.administration(for: call.key).edit(id: alert.id, fields: fields).alert
+            let saved = fields.isEmpty ? alert : try await api.administration(for: call.caller).edit(id: alert.id, fields: fields).alert
             return try await full(saved)
         } catch { return api.failure(error, notFound: "alert") }
     }
 
     func delete(_ call: ReferenceAdminAPI.Call) async -> Response {
         do {
-            try await api.administration(for: call.key).delete(id: try await alert(call).id)
+            try await api.administration(for: call.caller).delete(id: try await alert(call).id)
             return .empty(204)
         } catch { return api.failure(error, notFound: "alert") }
     }
@@ -125,7 +125,7 @@ struct AlertReferenceRoutes: Sendable {
     func publish(_ call: ReferenceAdminAPI.Call, _ published: Bool) async -> Response {
         do {
             let alert = try await alert(call)
-            let saved = try await api.administration(for: call.key).setPublished(id: alert.id, published).alert
+            let saved = try await api.administration(for: call.caller).setPublished(id: alert.id, published).alert
             return try await full(saved)
         } catch { return api.failure(error, notFound: "alert", invalidStatus: 409) }
     }
@@ -141,7 +141,7 @@ struct AlertReferenceRoutes: Sendable {
             let description = try RegionReferenceRoutes.optionalString(body, "description")
             guard header != nil || description != nil else { throw ReferenceFailure.badRequest("provide header and/or description") }
             let stored = try await store.translations(alertID: alert.id).first { $0.language == language }
-            _ = try await api.administration(for: call.key).translate(
+            _ = try await api.administration(for: call.caller).translate(
                 id: alert.id, language: language, header: header ?? stored?.header, description: description ?? stored?.description)
             return try await full(try await self.alert(call))
         } catch { return api.failure(error, notFound: "alert") }
@@ -152,7 +152,7 @@ struct AlertReferenceRoutes: Sendable {
             let alert = try await alert(call)
             let language = try Self.language(call)
             let tag = (try? api.administration.catalogLanguage(language).get()) ?? language
-            try await api.administration(for: call.key).deleteTranslation(id: alert.id, language: tag)
+            try await api.administration(for: call.caller).deleteTranslation(id: alert.id, language: tag)
             return .empty(204)
         } catch { return api.failure(error, notFound: "alert") }
     }

@@ -153,7 +153,7 @@ final class Sidecar: Sendable {
             // The same operations in the Go reference's contract, under /api/admin/v1.
             RegionReferenceRoutes(reference, context), ReferenceKeyRoutes(reference, context), AlertReferenceRoutes(reference, context),
             AlertPushReferenceRoutes(reference, context), AlarmReferenceRoutes(reference, context), SurveyReferenceRoutes(reference, context),
-            GhostBusReferenceRoutes(reference, context),
+            GhostBusReferenceRoutes(reference, context), SessionReferenceRoutes(console: console, api: reference),
             // The console: the kit's own pages, then each feature's.
             console, DashboardConsolePages(console, context), KeyConsolePages(console, context), AuditConsolePages(console, context),
             AlertConsolePages(console, context), AlertFormConsolePages(console, context), AlertTranslationConsolePages(console, context),

@@ -79,57 +79,81 @@ extension ConsoleRoutes {
             return await loginPage(request, problems: ["The sign-in form expired. Please try again."], status: 403)
         }
         let rawEmail = request.parameters["email"] ?? ""
-        let password = request.parameters["password"] ?? ""
-        // Only failed sign-ins count against an address: one busy office's
-        // colleagues signing in never lock each other out.
-        if await clientLogins.isExhausted(request.clientKey) {
-            let retryAfter = ConsoleRules.loginWindowSeconds
-            return await loginPage(
-                request, problems: ["Too many failed sign-ins from your address. Try again in \(retryAfter / 60 + 1) minutes."],
-                email: rawEmail, status: 429
-            ).adding(header: "Retry-After", String(retryAfter))
-        }
-        guard let email = ConsoleRules.normalizedEmail(rawEmail), password.utf8.count <= ConsoleRules.maximumPasswordLength else {
-            _ = await clientLogins.check(request.clientKey)
-            return await loginPage(request, problems: ["Wrong email or password."], email: rawEmail, status: 401)
-        }
-        // An account under attack stays open to its owner: once it has had
-        // too many failures, only addresses that have been failing on it are
-        // refused (before any hashing); a correct password from anywhere
-        // else still signs in.
-        let source = email + "|" + request.clientKey
-        if await accountLogins.isExhausted(email), await failingSources.peek(source) > 0 {
-            return await loginPage(
-                request, problems: ["Too many failed sign-ins for this account from your address. Try again in 15 minutes."],
-                email: rawEmail, status: 429
-            ).adding(header: "Retry-After", String(ConsoleRules.loginWindowSeconds))
-        }
         do {
-            let found = try await store.credentials(email: email)
-            // Hash even for an unknown account so timing does not tell.
-            guard let verified = await Self.passwordChecks.run({ PasswordHash.verify(password, against: found?.1 ?? Self.decoyHash) }) else {
+            switch try await checkSignIn(email: rawEmail, password: request.parameters["password"] ?? "", request) {
+            case .clientLocked:
+                let retryAfter = ConsoleRules.loginWindowSeconds
+                return await loginPage(
+                    request, problems: ["Too many failed sign-ins from your address. Try again in \(retryAfter / 60 + 1) minutes."],
+                    email: rawEmail, status: 429
+                ).adding(header: "Retry-After", String(retryAfter))
+            case .accountLocked:
+                return await loginPage(
+                    request, problems: ["Too many failed sign-ins for this account from your address. Try again in 15 minutes."],
+                    email: rawEmail, status: 429
+                ).adding(header: "Retry-After", String(ConsoleRules.loginWindowSeconds))
+            case .busy:
                 return await loginPage(
                     request, problems: ["The server is busy checking other sign-ins. Try again in a few seconds."],
                     email: rawEmail, status: 503
                 ).adding(header: "Retry-After", "2")
-            }
-            guard let (user, _) = found, verified else {
-                _ = await clientLogins.check(request.clientKey)
-                _ = await accountLogins.check(email)
-                _ = await failingSources.check(source)
-                logger.info("console sign-in refused", [("client", request.clientAddress)])
-                await audit.record(
-                    actor: "anonymous", action: "console.sign_in_failed", regionID: nil,
-                    target: found.map { "user \($0.0.id)" } ?? "no such account", detail: "client=\(request.clientAddress)", now: now)
+            case .refused:
                 return await loginPage(request, problems: ["Wrong email or password."], email: rawEmail, status: 401)
+            case .verified(let user):
+                let (cookieValue, _) = try await store.startSession(userID: user.id, now: now)
+                logger.info("console sign-in", [("user", String(user.id))])
+                return Response.seeOther(Self.safeNext(request.parameters["next"]))
+                    .adding(header: "Set-Cookie", cookie(Self.sessionCookie, cookieValue, path: "/admin"))
+                    .adding(header: "Set-Cookie", cookie(Self.loginCookie, "", path: "/admin/login", maxAge: 0, sameSite: "Strict"))
+                    .adding(header: "Cache-Control", "no-store")
             }
-            let (cookieValue, _) = try await store.startSession(userID: user.id, now: now)
-            logger.info("console sign-in", [("user", String(user.id))])
-            return Response.seeOther(Self.safeNext(request.parameters["next"]))
-                .adding(header: "Set-Cookie", cookie(Self.sessionCookie, cookieValue, path: "/admin"))
-                .adding(header: "Set-Cookie", cookie(Self.loginCookie, "", path: "/admin/login", maxAge: 0, sameSite: "Strict"))
-                .adding(header: "Cache-Control", "no-store")
         } catch { return unavailable(error) }
+    }
+
+    /// What checking an email and password came to.
+    enum SignInCheck: Sendable {
+        case verified(ConsoleStore.User)
+        /// Wrong email or password (or one that cannot be an account's).
+        case refused
+        /// Too many failed sign-ins from this address.
+        case clientLocked
+        /// Too many failures on this account, and this address was among them.
+        case accountLocked
+        /// Every password check is taken: try again in a moment.
+        case busy
+    }
+
+    /// Checks a sign-in, the console's form and the admin API's
+    /// `POST /api/admin/v1/session` alike, under one set of limits: only
+    /// failed sign-ins count against an address, and an account under attack
+    /// stays open to its owner (only the addresses that have been failing on
+    /// it are refused, before any hashing). Failures are audited.
+    func checkSignIn(email rawEmail: String, password: String, _ request: Request) async throws -> SignInCheck {
+        // Only failed sign-ins count against an address: one busy office's
+        // colleagues signing in never lock each other out.
+        if await clientLogins.isExhausted(request.clientKey) { return .clientLocked }
+        guard let email = ConsoleRules.normalizedEmail(rawEmail), password.utf8.count <= ConsoleRules.maximumPasswordLength else {
+            _ = await clientLogins.check(request.clientKey)
+            return .refused
+        }
+        let source = email + "|" + request.clientKey
+        if await accountLogins.isExhausted(email), await failingSources.peek(source) > 0 { return .accountLocked }
+        let found = try await store.credentials(email: email)
+        // Hash even for an unknown account so timing does not tell.
+        guard let verified = await Self.passwordChecks.run({ PasswordHash.verify(password, against: found?.1 ?? Self.decoyHash) }) else {
+            return .busy
+        }
+        guard let (user, _) = found, verified else {
+            _ = await clientLogins.check(request.clientKey)
+            _ = await accountLogins.check(email)
+            _ = await failingSources.check(source)
+            logger.info("console sign-in refused", [("client", request.clientAddress)])
+            await audit.record(
+                actor: "anonymous", action: "console.sign_in_failed", regionID: nil,
+                target: found.map { "user \($0.0.id)" } ?? "no such account", detail: "client=\(request.clientAddress)", now: now)
+            return .refused
+        }
+        return .verified(user)
     }
 
     /// A hash of nothing anyone knows, verified when the account does not exist.

@@ -93,7 +93,7 @@ struct ConsoleRoutes: Sendable {
         _ handler: (Request, ConsoleStore.Session) async -> Response
     ) async -> Response {
         let session: ConsoleStore.Session?
-        do { session = try await request.cookie(Self.sessionCookie).asyncFlatMap { try await store.session(cookie: $0, now: now) } } catch {
+        do { session = try await store.session(cookies: request.cookies(Self.sessionCookie), now: now) } catch {
             return unavailable(error)
         }
         guard let session else {

@@ -108,6 +108,16 @@ struct ConsoleStore: Sendable {
 
     static func hash(_ cookie: String) -> String { Hex.encode(SHA256.digest(Array(cookie.utf8))) }
 
+    /// The first live session among the values a request sent for the
+    /// session cookie (the console's, scoped to `/admin`, and the admin
+    /// API's, scoped to `/`, can both arrive).
+    func session(cookies: [String], now: EpochSeconds) async throws -> Session? {
+        for cookie in cookies.prefix(4) {
+            if let session = try await session(cookie: cookie, now: now) { return session }
+        }
+        return nil
+    }
+
     /// The live session a cookie names, touching it at most once a minute.
     func session(cookie: String, now: EpochSeconds) async throws -> Session? {
         guard cookie.utf8.count <= 128 else { return nil }

@@ -71,6 +71,12 @@ final class ManualClock: WallClock {
     /// Number of tasks currently sleeping on this clock.
     var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// Number of tasks sleeping until exactly `deadline`: a test names the
+    /// loop it waits for by when that loop will wake next.
+    func sleeperCount(until deadline: Date) -> Int {
+        state.withLock { state in state.sleepers.count { $0.deadline == deadline } }
+    }
+
     /// Sleeps until `advance` passes the deadline; a cancelled task wakes at
     /// once with `CancellationError`, as `Task.sleep` does.
     func sleep(seconds: Double) async throws {

@@ -29,13 +29,17 @@ struct PushRegistrationPruner: Sendable {
         }
     }
 
+    /// How long the loop sleeps between two cycles: the interval alone, or
+    /// an hour when instances share the database and take turns by lease.
+    var cycleSeconds: Double { coordination == nil ? intervalSeconds : min(intervalSeconds, 3600) }
+
     /// Prunes at start and then every interval until stopped.
     func run() async {
         guard let coordination else {
-            await clock.repeatEvery(seconds: intervalSeconds, stop: stop) { _ = await pruneOnce() }
+            await clock.repeatEvery(seconds: cycleSeconds, stop: stop) { _ = await pruneOnce() }
             return
         }
-        await clock.repeatEvery(seconds: min(intervalSeconds, 3600), stop: stop) {
+        await clock.repeatEvery(seconds: cycleSeconds, stop: stop) {
             let now = clock.nowSeconds
             guard (try? await coordination.acquire("daily-prune", ttlSeconds: Int64(intervalSeconds) - 60, nowSeconds: now)) == true else { return }
             _ = await pruneOnce()

@@ -18,7 +18,7 @@ struct RegionReferenceRoutes: Sendable {
         [
             api.route("GET", "/regions", .operatorOnly, region: .none) { call in await list(call) },
             api.route("GET", "/regions/:regionId", .operatorOrKey) { call in await show(call) },
-            api.route("PATCH", "/regions/:regionId", .operatorOrKey) { call in await patch(call) },
+            api.route("PATCH", "/regions/:regionId", .operatorOrKey, person: .manageRegion) { call in await patch(call) },
         ]
     }
 
@@ -54,7 +54,7 @@ struct RegionReferenceRoutes: Sendable {
     func list(_ call: ReferenceAdminAPI.Call) async -> Response {
         do {
             let settings = try await RegionSettingsStore(database: api.administration.store.database).all()
-            return ReferenceAdminAPI.json(200, .array(regions.all.map { json($0, settings[$0.id]) }))
+            return ReferenceAdminAPI.json(200, .array(regions.all.filter { call.caller.allows(region: $0.id) }.map { json($0, settings[$0.id]) }))
         } catch { return api.failure(error, notFound: "region") }
     }
 
@@ -93,7 +93,7 @@ struct RegionReferenceRoutes: Sendable {
                 }
                 if timezone == "none" { throw ReferenceFailure.badRequest("invalid timezone \"none\": unknown time zone none") }
             }
-            let administration = api.administration(for: call.key)
+            let administration = api.administration(for: call.caller)
             _ = try await administration.setRegion(
                 id: call.regionID, agencyID: agency?.presence, timezone: timezone, clearsAgency: agency == "")
             let settings = try await RegionSettingsStore(database: api.administration.store.database).settings(regionID: call.regionID)

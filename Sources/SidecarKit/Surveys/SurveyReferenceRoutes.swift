@@ -34,7 +34,7 @@ struct SurveyReferenceRoutes: Sendable {
         ]
     }
 
-    func acting(_ call: ReferenceAdminAPI.Call) -> SurveyAdministration { administration.acting(as: "apikey:\(call.key.name)#\(call.key.id)") }
+    func acting(_ call: ReferenceAdminAPI.Call) -> SurveyAdministration { administration.acting(as: call.caller.actingName) }
 
     // MARK: Shapes
 

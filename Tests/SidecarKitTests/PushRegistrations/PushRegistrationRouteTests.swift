@@ -201,33 +201,44 @@ struct PushRegistrationRouteTests {
 
     @Test func dailyPruneDropsRegistrationsUnseenFor180Days() async throws {
         try await TestSidecar.run { (app: TestSidecar) async throws in
-            // Each advance waits for the loop's previous cycle to finish, so
-            // the next advance finds it asleep rather than mid-cycle.
+            // The test advances the clock only once the pruner has finished its
+            // cycle and sleeps until its next one: a pruner still mid-cycle
+            // would go to sleep after the advance and miss the day it tests.
+            // (Counting every loop's sleepers would not do: a loop not yet
+            // asleep when counted makes any later count look complete.)
+            let pruner = app.sidecar.pruner
             func prunes() -> Int { app.log.lines.filter { $0.contains("pruned stale push registrations") }.count }
-            #expect(try await app.eventually { prunes() >= 1 })
-            try await Task.sleep(for: .milliseconds(100))
-            let loopsAsleep = app.clock.sleeperCount
+            func prunedAndAsleep(after cycles: Int) async throws -> Bool {
+                try await app.eventually {
+                    prunes() > cycles && app.clock.sleeperCount(until: app.clock.now().addingTimeInterval(pruner.cycleSeconds)) >= 1
+                }
+            }
+            #expect(try await prunedAndAsleep(after: 0))
             _ = try await app.post(Self.path, [("token", "old-0000"), ("operating_system", "ios")])
+            var cycles = prunes()
             app.clock.advance(seconds: 100 * 86_400)
-            #expect(try await app.eventually { prunes() >= 2 && app.clock.sleeperCount >= loopsAsleep })
+            #expect(try await prunedAndAsleep(after: cycles))
             _ = try await app.post(Self.path, [("token", "recent-0"), ("operating_system", "android")])
             // Exactly 180 days after "old" was last seen; the daily loop wakes.
+            cycles = prunes()
             app.clock.advance(seconds: 80 * 86_400)
-            #expect(try await app.eventually { try await app.pushStore.find(regionID: 1, token: "old-0000") == nil })
+            #expect(try await prunedAndAsleep(after: cycles))
+            #expect(try await app.pushStore.find(regionID: 1, token: "old-0000") == nil)
             #expect(try await app.pushStore.find(regionID: 1, token: "recent-0") != nil)
             // A re-registration refreshes last_seen_at and so the retention clock:
             // the loop's cycle 179 days on keeps it, the one a day later drops it.
             // (The test waits for the loop's own cycles; calling pruneOnce beside
             // them would race the loop for the row.)
-            #expect(try await app.eventually { app.clock.sleeperCount >= loopsAsleep })
             _ = try await app.post(Self.path, [("token", "recent-0"), ("operating_system", "android")])
-            let cyclesBefore = prunes()
+            cycles = prunes()
             app.clock.advance(seconds: 179 * 86_400)
-            #expect(try await app.eventually { prunes() > cyclesBefore && app.clock.sleeperCount >= loopsAsleep })
+            #expect(try await prunedAndAsleep(after: cycles))
             #expect(try await app.pushStore.find(regionID: 1, token: "recent-0") != nil)
+            cycles = prunes()
             app.clock.advance(seconds: 86_400)
-            #expect(try await app.eventually { try await app.pushStore.find(regionID: 1, token: "recent-0") == nil })
-            #expect(await app.sidecar.pruner.pruneOnce() == 0)
+            #expect(try await prunedAndAsleep(after: cycles))
+            #expect(try await app.pushStore.find(regionID: 1, token: "recent-0") == nil)
+            #expect(await pruner.pruneOnce() == 0)
         }
     }
 }
