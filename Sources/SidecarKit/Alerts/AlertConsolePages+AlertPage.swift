@@ -113,15 +113,27 @@ extension AlertConsolePages {
                 tag("p", [.class("scope")], ["About: \(AlertScope.describe(alert)). ", tag("span", [.class("hint")], [AlertScope.appsNote])]))
         }
 
-        // Publishing.
+        // Publishing: while a request to publish waits for a second person,
+        // the page says so where the button was (asking again would only
+        // point at the same request).
+        let approvalRequests = try? await administration(session).approvals.list(alertID: alert.id)
+        let publishWaiting = approvalRequests?.first { $0.action == .publish && ApprovalRules.isOpen($0, now: now) }
         if ConsoleRules.may(role, .author) {
+            let publish: any HTMLContent =
+                if alert.published {
+                    tag("a", [.href("/admin/alerts/\(alert.id)/unpublish"), .class("button secondary")], ["Unpublish…"])
+                } else if let publishWaiting {
+                    tag(
+                        "a", [.href("#approvals"), .class("button secondary")],
+                        ["Publishing waits for approval (request \(publishWaiting.id))"])
+                } else {
+                    ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary")
+                }
             content.append(
                 tag(
                     "div", [.class("actions")],
                     [
-                        alert.published
-                            ? tag("a", [.href("/admin/alerts/\(alert.id)/unpublish"), .class("button secondary")], ["Unpublish…"])
-                            : ConsoleLayout.postButton("Publish", "/admin/alerts/\(alert.id)/publish", session, style: "primary"),
+                        publish,
                         Self.deletable(alert, sent: !sendList.isEmpty)
                             ? tag("a", [.href("/admin/alerts/\(alert.id)/delete"), .class("button secondary")], ["Delete draft…"]) : HTML.empty,
                         alert.published && alert.startsAt <= now && !AlertFeedRules.hasEnded(alert, now: now)
@@ -157,7 +169,7 @@ extension AlertConsolePages {
         }
 
         // What waits for a second person.
-        if let requests = try? await administration(session).approvals.list(alertID: alert.id) {
+        if let requests = approvalRequests {
             content.append(ApprovalConsolePages(console: console, services: services).section(session, alert: alert, requests: requests, zone: zone))
         }
 

@@ -9,7 +9,7 @@ import Testing
 /// and sending to everyone wait for a second person; the one who asked
 /// cannot approve; keys and jobs ask and never decide; requests lapse.
 @Suite("Alerts: two-person approval")
-struct ApprovalTests {
+struct ApprovalTests: ConsoleSuite {
     static func request(_ change: (inout ApprovalRequest) -> Void = { _ in }) -> ApprovalRequest {
         var request = ApprovalRequest(
             id: 4, regionID: 1, alertID: 7, action: .publish, requestedBy: "user:ann@agency.org", requestedAt: EpochSeconds(1000), status: .pending,
@@ -74,6 +74,28 @@ struct ApprovalTests {
             let started = try await ann.approve(requestID: pending.id)
             #expect(started.send?.audience == .all)
             #expect(started.request.requestedBy.hasPrefix("apikey:") && started.request.decidedBy == "user:ann@agency.org")
+        }
+    }
+
+    /// The console's Publish asks once: while the request waits, the page
+    /// says so where the button was, and offers no second Publish.
+    @Test func theAlertPageSaysPublishingWaits() async throws {
+        try await Self.run { app in
+            _ = try await app.administration.setRegion(id: 1, agencyID: "1", timezone: "America/Los_Angeles", requireApproval: "true")
+            let alert = try await app.administration.acting(as: "user:editor@example.org").create(
+                regionID: 1, fields: ["header": "Route 44 detoured", "start": AlertRouteTests.start, "cause": "CONSTRUCTION", "effect": "DETOUR"]
+            ).alert
+            var browser = ConsoleBrowser(app: app)
+            #expect(try await browser.login("editor@example.org", Self.password).status == 303)
+            let before = try await browser.get("/admin/alerts/\(alert.id)")
+            #expect(before.text.contains("action=\"/admin/alerts/\(alert.id)/publish\""))
+            let asked = try await browser.post("/admin/alerts/\(alert.id)/publish", [])
+            #expect(asked.status == 303 && asked.header("Location")?.contains("approval-requested") == true, "\(asked.status)")
+            let page = try await browser.get("/admin/alerts/\(alert.id)")
+            let request = try #require(try await app.administration.approvals.list(alertID: alert.id).first)
+            #expect(page.text.contains("Publishing waits for approval (request \(request.id))"))
+            #expect(!page.text.contains("action=\"/admin/alerts/\(alert.id)/publish\""), "no second Publish while one waits")
+            #expect(try await app.administration.alert(id: alert.id).published == false)
         }
     }
 
