@@ -45,7 +45,15 @@ enum CSV {
             })
     }
 
-    static func cell(_ text: String?) -> String {
+    /// When a text cell is quoted: always (Sidecar's own downloads), or only
+    /// where a CSV reader needs it, as Go's `encoding/csv` writes (the Go
+    /// reference's downloads under `/api/admin/v1`): a cell holding a comma,
+    /// a quote, a line break, or starting with white space. Numbers follow:
+    /// in Go's style, the shortest decimal that reads back exactly, never in
+    /// exponent form (`47.6`, `47`, `0.00001`).
+    enum Quoting: Sendable { case always, whereNeeded }
+
+    static func cell(_ text: String?, quoting: Quoting = .always) -> String {
         guard var text else { return "" }
         if let first = text.first, "=+-@\t\r".contains(first) { text = "'" + text }
         // Bidirectional embeddings, overrides and isolates would show the
@@ -57,22 +65,67 @@ enum CSV {
                         (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) ? "\u{FFFD}" : $0
                     }))
         }
+        if quoting == .whereNeeded && !needsQuotes(text) { return text }
         return "\"" + text.replacingQuotes() + "\""
     }
 
-    static func field(_ value: Value) -> String {
+    /// Go's `encoding/csv` rule for quoting a cell.
+    static func needsQuotes(_ text: String) -> Bool {
+        guard let first = text.unicodeScalars.first else { return false }
+        if text == "\\." || text.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) { return true }
+        return first.properties.isWhitespace
+    }
+
+    /// The shortest decimal that reads back as `value`, in fixed notation
+    /// (`47.6`, `47`, `0.00001`, `-122.3`), as Go's `FormatFloat(v, 'f', -1, 64)`.
+    static func shortestFixed(_ value: Double) -> String {
+        var text = "\(value)"
+        var exponent = 0
+        if let marker = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            exponent = Int(text[text.index(after: marker)...].drop { $0 == "+" }) ?? 0
+            text = String(text[..<marker])
+        }
+        let negative = text.hasPrefix("-")
+        if negative { text.removeFirst() }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        let whole = String(parts[0])
+        let fraction = parts.count > 1 ? String(parts[1].reversed().drop { $0 == "0" }.reversed()) : ""
+        var digits = Array(whole + fraction)
+        var point = whole.count + exponent
+        while digits.count > 1, digits.first == "0" {
+            digits.removeFirst()
+            point -= 1
+        }
+        let body: String
+        if point <= 0 {
+            body = "0." + String(repeating: "0", count: -point) + String(digits)
+        } else if point >= digits.count {
+            body = String(digits) + String(repeating: "0", count: point - digits.count)
+        } else {
+            body = String(digits[..<point]) + "." + String(digits[point...])
+        }
+        return (negative ? "-" : "") + (body == "0." ? "0" : body)
+    }
+
+    static func field(_ value: Value, quoting: Quoting = .always) -> String {
         switch value {
-        case .text(let text): return cell(text)
-        case .number(let number): return number.map { $0.isFinite ? String($0) : "" } ?? ""
+        case .text(let text): return cell(text, quoting: quoting)
+        case .number(let number):
+            guard let number, number.isFinite else { return "" }
+            return quoting == .whereNeeded ? shortestFixed(number) : String(number)
         case .integer(let number): return number.map(String.init) ?? ""
         case .boolean(let flag): return flag.map { $0 ? "true" : "false" } ?? ""
         case .instant(let instant, let zone): return instant.map { RegionTime.iso8601($0, zone) } ?? ""
         }
     }
 
-    static func line(_ cells: [String?]) -> String { cells.map(cell).joined(separator: ",") }
+    static func line(_ cells: [String?], quoting: Quoting = .always) -> String {
+        cells.map { cell($0, quoting: quoting) }.joined(separator: ",")
+    }
 
-    static func row(_ values: [Value]) -> String { values.map(field).joined(separator: ",") }
+    static func row(_ values: [Value], quoting: Quoting = .always) -> String {
+        values.map { field($0, quoting: quoting) }.joined(separator: ",")
+    }
 }
 
 extension String {

@@ -6,7 +6,8 @@ import FoundationEssentials
 /// snapshot is read from Sidecar's (OneBusAway's trip details): the
 /// vehicle's last position and the trip's phase; the headsign, the stop's
 /// name and the vehicle's distance from the stop, which OneBusAway's trip
-/// details do not carry, are blank. Cells are spreadsheet-safe (`CSV`).
+/// details do not carry, are blank. Cells are spreadsheet-safe (`CSV`), quoted
+/// only where needed as the reference's.
 enum GhostBusReferenceCSV {
     static let columns = [
         "public_identifier", "reported_at_utc", "reported_at_local", "service_date", "route_id", "route_short_name", "headsign", "trip_id",
@@ -60,14 +61,14 @@ enum GhostBusReferenceCSV {
             .number(report.userLongitude), .text(GhostBusReferenceRoutes.snapshotStatus(stored, now: now)), utc(stored.snapshotCapturedAt),
             .number(vehicle.latitude), .number(vehicle.longitude), .number(nil), .text(vehicle.phase), .text(stored.tripSnapshot),
         ]
-        return CSV.row(values) + "\n"
+        return CSV.row(values, quoting: .whereNeeded) + "\n"
     }
 
     /// The whole download, handed to `write` a page at a time.
     static func write(
         regionID: Int, from: EpochMillis?, store: GhostBusStore, zone: ZoneInfo, now: EpochMillis, _ write: (String) async throws -> Void
     ) async throws {
-        try await write(CSV.line(columns) + "\n")
+        try await write(CSV.line(columns, quoting: .whereNeeded) + "\n")
         let counts = try await store.tripReportCounts(regionID: regionID, from: from)
         var after: Int64 = 0
         while true {

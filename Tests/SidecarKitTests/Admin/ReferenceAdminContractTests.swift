@@ -654,9 +654,10 @@ struct ReferenceAdminContractTests {
             let lines = csv.text.split(separator: "\n")
             #expect(
                 lines.first
-                    == #""response_id","user_identifier","stop_identifier","stop_latitude","stop_longitude","created_at","updated_at","question_id","question_type","question_label","answer""#
+                    == "response_id,user_identifier,stop_identifier,stop_latitude,stop_longitude,created_at,updated_at,question_id,question_type,question_label,answer"
             )
-            #expect(lines.count == 2 && lines[1].contains(#""'=cmd""#) && lines[1].hasPrefix("\"\(stored.publicID)\""), "\(csv.text)")
+            // Quoted only where a reader needs it, as Go's encoding/csv writes.
+            #expect(lines.count == 2 && lines[1].hasSuffix(",'=cmd") && lines[1].hasPrefix("\(stored.publicID),"), "\(csv.text)")
             #expect(try await Self.call(app, "GET", "/regions/0/surveys/\(surveyID)/responses.csv", key: keys.operatorKey).status == 404)
             let unknownResponse = try await Self.call(app, "GET", "/regions/1/survey_responses/nope", key: keys.regionOne)
             #expect(unknownResponse.status == 404 && Self.error(unknownResponse) == "response not found")
@@ -718,10 +719,8 @@ struct ReferenceAdminContractTests {
             #expect(csv.status == 200 && csv.header("Content-Disposition") == "attachment; filename=\"ghost-bus-reports-1.csv\"")
             let lines = csv.text.split(separator: "\n").map(String.init)
             #expect(lines.count == 4 && lines[0].split(separator: ",").count == 30, "\(csv.text)")
-            #expect(lines[0].hasPrefix(#""public_identifier","reported_at_utc","reported_at_local","service_date","route_id""#))
-            #expect(
-                lines[1].contains(#""'=never came""#) && lines[1].contains(#"","2","#) == false && lines[1].contains(#"",2,""#),
-                "two reports of trip 1_1 that day: \(lines[1])")
+            #expect(lines[0].hasPrefix("public_identifier,reported_at_utc,reported_at_local,service_date,route_id,"))
+            #expect(lines[1].contains(",'=never came,") && lines[1].contains(",1_1,2,"), "two reports of trip 1_1 that day: \(lines[1])")
             #expect(lines[1].contains("-07:00") || lines[1].contains("-08:00"), "reported_at_local in Los Angeles")
             let sinceCSV = try await Self.call(app, "GET", "/regions/1/ghost_bus_reports.csv?since=\(sinceText)", key: keys.regionOne)
             #expect(sinceCSV.text.split(separator: "\n").count == 3)
