@@ -7,6 +7,7 @@
 #   bench/alarms.sh [alarms] [stops]
 #   ONE_TRIP=1 BEYOND_WINDOW=1 bench/alarms.sh 500 1   # 500 alarms on one trip the stop window misses
 #   SIDECAR_BIN=path bench/alarms.sh ...              # measure another binary
+#   CYCLE_WAIT=900 BEYOND_WINDOW=1 bench/alarms.sh 100000 2000  # 100,000 trips past the window: a long first cycle
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
@@ -54,8 +55,8 @@ PID=$(cat "$WORK/sidecar.pid")
 cpu() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
 kb() { awk -v key="$1" '$1 == key":" {print $2}' "/proc/$PID/status"; }
 
-wait_cycle() {  # wait_cycle N: until the Nth "alarm cycle" line exists
-  for _ in $(seq 600); do
+wait_cycle() {  # wait_cycle N: until the Nth "alarm cycle" line exists (CYCLE_WAIT seconds at most)
+  for _ in $(seq $(( ${CYCLE_WAIT:-120} * 5 ))); do
     [ "$(grep -c 'alarm cycle' "$WORK/sidecar.log" || true)" -ge "$1" ] && return 0
     sleep 0.2
   done

@@ -228,6 +228,13 @@ public protocol Database: Sendable {
     /// holding each other's rows (and deadlocking). Empty: it names none.
     @discardableResult
     func write<T: Sendable>(locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+    /// `write` for a caller with no task to suspend (a request answered from
+    /// the HTTP server's own thread): `completion` runs once, on whichever
+    /// thread finished the write, with nil once `work` committed. An engine
+    /// without a cheaper way runs `write` in a task.
+    func submitWrite(
+        locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> Void,
+        completion: @escaping @Sendable ((any Error)?) -> Void)
     /// Applies pending migrations atomically; returns the versions applied.
     @discardableResult
     func migrate(_ migrations: [Migration]) async throws -> [Int]
@@ -254,6 +261,18 @@ public struct HealthProblem: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Database {
+    public func submitWrite(
+        locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> Void,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        Task {
+            do {
+                try await write(locking: keys, work)
+                completion(nil)
+            } catch { completion(error) }
+        }
+    }
+
     /// A write that names no row it locks.
     @discardableResult
     public func write<T: Sendable>(_ work: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {

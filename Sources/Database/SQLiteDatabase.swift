@@ -102,13 +102,26 @@ public final class SQLiteDatabase: Database {
                         continuation.resume(throwing: DatabaseError.failed(code: SQLITE_MISUSE, message: "write produced no value"))
                     }
                 })
-            let accepted = queue.withLock { state -> Bool in
-                guard !state.closing else { return false }
-                state.jobs.append(job)
-                return true
-            }
-            if accepted { wakeWriter.signal() } else { job.finish(DatabaseError.closed) }
+            enqueue(job)
         }
+    }
+
+    /// The writer thread runs `work` in its next batch and calls
+    /// `completion` itself after the commit: no task, no continuation.
+    public func submitWrite(
+        locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> Void,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        enqueue(WriteJob(run: { connection in try work(connection) }, finish: completion))
+    }
+
+    private func enqueue(_ job: WriteJob) {
+        let accepted = queue.withLock { state -> Bool in
+            guard !state.closing else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted { wakeWriter.signal() } else { job.finish(DatabaseError.closed) }
     }
 
     private func writerLoop(_ box: WriterBox) {

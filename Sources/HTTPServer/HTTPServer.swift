@@ -4,7 +4,8 @@ import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd (epoll, a thread pool) whose handlers
 /// are `async`: each request's connection is suspended while its Swift task
-/// runs and resumed with the response.
+/// runs and resumed with the response (or, for a route with a `deferred`
+/// handler, resumed by whoever calls that handler back, with no task).
 public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
     let router: Router
@@ -306,6 +307,13 @@ public final class HTTPServer: Sendable {
     private func dispatch(_ connection: OpaquePointer, _ exchange: Exchange, _ request: Request, _ route: Route) {
         MHD_suspend_connection(connection)
         let handle = ConnectionHandle(pointer: connection)
+        if route.middleware.isEmpty, let deferred = route.deferred {
+            deferred(request) { response in
+                exchange.storeResponse(response)
+                MHD_resume_connection(handle.pointer)
+            }
+            return
+        }
         let router = self.router
         Task {
             let response = await router.run(request, route: route)

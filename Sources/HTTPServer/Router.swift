@@ -10,6 +10,11 @@ public typealias Middleware = @Sendable (Request, Handler) async -> Response
 /// the request there and then, nil lets it through.
 public typealias Precheck = @Sendable (Request) -> Response?
 
+/// A handler shaped as a callback: it answers by calling `respond` once, from
+/// any thread, and needs no task (the server suspends the connection and
+/// resumes it from `respond`).
+public typealias DeferredHandler = @Sendable (Request, @escaping @Sendable (Response) -> Void) -> Void
+
 /// Who may call a route, declared with it, so the whole table of guards is
 /// one list a test can read.
 public enum Access: Sendable, Hashable, CustomStringConvertible {
@@ -64,6 +69,11 @@ public final class Route: Sendable {
     /// a cached feed. Returning nil falls through to `handler`. Routes with
     /// middleware never use it.
     public let immediate: (@Sendable (Request) -> Response?)?
+    /// An optional callback-shaped handler the server uses in place of
+    /// `handler` for a route without middleware: no task and no
+    /// continuation, for a write whose storage can answer from its own
+    /// thread. `handler` must do the same (in-process callers use it).
+    public let deferred: DeferredHandler?
     /// Who may call it (see `Access`).
     public let access: Access
 
@@ -78,9 +88,10 @@ public final class Route: Sendable {
         _ method: String, _ pattern: String, suffixes: [String] = [], bodyLimit: Int? = nil,
         errorStyle: ErrorStyle = .simple, access: Access? = nil, throttle: FixedWindowRateLimiter? = nil, prechecks: [Precheck] = [],
         middleware: [Middleware] = [], parsesParameters: Bool = true,
-        immediate: (@Sendable (Request) -> Response?)? = nil, handler: @escaping Handler
+        immediate: (@Sendable (Request) -> Response?)? = nil, deferred: DeferredHandler? = nil, handler: @escaping Handler
     ) {
         self.immediate = immediate
+        self.deferred = deferred
         self.prechecks = (throttle.map { [$0.precheck(errorStyle: errorStyle)] } ?? []) + prechecks
         self.access = access ?? throttle.map { .throttled($0.name) } ?? .open
         self.method = method
@@ -88,7 +99,10 @@ public final class Route: Sendable {
         self.suffixes = suffixes
         self.bodyLimit = bodyLimit
         self.errorStyle = errorStyle
-        self.middleware = (throttle.map { [$0.middleware(errorStyle: errorStyle)] } ?? []) + middleware
+        // The throttle's second half only exists with shared counters: without
+        // them the precheck is the whole throttle, and a route with no
+        // middleware may be answered without a task.
+        self.middleware = (throttle.flatMap { $0.shared == nil ? nil : [$0.middleware(errorStyle: errorStyle)] } ?? []) + middleware
         self.parsesParameters = parsesParameters
         self.handler = handler
         self.segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map { part in

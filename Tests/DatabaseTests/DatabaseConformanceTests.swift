@@ -85,6 +85,46 @@ struct DatabaseConformanceTests {
         }
     }
 
+    /// `submitWrite` is `write` with a callback: the completion comes once,
+    /// after the commit (the row is there to read), or with the error of a
+    /// write that rolled back alone.
+    @Test(arguments: Backend.available)
+    func aSubmittedWriteCompletesAfterItsCommit(backend: Backend) async throws {
+        try await Self.withDatabase(backend) { (database: any Database) async throws in
+            try await database.migrate(Self.schema)
+            func submit(_ name: String) async -> (any Error)? {
+                await withCheckedContinuation { (continuation: CheckedContinuation<(any Error)?, Never>) in
+                    database.submitWrite(
+                        locking: ["things/\(name)"],
+                        { connection in
+                            try connection.execute("INSERT INTO things (name) VALUES ($1)", [.text(name)])
+                        }
+                    ) { error in
+                        continuation.resume(returning: error)
+                    }
+                }
+            }
+            let outcomes = await withTaskGroup(of: (any Error)?.self) { group in
+                for index in 0..<100 { group.addTask { await submit(index % 10 == 9 ? "first" : "thing-\(index)") } }
+                group.addTask { await submit("first") }
+                var outcomes: [(any Error)?] = []
+                for await outcome in group { outcomes.append(outcome) }
+                return outcomes
+            }
+            // "first" was asked for 11 times: one committed, ten refused alone.
+            #expect(outcomes.count == 101 && outcomes.filter { $0 != nil }.count == 10)
+            #expect(
+                outcomes.compactMap { $0 }.allSatisfy {
+                    ($0 as? DatabaseError).map { if case .constraintViolation = $0 { true } else { false } } ?? false
+                })
+            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            #expect(count == 91)
+            #expect(await submit("after-commit") == nil)
+            let read = try await database.read { try $0.queryOne("SELECT name FROM things WHERE name = $1", [.text("after-commit")]) }
+            #expect(read != nil, "a completion means the row is committed")
+        }
+    }
+
     @Test(arguments: Backend.available)
     func concurrentWritesCommitAndAFailedOneRollsBackAlone(backend: Backend) async throws {
         try await Self.withDatabase(backend) { (database: any Database) async throws in

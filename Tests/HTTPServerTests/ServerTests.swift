@@ -49,6 +49,38 @@ struct ServerTests {
         }
     }
 
+    /// A route's callback-shaped handler answers without a task: the server
+    /// suspends the connection and the callback resumes it, here from a
+    /// thread of its own (as SQLite's writer does after its commit), or at
+    /// once; the async handler beside it is for in-process callers only.
+    @Test func aDeferredRouteIsAnsweredFromItsCallback() async throws {
+        var router = Router()
+        let asyncHandlerRan = Locked(false)
+        let limiter = FixedWindowRateLimiter(limit: 100, windowSeconds: 60) { 0 }
+        let route = Route(
+            "POST", "/write", throttle: limiter,
+            deferred: { request, respond in
+                guard request.parameters["now"] == nil else { return respond(.json(200, ["answered": "at once"])) }
+                Thread { respond(.json(201, ["answered": "from another thread"])) }.start()
+            },
+            handler: { _ in
+                asyncHandlerRan.withLock { $0 = true }
+                return .empty(500)
+            })
+        #expect(route.middleware.isEmpty, "a throttle without shared counters is all precheck")
+        router.add(route)
+        let server = try startLocalServer(router)
+        for _ in 0..<20 {
+            let later = try await RawHTTPClient.postForm(port: server.port, "/write", [("token", "a")])
+            #expect(later.status == 201 && later.json?["answered"] as? String == "from another thread")
+            let now = try await RawHTTPClient.postForm(port: server.port, "/write", [("now", "1")])
+            #expect(now.status == 200 && now.json?["answered"] as? String == "at once")
+        }
+        #expect(asyncHandlerRan.withLock { $0 } == false)
+        #expect(await router.respond(to: Request(method: "POST", rawPath: "/write")).status == 500, "in process: the async handler")
+        _ = await server.shutdown(grace: .seconds(2))
+    }
+
     @Test func declaredBodyOverTheCapIs413BeforeReading() async throws {
         try await Self.withServer { server in
             let response = try await RawHTTPClient.send(

@@ -50,6 +50,14 @@ struct GuardedDatabase: Database {
         return try await inner.write(locking: keys, work)
     }
 
+    func submitWrite(
+        locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> Void,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        if let newer = schema.newerSchema { return completion(DatabaseError.unavailable(schema.refusal(newer))) }
+        inner.submitWrite(locking: keys, work, completion: completion)
+    }
+
     @discardableResult
     func migrate(_ migrations: [Migration]) async throws -> [Int] { try await inner.migrate(migrations) }
     func close() async { await inner.close() }

@@ -224,6 +224,16 @@ struct MeasuredDatabase: Database {
         }
     }
 
+    func submitWrite(
+        locking keys: [String], _ work: @escaping @Sendable (any SQLConnection) throws -> Void,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        inner.submitWrite(locking: keys, work) { error in
+            if let error { count(error) }
+            completion(error)
+        }
+    }
+
     @discardableResult
     func migrate(_ migrations: [Migration]) async throws -> [Int] { try await inner.migrate(migrations) }
     func close() async { await inner.close() }

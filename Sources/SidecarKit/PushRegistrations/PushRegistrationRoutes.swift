@@ -19,33 +19,65 @@ struct PushRegistrationRoutes: Sendable {
 
     var routes: [Route] {
         [
-            Route("POST", Self.path, errorStyle: .messages, throttle: limiter, handler: register),
+            Route("POST", Self.path, errorStyle: .messages, throttle: limiter, deferred: registerDeferred, handler: register),
             Route("DELETE", Self.path, errorStyle: .messages, throttle: limiter, handler: unregister),
         ]
     }
 
-    /// Upsert keyed on (region, token); 204 once committed.
-    func register(_ request: Request) async -> Response {
-        guard let region = regions.resolve(request) else { return .regionNotFound }
-        let parsed: PushRegistrationRequest
+    /// A registration once everything that needs no storage is done: an
+    /// answer already (unknown region, unusable fields), or the write to make.
+    enum Registration {
+        case answered(Response)
+        case write(PushRegistrationRequest, Region)
+    }
+
+    func prepare(_ request: Request) -> Registration {
+        guard let region = regions.resolve(request) else { return .answered(.regionNotFound) }
         switch PushRegistrationRequest.parse(request.parameters) {
         case .failure(let failure):
-            return invalid(failure, region: region)
-        case .success(let value):
-            parsed = value
+            return .answered(invalid(failure, region: region))
+        case .success(let parsed):
+            if parsed.apnsSandboxUnrecognized {
+                let raw = String((request.parameters["apns_sandbox"] ?? "").prefix(32))
+                logger.warning("unrecognized apns_sandbox value; routing to production", [("value", raw), ("region", String(region.id))])
+            }
+            return .write(parsed, region)
         }
-        if parsed.apnsSandboxUnrecognized {
-            let raw = String((request.parameters["apns_sandbox"] ?? "").prefix(32))
-            logger.warning("unrecognized apns_sandbox value; routing to production", [("value", raw), ("region", String(region.id))])
-        }
-        do {
-            _ = try await store.register(parsed, regionID: region.id, catalog: catalog, now: clock.now())
-            return Response.empty(204).logging("region", String(region.id))
-        } catch let failure as ValidationFailure {
-            return invalid(failure, region: region)
-        } catch {
+    }
+
+    /// The answer to a write: 204 once committed.
+    func answer(_ error: (any Error)?, region: Region) -> Response {
+        switch error {
+        case nil: return Response.empty(204).logging("region", String(region.id))
+        case let failure as ValidationFailure: return invalid(failure, region: region)
+        case let error?:
             logger.error("push registration write failed", [("region", String(region.id)), ("error", "\(error)")])
             return Response.storageUnavailable(.messages, summary: Self.summary).logging("region", String(region.id))
+        }
+    }
+
+    /// Upsert keyed on (region, token); 204 once committed.
+    func register(_ request: Request) async -> Response {
+        switch prepare(request) {
+        case .answered(let response): return response
+        case .write(let parsed, let region):
+            do {
+                try await store.register(parsed, regionID: region.id, catalog: catalog, now: clock.now())
+                return answer(nil, region: region)
+            } catch { return answer(error, region: region) }
+        }
+    }
+
+    /// `register` without a task, as the server calls it: the storage's
+    /// writer answers the connection itself after the commit (SQLite; other
+    /// engines run the write in a task).
+    func registerDeferred(_ request: Request, _ respond: @escaping @Sendable (Response) -> Void) {
+        switch prepare(request) {
+        case .answered(let response): respond(response)
+        case .write(let parsed, let region):
+            store.submitRegister(parsed, regionID: region.id, catalog: catalog, now: clock.now()) { error in
+                respond(answer(error, region: region))
+            }
         }
     }
 

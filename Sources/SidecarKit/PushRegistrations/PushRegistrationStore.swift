@@ -38,8 +38,33 @@ struct PushRegistrationStore: Sendable {
         throw DatabaseError.busy("the registration kept racing another writer")
     }
 
+    /// `register` with a callback, for a caller with no task: the same
+    /// write and the same retries; `completion` gets nil once committed.
+    func submitRegister(
+        _ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date, attempt: Int = 1,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        database.submitWrite(
+            locking: [Self.rowKey(regionID: regionID, token: request.token)], Self.upsert(request, regionID: regionID, catalog: catalog, now: now)
+        ) { error in
+            if case DatabaseError.constraintViolation? = error as? DatabaseError, attempt < 3 {
+                return submitRegister(request, regionID: regionID, catalog: catalog, now: now, attempt: attempt + 1, completion: completion)
+            }
+            completion(error)
+        }
+    }
+
     private func registerOnce(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws {
-        try await database.write(locking: [Self.rowKey(regionID: regionID, token: request.token)]) { connection in
+        try await database.write(
+            locking: [Self.rowKey(regionID: regionID, token: request.token)], Self.upsert(request, regionID: regionID, catalog: catalog, now: now))
+    }
+
+    /// The registration's one statement: merged with the stored row where the
+    /// request leaves sticky fields out, then an upsert.
+    private static func upsert(
+        _ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date
+    ) -> @Sendable (any SQLConnection) throws -> Void {
+        { connection in
             let existing =
                 PushRegistrationRules.needsStoredRow(request) ? try Self.find(connection, regionID: regionID, token: request.token) : nil
             let merged = try PushRegistrationRules.merge(
