@@ -67,8 +67,8 @@ field() { sed -n "$1p" <(grep 'alarm cycle' "$WORK/sidecar.log") | tr ' ' '\n' |
 CPU0=$(cpu)
 wait_cycle 1
 CPU1=$(cpu); RSS1=$(kb VmRSS)
-# Alarms on one far-off trip are all rescheduled ahead: no second cycle checks any.
-CYCLES=2; [ "${ONE_TRIP:-0}" = 1 ] && CYCLES=1
+# Alarms past the stop window are all rescheduled ahead: no second cycle checks any.
+CYCLES=2; { [ "${ONE_TRIP:-0}" = 1 ] || [ "${BEYOND_WINDOW:-0}" = 1 ]; } && CYCLES=1
 [ "$CYCLES" = 2 ] && wait_cycle 2
 CPU2=$(cpu); RSS2=$(kb VmRSS); HWM=$(kb VmHWM)
 STATS=$(curl -s "http://127.0.0.1:$OBA_PORT/stats")

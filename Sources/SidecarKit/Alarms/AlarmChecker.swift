@@ -21,7 +21,9 @@ struct AlarmChecker: Sendable {
     let clock: any WallClock
     let logger: Logger
     let intervalSeconds: Int
-    var maxConcurrentStops = 32
+    /// OneBusAway requests in flight at once (stop requests, then trip
+    /// requests): a page of alarms never asks the agency's server for more.
+    var maxConcurrentLookups = 32
     /// Alarms pushed by this process: if deleting one failed, the next cycle
     /// retries the delete but never pushes again.
     let fired = FiredAlarms()
@@ -105,13 +107,10 @@ struct AlarmChecker: Sendable {
     /// what fires, and saves every decision in one transaction.
     private func process(_ due: [Alarm], now: EpochMillis, report: inout CycleReport) async {
         report.checked += due.count
-        let groups = Dictionary(grouping: due) { StopKey(regionID: $0.regionID, stopID: $0.stopID) }
-        let checked = await boundedMap(Array(groups), limit: maxConcurrentStops) { key, alarms in
-            await check(key: key, alarms: alarms, now: now)
-        }
-        let verdicts = checked.flatMap(\.verdicts)
-        report.stopRequests += checked.reduce(0) { $0 + $1.stopRequests }
-        report.tripRequests += checked.reduce(0) { $0 + $1.tripRequests }
+        let checked = await check(due, now: now)
+        let verdicts = checked.verdicts
+        report.stopRequests += checked.stopRequests
+        report.tripRequests += checked.tripRequests
         var updates: [AlarmStore.Update] = []
         var toFire: [(alarm: Alarm, text: String, expiresAt: EpochSeconds)] = []
         let interval = Int64(intervalSeconds)
@@ -251,42 +250,79 @@ struct AlarmChecker: Sendable {
     /// One trip's visit to a stop: what a trip request asks about. The
     /// alarm's vehicle only disambiguates; it does not make another visit
     /// (so no rider's choice of vehicle id multiplies the requests).
-    struct TripVisit: Hashable {
+    struct TripVisit: Hashable, Sendable {
+        let stop: StopKey
         let tripID: String
         let serviceDate: EpochMillis
         let stopSequence: Int?
     }
 
-    /// Looks up every alarm at one stop: one stop request, and one trip
-    /// request per visit (trip, service date, stop sequence) the stop's
-    /// window did not contain, shared by every alarm waiting for it.
-    func check(key: StopKey, alarms: [Alarm], now: EpochMillis) async -> (verdicts: [(Alarm, Verdict)], stopRequests: Int, tripRequests: Int) {
+    /// What a stop's request settled, and the alarms whose visits it did not
+    /// contain (outside its window, or gone), left for trip requests.
+    struct StopOutcome: Sendable {
+        var verdicts: [(Alarm, Verdict)] = []
+        var pending: [(alarm: Alarm, visit: TripVisit)] = []
+        var stopRequests = 0
+    }
+
+    /// Looks up every alarm of a page: one request per stop, then one trip
+    /// request per visit (trip, service date, stop sequence, at that stop)
+    /// no stop's window contained, shared by every alarm waiting for it.
+    /// Both kinds run at most `maxConcurrentLookups` at a time across the
+    /// page, so a page whose alarms wait on many trips at few stops is not
+    /// asked one trip after another.
+    func check(_ due: [Alarm], now: EpochMillis) async -> (verdicts: [(Alarm, Verdict)], stopRequests: Int, tripRequests: Int) {
+        let groups = Dictionary(grouping: due) { StopKey(regionID: $0.regionID, stopID: $0.stopID) }
+        let stops = await boundedMap(Array(groups), limit: maxConcurrentLookups) { key, alarms in
+            await checkStop(key: key, alarms: alarms, now: now)
+        }
+        var verdicts = stops.flatMap(\.verdicts)
+        let pending = stops.flatMap(\.pending)
+        // Each visit once, asked with the vehicle of the first alarm waiting for it.
+        var seen: Set<TripVisit> = []
+        var visits: [(visit: TripVisit, vehicleID: String?)] = []
+        for (alarm, visit) in pending where seen.insert(visit).inserted { visits.append((visit, alarm.vehicleID)) }
+        let answers = await boundedMap(visits, limit: maxConcurrentLookups) { visit, vehicleID in
+            await lookUp(visit, vehicleID: vehicleID)
+        }
+        let byVisit = Dictionary(uniqueKeysWithValues: zip(visits.map(\.visit), answers.map(\.verdict)))
+        for (alarm, visit) in pending { verdicts.append((alarm, byVisit[visit] ?? .transient)) }
+        return (verdicts, stops.reduce(0) { $0 + $1.stopRequests }, answers.filter(\.asked).count)
+    }
+
+    /// One stop's request: the alarms it settles, and those it leaves for
+    /// trip requests.
+    func checkStop(key: StopKey, alarms: [Alarm], now: EpochMillis) async -> StopOutcome {
         guard let region = regions.region(id: key.regionID), let stopID = key.stopID else {
             // No region (it left the directory) or no stop: the lookup can
             // never succeed, so these count toward reaping.
-            return (alarms.map { ($0, .notFound) }, 0, 0)
+            return StopOutcome(verdicts: alarms.map { ($0, .notFound) })
         }
         let lookupable = alarms.filter { $0.tripID != nil && $0.serviceDate != nil }
-        var verdicts: [(Alarm, Verdict)] = alarms.filter { $0.tripID == nil || $0.serviceDate == nil }.map { ($0, .notFound) }
-        guard !lookupable.isEmpty else { return (verdicts, 0, 0) }
+        var outcome = StopOutcome(verdicts: alarms.filter { $0.tripID == nil || $0.serviceDate == nil }.map { ($0, .notFound) })
+        guard !lookupable.isEmpty else { return outcome }
         // Stopping: nothing more is asked; these wait for the next cycle (of
         // this server after its restart, or of another instance).
-        guard stop?.isStopping != true else { return (verdicts + lookupable.map { ($0, .transient) }, 0, 0) }
+        guard stop?.isStopping != true else {
+            outcome.verdicts += lookupable.map { ($0, .transient) }
+            return outcome
+        }
         let horizon = lookupable.map { ($0.departureEstimate ?? now.adding(millis: 3_600_000)).millis(since: now) }.max() ?? 0
         let minutesAfter = min(max(Int(horizon / 60_000) + 10, 35), 240)
-        var tripRequests = 0
-        var visits: [TripVisit: Verdict] = [:]
+        outcome.stopRequests = 1
         let stopResponse: OBAResponse<StopArrivals>
         do {
             stopResponse = try await oba.arrivalsAndDepartures(region: region, stopID: stopID, minutesBefore: 5, minutesAfter: minutesAfter)
         } catch .notFound {
-            return (verdicts + lookupable.map { ($0, .notFound) }, 1, 0)
+            outcome.verdicts += lookupable.map { ($0, .notFound) }
+            return outcome
         } catch {
-            return (verdicts + lookupable.map { ($0, .transient) }, 1, 0)
+            outcome.verdicts += lookupable.map { ($0, .transient) }
+            return outcome
         }
         for alarm in lookupable {
             if let entry = Self.match(alarm, in: stopResponse.entry.arrivalsAndDepartures), let departure = entry.effectiveDepartureTime {
-                verdicts.append(
+                outcome.verdicts.append(
                     (
                         alarm,
                         .found(
@@ -294,43 +330,37 @@ struct AlarmChecker: Sendable {
                             route: AlarmRules.routeName(of: entry, references: stopResponse.references),
                             headsign: entry.tripHeadsign, stopSequence: entry.stopSequence)
                     ))
-                continue
+            } else {
+                // Outside the window (or gone): the trip's visit itself is asked.
+                outcome.pending.append(
+                    (alarm, TripVisit(stop: key, tripID: alarm.tripID!, serviceDate: alarm.serviceDate!, stopSequence: alarm.stopSequence)))
             }
-            // Outside the window (or gone): ask about the trip's visit itself,
-            // once per visit however many alarms wait for it.
-            let visit = TripVisit(tripID: alarm.tripID!, serviceDate: alarm.serviceDate!, stopSequence: alarm.stopSequence)
-            if let known = visits[visit] {
-                verdicts.append((alarm, known))
-                continue
-            }
-            if stop?.isStopping == true {
-                verdicts.append((alarm, .transient))
-                continue
-            }
-            tripRequests += 1
-            let verdict: Verdict
-            do {
-                let response = try await oba.arrivalAndDeparture(
-                    region: region, stopID: stopID, tripID: visit.tripID,
-                    serviceDate: visit.serviceDate, vehicleID: alarm.vehicleID,
-                    stopSequence: visit.stopSequence)
-                if let departure = response.entry.effectiveDepartureTime {
-                    verdict = .found(
-                        departure: departure, currentTime: response.currentTime,
-                        route: AlarmRules.routeName(of: response.entry, references: response.references),
-                        headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence)
-                } else {
-                    verdict = .notFound
-                }
-            } catch .notFound {
-                verdict = .notFound
-            } catch {
-                verdict = .transient
-            }
-            visits[visit] = verdict
-            verdicts.append((alarm, verdict))
         }
-        return (verdicts, 1, tripRequests)
+        return outcome
+    }
+
+    /// One trip request: what OneBusAway says of a visit (`asked` is false
+    /// when it was not asked: the server is stopping, or the region left).
+    func lookUp(_ visit: TripVisit, vehicleID: String?) async -> (verdict: Verdict, asked: Bool) {
+        guard stop?.isStopping != true else { return (.transient, false) }
+        guard let region = regions.region(id: visit.stop.regionID), let stopID = visit.stop.stopID else { return (.notFound, false) }
+        do {
+            let response = try await oba.arrivalAndDeparture(
+                region: region, stopID: stopID, tripID: visit.tripID, serviceDate: visit.serviceDate, vehicleID: vehicleID,
+                stopSequence: visit.stopSequence)
+            guard let departure = response.entry.effectiveDepartureTime else { return (.notFound, true) }
+            return (
+                .found(
+                    departure: departure, currentTime: response.currentTime,
+                    route: AlarmRules.routeName(of: response.entry, references: response.references),
+                    headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence),
+                true
+            )
+        } catch .notFound {
+            return (.notFound, true)
+        } catch {
+            return (.transient, true)
+        }
     }
 
     /// The stop's entry for an alarm's trip visit: same trip and service

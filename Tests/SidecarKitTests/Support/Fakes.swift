@@ -28,6 +28,11 @@ final class FakeOBA: Sendable {
         var mode = Mode.normal
         var stopRequests = 0
         var tripRequests = 0
+        /// When set, each trip request is held until `tripRequests` reaches
+        /// it (a barrier): asked one after another, they never meet.
+        var tripBarrier = 0
+        var tripsInFlight = 0
+        var maxTripsInFlight = 0
         var keys: [String] = []
         var vehicles: [String: [String]] = [:]
         var fleetRequests = 0
@@ -55,10 +60,18 @@ final class FakeOBA: Sendable {
         router.add(
             Route("GET", "/api/where/arrival-and-departure-for-stop/:stop") { request in
                 let stop = String(request.pathParameters["stop"]!.dropLast(5))
-                let (mode, trips) = state.withLock { value -> (Mode, [Trip]) in
+                let (mode, trips, barrier) = state.withLock { value -> (Mode, [Trip], Int) in
                     value.tripRequests += 1
+                    value.tripsInFlight += 1
+                    value.maxTripsInFlight = max(value.maxTripsInFlight, value.tripsInFlight)
                     value.keys.append(request.parameters["key"] ?? "")
-                    return (value.mode, value.trips)
+                    return (value.mode, value.trips, value.tripBarrier)
+                }
+                defer { state.withLock { $0.tripsInFlight -= 1 } }
+                // The barrier's deadline only catches a checker that asks one at a time.
+                let deadline = ContinuousClock.now + .seconds(30)
+                while barrier > 0, state.withLock({ $0.tripRequests }) < barrier, ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(2))
                 }
                 switch mode {
                 case .serverError: return .json(500, ["error": "boom"])
