@@ -40,12 +40,12 @@ db.commit()
 PY
 ID=$("$BIN" alert create --region 1 --header "Route 44 detoured this weekend between Ballard and the U District" \
   --description "Buses skip NW 45th St; use stops on NW Market St." --cause CONSTRUCTION --effect DETOUR --severity WARNING \
-  --start 2026-12-01T08:00:00-08:00 --database "$DB" | awk '{print $3}')
+  --start "$(bench_time 0)" --database "$DB" | awk '{print $3}')
 "$BIN" alert translate "$ID" --language es --header "Ruta 44 desviada" --description "Use las paradas de NW Market St." --database "$DB" >/dev/null
-"$BIN" alert publish "$ID" --database "$DB" >/dev/null
+bench_published "$ID" "$DB"
 for i in $(seq 2 20); do
-  N=$("$BIN" alert create --region 1 --header "Alert $i" --start "2026-12-0${i:0:1}T0$((i % 10)):00:00Z" --database "$DB" 2>/dev/null | awk '{print $3}') || true
-  [ -n "${N:-}" ] && "$BIN" alert publish "$N" --database "$DB" >/dev/null
+  N=$("$BIN" alert create --region 1 --header "Alert $i" --start "$(bench_time $((-i)))" --database "$DB" 2>/dev/null | awk '{print $3}')
+  bench_published "$N" "$DB"
 done
 
 START=$(date +%s.%N)

@@ -7,6 +7,18 @@ bench_workspace() {
   trap 'kill $(cat "$WORK"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 }
 
+# bench_time MINUTES: the time MINUTES from now (negative: ago) in UTC, as the
+# CLI's --start and --end take it. A bench's alerts start now, so they never age
+# out of the publish-time checks (an alert whose shown period is over is refused).
+bench_time() { date -u -d "${1:-0} minutes" +%Y-%m-%dT%H:%M:%SZ; }
+
+# bench_published ID DB: publishes alert ID or stops the bench saying why.
+bench_published() {
+  "$BIN" alert publish "$1" --database "$2" > /dev/null 2> "$WORK/publish.err" || {
+    echo "bench: alert $1 was not published:" >&2; cat "$WORK/publish.err" >&2; exit 1
+  }
+}
+
 # build_release: builds the binary the benchmarks measure (release, static
 # Swift runtime) and names it in BIN.
 build_release() {

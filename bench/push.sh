@@ -50,8 +50,8 @@ PY
 send() {
   local connections="$1" id start end wall cpu peak rate per busiest
   id=$("$BIN" alert create --region 1 --header "Route 44 detoured this weekend" --description "Buses skip NW 45th St." \
-    --start 2026-12-01T08:00:00-08:00 --database "$DB" | awk '{print $3}')
-  "$BIN" alert publish "$id" --database "$DB" >/dev/null
+    --start "$(bench_time 0)" --database "$DB" | awk '{print $3}')
+  bench_published "$id" "$DB"
   start=$(date +%s.%N)
   /usr/bin/time -v "$BIN" alert send "$id" --push-transport direct --apns-key-file "$WORK/apns.p8" --apns-key-id KEYID12345 \
     --apns-team-id TEAMID1234 --apns-url "https://127.0.0.1:$PORT" --apns-ca-file "$WORK/server.pem" --database "$DB" \

@@ -60,8 +60,8 @@ send() {
   local name="$1"; shift
   local id
   id=$("$BIN" alert create --region 1 --header "Route 44 detoured ($name)" --description "Buses skip NW 45th St." \
-    --start 2026-12-01T08:00:00-08:00 --database "$DB" | awk '{print $3}')
-  "$BIN" alert publish "$id" --database "$DB" >/dev/null
+    --start "$(bench_time 0)" --database "$DB" | awk '{print $3}')
+  bench_published "$id" "$DB"
   local start end relay_before relay_after
   relay_before=$(cpu_ticks "$RELAY_PID")
   start=$(date +%s.%N)
@@ -76,7 +76,13 @@ send() {
 $(awk -v t=$((relay_after - relay_before)) -v k="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / k }')"
 }
 
+# delivered NAME: stops the bench unless that send delivered every push.
+delivered() {
+  grep -q "delivered $REGISTRATIONS," "$WORK/$1.out" 2>/dev/null && return 0
+  echo "bench: the $1 send did not deliver every push:" >&2; cat "$WORK/$1.out" "$WORK/publish.err" >&2 2>/dev/null; exit 1
+}
 read -r D_WALL D_RATE D_CPU D_RSS _ <<<"$(send direct --push-transport direct "${APNS[@]}")"
+delivered direct
 # RELAY_PROFILE=FILE: perf samples of the relay during its send, summarised into FILE.
 if [ -n "${RELAY_PROFILE:-}" ]; then
   command -v perf >/dev/null || sidecar_install_packages linux-perf
@@ -85,6 +91,7 @@ if [ -n "${RELAY_PROFILE:-}" ]; then
 fi
 read -r R_WALL R_RATE R_CPU R_RSS R_RELAY_CPU <<<"$(send relay --push-transport relay --relay-url "http://127.0.0.1:$RELAY_PORT" \
   --relay-key-file "$WORK/sidecar-key.pem")"
+delivered relay
 if [ -n "${RELAY_PROFILE:-}" ]; then
   kill -INT "$(cat "$WORK/perf.pid")"; wait "$(cat "$WORK/perf.pid")" 2>/dev/null || true; rm -f "$WORK/perf.pid"
   perf report -i "$WORK/perf.data" --stdio --no-children --sort dso,symbol > "$WORK/perf.txt" 2>/dev/null || true

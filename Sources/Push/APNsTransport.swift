@@ -31,8 +31,9 @@ public final class APNsTransport: PushTransport {
         }
     }
 
-    /// Pushes in flight at once per `send`, over all connections: each of
-    /// N connections carries about 200/N streams.
+    /// Pushes in flight at once per `send` (or over every call, with
+    /// `boundAcrossCalls`), over all connections: each of N connections
+    /// carries about 200/N streams.
     public static let streamsInFlight = 200
 
     /// The largest payload APNs accepts for an alert push.
@@ -47,14 +48,23 @@ public final class APNsTransport: PushTransport {
     let now: @Sendable () -> Double
     let sleep: @Sendable (Double) async -> Void
     private let token = Mutex<(value: String, issuedAt: Double)?>(nil)
-    /// In-flight sends at once per call (each is a stream on a shared connection).
+    /// In-flight pushes at once per call (each is a stream on a shared connection).
     let concurrency: Int
+    /// With `boundAcrossCalls`: holds every call's pushes together to
+    /// `concurrency` in flight.
+    let inFlight: ConcurrencyGate?
 
     /// `connections`: one HTTP client per connection (at least one), each
     /// with its own libcurl multi handle and thread, so one fan-out can use
     /// more than one core's worth of TLS and HTTP/2 framing.
+    /// `boundAcrossCalls`: `concurrency` holds over every concurrent `send`
+    /// together, for a relay, which answers many servers' sends at once
+    /// (beyond the streams its connections carry, libcurl only queues
+    /// transfers, at a cost in CPU). A sidecar's features each send one page
+    /// at a time and keep a bound each.
     public init(
         configuration: Configuration, key: PrivateKey, connections: [HTTPClient], concurrency: Int = streamsInFlight,
+        boundAcrossCalls: Bool = false,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .milliseconds(Int64($0 * 1000))) }
     ) {
@@ -63,6 +73,7 @@ public final class APNsTransport: PushTransport {
         self.key = key
         self.connections = connections
         self.concurrency = max(concurrency, 1)
+        self.inFlight = boundAcrossCalls ? ConcurrencyGate(limit: concurrency) : nil
         self.now = now
         self.sleep = sleep
     }
@@ -124,7 +135,8 @@ public final class APNsTransport: PushTransport {
     }
 
     public func send(_ messages: [PushMessage]) async -> [PushOutcome] {
-        await boundedMap(messages, limit: concurrency) { await self.deliver($0) }
+        guard let inFlight else { return await boundedMap(messages, limit: concurrency) { await self.deliver($0) } }
+        return await boundedMap(messages, limit: concurrency) { message in await inFlight.withPlace { await self.deliver(message) } }
     }
 
     func deliver(_ message: PushMessage) async -> PushOutcome {

@@ -48,8 +48,11 @@ extension Sidecar {
         return PlatformRouter(ios: ios, android: android)
     }
 
-    /// Direct APNs from `--apns-key-file` (nil without one).
-    static func apnsTransport(_ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil) throws(StartupError) -> APNsTransport? {
+    /// Direct APNs from `--apns-key-file` (nil without one). `boundAcrossCalls`
+    /// for the relay: its concurrent sends share one bound of pushes in flight.
+    static func apnsTransport(
+        _ configuration: SidecarConfiguration, observer: HTTPClient.Observer? = nil, boundAcrossCalls: Bool = false
+    ) throws(StartupError) -> APNsTransport? {
         guard let path = configuration.apnsKeyFile else { return nil }
         guard let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID else {
             throw StartupError(description: "--apns-key-file needs --apns-key-id and --apns-team-id", exitCode: 2)
@@ -76,7 +79,7 @@ extension Sidecar {
             client.observe(observer)
             return client
         }
-        return APNsTransport(configuration: apns, key: key, connections: clients)
+        return APNsTransport(configuration: apns, key: key, connections: clients, boundAcrossCalls: boundAcrossCalls)
     }
 
     /// Direct FCM from `--fcm-service-account` (nil without one).

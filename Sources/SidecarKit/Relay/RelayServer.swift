@@ -62,7 +62,7 @@ enum RelayServer {
     }
 
     static func prepare(_ configuration: SidecarConfiguration, clock: any WallClock, logger: Logger) async throws -> Prepared {
-        let apns = try Sidecar.apnsTransport(configuration)
+        let apns = try Sidecar.apnsTransport(configuration, boundAcrossCalls: true)
         let fcm = try Sidecar.fcmTransport(configuration)
         guard apns != nil || fcm != nil else {
             throw StartupError(
