@@ -418,44 +418,9 @@ extension PushRegistrationStore {
 }
 
 extension PushRegistrationStore {
-}
-
-extension PushRegistrationStore {
     /// Rows whose token breaks the token rule (what version 25 removes).
     static func tokensBreakingTheRule(_ connection: any SQLConnection) throws -> Int {
         try connection.queryOne("SELECT COUNT(*) AS n FROM push_registrations WHERE \(raw: TokenRuleSQL.breaks("token", connection.dialect))")?.count(
             "n") ?? 0
     }
-}
-
-extension PushRegistrationStore {
-    /// The schema changes of the tables this store owns, by migration
-    /// version (the list itself is `Migrations.sidecar`).
-    static let schema = Schema(
-        "PushRegistrationStore",
-        [
-            // A send's pages read in id order without sorting the region.
-            27: [.same("CREATE INDEX push_registrations_region_order ON push_registrations (region_id, id)")],
-            // Tokens stored before the token rule that no provider issues.
-            25: [TokenRuleSQL.removal("push_registrations", "token")],
-            1: [
-                .table(
-                    "push_registrations", withID: true,
-                    """
-                    region_id BIGINT NOT NULL,
-                    token TEXT NOT NULL,
-                    operating_system TEXT NOT NULL CHECK (operating_system IN ('ios', 'android')),
-                    locale TEXT,
-                    raw_locale TEXT,
-                    apns_sandbox BIGINT NOT NULL DEFAULT 0,
-                    test_device BIGINT NOT NULL DEFAULT 0,
-                    description TEXT,
-                    created_at BIGINT NOT NULL,
-                    last_seen_at BIGINT NOT NULL,
-                    UNIQUE (region_id, token)
-                    """),
-                .same("CREATE INDEX push_registrations_last_seen ON push_registrations (last_seen_at)"),
-                .same("CREATE INDEX push_registrations_audience ON push_registrations (region_id, test_device, id)"),
-            ],
-        ])
 }
