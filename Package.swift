@@ -42,7 +42,7 @@ let package = Package(
         // Infrastructure.
         // Names threads (pthread_setname_np needs _GNU_SOURCE, which Swift's Glibc lacks).
         .target(name: "CThreadName"),
-        .target(name: "PlatformThreads", dependencies: ["CThreadName"]),
+        .target(name: "PlatformThreads", dependencies: ["CThreadName", "Core"]),
         // Logging and JSON values shared by every module.
         .target(name: "Core"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "Core", "PlatformThreads"]),

@@ -10,9 +10,7 @@ import Synchronization
 public final class ConcurrencyGate: Sendable {
     private struct State {
         var available: Int
-        var waiters: [CheckedContinuation<Void, Never>] = []
-        /// Index of the next waiter to let in (the array is compacted when it empties).
-        var head = 0
+        var waiters = FIFOQueue<CheckedContinuation<Void, Never>>()
     }
 
     private let state: Mutex<State>
@@ -30,7 +28,7 @@ public final class ConcurrencyGate: Sendable {
     }
 
     /// Callers waiting for a place (for tests and metrics).
-    public var waiting: Int { state.withLock { $0.waiters.count - $0.head } }
+    public var waiting: Int { state.withLock { $0.waiters.count } }
 
     private func enter() async {
         let admitted = state.withLock { state -> Bool in
@@ -55,16 +53,10 @@ public final class ConcurrencyGate: Sendable {
 
     private func leave() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard state.head < state.waiters.count else {
+            // The place passes straight to the next waiter, if any.
+            guard let waiter = state.waiters.popFirst() else {
                 state.available += 1
                 return nil
-            }
-            // The place passes straight to the next waiter.
-            let waiter = state.waiters[state.head]
-            state.head += 1
-            if state.head == state.waiters.count {
-                state.waiters.removeAll(keepingCapacity: true)
-                state.head = 0
             }
             return waiter
         }

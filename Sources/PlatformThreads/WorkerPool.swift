@@ -1,3 +1,4 @@
+import Core
 import Dispatch
 import Synchronization
 
@@ -11,8 +12,7 @@ public final class WorkerPool: Sendable {
     public let threads: Int
     public let queueCapacity: Int
     private struct State {
-        var jobs: [@Sendable () -> Void] = []
-        var head = 0
+        var jobs = FIFOQueue<@Sendable () -> Void>()
         /// Jobs accepted and not yet finished (running or waiting).
         var admitted = 0
         var started = false
@@ -51,16 +51,7 @@ public final class WorkerPool: Sendable {
     private func workLoop() {
         while true {
             available.wait()
-            let job = state.withLock { state -> (@Sendable () -> Void)? in
-                guard state.head < state.jobs.count else { return nil }
-                let job = state.jobs[state.head]
-                state.head += 1
-                if state.head == state.jobs.count {
-                    state.jobs.removeAll(keepingCapacity: true)
-                    state.head = 0
-                }
-                return job
-            }
+            let job = state.withLock { $0.jobs.popFirst() }
             job?()
             if job != nil { state.withLock { $0.admitted -= 1 } }
         }

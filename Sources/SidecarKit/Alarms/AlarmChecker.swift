@@ -55,6 +55,15 @@ struct AlarmChecker: Sendable {
         case found(departure: EpochMillis, currentTime: EpochMillis, route: String?, headsign: String?, stopSequence: Int?)
         case notFound
         case transient
+
+        /// What an answer's entry for the visit says: found with its
+        /// departure, or not found when it has no departure time.
+        static func of(_ entry: ArrivalAndDeparture, currentTime: EpochMillis, references: References?) -> Verdict {
+            guard let departure = entry.effectiveDepartureTime else { return .notFound }
+            return .found(
+                departure: departure, currentTime: currentTime, route: AlarmRules.routeName(of: entry, references: references),
+                headsign: entry.tripHeadsign, stopSequence: entry.stopSequence)
+        }
     }
 
     func run() async {
@@ -321,15 +330,8 @@ struct AlarmChecker: Sendable {
             return outcome
         }
         for alarm in lookupable {
-            if let entry = Self.match(alarm, in: stopResponse.entry.arrivalsAndDepartures), let departure = entry.effectiveDepartureTime {
-                outcome.verdicts.append(
-                    (
-                        alarm,
-                        .found(
-                            departure: departure, currentTime: stopResponse.currentTime,
-                            route: AlarmRules.routeName(of: entry, references: stopResponse.references),
-                            headsign: entry.tripHeadsign, stopSequence: entry.stopSequence)
-                    ))
+            if let entry = Self.match(alarm, in: stopResponse.entry.arrivalsAndDepartures), entry.effectiveDepartureTime != nil {
+                outcome.verdicts.append((alarm, .of(entry, currentTime: stopResponse.currentTime, references: stopResponse.references)))
             } else {
                 // Outside the window (or gone): the trip's visit itself is asked.
                 outcome.pending.append(
@@ -348,14 +350,7 @@ struct AlarmChecker: Sendable {
             let response = try await oba.arrivalAndDeparture(
                 region: region, stopID: stopID, tripID: visit.tripID, serviceDate: visit.serviceDate, vehicleID: vehicleID,
                 stopSequence: visit.stopSequence)
-            guard let departure = response.entry.effectiveDepartureTime else { return (.notFound, true) }
-            return (
-                .found(
-                    departure: departure, currentTime: response.currentTime,
-                    route: AlarmRules.routeName(of: response.entry, references: response.references),
-                    headsign: response.entry.tripHeadsign, stopSequence: response.entry.stopSequence),
-                true
-            )
+            return (.of(response.entry, currentTime: response.currentTime, references: response.references), true)
         } catch .notFound {
             return (.notFound, true)
         } catch {

@@ -49,6 +49,16 @@ struct AlarmRouteTests {
         ]
     }
 
+    /// `trips` trips five hours out (past the widest stop window, four
+    /// hours), and `alarms` alarms on them in turn, each from its own device.
+    static func farAlarms(_ app: TestSidecar, _ oba: FakeOBA, trips: Int, alarms: Int, device: String) async throws {
+        oba.set((0..<trips).map { trip("far-\($0)", departsIn: 5 * 3600, clock: app.clock) })
+        for index in 0..<alarms {
+            let created = try await app.post("/api/v2/regions/1/alarms", alarmFields("far-\(index % trips)", push: "\(device)-\(index)"))
+            #expect(created.status == 201, "\(created.text)")
+        }
+    }
+
     @Test func v2CreationComposesTheMessageAndRegistersTheDevice() async throws {
         try await Self.run { app, oba, _ in
             oba.set([Self.trip("t1", departsIn: 1800, clock: app.clock)])
@@ -321,11 +331,7 @@ struct AlarmRouteTests {
             $0.alarmLimit = 0
             $0.upstreamLookupLimit = 0
         }) { app, oba, _ in
-            oba.set((0..<8).map { Self.trip("far-\($0)", departsIn: 5 * 3600, clock: app.clock) })
-            for index in 0..<16 {
-                let created = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("far-\(index % 8)", push: "rider-device-\(index)"))
-                #expect(created.status == 201, "\(created.text)")
-            }
+            try await Self.farAlarms(app, oba, trips: 8, alarms: 16, device: "rider-device")
             // Creating them asked about each trip; the cycle's eight requests are held until all have come.
             oba.state.withLock {
                 $0.tripBarrier = $0.tripRequests + 8
@@ -345,11 +351,7 @@ struct AlarmRouteTests {
             $0.alarmLimit = 0
             $0.upstreamLookupLimit = 0
         }) { app, oba, _ in
-            oba.set((0..<5).map { Self.trip("far-\($0)", departsIn: 5 * 3600, clock: app.clock) })
-            for index in 0..<5 {
-                let created = try await app.post("/api/v2/regions/1/alarms", Self.alarmFields("far-\(index)", push: "stopping-device-\(index)"))
-                #expect(created.status == 201)
-            }
+            try await Self.farAlarms(app, oba, trips: 5, alarms: 5, device: "stopping-device")
             let work = app.sidecar.context.work
             oba.state.withLock { $0.whileAnsweringStop = { work.stop.stop() } }
             let before = oba.counts
