@@ -180,8 +180,7 @@ public enum PercentEncoding {
     /// truncated or non-hex escape and on bytes that are not UTF-8.
     public static func decode(_ bytes: some Collection<UInt8>, plusAsSpace: Bool) throws(ParameterError) -> String {
         if !bytes.contains(where: { $0 == UInt8(ascii: "%") || ($0 == UInt8(ascii: "+") && plusAsSpace) || $0 == 0 }) {
-            guard let text = String(validating: bytes, as: UTF8.self) else { throw .invalidUTF8 }
-            return text
+            return try text(bytes)
         }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
@@ -201,7 +200,15 @@ public enum PercentEncoding {
             }
         }
         if output.contains(0) { throw .nulCharacter }
-        guard let text = String(validating: output, as: UTF8.self) else { throw .invalidUTF8 }
+        return try text(output)
+    }
+
+    /// The bytes as text, refused when they are not UTF-8. ASCII is UTF-8 as
+    /// it stands and takes the cheaper path: the validating initialiser is
+    /// generic and showed in profiles of every form post.
+    private static func text(_ bytes: some Collection<UInt8>) throws(ParameterError) -> String {
+        if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw .invalidUTF8 }
         return text
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -122,6 +123,61 @@ struct DatabaseConformanceTests {
             #expect(await submit("after-commit") == nil)
             let read = try await database.read { try $0.queryOne("SELECT name FROM things WHERE name = $1", [.text("after-commit")]) }
             #expect(read != nil, "a completion means the row is committed")
+        }
+    }
+
+    /// Writes queued behind a running one are committed together; when one
+    /// of them fails it rolls back alone, and each of the others takes
+    /// effect exactly once (a batch run again after a failure starts from
+    /// its rollback).
+    @Test(arguments: Backend.available)
+    func aBatchWithAFailedWriteCommitsEveryOtherWriteOnce(backend: Backend) async throws {
+        try await Self.withDatabase(backend) { (database: any Database) async throws in
+            try await database.migrate(Self.schema)
+            try await database.write { connection in
+                try connection.execute("INSERT INTO things (name) VALUES ($1)", [.text("taken")])
+                try connection.execute("INSERT INTO things (name) VALUES ($1)", [.text("counter")])
+            }
+            let release = DispatchSemaphore(value: 0)
+            let outcomes = Mutex<[String: (any Error)?]>([:])
+            await withCheckedContinuation { (holding: CheckedContinuation<Void, Never>) in
+                // Holds the writer (or a connection) until the others are queued.
+                database.submitWrite(
+                    locking: ["things/hold"],
+                    { connection in
+                        holding.resume()
+                        release.wait()
+                        try connection.execute("INSERT INTO things (name) VALUES ($1)", [.text("hold")])
+                    }
+                ) { error in outcomes.withLock { _ = $0.updateValue(error, forKey: "hold") } }
+            }
+            let names = (0..<20).map { $0 == 7 ? "taken" : "queued-\($0)" }
+            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                for name in names {
+                    database.submitWrite(
+                        locking: ["things/\(name)"],
+                        { connection in
+                            try connection.execute("UPDATE things SET hits = hits + 1 WHERE name = 'counter'", [])
+                            try connection.execute("INSERT INTO things (name) VALUES ($1)", [.text(name)])
+                        }
+                    ) { error in
+                        let done = outcomes.withLock { outcomes in
+                            outcomes.updateValue(error, forKey: name)
+                            return outcomes.count == names.count + 1
+                        }
+                        if done { finished.resume() }
+                    }
+                }
+                release.signal()
+            }
+            let failed = outcomes.withLock { $0.filter { $0.value != nil }.map(\.key) }
+            #expect(failed == ["taken"])
+            let counter = try await database.read {
+                try $0.queryOne("SELECT hits FROM things WHERE name = 'counter'", [])?.optionalInt("hits")
+            }
+            #expect(counter == 19, "each committed write counted once, the failed one not at all")
+            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            #expect(count == 22, "taken, counter, the held write and the 19 others")
         }
     }
 

@@ -42,21 +42,41 @@ struct LocaleCatalog: Sendable, Equatable {
 
         /// Lower-cased; `_` read as `-` (some platforms report `es_MX`).
         init?(_ raw: String) {
-            let parts = raw.lowercased().split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
-            guard let first = parts.first, (2...8).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else { return nil }
+            let parts = LocaleCatalog.lowercased(raw).split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
+            guard let first = parts.first, (2...8).contains(first.count), first.allSatisfy(Self.isASCIILetter) else { return nil }
             language = first
             for part in parts.dropFirst() {
                 if part.count == 1 { break }  // an extension or private use: the rest is not language
-                if script == nil, region == nil, part.count == 4, part.allSatisfy({ $0.isASCII && $0.isLetter }) {
+                if script == nil, region == nil, part.count == 4, part.allSatisfy(Self.isASCIILetter) {
                     script = part
                 } else if region == nil,
-                    (part.count == 2 && part.allSatisfy({ $0.isASCII && $0.isLetter }))
-                        || (part.count == 3 && part.allSatisfy({ $0.isASCII && $0.isNumber }))
+                    (part.count == 2 && part.allSatisfy(Self.isASCIILetter)) || (part.count == 3 && part.allSatisfy(Self.isASCIIDigit))
                 {
                     region = part
                 }
             }
         }
+
+        /// A-Z or a-z (what `isASCII && isLetter` says, without the Unicode
+        /// property tables).
+        static func isASCIILetter(_ character: Character) -> Bool {
+            guard let byte = character.asciiValue else { return false }
+            return (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+        }
+
+        /// 0-9 (what `isASCII && isNumber` says).
+        static func isASCIIDigit(_ character: Character) -> Bool {
+            character.asciiValue.map { (0x30...0x39).contains($0) } ?? false
+        }
+    }
+
+    /// `lowercased()`, with a cheaper path for ASCII (every tag an app
+    /// sends): Unicode-aware lower-casing showed as half of a registration's
+    /// write in profiles.
+    static func lowercased(_ text: String) -> String {
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return text.lowercased() }
+        guard text.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return text }
+        return String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
     /// The catalog language a reported tag reads: an exact match
@@ -66,8 +86,8 @@ struct LocaleCatalog: Sendable, Equatable {
     /// (a catalog may list `pt-BR`), the language alone (`es-MX` → `es`), and
     /// the language's alias (`fil-PH` → `fil` → `tl`); else nil (English).
     func normalize(_ tag: String?) -> String? {
-        guard let tag = tag?.presence?.lowercased() else { return nil }
-        let hyphenated = tag.contains("_") ? String(tag.map { $0 == "_" ? "-" : $0 }) : tag
+        guard let tag = tag?.presence.map(Self.lowercased) else { return nil }
+        let hyphenated = tag.utf8.contains(UInt8(ascii: "_")) ? String(tag.map { $0 == "_" ? "-" : $0 }) : tag
         if let exact = byLowercasedTag[hyphenated] { return exact }
         guard let parsed = LanguageTag(hyphenated) else { return nil }
         var candidates: [String] = []
@@ -167,6 +187,16 @@ enum PushRegistrationRules {
         existing: PushRegistration?, request: PushRegistrationRequest, regionID: Int,
         catalog: LocaleCatalog, now: Date
     ) -> Result<PushRegistration, ValidationFailure> {
+        merge(existing: existing, request: request, regionID: regionID, catalogLocale: catalog.normalize(request.locale), now: now)
+    }
+
+    /// `merge` with the request's locale already read against the catalog
+    /// (`catalog.normalize(request.locale)`), so a writer that serialises
+    /// registrations does not spend its time on it.
+    static func merge(
+        existing: PushRegistration?, request: PushRegistrationRequest, regionID: Int,
+        catalogLocale: String?, now: Date
+    ) -> Result<PushRegistration, ValidationFailure> {
         let testDevice = request.testDevice ?? existing?.testDevice ?? false
         var description: String? = request.testDevice == false ? nil : (request.description ?? existing?.description)
         if !testDevice { description = nil }
@@ -174,7 +204,7 @@ enum PushRegistrationRules {
             return .failure(ValidationFailure(["Description can't be blank for a test device"]))
         }
         let rawLocale = request.locale ?? existing?.rawLocale
-        let locale = request.locale.map { catalog.normalize($0) } ?? existing?.locale
+        let locale = request.locale == nil ? existing?.locale : catalogLocale
         return .success(
             PushRegistration(
                 regionID: regionID, token: request.token, operatingSystem: request.operatingSystem,

@@ -16,14 +16,32 @@ struct PushRegistrationStore: Sendable {
         columns.split(separator: ",").map { "\(alias).\($0.trimmingPrefix(" "))" }.joined(separator: ", ")
     }
 
-    /// Applies the upsert rule against the stored row inside one write
-    /// transaction. Throws `ValidationFailure` when the merged registration
-    /// is invalid (nothing is written).
+    /// The registration's upsert, its text built once (every write binds
+    /// `values` in `columns`' order). ON CONFLICT keeps the write atomic
+    /// where two writers race on a new token (a PostgreSQL backend); the
+    /// caller also retries. Its answer is not needed: on PostgreSQL it is
+    /// read at COMMIT.
+    static let upsertText = """
+        INSERT INTO push_registrations (\(columns))
+        VALUES (\(placeholders))
+        ON CONFLICT (region_id, token) DO UPDATE SET
+            operating_system = excluded.operating_system, locale = excluded.locale,
+            raw_locale = excluded.raw_locale, apns_sandbox = excluded.apns_sandbox,
+            test_device = excluded.test_device, description = excluded.description,
+            last_seen_at = excluded.last_seen_at
+        """
+
+    /// `$1, $2, ...`: one placeholder for each of `columns`.
+    static let placeholders = (1...columns.split(separator: ",").count).map { "$\($0)" }.joined(separator: ", ")
+
     /// The row a write of one registration locks: apps register the same
     /// token again on every launch, so writes of one token must queue rather
     /// than hold each other's rows in batches on two connections.
     static func rowKey(regionID: Int, token: String) -> String { "push_registrations/\(regionID)/\(token)" }
 
+    /// Applies the upsert rule against the stored row inside one write
+    /// transaction. Throws `ValidationFailure` when the merged registration
+    /// is invalid (nothing is written).
     func register(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws {
         // The first registration of a new token can race another request
         // for the same token; the loser retries and then finds the winner's
@@ -64,27 +82,15 @@ struct PushRegistrationStore: Sendable {
     private static func upsert(
         _ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date
     ) -> @Sendable (any SQLConnection) throws -> Void {
-        { connection in
+        // Read here, on the caller's thread, not in the writer's transaction.
+        let catalogLocale = catalog.normalize(request.locale)
+        return { connection in
             let existing =
                 PushRegistrationRules.needsStoredRow(request) ? try Self.find(connection, regionID: regionID, token: request.token) : nil
             let merged = try PushRegistrationRules.merge(
-                existing: existing, request: request, regionID: regionID,
-                catalog: catalog, now: now
+                existing: existing, request: request, regionID: regionID, catalogLocale: catalogLocale, now: now
             ).get()
-            // ON CONFLICT keeps the write atomic even where two writers race
-            // on a new token (a PostgreSQL backend); the caller also retries.
-            // Its answer is not needed here: on PostgreSQL it is read at COMMIT.
-            let fields = Self.fields(merged)
-            try connection.send(
-                """
-                INSERT INTO push_registrations (\(fields.columns))
-                VALUES (\(fields.values))
-                ON CONFLICT (region_id, token) DO UPDATE SET
-                    operating_system = excluded.operating_system, locale = excluded.locale,
-                    raw_locale = excluded.raw_locale, apns_sandbox = excluded.apns_sandbox,
-                    test_device = excluded.test_device, description = excluded.description,
-                    last_seen_at = excluded.last_seen_at
-                """)
+            try connection.send(Self.upsertText, Self.values(merged))
         }
     }
 
@@ -176,19 +182,14 @@ struct PushRegistrationStore: Sendable {
             createdAt: date(try row.optionalInt("created_at")), lastSeenAt: date(try row.optionalInt("last_seen_at")))
     }
 
-    static func fields(_ registration: PushRegistration) -> SQLFields {
-        var fields = SQLFields()
-        fields.set("region_id", registration.regionID)
-        fields.set("token", registration.token)
-        fields.set("operating_system", registration.operatingSystem)
-        fields.set("locale", registration.locale)
-        fields.set("raw_locale", registration.rawLocale)
-        fields.set("apns_sandbox", registration.apnsSandbox)
-        fields.set("test_device", registration.testDevice)
-        fields.set("description", registration.description)
-        fields.set("created_at", millis(registration.createdAt))
-        fields.set("last_seen_at", millis(registration.lastSeenAt))
-        return fields
+    /// A registration's values in `columns`' order.
+    static func values(_ registration: PushRegistration) -> [SQLValue] {
+        [
+            registration.regionID.sqlValue, registration.token.sqlValue, registration.operatingSystem.sqlValue,
+            registration.locale?.sqlValue ?? .null, registration.rawLocale?.sqlValue ?? .null, registration.apnsSandbox.sqlValue,
+            registration.testDevice.sqlValue, registration.description?.sqlValue ?? .null,
+            millis(registration.createdAt).sqlValue, millis(registration.lastSeenAt).sqlValue,
+        ]
     }
 
     static func millis(_ date: Date) -> Int64 { date.epochMillis }
@@ -278,11 +279,9 @@ extension PushRegistrationStore {
     /// Stores a registration unless the region already has its token (an
     /// import); true when it was added.
     static func insertIfAbsent(_ connection: any SQLConnection, _ registration: PushRegistration) throws -> Bool {
-        let fields = fields(registration)
-        return try connection.execute(
-            """
-            INSERT INTO push_registrations (\(fields.columns)) VALUES (\(fields.values)) ON CONFLICT (region_id, token) DO NOTHING
-            """) > 0
+        try connection.execute(
+            "INSERT INTO push_registrations (\(columns)) VALUES (\(placeholders)) ON CONFLICT (region_id, token) DO NOTHING",
+            values(registration)) > 0
     }
 }
 

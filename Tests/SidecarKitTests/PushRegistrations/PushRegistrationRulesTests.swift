@@ -43,6 +43,9 @@ struct LocaleTests {
             ("zh-Hant-CN", "zh-Hant"), ("zh-MO", "zh-Hant"), ("zh", "zh-Hans"), ("zh_Hant_TW", "zh-Hant"),
             // Aliases apply after the region is dropped.
             ("fil-PH", "tl"), ("es-419", "es"), ("sr-Latn-RS", nil), ("ko-KR-u-ca-dangi", "ko"), ("de-CH-1996", "de"),
+            // Text beyond ASCII is lower-cased as Unicode says (the Kelvin sign
+            // is a K), and letters beyond ASCII never make a subtag.
+            ("\u{212A}O", "ko"), ("es-\u{212A}R", "es"), ("é", nil), ("es-Ñ1", "es"), ("ES-١٢٣", "es"),
         ] as [(String, String?)])
     func maps(tag: String, expected: String?) {
         #expect(LocaleCatalog.standard.normalize(tag) == expected)
