@@ -112,14 +112,20 @@ public struct Request: Sendable {
             }
             if queryCount + bodyValues.count > limit { throw .tooManyParameters(limit: limit) }
             // A JSON null is absent, so it neither sets nor erases a value.
-            merged.merge(bodyValues.filter { $0.value != .null }) { _, body in body }
+            let present = bodyValues.values.contains(.null) ? bodyValues.filter { $0.value != .null } : bodyValues
+            if merged.isEmpty {
+                merged = present
+            } else {
+                merged.merge(present) { _, body in body }
+            }
         }
         parameters = Parameters(merged)
     }
 
     private static func formValues(_ body: [UInt8], limit: Int) throws(ParameterError) -> [String: JSONValue] {
-        var values: [String: JSONValue] = [:]
-        for (name, value) in try Parameters.parseURLEncoded(body, limit: max(limit, 0)) {
+        let pairs = try Parameters.parseURLEncoded(body, limit: max(limit, 0))
+        var values = [String: JSONValue](minimumCapacity: pairs.count)
+        for (name, value) in pairs {
             values[name] = .string(value)
         }
         return values
