@@ -11,11 +11,12 @@ import Glibc
 /// SQLite in WAL mode: one writer connection on its own thread, which commits
 /// queued writes in groups, and a pool of reader connections.
 ///
-/// Writes queue to the writer thread; it takes every write waiting, runs each
-/// in its own savepoint inside one transaction and commits once, so a burst
-/// of registrations costs one commit (and with `synchronous=FULL` one fsync)
-/// instead of one each. A failed write rolls back only its own savepoint. A
-/// caller is resumed only after the commit succeeded.
+/// Writes queue to the writer thread; it takes every write waiting, runs them
+/// inside one transaction and commits once, so a burst of registrations costs
+/// one commit (and with `synchronous=FULL` one fsync) instead of one each.
+/// When a write fails, the batch is rolled back and run again with a
+/// savepoint around each write, so the failed one rolls back alone. A caller
+/// is resumed only after the commit succeeded.
 public final class SQLiteDatabase: Database {
     /// `PRAGMA synchronous` for every connection: NORMAL is durable against a
     /// process crash; FULL also against power loss, at a cost per commit.
