@@ -35,6 +35,8 @@ public final class SQLiteDatabase: Database {
     private let wakeWriter = DispatchSemaphore(value: 0)
     private let readers = Mutex<[ReaderSlot]>([])
     private let writerStopped = DispatchSemaphore(value: 0)
+    /// Folds the log into the file off the writer's thread (nil in memory).
+    let checkpointer: SQLiteCheckpointer?
 
     private struct WriteQueue {
         var jobs: [WriteJob] = []
@@ -50,6 +52,15 @@ public final class SQLiteDatabase: Database {
         self.readerLimit = max(readers, 1)
         let writer = try SQLiteConnection(path: path, readOnly: false, synchronous: synchronous)
         openedFile = FileIdentity(path: path)
+        // A database in memory has no log to fold in (and a second
+        // connection would open another database).
+        if openedFile != nil {
+            let checkpointer = SQLiteCheckpointer(connection: try SQLiteConnection(path: path, readOnly: false, synchronous: synchronous))
+            checkpointer.watch(writer)
+            self.checkpointer = checkpointer
+        } else {
+            checkpointer = nil
+        }
         let box = WriterBox(connection: writer)
         PlatformThread.detach(name: "sqlite-writer") { [self] in self.writerLoop(box) }
     }
@@ -128,6 +139,7 @@ public final class SQLiteDatabase: Database {
     private func writerLoop(_ box: WriterBox) {
         if let connection = box.connection {
             commitUntilClosed(on: connection)
+            checkpointer?.stop()
             // Fold the write-ahead log into the main file before closing, so
             // that the file alone is the whole database after a clean stop
             // (an operator copying only sidecar.sqlite3 gets every row). A

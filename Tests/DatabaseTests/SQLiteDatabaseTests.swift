@@ -23,6 +23,48 @@ struct SQLiteDatabaseTests {
         Migration(version: 2, name: "things index", owners: ["test"], statements: [.same("CREATE INDEX things_name ON things (name)")]),
     ]
 
+    /// The checkpoint rule after each commit: ask the checkpointer once a
+    /// checkpoint's worth of log waits, fold in here past the bound.
+    @Test(
+        arguments: [
+            (999, 0, SQLiteCheckpointer.Step.nothing), (1000, 0, .ask), (1500, 1000, .nothing), (2000, 1000, .ask),
+            (16_383, 16_000, .nothing), (16_384, 16_000, .foldHere), (20_000, 0, .foldHere),
+            // The log started over after the last checkpoint folded 5,000 pages.
+            (300, 5000, .nothing), (1200, 5000, .ask),
+        ] as [(Int, Int, SQLiteCheckpointer.Step)])
+    func checkpointStep(pages: Int, folded: Int, step: SQLiteCheckpointer.Step) {
+        #expect(SQLiteCheckpointer.step(pages: pages, folded: folded, interval: 1000, writerBound: 16_384) == step)
+    }
+
+    /// Writes that fill more than a checkpoint's worth of log get it folded
+    /// in on the checkpointer's thread; every row is there, and after the
+    /// close the file alone holds them.
+    @Test func theLogIsFoldedInOffTheWritersThread() async throws {
+        try await TemporaryDirectory.run("sidecar-db") { directory in
+            let path = directory.appendingPathComponent("test.sqlite3").path
+            let database = try SQLiteDatabase(path: path)
+            try await database.migrate(Self.schema)
+            let checkpointer = try #require(database.checkpointer)
+            // Each row is about 4 KB in the table and again in its index.
+            for index in 0..<600 {
+                let name = "\(index)-" + String(repeating: "x", count: 4000)
+                try await database.write { try $0.execute("INSERT INTO things (name) VALUES ($1)", [.text(name)]) }
+            }
+            let deadline = ContinuousClock.now + .seconds(120)  // only catches a hang
+            while checkpointer.completed == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(checkpointer.completed > 0)
+            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            #expect(count == 600)
+            await database.close()
+            let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+            #expect(wal == 0, "the closing checkpoint leaves an empty log")
+            let reopened = try SQLiteDatabase(path: path)
+            let again = try await reopened.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            #expect(again == 600)
+            await reopened.close()
+        }
+    }
+
     @Test func migrationsApplyOnceAndInOrder() async throws {
         try await Self.withDatabase { database, _ in
             #expect(try await database.migrate(Self.schema.reversed()) == [1, 2])
