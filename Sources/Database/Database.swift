@@ -223,8 +223,8 @@ public protocol Database: Sendable {
     /// Runs `work` in a write transaction; returns only after it committed.
     /// A thrown error rolls back everything `work` did. `work` may run more
     /// than once (writes are committed together, and a batch one of them
-    /// failed is rolled back and run again), so it does database work only. `keys` name the rows
-    /// it locks (`push_registrations/1/TOKEN`): an engine that commits
+    /// failed is rolled back and run again), so it does database work only.
+    /// `keys` name the rows it locks (`push_registrations/1/TOKEN`): an engine that commits
     /// several writes together on several connections never runs two writes
     /// naming the same key in batches at once, so they queue instead of
     /// holding each other's rows (and deadlocking). Empty: it names none.

@@ -171,7 +171,7 @@ public final class SQLiteDatabase: Database {
             batch.forEach { $0.finish(DatabaseError.unavailable(problem)) }
             return
         }
-        if batch.count > 1, commitTogether(batch, on: connection) { return }
+        if commitTogether(batch, on: connection) { return }
         do {
             try connection.execute("BEGIN IMMEDIATE", [])
         } catch {
@@ -180,34 +180,23 @@ public final class SQLiteDatabase: Database {
         }
         var outcomes: [(any Error)?] = []
         outcomes.reserveCapacity(batch.count)
-        if batch.count == 1 {
+        for job in batch {
             do {
-                try batch[0].run(connection)
-                outcomes.append(nil)
-            } catch {
-                try? connection.run("ROLLBACK")
-                batch[0].finish(error)
-                return
-            }
-        } else {
-            for job in batch {
+                try connection.execute("SAVEPOINT job", [])
                 do {
-                    try connection.execute("SAVEPOINT job", [])
-                    do {
-                        try job.run(connection)
-                        try connection.execute("RELEASE job", [])
-                        outcomes.append(nil)
-                    } catch {
-                        try connection.execute("ROLLBACK TO job", [])
-                        try connection.execute("RELEASE job", [])
-                        outcomes.append(error)
-                    }
+                    try job.run(connection)
+                    try connection.execute("RELEASE job", [])
+                    outcomes.append(nil)
                 } catch {
-                    // The savepoint machinery itself failed: give up on the batch.
-                    try? connection.run("ROLLBACK")
-                    batch.forEach { $0.finish(error) }
-                    return
+                    try connection.execute("ROLLBACK TO job", [])
+                    try connection.execute("RELEASE job", [])
+                    outcomes.append(error)
                 }
+            } catch {
+                // The savepoint machinery itself failed: give up on the batch.
+                try? connection.run("ROLLBACK")
+                batch.forEach { $0.finish(error) }
+                return
             }
         }
         do {
@@ -223,10 +212,11 @@ public final class SQLiteDatabase: Database {
     /// Optimistic group commit, as on PostgreSQL: the whole batch in one
     /// transaction with no savepoints (a savepoint around each job costs two
     /// statements and a copy of every page the job touches that the batch
-    /// already changed). True when every job has its outcome; false when a
-    /// job failed, after rolling back, so the caller runs the batch again
-    /// with a savepoint around each job and one failure never takes the
-    /// others down (jobs may run twice, as the `write` contract says).
+    /// already changed). True when every job has its outcome (a write alone
+    /// that failed has its error); false when a job of several failed, after
+    /// rolling back, so the caller runs the batch again with a savepoint
+    /// around each job and one failure never takes the others down (jobs may
+    /// run twice, as the `write` contract says).
     private func commitTogether(_ batch: [WriteJob], on connection: SQLiteConnection) -> Bool {
         do {
             try connection.execute("BEGIN IMMEDIATE", [])
@@ -239,7 +229,9 @@ public final class SQLiteDatabase: Database {
                 try job.run(connection)
             } catch {
                 try? connection.run("ROLLBACK")
-                return false
+                guard batch.count == 1 else { return false }
+                job.finish(error)
+                return true
             }
         }
         do {
