@@ -140,7 +140,7 @@ public struct Request: Sendable {
 extension String {
     /// Lower-cases A-Z only: header names and media types are ASCII, and
     /// Unicode-aware lower-casing costs far more on a hot path.
-    func asciiLowercased() -> String {
+    public func asciiLowercased() -> String {
         guard utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return self }
         return String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
     }

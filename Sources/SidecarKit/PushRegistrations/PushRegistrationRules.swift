@@ -74,9 +74,7 @@ struct LocaleCatalog: Sendable, Equatable {
     /// sends): Unicode-aware lower-casing showed as half of a registration's
     /// write in profiles.
     static func lowercased(_ text: String) -> String {
-        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return text.lowercased() }
-        guard text.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return text }
-        return String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
+        text.utf8.allSatisfy { $0 < 0x80 } ? text.asciiLowercased() : text.lowercased()
     }
 
     /// The catalog language a reported tag reads: an exact match
@@ -183,16 +181,9 @@ enum PushRegistrationRules {
     ///   value overwrites them. An explicit `test_device=false` demotes and
     ///   clears the description; a non-test device never keeps one.
     /// - A test device must have a description.
-    static func merge(
-        existing: PushRegistration?, request: PushRegistrationRequest, regionID: Int,
-        catalog: LocaleCatalog, now: Date
-    ) -> Result<PushRegistration, ValidationFailure> {
-        merge(existing: existing, request: request, regionID: regionID, catalogLocale: catalog.normalize(request.locale), now: now)
-    }
-
-    /// `merge` with the request's locale already read against the catalog
-    /// (`catalog.normalize(request.locale)`), so a writer that serialises
-    /// registrations does not spend its time on it.
+    /// - `catalogLocale` is `catalog.normalize(request.locale)`, read by the
+    ///   caller, so a writer that serialises registrations does not spend its
+    ///   time on it.
     static func merge(
         existing: PushRegistration?, request: PushRegistrationRequest, regionID: Int,
         catalogLocale: String?, now: Date

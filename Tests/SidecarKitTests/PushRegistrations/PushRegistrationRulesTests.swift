@@ -97,7 +97,8 @@ struct PushRegistrationRuleTests {
     func merge(_ existing: PushRegistration?, _ fields: [String: String]) -> Result<PushRegistration, ValidationFailure> {
         let parsed: PushRegistrationRequest
         do { parsed = try request(fields).get() } catch { return .failure(error) }
-        return PushRegistrationRules.merge(existing: existing, request: parsed, regionID: 1, catalog: .standard, now: Self.now)
+        return PushRegistrationRules.merge(
+            existing: existing, request: parsed, regionID: 1, catalogLocale: LocaleCatalog.standard.normalize(parsed.locale), now: Self.now)
     }
 
     func stored(
