@@ -13,6 +13,11 @@ final class SQLiteConnection: SQLConnection {
         let columns: [String]
     }
     private var statements: [String: Prepared] = [:]
+    /// The statement run last, found again without hashing its text: the
+    /// writer runs one statement over and over (a registration's upsert is
+    /// several hundred bytes), and a text passed on from the same constant
+    /// compares equal at once.
+    private var lastUsed: (sql: String, prepared: Prepared)?
 
     init(path: String, readOnly: Bool, synchronous: SQLiteDatabase.Synchronous) throws(DatabaseError) {
         var pointer: OpaquePointer?
@@ -117,8 +122,11 @@ final class SQLiteConnection: SQLConnection {
     /// Prepares (or reuses) a statement and binds `$n` placeholders by number.
     private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> Prepared {
         let prepared: Prepared
-        if let cached = statements[sql] {
+        if let lastUsed, lastUsed.sql == sql {
+            prepared = lastUsed.prepared
+        } else if let cached = statements[sql] {
             prepared = cached
+            lastUsed = (sql, cached)
         } else {
             var pointer: OpaquePointer?
             let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &pointer, nil)
@@ -137,6 +145,7 @@ final class SQLiteConnection: SQLConnection {
             let columns = (0..<sqlite3_column_count(pointer)).map { String(cString: sqlite3_column_name(pointer, $0)) }
             prepared = Prepared(statement: pointer, slotNumbers: numbers, columns: columns)
             statements[sql] = prepared
+            lastUsed = (sql, prepared)
         }
         let statement = prepared.statement
         for (offset, number) in prepared.slotNumbers.enumerated() {

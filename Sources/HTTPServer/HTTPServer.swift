@@ -212,7 +212,7 @@ public final class HTTPServer: Sendable {
             var request = Request(
                 method: exchange.method, rawPath: exchange.rawPath, rawQuery: exchange.rawQuery,
                 headers: Self.headers(of: connection), body: exchange.body,
-                peerAddress: Self.peerAddress(of: connection))
+                peerAddress: exchange.tracked?.address ?? Self.peerAddress(of: connection))
             if let trusted = configuration.trustedProxies {
                 request.clientAddress = trusted.clientAddress(peer: request.peerAddress, headers: request.headers)
             }

@@ -126,7 +126,11 @@ public final class Route: Sendable {
             switch segment {
             case .literal(let literal):
                 if part == literal { continue }
-                guard isLast, let suffix = suffixes.first(where: { part == literal + $0 }) else { return nil }
+                // The prefix first: most routes compared differ in it, and
+                // then no string is built per suffix.
+                guard isLast, !suffixes.isEmpty, part.hasPrefix(literal), let suffix = suffixes.first(where: { part == literal + $0 }) else {
+                    return nil
+                }
                 usedSuffix = suffix
             case .capture(let name):
                 if isLast, let suffix = suffixes.first(where: { part.hasSuffix($0) && part.count > $0.count }) {
@@ -197,7 +201,11 @@ public struct Router: Sendable {
     /// slashes (Android joins a base URL ending in `/` and `/api/...` into
     /// `//api/...`).
     static func pathSegments(_ rawPath: String) throws(ParameterError) -> [String] {
-        let bytes = Array(rawPath.utf8)
+        var rawPath = rawPath
+        return try rawPath.withUTF8 { bytes in Result { () throws(ParameterError) in try pathSegments(bytes: bytes) } }.get()
+    }
+
+    private static func pathSegments(bytes: UnsafeBufferPointer<UInt8>) throws(ParameterError) -> [String] {
         var segments: [String] = []
         var start = 0
         while start < bytes.count && bytes[start] == UInt8(ascii: "/") { start += 1 }
@@ -207,7 +215,7 @@ public struct Router: Sendable {
             if index == bytes.count || bytes[index] == UInt8(ascii: "/") {
                 let isTrailingSlash = index == bytes.count && start == bytes.count && !segments.isEmpty
                 if !isTrailingSlash {
-                    segments.append(try PercentEncoding.decode(bytes[start..<index], plusAsSpace: false))
+                    segments.append(try PercentEncoding.decode(UnsafeBufferPointer(rebasing: bytes[start..<index]), plusAsSpace: false))
                 }
                 start = index + 1
             }

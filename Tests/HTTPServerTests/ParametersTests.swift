@@ -33,6 +33,30 @@ struct ParametersTests {
         #expect(request.parameters.contains("c"))
     }
 
+    @Test(
+        "form pairs: the same read in place or from bytes that are not contiguous",
+        arguments: [
+            ("a=b=c", ["a=b=c"]), ("=x&&y", ["y="]), ("a+b=c%20d&", ["a b=c d"]), ("", []), ("&", []), ("&&&=", []),
+            ("x=&x=2", ["x=", "x=2"]), ("%C3%A9t%C3%A9=%E2%9C%93", ["été=✓"]), ("a=1&b", ["a=1", "b="]),
+        ])
+    func formPairs(input: String, expected: [String]) throws {
+        let inPlace = try Parameters.parseURLEncoded(Array(input.utf8), limit: 10)
+        let copied = try Parameters.parseURLEncoded(input.utf8.lazy.map { $0 }, limit: 10)
+        #expect(inPlace.map { "\($0.0)=\($0.1)" } == expected)
+        #expect(copied.map { "\($0.0)=\($0.1)" } == expected)
+    }
+
+    @Test(
+        "form refusals: the first bad pair in order, read in place or copied",
+        arguments: [
+            ("a=%zz", ParameterError.invalidPercentEncoding), ("%zz=1", .invalidPercentEncoding), ("a=1&b=2&c=3", .tooManyParameters(limit: 2)),
+            ("a=%FF", .invalidUTF8), ("a=%00", .nulCharacter), ("a=1&b=2&%zz=3", .invalidPercentEncoding),
+        ])
+    func formRefusals(input: String, expected: ParameterError) {
+        #expect(throws: expected) { try Parameters.parseURLEncoded(Array(input.utf8), limit: 2) }
+        #expect(throws: expected) { try Parameters.parseURLEncoded(input.utf8.lazy.map { $0 }, limit: 2) }
+    }
+
     @Test func tooManyParametersIsRefused() {
         let query = (0..<1001).map { "p\($0)=1" }.joined(separator: "&")
         var request = Request(method: "GET", rawPath: "/", rawQuery: query)

@@ -1,3 +1,4 @@
+import HTTPServer
 import Push
 
 /// Spec §2.7: whether a token came from a debug build and so must be pushed
@@ -21,7 +22,7 @@ enum ApnsSandbox {
     /// Case-insensitive, surrounding whitespace ignored.
     static func read(_ raw: String?) -> Reading {
         guard let raw else { return .production }
-        switch raw.trimmingWhitespace().lowercased() {
+        switch raw.trimmingWhitespace().lowercasedFastIfASCII() {
         case "1", "t", "true", "on": return .sandbox
         case "0", "f", "false", "off", "": return .production
         default: return .unrecognized
@@ -40,7 +41,7 @@ enum ApnsSandbox {
 enum BooleanParameter {
     static func read(_ raw: String?) -> Bool? {
         guard let raw else { return nil }
-        switch raw.trimmingWhitespace().lowercased() {
+        switch raw.trimmingWhitespace().lowercasedFastIfASCII() {
         case "1", "t", "true", "on", "yes", "y": return true
         case "0", "f", "false", "off", "no", "n": return false
         default: return nil

@@ -33,10 +33,17 @@ enum FieldLimits {
     /// them (embeddings, overrides and isolates: `…\u{202E}gnp.exe` reads as
     /// `exe.png`), so no stored text can show staff something other than
     /// what it says. The marks LRM and RLM, which reorder nothing, are kept.
+    /// Whether `text` has more than `limit` characters. A string of at most
+    /// `limit` UTF-8 bytes cannot, so only longer ones pay for counting
+    /// characters (grapheme breaking, on every field of every request).
+    static func exceeds(_ text: String, _ limit: Int) -> Bool {
+        text.utf8.count > limit && text.count > limit
+    }
+
     static func check(_ fields: [(label: String, value: String?, limit: Int)]) -> [String] {
         fields.compactMap { field in
             guard let value = field.value else { return nil }
-            if value.count > field.limit { return "\(field.label) is too long (maximum is \(field.limit) characters)" }
+            if exceeds(value, field.limit) { return "\(field.label) is too long (maximum is \(field.limit) characters)" }
             if containsBidiControls(value) {
                 return "\(field.label) contains bidirectional control characters (U+202A to U+202E, U+2066 to U+2069), which would show it reordered"
             }

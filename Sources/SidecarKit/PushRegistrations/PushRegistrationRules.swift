@@ -1,6 +1,7 @@
 import FoundationEssentials
 import HTTPServer
 import Push
+import Synchronization
 
 /// Spec §4, locale normalization: map the tag an app reports onto the
 /// translation catalog at registration time.
@@ -10,6 +11,13 @@ struct LocaleCatalog: Sendable, Equatable {
     let languages: [String]
     /// Lower-cased tag → the catalog's spelling, so a lookup costs one hash.
     private let byLowercasedTag: [String: String]
+    /// Tags already read, and what they read as: riders' phones report a few
+    /// dozen distinct tags, and every registration reads one on the
+    /// request's thread. Bounded: past `TagMemo.capacity` tags (of at most
+    /// `TagMemo.longestKept` bytes), new ones are read without being kept.
+    private let memo = TagMemo()
+    /// Tags the memo holds (for tests and bounds).
+    var tagsKept: Int { memo.count }
 
     /// The default catalog: the languages US and Canadian transit agencies
     /// most often publish rider information in.
@@ -41,40 +49,36 @@ struct LocaleCatalog: Sendable, Equatable {
         var region: String?
 
         /// Lower-cased; `_` read as `-` (some platforms report `es_MX`).
+        /// Parts are read as UTF-8 bytes: every rule below wants ASCII
+        /// letters or digits, which are one byte each, so a byte count is
+        /// the character count wherever it decides (this runs on every
+        /// registration's request thread).
         init?(_ raw: String) {
-            let parts = LocaleCatalog.lowercased(raw).split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
-            guard let first = parts.first, (2...8).contains(first.count), first.allSatisfy(Self.isASCIILetter) else { return nil }
-            language = first
-            for part in parts.dropFirst() {
-                if part.count == 1 { break }  // an extension or private use: the rest is not language
+            let lowered = raw.lowercasedFastIfASCII()
+            var parts = lowered.utf8.split(whereSeparator: { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }).makeIterator()
+            guard let first = parts.next(), (2...8).contains(first.count), first.allSatisfy(Self.isASCIILetter) else { return nil }
+            language = String(Substring(first))
+            while let part = parts.next() {
+                // An extension or private use: the rest is not language.
+                if part.count == 1 || (part.contains(where: { $0 >= 0x80 }) && Substring(part).count == 1) { break }
                 if script == nil, region == nil, part.count == 4, part.allSatisfy(Self.isASCIILetter) {
-                    script = part
+                    script = String(Substring(part))
                 } else if region == nil,
                     (part.count == 2 && part.allSatisfy(Self.isASCIILetter)) || (part.count == 3 && part.allSatisfy(Self.isASCIIDigit))
                 {
-                    region = part
+                    region = String(Substring(part))
                 }
             }
         }
 
         /// A-Z or a-z (what `isASCII && isLetter` says, without the Unicode
         /// property tables).
-        static func isASCIILetter(_ character: Character) -> Bool {
-            guard let byte = character.asciiValue else { return false }
-            return (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+        static func isASCIILetter(_ byte: UInt8) -> Bool {
+            (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
         }
 
         /// 0-9 (what `isASCII && isNumber` says).
-        static func isASCIIDigit(_ character: Character) -> Bool {
-            character.asciiValue.map { (0x30...0x39).contains($0) } ?? false
-        }
-    }
-
-    /// `lowercased()`, with a cheaper path for ASCII (every tag an app
-    /// sends): Unicode-aware lower-casing showed as half of a registration's
-    /// write in profiles.
-    static func lowercased(_ text: String) -> String {
-        text.utf8.allSatisfy { $0 < 0x80 } ? text.asciiLowercased() : text.lowercased()
+        static func isASCIIDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
     }
 
     /// The catalog language a reported tag reads: an exact match
@@ -84,7 +88,15 @@ struct LocaleCatalog: Sendable, Equatable {
     /// (a catalog may list `pt-BR`), the language alone (`es-MX` → `es`), and
     /// the language's alias (`fil-PH` → `fil` → `tl`); else nil (English).
     func normalize(_ tag: String?) -> String? {
-        guard let tag = tag?.presence.map(Self.lowercased) else { return nil }
+        guard let tag = tag?.presence else { return nil }
+        if let known = memo.reading(of: tag) { return known }
+        let reading = read(tag.lowercasedFastIfASCII())
+        memo.keep(tag, reading)
+        return reading
+    }
+
+    /// `normalize` for a present tag, lower-cased.
+    private func read(_ tag: String) -> String? {
         let hyphenated = tag.utf8.contains(UInt8(ascii: "_")) ? String(tag.map { $0 == "_" ? "-" : $0 }) : tag
         if let exact = byLowercasedTag[hyphenated] { return exact }
         guard let parsed = LanguageTag(hyphenated) else { return nil }
@@ -98,6 +110,29 @@ struct LocaleCatalog: Sendable, Equatable {
         candidates.append(parsed.language)
         if let alias = Self.aliases[parsed.language] { candidates.append(alias) }
         return candidates.lazy.compactMap { byLowercasedTag[$0] }.first
+    }
+}
+
+/// What `LocaleCatalog.normalize` has read so far (see `memo`).
+private final class TagMemo: Sendable {
+    static let capacity = 1024
+    /// Longer tags (none an app sends; every caller caps them) are not kept.
+    static let longestKept = 64
+    /// A tag → what it reads as (nil inside: English).
+    private let readings = Mutex<[String: String?]>([:])
+
+    /// What the tag was read as before, or nil when it has not been.
+    func reading(of tag: String) -> String?? {
+        readings.withLock { $0[tag] }
+    }
+
+    var count: Int { readings.withLock { $0.count } }
+
+    func keep(_ tag: String, _ reading: String?) {
+        guard tag.utf8.count <= Self.longestKept else { return }
+        readings.withLock { readings in
+            if readings.count < Self.capacity { readings[tag] = reading }
+        }
     }
 }
 
@@ -124,12 +159,12 @@ struct PushRegistrationRequest: Sendable, Equatable {
         var messages: [String] = []
         let token = parameters.identifier("token")?.presence
         if token == nil { messages.append("Token can't be blank") }
-        if let token, token.count > maxTokenLength {
+        if let token, FieldLimits.exceeds(token, maxTokenLength) {
             messages.append("Token is too long (maximum is \(maxTokenLength) characters)")
         } else if let problem = PushToken.problem("Token", token) {
             messages.append(problem)
         }
-        let named = parameters["operating_system"]?.presence?.lowercased()
+        let named = parameters["operating_system"]?.presence?.lowercasedFastIfASCII()
         let operatingSystem = named.flatMap(PushPlatform.init(rawValue:))
         if named == nil {
             messages.append("Operating system can't be blank")
@@ -137,15 +172,16 @@ struct PushRegistrationRequest: Sendable, Equatable {
             messages.append("Operating system is not included in the list")
         }
         let description = parameters["description"]?.presence
-        if let description, description.count > maxDescriptionLength {
+        if let description, FieldLimits.exceeds(description, maxDescriptionLength) {
             messages.append("Description is too long (maximum is \(maxDescriptionLength) characters)")
         }
-        messages += FieldLimits.check([("Locale", parameters["locale"]?.presence, FieldLimits.locale)])
+        let locale = parameters["locale"]?.presence
+        messages += FieldLimits.check([("Locale", locale, FieldLimits.locale)])
         guard messages.isEmpty, let token, let operatingSystem else { return .failure(ValidationFailure(messages)) }
         let sandbox = ApnsSandbox.read(parameters["apns_sandbox"])
         return .success(
             PushRegistrationRequest(
-                token: token, operatingSystem: operatingSystem, locale: parameters["locale"]?.presence,
+                token: token, operatingSystem: operatingSystem, locale: locale,
                 testDevice: BooleanParameter.read(parameters["test_device"]), description: description,
                 apnsSandbox: operatingSystem == .ios && sandbox == .sandbox,
                 apnsSandboxUnrecognized: sandbox == .unrecognized))

@@ -46,6 +46,9 @@ struct LocaleTests {
             // Text beyond ASCII is lower-cased as Unicode says (the Kelvin sign
             // is a K), and letters beyond ASCII never make a subtag.
             ("\u{212A}O", "ko"), ("es-\u{212A}R", "es"), ("é", nil), ("es-Ñ1", "es"), ("ES-١٢٣", "es"),
+            // A one-character subtag ends the language part, whatever its
+            // script (a two-byte é as well as an ASCII x).
+            ("zh-é-TW", "zh-Hans"), ("zh-x-TW", "zh-Hans"), ("zh-e\u{301}-TW", "zh-Hans"), ("pt-BR-x-hant", "pt"),
         ] as [(String, String?)])
     func maps(tag: String, expected: String?) {
         #expect(LocaleCatalog.standard.normalize(tag) == expected)
@@ -54,6 +57,21 @@ struct LocaleTests {
     @Test("English and unknown tags are nil (English copy)", arguments: ["en", "en-US", "xx", "klingon", "", "  ", "-", "x-private", "123", "e"])
     func english(tag: String) {
         #expect(LocaleCatalog.standard.normalize(tag) == nil)
+    }
+
+    @Test func aTagReadAgainReadsTheSameAndTheMemoStaysBounded() {
+        let catalog = LocaleCatalog(["es", "zh-Hant"])
+        for _ in 0..<2 {
+            #expect(catalog.normalize("es-MX") == "es")
+            #expect(catalog.normalize("zh-TW") == "zh-Hant")
+            #expect(catalog.normalize("en-US") == nil)
+        }
+        #expect(catalog.tagsKept == 3, "English is remembered too")
+        for index in 0..<3000 { _ = catalog.normalize("es-\(index)") }
+        _ = catalog.normalize("es-" + String(repeating: "a", count: 100))
+        #expect(catalog.tagsKept == 1024)
+        #expect(catalog.normalize("es-2999") == "es", "a tag past the bound is still read")
+        #expect(catalog.normalize("zh-TW") == "zh-Hant")
     }
 
     @Test func aliasesOnlyApplyWhenTheTargetIsInTheCatalog() {
