@@ -19,7 +19,13 @@ final class SQLiteConnection: SQLConnection {
     /// compares equal at once.
     private var lastUsed: (sql: String, prepared: Prepared)?
 
+    /// Process-wide settings, made once before the first connection opens
+    /// (SQLite refuses them once it is in use): no memory statistics, whose
+    /// mutex every allocation of every connection would take.
+    private static let processSettings: Void = { _ = sidecar_sqlite_disable_memory_statistics() }()
+
     init(path: String, readOnly: Bool, synchronous: SQLiteDatabase.Synchronous) throws(DatabaseError) {
+        _ = Self.processSettings
         var pointer: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &pointer, flags, nil)

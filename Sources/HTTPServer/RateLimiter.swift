@@ -105,10 +105,15 @@ public final class FixedWindowRateLimiter: Sendable {
                 state.oldest = 0
                 state.sweptWindow = window
             }
-            var counter = state.counters[key] ?? Counter(window: window, hits: 0)
-            if counter.window != window { counter = Counter(window: window, hits: 0) }
-            counter.hits += 1
-            if state.counters.updateValue(counter, forKey: key) == nil {
+            let counter: Counter
+            if let index = state.counters.index(forKey: key) {
+                // A key seen before (the usual case): counted in place, one hash.
+                if state.counters.values[index].window != window { state.counters.values[index] = Counter(window: window, hits: 0) }
+                state.counters.values[index].hits += 1
+                counter = state.counters.values[index]
+            } else {
+                counter = Counter(window: window, hits: 1)
+                state.counters[key] = counter
                 state.order.append(key)
                 while state.counters.count > maxKeys, state.oldest < state.order.count {
                     state.counters.removeValue(forKey: state.order[state.oldest])

@@ -27,12 +27,6 @@ enum FieldLimits {
     /// A donor's email and name (passed to Stripe, never stored here).
     static let email = 254
 
-    /// One message per present value over its limit, in the wording of the
-    /// other validation messages ("Stop is too long (maximum is 255 characters)").
-    /// Also refuses the bidirectional controls that reorder what follows
-    /// them (embeddings, overrides and isolates: `…\u{202E}gnp.exe` reads as
-    /// `exe.png`), so no stored text can show staff something other than
-    /// what it says. The marks LRM and RLM, which reorder nothing, are kept.
     /// Whether `text` has more than `limit` characters. A string of at most
     /// `limit` UTF-8 bytes cannot, so only longer ones pay for counting
     /// characters (grapheme breaking, on every field of every request).
@@ -40,15 +34,24 @@ enum FieldLimits {
         text.utf8.count > limit && text.count > limit
     }
 
+    /// One message per present value over its limit, in the wording of the
+    /// other validation messages ("Stop is too long (maximum is 255 characters)").
+    /// Also refuses the bidirectional controls that reorder what follows
+    /// them (embeddings, overrides and isolates: `…\u{202E}gnp.exe` reads as
+    /// `exe.png`), so no stored text can show staff something other than
+    /// what it says. The marks LRM and RLM, which reorder nothing, are kept.
     static func check(_ fields: [(label: String, value: String?, limit: Int)]) -> [String] {
-        fields.compactMap { field in
-            guard let value = field.value else { return nil }
-            if exceeds(value, field.limit) { return "\(field.label) is too long (maximum is \(field.limit) characters)" }
-            if containsBidiControls(value) {
-                return "\(field.label) contains bidirectional control characters (U+202A to U+202E, U+2066 to U+2069), which would show it reordered"
-            }
-            return nil
+        fields.compactMap { problem($0.label, $0.value, $0.limit) }
+    }
+
+    /// `check` for one field: its message, or nil.
+    static func problem(_ label: String, _ value: String?, _ limit: Int) -> String? {
+        guard let value else { return nil }
+        if exceeds(value, limit) { return "\(label) is too long (maximum is \(limit) characters)" }
+        if containsBidiControls(value) {
+            return "\(label) contains bidirectional control characters (U+202A to U+202E, U+2066 to U+2069), which would show it reordered"
         }
+        return nil
     }
 
     /// U+202A–U+202E (embeddings and overrides) and U+2066–U+2069 (isolates).

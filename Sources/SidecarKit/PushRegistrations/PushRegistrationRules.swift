@@ -176,7 +176,7 @@ struct PushRegistrationRequest: Sendable, Equatable {
             messages.append("Description is too long (maximum is \(maxDescriptionLength) characters)")
         }
         let locale = parameters["locale"]?.presence
-        messages += FieldLimits.check([("Locale", locale, FieldLimits.locale)])
+        if let problem = FieldLimits.problem("Locale", locale, FieldLimits.locale) { messages.append(problem) }
         guard messages.isEmpty, let token, let operatingSystem else { return .failure(ValidationFailure(messages)) }
         let sandbox = ApnsSandbox.read(parameters["apns_sandbox"])
         return .success(
