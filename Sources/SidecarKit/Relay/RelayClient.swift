@@ -136,21 +136,17 @@ struct RelayTransport: PushTransport {
             return Array(repeating: outcome, count: tokens.count)
         }
         var byToken: [String: PushOutcome] = [:]
-        if case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)),
-            case .array(let results)? = members["results"]
-        {
-            for result in results {
-                guard case .object(let fields) = result, case .string(let token)? = fields["token"] else { continue }
-                if fields["ok"] == .bool(true) {
-                    byToken[token] = .delivered
-                } else if fields["error"] == .string("invalid_token") {
-                    // Never a token a provider would take: the registration goes.
-                    byToken[token] = .terminal(reason: "the relay refused it: not a push token (\(PushToken.rule))")
-                } else if fields["drop"] == .bool(true) {
-                    byToken[token] = .terminal(reason: "Unregistered (the relay dropped the token)")
-                } else {
-                    byToken[token] = .transient(reason: "not delivered by the relay (not bound yet, or the provider refused)")
-                }
+        for result in RelayProtocol.SendAnswer.read(response.body) {
+            guard let token = result.token else { continue }
+            if result.ok == true {
+                byToken[token] = .delivered
+            } else if result.error == "invalid_token" {
+                // Never a token a provider would take: the registration goes.
+                byToken[token] = .terminal(reason: "the relay refused it: not a push token (\(PushToken.rule))")
+            } else if result.drop == true {
+                byToken[token] = .terminal(reason: "Unregistered (the relay dropped the token)")
+            } else {
+                byToken[token] = .transient(reason: "not delivered by the relay (not bound yet, or the provider refused)")
             }
         }
         return tokens.map { byToken[$0] ?? .transient(reason: "the relay gave no result") }

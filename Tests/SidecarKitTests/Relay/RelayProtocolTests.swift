@@ -113,5 +113,25 @@ struct RelayProtocolTests {
         #expect(
             try JSONDecoder().decode(JSONValue.self, from: Data(RelayProtocol.SendResults(capacity: 0).encoded())) == .object(["results": .array([])])
         )
+        // And the sending server reads each member back.
+        #expect(
+            RelayProtocol.SendAnswer.read(results.encoded()) == [
+                .init(token: "a1b2", ok: true), .init(token: "c3", ok: false), .init(token: "d4", ok: false, drop: true),
+                .init(token: "q\"uo\\te\u{1}\nüñ", ok: false, error: "invalid_token"),
+            ])
+    }
+
+    @Test(
+        "the sending server reads an answer as leniently as a tree of values",
+        arguments: [
+            (
+                #"{"results":[1,"x",null,{"token":5,"ok":true},{"ok":"yes","token":"a"},{"ok":true,"token":"b","extra":[1]}]}"#,
+                [RelayProtocol.SendAnswer.Result(token: nil, ok: true), .init(token: "a"), .init(token: "b", ok: true)]
+            ),
+            (#"{"results":{"token":"a"}}"#, []), (#"{"error":"rate_limited"}"#, []), (#"[1,2]"#, []), ("not json", []), ("", []),
+            (#"{"results":[{"drop":"true","error":7,"token":"c"}]}"#, [.init(token: "c")]),
+        ])
+    func sendAnswerIsReadLeniently(body: String, expected: [RelayProtocol.SendAnswer.Result]) {
+        #expect(RelayProtocol.SendAnswer.read(Array(body.utf8)) == expected)
     }
 }
