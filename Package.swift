@@ -34,6 +34,10 @@ let package = Package(
         .systemLibrary(
             name: "CPostgres", pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]),
+        // JSON parsing (Core's JSONValue).
+        .systemLibrary(
+            name: "CJansson", pkgConfig: "jansson",
+            providers: [.apt(["libjansson-dev"])]),
         // gzip for responses (Content-Encoding) and PNG framing.
         .systemLibrary(
             name: "CZlib", pkgConfig: "zlib",
@@ -44,7 +48,7 @@ let package = Package(
         .target(name: "CThreadName"),
         .target(name: "PlatformThreads", dependencies: ["CThreadName", "Core"]),
         // Logging and JSON values shared by every module.
-        .target(name: "Core"),
+        .target(name: "Core", dependencies: ["CJansson"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "Core", "PlatformThreads"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformThreads"]),
         .target(name: "Database", dependencies: ["CSQLite", "CPostgres", "PlatformThreads"]),

@@ -123,7 +123,7 @@ public struct Parameters: Sendable, Equatable {
         try checkNestingDepth(body, limit: maxDepth)
         let decoded: JSONValue
         do {
-            decoded = try JSONDecoder().decode(JSONValue.self, from: Data(body))
+            decoded = try JSONValue(parsing: body)
         } catch let error as DecodingError {
             throw .invalidJSON(Self.describe(error))
         } catch {

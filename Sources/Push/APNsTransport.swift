@@ -183,7 +183,7 @@ public final class APNsTransport: PushTransport {
     public static func outcome(status: Int, body: [UInt8]) -> PushOutcome {
         if status == 200 { return .delivered }
         var reason = "HTTP \(status)"
-        if case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), let text = object["reason"]?.scalarText {
+        if case .object(let object)? = try? JSONValue(parsing: body), let text = object["reason"]?.scalarText {
             reason = text
         }
         if status == 410 { return .terminal(reason: reason == "HTTP 410" ? "Unregistered" : reason) }

@@ -19,7 +19,7 @@ public final class FCMTransport: PushTransport {
 
         /// Reads the JSON a Firebase console downloads.
         public init(json: [UInt8]) throws {
-            guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(json)),
+            guard case .object(let fields)? = try? JSONValue(parsing: json),
                 let project = fields["project_id"]?.scalarText, let email = fields["client_email"]?.scalarText,
                 let pem = fields["private_key"]?.scalarText
             else {
@@ -94,7 +94,7 @@ public final class FCMTransport: PushTransport {
                 method: "POST", url: account.tokenURI,
                 headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8),
                 upstream: "fcm_oauth"))
-        guard response.status == 200, case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)),
+        guard response.status == 200, case .object(let fields)? = try? JSONValue(parsing: response.body),
             let value = fields["access_token"]?.scalarText
         else {
             throw CryptoError("the token endpoint answered HTTP \(response.status)")
@@ -171,7 +171,7 @@ public final class FCMTransport: PushTransport {
         if status == 200 { return .delivered }
         var code = "HTTP \(status)"
         var message = ""
-        if case .object(let root)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .object(let error)? = root["error"] {
+        if case .object(let root)? = try? JSONValue(parsing: body), case .object(let error)? = root["error"] {
             code = error["status"]?.scalarText ?? code
             message = error["message"]?.scalarText ?? ""
             if case .array(let details)? = error["details"] {

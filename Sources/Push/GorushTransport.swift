@@ -123,7 +123,7 @@ public struct GorushTransport: PushTransport {
 
     /// token → failure reason, from a gorush response's `logs`.
     static func failedTokens(_ body: [UInt8]) -> [String: String] {
-        guard let decoded = try? JSONDecoder().decode(JSONValue.self, from: Data(body)),
+        guard let decoded = try? JSONValue(parsing: body),
             case .object(let root) = decoded, case .array(let logs)? = root["logs"]
         else { return [:] }
         var failures: [String: String] = [:]

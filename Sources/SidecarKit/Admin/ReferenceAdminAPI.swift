@@ -93,7 +93,7 @@ struct ReferenceAdminAPI: Sendable {
                 throw .badRequest("invalid JSON body: EOF")
             }
             let value: JSONValue
-            do { value = try JSONDecoder().decode(JSONValue.self, from: Data(request.body)) } catch {
+            do { value = try JSONValue(parsing: request.body) } catch {
                 throw .badRequest("invalid JSON body: the body is not valid JSON")
             }
             guard case .object(let members) = value else { throw .badRequest("invalid JSON body: the body must be a JSON object") }

@@ -119,7 +119,7 @@ struct AlertSend: Sendable, Equatable {
     }
 
     static func decode(_ text: String) -> Messages? {
-        guard case .object(let languages)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return nil }
+        guard case .object(let languages)? = try? JSONValue(parsing: text.utf8) else { return nil }
         var messages: Messages = [:]
         for (language, value) in languages {
             guard case .object(let fields) = value, case .string(let title)? = fields["title"], case .string(let body)? = fields["body"] else {

@@ -75,7 +75,7 @@ struct SessionReferenceRoutes: Sendable {
     static func credentials(_ body: [UInt8]) throws(ReferenceFailure) -> (username: String, password: String) {
         guard body.count <= maxBody else { throw .badRequest("request body too large") }
         guard !body.isEmpty else { throw .badRequest("invalid JSON body: EOF") }
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
+        guard let value = try? JSONValue(parsing: body) else {
             throw .badRequest("invalid JSON body: the body is not valid JSON")
         }
         guard case .object(let members) = value else { throw .badRequest("invalid JSON body: the body must be a JSON object") }

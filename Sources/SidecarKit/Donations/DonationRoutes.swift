@@ -71,7 +71,7 @@ final class StripeClient: Sendable {
                 method: method, url: url,
                 headers: [("Authorization", "Bearer \(key)"), ("Content-Type", "application/x-www-form-urlencoded")] + extraHeaders,
                 body: body, upstream: "stripe"))
-        guard (200..<300).contains(response.status), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body))
+        guard (200..<300).contains(response.status), case .object(let object)? = try? JSONValue(parsing: response.body)
         else {
             throw Failure(detail: "\(method) \(path) answered HTTP \(response.status)")
         }

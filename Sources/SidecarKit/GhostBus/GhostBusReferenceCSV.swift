@@ -22,7 +22,7 @@ enum GhostBusReferenceCSV {
 
     /// The vehicle's last known position, else its position, and the trip's phase, from a snapshot.
     static func vehicle(_ snapshot: String?) -> (latitude: Double?, longitude: Double?, phase: String?) {
-        guard let snapshot, case .object(let entry)? = try? JSONDecoder().decode(JSONValue.self, from: Data(snapshot.utf8)),
+        guard let snapshot, case .object(let entry)? = try? JSONValue(parsing: snapshot.utf8),
             case .object(let status)? = entry["status"]
         else { return (nil, nil, nil) }
         func number(_ value: JSONValue?) -> Double? {

@@ -35,7 +35,7 @@ struct GhostBusReferenceRoutes: Sendable {
         let report = stored.report
         func millis(_ value: EpochMillis?) -> ReferenceJSON { value.map { .integer($0.value) } ?? .null }
         func number(_ value: Double?) -> ReferenceJSON { value.map { .value(.double($0)) } ?? .null }
-        let snapshot = stored.tripSnapshot.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+        let snapshot = stored.tripSnapshot.flatMap { try? JSONValue(parsing: $0.utf8) }
         return .object([
             ("id", .integer(id)), ("region_id", .integer(stored.regionID)), ("public_identifier", .string(stored.publicID)),
             ("user_identifier", .string(report.userIdentifier)), ("trip_identifier", .string(report.tripIdentifier)),

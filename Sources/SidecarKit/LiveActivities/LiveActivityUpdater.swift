@@ -131,7 +131,7 @@ struct LiveActivityUpdater: Sendable {
             }
         }
         for activity in activities where !skipped.contains(activity.stopID) {
-            let last = activity.lastState.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }.flatMap(ContentState.init(json:))
+            let last = activity.lastState.flatMap { try? JSONValue(parsing: $0.utf8) }.flatMap(ContentState.init(json:))
             if activity.expiresAt < nowSeconds {
                 plans.append(.end(activity, last ?? ContentState(arrivals: [])))
                 continue

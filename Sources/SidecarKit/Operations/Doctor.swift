@@ -282,7 +282,7 @@ enum Doctor {
 
     /// The `code` member OneBusAway puts in every envelope.
     static func bodyCode(_ body: [UInt8]) -> Int? {
-        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)),
+        guard case .object(let members)? = try? JSONValue(parsing: body),
             case .integer(let code)? = members["code"]
         else { return nil }
         return Int(code)

@@ -48,7 +48,7 @@ enum RegionExchange {
 
     static func json(_ text: String?) -> JSONValue? {
         guard let text else { return nil }
-        return try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        return try? JSONValue(parsing: text.utf8)
     }
 
     static func encoded(_ value: JSONValue) -> String { String(decoding: value.encoded(), as: UTF8.self) }

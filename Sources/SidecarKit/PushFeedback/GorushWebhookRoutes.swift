@@ -28,7 +28,7 @@ struct GorushWebhookRoutes: Sendable {
     /// The failed tokens in a gorush feedback body: one log entry, a list of
     /// them, or `{"logs": [...]}`; nil when the body is not JSON.
     static func failures(_ body: [UInt8]) -> [(token: String, reason: String)]? {
-        guard let decoded = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else { return nil }
+        guard let decoded = try? JSONValue(parsing: body) else { return nil }
         var entries: [JSONValue] = []
         switch decoded {
         case .array(let list): entries = list

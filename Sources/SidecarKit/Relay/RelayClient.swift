@@ -187,7 +187,7 @@ struct RelayTransport: PushTransport {
     }
 
     static func errorCode(_ body: [UInt8]) -> String? {
-        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .string(let code)? = members["error"]
+        guard case .object(let members)? = try? JSONValue(parsing: body), case .string(let code)? = members["error"]
         else {
             return nil
         }

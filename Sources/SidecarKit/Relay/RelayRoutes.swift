@@ -74,7 +74,7 @@ struct RelayRoutes: Sendable {
 
     func open(_ request: Request, limitServer: Bool) async throws(RelayProtocol.Failure) -> Signed {
         if case .limited = await clientLimiter.check(request.clientKey) { throw .rateLimited }
-        guard case .object(let body)? = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)) else { throw .invalidRequest }
+        guard case .object(let body)? = try? JSONValue(parsing: request.body) else { throw .invalidRequest }
         let jwk = try RelayProtocol.PublicJWK.parse(body["publicKeyJwk"])
         let serverID = jwk.serverID
         if let allowedServers, !allowedServers.contains(serverID) { throw .unknownServer }

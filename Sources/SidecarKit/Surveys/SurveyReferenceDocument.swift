@@ -20,7 +20,7 @@ enum SurveyReferenceDocument {
     static func read(_ body: [UInt8], limit: Int) throws(ReferenceFailure) -> [String: JSONValue] {
         if body.count > limit { throw .badRequest("request body too large") }
         guard !body.isEmpty else { throw .badRequest("invalid JSON body: EOF") }
-        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
+        guard case .object(let members)? = try? JSONValue(parsing: body) else {
             throw .badRequest("invalid JSON body: the body must be a JSON object")
         }
         for name in members.keys.sorted() where !fields.contains(name) && !serverOwned.contains(name) {

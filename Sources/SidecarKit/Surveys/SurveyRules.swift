@@ -264,7 +264,7 @@ enum SurveyRules {
         let decoded: JSONValue
         switch value {
         case .string(let text)?:
-            guard let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
+            guard let parsed = try? JSONValue(parsing: text.utf8) else {
                 return .failure(ValidationFailure(["Responses must be a JSON array"]))
             }
             decoded = parsed

@@ -178,7 +178,7 @@ struct SurveyStore: Sendable {
         let id = try row.int("id")
         let questions = try connection.query("SELECT * FROM survey_questions WHERE survey_id = \(id) ORDER BY position, id").map { question in
             let content: [String: JSONValue]
-            if case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data((question.string("content")).utf8)) {
+            if case .object(let object)? = try? JSONValue(parsing: (question.string("content")).utf8) {
                 content = object
             } else {
                 content = [:]

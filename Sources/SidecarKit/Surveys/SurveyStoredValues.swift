@@ -33,7 +33,7 @@ extension SurveyStore {
     }
 
     static func decodeList(_ text: String?) -> [String]? {
-        guard let text, case .array(let items)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return nil }
+        guard let text, case .array(let items)? = try? JSONValue(parsing: text.utf8) else { return nil }
         return items.compactMap { $0.scalarText }
     }
 
@@ -42,7 +42,7 @@ extension SurveyStore {
     }
 
     static func decodeAnswers(_ text: String?) -> [[String: JSONValue]] {
-        guard let text, case .array(let items)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return [] }
+        guard let text, case .array(let items)? = try? JSONValue(parsing: text.utf8) else { return [] }
         return items.compactMap { if case .object(let answer) = $0 { answer } else { nil } }
     }
 }

@@ -125,7 +125,7 @@ struct CommandRun: Sendable {
             guard let data = FileManager.default.contents(atPath: path) else { throw AdministrationError.invalid(["cannot read \(path)"]) }
             bytes = [UInt8](data)
         }
-        guard let document = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
+        guard let document = try? JSONValue(parsing: bytes) else {
             throw AdministrationError.invalid(["\(path) is not valid JSON"])
         }
         return document

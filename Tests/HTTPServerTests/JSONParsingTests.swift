@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+
+@testable import Core
+
+/// `JSONValue(parsing:)` reads documents with Jansson and must give exactly
+/// what Foundation's decoder gives: the same value, or a refusal where it
+/// refuses. Every body, feed and answer the server reads goes through it.
+@Suite("JSON parsing")
+struct JSONParsingTests {
+    static func foundation(_ bytes: [UInt8]) -> JSONValue? { try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) }
+    static func parsed(_ bytes: [UInt8]) -> JSONValue? { try? JSONValue(parsing: bytes) }
+
+    static func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
+
+    /// Documents where two readers of JSON are known to part ways.
+    static let edgeCases: [String] = [
+        "", " ", "null", " true ", "false", "0", "-0", "-0.0", "0.0", "1.0", "1e2", "1E2", "1.5e1", "2.5", "-2.5", "0.1",
+        "1e400", "-1e400", "1e-400", "4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "0.30000000000000004",
+        "9007199254740993", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+        "123456789012345678901234567890", "100000000000000000000.5", "12345678901234567.0", "1e15", "1e16", "-1.5E-7",
+        "01", "+1", ".5", "1.", "-", "1e", "NaN", "Infinity", "-Infinity", "0x10", "tru", "nul", "True",
+        #""""#, #""a""#, #""\u0000""#, #""a\u0000b""#, #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""\ud83d\ude8c""#,
+        #""\uD83D\uDE8C""#, #""\u00e9""#, #""\u00E9""#, #""\/\b\f\n\r\t\"\\""#, #""\x""#, #""\u12""#, #""\'""#, "\"\u{1}\"", "\"\t\"",
+        "\"\u{7f}\"", "\"é😀\"", "\"unterminated", #""a"b"#,
+        "[]", "{}", "[1,]", "[1 2]", "[,1]", "{\"a\":1,}", "{\"a\"}", "{\"a\" 1}", "{1:2}", "{'a':1}", "{\"a\":1,\"a\":2}",
+        "{\"a\":1,\"b\":{\"a\":2,\"a\":3}}", "{\"a\\u0000\":1}", "{\"\":1}", "{\"é\":1,\"e\\u0301\":2}", "// c\n{}", "/* c */{}",
+        "{} {}", "{}x", "{}\u{0}", "[1]]", "\n\r\t {\"a\" : [ 1 , 2.5 , \"x\" , null , true ] }\n", "\u{c}{}", "\u{a0}{}",
+        nested(510), nested(511), nested(512), nested(513), nested(600), nested(3000),
+        "{\"tokens\":[\"ab\",\"cd\"],\"push\":{\"aps\":{\"alert\":{\"title\":\"Route 44\"},\"badge\":3,\"sound\":null}},\"n\":-1.25}",
+    ]
+
+    /// Byte sequences that are not valid UTF-8, or are only in a BOM.
+    static let byteCases: [[UInt8]] = [
+        [0x22, 0xFF, 0x22], [0x22, 0xC3, 0x28, 0x22], [0x22, 0xC0, 0xAF, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22],
+        [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], [0x22, 0xE2, 0x82, 0x22], [0xEF, 0xBB, 0xBF, 0x7B, 0x7D], [0xFE, 0xFF, 0x00, 0x31],
+        [0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D], [0x00], [0x31, 0x00],
+    ]
+
+    @Test(arguments: edgeCases)
+    func givesFoundationsAnswer(_ text: String) {
+        let bytes = Array(text.utf8)
+        #expect(Self.parsed(bytes) == Self.foundation(bytes), "\(text.prefix(80))")
+    }
+
+    @Test(arguments: byteCases)
+    func givesFoundationsAnswerForBytes(_ bytes: [UInt8]) {
+        #expect(Self.parsed(bytes) == Self.foundation(bytes), "\(bytes)")
+    }
+
+    /// A refused document throws Foundation's error, which request
+    /// validation turns into its message.
+    @Test func refusalCarriesFoundationsError() {
+        #expect(throws: DecodingError.self) { try JSONValue(parsing: Array("{\"a\" 1}".utf8)) }
+    }
+
+    /// The documents the server reads every second are read by Jansson
+    /// alone (if they fell back to Foundation, parsing would cost what it did).
+    @Test(arguments: [
+        #"{"results":[{"ok":true,"token":"00ab"},{"drop":true,"ok":false,"token":"00ac"},{"error":"invalid_token","ok":false,"token":"x"}]}"#,
+        #"{"tokens":["ab","cd"],"push":{"aps":{"alert":{"title":"Route 44"},"badge":3}},"publicKeyJwk":{"kty":"EC","crv":"P-256"}}"#,
+        #"{"user_push_id":"abc","push_provider":"fcm","lat":47.6062,"lon":-122.3321,"n":-7}"#, "[]", "\"text\"", "12",
+    ])
+    func commonDocumentsNeedNoFallback(_ text: String) throws {
+        let decided = Array(text.utf8).withUnsafeBytes { JSONValue.parsedByJansson($0) }
+        #expect(decided != nil)
+        #expect(decided == Self.foundation(Array(text.utf8)))
+    }
+
+    /// Random documents, compact and spaced out (a fixed seed, so a failure repeats).
+    @Test func randomDocumentsGiveFoundationsValues() {
+        var generator = SplitMix(seed: 0x0DEC_0DE5)
+        func scalar() -> JSONValue {
+            switch generator.next() % 7 {
+            case 0: return .null
+            case 1: return .bool(generator.next() % 2 == 0)
+            case 2: return .integer(Int64(bitPattern: generator.next()) >> Int64(generator.next() % 63))
+            case 3: return .double(Double(bitPattern: generator.next() & 0x7FEF_FFFF_FFFF_FFFF) * (generator.next() % 2 == 0 ? 1 : -1))
+            case 4: return .double(Double(Int64(generator.next() % 100_000)) / 8)
+            case 5: return .double(Double(Int64(generator.next() % 1_000_000)) / 1000 - 500)
+            default:
+                let alphabet = Array("aZ09 _-\"\\/\n\t\u{0}\u{1}é€😀\u{2028}".unicodeScalars)
+                return .string(
+                    String(
+                        String.UnicodeScalarView((0..<(generator.next() % 12)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }))
+                )
+            }
+        }
+        func tree(_ depth: Int) -> JSONValue {
+            guard depth > 0, generator.next() % 3 != 0 else { return scalar() }
+            let count = Int(generator.next() % 5)
+            if generator.next() % 2 == 0 { return .array((0..<count).map { _ in tree(depth - 1) }) }
+            var members: [String: JSONValue] = [:]
+            for _ in 0..<count {
+                guard case .string(let key) = scalar() else { continue }
+                members[key] = tree(depth - 1)
+            }
+            return .object(members)
+        }
+        for _ in 0..<2_000 {
+            let value = tree(4)
+            for bytes in [value.encoded(), value.prettyEncoded()] {
+                let expected = Self.foundation(bytes)
+                #expect(expected != nil)
+                #expect(Self.parsed(bytes) == expected, "\(String(decoding: bytes, as: UTF8.self))")
+            }
+        }
+    }
+}
