@@ -120,7 +120,12 @@ struct RelayTransport: PushTransport {
         let body = JSONValue.object(["tokens": .array(tokens.map(JSONValue.string)), "push": payload, "publicKeyJwk": identity.jwk.json]).encoded()
         let response: HTTPClientResponse
         do {
-            let headers = try identity.headers(method: "POST", path: "/v1/push/send", body: body, nowMillis: clock.nowMillis)
+            // Only the tokens not delivered come back (a relay that does not
+            // know the header answers in full, which reads the same).
+            let headers =
+                try identity.headers(method: "POST", path: "/v1/push/send", body: body, nowMillis: clock.nowMillis) + [
+                    ("X-Relay-Answer", RelayProtocol.failuresAnswer)
+                ]
             response = try await http.send(
                 HTTPClientRequest(method: "POST", url: root + "/v1/push/send", headers: headers, body: body, upstream: "relay"))
         } catch {
@@ -135,8 +140,17 @@ struct RelayTransport: PushTransport {
             }
             return Array(repeating: outcome, count: tokens.count)
         }
+        return Self.outcomes(tokens: tokens, answer: response.body)
+    }
+
+    /// Each token's outcome from a 200 answer, in the tokens' order. A
+    /// failures-only answer's missing tokens were delivered only if the
+    /// relay's count of them agrees; otherwise (a relay answering in full, or
+    /// an answer that does not add up) a token without a result is retried.
+    static func outcomes(tokens: [String], answer body: [UInt8]) -> [PushOutcome] {
+        let answer = RelayProtocol.SendAnswer.read(body)
         var byToken: [String: PushOutcome] = [:]
-        for result in RelayProtocol.SendAnswer.read(response.body) {
+        for result in answer.results {
             guard let token = result.token else { continue }
             if result.ok == true {
                 byToken[token] = .delivered
@@ -149,7 +163,12 @@ struct RelayTransport: PushTransport {
                 byToken[token] = .transient(reason: "not delivered by the relay (not bound yet, or the provider refused)")
             }
         }
-        return tokens.map { byToken[$0] ?? .transient(reason: "the relay gave no result") }
+        var missing: PushOutcome = .transient(reason: "the relay gave no result")
+        if let delivered = answer.delivered {
+            let unlisted = tokens.count { byToken[$0] == nil }
+            missing = unlisted == delivered ? .delivered : .transient(reason: "the relay's answer does not account for every token")
+        }
+        return tokens.map { byToken[$0] ?? missing }
     }
 
     /// What the relay said to a register-token.

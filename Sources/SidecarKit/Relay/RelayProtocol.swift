@@ -117,7 +117,14 @@ enum RelayProtocol {
         static let timestamp = "x-relay-timestamp"
         static let digest = "x-relay-content-sha256"
         static let signature = "x-relay-signature"
+        /// `failures`: the send's answer lists only the tokens not delivered
+        /// and counts the rest (`SendResults`). Not signed: it changes only
+        /// the answer's shape, and a relay that does not know it answers in full.
+        static let answer = "x-relay-answer"
     }
+
+    /// The value of `Header.answer` that asks for failures only.
+    static let failuresAnswer = "failures"
 
     static func checkTimestamp(_ ts: Int64, now: EpochMillis) throws(Failure) {
         guard abs(now.millis(since: EpochMillis(ts))) <= timestampSkewMillis else { throw .timestamp }
@@ -229,17 +236,32 @@ enum RelayProtocol {
     /// straight to bytes: one object per token, so a fan-out's answer costs a
     /// few appends a token instead of a tree of values and a generic encoder.
     /// Members are in sorted order, as every other answer of the relay.
+    ///
+    /// Asked for failures only (`X-Relay-Answer: failures`), it leaves the
+    /// delivered tokens out and counts them instead:
+    /// `{"delivered":98,"results":[...the two others...]}`. A fan-out is
+    /// almost all deliveries, and reading a result per delivered token was
+    /// most of what the relay path cost a sending server beyond the fan-out.
     struct SendResults {
         enum Outcome {
             case delivered, notDelivered, dropped, invalidToken
         }
 
+        let failuresOnly: Bool
         private var bytes: [UInt8] = Array(#"{"results":["#.utf8)
         private var count = 0
+        private var delivered = 0
 
-        init(capacity: Int) { bytes.reserveCapacity(16 + capacity * 96) }
+        init(capacity: Int, failuresOnly: Bool = false) {
+            self.failuresOnly = failuresOnly
+            bytes.reserveCapacity(16 + (failuresOnly ? 4 : capacity) * 96)
+        }
 
         mutating func append(token: String, _ outcome: Outcome) {
+            if case .delivered = outcome {
+                delivered += 1
+                if failuresOnly { return }
+            }
             if count > 0 { bytes.append(UInt8(ascii: ",")) }
             count += 1
             switch outcome {
@@ -252,7 +274,10 @@ enum RelayProtocol {
             bytes.append(UInt8(ascii: "}"))
         }
 
-        func encoded() -> [UInt8] { bytes + Array("]}".utf8) }
+        func encoded() -> [UInt8] {
+            guard failuresOnly else { return bytes + Array("]}".utf8) }
+            return Array(#"{"delivered":\#(delivered),"#.utf8) + bytes.dropFirst() + Array("]}".utf8)
+        }
     }
 
     /// A send's answer as the sending server reads it: each result's four
@@ -280,14 +305,19 @@ enum RelayProtocol {
             }
         }
 
-        /// The results, in the answer's order; empty when there are none or
-        /// the body is not an object with a `results` array.
-        static func read(_ body: [UInt8]) -> [Result] {
-            guard case .object(let answer)? = try? JSONValue(parsing: body), case .array(let entries)? = answer["results"] else { return [] }
-            return entries.compactMap { entry in
+        /// The results, in the answer's order (empty when there are none or
+        /// the body is not an object with a `results` array), and the count of
+        /// delivered tokens a failures-only answer left out (nil in a full
+        /// answer, which is what a relay that ignores the request header sends).
+        static func read(_ body: [UInt8]) -> (results: [Result], delivered: Int?) {
+            guard case .object(let answer)? = try? JSONValue(parsing: body) else { return ([], nil) }
+            let delivered: Int? = if case .integer(let count)? = answer["delivered"], count >= 0 { Int(exactly: count) } else { nil }
+            guard case .array(let entries)? = answer["results"] else { return ([], delivered) }
+            let results = entries.compactMap { entry -> Result? in
                 guard case .object(let members) = entry else { return nil }
                 return Result(members)
             }
+            return (results, delivered)
         }
     }
 }

@@ -223,7 +223,8 @@ struct RelayRoutes: Sendable {
             guard !messages.isEmpty else { continue }
             for (message, outcome) in zip(messages, await transport.send(messages)) { outcomes[message.token] = outcome }
         }
-        var results = RelayProtocol.SendResults(capacity: tokens.count)
+        var results = RelayProtocol.SendResults(
+            capacity: tokens.count, failuresOnly: request.header(RelayProtocol.Header.answer) == RelayProtocol.failuresAnswer)
         var delivered = 0
         for token in tokens {
             if refused.contains(token) {

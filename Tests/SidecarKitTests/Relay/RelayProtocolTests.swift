@@ -115,10 +115,22 @@ struct RelayProtocolTests {
         )
         // And the sending server reads each member back.
         #expect(
-            RelayProtocol.SendAnswer.read(results.encoded()) == [
+            RelayProtocol.SendAnswer.read(results.encoded()).results == [
                 .init(token: "a1b2", ok: true), .init(token: "c3", ok: false), .init(token: "d4", ok: false, drop: true),
                 .init(token: "q\"uo\\te\u{1}\nüñ", ok: false, error: "invalid_token"),
             ])
+        #expect(RelayProtocol.SendAnswer.read(results.encoded()).delivered == nil, "a full answer carries no count")
+
+        // Failures only: the delivered tokens counted, not listed.
+        var failures = RelayProtocol.SendResults(capacity: cases.count + 1, failuresOnly: true)
+        for (token, outcome, _) in cases + [("e5", .delivered, .null)] { failures.append(token: token, outcome) }
+        #expect(
+            try JSONValue(parsing: failures.encoded())
+                == .object(["delivered": .integer(2), "results": .array(cases.filter { $0.1 != .delivered }.map(\.2))]))
+        #expect(RelayProtocol.SendAnswer.read(failures.encoded()).delivered == 2)
+        #expect(
+            try JSONValue(parsing: RelayProtocol.SendResults(capacity: 0, failuresOnly: true).encoded())
+                == .object(["delivered": .integer(0), "results": .array([])]))
     }
 
     @Test(
@@ -132,6 +144,36 @@ struct RelayProtocolTests {
             (#"{"results":[{"drop":"true","error":7,"token":"c"}]}"#, [.init(token: "c")]),
         ])
     func sendAnswerIsReadLeniently(body: String, expected: [RelayProtocol.SendAnswer.Result]) {
-        #expect(RelayProtocol.SendAnswer.read(Array(body.utf8)) == expected)
+        #expect(RelayProtocol.SendAnswer.read(Array(body.utf8)).results == expected)
+    }
+
+    static let dropped = PushOutcome.terminal(reason: "Unregistered (the relay dropped the token)")
+    static let unbound = PushOutcome.transient(reason: "not delivered by the relay (not bound yet, or the provider refused)")
+    static let noResult = PushOutcome.transient(reason: "the relay gave no result")
+    static let unaccounted = PushOutcome.transient(reason: "the relay's answer does not account for every token")
+
+    @Test(
+        "the sending server reads each token's outcome from a full or a failures-only answer",
+        arguments: [
+            // A full answer (a relay that ignores the header): a token without a result is retried.
+            (#"{"results":[{"ok":true,"token":"a"},{"drop":true,"ok":false,"token":"b"}]}"#, [.delivered, dropped, noResult]),
+            // Failures only: the unlisted tokens were delivered when the count agrees...
+            (#"{"delivered":2,"results":[{"drop":true,"ok":false,"token":"b"}]}"#, [.delivered, dropped, .delivered]),
+            (#"{"delivered":3,"results":[]}"#, [.delivered, .delivered, .delivered]),
+            (
+                #"{"delivered":0,"results":[{"ok":false,"token":"a"},{"ok":false,"token":"b"},{"ok":false,"token":"c"}]}"#,
+                [unbound, unbound, unbound]
+            ),
+            // ...and are retried when it does not (never read as delivered).
+            (#"{"delivered":3,"results":[{"drop":true,"ok":false,"token":"b"}]}"#, [unaccounted, dropped, unaccounted]),
+            (#"{"delivered":1,"results":[]}"#, [unaccounted, unaccounted, unaccounted]),
+            (#"{"delivered":-2,"results":[]}"#, [noResult, noResult, noResult]),
+            (#"{"delivered":"3","results":[]}"#, [noResult, noResult, noResult]),
+            (#"{"delivered":3}"#, [.delivered, .delivered, .delivered]),
+            (#"{"delivered":3,"results":"none"}"#, [.delivered, .delivered, .delivered]),
+            ("not json", [noResult, noResult, noResult]), ("", [noResult, noResult, noResult]),
+        ])
+    func outcomesFromAnAnswer(body: String, expected: [PushOutcome]) {
+        #expect(RelayTransport.outcomes(tokens: ["a", "b", "c"], answer: Array(body.utf8)) == expected)
     }
 }

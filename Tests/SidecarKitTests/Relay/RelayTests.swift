@@ -52,6 +52,25 @@ struct RelayTests {
             let fromB = await b.send([PushMessage(token: "shared01", platform: .ios, title: "Hello")])
             #expect(fromB == [.delivered], "a token bound to both servers is reachable from both")
 
+            // A client that does not ask for failures only (the seed's, an
+            // older sidecar) gets every token's result; one that asks gets the
+            // failures and a count of the rest.
+            let tokens = ["a0000001", "b0000001", "shared01"]
+            let full = try await relay.post("/v1/push/send", try Self.v1Send(a.identity, tokens: tokens, title: "Full"))
+            #expect(
+                try JSONValue(parsing: full.body)
+                    == .object([
+                        "results": .array([
+                            .object(["ok": .bool(true), "token": .string("a0000001")]), .object(["ok": .bool(false), "token": .string("b0000001")]),
+                            .object(["ok": .bool(true), "token": .string("shared01")]),
+                        ])
+                    ]))
+            let failures = try await relay.post(
+                "/v1/push/send", try Self.v1Send(a.identity, tokens: tokens, title: "Failures"), headers: ["X-Relay-Answer": "failures"])
+            #expect(
+                try JSONValue(parsing: failures.body)
+                    == .object(["delivered": .integer(2), "results": .array([.object(["ok": .bool(false), "token": .string("b0000001")])])]))
+
             // A dead token comes back as dropped, and the relay forgets it.
             let dead = await a.send([PushMessage(token: "a0000dead", platform: .ios, title: "x")])
             guard case .terminal = dead[0] else {
