@@ -69,36 +69,9 @@ struct JSONParsingTests {
 
     /// Random documents, compact and spaced out (a fixed seed, so a failure repeats).
     @Test func randomDocumentsGiveFoundationsValues() {
-        var generator = SplitMix(seed: 0x0DEC_0DE5)
-        func scalar() -> JSONValue {
-            switch generator.next() % 7 {
-            case 0: return .null
-            case 1: return .bool(generator.next() % 2 == 0)
-            case 2: return .integer(Int64(bitPattern: generator.next()) >> Int64(generator.next() % 63))
-            case 3: return .double(Double(bitPattern: generator.next() & 0x7FEF_FFFF_FFFF_FFFF) * (generator.next() % 2 == 0 ? 1 : -1))
-            case 4: return .double(Double(Int64(generator.next() % 100_000)) / 8)
-            case 5: return .double(Double(Int64(generator.next() % 1_000_000)) / 1000 - 500)
-            default:
-                let alphabet = Array("aZ09 _-\"\\/\n\t\u{0}\u{1}é€😀\u{2028}".unicodeScalars)
-                return .string(
-                    String(
-                        String.UnicodeScalarView((0..<(generator.next() % 12)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }))
-                )
-            }
-        }
-        func tree(_ depth: Int) -> JSONValue {
-            guard depth > 0, generator.next() % 3 != 0 else { return scalar() }
-            let count = Int(generator.next() % 5)
-            if generator.next() % 2 == 0 { return .array((0..<count).map { _ in tree(depth - 1) }) }
-            var members: [String: JSONValue] = [:]
-            for _ in 0..<count {
-                guard case .string(let key) = scalar() else { continue }
-                members[key] = tree(depth - 1)
-            }
-            return .object(members)
-        }
+        var random = RandomJSON(seed: 0x0DEC_0DE5)
         for _ in 0..<2_000 {
-            let value = tree(4)
+            let value = random.tree(4)
             for bytes in [value.encoded(), value.prettyEncoded()] {
                 let expected = Self.foundation(bytes)
                 #expect(expected != nil)

@@ -33,49 +33,10 @@ struct JSONValueEncodingTests {
 
     /// Random trees (a fixed seed, so a failure repeats).
     @Test func randomTreesGiveFoundationsBytes() {
-        var generator = SplitMix(seed: 0x5eed)
-        func scalar() -> JSONValue {
-            switch generator.next() % 6 {
-            case 0: return .null
-            case 1: return .bool(generator.next() % 2 == 0)
-            case 2: return .integer(Int64(bitPattern: generator.next()) >> Int64(generator.next() % 60))
-            case 3: return .double(Double(bitPattern: generator.next() & 0x7FEF_FFFF_FFFF_FFFF) * (generator.next() % 2 == 0 ? 1 : -1))
-            case 4: return .double(Double(Int64(generator.next() % 100_000)) / 8)
-            default:
-                let alphabet = Array("aZ09 _-\"\\/\n\t\u{1}é€😀".unicodeScalars)
-                return .string(
-                    String(
-                        String.UnicodeScalarView((0..<(generator.next() % 12)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }))
-                )
-            }
-        }
-        func tree(_ depth: Int) -> JSONValue {
-            guard depth > 0, generator.next() % 3 != 0 else { return scalar() }
-            let count = Int(generator.next() % 5)
-            if generator.next() % 2 == 0 { return .array((0..<count).map { _ in tree(depth - 1) }) }
-            var members: [String: JSONValue] = [:]
-            for _ in 0..<count {
-                guard case .string(let key) = scalar() else { continue }
-                members[key] = tree(depth - 1)
-            }
-            return .object(members)
-        }
+        var random = RandomJSON(seed: 0x5eed)
         for _ in 0..<2_000 {
-            let value = tree(4)
+            let value = random.tree(4)
             #expect(value.encoded() == Self.foundation(value), "\(value)")
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -14,20 +14,9 @@ import Testing
 /// minute with `AlarmRules.decide`, while looking up far less.
 @Suite("Alarms: scheduling against checking every minute")
 struct AlarmSchedulingTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Predicted departure (seconds from the start) at each minute: drifts by
     /// -60…+90 s a minute, with at most one earlier jump of up to 900 s.
-    static func trace(minutes: Int, using generator: inout Generator) -> [Int64] {
+    static func trace(minutes: Int, using generator: inout SplitMix) -> [Int64] {
         var departure = Int64.random(in: 120...(3 * 3600), using: &generator)
         let jumpMinute = Bool.random(using: &generator) ? Int.random(in: 0..<minutes, using: &generator) : -1
         var values: [Int64] = []
@@ -68,7 +57,7 @@ struct AlarmSchedulingTests {
     static let stopCount = 8
 
     @Test func firesInTheSameMinuteAsCheckingEveryMinute() async throws {
-        var generator = Generator(state: 20261130)
+        var generator = SplitMix(seed: 20261130)
         let alarms = (0..<Self.alarmCount).map { index in
             let trace = Self.trace(minutes: Self.minutes, using: &generator)
             let secondsBefore = [60, 300, 600, 900, 1200].randomElement(using: &generator)!
