@@ -122,7 +122,7 @@ for ((round = 2; round <= ROUNDS; round++)); do
 through the relay $(awk -v c="$r_cpu" -v r="$r_relay_cpu" -v n="$REGISTRATIONS" 'BEGIN { printf "%.1f", (c + r) / n * 1e6 }') µs \
 (sidecar $r_cpu s, relay $r_relay_cpu s); ${RATIOS[-1]}%")
 done
-MEDIAN=$(printf '%s\n' "${RATIOS[@]}" | sort -n | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%+.0f", m }')
+MEDIAN=$(printf '%s\n' "${RATIOS[@]}" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%+.0f", m }')
 
 cat <<REPORT
 Machine: $(nproc) cores, $(uname -sr); $(date -u +%Y-%m-%dT%H:%MZ)
