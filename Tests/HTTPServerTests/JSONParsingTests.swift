@@ -68,21 +68,13 @@ struct JSONParsingTests {
         #expect(decided == Self.foundation(Array(text.utf8)))
     }
 
-    /// Random documents, compact and spaced out (a fixed seed, so a failure
-    /// repeats). Seconds of CPU in a debug build: run off the concurrency
-    /// pool, whose threads other suites' servers need.
+    /// Random documents, compact and spaced out (a fixed seed, so a failure repeats).
     @Test func randomDocumentsGiveFoundationsValues() async {
-        let mismatches = await offPool { () -> [String] in
-            var random = RandomJSON(seed: 0x0DEC_0DE5)
-            var found: [String] = []
-            for _ in 0..<2_000 {
-                let value = random.tree(4)
-                for bytes in [value.encoded(), value.prettyEncoded()] {
-                    let expected = Self.foundation(bytes)
-                    if expected == nil || Self.parsed(bytes) != expected { found.append(String(decoding: bytes, as: UTF8.self)) }
-                }
+        let mismatches = await RandomJSON.mismatches(seed: 0x0DEC_0DE5, count: 2_000) { value in
+            [value.encoded(), value.prettyEncoded()].compactMap { bytes in
+                let expected = Self.foundation(bytes)
+                return expected == nil || Self.parsed(bytes) != expected ? String(decoding: bytes, as: UTF8.self) : nil
             }
-            return found
         }
         #expect(mismatches.isEmpty, "\(mismatches.prefix(3))")
     }

@@ -32,17 +32,10 @@ struct JSONValueEncodingTests {
         #expect(value.encoded() == Self.foundation(value), "\(value)")
     }
 
-    /// Random trees (a fixed seed, so a failure repeats), off the
-    /// concurrency pool, whose threads other suites' servers need.
+    /// Random trees (a fixed seed, so a failure repeats).
     @Test func randomTreesGiveFoundationsBytes() async {
-        let mismatches = await offPool { () -> [String] in
-            var random = RandomJSON(seed: 0x5eed)
-            var found: [String] = []
-            for _ in 0..<2_000 {
-                let value = random.tree(4)
-                if value.encoded() != Self.foundation(value) { found.append("\(value)") }
-            }
-            return found
+        let mismatches = await RandomJSON.mismatches(seed: 0x5eed, count: 2_000) { value in
+            value.encoded() == Self.foundation(value) ? [] : ["\(value)"]
         }
         #expect(mismatches.isEmpty, "\(mismatches.prefix(3))")
     }

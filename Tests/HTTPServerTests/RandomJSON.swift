@@ -10,6 +10,18 @@ struct RandomJSON {
 
     init(seed: UInt64) { generator = SplitMix(seed: seed) }
 
+    /// What `check` reports wrong for `count` random trees (nested at most 4
+    /// levels). Seconds of CPU in a debug build: run off the concurrency
+    /// pool, whose threads other suites' servers need.
+    static func mismatches(seed: UInt64, count: Int, _ check: @escaping @Sendable (JSONValue) -> [String]) async -> [String] {
+        await offPool {
+            var random = RandomJSON(seed: seed)
+            var found: [String] = []
+            for _ in 0..<count { found += check(random.tree(4)) }
+            return found
+        }
+    }
+
     mutating func scalar() -> JSONValue {
         switch generator.next() % 7 {
         case 0: return .null
