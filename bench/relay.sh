@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # The signed push relay's cost (issue 17). One alert fanned out to N iOS
 # registrations, twice in the same run against the same HTTP/2 + TLS APNs
-# stand-in (nghttpd, reading each body and answering 200):
+# stand-in (nginx reading each body and answering 200; STANDIN=nghttpd for
+# the stand-in of the sections before 2026-12-07):
 #   - direct: the sidecar signs and sends to APNs itself (bench/push.sh's path);
-#   - relay:  the sidecar signs version 2 requests of 100 tokens to
-#             `sidecar relay`, which verifies them, checks the bindings and
-#             sends to APNs.
+#   - relay:  the sidecar signs version 2 requests (100 tokens each until the
+#             relay's answer says it takes 1,000) to `sidecar relay`, which
+#             verifies them, checks the bindings and sends to APNs.
 # Reports pushes/s, and CPU and peak RSS of the sidecar and of the relay.
 #
 #   bench/relay.sh [registrations]
 #   ROUNDS=N bench/relay.sh             # N rounds of both paths, alternating; each round's ratio and the median
 #   RELAY_PROFILE=FILE bench/relay.sh   # also: perf samples of the relay's send, top entries in FILE
+#   STANDIN=nghttpd bench/relay.sh      # the earlier stand-in
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source script/deps
 source bench/lib.sh
-sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" nghttp2-server openssl python3 time curl
+sidecar_install_packages "${SIDECAR_BUILD_PACKAGES[@]}" nghttp2-server nginx libnginx-mod-http-echo openssl python3 time curl
 
 REGISTRATIONS="${1:-50000}"
 APNS_PORT=18811
@@ -26,8 +28,16 @@ bench_binary
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=127.0.0.1" \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/server.key" -out "$WORK/server.pem" 2>/dev/null
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/apns.p8" 2>/dev/null
-mkdir -p "$WORK/htdocs"
-nghttpd --echo-upload -d "$WORK/htdocs" "$APNS_PORT" "$WORK/server.key" "$WORK/server.pem" > /dev/null 2>&1 & echo $! > "$WORK/nghttpd.pid"
+# The APNs stand-in: nginx reading each body in memory (the default), or
+# STANDIN=nghttpd, which writes every body to a file under /tmp and so spends
+# a third of the machine creating and deleting files, in the same kernel
+# paths and on the same two cores as the processes measured.
+if [ "${STANDIN:-nginx}" = nghttpd ]; then
+  mkdir -p "$WORK/htdocs"
+  nghttpd --echo-upload -d "$WORK/htdocs" "$APNS_PORT" "$WORK/server.key" "$WORK/server.pem" > /dev/null 2>&1 & echo $! > "$WORK/nghttpd.pid"
+else
+  start_nginx_apns "$WORK" "$APNS_PORT" "$WORK/server.pem" "$WORK/server.key"
+fi
 APNS=(--apns-key-file "$WORK/apns.p8" --apns-key-id KEYID12345 --apns-team-id TEAMID1234 --apns-url "https://127.0.0.1:$APNS_PORT"
   --apns-ca-file "$WORK/server.pem")
 

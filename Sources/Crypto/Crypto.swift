@@ -134,10 +134,14 @@ public enum Hex {
 public enum SHA256 {
     public static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
-        let input = Array(bytes)
-        _ = input.withUnsafeBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { target in
-                EVP_Digest(source.baseAddress, source.count, target.baseAddress, nil, EVP_sha256(), nil)
+        output.withUnsafeMutableBufferPointer { target in
+            let hashed = bytes.withContiguousStorageIfAvailable { source in
+                EVP_Digest(source.baseAddress, source.count, target.baseAddress, nil, OpenSSLDigest.sha256, nil)
+            }
+            if hashed == nil {
+                _ = Array(bytes).withUnsafeBufferPointer { source in
+                    EVP_Digest(source.baseAddress, source.count, target.baseAddress, nil, OpenSSLDigest.sha256, nil)
+                }
             }
         }
         return output
@@ -150,6 +154,23 @@ public enum SHA256 {
     }
 }
 
+/// SHA-256's implementation, fetched from OpenSSL's default provider once.
+/// `EVP_sha256()` makes each use look the implementation up again, which
+/// cost more than hashing a push token itself (about 340 of 560 ns, measured
+/// with OpenSSL 3.0); a fetched implementation is immutable and may be shared
+/// by every thread.
+enum OpenSSLDigest {
+    private final class Fetched: @unchecked Sendable {
+        let pointer: OpaquePointer?
+        init(_ name: String) { pointer = EVP_MD_fetch(nil, name, nil) }
+    }
+
+    private static let fetchedSHA256 = Fetched("SHA256")
+
+    /// The fetched SHA-256, or OpenSSL's built-in handle if fetching failed.
+    static var sha256: OpaquePointer { fetchedSHA256.pointer ?? EVP_sha256() }
+}
+
 /// HMAC-SHA-256 (OpenSSL): a tag only the holder of `key` can make.
 public enum HMACSHA256 {
     public static func tag(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
@@ -159,7 +180,7 @@ public enum HMACSHA256 {
             message.withUnsafeBufferPointer { messageBytes in
                 output.withUnsafeMutableBufferPointer { target in
                     HMAC(
-                        EVP_sha256(), keyBytes.baseAddress, Int32(keyBytes.count), messageBytes.baseAddress, messageBytes.count,
+                        OpenSSLDigest.sha256, keyBytes.baseAddress, Int32(keyBytes.count), messageBytes.baseAddress, messageBytes.count,
                         target.baseAddress, &length)
                 }
             }

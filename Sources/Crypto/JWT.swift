@@ -48,7 +48,7 @@ public final class PrivateKey: @unchecked Sendable {
     public func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw CryptoError("out of memory") }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else { throw CryptoError("sign init failed") }
+        guard EVP_DigestSignInit(context, nil, OpenSSLDigest.sha256, nil, key) == 1 else { throw CryptoError("sign init failed") }
         var length = 0
         guard message.withUnsafeBufferPointer({ EVP_DigestSign(context, nil, &length, $0.baseAddress, $0.count) }) == 1 else {
             throw CryptoError("sign failed")

@@ -94,7 +94,7 @@ public final class PublicKeyP256: @unchecked Sendable {
         guard signature.count == 64, let der = Self.der(fromRaw: signature) else { return false }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
+        guard EVP_DigestVerifyInit(context, nil, OpenSSLDigest.sha256, nil, key) == 1 else { return false }
         return der.withUnsafeBufferPointer { signatureBytes in
             message.withUnsafeBufferPointer { EVP_DigestVerify(context, signatureBytes.baseAddress, signatureBytes.count, $0.baseAddress, $0.count) }
         } == 1

@@ -27,7 +27,10 @@ enum Migrator {
         var done: [Int] = []
         for migration in ordered where !applied.contains(migration.version) {
             do {
-                for statement in migration.statements { try connection.run(statement.text(for: connection.dialect)) }
+                for statement in migration.statements {
+                    let text = statement.text(for: connection.dialect)
+                    if !text.isEmpty { try connection.run(text) }
+                }
                 try connection.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                     [.integer(Int64(migration.version)), .text(migration.name), .text(Date.now.formatted(.iso8601))])

@@ -3,9 +3,9 @@ import Synchronization
 /// Counters kept outside the process (a database several instances share),
 /// so a limit holds across all of them.
 public protocol SharedWindowCounter: Sendable {
-    /// Counts one hit for `key` in the window starting at `windowStart`
-    /// (epoch seconds) and returns the window's count so far.
-    func increment(key: String, windowStart: Int64) async throws -> Int
+    /// Counts `hits` (at least one) for `key` in the window starting at
+    /// `windowStart` (epoch seconds) and returns the window's count so far.
+    func increment(key: String, windowStart: Int64, by hits: Int) async throws -> Int
     /// The window's count so far for `key`, without counting.
     func count(key: String, windowStart: Int64) async throws -> Int
 }
@@ -89,8 +89,10 @@ public final class FixedWindowRateLimiter: Sendable {
     /// Keys counted in the current window (for tests and bounds).
     public var trackedKeys: Int { state.withLock { $0.counters.count } }
 
-    /// Counts one hit for `key`.
-    public func hit(_ rawKey: String) -> Decision {
+    /// Counts `cost` hits (one unless a request weighs more, as a relay
+    /// send of many tokens) for `key`.
+    public func hit(_ rawKey: String, cost: Int = 1) -> Decision {
+        let cost = max(cost, 1)
         guard limit > 0 else { return .allowed }
         let key = Self.boundedKey(rawKey)
         let seconds = now()
@@ -109,10 +111,10 @@ public final class FixedWindowRateLimiter: Sendable {
             if let index = state.counters.index(forKey: key) {
                 // A key seen before (the usual case): counted in place, one hash.
                 if state.counters.values[index].window != window { state.counters.values[index] = Counter(window: window, hits: 0) }
-                state.counters.values[index].hits += 1
+                state.counters.values[index].hits += cost
                 counter = state.counters.values[index]
             } else {
-                counter = Counter(window: window, hits: 1)
+                counter = Counter(window: window, hits: cost)
                 state.counters[key] = counter
                 state.order.append(key)
                 while state.counters.count > maxKeys, state.oldest < state.order.count {
@@ -139,16 +141,17 @@ public final class FixedWindowRateLimiter: Sendable {
         return decision
     }
 
-    /// Counts one hit wherever the counts live: shared counters when set
-    /// (failing open, with a warning, when they cannot be reached: storage
-    /// that is down refuses the request's write anyway), else this process.
-    public func check(_ key: String) async -> Decision {
+    /// Counts `cost` hits (one by default) wherever the counts live: shared
+    /// counters when set (failing open, with a warning, when they cannot be
+    /// reached: storage that is down refuses the request's write anyway),
+    /// else this process.
+    public func check(_ key: String, cost: Int = 1) async -> Decision {
         guard limit > 0 else { return .allowed }
-        guard let shared else { return hit(key) }
+        guard let shared else { return hit(key, cost: cost) }
         let seconds = now()
         let window = Int64((seconds / Double(windowSeconds)).rounded(.down)) * Int64(windowSeconds)
         do {
-            let hits = try await shared.increment(key: name + ":" + Self.boundedKey(key), windowStart: window)
+            let hits = try await shared.increment(key: name + ":" + Self.boundedKey(key), windowStart: window, by: max(cost, 1))
             if hits <= limit { return .allowed }
             let retryAfter = max(1, Int((Double(window + Int64(windowSeconds)) - seconds).rounded(.up)))
             if let logger, logger.isEnabled(.debug) {

@@ -94,6 +94,20 @@ struct RateLimiterTests {
         #expect(limiter.hit("a") == .allowed, "a new window starts at the next multiple of 60 s")
     }
 
+    @Test func aHeavierRequestCountsAsSeveralHits() {
+        let time = TestTime()
+        let limiter = FixedWindowRateLimiter(limit: 5, windowSeconds: 60) { time.seconds }
+        #expect(limiter.hit("a", cost: 3) == .allowed)
+        #expect(limiter.hit("a", cost: 2) == .allowed, "3 + 2 is the limit")
+        #expect(limiter.hit("a", cost: 1) == .limited(retryAfter: 60))
+        #expect(limiter.hit("b", cost: 6) == .limited(retryAfter: 60), "one request over the limit alone")
+        #expect(limiter.hit("c", cost: 0) == .allowed, "a request always counts at least once")
+        #expect(limiter.hit("c", cost: 4) == .allowed)
+        #expect(limiter.hit("c") == .limited(retryAfter: 60))
+        time.seconds += 60
+        #expect(limiter.hit("a", cost: 5) == .allowed, "a new window")
+    }
+
     @Test func retryAfterCountsToTheEndOfTheWindow() {
         let time = TestTime()
         time.seconds = 120 + 45.2

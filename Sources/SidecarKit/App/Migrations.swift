@@ -52,6 +52,7 @@ enum Migrations {
     static let relay: [Migration] = [
         entry(1001, "relay bindings and replay window", RelayStore.schema),
         entry(1002, "relay bindings counted per server and client", RelayStore.schema),
+        entry(1003, "relay bindings looked up by token in one B-tree", RelayStore.schema),
     ]
 
     static var all: [Migration] { sidecar }
@@ -72,8 +73,11 @@ enum Migrations {
         for statement in migrations.sorted(by: { $0.version < $1.version }).flatMap(\.statements) {
             let words = statement.sqlite.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" }).map { $0.uppercased() }
             if words.count >= 3, words[0] == "CREATE", words[1] == "TABLE" {
-                let name = words[2] == "IF" && words.count >= 6 ? words[5] : words[2]
-                tables.append(DatabaseCopy.Table(name: name.lowercased(), hasID: statement.sqlite.contains("id INTEGER PRIMARY KEY")))
+                let name = (words[2] == "IF" && words.count >= 6 ? words[5] : words[2]).lowercased()
+                // A table rebuilt under its own name (renamed away, created
+                // again, copied, the old one dropped) keeps its place.
+                guard !tables.contains(where: { $0.name == name }) else { continue }
+                tables.append(DatabaseCopy.Table(name: name, hasID: statement.sqlite.contains("id INTEGER PRIMARY KEY")))
             } else if words.count >= 3, words[0] == "DROP", words[1] == "TABLE" {
                 let name = (words[2] == "IF" && words.count >= 5 ? words[4] : words[2]).lowercased()
                 tables.removeAll { $0.name == name }

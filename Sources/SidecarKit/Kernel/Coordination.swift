@@ -69,15 +69,15 @@ struct CoordinationStore: Sendable {
 struct DatabaseWindowCounter: SharedWindowCounter {
     let database: any Database
 
-    func increment(key: String, windowStart: Int64) async throws -> Int {
+    func increment(key: String, windowStart: Int64, by hits: Int) async throws -> Int {
         try await database.write { connection in
             Int(
                 try connection.queryOne(
                     """
-                    INSERT INTO rate_limits (key, window_start, hits) VALUES (\(key), \(windowStart), 1)
-                    ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1
+                    INSERT INTO rate_limits (key, window_start, hits) VALUES (\(key), \(windowStart), \(Int64(hits)))
+                    ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + excluded.hits
                     RETURNING hits
-                    """)?.int("hits") ?? 1)
+                    """)?.int("hits") ?? Int64(hits))
         }
     }
 

@@ -4,6 +4,7 @@ import Database
 import FoundationEssentials
 import HTTPClient
 import Push
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -66,6 +67,26 @@ struct RelayIdentity: Sendable {
     }
 }
 
+/// How many tokens a server puts in one send: the seed's 100, which every
+/// relay takes, until the relay's answers say it takes more
+/// (`X-Relay-Max-Tokens`), and never more than this build sends.
+final class RelaySendSize: Sendable {
+    private let tokens = Atomic<Int>(RelayProtocol.maxTokensPerSeedSend)
+
+    var current: Int { tokens.load(ordering: .relaxed) }
+
+    /// Reads a send's answer header; a missing or unreadable one changes nothing.
+    func learn(_ header: String?) {
+        guard let header, let advertised = Int(header) else { return }
+        let size = min(max(advertised, RelayProtocol.maxTokensPerSeedSend), RelayProtocol.maxTokensPerSend)
+        tokens.store(size, ordering: .relaxed)
+    }
+
+    /// Back to 100: a relay refused a larger send (it was replaced by an
+    /// older one, say).
+    func reset() { tokens.store(RelayProtocol.maxTokensPerSeedSend, ordering: .relaxed) }
+}
+
 /// `--push-transport relay`: every push goes through a signed relay, which
 /// holds the APNs key and FCM project this server does not.
 struct RelayTransport: PushTransport {
@@ -75,14 +96,18 @@ struct RelayTransport: PushTransport {
     let http: HTTPClient
     let clock: any WallClock
     let logger: Logger
+    /// Shared by every copy of the transport: what the relay said it takes.
+    let sendSize = RelaySendSize()
 
     var root: String { baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL }
 
     func send(_ messages: [PushMessage]) async -> [PushOutcome] {
-        // Messages with the same content travel together, 100 tokens a
-        // request. A fan-out's messages differ only in their tokens, so the
-        // content is compared (with the token left out) against the few
-        // distinct contents seen, and each group's payload encoded once.
+        // Messages with the same content travel together, as many tokens a
+        // request as the relay takes. A fan-out's messages differ only in
+        // their tokens, so the content is compared (with the token left out)
+        // against the few distinct contents seen, and each group's payload
+        // encoded once.
+        let perSend = sendSize.current
         var groups: [(payload: JSONValue, indices: [Int])] = []
         var contents: [(content: PushMessage, group: Int)] = []
         for (index, message) in messages.enumerated() {
@@ -91,7 +116,7 @@ struct RelayTransport: PushTransport {
             content.platform = .ios  // the relay reads the platform from its binding
             if let known = contents.firstIndex(where: { $0.content == content }) {
                 let group = contents[known].group
-                if groups[group].indices.count < RelayProtocol.maxTokensPerSend {
+                if groups[group].indices.count < perSend {
                     groups[group].indices.append(index)
                 } else {
                     contents[known].group = groups.count
@@ -133,6 +158,13 @@ struct RelayTransport: PushTransport {
         }
         guard response.status == 200 else {
             let code = Self.errorCode(response.body) ?? "HTTP \(response.status)"
+            if response.status == 400, tokens.count > RelayProtocol.maxTokensPerSeedSend {
+                // The relay took more once and no longer does: these go
+                // again, 100 at a time, rather than being refused for good.
+                sendSize.reset()
+                logger.warning("the relay refused a send of more than 100 tokens; sending 100 at a time", [("code", code)])
+                return Array(repeating: .transient(reason: "relay: \(code) for a send of \(tokens.count) tokens"), count: tokens.count)
+            }
             // 400 means the message itself is refused; everything else may pass.
             let outcome: PushOutcome = response.status == 400 ? .rejected(reason: "relay: \(code)") : .transient(reason: "relay: \(code)")
             if response.status == 401 || response.status == 403 {
@@ -140,6 +172,7 @@ struct RelayTransport: PushTransport {
             }
             return Array(repeating: outcome, count: tokens.count)
         }
+        sendSize.learn(response.header(RelayProtocol.Header.maxTokens))
         return Self.outcomes(tokens: tokens, answer: response.body)
     }
 

@@ -39,10 +39,20 @@ enum RelayProtocol {
     static let timestampSkewMillis: Int64 = 5 * 60_000
     /// How long a send's signature is remembered to refuse its replay.
     static let replayMillis: Int64 = 10 * 60_000
-    static let maxTokensPerSend = 100
-    /// Register bodies are small; sends carry up to 100 tokens and a payload.
+    /// Tokens in a version-1 send (the seed's limit, which every relay takes).
+    static let maxTokensPerSeedSend = 100
+    /// Tokens in a version-2 send, which this relay advertises on each send's
+    /// answer (`Header.maxTokens`): one signature, one verification and one
+    /// exchange carry a page of a fan-out instead of a tenth of one.
+    static let maxTokensPerSend = 1000
+    /// A send counts against the per-server limit once per this many tokens
+    /// started, so `--relay-send-limit` bounds pushes alike whatever size
+    /// the sends are.
+    static let tokensPerCountedSend = 100
+    /// Register bodies are small; sends carry up to 1,000 tokens (of at most
+    /// 200 characters each) and a payload of at most 4 KB.
     static let maxRegisterBytes = 16 * 1024
-    static let maxSendBytes = 64 * 1024
+    static let maxSendBytes = 256 * 1024
     /// A binding lapses this long after its last register-token.
     static let bindingLifetimeMillis: Int64 = 180 * 86_400_000
 
@@ -121,6 +131,9 @@ enum RelayProtocol {
         /// and counts the rest (`SendResults`). Not signed: it changes only
         /// the answer's shape, and a relay that does not know it answers in full.
         static let answer = "x-relay-answer"
+        /// On a send's answer: the most tokens this relay takes in one
+        /// version-2 send. A client sends 100 until it has read this.
+        static let maxTokens = "x-relay-max-tokens"
     }
 
     /// The value of `Header.answer` that asks for failures only.
@@ -250,7 +263,8 @@ enum RelayProtocol {
         let failuresOnly: Bool
         private var bytes: [UInt8] = Array(#"{"results":["#.utf8)
         private var count = 0
-        private var delivered = 0
+        /// Tokens answered as delivered so far.
+        private(set) var delivered = 0
 
         init(capacity: Int, failuresOnly: Bool = false) {
             self.failuresOnly = failuresOnly

@@ -41,6 +41,7 @@ struct RelayRoutes: Sendable {
             },
             Route("POST", "/v1/push/send", bodyLimit: RelayProtocol.maxSendBytes, errorStyle: Self.errorStyle, parsesParameters: false) { request in
                 await answer { () async throws(RelayProtocol.Failure) -> Response in try await send(request) }
+                    .adding(header: "X-Relay-Max-Tokens", String(RelayProtocol.maxTokensPerSend))
             },
             Route("GET", "/healthz", parsesParameters: false) { _ in
                 let problems = await database.healthProblems()
@@ -78,7 +79,14 @@ struct RelayRoutes: Sendable {
         let jwk = try RelayProtocol.PublicJWK.parse(body["publicKeyJwk"])
         let serverID = jwk.serverID
         if let allowedServers, !allowedServers.contains(serverID) { throw .unknownServer }
-        if limitServer, case .limited = await serverLimiter.check(serverID) { throw .rateLimited }
+        if limitServer {
+            // A send counts once per 100 tokens started, up to what the
+            // largest send may carry (a longer list is refused below, and
+            // must not weigh more than a send that is taken).
+            let tokens = if case .array(let items)? = body["tokens"] { min(items.count, RelayProtocol.maxTokensPerSend) } else { 1 }
+            let cost = (max(tokens, 1) + RelayProtocol.tokensPerCountedSend - 1) / RelayProtocol.tokensPerCountedSend
+            if case .limited = await serverLimiter.check(serverID, cost: cost) { throw .rateLimited }
+        }
         let key = try keys.key(for: jwk)
         if let version = request.header(RelayProtocol.Header.version) {
             guard version == "2", let tsText = request.header(RelayProtocol.Header.timestamp), let ts = Int64(tsText),
@@ -133,16 +141,26 @@ struct RelayRoutes: Sendable {
 
     func send(_ request: Request) async throws(RelayProtocol.Failure) -> Response {
         let signed = try await open(request, limitServer: true)
-        guard case .array(let items)? = signed.body["tokens"], (1...RelayProtocol.maxTokensPerSend).contains(items.count) else {
+        let maxTokens = signed.version == 1 ? RelayProtocol.maxTokensPerSeedSend : RelayProtocol.maxTokensPerSend
+        guard case .array(let items)? = signed.body["tokens"], (1...maxTokens).contains(items.count) else {
             throw .invalidRequest
         }
         // A token outside the rule is refused alone (its result says so):
-        // one rider's bad token must not fail the batch of the others.
+        // one rider's bad token must not fail the batch of the others. A
+        // token listed twice is pushed once and answered at each place.
         var tokens: [String] = []
-        var refused: Set<String> = []
+        tokens.reserveCapacity(items.count)
+        var refused: [Bool] = []
+        refused.reserveCapacity(items.count)
+        var firstPlace: [String: Int] = Dictionary(minimumCapacity: items.count)
+        var repeatOf: [Int: Int] = [:]
         for item in items {
             guard case .string(let token) = item, token.utf8.count <= PushToken.lengths.upperBound else { throw .invalidRequest }
-            if !RelayProtocol.isToken(token) { refused.insert(token) }
+            refused.append(!RelayProtocol.isToken(token))
+            if let first = firstPlace.updateValue(tokens.count, forKey: token) {
+                firstPlace[token] = first
+                repeatOf[tokens.count] = first
+            }
             tokens.append(token)
         }
         // Build the message for a token and its platform (validated first,
@@ -196,12 +214,15 @@ struct RelayRoutes: Sendable {
             }
         }
         let now = nowMillis
-        let bound: [String: PushPlatform]
+        // Each token's place, once: the bindings of the others are looked up.
+        let lookedUp = tokens.indices.filter { !refused[$0] && repeatOf[$0] == nil }
+        var bound = [PushPlatform?](repeating: nil, count: tokens.count)
         do {
             if let window = store.replayWindow, !window.covers(signedAt: EpochMillis(signed.ts)) { throw RelayProtocol.Failure.timestamp }
             let replayKey = RelayProtocol.replayKey(serverID: signed.serverID, signed: signedContent, version: signed.version)
             guard try await store.remember(replayKey, nowMillis: now) else { throw RelayProtocol.Failure.replay }
-            bound = try await store.bindings(tokens: tokens.filter { !refused.contains($0) }, serverID: signed.serverID, nowMillis: now)
+            let platforms = try await store.bindings(tokens: lookedUp.map { tokens[$0] }, serverID: signed.serverID, nowMillis: now)
+            for (place, platform) in zip(lookedUp, platforms) { bound[place] = platform }
         } catch let failure as RelayProtocol.Failure {
             throw failure
         } catch RelayStore.Refusal.replayWindowFull {
@@ -212,34 +233,37 @@ struct RelayRoutes: Sendable {
             logger.error("relay storage failed", [("error", "\(error)")])
             return Response.json(503, ["error": "unavailable"])
         }
-        var outcomes: [String: PushOutcome] = [:]
+        var outcomes = [PushOutcome?](repeating: nil, count: tokens.count)
         for platform in [PushPlatform.ios, .android] {
             guard let transport = platform == .ios ? apns : fcm else { continue }
+            var places: [Int] = []
             var messages: [PushMessage] = []
-            for token in tokens where bound[token] == platform && outcomes[token] == nil {
+            for place in lookedUp where bound[place] == platform {
                 // An Android token cannot take a Live Activity: answered ok: false.
-                if let message = try? make(token, platform) { messages.append(message) }
+                if let message = try? make(tokens[place], platform) {
+                    places.append(place)
+                    messages.append(message)
+                }
             }
             guard !messages.isEmpty else { continue }
-            for (message, outcome) in zip(messages, await transport.send(messages)) { outcomes[message.token] = outcome }
+            for (place, outcome) in zip(places, await transport.send(messages)) { outcomes[place] = outcome }
         }
         var results = RelayProtocol.SendResults(
             capacity: tokens.count, failuresOnly: request.header(RelayProtocol.Header.answer) == RelayProtocol.failuresAnswer)
-        var delivered = 0
-        for token in tokens {
-            if refused.contains(token) {
+        for (place, token) in tokens.enumerated() {
+            if refused[place] {
                 results.append(token: token, .invalidToken)
                 continue
             }
-            switch outcomes[token] {
+            let first = repeatOf[place]
+            switch outcomes[first ?? place] {
             case .delivered?:
-                delivered += 1
                 results.append(token: token, .delivered)
             case .terminal?:
                 // Only this server's binding: another server's binding is not
                 // its to end, and the environment it chose (sandbox) can make
                 // a live token look dead.
-                try? await store.forget(token: token, serverID: signed.serverID)
+                if first == nil { try? await store.forget(token: token, serverID: signed.serverID) }
                 results.append(token: token, .dropped)
             default:
                 results.append(token: token, .notDelivered)
@@ -249,7 +273,7 @@ struct RelayRoutes: Sendable {
             "relay send",
             [
                 ("server", String(signed.serverID.prefix(12))), ("version", String(signed.version)),
-                ("tokens", String(tokens.count)), ("bound", String(bound.count)), ("delivered", String(delivered)),
+                ("tokens", String(tokens.count)), ("bound", String(bound.count { $0 != nil })), ("delivered", String(results.delivered)),
             ])
         return Response.bytes(200, contentType: "application/json; charset=utf-8", results.encoded()).adding(header: "Cache-Control", "no-store")
     }

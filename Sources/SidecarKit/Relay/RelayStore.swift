@@ -78,27 +78,24 @@ struct RelayStore: Sendable {
         }
     }
 
-    /// The platform of each of `tokens` bound to `serverID` and not lapsed.
-    func bindings(tokens: [String], serverID: String, nowMillis: EpochMillis) async throws -> [String: PushPlatform] {
-        let hashes = Dictionary(tokens.map { (Self.tokenHash($0), $0) }, uniquingKeysWith: { first, _ in first })
-        guard !hashes.isEmpty else { return [:] }
+    /// The platform each of `tokens` is bound with to `serverID`, in the
+    /// tokens' order; nil where there is no binding or it lapsed.
+    func bindings(tokens: [String], serverID: String, nowMillis: EpochMillis) async throws -> [PushPlatform?] {
+        guard !tokens.isEmpty else { return [] }
+        let hashes = tokens.map(Self.tokenHash)
         let since = nowMillis.adding(millis: -RelayProtocol.bindingLifetimeMillis)
         let rows = try await database.read { connection in
             try connection.query(
                 """
                 SELECT token_hash, platform FROM relay_bindings
-                WHERE server_id = \(serverID) AND bound_at > \(since) AND token_hash IN (\(list: Array(hashes.keys)))
+                WHERE server_id = \(serverID) AND bound_at > \(since) AND token_hash IN (\(list: hashes))
                 """)
         }
-        var found: [String: PushPlatform] = [:]
+        var byHash: [String: PushPlatform] = Dictionary(minimumCapacity: rows.count)
         for row in rows {
-            if let hash = try row.optionalString("token_hash"), let token = hashes[hash],
-                let platform = PushPlatform(rawValue: try row.string("platform"))
-            {
-                found[token] = platform
-            }
+            if let platform = PushPlatform(rawValue: try row.string("platform")) { byHash[try row.string("token_hash")] = platform }
         }
-        return found
+        return hashes.map { byHash[$0] }
     }
 
     /// A token the provider called dead on a server's send: that server's
@@ -191,6 +188,33 @@ extension RelayStore {
                 .same(
                     "INSERT INTO relay_binding_counts (owner, bindings) SELECT 'server:' || server_id, COUNT(*) FROM relay_bindings GROUP BY server_id"
                 ),
+            ],
+            // A send looks up 100 tokens of one server at a time. On SQLite the
+            // bindings move into a table clustered on its key (WITHOUT ROWID),
+            // so each token is one B-tree descent rather than an index's and
+            // then the row's; the index by server goes on both engines (the
+            // primary key answers every query, and without statistics SQLite
+            // chose the index by server, the slower of the two).
+            1003: [
+                .same("DROP INDEX IF EXISTS relay_bindings_server"),
+                .sqliteOnly("ALTER TABLE relay_bindings RENAME TO relay_bindings_1002"),
+                .sqliteOnly(
+                    """
+                    CREATE TABLE relay_bindings (
+                        token_hash TEXT NOT NULL,
+                        server_id TEXT NOT NULL,
+                        platform TEXT NOT NULL,
+                        bound_at BIGINT NOT NULL,
+                        client_hash TEXT,
+                        PRIMARY KEY (token_hash, server_id)
+                    ) WITHOUT ROWID
+                    """),
+                .sqliteOnly(
+                    """
+                    INSERT INTO relay_bindings (token_hash, server_id, platform, bound_at, client_hash)
+                    SELECT token_hash, server_id, platform, bound_at, client_hash FROM relay_bindings_1002
+                    """),
+                .sqliteOnly("DROP TABLE relay_bindings_1002"),
             ],
         ])
 }

@@ -92,6 +92,25 @@ struct RelayTests {
         }
     }
 
+    @Test func aTokenListedTwiceIsPushedOnceAndAnsweredAtEachPlace() async throws {
+        let http = Self.client()
+        defer { http.shutdown() }
+        try await TestRelay.run { relay in
+            let a = try relay.client("a", http: http)
+            for token in ["a0000001", "a0000dead"] { #expect(await a.register(token: token, platform: .ios) == .bound) }
+            let tokens = ["a0000001", "a0000dead", "a0000001", "unbound1", "a0000dead"]
+            let answer = try await relay.post("/v1/push/send", try Self.v1Send(a.identity, tokens: tokens, title: "Twice"))
+            let ok = JSONValue.object(["ok": .bool(true), "token": .string("a0000001")])
+            let dropped = JSONValue.object(["drop": .bool(true), "ok": .bool(false), "token": .string("a0000dead")])
+            #expect(
+                try JSONValue(parsing: answer.body)
+                    == .object(["results": .array([ok, dropped, ok, .object(["ok": .bool(false), "token": .string("unbound1")]), dropped])]))
+            #expect(relay.apns.sent.value.map(\.token).sorted() == ["a0000001", "a0000dead"], "each token pushed once")
+            let bindings = try await relay.store.bindings(tokens: tokens, serverID: a.identity.serverID, nowMillis: EpochMillis(Self.nowMillis()))
+            #expect(bindings == [.ios, nil, .ios, nil, nil], "the dead token's binding is gone, the live one's kept")
+        }
+    }
+
     @Test(arguments: [false, true])
     func forgeriesReplaysAndStaleRequestsAreRefusedWith401(replaysInDatabase: Bool) async throws {
         let http = Self.client()
@@ -221,11 +240,9 @@ struct RelayTests {
             }
             let now = Self.nowMillis()
             #expect(
-                try await relay.store.bindings(tokens: ["shared0dead"], serverID: attacker.identity.serverID, nowMillis: EpochMillis(now)).isEmpty)
+                try await relay.store.bindings(tokens: ["shared0dead"], serverID: attacker.identity.serverID, nowMillis: EpochMillis(now)) == [nil])
             #expect(
-                try await relay.store.bindings(tokens: ["shared0dead"], serverID: victim.identity.serverID, nowMillis: EpochMillis(now)) == [
-                    "shared0dead": .ios
-                ],
+                try await relay.store.bindings(tokens: ["shared0dead"], serverID: victim.identity.serverID, nowMillis: EpochMillis(now)) == [.ios],
                 "another server's binding survives")
         }
     }
@@ -305,6 +322,98 @@ struct RelayTests {
                 try await relay.post("/v1/push/send", Self.v1Send(b.identity, tokens: ["a0000001"], title: "b")).status == 200,
                 "another server has its own budget")
         }
+    }
+
+    static func tokens(_ prefix: String, _ count: Int) -> [String] { (0..<count).map { String(format: "\(prefix)%07d", $0) } }
+
+    @Test func aSignedSendCarriesUpToAThousandTokensAndTheAnswerSaysSo() async throws {
+        let http = Self.client()
+        defer { http.shutdown() }
+        try await TestRelay.run { relay in
+            let a = try relay.client("a", http: http)
+            for token in ["a0000001", "a0000002"] { #expect(await a.register(token: token, platform: .ios) == .bound) }
+            let thousand = ["a0000001"] + Self.tokens("c", 998) + ["a0000002"]
+            let taken = try await relay.signedSend(a.identity, tokens: thousand)
+            #expect(taken.status == 200)
+            #expect(taken.header("X-Relay-Max-Tokens") == "1000")
+            #expect(relay.apns.batches.value == [2], "the two bound tokens, in one call")
+            guard case .object(let answer) = try JSONValue(parsing: taken.body), case .array(let results)? = answer["results"] else {
+                Issue.record("not an answer: \(taken.text)")
+                return
+            }
+            #expect(results.count == 1000)
+
+            let tooMany = try await relay.signedSend(a.identity, tokens: Self.tokens("d", 1001))
+            #expect(tooMany.status == 400)
+            #expect(Self.error(tooMany) == "invalid_request")
+            #expect(tooMany.header("X-Relay-Max-Tokens") == "1000", "a refused send also learns the limit")
+            let seedShaped = try await relay.post("/v1/push/send", try Self.v1Send(a.identity, tokens: Self.tokens("e", 101), title: "x"))
+            #expect(seedShaped.status == 400, "version 1 keeps the seed's 100")
+        }
+    }
+
+    @Test func aLargerSendCountsOncePerHundredTokensAgainstTheServersLimit() async throws {
+        let http = Self.client()
+        defer { http.shutdown() }
+        try await TestRelay.run(sendLimit: 5) { relay in
+            let a = try relay.client("a", http: http)
+            var statuses: [Int] = []
+            for (prefix, count) in [("f", 250), ("g", 200), ("h", 1)] {
+                statuses.append(try await relay.signedSend(a.identity, tokens: Self.tokens(prefix, count)).status)
+            }
+            #expect(statuses == [200, 200, 429], "3 + 2 of 5, then over")
+        }
+    }
+
+    @Test func theClientSends100AtATimeUntilTheRelaySaysItTakesMore() async throws {
+        let http = Self.client()
+        defer { http.shutdown() }
+        try await TestRelay.run { relay in
+            let a = try relay.client("a", http: http)
+            let tokens = Self.tokens("a", 150)
+            for token in tokens { #expect(await a.register(token: token, platform: .ios) == .bound) }
+            let messages = tokens.map { PushMessage(token: $0, platform: .ios, title: "Detour") }
+            #expect(a.sendSize.current == 100)
+            #expect(await a.send(messages) == Array(repeating: .delivered, count: 150))
+            #expect(relay.apns.batches.value.sorted() == [50, 100], "two sends of at most 100 before the relay has said more")
+            #expect(a.sendSize.current == 1000)
+            #expect(await a.send(messages) == Array(repeating: .delivered, count: 150))
+            #expect(relay.apns.batches.value.last == 150, "then one send")
+        }
+    }
+
+    @Test func aRelayThatRefusesALargerSendGetsItAgainAHundredAtATime() async throws {
+        let http = Self.client()
+        defer { http.shutdown() }
+        // An older relay: 100 tokens at most, no X-Relay-Max-Tokens, answers
+        // in full (every token delivered).
+        let sizes = Locked<[Int]>([])
+        var router = Router()
+        router.add(
+            Route("POST", "/v1/push/send", bodyLimit: 1 << 20, parsesParameters: false) { request in
+                guard case .object(let body)? = try? JSONValue(parsing: request.body), case .array(let tokens)? = body["tokens"] else {
+                    return Response.json(400, ["error": "invalid_request"])
+                }
+                sizes.withLock { $0.append(tokens.count) }
+                guard tokens.count <= 100 else { return Response.json(400, ["error": "invalid_request"]) }
+                let results = tokens.map { JSONValue.object(["ok": .bool(true), "token": $0]) }
+                return Response.bytes(200, contentType: "application/json", JSONValue.object(["results": .array(results)]).encoded())
+            })
+        let server = try startLocalServer(router)
+        let keyPath = FileManager.default.temporaryDirectory.appendingPathComponent("relay-old-\(UUID().uuidString).pem").path
+        defer { try? FileManager.default.removeItem(atPath: keyPath) }
+        let identity = try RelayIdentity.loadOrCreate(path: keyPath)
+        let client = RelayTransport(
+            baseURL: "http://127.0.0.1:\(server.port)", identity: identity, http: http, clock: SystemClock(),
+            logger: Logger(level: .error, sink: MemorySink()))
+        client.sendSize.learn("1000")  // as if the relay had said so before it was replaced
+        let messages = Self.tokens("a", 150).map { PushMessage(token: $0, platform: .ios, title: "Detour") }
+        let refused = await client.send(messages)
+        #expect(refused.allSatisfy { if case .transient = $0 { true } else { false } }, "to be sent again, not dropped: \(refused[0])")
+        #expect(client.sendSize.current == 100)
+        #expect(await client.send(messages) == Array(repeating: .delivered, count: 150))
+        #expect(sizes.value.sorted() == [50, 100, 150])
+        _ = await server.shutdown()
     }
 
     @Test func theKeyFileIsPrivateAndStable() throws {

@@ -13,9 +13,12 @@ import Testing
 final class RecordingTransport: PushTransport, Sendable {
     let name = "apns"
     let sent = Locked<[PushMessage]>([])
+    /// How many messages each call carried (one call per relay send).
+    let batches = Locked<[Int]>([])
 
     func send(_ messages: [PushMessage]) async -> [PushOutcome] {
         sent.withLock { $0 += messages }
+        batches.withLock { $0.append(messages.count) }
         return messages.map { $0.token.hasSuffix("dead") ? .terminal(reason: "Unregistered") : .delivered }
     }
 }
@@ -71,6 +74,17 @@ struct TestRelay {
     func client(_ name: String, http: HTTPClient) throws -> RelayTransport {
         let identity = try RelayIdentity.loadOrCreate(path: directory.appendingPathComponent("\(name).pem").path)
         return RelayTransport(baseURL: url, identity: identity, http: http, clock: SystemClock(), logger: Logger(level: .error, sink: MemorySink()))
+    }
+
+    /// A version-2 send of `tokens`, signed by `identity`, as our client
+    /// makes it (for sizes our client would not send).
+    func signedSend(_ identity: RelayIdentity, tokens: [String], title: String = "Detour") async throws -> RawResponse {
+        let body = JSONValue.object([
+            "tokens": .array(tokens.map(JSONValue.string)),
+            "push": RelayProtocol.encode(PushMessage(token: "", platform: .ios, title: title)), "publicKeyJwk": identity.jwk.json,
+        ]).encoded()
+        let headers = try identity.headers(method: "POST", path: "/v1/push/send", body: body, nowMillis: SystemClock().nowMillis)
+        return try await post("/v1/push/send", body, headers: Dictionary(headers.map { ($0.name, $0.value) }) { $1 })
     }
 
     /// A raw POST (for requests our client would never make).

@@ -262,7 +262,9 @@ enum PushFlags {
             config.relayAllowedServersFile = value
         },
         Flag(
-            name: "relay-send-limit", valueName: "N", help: "Sends per minute per server (0 disables)", shown: { "\($0.relaySendLimit)" },
+            name: "relay-send-limit", valueName: "N",
+            help: "Sends per minute per server, counted per 100 tokens (a send of 1,000 counts as 10; 0 disables)",
+            shown: { "\($0.relaySendLimit)" },
             commands: ["relay"]
         ) { config, value throws(CommandLineError) in
             config.relaySendLimit = try Flag.integer(value, flag: "relay-send-limit", range: 0...10_000_000)
