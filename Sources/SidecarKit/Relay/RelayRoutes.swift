@@ -73,20 +73,12 @@ struct RelayRoutes: Sendable {
         var signedString: String?
     }
 
-    func open(_ request: Request, limitServer: Bool) async throws(RelayProtocol.Failure) -> Signed {
+    func open(_ request: Request) async throws(RelayProtocol.Failure) -> Signed {
         if case .limited = await clientLimiter.check(request.clientKey) { throw .rateLimited }
         guard case .object(let body)? = try? JSONValue(parsing: request.body) else { throw .invalidRequest }
         let jwk = try RelayProtocol.PublicJWK.parse(body["publicKeyJwk"])
         let serverID = jwk.serverID
         if let allowedServers, !allowedServers.contains(serverID) { throw .unknownServer }
-        if limitServer {
-            // A send counts once per 100 tokens started, up to what the
-            // largest send may carry (a longer list is refused below, and
-            // must not weigh more than a send that is taken).
-            let tokens = if case .array(let items)? = body["tokens"] { min(items.count, RelayProtocol.maxTokensPerSend) } else { 1 }
-            let cost = (max(tokens, 1) + RelayProtocol.tokensPerCountedSend - 1) / RelayProtocol.tokensPerCountedSend
-            if case .limited = await serverLimiter.check(serverID, cost: cost) { throw .rateLimited }
-        }
         let key = try keys.key(for: jwk)
         if let version = request.header(RelayProtocol.Header.version) {
             guard version == "2", let tsText = request.header(RelayProtocol.Header.timestamp), let ts = Int64(tsText),
@@ -114,7 +106,7 @@ struct RelayRoutes: Sendable {
     }
 
     func register(_ request: Request) async throws(RelayProtocol.Failure) -> Response {
-        let signed = try await open(request, limitServer: false)
+        let signed = try await open(request)
         guard Set(signed.body.keys).isSubset(of: ["token", "platform", "publicKeyJwk", "ts", "sig"]),
             case .string(let token)? = signed.body["token"], RelayProtocol.isToken(token)
         else { throw .invalidRequest }
@@ -140,7 +132,7 @@ struct RelayRoutes: Sendable {
     static let seedSendKeys: Set<String> = ["tokens", "title", "body", "badge", "collapseId", "env", "data", "publicKeyJwk", "ts", "sig"]
 
     func send(_ request: Request) async throws(RelayProtocol.Failure) -> Response {
-        let signed = try await open(request, limitServer: true)
+        let signed = try await open(request)
         let maxTokens = signed.version == 1 ? RelayProtocol.maxTokensPerSeedSend : RelayProtocol.maxTokensPerSend
         guard case .array(let items)? = signed.body["tokens"], (1...maxTokens).contains(items.count) else {
             throw .invalidRequest
@@ -213,6 +205,11 @@ struct RelayRoutes: Sendable {
                 return message
             }
         }
+        // Counted against the server's limit only once its signature holds:
+        // a server's key is public, so a forged send naming it must not spend
+        // its budget. A send counts once per 100 tokens started.
+        let cost = (tokens.count + RelayProtocol.tokensPerCountedSend - 1) / RelayProtocol.tokensPerCountedSend
+        if case .limited = await serverLimiter.check(signed.serverID, cost: cost) { throw .rateLimited }
         let now = nowMillis
         // Each token's place, once: the bindings of the others are looked up.
         let lookedUp = tokens.indices.filter { !refused[$0] && repeatOf[$0] == nil }

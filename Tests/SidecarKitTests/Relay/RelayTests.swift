@@ -322,6 +322,27 @@ struct RelayTests {
                 try await relay.post("/v1/push/send", Self.v1Send(b.identity, tokens: ["a0000001"], title: "b")).status == 200,
                 "another server has its own budget")
         }
+        // A server's key is public: sends naming it without its signature
+        // are refused and spend nothing of its budget.
+        try await TestRelay.run(sendLimit: 2) { relay in
+            let a = try relay.client("a", http: http), mallory = try relay.client("mallory", http: http)
+            #expect(await a.register(token: "a0000001", platform: .ios) == .bound)
+            for n in 0..<5 {
+                let ts = Self.nowMillis()
+                let forged = try Self.withSignature(
+                    try Self.v1Send(a.identity, tokens: ["a0000001"], title: "forged \(n)", ts: ts),
+                    Base64URL.encode(
+                        try mallory.identity.key.sign(Array(RelayProtocol.sendString(ts: ts, tokens: ["a0000001"], title: "forged \(n)").utf8))))
+                let answer = try await relay.post("/v1/push/send", forged)
+                #expect(answer.status == 401 && Self.error(answer) == "invalid_signature")
+            }
+            var statuses: [Int] = []
+            for n in 0..<3 {
+                statuses.append(try await relay.post("/v1/push/send", Self.v1Send(a.identity, tokens: ["a0000001"], title: "n\(n)")).status)
+            }
+            #expect(statuses == [200, 200, 429], "the forgeries spent none of the budget")
+            #expect(relay.apns.sent.value.count == 2)
+        }
     }
 
     static func tokens(_ prefix: String, _ count: Int) -> [String] { (0..<count).map { String(format: "\(prefix)%07d", $0) } }
