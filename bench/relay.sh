@@ -32,7 +32,8 @@ openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/apns.
 # STANDIN=nghttpd, which writes every body to a file under /tmp and so spends
 # a third of the machine creating and deleting files, in the same kernel
 # paths and on the same two cores as the processes measured.
-if [ "${STANDIN:-nginx}" = nghttpd ]; then
+STANDIN_NAME="${STANDIN:-nginx}"
+if [ "$STANDIN_NAME" = nghttpd ]; then
   mkdir -p "$WORK/htdocs"
   nghttpd --echo-upload -d "$WORK/htdocs" "$APNS_PORT" "$WORK/server.key" "$WORK/server.pem" > /dev/null 2>&1 & echo $! > "$WORK/nghttpd.pid"
 else
@@ -137,7 +138,7 @@ MEDIAN=$(printf '%s\n' "${RATIOS[@]}" | sort -g | awk '{ v[NR] = $1 } END { m = 
 cat <<REPORT
 Machine: $(nproc) cores, $(uname -sr); $(date -u +%Y-%m-%dT%H:%MZ)
 
-One alert to $REGISTRATIONS iOS registrations, HTTP/2 + TLS APNs stand-in (nghttpd), same run:
+One alert to $REGISTRATIONS iOS registrations, HTTP/2 + TLS APNs stand-in ($STANDIN_NAME), same run:
 
 | path | wall time | pushes/s | sidecar CPU | sidecar peak RSS | relay CPU | relay peak RSS | result |
 |---|---|---|---|---|---|---|---|

@@ -125,6 +125,10 @@ public final class HTTPClient: Sendable {
         /// A CA bundle to trust instead of the system one (tests' private CA).
         public var caFile: String?
         public var userAgent = "onebusaway-sidecar"
+        /// The longest the driver waits when libcurl asks for no timeout (a
+        /// new transfer wakes it at once anyway). Tests make it an hour, so
+        /// a wake-up lost would hang rather than only slow a request.
+        var idleWaitMilliseconds: Int32 = 1000
 
         public init() {}
     }

@@ -13,10 +13,23 @@ final class MultiDriver: Sendable {
         /// Running transfers whose callers gave up (task cancellation).
         var cancelled: [Transfer] = []
         var stopped = false
+        /// The eventfd was written since the driver last took the queue:
+        /// that one wake-up brings it back for everything added after, so
+        /// a burst of transfers costs one write (and one wake-up), not one
+        /// each.
+        var woken = false
+
+        /// Wakes the driver unless a wake-up since it last looked is pending.
+        mutating func wakeDriver(_ wake: Int32) {
+            guard !woken else { return }
+            woken = true
+            sidecar_driver_wake(wake)
+        }
     }
     private let queue = Mutex(Queue())
     private let multi: MultiHandle
     private let maxConcurrent: Int
+    private let idleWaitMilliseconds: Int32
     /// The epoll set and the eventfd that wakes the loop (-1 if either could
     /// not be made: every transfer then fails at once).
     private let epoll: Int32
@@ -27,6 +40,7 @@ final class MultiDriver: Sendable {
     init(configuration: HTTPClient.Configuration) {
         multi = MultiHandle(curl_multi_init())
         maxConcurrent = max(configuration.maxConcurrentTransfers, 1)
+        idleWaitMilliseconds = max(configuration.idleWaitMilliseconds, 1)
         var wake: Int32 = -1
         epoll = sidecar_driver_open(&wake)
         self.wake = wake
@@ -44,7 +58,7 @@ final class MultiDriver: Sendable {
         let accepted = queue.withLock { state -> Bool in
             guard !state.stopped, epoll >= 0 else { return false }
             state.waiting.append(transfer)
-            sidecar_driver_wake(wake)
+            state.wakeDriver(wake)
             return true
         }
         if !accepted { transfer.fail(HTTPClientError.shutDown) }
@@ -61,7 +75,7 @@ final class MultiDriver: Sendable {
             }
             guard !state.stopped else { return false }
             state.cancelled.append(transfer)
-            sidecar_driver_wake(wake)
+            state.wakeDriver(wake)
             return false
         }
         if waiting { transfer.fail(CancellationError()) }
@@ -87,6 +101,9 @@ final class MultiDriver: Sendable {
                 let room = max(maxConcurrent - running.count, 0)
                 let batch = Array(state.waiting.prefix(room))
                 state.waiting.removeFirst(batch.count)
+                // What is added from now on needs a wake-up; what stays
+                // waiting for room is taken when a running transfer ends.
+                state.woken = false
                 defer { state.cancelled.removeAll() }
                 return (batch, state.cancelled, state.stopped)
             }
@@ -122,7 +139,7 @@ final class MultiDriver: Sendable {
             }
             // Up to libcurl's next timeout; a second at most when it has none
             // (a wake-up comes through the eventfd anyway).
-            let ready = sidecar_driver_wait(epoll, &fds, &flags, Int32(fds.count), timer.millisecondsLeft(cap: 1000))
+            let ready = sidecar_driver_wait(epoll, &fds, &flags, Int32(fds.count), timer.millisecondsLeft(cap: idleWaitMilliseconds))
             for index in 0..<Int(max(ready, 0)) {
                 if fds[index] == wake {
                     sidecar_driver_drain(wake)

@@ -94,6 +94,31 @@ struct HTTPClientTests {
         }
     }
 
+    /// A burst of transfers wakes the driver once (`MultiDriver` writes its
+    /// eventfd only when no wake-up is pending since it last took the
+    /// queue); none may be left waiting for a wake-up that never comes. With
+    /// the driver's idle wait at an hour, a lost wake-up hangs the test.
+    @Test func everyTransferIsTakenWithoutWaitingForTheIdleTimeout() async throws {
+        try await Self.withPeer { port, _ in
+            var configuration = HTTPClient.Configuration()
+            configuration.maxConcurrentTransfers = 4
+            configuration.idleWaitMilliseconds = 3_600_000
+            configuration.timeoutSeconds = 0
+            let client = HTTPClient(configuration: configuration)
+            for n in 0..<100 {
+                #expect(try await client.get("http://127.0.0.1:\(port)/hello?name=\(n)").status == 200)
+            }
+            for _ in 0..<10 {
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for n in 0..<50 { group.addTask { try await client.get("http://127.0.0.1:\(port)/hello?name=\(n)").status } }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(statuses == Array(repeating: 200, count: 50))
+            }
+            client.shutdown()
+        }
+    }
+
     @Test func failuresAreTyped() async throws {
         try await Self.withPeer { port, _ in
             var configuration = HTTPClient.Configuration()
