@@ -78,7 +78,7 @@ let package = Package(
         // What the test targets share: a raw-socket HTTP client for tests that
         // must send malformed bytes, the apps' fixtures, the off-pool runner,
         // and a PostgreSQL database per test.
-        .target(name: "TestSupport", dependencies: ["HTTPServer", "Database"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["HTTPServer", "HTTPClient", "Database"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DatabaseTests", dependencies: ["Database", "TestSupport"]),
         .testTarget(name: "HTMLTests", dependencies: ["HTML"]),

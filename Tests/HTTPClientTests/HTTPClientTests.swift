@@ -51,7 +51,7 @@ struct HTTPClientTests {
 
     @Test func getsPostsAndReadsHeaders() async throws {
         try await Self.withPeer { port, _ in
-            let client = HTTPClient()
+            let client = HTTPClient.patient()
             let hello = try await client.get("http://127.0.0.1:\(port)/hello?name=a%20b")
             #expect(hello.status == 200)
             let json = try JSONSerialization.jsonObject(with: Data(hello.body)) as? [String: String]
@@ -81,7 +81,7 @@ struct HTTPClientTests {
             configuration.maxConcurrentTransfers = 8
             // Only catches a hang: on two busy cores the peer's slow answers
             // have taken longer than the 10 s default.
-            configuration.timeoutSeconds = 180
+            configuration.timeoutSeconds = HTTPClient.patientTimeoutSeconds
             let client = HTTPClient(configuration: configuration)
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<40 { group.addTask { try await client.get("http://127.0.0.1:\(port)/slow").status } }
@@ -123,6 +123,7 @@ struct HTTPClientTests {
         try await Self.withPeer { port, _ in
             var configuration = HTTPClient.Configuration()
             configuration.maxBodyBytes = 1000
+            configuration.timeoutSeconds = HTTPClient.patientTimeoutSeconds
             let client = HTTPClient(configuration: configuration)
             await #expect(throws: HTTPClientError.bodyTooLarge(limit: 1000)) { try await client.get("http://127.0.0.1:\(port)/big") }
             do {

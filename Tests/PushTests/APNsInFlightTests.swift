@@ -65,7 +65,7 @@ struct APNsInFlightTests {
         var configuration = APNsTransport.Configuration(keyID: "ABC123DEFG", teamID: "TEAM123456", topic: "org.onebusaway.iphone")
         configuration.productionURL = "http://127.0.0.1:\(provider.server.port)"
         let transport = APNsTransport(
-            configuration: configuration, key: try PrivateKey(pem: TestKeys.ecPrivate), connections: [HTTPClient()], concurrency: 3,
+            configuration: configuration, key: try PrivateKey(pem: TestKeys.ecPrivate), connections: [HTTPClient.patient()], concurrency: 3,
             boundAcrossCalls: true,
             sleep: { _ in })
         let first = (0..<5).map { PushMessage(token: "0" + String($0, radix: 16), platform: .ios, title: "A", body: "first") }

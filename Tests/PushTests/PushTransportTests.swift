@@ -72,7 +72,7 @@ struct PushTransportTests {
         configuration.productionURL = peer.url
         configuration.sandboxURL = peer.url + "/sandbox"
         return APNsTransport(
-            configuration: configuration, key: try PrivateKey(pem: TestKeys.ecPrivate), http: HTTPClient(),
+            configuration: configuration, key: try PrivateKey(pem: TestKeys.ecPrivate), http: HTTPClient.patient(),
             now: { time.seconds }, sleep: { _ in })
     }
 
@@ -182,7 +182,7 @@ struct PushTransportTests {
                 "client_email": .string("push@oba-test.iam.gserviceaccount.com"),
                 "private_key": .string(TestKeys.rsaPrivate), "token_uri": .string(peer.url + "/token"),
             ]).encoded())
-        let transport = FCMTransport(account: account, http: HTTPClient(), baseURL: peer.url, now: { 1_800_000_000 }, sleep: { _ in })
+        let transport = FCMTransport(account: account, http: HTTPClient.patient(), baseURL: peer.url, now: { 1_800_000_000 }, sleep: { _ in })
         let message = PushMessage(
             token: "fcm-token", platform: .android, title: "OneBusAway", body: "Leaves in 5 minutes",
             data: ["arrival_and_departure": .string(#"{"region_id":1}"#)])

@@ -13,11 +13,7 @@ import Testing
 @Suite("Relay: over HTTP", .enabled(if: TestBackend.isSQLite, "a relay database of its own: once, on the SQLite run"))
 struct RelayTests {
     /// A client patient enough for a machine busy with every other suite.
-    static func client() -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
-        configuration.timeoutSeconds = 60
-        return HTTPClient(configuration: configuration)
-    }
+    static func client() -> HTTPClient { HTTPClient.patient() }
 
     static let nowMillis: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
 
