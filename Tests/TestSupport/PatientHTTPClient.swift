@@ -8,9 +8,5 @@ extension HTTPClient {
 
     /// A client for tests whose subject is not a timeout: its limit only
     /// catches a hang.
-    public static func patient() -> HTTPClient {
-        var configuration = Configuration()
-        configuration.timeoutSeconds = patientTimeoutSeconds
-        return HTTPClient(configuration: configuration)
-    }
+    public static func patient() -> HTTPClient { HTTPClient(timeoutSeconds: patientTimeoutSeconds) }
 }

@@ -49,6 +49,10 @@ enum RelayProtocol {
     /// started, so `--relay-send-limit` bounds pushes alike whatever size
     /// the sends are.
     static let tokensPerCountedSend = 100
+
+    /// What a send of `tokens` tokens weighs against the per-server limit:
+    /// once per `tokensPerCountedSend` started.
+    static func countedSends(tokens: Int) -> Int { (max(tokens, 1) + tokensPerCountedSend - 1) / tokensPerCountedSend }
     /// Register bodies are small; sends carry up to 1,000 tokens (of at most
     /// 200 characters each) and a payload of at most 4 KB.
     static let maxRegisterBytes = 16 * 1024

@@ -207,8 +207,8 @@ struct RelayRoutes: Sendable {
         }
         // Counted against the server's limit only once its signature holds:
         // a server's key is public, so a forged send naming it must not spend
-        // its budget. A send counts once per 100 tokens started.
-        let cost = (tokens.count + RelayProtocol.tokensPerCountedSend - 1) / RelayProtocol.tokensPerCountedSend
+        // its budget.
+        let cost = RelayProtocol.countedSends(tokens: tokens.count)
         if case .limited = await serverLimiter.check(signed.serverID, cost: cost) { throw .rateLimited }
         let now = nowMillis
         // Each token's place, once: the bindings of the others are looked up.
