@@ -10,7 +10,8 @@
 # Reports pushes/s, and CPU and peak RSS of the sidecar and of the relay.
 #
 #   bench/relay.sh [registrations]
-#   ROUNDS=N bench/relay.sh             # N rounds of both paths, alternating; each round's ratio and the median
+#   ROUNDS=N bench/relay.sh             # N rounds of both paths, alternating; each round's ratio, the median,
+#                                       # and the ratio of the CPU summed over all rounds (the steadier figure)
 #   RELAY_PROFILE=FILE bench/relay.sh   # also: perf samples of the relay's send, top entries in FILE
 #   STANDIN=nghttpd bench/relay.sh      # the earlier stand-in
 set -euo pipefail
@@ -119,8 +120,15 @@ RELAY_RSS=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$RELAY_PID/status")
 # delivery's own cost moves by a third between rounds on a shared machine, so one round's
 # ratio can land on either side of a target; the median of several is the figure to quote.
 ROUNDS="${ROUNDS:-1}"
-ratio() { awk -v d="$1" -v r="$2" -v x="$3" 'BEGIN { printf "%+.0f", ((r + x) / d - 1) * 100 }'; }
+# ratio DIRECT SIDECAR RELAY [DECIMALS]: the relay path's CPU over direct's, in percent.
+ratio() { awk -v d="$1" -v r="$2" -v x="$3" -v p="${4:-0}" 'BEGIN { printf "%+.*f", p, ((r + x) / d - 1) * 100 }'; }
 RATIOS=("$(ratio "$D_CPU" "$R_CPU" "$R_RELAY_CPU")")
+# The CPU of every round summed per path: the ratio of these sums is steadier
+# than any one round's ratio, since the machine's speed drifts between sends.
+DIRECT_SUM="$D_CPU"
+RELAY_SIDECAR_SUM="$R_CPU"
+RELAY_PROCESS_SUM="$R_RELAY_CPU"
+sum() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a + b }'; }
 ROUND_LINES=()
 for ((round = 2; round <= ROUNDS; round++)); do
   read -r _ _ d_cpu _ _ <<<"$(send "direct-$round" --push-transport direct "${APNS[@]}")"
@@ -129,6 +137,9 @@ for ((round = 2; round <= ROUNDS; round++)); do
     --relay-key-file "$WORK/sidecar-key.pem")"
   delivered "relay-$round"
   RATIOS+=("$(ratio "$d_cpu" "$r_cpu" "$r_relay_cpu")")
+  DIRECT_SUM=$(sum "$DIRECT_SUM" "$d_cpu")
+  RELAY_SIDECAR_SUM=$(sum "$RELAY_SIDECAR_SUM" "$r_cpu")
+  RELAY_PROCESS_SUM=$(sum "$RELAY_PROCESS_SUM" "$r_relay_cpu")
   ROUND_LINES+=("round $round: direct $(awk -v c="$d_cpu" -v n="$REGISTRATIONS" 'BEGIN { printf "%.1f", c / n * 1e6 }') µs a push; \
 through the relay $(awk -v c="$r_cpu" -v r="$r_relay_cpu" -v n="$REGISTRATIONS" 'BEGIN { printf "%.1f", (c + r) / n * 1e6 }') µs \
 (sidecar $r_cpu s, relay $r_relay_cpu s); ${RATIOS[-1]}%")
@@ -149,5 +160,7 @@ Total CPU per push: direct $(awk -v c="$D_CPU" -v n="$REGISTRATIONS" 'BEGIN { pr
 $(awk -v c="$R_CPU" -v r="$R_RELAY_CPU" -v n="$REGISTRATIONS" 'BEGIN { printf "%.1f", (c + r) / n * 1e6 }') µs (sidecar and relay).
 
 Relay over direct, CPU per push, $ROUNDS round(s) (the first is the table's): $(IFS=,; echo "${RATIOS[*]}" | sed 's/,/%, /g')%; median $MEDIAN%.
+Over all rounds: direct $DIRECT_SUM s, through the relay $(sum "$RELAY_SIDECAR_SUM" "$RELAY_PROCESS_SUM") s (sidecar $RELAY_SIDECAR_SUM s, \
+relay $RELAY_PROCESS_SUM s): relay over direct $(ratio "$DIRECT_SUM" "$RELAY_SIDECAR_SUM" "$RELAY_PROCESS_SUM" 1)% (the ratio of the sums).
 REPORT
 printf '%s\n' "${ROUND_LINES[@]}"

@@ -33,12 +33,56 @@ public final class PostgreSQLDatabase: Database {
     /// How long a statement may wait for PostgreSQL (`--database-timeout`).
     public let statementTimeoutSeconds: Double
 
-    private struct State {
+    struct State {
         var jobs: [PostgresJob] = []
         var closing = false
         /// Keys named by the writes of batches running now, with how many
         /// of them name each. A write naming one of these waits in the queue.
         var held: [String: Int] = [:]
+        /// Workers asleep on the semaphore, and wake-ups sent to them that
+        /// no worker has taken yet.
+        var sleeping = 0
+        var wakesPending = 0
+
+        /// Queues a call; true when a sleeping worker is to be woken for it.
+        /// A worker that finishes a batch looks for more before it sleeps,
+        /// and a woken worker takes up to a batch, so one wake-up stands for
+        /// up to `batchLimit` queued calls: waking a worker per call made
+        /// most of them find the queue already taken (a context switch and a
+        /// contended lock each) and cut the batches short.
+        mutating func enqueue(_ job: PostgresJob, batchLimit: Int) -> Bool {
+            jobs.append(job)
+            return wakeAnother(batchLimit: batchLimit)
+        }
+
+        /// Whether a sleeping worker is to be woken for the calls queued:
+        /// one per `batchLimit` of them beyond those already woken for.
+        mutating func wakeAnother(batchLimit: Int) -> Bool {
+            guard !jobs.isEmpty, wakesPending < sleeping, jobs.count > wakesPending * batchLimit else { return false }
+            wakesPending += 1
+            return true
+        }
+
+        /// What a worker does next, after the batch it ran (its keys given
+        /// back) or after a wake-up: run `jobs` (waking another worker first
+        /// when calls are left behind, so a long read never holds up the
+        /// writes queued behind it), sleep (`jobs` empty: it is counted
+        /// asleep before it leaves the lock, so a call queued from then on
+        /// wakes it), or end (`exit`: closing and nothing left).
+        mutating func take(
+            after finished: [PostgresJob], woken: Bool, batchLimit: Int
+        ) -> (jobs: [PostgresJob], wakeAnother: Bool, exit: Bool) {
+            if woken {
+                sleeping -= 1
+                wakesPending = max(wakesPending - 1, 0)
+            }
+            if finished.first?.isWrite == true { release(finished) }
+            let batch = next(batchLimit: batchLimit)
+            if !batch.isEmpty { return (batch, wakeAnother(batchLimit: batchLimit), false) }
+            if closing && jobs.isEmpty { return ([], false, true) }
+            sleeping += 1
+            return ([], false, false)
+        }
 
         /// Takes the next call to run: a read alone, or every queued write
         /// up to the batch limit whose keys no running batch holds (writes
@@ -64,20 +108,22 @@ public final class PostgreSQLDatabase: Database {
             return batch
         }
 
-        /// Gives back a finished batch's keys; true when calls are waiting.
-        mutating func release(_ batch: [PostgresJob]) -> Bool {
+        /// Gives back a finished batch's keys.
+        mutating func release(_ batch: [PostgresJob]) {
             for job in batch {
                 for key in job.keys {
                     if let count = held[key], count > 1 { held[key] = count - 1 } else { held[key] = nil }
                 }
             }
-            return !jobs.isEmpty
         }
     }
 
     /// Writes one worker commits together, at most: small batches keep the
     /// other workers busy (PostgreSQL runs connections in parallel and
     /// coalesces their commits itself); measured best between 4 and 16.
+    /// 16 again with one wake-up per batch: faster for new rows, slower
+    /// when apps register the same tokens again (more rows held per batch
+    /// for other writes to wait on), so 8 stays.
     static let batchLimit = 8
 
     /// Checks the URL, connects once (so a wrong host, password or database
@@ -121,12 +167,15 @@ public final class PostgreSQLDatabase: Database {
                         continuation.resume(throwing: DatabaseError.failed(code: 0, message: "the database call produced no value"))
                     }
                 })
-            let accepted = state.withLock { state -> Bool in
-                guard !state.closing else { return false }
-                state.jobs.append(job)
-                return true
+            let accepted = state.withLock { state -> Bool? in
+                guard !state.closing else { return nil }
+                return state.enqueue(job, batchLimit: Self.batchLimit)
             }
-            if accepted { wake.signal() } else { job.finish(DatabaseError.closed) }
+            switch accepted {
+            case true?: wake.signal()
+            case false?: break
+            case nil: job.finish(DatabaseError.closed)
+            }
         }
     }
 
@@ -188,25 +237,33 @@ public final class PostgreSQLDatabase: Database {
 
     private func workerLoop() {
         var connection: PostgreSQLConnection?
+        var finished: [PostgresJob] = []
+        var woken = false
         while true {
-            wake.wait()
-            let (jobs, closing) = state.withLock { state in (state.next(batchLimit: Self.batchLimit), state.closing) }
+            let (jobs, wakeAnother, exit) = state.withLock { state in
+                state.take(after: finished, woken: woken, batchLimit: Self.batchLimit)
+            }
+            finished = []
+            if exit {
+                wake.signal()  // passed on, so every worker sees the close
+                break
+            }
             if jobs.isEmpty {
                 // Nothing queued, or only writes waiting for a running
-                // batch's keys (its end wakes a worker for them).
-                if closing && state.withLock({ $0.jobs.isEmpty }) {
-                    wake.signal()  // passed on, so every worker sees the close
-                    break
-                }
+                // batch's keys (the worker that ends it takes them).
+                wake.wait()
+                woken = true
                 continue
             }
+            woken = false
+            if wakeAnother { wake.signal() }
             do {
                 if connection?.isUsable != true { connection = try connect() }
                 if let connection { run(jobs, on: connection) }
             } catch {
                 jobs.forEach { $0.finish(error) }
             }
-            if jobs.first?.isWrite == true, state.withLock({ $0.release(jobs) || $0.closing }) { wake.signal() }
+            finished = jobs
         }
         connection = nil
     }
