@@ -76,7 +76,7 @@ public final class PostgreSQLDatabase: Database {
                 sleeping -= 1
                 wakesPending = max(wakesPending - 1, 0)
             }
-            if finished.first?.isWrite == true { release(finished) }
+            release(finished)
             let batch = next(batchLimit: batchLimit)
             if !batch.isEmpty { return (batch, wakeAnother(batchLimit: batchLimit), false) }
             if closing && jobs.isEmpty { return ([], false, true) }
@@ -108,7 +108,7 @@ public final class PostgreSQLDatabase: Database {
             return batch
         }
 
-        /// Gives back a finished batch's keys.
+        /// Gives back a finished batch's keys (a read names none).
         mutating func release(_ batch: [PostgresJob]) {
             for job in batch {
                 for key in job.keys {
@@ -167,15 +167,12 @@ public final class PostgreSQLDatabase: Database {
                         continuation.resume(throwing: DatabaseError.failed(code: 0, message: "the database call produced no value"))
                     }
                 })
-            let accepted = state.withLock { state -> Bool? in
-                guard !state.closing else { return nil }
-                return state.enqueue(job, batchLimit: Self.batchLimit)
+            // nil: closing, the call is refused; else whether to wake a worker.
+            let wakes = state.withLock { state -> Bool? in
+                state.closing ? nil : state.enqueue(job, batchLimit: Self.batchLimit)
             }
-            switch accepted {
-            case true?: wake.signal()
-            case false?: break
-            case nil: job.finish(DatabaseError.closed)
-            }
+            guard let wakes else { return job.finish(DatabaseError.closed) }
+            if wakes { wake.signal() }
         }
     }
 
