@@ -80,7 +80,7 @@ let package = Package(
         // and a PostgreSQL database per test.
         .target(name: "TestSupport", dependencies: ["HTTPServer", "HTTPClient", "Database"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
-        .testTarget(name: "DatabaseTests", dependencies: ["Database", "TestSupport"]),
+        .testTarget(name: "DatabaseTests", dependencies: ["Database", "PlatformThreads", "TestSupport"]),
         .testTarget(name: "HTMLTests", dependencies: ["HTML"]),
         .testTarget(name: "SidecarClientTests", dependencies: ["SidecarClient"]),
         .testTarget(name: "PushTests", dependencies: ["Push", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"]),

@@ -3,7 +3,8 @@
 # logging checkpoints, lock waits and autovacuum, a release sidecar on it (throttle
 # off), wrk -t2 -c64 for DURATION seconds with unique tokens or with tokens drawn
 # from a pool of 2,000 (apps re-registering the tokens they hold); prints the
-# latency percentiles and what PostgreSQL logged.
+# latency percentiles, the CPU the sidecar and PostgreSQL's processes spent per
+# request, and what PostgreSQL logged.
 # With AUTOVACUUM=busy, autovacuum is made to run throughout (naptime 1 s, a
 # threshold of 1,000 changed rows, no scale factor), as on a busy server.
 # With BACKEND=sqlite the same load runs against SQLite (the ratio's base).
@@ -44,8 +45,17 @@ request = function()
 end
 LUA
 LUA=$W/p.lua; else LUA=bench/push_registrations.lua; fi
+# CPU (user + system ticks) of the sidecar and of every PostgreSQL process,
+# before and after the load: what a registration costs each side.
+ticks() { for pid in "$@"; do awk -v p="$pid" '{ print p, $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || true; done; }
+postgres_pids() { [ "${BACKEND:-postgresql}" = sqlite ] || { local pm; pm=$(head -1 $W/pg/data/postmaster.pid); echo "$pm"; pgrep -P "$pm"; }; }
+ticks $(cat $W/s.pid) > $W/s.before; ticks $(postgres_pids) > $W/pg.before
 wrk -t2 -c64 -d${DUR}s --latency -s $LUA http://127.0.0.1:18300/ > $W/wrk.txt
+ticks $(cat $W/s.pid) > $W/s.after; ticks $(postgres_pids) > $W/pg.after
 grep -E "Requests/sec|50%|90%|99%|Non-2xx|Socket" $W/wrk.txt
+REQUESTS=$(awk '/requests in/ {print $1}' $W/wrk.txt)
+per_request() { awk -v r="$REQUESTS" -v k="$(getconf CLK_TCK)" 'NR == FNR { before[$1] = $2; next } { used += $2 - before[$1] } END { printf "%.1f", used / k / r * 1e6 }' "$1" "$2"; }
+echo "CPU per request: sidecar $(per_request $W/s.before $W/s.after) µs, PostgreSQL $(per_request $W/pg.before $W/pg.after) µs"
 grep -ciE "deadlock" $W/pg/server.log || true
 echo "autovacuum runs logged: $(grep -ciE 'automatic (vacuum|analyze)' $W/pg/server.log || true)"
 grep -iE "checkpoint complete|still waiting|deadlock|automatic" $W/pg/server.log | cut -c1-220 | head -12

@@ -96,6 +96,12 @@ public protocol SQLConnection: AnyObject {
     func send(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError)
     /// Runs a query and returns every row.
     func query(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> [Row]
+    /// `send` for one row of an `INSERT`. Inside a PostgreSQL write, rows
+    /// of the same `RowInsert` sent one after another (by the writes of one
+    /// batch) go out together as one multi-row statement, before any other
+    /// statement or the `COMMIT`; a failure fails the whole write, as
+    /// `send`'s does.
+    func sendRow(_ insert: RowInsert, _ values: [SQLValue]) throws(DatabaseError)
     /// The engine's dialect, for the few statements that differ.
     var dialect: SQLDialect { get }
 }
@@ -104,6 +110,14 @@ extension SQLConnection {
     /// Runs the statement at once (engines without pipelining).
     public func send(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) {
         _ = try execute(sql, parameters)
+    }
+
+    /// The row's one-row statement, sent at once (engines without pipelining).
+    public func sendRow(_ insert: RowInsert, _ values: [SQLValue]) throws(DatabaseError) {
+        guard values.count == insert.columnCount else {
+            throw .failed(code: 0, message: "a row of \(values.count) values for \(insert.columnCount) columns: \(insert.head)")
+        }
+        try send(insert.single, values)
     }
 
     /// The first row of a query, if any.

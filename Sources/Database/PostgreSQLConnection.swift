@@ -36,6 +36,15 @@ final class PostgreSQLConnection: SQLConnection {
     var statementTimeoutSeconds: Double?
     /// The open pipeline, while a write transaction runs in pipeline mode.
     private var pipeline: Pipeline?
+    /// Rows of one `RowInsert` sent in the open pipeline and not yet sent
+    /// on: they go out as one statement before anything else is sent.
+    private var pendingRows: PendingRows?
+
+    private struct PendingRows {
+        let insert: RowInsert
+        var values: [SQLValue]
+        var rows: Int
+    }
 
     /// What was sent in pipeline mode and not read back yet, oldest first.
     private struct Pipeline {
@@ -99,6 +108,7 @@ final class PostgreSQLConnection: SQLConnection {
             return
         }
         do {
+            try sendPendingRows()
             try sendUnread("COMMIT")
             try endPipeline()
         } catch {
@@ -110,6 +120,7 @@ final class PostgreSQLConnection: SQLConnection {
     /// Ends whatever transaction is open, keeping nothing of it; a
     /// connection that cannot do so is marked broken (the worker replaces it).
     func rollbackTransaction() {
+        pendingRows = nil
         if pipeline != nil { _ = try? endPipeline() }
         guard !broken, sidecar_pq_in_transaction(connection) != 0 else { return }
         do { try run("ROLLBACK") } catch { broken = true }
@@ -140,7 +151,10 @@ final class PostgreSQLConnection: SQLConnection {
     /// transaction it first reads back what is owed and leaves pipeline mode
     /// (the transaction stays open).
     func run(_ sql: String) throws(DatabaseError) {
-        if pipeline != nil { try endPipeline() }
+        if pipeline != nil {
+            try sendPendingRows()
+            try endPipeline()
+        }
         guard PQsendQuery(connection, sql) == 1 else { throw failure(nil) }
         let result = try awaitResult()
         defer { PQclear(result) }
@@ -162,9 +176,47 @@ final class PostgreSQLConnection: SQLConnection {
             _ = try execute(sql, parameters)
             return
         }
+        try sendPendingRows()
         if let failure = pipeline?.failure { throw failure }
         let name = try prepared(sql, parameters)
         try sendPrepared(name, parameters)
+        try sentUnread()
+    }
+
+    /// In a pipelined transaction the row waits to be sent with the rows of
+    /// the same insert that follow it (the next writes of the batch), as one
+    /// multi-row statement whose parameter types come from the columns (so
+    /// rows with NULLs in different places share one prepared statement).
+    func sendRow(_ insert: RowInsert, _ values: [SQLValue]) throws(DatabaseError) {
+        guard values.count == insert.columnCount else {
+            throw .failed(code: 0, message: "a row of \(values.count) values for \(insert.columnCount) columns: \(insert.head)")
+        }
+        guard pipeline != nil else { return try send(insert.single, values) }
+        if let failure = pipeline?.failure { throw failure }
+        if var pending = pendingRows, pending.insert == insert, pending.rows < RowInsert.maxRows {
+            pendingRows = nil  // the values are appended in place, not copied
+            pending.values.append(contentsOf: values)
+            pending.rows += 1
+            pendingRows = pending
+            return
+        }
+        try sendPendingRows()
+        pendingRows = PendingRows(insert: insert, values: values, rows: 1)
+    }
+
+    /// Sends the rows waiting in `pendingRows` as one statement.
+    private func sendPendingRows() throws(DatabaseError) {
+        guard let pending = pendingRows else { return }
+        pendingRows = nil
+        let sql = pending.insert.sql(rows: pending.rows)
+        let name = try prepared(sql, key: sql + "\u{0}columns", types: [])
+        try sendPrepared(name, pending.values)
+        try sentUnread()
+    }
+
+    /// Notes a statement sent whose answer is read later; beyond
+    /// `unreadLimit` of them the answers owed are read now.
+    private func sentUnread() throws(DatabaseError) {
         pipeline?.commands.append(.unread)
         if pipeline?.commands.count ?? 0 >= Self.unreadLimit {
             guard PQsendFlushRequest(connection) == 1 else { throw markBroken(failure(nil)) }
@@ -200,6 +252,7 @@ final class PostgreSQLConnection: SQLConnection {
     /// Runs the statement (prepared once per SQL and parameter types) and
     /// returns its successful result.
     private func executePrepared(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> OpaquePointer? {
+        try sendPendingRows()
         if let failure = pipeline?.failure { throw failure }
         let name = try prepared(sql, parameters)
         try sendPrepared(name, parameters)
@@ -226,7 +279,12 @@ final class PostgreSQLConnection: SQLConnection {
     /// with the statement and is cached when read back as successful.
     private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(DatabaseError) -> String {
         let types = parameters.map(Self.type)
-        let key = sql + "\u{0}" + types.map(String.init).joined(separator: ",")
+        return try prepared(sql, key: sql + "\u{0}" + types.map(String.init).joined(separator: ","), types: types)
+    }
+
+    /// `prepared` under a cache key of the caller's; `types` may name fewer
+    /// parameters than the statement has (PostgreSQL infers the rest).
+    private func prepared(_ sql: String, key: String, types: [UInt32]) throws(DatabaseError) -> String {
         if let cached = statements[key] { return cached }
         let name = "s\(statementsPrepared)"
         statementsPrepared += 1

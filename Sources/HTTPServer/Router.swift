@@ -99,10 +99,11 @@ public final class Route: Sendable {
         self.suffixes = suffixes
         self.bodyLimit = bodyLimit
         self.errorStyle = errorStyle
-        // The throttle's second half only exists with shared counters: without
-        // them the precheck is the whole throttle, and a route with no
-        // middleware may be answered without a task.
-        self.middleware = (throttle.flatMap { $0.shared == nil ? nil : [$0.middleware(errorStyle: errorStyle)] } ?? []) + middleware
+        // The throttle's second half only exists with shared counters and a
+        // limit: without them the precheck is the whole throttle, and a route
+        // with no middleware may be answered without a task.
+        self.middleware =
+            (throttle.flatMap { $0.shared == nil || $0.limit <= 0 ? nil : [$0.middleware(errorStyle: errorStyle)] } ?? []) + middleware
         self.parsesParameters = parsesParameters
         self.handler = handler
         self.segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map { part in

@@ -9,6 +9,14 @@ import Glibc
 /// pool. Foundation's `Thread` would do the same but pulls all of Foundation
 /// (and ICU) into the binary.
 public enum PlatformThread {
+    /// The calling thread's name as the system shows it (at most 15
+    /// bytes of the name it was started with).
+    public static var currentName: String {
+        var buffer = [CChar](repeating: 0, count: 16)
+        sidecar_current_thread_name(&buffer, UInt(buffer.count))
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Runs `body` on a new detached thread.
     public static func detach(name: String = "sidecar", _ body: @escaping @Sendable () -> Void) {
         pthread_detach(create(name: name, body))

@@ -1,4 +1,5 @@
 import Foundation
+import PlatformThreads
 import Synchronization
 import TestSupport
 import Testing
@@ -123,6 +124,117 @@ struct DatabaseConformanceTests {
             #expect(await submit("after-commit") == nil)
             let read = try await database.read { try $0.queryOne("SELECT name FROM things WHERE name = $1", [.text("after-commit")]) }
             #expect(read != nil, "a completion means the row is committed")
+        }
+    }
+
+    /// The task-free path is task-free: a submitted write's completion runs
+    /// on the thread that committed it (SQLite's writer, a PostgreSQL
+    /// worker), not on the concurrency pool a task would have used.
+    @Test(arguments: Backend.available)
+    func aSubmittedWriteCompletesOnTheThreadThatCommitted(backend: Backend) async throws {
+        try await Self.withDatabase(backend) { (database: any Database) async throws in
+            try await database.migrate(Self.schema)
+            let thread = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+                database.submitWrite(
+                    locking: [], { connection in try connection.execute("INSERT INTO things (name) VALUES ($1)", [.text("named")]) }
+                ) { _ in continuation.resume(returning: PlatformThread.currentName) }
+            }
+            #expect(thread.hasPrefix(backend == .sqlite ? "sqlite-writer" : "postgres-"), "completed on \(thread)")
+        }
+    }
+
+    static let thingRow = RowInsert(
+        head: "INSERT INTO things (name, score, payload)", columnCount: 3,
+        tail: "ON CONFLICT (name) DO UPDATE SET score = excluded.score, payload = excluded.payload")
+
+    /// Rows of one insert (`sendRow`) land as sent, NULLs in any column, in
+    /// order with the statements between them (an UPDATE sees the rows sent
+    /// before it), and upsert a row written earlier.
+    @Test(arguments: Backend.available)
+    func rowsOfOneInsertLandInOrderWithTheStatementsBetweenThem(backend: Backend) async throws {
+        try await Self.withDatabase(backend) { (database: any Database) async throws in
+            try await database.migrate(Self.schema)
+            try await database.write { connection in
+                try connection.sendRow(Self.thingRow, [.text("a"), .real(1.5), .null])
+                try connection.sendRow(Self.thingRow, [.text("b"), .null, .blob([0, 255])])
+                try connection.execute("UPDATE things SET hits = hits + 10 WHERE name IN ('a', 'b')", [])
+                try connection.sendRow(Self.thingRow, [.text("c"), .real(3), .null])
+            }
+            try await database.write { connection in
+                try connection.sendRow(Self.thingRow, [.text("b"), .real(2), .blob([0, 255])])
+                try connection.sendRow(Self.thingRow, [.text("d"), .null, .null])
+            }
+            let rows = try await database.read { connection in
+                try connection.query("SELECT name, score, payload, hits FROM things ORDER BY name", []).map { row in
+                    let score = try row.optionalDouble("score").map { "\($0)" } ?? "-"
+                    let payload = try row.value("payload") == .null ? "-" : "bytes"
+                    return "\(try row.string("name")) \(score) \(payload) \(try row.int("hits"))"
+                }
+            }
+            #expect(rows == ["a 1.5 - 10", "b 2.0 bytes 10", "c 3.0 - 0", "d - - 0"])
+        }
+    }
+
+    /// A row of the wrong width is refused before anything is sent: rows
+    /// sent together would otherwise shift into each other's columns.
+    @Test(arguments: Backend.available)
+    func aRowOfTheWrongWidthIsRefused(backend: Backend) async throws {
+        try await Self.withDatabase(backend) { (database: any Database) async throws in
+            try await database.migrate(Self.schema)
+            await #expect(throws: DatabaseError.self) {
+                try await database.write { connection in
+                    try connection.sendRow(Self.thingRow, [.text("a"), .real(1)])
+                    try connection.sendRow(Self.thingRow, [.text("b"), .real(1), .null, .null])
+                }
+            }
+            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            #expect(count == 0)
+        }
+    }
+
+    /// On PostgreSQL the rows of one write travel as one statement, which
+    /// may not upsert one row twice (so two writes of one row never share a
+    /// batch: `PostgreSQLWakeTests`); SQLite runs a statement per row.
+    @Test(arguments: Backend.available)
+    func rowsOfOneWriteAreOneStatementOnPostgreSQL(backend: Backend) async throws {
+        try await Self.withDatabase(backend) { (database: any Database) async throws in
+            try await database.migrate(Self.schema)
+            let twice: @Sendable (any SQLConnection) throws -> Void = { connection in
+                try connection.sendRow(Self.thingRow, [.text("a"), .real(1), .null])
+                try connection.sendRow(Self.thingRow, [.text("a"), .real(2), .null])
+            }
+            if backend == .postgresql {
+                await #expect(throws: DatabaseError.self) { try await database.write(twice) }
+            } else {
+                try await database.write(twice)
+            }
+        }
+    }
+
+    /// Queued writes of rows share their batch's statement; the one whose
+    /// row is refused fails alone and the others each land once.
+    @Test(arguments: Backend.available)
+    func aRefusedRowFailsOnlyItsOwnWrite(backend: Backend) async throws {
+        try await Self.withDatabase(backend) { (database: any Database) async throws in
+            try await database.migrate(Self.schema)
+            let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        do {
+                            try await database.write(locking: ["things/\(index)"]) { connection in
+                                try connection.sendRow(Self.thingRow, [index == 17 ? .null : .text("row-\(index)"), .integer(Int64(index)), .null])
+                            }
+                            return (index, true)
+                        } catch { return (index, false) }
+                    }
+                }
+                var outcomes: [Int: Bool] = [:]
+                for await (index, succeeded) in group { outcomes[index] = succeeded }
+                return outcomes
+            }
+            #expect(outcomes.filter { !$0.value }.map(\.key) == [17])
+            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            #expect(count == 39)
         }
     }
 

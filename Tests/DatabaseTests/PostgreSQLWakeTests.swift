@@ -41,6 +41,21 @@ struct PostgreSQLWakeTests {
         #expect(state.wakesPending == expected)
     }
 
+    /// Two writes of one row never share a batch (their rows of one insert
+    /// go out as one statement, which may not upsert a row twice): the
+    /// second waits for the first's batch to end, the writes around it go.
+    @Test func twoWritesOfOneRowGoInTwoBatches() {
+        var state = state(sleepers: 1)
+        for keys in [["row/a"], ["row/b"], ["row/a"], ["row/c", "row/b"], ["row/d"]] {
+            _ = state.enqueue(PostgresJob(isWrite: true, keys: keys, run: { _ in }, finish: { _ in }), batchLimit: limit)
+        }
+        let first = state.take(after: [], woken: true, batchLimit: limit)
+        #expect(first.jobs.map(\.keys) == [["row/a"], ["row/b"], ["row/d"]])
+        let second = state.take(after: first.jobs, woken: false, batchLimit: limit)
+        #expect(second.jobs.map(\.keys) == [["row/a"], ["row/c", "row/b"]])
+        #expect(state.held == ["row/a": 1, "row/c": 1, "row/b": 1])
+    }
+
     @Test func aWokenWorkerTakesABatchAndWakesAnotherForWhatItLeaves() {
         var state = state(sleepers: 3)
         let firstWakes = state.enqueue(Self.write("a"), batchLimit: limit)

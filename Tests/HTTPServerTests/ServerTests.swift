@@ -81,6 +81,20 @@ struct ServerTests {
         _ = await server.shutdown(grace: .seconds(2))
     }
 
+    /// A throttle's shared-counter half is middleware, which needs a task;
+    /// a throttle that is switched off (limit 0) has no such half, so its
+    /// route keeps the task-free path even where instances share counters.
+    @Test(arguments: [(limit: 100, shared: false, middleware: 0), (limit: 100, shared: true, middleware: 1), (limit: 0, shared: true, middleware: 0)])
+    func aThrottleAddsMiddlewareOnlyWhenItCountsInSharedCounters(limit: Int, shared: Bool, middleware: Int) {
+        struct Counter: SharedWindowCounter {
+            func increment(key: String, windowStart: Int64, by hits: Int) async throws -> Int { hits }
+            func count(key: String, windowStart: Int64) async throws -> Int { 0 }
+        }
+        let limiter = FixedWindowRateLimiter(limit: limit, windowSeconds: 60, shared: shared ? Counter() : nil) { 0 }
+        let route = Route("POST", "/write", throttle: limiter, deferred: { _, respond in respond(.empty(204)) }, handler: { _ in .empty(204) })
+        #expect(route.middleware.count == middleware)
+    }
+
     @Test func declaredBodyOverTheCapIs413BeforeReading() async throws {
         try await Self.withServer { server in
             let response = try await RawHTTPClient.send(

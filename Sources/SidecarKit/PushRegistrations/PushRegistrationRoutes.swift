@@ -69,8 +69,8 @@ struct PushRegistrationRoutes: Sendable {
     }
 
     /// `register` without a task, as the server calls it: the storage's
-    /// writer answers the connection itself after the commit (SQLite; other
-    /// engines run the write in a task).
+    /// writer answers the connection itself after the commit (SQLite's writer
+    /// thread or a PostgreSQL worker).
     func registerDeferred(_ request: Request, _ respond: @escaping @Sendable (Response) -> Void) {
         switch prepare(request) {
         case .answered(let response): respond(response)

@@ -19,17 +19,19 @@ struct PushRegistrationStore: Sendable {
     /// The registration's upsert, its text built once (every write binds
     /// `values` in `columns`' order). ON CONFLICT keeps the write atomic
     /// where two writers race on a new token (a PostgreSQL backend); the
-    /// caller also retries. Its answer is not needed: on PostgreSQL it is
-    /// read at COMMIT.
-    static let upsertText = """
-        INSERT INTO push_registrations (\(columns))
-        VALUES (\(placeholders))
-        ON CONFLICT (region_id, token) DO UPDATE SET
-            operating_system = excluded.operating_system, locale = excluded.locale,
-            raw_locale = excluded.raw_locale, apns_sandbox = excluded.apns_sandbox,
-            test_device = excluded.test_device, description = excluded.description,
-            last_seen_at = excluded.last_seen_at
-        """
+    /// caller also retries. Sent as a row (`sendRow`): the registrations of
+    /// one PostgreSQL batch go out as one multi-row statement, answered at
+    /// COMMIT. Two writes of one token never share a batch (their row key),
+    /// so no statement updates a row twice.
+    static let upsert = RowInsert(
+        head: "INSERT INTO push_registrations (\(columns))", columnCount: columns.split(separator: ",").count,
+        tail: """
+            ON CONFLICT (region_id, token) DO UPDATE SET
+                operating_system = excluded.operating_system, locale = excluded.locale,
+                raw_locale = excluded.raw_locale, apns_sandbox = excluded.apns_sandbox,
+                test_device = excluded.test_device, description = excluded.description,
+                last_seen_at = excluded.last_seen_at
+            """)
 
     /// `$1, $2, ...`: one placeholder for each of `columns`.
     static let placeholders = (1...columns.split(separator: ",").count).map { "$\($0)" }.joined(separator: ", ")
@@ -63,7 +65,7 @@ struct PushRegistrationStore: Sendable {
         completion: @escaping @Sendable ((any Error)?) -> Void
     ) {
         database.submitWrite(
-            locking: [Self.rowKey(regionID: regionID, token: request.token)], Self.upsert(request, regionID: regionID, catalog: catalog, now: now)
+            locking: [Self.rowKey(regionID: regionID, token: request.token)], Self.write(request, regionID: regionID, catalog: catalog, now: now)
         ) { error in
             if case DatabaseError.constraintViolation? = error as? DatabaseError, attempt < 3 {
                 return submitRegister(request, regionID: regionID, catalog: catalog, now: now, attempt: attempt + 1, completion: completion)
@@ -74,12 +76,12 @@ struct PushRegistrationStore: Sendable {
 
     private func registerOnce(_ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date) async throws {
         try await database.write(
-            locking: [Self.rowKey(regionID: regionID, token: request.token)], Self.upsert(request, regionID: regionID, catalog: catalog, now: now))
+            locking: [Self.rowKey(regionID: regionID, token: request.token)], Self.write(request, regionID: regionID, catalog: catalog, now: now))
     }
 
     /// The registration's one statement: merged with the stored row where the
     /// request leaves sticky fields out, then an upsert.
-    private static func upsert(
+    private static func write(
         _ request: PushRegistrationRequest, regionID: Int, catalog: LocaleCatalog, now: Date
     ) -> @Sendable (any SQLConnection) throws -> Void {
         // Read here, on the caller's thread, not in the writer's transaction.
@@ -90,7 +92,7 @@ struct PushRegistrationStore: Sendable {
             let merged = try PushRegistrationRules.merge(
                 existing: existing, request: request, regionID: regionID, catalogLocale: catalogLocale, now: now
             ).get()
-            try connection.send(Self.upsertText, Self.values(merged))
+            try connection.sendRow(Self.upsert, Self.values(merged))
         }
     }
 

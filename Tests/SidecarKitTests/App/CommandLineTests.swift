@@ -23,6 +23,15 @@ struct CommandLineTests {
         #expect(configuration.effectivePublicURL() == "http://localhost:8080")
     }
 
+    /// PostgreSQL connections without `--database-connections`: two per
+    /// HTTP thread, never fewer than four (four beat eight on two cores).
+    @Test(arguments: [(threads: 1, connections: 4), (threads: 2, connections: 4), (threads: 3, connections: 6), (threads: 8, connections: 16)])
+    func postgresConnectionsDefaultToTwoPerThread(threads: Int, connections: Int) throws {
+        #expect(SidecarConfiguration.defaultPostgresConnections(threads: threads) == connections)
+        let configuration = try serve(["--threads", String(threads)])
+        #expect(configuration.postgresConnections == nil, "nil until the database is opened: the default follows --threads")
+    }
+
     @Test func flagsInBothSpellings() throws {
         let configuration = try serve([
             "--port", "9000", "--host=127.0.0.1", "--database", "/tmp/x.db",

@@ -131,7 +131,10 @@ enum ServerFlags {
         },
         Flag(
             name: "database-connections", valueName: "N", help: "PostgreSQL connections this instance may open",
-            shown: { $0.postgresConnections.map { "\($0)" } ?? "4 per --threads, at least 4" }, commands: ["serve"]
+            shown: {
+                $0.postgresConnections.map { "\($0)" }
+                    ?? "2 per --threads, at least 4: \(SidecarConfiguration.defaultPostgresConnections(threads: $0.server.threads)) here"
+            }, commands: ["serve"]
         ) { config, value throws(CommandLineError) in
             config.postgresConnections = try Flag.integer(value, flag: "database-connections", range: 1...512)
         },
