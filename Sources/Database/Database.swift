@@ -114,9 +114,7 @@ extension SQLConnection {
 
     /// The row's one-row statement, sent at once (engines without pipelining).
     public func sendRow(_ insert: RowInsert, _ values: [SQLValue]) throws(DatabaseError) {
-        guard values.count == insert.columnCount else {
-            throw .failed(code: 0, message: "a row of \(values.count) values for \(insert.columnCount) columns: \(insert.head)")
-        }
+        try insert.checkWidth(of: values)
         try send(insert.single, values)
     }
 

@@ -188,9 +188,7 @@ final class PostgreSQLConnection: SQLConnection {
     /// multi-row statement whose parameter types come from the columns (so
     /// rows with NULLs in different places share one prepared statement).
     func sendRow(_ insert: RowInsert, _ values: [SQLValue]) throws(DatabaseError) {
-        guard values.count == insert.columnCount else {
-            throw .failed(code: 0, message: "a row of \(values.count) values for \(insert.columnCount) columns: \(insert.head)")
-        }
+        try insert.checkWidth(of: values)
         guard pipeline != nil else { return try send(insert.single, values) }
         if let failure = pipeline?.failure { throw failure }
         if var pending = pendingRows, pending.insert == insert, pending.rows < RowInsert.maxRows {

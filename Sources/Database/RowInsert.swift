@@ -25,6 +25,14 @@ public struct RowInsert: Sendable, Equatable {
         single = Self.text(head: head, columnCount: self.columnCount, tail: tail, rows: 1)
     }
 
+    /// Refuses a row of the wrong width before anything is sent: rows sent
+    /// together would otherwise shift into each other's columns.
+    public func checkWidth(of values: [SQLValue]) throws(DatabaseError) {
+        guard values.count == columnCount else {
+            throw .failed(code: 0, message: "a row of \(values.count) values for \(columnCount) columns: \(head)")
+        }
+    }
+
     /// The statement for `rows` rows: `VALUES ($1, ...), ($n+1, ...)`.
     public func sql(rows: Int) -> String {
         rows == 1 ? single : Self.text(head: head, columnCount: columnCount, tail: tail, rows: rows)
