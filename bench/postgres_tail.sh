@@ -4,7 +4,7 @@
 # off), wrk -t2 -c64 for DURATION seconds with unique tokens or with tokens drawn
 # from a pool of 2,000 (apps re-registering the tokens they hold); prints the
 # latency percentiles, the CPU the sidecar and PostgreSQL's processes spent per
-# request, and what PostgreSQL logged.
+# request, how many row updates PostgreSQL made in place, and what it logged.
 # With AUTOVACUUM=busy, autovacuum is made to run throughout (naptime 1 s, a
 # threshold of 1,000 changed rows, no scale factor), as on a busy server.
 # With BACKEND=sqlite the same load runs against SQLite (the ratio's base).
@@ -56,6 +56,10 @@ grep -E "Requests/sec|50%|90%|99%|Non-2xx|Socket" $W/wrk.txt
 REQUESTS=$(awk '/requests in/ {print $1}' $W/wrk.txt)
 per_request() { awk -v r="$REQUESTS" -v k="$(getconf CLK_TCK)" 'NR == FNR { before[$1] = $2; next } { used += $2 - before[$1] } END { printf "%.1f", used / k / r * 1e6 }' "$1" "$2"; }
 echo "CPU per request: sidecar $(per_request $W/s.before $W/s.after) µs, PostgreSQL $(per_request $W/pg.before $W/pg.after) µs"
+# How many of the run's row updates PostgreSQL made in place (HOT: no index
+# entry written), as its statistics had them a second after the load.
+if [ "${BACKEND:-postgresql}" != sqlite ]; then sleep 1; PGPASSWORD=sidecar-test psql -qAt -h 127.0.0.1 -p 55490 -U sidecar sidecar -c \
+  "SELECT 'row updates in place (HOT): ' || n_tup_hot_upd || ' of ' || n_tup_upd FROM pg_stat_user_tables WHERE relname = 'push_registrations'"; fi
 grep -ciE "deadlock" $W/pg/server.log || true
 echo "autovacuum runs logged: $(grep -ciE 'automatic (vacuum|analyze)' $W/pg/server.log || true)"
 grep -iE "checkpoint complete|still waiting|deadlock|automatic" $W/pg/server.log | cut -c1-220 | head -12

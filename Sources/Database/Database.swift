@@ -215,6 +215,10 @@ public struct MigrationStatement: Sendable, Equatable {
     /// tables are laid out otherwise).
     public static func sqliteOnly(_ text: String) -> MigrationStatement { MigrationStatement(sqlite: text, postgresql: "") }
 
+    /// A statement only PostgreSQL runs (a storage setting SQLite has no
+    /// word for, such as a table's fill factor).
+    public static func postgresqlOnly(_ text: String) -> MigrationStatement { MigrationStatement(sqlite: "", postgresql: text) }
+
     /// The text an engine runs; empty when the statement is not that engine's.
     public func text(for dialect: SQLDialect) -> String { dialect == .sqlite ? sqlite : postgresql }
 }

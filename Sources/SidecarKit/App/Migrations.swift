@@ -45,6 +45,7 @@ enum Migrations {
         entry(32, "two-person approval of publishing and sending to everyone", RegionSettingsStore.schema, ApprovalStore.schema),
         entry(33, "keys record who made and who revoked them", ApiKeyStore.schema),
         entry(34, "study, survey and question ids from sequences, which sidecar sequence bump can raise", SurveyStore.schema),
+        entry(35, "re-registrations update push registrations in place: no index on last_seen_at", PushRegistrationStore.schema),
     ]
 
     /// The push relay's own database (versions from 1001, so each program

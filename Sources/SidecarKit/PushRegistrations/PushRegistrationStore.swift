@@ -130,20 +130,31 @@ struct PushRegistrationStore: Sendable {
         }
     }
 
-    /// Deletes registrations whose `last_seen_at` is at or before `cutoff`,
-    /// in batches so no single transaction holds the writer for long.
-    func prune(seenAtOrBefore cutoff: Date, batchSize: Int = 1000) async throws -> Int {
+    /// Deletes registrations whose `last_seen_at` is at or before `cutoff`.
+    /// `last_seen_at` has no index (every launch moves it: an index would make
+    /// each re-registration touch every index), so the prune walks the table
+    /// in id order, `batchSize` rows a transaction, so no single transaction
+    /// holds the writer for long.
+    func prune(seenAtOrBefore cutoff: Date, batchSize: Int = 5000) async throws -> Int {
         var total = 0
+        var after: Int64 = 0
         while true {
-            let removed = try await database.write { connection in
-                try connection.execute(
+            let from = after
+            let page = try await database.write { connection -> (removed: Int, last: Int64)? in
+                let last = try connection.queryOne(
                     """
-                    DELETE FROM push_registrations WHERE id IN (
-                        SELECT id FROM push_registrations WHERE last_seen_at <= \(Self.millis(cutoff)) LIMIT \(Int64(batchSize)))
+                    SELECT MAX(id) AS last FROM (SELECT id FROM push_registrations WHERE id > \(from) ORDER BY id LIMIT \(Int64(batchSize))) AS page
+                    """)?.optionalInt("last")
+                guard let last else { return nil }
+                let removed = try connection.execute(
+                    """
+                    DELETE FROM push_registrations WHERE id > \(from) AND id <= \(last) AND last_seen_at <= \(Self.millis(cutoff))
                     """)
+                return (removed, last)
             }
-            total += removed
-            if removed < batchSize { return total }
+            guard let page else { return total }
+            total += page.removed
+            after = page.last
         }
     }
 

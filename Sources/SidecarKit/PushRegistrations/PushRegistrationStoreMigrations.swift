@@ -6,6 +6,17 @@ extension PushRegistrationStore {
     static let schema = Schema(
         "PushRegistrationStore",
         [
+            // Apps register their token again on every launch, and each
+            // registration moves `last_seen_at`. With that column indexed,
+            // every re-registration wrote a new row version into all five
+            // indexes; without it, PostgreSQL updates the row in place on its
+            // page (a HOT update: no index touched), given room on the page,
+            // which a fill factor of 90 leaves. The daily prune walks the
+            // table by id instead (`PushRegistrationStore.prune`).
+            35: [
+                .same("DROP INDEX push_registrations_last_seen"),
+                .postgresqlOnly("ALTER TABLE push_registrations SET (fillfactor = 90)"),
+            ],
             // A send's pages read in id order without sorting the region.
             27: [.same("CREATE INDEX push_registrations_region_order ON push_registrations (region_id, id)")],
             // Tokens stored before the token rule that no provider issues.
