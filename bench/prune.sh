@@ -34,14 +34,15 @@ fill() {
   local backend="$1" database="$2" stale="$3" now old
   now=$(now_ms); old=$(( now - 200 * 86400000 ))
   "$BIN" migrate --database "$database" > /dev/null
-  local seen="CASE WHEN $stale > 0 AND i % (100 / GREATEST_STALE) = 0 THEN $old ELSE $now END"
+  local seen="$now"
+  [ "$stale" -gt 0 ] && seen="CASE WHEN i % $(( 100 / stale )) = 0 THEN $old ELSE $now END"
   if [ "$backend" = sqlite ]; then
     sqlite3 "$database" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ROWS)
       INSERT INTO push_registrations (region_id, token, operating_system, created_at, last_seen_at)
-      SELECT 1, printf('%064x', i), 'ios', $now, ${seen//GREATEST_STALE/max($stale, 1)} FROM n"
+      SELECT 1, printf('%064x', i), 'ios', $now, $seen FROM n"
   else
     PGPASSWORD=sidecar-test psql -qAt -h 127.0.0.1 -p "$PG_PORT" -U sidecar sidecar -c "INSERT INTO push_registrations (region_id, token, operating_system, created_at, last_seen_at)
-      SELECT 1, lpad(to_hex(i), 64, '0'), 'ios', $now, ${seen//GREATEST_STALE/greatest($stale, 1)} FROM generate_series(1, $ROWS) AS i" \
+      SELECT 1, lpad(to_hex(i), 64, '0'), 'ios', $now, $seen FROM generate_series(1, $ROWS) AS i" \
       -c "VACUUM ANALYZE push_registrations" > /dev/null
   fi
 }

@@ -44,6 +44,11 @@ struct DatabaseConformanceTests {
         }
     }
 
+    /// How many rows `things` holds, read in a transaction of its own.
+    static func thingCount(_ database: any Database) async throws -> Int64? {
+        try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+    }
+
     static let schema = [
         Migration(
             version: 1, name: "things", owners: ["test"],
@@ -119,7 +124,7 @@ struct DatabaseConformanceTests {
                 outcomes.compactMap { $0 }.allSatisfy {
                     ($0 as? DatabaseError).map { if case .constraintViolation = $0 { true } else { false } } ?? false
                 })
-            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            let count = try await Self.thingCount(database)
             #expect(count == 91)
             #expect(await submit("after-commit") == nil)
             let read = try await database.read { try $0.queryOne("SELECT name FROM things WHERE name = $1", [.text("after-commit")]) }
@@ -187,7 +192,7 @@ struct DatabaseConformanceTests {
                     try connection.sendRow(Self.thingRow, [.text("b"), .real(1), .null, .null])
                 }
             }
-            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            let count = try await Self.thingCount(database)
             #expect(count == 0)
         }
     }
@@ -233,7 +238,7 @@ struct DatabaseConformanceTests {
                 return outcomes
             }
             #expect(outcomes.filter { !$0.value }.map(\.key) == [17])
-            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            let count = try await Self.thingCount(database)
             #expect(count == 39)
         }
     }
@@ -288,7 +293,7 @@ struct DatabaseConformanceTests {
                 try $0.queryOne("SELECT hits FROM things WHERE name = 'counter'", [])?.optionalInt("hits")
             }
             #expect(counter == 19, "each committed write counted once, the failed one not at all")
-            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            let count = try await Self.thingCount(database)
             #expect(count == 22, "taken, counter, the held write and the 19 others")
         }
     }
@@ -316,7 +321,7 @@ struct DatabaseConformanceTests {
             }
             let failures = outcomes.filter { !$0 }.count
             #expect(failures >= 5 && failures <= 6)
-            let count = try await database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM things", [])?.optionalInt("n") }
+            let count = try await Self.thingCount(database)
             #expect(count == Int64((300 - failures) * 2), "a failed write leaves no half behind")
         }
     }

@@ -10,6 +10,8 @@ struct PushRegistrationStore: Sendable {
     init(database: any Database) { self.database = database }
 
     static let columns = "region_id, token, operating_system, locale, raw_locale, apns_sandbox, test_device, description, created_at, last_seen_at"
+    /// How many `columns` there are: the values a row binds.
+    static let columnCount = columns.split(separator: ",").count
 
     /// The columns prefixed with a table alias, for joins.
     static func columns(qualifiedBy alias: String) -> String {
@@ -24,7 +26,7 @@ struct PushRegistrationStore: Sendable {
     /// COMMIT. Two writes of one token never share a batch (their row key),
     /// so no statement updates a row twice.
     static let upsert = RowInsert(
-        head: "INSERT INTO push_registrations (\(columns))", columnCount: columns.split(separator: ",").count,
+        head: "INSERT INTO push_registrations (\(columns))", columnCount: columnCount,
         tail: """
             ON CONFLICT (region_id, token) DO UPDATE SET
                 operating_system = excluded.operating_system, locale = excluded.locale,
@@ -34,7 +36,7 @@ struct PushRegistrationStore: Sendable {
             """)
 
     /// `$1, $2, ...`: one placeholder for each of `columns`.
-    static let placeholders = (1...columns.split(separator: ",").count).map { "$\($0)" }.joined(separator: ", ")
+    static let placeholders = (1...columnCount).map { "$\($0)" }.joined(separator: ", ")
 
     /// The row a write of one registration locks: apps register the same
     /// token again on every launch, so writes of one token must queue rather
